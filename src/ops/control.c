@@ -1,0 +1,6 @@
+/* control.c — the control family of ops (see ops.def): infer and eval hooks. */
+#include "ops.h"
+
+const lt_op_reg lt_ops_control[] = {
+    {0, NULL, NULL},
+};
