@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# setup.sh — install what lathe needs on a fresh Debian machine: a C toolchain, CMake, zlib, clang
+# with its sanitizer/fuzzer runtime, and the pinned Python packages (onnx 1.22.0 for the conformance
+# suite, numpy, pytest). Safe to run again: it installs only what is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+SUDO=""
+if [ "$(id -u)" != 0 ] && command -v sudo >/dev/null; then SUDO=sudo; fi
+
+pkgs=(build-essential cmake zlib1g-dev clang libclang-rt-14-dev python3 python3-pip)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}"
+fi
+
+PY=${LATHE_PYTHON:-python3}
+if ! "$PY" - <<'PYEOF' 2>/dev/null
+import sys
+want = {l.split("==")[0].lower().replace("_", "-"): l.split("==")[1].strip()
+        for l in open("requirements.txt") if "==" in l and not l.startswith("#")}
+from importlib.metadata import version, PackageNotFoundError
+for name, ver in want.items():
+    try:
+        if version(name) != ver: sys.exit(1)
+    except PackageNotFoundError:
+        sys.exit(1)
+PYEOF
+then
+  echo "setup: installing Python packages from requirements.txt"
+  "$PY" -m pip install -q -r requirements.txt || "$PY" -m pip install -q --break-system-packages -r requirements.txt
+fi

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# test.sh — the whole test run (what CI runs): set up, build with -Werror, unit tests, CLI and
+# bad-input tests, the 9 light models, the ONNX conformance suite against its committed floor, then
+# the same unit tests and the conformance suite under AddressSanitizer + UndefinedBehaviorSanitizer,
+# and a bounded run of the import fuzzer.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+jobs=$(nproc)
+
+echo "== build"
+scripts/build.sh build
+echo "== unit tests"
+ctest --test-dir build --output-on-failure -j "$jobs"
+echo "== CLI, bad-input and model tests"
+LATHE_BIN=build/lathe python3 -m pytest -q -n "$jobs" tests
+echo "== conformance (interp)"
+scripts/conformance_check.sh build/lathe interp
+
+echo "== ASan+UBSan build"
+scripts/build.sh build-asan -DLATHE_SANITIZE=ON -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+ctest --test-dir build-asan --output-on-failure -j "$jobs"
+LATHE_BIN=build-asan/lathe python3 -m pytest -q -n "$jobs" tests/test_bad_input.py tests/test_cli.py
+scripts/conformance_check.sh build-asan/lathe interp
+
+echo "== fuzz (bounded)"
+scripts/build.sh build-fuzz -DLATHE_FUZZ=ON -DCMAKE_C_COMPILER=clang
+mkdir -p build-fuzz/corpus
+python3 fuzz/make_corpus.py build-fuzz/corpus
+build-fuzz/fuzz_import -max_total_time="${LATHE_FUZZ_SECONDS:-60}" -rss_limit_mb=2048 build-fuzz/corpus
+echo "== all tests passed"
