@@ -1,0 +1,159 @@
+/* test_base.c — unit tests of src/base: checked arithmetic, arenas, the allocator hook (failing on
+ * purpose), dtype conversions and tensor/datum lifetimes. Exits non-zero on the first failure. */
+#include "base/base.h"
+#include "base/dtype.h"
+#include "base/tensor.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int failures;
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);               \
+            failures++;                                                                            \
+        }                                                                                          \
+    } while (0)
+
+/* An allocator that fails the Nth allocation (and all after it when sticky). */
+static long g_countdown = -1;
+static void *failing_alloc(void *u, size_t n) {
+    (void)u;
+    if (g_countdown == 0) return NULL;
+    if (g_countdown > 0) g_countdown--;
+    return malloc(n ? n : 1);
+}
+static void *failing_realloc(void *u, void *p, size_t n) {
+    (void)u;
+    if (g_countdown == 0) return NULL;
+    if (g_countdown > 0) g_countdown--;
+    return realloc(p, n ? n : 1);
+}
+static void plain_free(void *u, void *p) { (void)u; free(p); }
+
+static void test_checked(void) {
+    int64_t r;
+    CHECK(lt_add_i64(1, 2, &r) && r == 3);
+    CHECK(!lt_add_i64(INT64_MAX, 1, &r));
+    CHECK(!lt_mul_i64(INT64_MAX / 2 + 1, 2, &r));
+    CHECK(lt_mul_i64(-4, 5, &r) && r == -20);
+    int64_t dims[3] = {1 << 20, 1 << 20, 1 << 20};
+    CHECK(lt_prod_i64(dims, 2, &r) && r == (int64_t)1 << 40);
+    int64_t big[4] = {1 << 20, 1 << 20, 1 << 20, 1 << 20};
+    CHECK(!lt_prod_i64(big, 4, &r));
+    int64_t neg[2] = {3, -1};
+    CHECK(!lt_prod_i64(neg, 2, &r));
+}
+
+static void test_arena(void) {
+    lt_arena a;
+    lt_arena_init(&a);
+    char *s = lt_arena_strdup(&a, "hello");
+    CHECK(s && strcmp(s, "hello") == 0);
+    void *big = lt_arena_alloc(&a, 1 << 20);
+    CHECK(big != NULL && ((uintptr_t)big % 16) == 0);
+    for (int i = 0; i < 1000; i++) CHECK(lt_arena_alloc(&a, 100) != NULL);
+    CHECK(lt_arena_alloc(&a, SIZE_MAX) == NULL);
+    lt_arena_free(&a);
+}
+
+static void test_ctx(void) {
+    lt_ctx c = {0};
+    CHECK(lt_error(&c, LT_ERR_INVALID, "first %d", 1) == LT_ERR_INVALID);
+    lt_error(&c, LT_ERR_NOMEM, "second");
+    CHECK(c.status == LT_ERR_INVALID && strcmp(c.msg, "first 1") == 0);
+    CHECK(lt_status_exit_code(LT_ERR_UNSUPPORTED) == 3 && lt_status_exit_code(LT_ERR_NOMEM) == 2);
+}
+
+static void test_dtypes(void) {
+    /* float16: exact values, rounding to nearest even, overflow, subnormals, NaN */
+    CHECK(lt_f32_to_f16(1.0f) == 0x3c00);
+    CHECK(lt_f32_to_f16(65504.0f) == 0x7bff);
+    CHECK(lt_f32_to_f16(65520.0f) == 0x7c00);            /* rounds up to inf */
+    CHECK(lt_f32_to_f16(65519.0f) == 0x7bff);
+    CHECK(lt_f32_to_f16(-0.0f) == 0x8000);
+    CHECK(lt_f32_to_f16(5.9604645e-08f) == 0x0001);      /* smallest subnormal */
+    CHECK(lt_f32_to_f16(1.0f + 1.0f / 2048) == 0x3c00);  /* tie -> even */
+    CHECK(lt_f32_to_f16(1.0f + 3.0f / 2048) == 0x3c02);  /* tie -> even (up) */
+    CHECK((lt_f32_to_f16(NAN) & 0x7c00) == 0x7c00 && (lt_f32_to_f16(NAN) & 0x3ff));
+    for (uint32_t h = 0; h < 0x10000; h++) {             /* every finite half round-trips */
+        if ((h & 0x7c00) == 0x7c00) continue;
+        CHECK(lt_f32_to_f16(lt_f16_to_f32((uint16_t)h)) == h);
+    }
+    /* bfloat16 */
+    CHECK(lt_f32_to_bf16(1.0f) == 0x3f80);
+    CHECK(lt_bf16_to_f32(0x3f80) == 1.0f);
+    for (uint32_t h = 0; h < 0x10000; h++) {
+        if ((h & 0x7f80) == 0x7f80) continue;
+        CHECK(lt_f32_to_bf16(lt_bf16_to_f32((uint16_t)h)) == h);
+    }
+    /* float8 round trips of every finite encoding */
+    lt_dtype f8[4] = {LT_FLOAT8E4M3FN, LT_FLOAT8E4M3FNUZ, LT_FLOAT8E5M2, LT_FLOAT8E5M2FNUZ};
+    for (int k = 0; k < 4; k++)
+        for (int v = 0; v < 256; v++) {
+            float f = lt_f8_to_f32((uint8_t)v, f8[k]);
+            if (isnan(f) || isinf(f)) continue;
+            if (f == 0 && v == 0x80) continue; /* -0 */
+            CHECK(lt_f32_to_f8(f, f8[k], true) == v);
+        }
+    CHECK(lt_f8_to_f32(0x7e, LT_FLOAT8E4M3FN) == 448.0f);
+    CHECK(lt_f32_to_f8(1e6f, LT_FLOAT8E4M3FN, true) == 0x7e);
+    /* integers through the generic paths */
+    int64_t big = INT64_MAX - 3;
+    int64_t buf[1];
+    lt_store_i64(buf, LT_INT64, 0, big);
+    CHECK(lt_load_i64(buf, LT_INT64, 0) == big);
+    int8_t i4[1];
+    lt_store_i64(i4, LT_INT4, 0, 9); /* wraps to -7 in 4 bits */
+    CHECK(i4[0] == -7);
+    uint8_t u8[1];
+    lt_store_f64(u8, LT_UINT8, 0, 300.0); /* out of range: defined (wraps or saturates), never UB */
+    CHECK(u8[0] == 44 || u8[0] == 255);
+    int32_t i32[1];
+    lt_store_f64(i32, LT_INT32, 0, NAN);
+    CHECK(i32[0] == 0);
+    CHECK(lt_dtype_from_name("bfloat16") == LT_BFLOAT16 && lt_dtype_size(LT_INT4) == 1);
+}
+
+static void test_tensors_under_failing_allocator(void) {
+    lt_allocator a = {failing_alloc, failing_realloc, plain_free, NULL};
+    lt_set_allocator(&a);
+    int64_t dims[2] = {3, 4};
+    for (long n = 0; n < 20; n++) {
+        lt_ctx c = {0};
+        g_countdown = n;
+        lt_tensor *t = NULL;
+        lt_status s = lt_tensor_new(&c, LT_STRING, 2, dims, &t);
+        if (s == LT_OK) {
+            lt_datum *d = NULL;
+            lt_status s2 = lt_datum_tensor(&c, t, &d); /* takes t, releases it on failure */
+            if (s2 == LT_OK) lt_datum_release(d);
+            else CHECK(c.status == LT_ERR_NOMEM);
+        } else {
+            CHECK(s == LT_ERR_NOMEM && c.status == LT_ERR_NOMEM && strstr(c.msg, "out of memory"));
+        }
+    }
+    g_countdown = -1;
+    lt_set_allocator(NULL);
+    lt_ctx c = {0};
+    int64_t huge[3] = {1 << 20, 1 << 20, 1 << 20};
+    lt_tensor *t;
+    CHECK(lt_tensor_new(&c, LT_FLOAT, 3, huge, &t) == LT_ERR_NOMEM && strstr(c.msg, "too large"));
+}
+
+int main(void) {
+    test_checked();
+    test_arena();
+    test_ctx();
+    test_dtypes();
+    test_tensors_under_failing_allocator();
+    if (failures) {
+        fprintf(stderr, "test_base: %d failure(s)\n", failures);
+        return 1;
+    }
+    printf("test_base: ok\n");
+    return 0;
+}
