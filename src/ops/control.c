@@ -101,7 +101,7 @@ static lt_status slice_axis(lt_eval *ev, const lt_tensor *t, int axis, int64_t i
 static lt_status eval_if(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum **out) {
     const lt_tensor *c;
     LT_TRY(lt_in_tensor(ev, n, in, 0, &c));
-    bool cond;
+    bool cond = false;
     LT_TRY(scalar_bool(ev, n, c, "If condition", &cond));
     const lt_graph *g = lt_attr_graph(n, cond ? "then_branch" : "else_branch");
     if (!g) return lt_op_error(ev, n, LT_ERR_INVALID, "missing %s attribute", cond ? "then_branch" : "else_branch");
@@ -452,8 +452,8 @@ static lt_status eval_sequence_construct(lt_eval *ev, const lt_node *n, lt_datum
 }
 
 static lt_status eval_sequence_at(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum **out) {
-    lt_datum *seq;
-    int64_t pos;
+    lt_datum *seq = NULL;
+    int64_t pos = 0;
     LT_TRY(in_sequence(ev, n, in, 0, &seq));
     if (!in[1]) return lt_op_error(ev, n, LT_ERR_INVALID, "position is required");
     LT_TRY(seq_position(ev, n, in, 1, seq->n, 0, false, &pos));
@@ -462,9 +462,9 @@ static lt_status eval_sequence_at(lt_eval *ev, const lt_node *n, lt_datum **in, 
 }
 
 static lt_status eval_sequence_insert(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum **out) {
-    lt_datum *seq, *d;
+    lt_datum *seq = NULL, *d = NULL;
     const lt_tensor *t;
-    int64_t pos;
+    int64_t pos = 0;
     LT_TRY(in_sequence(ev, n, in, 0, &seq));
     LT_TRY(lt_in_tensor(ev, n, in, 1, &t));
     if (seq->elem_dtype != LT_UNDEFINED && t->dtype != seq->elem_dtype)
@@ -482,8 +482,8 @@ static lt_status eval_sequence_insert(lt_eval *ev, const lt_node *n, lt_datum **
 }
 
 static lt_status eval_sequence_erase(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum **out) {
-    lt_datum *seq, *d;
-    int64_t pos;
+    lt_datum *seq = NULL, *d = NULL;
+    int64_t pos = 0;
     LT_TRY(in_sequence(ev, n, in, 0, &seq));
     if (seq->n == 0) return lt_op_error(ev, n, LT_ERR_INVALID, "cannot erase from an empty sequence");
     LT_TRY(seq_position(ev, n, in, 1, seq->n, -1, false, &pos));
@@ -498,7 +498,7 @@ static lt_status eval_sequence_erase(lt_eval *ev, const lt_node *n, lt_datum **i
 }
 
 static lt_status eval_sequence_length(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum **out) {
-    lt_datum *seq;
+    lt_datum *seq = NULL;
     lt_tensor *t;
     LT_TRY(in_sequence(ev, n, in, 0, &seq));
     LT_TRY(lt_tensor_scalar_i64(ev->ctx, LT_INT64, seq->n, &t));
@@ -545,7 +545,7 @@ static lt_status eval_split_to_sequence(lt_eval *ev, const lt_node *n, lt_datum 
         }
         if (total != dim) return lt_op_error(ev, n, LT_ERR_INVALID, "split sizes sum to %lld, axis has %lld", (long long)total, (long long)dim);
     }
-    lt_datum *seq;
+    lt_datum *seq = NULL;
     lt_status s = lt_datum_sequence(ev->ctx, x->dtype, &seq);
     int64_t outer = 1, inner = 1, off = 0;
     for (int k = 0; k < axis; k++) outer *= x->dims[k];
@@ -573,7 +573,7 @@ static lt_status eval_split_to_sequence(lt_eval *ev, const lt_node *n, lt_datum 
 }
 
 static lt_status eval_concat_from_sequence(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum **out) {
-    lt_datum *seq;
+    lt_datum *seq = NULL;
     LT_TRY(in_sequence(ev, n, in, 0, &seq));
     if (seq->n == 0) return lt_op_error(ev, n, LT_ERR_INVALID, "cannot concatenate an empty sequence");
     bool new_axis = lt_attr_int(n, "new_axis", 0) != 0;
@@ -616,7 +616,7 @@ static lt_status eval_concat_from_sequence(lt_eval *ev, const lt_node *n, lt_dat
 static lt_status eval_sequence_map(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum **out) {
     const lt_graph *body = lt_attr_graph(n, "body");
     if (!body) return lt_op_error(ev, n, LT_ERR_INVALID, "missing body attribute");
-    lt_datum *seq;
+    lt_datum *seq = NULL;
     LT_TRY(in_sequence(ev, n, in, 0, &seq));
     if (body->n_inputs != n->n_in || body->n_outputs != n->n_out || n->n_in > 64 || n->n_out > 64)
         return lt_op_error(ev, n, LT_ERR_INVALID, "body signature does not match the node");
