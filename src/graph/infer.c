@@ -15,7 +15,7 @@
 static bool less_known(const lt_type *t, const lt_type *d) {
     if (d->kind == LT_TK_UNKNOWN) return false;
     if (t->kind == LT_TK_UNKNOWN) return true;
-    if (t->kind != d->kind) return false;
+    if (t->kind != d->kind) return true; /* the model's declaration wins a disagreement of kind */
     if (t->kind == LT_TK_TENSOR) {
         if (t->dtype == LT_UNDEFINED && d->dtype != LT_UNDEFINED) return true;
         if (t->rank < 0 && d->rank >= 0) return true;

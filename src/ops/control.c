@@ -211,7 +211,9 @@ static lt_status infer_loop(lt_infer *ic, lt_node *n) {
     int n_carried = n->n_in - 2 > 0 ? n->n_in - 2 : 0;
     if (body->n_outputs != n->n_out + 1) return lt_infer_error(ic, n, "body has %d outputs, expected %d", body->n_outputs, n->n_out + 1);
     for (int i = 0; i < n_carried; i++) {
-        const lt_type *t = lt_infer_in(n, 2 + i);
+        /* The body's output type says what the loop hands on; fall back to the initial value's. */
+        const lt_type *t = &body->outputs[1 + i]->type;
+        if (t->kind == LT_TK_UNKNOWN) t = lt_infer_in(n, 2 + i);
         if (t && t->kind == LT_TK_TENSOR) LT_TRY(lt_infer_set(ic, n, i, t->dtype, t->rank, t->dims));
         else if (t) LT_TRY(lt_infer_set_type(ic, n, i, t));
     }
