@@ -115,11 +115,12 @@ static f8fmt fmt_of(lt_dtype dt) {
 
 float lt_f8_to_f32(uint8_t v, lt_dtype dt) {
     f8fmt f = fmt_of(dt);
-    if (f.fnuz && v == 0x80) return NAN;
+    /* NaN keeps the sign bit (as ml_dtypes decodes it; the FNUZ NaN 0x80 is negative). */
+    if (f.fnuz && v == 0x80) return -NAN;
     int sign = v >> 7, e = (v >> f.mbits) & ((1 << f.ebits) - 1), m = v & ((1 << f.mbits) - 1);
     int emax = (1 << f.ebits) - 1;
-    if (f.has_inf && e == emax) return m ? NAN : (sign ? -INFINITY : INFINITY);
-    if (!f.has_inf && !f.fnuz && e == emax && m == (1 << f.mbits) - 1) return NAN; /* E4M3FN */
+    if (f.has_inf && e == emax) return m ? (sign ? -NAN : NAN) : (sign ? -INFINITY : INFINITY);
+    if (!f.has_inf && !f.fnuz && e == emax && m == (1 << f.mbits) - 1) return sign ? -NAN : NAN; /* E4M3FN */
     float r = e == 0 ? ldexpf((float)m, 1 - f.bias - f.mbits)
                      : ldexpf((float)((1 << f.mbits) | m), e - f.bias - f.mbits);
     return sign ? -r : r;
@@ -131,21 +132,22 @@ static float f8_max(f8fmt f) {
     return ldexpf(2.0f - ldexpf(2.0f, -f.mbits), (1 << f.ebits) - 1 - f.bias);    /* E4M3FN: 448 */
 }
 
+/* Encode like ml_dtypes' astype (round to nearest even) with ONNX's saturation: saturate=true clamps
+ * infinities and finite overflow to the largest finite value (onnx.numpy_helper.saturate_cast);
+ * false gives inf (E5M2) or NaN (the others). NaN keeps its sign where the format can. */
 uint8_t lt_f32_to_f8(float x, lt_dtype dt, bool saturate) {
     f8fmt f = fmt_of(dt);
-    uint8_t nan = f.fnuz ? 0x80 : 0x7f;
     uint8_t sign = (f2u(x) >> 24) & 0x80;
+    uint8_t nan = f.fnuz ? 0x80 : (uint8_t)(sign | (f.has_inf ? 0x7e : 0x7f));
+    uint8_t over = f.fnuz ? 0x80 : (uint8_t)(sign | (f.has_inf ? 0x7c : 0x7f)); /* unsaturated overflow */
     if (isnan(x)) return nan;
     float maxv = f8_max(f);
+    if (isinf(x)) return saturate ? (uint8_t)(sign | lt_f32_to_f8(maxv, dt, true)) : over;
     double a = fabs((double)x);
-    if (isinf(x)) {
-        if (saturate) return (uint8_t)(sign | lt_f32_to_f8(maxv, dt, true));
-        return f.has_inf ? (uint8_t)(sign | 0x7c) : nan;
-    }
     double r = round_to_format(a, f.mbits, 1 - f.bias);
     if (r > maxv) {
-        if (saturate) r = maxv;
-        else return f.has_inf ? (uint8_t)(sign | 0x7c) : nan;
+        if (!saturate) return over;
+        r = maxv;
     }
     if (r == 0) return f.fnuz ? 0 : sign;
     double minnorm = ldexp(1.0, 1 - f.bias);
@@ -167,11 +169,13 @@ float lt_f4e2m1_to_f32(uint8_t v) {
     float r = mag[v & 7];
     return (v & 8) ? -r : r;
 }
+/* float4 has no NaN or infinity: infinities saturate to +-6; NaN encodes as ml_dtypes does it
+ * (0x8 for a positive NaN, 0x0 for a negative one). */
 uint8_t lt_f32_to_f4e2m1(float x) {
-    if (isnan(x)) return 0x7; /* ONNX maps NaN to the largest magnitude with sign bit... see helper */
     uint8_t sign = (f2u(x) >> 28) & 8;
+    if (isnan(x)) return sign ? 0x0 : 0x8;
     double a = fabs((double)x);
-    double r = round_to_format(a, 1, 0);
+    double r = isinf(x) ? 6.0 : round_to_format(a, 1, 0);
     if (r > 6.0) r = 6.0;
     static const double mag[8] = {0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0};
     for (uint8_t i = 0; i < 8; i++)
@@ -180,17 +184,24 @@ uint8_t lt_f32_to_f4e2m1(float x) {
 }
 
 float lt_e8m0_to_f32(uint8_t v) { return v == 0xff ? NAN : ldexpf(1.0f, (int)v - 127); }
-uint8_t lt_f32_to_e8m0(float x, bool saturate) {
-    if (isnan(x) || x <= 0) return isnan(x) ? 0xff : 0;
-    if (isinf(x)) return saturate ? 0xfe : 0xff;
-    int e;
-    double m = frexp((double)x, &e); /* x = m * 2^e, m in [0.5, 1) */
-    int exp = (m == 0.5) ? e - 1 : e; /* round up to the next power of two */
-    int biased = exp + 127;
-    if (biased < 0) biased = 0;
-    if (biased > 254) return saturate ? 0xfe : 0xff;
-    return (uint8_t)biased;
+/* onnx.numpy_helper.to_float8e8m0: works on the float32 exponent bits (the sign is dropped, NaN and
+ * infinity give 0xFF); rounding looks at the mantissa bits; saturate keeps 0xFE from rounding up
+ * into 0xFF. */
+uint8_t lt_f32_to_e8m0_rm(float x, bool saturate, int round_mode) {
+    uint32_t b = f2u(x);
+    uint32_t e = (b >> 23) & 0xff;
+    if (e == 0xff) return 0xff;
+    bool up = false;
+    if (round_mode == LT_ROUND_NEAREST) {
+        bool g = (b & 0x400000) != 0, r = (b & 0x200000) != 0, s = (b & 0x1fffff) != 0, lsb = e > 0;
+        up = g && (r || s || lsb);
+    } else if (round_mode == LT_ROUND_UP) {
+        up = (b & 0x7fffff) != 0;
+    }
+    if (up && !(saturate && e == 0xfe)) e++;
+    return (uint8_t)e;
 }
+uint8_t lt_f32_to_e8m0(float x, bool saturate) { return lt_f32_to_e8m0_rm(x, saturate, LT_ROUND_UP); }
 
 /* ---- generic loads and stores ---- */
 #define LD(T) ({ T v_; memcpy(&v_, (const char *)data + i * (int64_t)sizeof(T), sizeof(T)); v_; })
@@ -213,7 +224,8 @@ double lt_load_f64(const void *data, lt_dtype dt, int64_t i) {
     case LT_UINT32: return LD(uint32_t);
     case LT_INT64: return (double)LD(int64_t);
     case LT_UINT64: return (double)LD(uint64_t);
-    case LT_COMPLEX64: return LD(float) /* index i*2 handled below */;
+    case LT_COMPLEX64: { float c[2]; memcpy(c, (const char *)data + i * 8, 8); return c[0]; }
+    case LT_COMPLEX128: { double c[2]; memcpy(c, (const char *)data + i * 16, 16); return c[0]; }
     default: return 0;
     }
 }
@@ -274,7 +286,7 @@ void lt_store_u64(void *data, lt_dtype dt, int64_t i, uint64_t v) {
     else lt_store_i64(data, dt, i, (int64_t)v);
 }
 
-void lt_store_f64_sat(void *data, lt_dtype dt, int64_t i, double v, bool saturate) {
+static void store_f64_rm(void *data, lt_dtype dt, int64_t i, double v, bool saturate, int round_mode) {
     switch (dt) {
     case LT_FLOAT: ST(float, v); break;
     case LT_DOUBLE: ST(double, v); break;
@@ -283,7 +295,7 @@ void lt_store_f64_sat(void *data, lt_dtype dt, int64_t i, double v, bool saturat
     case LT_FLOAT8E4M3FN: case LT_FLOAT8E4M3FNUZ: case LT_FLOAT8E5M2: case LT_FLOAT8E5M2FNUZ:
         ST(uint8_t, lt_f32_to_f8((float)v, dt, saturate)); break;
     case LT_FLOAT4E2M1: ST(uint8_t, lt_f32_to_f4e2m1((float)v)); break;
-    case LT_FLOAT8E8M0: ST(uint8_t, lt_f32_to_e8m0((float)v, saturate)); break;
+    case LT_FLOAT8E8M0: ST(uint8_t, lt_f32_to_e8m0_rm((float)v, saturate, round_mode)); break;
     case LT_BOOL: ST(uint8_t, v != 0); break;
     case LT_UINT64: ST(uint64_t, sat_u64(v)); break;
     case LT_UINT32: case LT_UINT16: case LT_UINT8: case LT_UINT4: case LT_UINT2:
@@ -294,26 +306,39 @@ void lt_store_f64_sat(void *data, lt_dtype dt, int64_t i, double v, bool saturat
     default: break;
     }
 }
+void lt_store_f64_sat(void *data, lt_dtype dt, int64_t i, double v, bool saturate) {
+    store_f64_rm(data, dt, i, v, saturate, LT_ROUND_UP);
+}
 void lt_store_f64(void *data, lt_dtype dt, int64_t i, double v) { lt_store_f64_sat(data, dt, i, v, true); }
 
+/* Cast one element. Integer -> integer stays exact (wrapping); integer -> float32 rounds once from
+ * the integer (no detour through double); float -> integer truncates (NaN 0, saturating to int64,
+ * then wrapping to the target width); anything -> bool is "!= 0" (NaN is true); complex gives its
+ * real part. Narrow float targets round from float32 like ml_dtypes, except float16 (from double,
+ * like numpy). */
+void lt_convert_elem_rm(const void *src, lt_dtype sdt, int64_t i, void *dst, lt_dtype ddt, int64_t j,
+                        bool saturate, int round_mode) {
+    lt_dclass sc = lt_dtype_get(sdt)->cls, dc = lt_dtype_get(ddt)->cls;
+    if (dc == LT_DC_BOOL) {
+        ((uint8_t *)dst)[j] = (sc == LT_DC_FLOAT || sc == LT_DC_COMPLEX) ? lt_load_f64(src, sdt, i) != 0
+                                                                        : lt_load_i64(src, sdt, i) != 0;
+    } else if ((sc == LT_DC_SINT || sc == LT_DC_BOOL) && (dc == LT_DC_SINT || dc == LT_DC_UINT)) {
+        lt_store_i64(dst, ddt, j, lt_load_i64(src, sdt, i));
+    } else if (sc == LT_DC_UINT && (dc == LT_DC_SINT || dc == LT_DC_UINT)) {
+        lt_store_u64(dst, ddt, j, lt_load_u64(src, sdt, i));
+    } else if (ddt == LT_FLOAT && (sc == LT_DC_SINT || sc == LT_DC_BOOL)) {
+        float f = (float)lt_load_i64(src, sdt, i);
+        memcpy((char *)dst + j * 4, &f, 4);
+    } else if (ddt == LT_FLOAT && sc == LT_DC_UINT) {
+        float f = (float)lt_load_u64(src, sdt, i);
+        memcpy((char *)dst + j * 4, &f, 4);
+    } else if (sc == LT_DC_UINT && sdt == LT_UINT64) {
+        store_f64_rm(dst, ddt, j, (double)lt_load_u64(src, sdt, i), saturate, round_mode);
+    } else {
+        store_f64_rm(dst, ddt, j, lt_load_f64(src, sdt, i), saturate, round_mode);
+    }
+}
 void lt_convert_elem(const void *src, lt_dtype sdt, int64_t i, void *dst, lt_dtype ddt, int64_t j,
                      bool saturate) {
-    lt_dclass sc = lt_dtype_get(sdt)->cls, dc = lt_dtype_get(ddt)->cls;
-    if ((sc == LT_DC_SINT || sc == LT_DC_BOOL) && dc != LT_DC_FLOAT) {
-        lt_store_i64(dst, ddt, j, lt_load_i64(src, sdt, i));
-    } else if (sc == LT_DC_UINT && dc != LT_DC_FLOAT) {
-        lt_store_u64(dst, ddt, j, lt_load_u64(src, sdt, i));
-    } else if (sc == LT_DC_UINT && sdt == LT_UINT64) {
-        lt_store_f64_sat(dst, ddt, j, (double)lt_load_u64(src, sdt, i), saturate);
-    } else if (sdt == LT_FLOAT && (ddt == LT_FLOAT8E4M3FN || ddt == LT_FLOAT8E4M3FNUZ ||
-                                   ddt == LT_FLOAT8E5M2 || ddt == LT_FLOAT8E5M2FNUZ)) {
-        float f;
-        memcpy(&f, (const char *)src + i * 4, 4);
-        ((uint8_t *)dst)[j] = lt_f32_to_f8(f, ddt, saturate);
-    } else if (dc == LT_DC_BOOL) {
-        double v = lt_load_f64(src, sdt, i);
-        ((uint8_t *)dst)[j] = v != 0;
-    } else {
-        lt_store_f64_sat(dst, ddt, j, lt_load_f64(src, sdt, i), saturate);
-    }
+    lt_convert_elem_rm(src, sdt, i, dst, ddt, j, saturate, LT_ROUND_UP);
 }

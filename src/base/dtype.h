@@ -9,8 +9,9 @@
  *
  * The generic loads and stores below are the reference interpreter's workhorse: load any element as
  * double / int64 / uint64, store one back with the rounding the ONNX spec gives for Cast (floats to
- * narrower floats round to nearest even; floats to integers truncate toward zero, NaN -> 0 and
- * out-of-range values saturate so no UB is possible; float8 saturates unless told otherwise).
+ * narrower floats round to nearest even; floats to integers truncate toward zero, NaN -> 0, values
+ * beyond int64 saturate and the result wraps to the target width (numpy's float32(300) -> int8 44,
+ * -9.0 -> int4 7) so no UB is possible; float8 saturates unless told otherwise).
  */
 #ifndef LT_DTYPE_H
 #define LT_DTYPE_H
@@ -93,7 +94,10 @@ uint8_t lt_f32_to_f8(float f, lt_dtype dt, bool saturate);
 float lt_f4e2m1_to_f32(uint8_t v);      /* low 4 bits */
 uint8_t lt_f32_to_f4e2m1(float f);      /* round to nearest even, saturating */
 float lt_e8m0_to_f32(uint8_t v);
+/* Rounding modes of Cast to float8e8m0 (the round_mode attribute). */
+enum { LT_ROUND_UP = 0, LT_ROUND_DOWN = 1, LT_ROUND_NEAREST = 2 };
 uint8_t lt_f32_to_e8m0(float f, bool saturate); /* ONNX default rounding: up */
+uint8_t lt_f32_to_e8m0_rm(float f, bool saturate, int round_mode);
 
 /* ---- generic element access (index i counts elements) ---- */
 double lt_load_f64(const void *data, lt_dtype dt, int64_t i);   /* complex: the real part */
@@ -107,5 +111,8 @@ void lt_store_u64(void *data, lt_dtype dt, int64_t i, uint64_t v);
  * choosing the exact path (int64->int64 without going through double). Strings not handled. */
 void lt_convert_elem(const void *src, lt_dtype sdt, int64_t i, void *dst, lt_dtype ddt, int64_t j,
                      bool saturate);
+/* Same with Cast's round_mode (LT_ROUND_*) for float8e8m0 targets. */
+void lt_convert_elem_rm(const void *src, lt_dtype sdt, int64_t i, void *dst, lt_dtype ddt, int64_t j,
+                        bool saturate, int round_mode);
 
 #endif

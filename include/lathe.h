@@ -1,0 +1,186 @@
+/* lathe.h — the public C API of lathe, a deep-learning compiler for ONNX models. This header is its
+ * own manual: read the tutorial, then the reference below it.
+ *
+ * ---- Tutorial --------------------------------------------------------------------------------------
+ *
+ *     #include <lathe.h>
+ *
+ *     char err[1024];
+ *     lathe_model *model = NULL;
+ *     if (lathe_model_load("squeezenet.onnx", NULL, &model, err, sizeof err) != LATHE_OK) {
+ *         fprintf(stderr, "%s\n", err);            // names the file, byte offset and field at fault
+ *         return 1;
+ *     }
+ *     // The model's inputs are the graph inputs you must provide (those with an initializer are not
+ *     // listed: their stored value is used). Ask for their names, types and shapes:
+ *     int64_t dims[8];
+ *     int rank = lathe_model_input_shape(model, 0, dims, 8);  // -1 in dims[k]: symbolic / unknown
+ *     printf("%s: %s, rank %d\n", lathe_model_input_name(model, 0),
+ *            lathe_dtype_name(lathe_model_input_dtype(model, 0)), rank);
+ *
+ *     // Make an input tensor (zeroed) and fill it through its data pointer.
+ *     int64_t shape[4] = {1, 3, 224, 224};
+ *     lathe_tensor *x = NULL;
+ *     lathe_tensor_create(LATHE_FLOAT, 4, shape, &x);
+ *     float *px = lathe_tensor_data(x);
+ *     for (int64_t i = 0; i < lathe_tensor_numel(x); i++) px[i] = 0.5f;
+ *
+ *     // Run. Outputs come back as new tensors that you own.
+ *     lathe_tensor *y = NULL;
+ *     if (lathe_run(model, (const lathe_tensor *const[]){x}, 1, &y, 1) != LATHE_OK)
+ *         fprintf(stderr, "%s\n", lathe_model_error(model));
+ *     else
+ *         printf("first value %g\n", ((const float *)lathe_tensor_data(y))[0]);
+ *
+ *     lathe_tensor_free(x);
+ *     lathe_tensor_free(y);
+ *     lathe_model_free(model);
+ *
+ * Link with -llathe -lz -lm -lpthread.
+ *
+ * ---- Rules -----------------------------------------------------------------------------------------
+ *
+ * Status codes: every fallible call returns a lathe_status; LATHE_OK is 0. Out-parameters are written
+ *   only on success. A message explains every failure: in errbuf for lathe_model_load*, and in
+ *   lathe_model_error(model) for lathe_run.
+ * Ownership: you free what a lathe_*_create / lathe_*_load / lathe_run call hands you (with
+ *   lathe_tensor_free / lathe_model_free; both accept NULL). Strings returned by getters belong to
+ *   the object they came from and live as long as it does. lathe_run never takes ownership of inputs.
+ * Tensors: dense, row-major, C order. The element layout of each dtype is given at lathe_dtype.
+ * Threads: different models may be used from different threads at once; one model must be used by
+ *   one thread at a time (lathe_run keeps its last error on the model). Tensors are plain data.
+ * Safety: nothing a model file or an input does can crash the process or read out of bounds: bad data
+ *   is a LATHE_ERR_INVALID with a message. The library never prints and never reads the environment.
+ */
+#ifndef LATHE_H
+#define LATHE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- status codes ---- */
+typedef enum lathe_status {
+    LATHE_OK = 0,
+    LATHE_ERR_USAGE = 1,       /* the API was called wrongly (NULL handle, wrong input count, ...) */
+    LATHE_ERR_INVALID = 2,     /* bad model file or bad input data (wrong dtype or shape, ...) */
+    LATHE_ERR_UNSUPPORTED = 3, /* valid, but lathe cannot run it (an operator, a dtype) */
+    LATHE_ERR_NOMEM = 4,       /* out of memory, or a size limit exceeded */
+    LATHE_ERR_IO = 5,          /* the operating system refused a read */
+    LATHE_ERR_INTERNAL = 6     /* a bug in lathe: please report it */
+} lathe_status;
+
+/* "ok", "invalid", ... (never NULL). */
+const char *lathe_status_name(lathe_status s);
+
+/* ---- element types (the ONNX TensorProto.DataType numbers) ----
+ * In memory each element takes whole bytes: FLOAT16 and BFLOAT16 are raw uint16_t bits, the FLOAT8
+ * types and FLOAT4E2M1 / FLOAT8E8M0 raw uint8_t bits; INT4 / INT2 one int8_t each (sign-extended),
+ * UINT4 / UINT2 one uint8_t each; BOOL one byte, 0 or 1; COMPLEX64 / COMPLEX128 (real, imaginary)
+ * pairs of float / double; STRING a `char *` per element (NUL-terminated, owned by the tensor: set
+ * them with lathe_tensor_set_string). */
+typedef enum lathe_dtype {
+    LATHE_DTYPE_UNDEFINED = 0,
+    LATHE_FLOAT = 1, LATHE_UINT8 = 2, LATHE_INT8 = 3, LATHE_UINT16 = 4, LATHE_INT16 = 5,
+    LATHE_INT32 = 6, LATHE_INT64 = 7, LATHE_STRING = 8, LATHE_BOOL = 9, LATHE_FLOAT16 = 10,
+    LATHE_DOUBLE = 11, LATHE_UINT32 = 12, LATHE_UINT64 = 13, LATHE_COMPLEX64 = 14,
+    LATHE_COMPLEX128 = 15, LATHE_BFLOAT16 = 16, LATHE_FLOAT8E4M3FN = 17, LATHE_FLOAT8E4M3FNUZ = 18,
+    LATHE_FLOAT8E5M2 = 19, LATHE_FLOAT8E5M2FNUZ = 20, LATHE_UINT4 = 21, LATHE_INT4 = 22,
+    LATHE_FLOAT4E2M1 = 23, LATHE_FLOAT8E8M0 = 24, LATHE_UINT2 = 25, LATHE_INT2 = 26
+} lathe_dtype;
+
+/* ONNX spelling ("float", "int64", ...; "undefined" for unknown values). Never NULL. */
+const char *lathe_dtype_name(lathe_dtype dt);
+/* Bytes per element in memory (0 for UNDEFINED / unknown values). */
+size_t lathe_dtype_size(lathe_dtype dt);
+
+/* The library version, "MAJOR.MINOR.PATCH". */
+const char *lathe_version(void);
+
+/* ---- models ---- */
+typedef struct lathe_model lathe_model; /* opaque */
+
+/* Load options. Zero-initialize (or pass NULL) for the defaults, then set what you need. */
+typedef struct lathe_load_options {
+    /* Fix input shapes before inference, in the CLI's --shapes grammar: "x:1x3x224x224,y:4". */
+    const char *shapes;
+    /* Bind symbolic dims everywhere, in the CLI's --dim grammar, comma-separated: "batch=1,seq=128". */
+    const char *dims;
+    /* Seed of the random-number operators (RandomNormal, ...). */
+    uint64_t seed;
+} lathe_load_options;
+
+/* Load an ONNX model file. On failure *out is untouched and errbuf (if not NULL) receives the
+ * message, truncated to errbuf_size - 1 bytes. Models with operators lathe cannot run still load
+ * (inspect them with the getters); lathe_run reports every such operator at once. */
+lathe_status lathe_model_load(const char *path, const lathe_load_options *opts, lathe_model **out, char *errbuf,
+                              size_t errbuf_size);
+/* Same from memory. The bytes are copied: free yours whenever you like. External data (weights in
+ * side files) is refused, since there is no folder to look in. */
+lathe_status lathe_model_load_memory(const void *data, size_t size, const lathe_load_options *opts,
+                                     lathe_model **out, char *errbuf, size_t errbuf_size);
+/* Free a model (NULL is fine). Tensors returned by lathe_run stay valid. */
+void lathe_model_free(lathe_model *m);
+/* Message of the last failed lathe_run on m ("" when none). Owned by m, valid until the next call. */
+const char *lathe_model_error(const lathe_model *m);
+
+/* Inputs you must provide (graph inputs without an initializer), and outputs, in graph order.
+ * Index out of range (or m NULL): name NULL, dtype LATHE_DTYPE_UNDEFINED, rank -1. */
+int lathe_model_num_inputs(const lathe_model *m);
+int lathe_model_num_outputs(const lathe_model *m);
+const char *lathe_model_input_name(const lathe_model *m, int i);
+const char *lathe_model_output_name(const lathe_model *m, int i);
+/* Element type (UNDEFINED if unknown or not a tensor: sequences, maps, optionals). */
+lathe_dtype lathe_model_input_dtype(const lathe_model *m, int i);
+lathe_dtype lathe_model_output_dtype(const lathe_model *m, int i);
+/* Returns the rank (-1 if unknown or not a tensor) and writes the first min(rank, max_dims) dims to
+ * dims (may be NULL when max_dims is 0): the size, or -1 for a symbolic or unknown dim. */
+int lathe_model_input_shape(const lathe_model *m, int i, int64_t *dims, int max_dims);
+int lathe_model_output_shape(const lathe_model *m, int i, int64_t *dims, int max_dims);
+/* Name of a symbolic dim ("batch"), or NULL when the dim is known or unnamed. */
+const char *lathe_model_input_dim_name(const lathe_model *m, int i, int axis);
+const char *lathe_model_output_dim_name(const lathe_model *m, int i, int axis);
+
+/* ---- tensors ---- */
+typedef struct lathe_tensor lathe_tensor; /* opaque */
+
+#define LATHE_MAX_RANK 16
+
+/* New tensor of the given type and shape with zeroed data (strings: all ""). rank 0 is a scalar;
+ * dims may be NULL then. Every dim must be >= 0; the total size must fit in 2^40 bytes. */
+lathe_status lathe_tensor_create(lathe_dtype dt, int rank, const int64_t *dims, lathe_tensor **out);
+/* Same, then copy numel * lathe_dtype_size(dt) bytes from data (not for STRING: use
+ * lathe_tensor_create + lathe_tensor_set_string). */
+lathe_status lathe_tensor_create_copy(lathe_dtype dt, int rank, const int64_t *dims, const void *data,
+                                      lathe_tensor **out);
+void lathe_tensor_free(lathe_tensor *t); /* NULL is fine */
+/* The element buffer (row-major; layout per lathe_dtype). Writable; owned by the tensor. Never NULL
+ * for a valid tensor, even when it has no elements. */
+void *lathe_tensor_data(lathe_tensor *t);
+lathe_dtype lathe_tensor_dtype(const lathe_tensor *t);
+int lathe_tensor_rank(const lathe_tensor *t);
+/* The dims (rank entries), owned by the tensor. */
+const int64_t *lathe_tensor_shape(const lathe_tensor *t);
+int64_t lathe_tensor_numel(const lathe_tensor *t);
+size_t lathe_tensor_nbytes(const lathe_tensor *t);
+/* STRING tensors: set element i to a copy of the len bytes at s. */
+lathe_status lathe_tensor_set_string(lathe_tensor *t, int64_t i, const char *s, size_t len);
+
+/* ---- running ---- */
+/* Run the model on the reference interpreter. inputs[i] binds input i (as listed by
+ * lathe_model_input_name); n_inputs must equal lathe_model_num_inputs(m) and n_outputs
+ * lathe_model_num_outputs(m). Each input's dtype and shape must match the model's declaration
+ * (symbolic dims take the size of the data and must agree between inputs). On success outputs[k]
+ * receives a new tensor you free; on failure no output is written and lathe_model_error(m) says why.
+ * Outputs that are sequences, maps or optionals are reported as LATHE_ERR_UNSUPPORTED. */
+lathe_status lathe_run(lathe_model *m, const lathe_tensor *const *inputs, int n_inputs, lathe_tensor **outputs,
+                       int n_outputs);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

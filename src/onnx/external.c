@@ -1,0 +1,182 @@
+/* external.c — tensors stored outside the model file (data_location = EXTERNAL), and the model's
+ * list of mapped files.
+ *
+ * A location must be a relative path that stays inside the model's folder: absolute paths, drive
+ * letters, empty locations, NUL bytes and any ".." component are refused. Every component is
+ * checked with lstat: symbolic links anywhere on the path are refused, folders must be folders, and
+ * the file must be a regular file with a single link (a hard link could expose a file from outside
+ * the folder). The file is then opened with O_NOFOLLOW and checked again by fstat (same device and
+ * inode), its size compared with the load's max_bytes, and offset + length checked (overflow-safe)
+ * against the size before anything is mapped. Each file is mapped once per load (private,
+ * copy-on-write, so tensors can borrow from it) and stays mapped for the model's lifetime; the
+ * model's on_free hook unmaps every mapping. Each refusal is LT_ERR_INVALID naming the tensor, the
+ * path and the reason.
+ */
+#include "onnx_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+typedef struct onnx_mapping {
+    void *addr;
+    size_t len;
+} onnx_mapping;
+
+typedef struct onnx_ext_file {
+    struct onnx_ext_file *next;
+    const char *location;
+    const uint8_t *data;
+    size_t size;
+} onnx_ext_file;
+
+void onnx_model_on_free(lt_model *m) {
+    for (int i = 0; i < m->mappings.n; i++) {
+        onnx_mapping *mp = m->mappings.items[i];
+        if (mp && mp->addr && mp->len) munmap(mp->addr, mp->len);
+    }
+    lt_vec_free(&m->mappings);
+}
+
+lt_status onnx_keep_mapping(onnx_load *L, void *addr, size_t len) {
+    onnx_mapping *mp = L->m ? lt_arena_alloc(&L->m->arena, sizeof *mp) : NULL;
+    if (!mp || !lt_vec_push(&L->m->mappings, mp)) {
+        munmap(addr, len);
+        return lt_error(L->ctx, LT_ERR_NOMEM, "out of memory (mapping list)");
+    }
+    mp->addr = addr;
+    mp->len = len;
+    return LT_OK;
+}
+
+#define EXT_ERR(...) lt_error(L->ctx, LT_ERR_INVALID, __VA_ARGS__)
+
+static lt_status open_checked(onnx_load *L, const char *tname, const char *loc, onnx_ext_file **out) {
+    /* Walk the components: base_dir/c1, base_dir/c1/c2, ... */
+    size_t blen = strlen(L->base_dir), llen = strlen(loc);
+    char *path = lt_arena_alloc(&L->scratch, blen + llen + 2);
+    if (!path) return lt_error(L->ctx, LT_ERR_NOMEM, "out of memory (external data path)");
+    memcpy(path, L->base_dir, blen);
+    size_t n = blen;
+    path[n++] = '/';
+    struct stat sb = {0};
+    const char *c = loc;
+    while (*c) {
+        while (*c == '/') c++;
+        if (!*c) break;
+        const char *e = c;
+        while (*e && *e != '/') e++;
+        memcpy(path + n, c, (size_t)(e - c));
+        n += (size_t)(e - c);
+        path[n] = 0;
+        if (lstat(path, &sb) != 0) {
+            int err = errno;
+            return EXT_ERR("%s: tensor '%s': external data file '%s' %s: %s", L->file, tname, loc,
+                           err == ENOENT ? "is missing" : "cannot be examined", strerror(err));
+        }
+        if (S_ISLNK(sb.st_mode))
+            return EXT_ERR("%s: tensor '%s': external data file '%s' refused: '%s' is a symbolic link", L->file, tname, loc, path);
+        bool last = true;
+        for (const char *k = e; *k; k++)
+            if (*k != '/') { last = false; break; }
+        if (!last) {
+            if (!S_ISDIR(sb.st_mode))
+                return EXT_ERR("%s: tensor '%s': external data file '%s' refused: '%s' is not a folder", L->file, tname, loc, path);
+            path[n++] = '/';
+        }
+        c = e;
+    }
+    path[n] = 0;
+    if (!S_ISREG(sb.st_mode))
+        return EXT_ERR("%s: tensor '%s': external data file '%s' refused: not a regular file", L->file, tname, loc);
+    if (sb.st_nlink > 1)
+        return EXT_ERR("%s: tensor '%s': external data file '%s' refused: it is a hard link (%lu links)", L->file, tname, loc,
+                       (unsigned long)sb.st_nlink);
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return EXT_ERR("%s: tensor '%s': external data file '%s' cannot be opened: %s", L->file, tname, loc, strerror(errno));
+    struct stat fb;
+    if (fstat(fd, &fb) != 0 || fb.st_dev != sb.st_dev || fb.st_ino != sb.st_ino || !S_ISREG(fb.st_mode) || fb.st_nlink > 1) {
+        close(fd);
+        return EXT_ERR("%s: tensor '%s': external data file '%s' refused: it changed while being opened", L->file, tname, loc);
+    }
+    if (fb.st_size < 0 || (int64_t)fb.st_size > L->max_bytes) {
+        close(fd);
+        return EXT_ERR("%s: tensor '%s': external data file '%s' refused: %lld bytes exceed the limit of %lld", L->file, tname,
+                       loc, (long long)fb.st_size, (long long)L->max_bytes);
+    }
+    onnx_ext_file *f = lt_arena_alloc(&L->scratch, sizeof *f);
+    char *lcopy = lt_arena_strdup(&L->scratch, loc);
+    if (!f || !lcopy) {
+        close(fd);
+        return lt_error(L->ctx, LT_ERR_NOMEM, "out of memory (external data)");
+    }
+    f->location = lcopy;
+    f->size = (size_t)fb.st_size;
+    f->data = (const uint8_t *)"";
+    if (f->size) {
+        void *p = mmap(NULL, f->size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+        if (p == MAP_FAILED) {
+            int err = errno;
+            close(fd);
+            return lt_error(L->ctx, LT_ERR_IO, "%s: tensor '%s': cannot map external data file '%s': %s", L->file, tname, loc,
+                            strerror(err));
+        }
+        close(fd);
+        LT_TRY(onnx_keep_mapping(L, p, f->size));
+        f->data = p;
+    } else {
+        close(fd);
+    }
+    f->next = L->ext_files;
+    L->ext_files = f;
+    *out = f;
+    return LT_OK;
+}
+
+lt_status onnx_external_bytes(onnx_load *L, lt_wire *w, const char *tname, const char *location, size_t loc_len,
+                              int64_t offset, int64_t length, const uint8_t **data, size_t *size) {
+    size_t off = lt_wire_off(w, w->start);
+    char shown[256];
+    snprintf(shown, sizeof shown, "%.*s", (int)(loc_len > 200 ? 200 : loc_len), location);
+    if (!L->base_dir || !L->m)
+        return EXT_ERR("%s: byte %zu: tensor '%s': external data '%s' refused: no model folder (loaded from memory)", L->file,
+                       off, tname, shown);
+    if (loc_len == 0) return EXT_ERR("%s: byte %zu: tensor '%s': external data location is empty", L->file, off, tname);
+    if (memchr(location, 0, loc_len))
+        return EXT_ERR("%s: byte %zu: tensor '%s': external data location '%s' contains a NUL byte", L->file, off, tname, shown);
+    if (location[0] == '/' || location[0] == '\\' || (loc_len >= 2 && location[1] == ':'))
+        return EXT_ERR("%s: byte %zu: tensor '%s': external data '%s' refused: absolute path", L->file, off, tname, shown);
+    for (size_t i = 0; i < loc_len;) {
+        size_t j = i;
+        while (j < loc_len && location[j] != '/' && location[j] != '\\') j++;
+        if (j - i == 2 && location[i] == '.' && location[i + 1] == '.')
+            return EXT_ERR("%s: byte %zu: tensor '%s': external data '%s' refused: '..' leaves the model folder", L->file, off,
+                           tname, shown);
+        i = j + 1;
+    }
+    if (memchr(location, '\\', loc_len) || loc_len > 4096)
+        return EXT_ERR("%s: byte %zu: tensor '%s': external data '%s' refused: backslashes or an over-long path", L->file, off,
+                       tname, shown);
+    char *loc = lt_arena_strndup(&L->scratch, location, loc_len);
+    if (!loc) return lt_error(L->ctx, LT_ERR_NOMEM, "out of memory (external data)");
+    onnx_ext_file *f = L->ext_files;
+    while (f && strcmp(f->location, loc) != 0) f = f->next;
+    if (!f) LT_TRY(open_checked(L, tname, loc, &f));
+    if (offset < 0 || (uint64_t)offset > f->size)
+        return EXT_ERR("%s: byte %zu: tensor '%s': external data '%s': offset %lld is past the end of the file (%zu bytes)",
+                       L->file, off, tname, shown, (long long)offset, f->size);
+    if (length < 0) length = (int64_t)f->size - offset;
+    int64_t end;
+    if (!lt_add_i64(offset, length, &end) || (uint64_t)end > f->size)
+        return EXT_ERR("%s: byte %zu: tensor '%s': external data '%s': offset %lld + length %lld is past the end of the file "
+                       "(%zu bytes)",
+                       L->file, off, tname, shown, (long long)offset, (long long)length, f->size);
+    *data = f->data + offset;
+    *size = (size_t)length;
+    return LT_OK;
+}

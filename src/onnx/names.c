@@ -1,0 +1,72 @@
+/* names.c — the importer's name -> pointer hash map (open addressing, FNV-1a, heap via lt_mem_*).
+ * Keys are NUL-terminated strings owned by the caller (arena names); lookups take a byte slice so
+ * wire strings need no copy. */
+#include "onnx_int.h"
+
+#include <string.h>
+
+static uint32_t hash_bytes(const char *s, size_t n) {
+    uint32_t h = 2166136261u;
+    for (size_t i = 0; i < n; i++) h = (h ^ (uint8_t)s[i]) * 16777619u;
+    return h;
+}
+
+static bool key_eq(const char *key, const char *s, size_t n) { return strncmp(key, s, n) == 0 && key[n] == 0; }
+
+void *lt_nm_get(const lt_namemap *m, const char *key, size_t len) {
+    if (!m->cap) return NULL;
+    uint32_t mask = m->cap - 1, i = hash_bytes(key, len) & mask;
+    while (m->keys[i]) {
+        if (key_eq(m->keys[i], key, len)) return m->vals[i];
+        i = (i + 1) & mask;
+    }
+    return NULL;
+}
+
+static bool grow(lt_namemap *m) {
+    uint32_t cap = m->cap ? m->cap * 2 : 64;
+    if (cap < m->cap) return false;
+    const char **keys = lt_mem_calloc(cap, sizeof *keys);
+    void **vals = lt_mem_calloc(cap, sizeof *vals);
+    if (!keys || !vals) {
+        lt_mem_free(keys);
+        lt_mem_free(vals);
+        return false;
+    }
+    for (uint32_t k = 0; k < m->cap; k++) {
+        if (!m->keys[k]) continue;
+        uint32_t i = hash_bytes(m->keys[k], strlen(m->keys[k])) & (cap - 1);
+        while (keys[i]) i = (i + 1) & (cap - 1);
+        keys[i] = m->keys[k];
+        vals[i] = m->vals[k];
+    }
+    lt_mem_free(m->keys);
+    lt_mem_free(m->vals);
+    m->keys = keys;
+    m->vals = vals;
+    m->cap = cap;
+    return true;
+}
+
+bool lt_nm_put(lt_namemap *m, const char *key, void *val) {
+    if ((m->n + 1) * 2 > m->cap && !grow(m)) return false;
+    size_t len = strlen(key);
+    uint32_t mask = m->cap - 1, i = hash_bytes(key, len) & mask;
+    while (m->keys[i]) {
+        if (key_eq(m->keys[i], key, len)) {
+            m->vals[i] = val;
+            return true;
+        }
+        i = (i + 1) & mask;
+    }
+    m->keys[i] = key;
+    m->vals[i] = val;
+    m->n++;
+    return true;
+}
+
+void lt_nm_free(lt_namemap *m) {
+    lt_mem_free(m->keys);
+    lt_mem_free(m->vals);
+    memset(m, 0, sizeof *m);
+}

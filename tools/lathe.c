@@ -1,0 +1,71 @@
+/* lathe.c — the `lathe` command-line tool: dispatches to the subcommands (tools/cmd_*.c) and prints
+ * the version and the help. The only part of lathe that prints or reads the environment.
+ * Exit codes: 0 ok, 1 usage, 2 bad model or input, 3 unsupported.
+ */
+#include <string.h>
+
+#include "cli.h"
+
+static const char HELP[] =
+    "usage: lathe <command> [options]\n"
+    "\n"
+    "lathe — a deep-learning compiler for ONNX models.\n"
+    "\n"
+    "commands:\n"
+    "  run MODEL          run a model on given or generated inputs, print or save the outputs\n"
+    "  inspect MODEL      describe a model and list the ops lathe does not support\n"
+    "  conformance        run the ONNX backend node tests\n"
+    "  help [COMMAND]     show this help, or a command's help\n"
+    "\n"
+    "options:\n"
+    "  --version          print the version\n"
+    "  -h, --help         show this help\n"
+    "\n"
+    "'lathe COMMAND --help' describes a command's options. Exit status: 0 ok, 1 usage error,\n"
+    "2 bad model or input, 3 unsupported op or backend.\n";
+
+typedef struct command {
+    const char *name;
+    int (*fn)(int argc, char **argv);
+} command;
+
+static const command COMMANDS[] = {
+    {"run", cmd_run},
+    {"inspect", cmd_inspect},
+    {"conformance", cmd_conformance},
+};
+
+static const command *find_command(const char *name) {
+    for (size_t i = 0; i < sizeof COMMANDS / sizeof *COMMANDS; i++)
+        if (strcmp(COMMANDS[i].name, name) == 0) return &COMMANDS[i];
+    return NULL;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        fputs(HELP, stderr);
+        return CLI_EXIT_USAGE;
+    }
+    const char *a = argv[1];
+    if (strcmp(a, "--version") == 0 || strcmp(a, "-V") == 0 || strcmp(a, "version") == 0) {
+        printf("lathe %s\n", LATHE_VERSION);
+        return CLI_EXIT_OK;
+    }
+    if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+        fputs(HELP, stdout);
+        return CLI_EXIT_OK;
+    }
+    if (strcmp(a, "help") == 0) {
+        if (argc < 3) {
+            fputs(HELP, stdout);
+            return CLI_EXIT_OK;
+        }
+        const command *c = find_command(argv[2]);
+        if (!c) return cli_usage(NULL, "unknown command '%s'", argv[2]);
+        char *hargv[] = {argv[2], "--help", NULL};
+        return c->fn(2, hargv);
+    }
+    const command *c = find_command(a);
+    if (!c) return cli_usage(NULL, "unknown command '%s'", a);
+    return c->fn(argc - 1, argv + 1);
+}
