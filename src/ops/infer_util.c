@@ -27,7 +27,10 @@ const lt_tensor *lt_infer_const(const lt_node *n, int i) {
     while (v->outer && !v->init) v = v->outer;
     /* A graph input with an initializer can be overridden by the caller: not a constant. */
     if (v->is_input) return NULL;
-    return v->init;
+    if (v->init) return v->init;
+    /* The output of a Constant node is as constant as an initializer. */
+    if (v->producer && v->producer->op == LT_OP_Constant) return lt_attr_tensor(v->producer, "value");
+    return NULL;
 }
 
 static lt_status copy_type(lt_infer *ic, lt_type *dst, const lt_type *src) {

@@ -1,0 +1,153 @@
+/* loop.h — the Loop IR: loops, stores and expressions over flat buffers, with the schedule kinds
+ * (parallel, vectorized, unrolled, GPU block/thread) carried on the For node, and buffer scopes.
+ *
+ * A kernel (lt_kernel) is a statement tree over its argument buffers. Nodes are allocated in the
+ * kernel's arena (compilation lifetime) and treated as immutable: transformations build new nodes
+ * and return the same pointer when nothing changed (lt_lmutate), so "did this change anything" is a
+ * pointer compare. Indices are flattened element offsets (int64 arithmetic).
+ * Entry points: builders (lt_l_*), lt_lprint, lt_lsimplify (simplify.c), lt_lmutate / lt_lwalk,
+ * schedules (schedule.h).
+ */
+#ifndef LT_LOOP_H
+#define LT_LOOP_H
+
+#include "../base/base.h"
+#include "../base/dtype.h"
+
+typedef enum lt_lkind {
+#define LT_LNODE(name, cls, nkids, doc) LT_L_##name,
+#include "nodes.def"
+#undef LT_LNODE
+    LT_L_COUNT
+} lt_lkind;
+
+/* Operators of UNARY / BINARY nodes, and the names the emitters map them to. */
+#define LT_LOPS(X)                                                                                 \
+    X(NEG) X(NOT) X(ABS) X(EXP) X(LOG) X(SQRT) X(RSQRT) X(TANH) X(ERF) X(SIGMOID) X(FLOOR) X(CEIL) \
+    X(ROUND) X(SIN) X(COS) X(TAN) X(ASIN) X(ACOS) X(ATAN) X(SINH) X(COSH) X(ASINH) X(ACOSH)         \
+    X(ATANH) X(RECIP) X(ISNAN) X(ISINF) X(SIGN)                                                     \
+    X(ADD) X(SUB) X(MUL) X(DIV) X(MOD) X(FMOD) X(MIN) X(MAX) X(POW) X(AND) X(OR) X(XOR) X(BITAND)   \
+    X(BITOR) X(BITXOR) X(SHL) X(SHR) X(LT) X(LE) X(GT) X(GE) X(EQ) X(NE)
+typedef enum lt_lop {
+#define LT_X(n) LT_LOP_##n,
+    LT_LOPS(LT_X)
+#undef LT_X
+    LT_LOP_COUNT
+} lt_lop;
+const char *lt_lop_name(lt_lop op);
+bool lt_lop_is_binary(lt_lop op);
+
+typedef enum lt_loop_kind {
+    LT_LOOP_SERIAL,
+    LT_LOOP_PARALLEL,   /* CPU threads (OpenMP) */
+    LT_LOOP_VECTORIZED, /* SIMD lanes */
+    LT_LOOP_UNROLLED,
+    LT_LOOP_GPU_BLOCK,  /* ival: axis 0..2 (x, y, z) */
+    LT_LOOP_GPU_THREAD
+} lt_loop_kind;
+const char *lt_loop_kind_name(lt_loop_kind k);
+
+typedef enum lt_scope {
+    LT_SCOPE_GLOBAL, /* kernel argument or workspace */
+    LT_SCOPE_LOCAL,  /* per-thread registers / stack */
+    LT_SCOPE_SHARED  /* GPU shared memory (CPU: per-thread stack) */
+} lt_scope;
+
+typedef struct lt_lvar {
+    const char *name; /* unique within its kernel */
+    int id;
+    lt_dtype dtype;   /* INT64 for loop variables */
+} lt_lvar;
+
+typedef struct lt_lbuf {
+    const char *name;
+    int id;
+    lt_dtype dtype;
+    int64_t size;     /* elements */
+    lt_scope scope;
+    int arg;          /* position in the kernel's argument list; -1 for ALLOC'd buffers */
+    bool read, written;
+} lt_lbuf;
+
+typedef struct lt_lnode {
+    lt_lkind kind;
+    lt_dtype dtype;   /* value type of an expression (INT64 for index math, BOOL for conditions) */
+    int op;           /* UNARY/BINARY: lt_lop; FOR: lt_loop_kind */
+    int lanes;        /* vector width of an expression or LOAD/STORE (1 = scalar) */
+    int64_t ival;     /* INT value; FOR: unroll/vector factor or GPU axis */
+    double fval;      /* FLOAT value */
+    const char *name; /* CALL: function name */
+    lt_lvar *var;     /* VAR, FOR, LET, ASSIGN */
+    lt_lbuf *buf;     /* LOAD, STORE, ALLOC */
+    int n;
+    struct lt_lnode **kids;
+} lt_lnode;
+
+/* A kernel: its arguments (buffers with arg >= 0, in order) and body, plus static cost. */
+typedef struct lt_kernel {
+    const char *name;
+    lt_arena *arena;
+    int n_args;
+    lt_lbuf **args;
+    lt_lnode *body;
+    int n_vars, n_bufs; /* id counters */
+    double flops;       /* static cost (set by lt_kernel_cost) */
+    double bytes;
+} lt_kernel;
+
+/* ---- construction (all allocate in k->arena; NULL only on out-of-memory) ---- */
+lt_kernel *lt_kernel_new(lt_arena *arena, const char *name);
+lt_lbuf *lt_kernel_arg(lt_kernel *k, const char *name, lt_dtype dt, int64_t size);
+lt_lbuf *lt_kernel_local(lt_kernel *k, const char *name, lt_dtype dt, int64_t size, lt_scope scope);
+lt_lvar *lt_kernel_var(lt_kernel *k, const char *name, lt_dtype dt); /* name made unique */
+
+lt_lnode *lt_l_int(lt_kernel *k, int64_t v);
+lt_lnode *lt_l_float(lt_kernel *k, lt_dtype dt, double v);
+lt_lnode *lt_l_var(lt_kernel *k, lt_lvar *v);
+lt_lnode *lt_l_load(lt_kernel *k, lt_lbuf *b, lt_lnode *index);
+lt_lnode *lt_l_unary(lt_kernel *k, lt_lop op, lt_lnode *a);
+lt_lnode *lt_l_binary(lt_kernel *k, lt_lop op, lt_lnode *a, lt_lnode *b); /* comparisons: BOOL */
+lt_lnode *lt_l_select(lt_kernel *k, lt_lnode *c, lt_lnode *a, lt_lnode *b);
+lt_lnode *lt_l_cast(lt_kernel *k, lt_dtype dt, lt_lnode *a);
+lt_lnode *lt_l_call(lt_kernel *k, lt_dtype dt, const char *name, int n, lt_lnode *const *args);
+lt_lnode *lt_l_seq(lt_kernel *k, int n, lt_lnode *const *stmts);
+lt_lnode *lt_l_for(lt_kernel *k, lt_lvar *v, lt_lnode *min, lt_lnode *extent, lt_loop_kind kind, lt_lnode *body);
+lt_lnode *lt_l_store(lt_kernel *k, lt_lbuf *b, lt_lnode *index, lt_lnode *value);
+lt_lnode *lt_l_if(lt_kernel *k, lt_lnode *cond, lt_lnode *then_s, lt_lnode *else_s /* may be NULL */);
+lt_lnode *lt_l_alloc(lt_kernel *k, lt_lbuf *b, lt_lnode *body);
+lt_lnode *lt_l_let(lt_kernel *k, lt_lvar *v, lt_lnode *value);
+lt_lnode *lt_l_assign(lt_kernel *k, lt_lvar *v, lt_lnode *value);
+lt_lnode *lt_l_eval(lt_kernel *k, lt_lnode *call);
+lt_lnode *lt_l_barrier(lt_kernel *k);
+/* Shallow copy of n with new children (same count); the mutator's building block. */
+lt_lnode *lt_l_with_kids(lt_kernel *k, const lt_lnode *n, lt_lnode *const *kids);
+
+/* ---- traversal ---- */
+typedef struct lt_lnode_info {
+    const char *name;
+    bool is_stmt;
+    int n_fixed_kids; /* -1: variable */
+    const char *doc;
+} lt_lnode_info;
+const lt_lnode_info *lt_lnode_info_get(lt_lkind k);
+
+/* Pre-order walk; the callback returns false to skip a node's children. */
+typedef bool (*lt_lwalk_fn)(const lt_lnode *n, void *user);
+void lt_lwalk(const lt_lnode *n, lt_lwalk_fn fn, void *user);
+/* Post-order rewrite: fn gets a node whose children were already rewritten and returns its
+ * replacement (or the node itself). Unchanged subtrees keep their pointers. NULL = out of memory. */
+typedef lt_lnode *(*lt_lmutate_fn)(lt_kernel *k, lt_lnode *n, void *user);
+lt_lnode *lt_lmutate(lt_kernel *k, lt_lnode *n, lt_lmutate_fn fn, void *user);
+/* Replace every VAR v by expression e. */
+lt_lnode *lt_lsubstitute(lt_kernel *k, lt_lnode *n, const lt_lvar *v, lt_lnode *e);
+
+/* ---- printing and simplification ---- */
+void lt_lprint(const lt_lnode *n, lt_strbuf *out, int indent);
+void lt_kernel_print(const lt_kernel *k, lt_strbuf *out);
+/* Constant folding and algebraic identities on index math (x*1, x+0, (a*c1)*c2, min/max of
+ * constants, division/modulo by 1, loops of extent 1 removed). Returns the same pointer if unchanged. */
+lt_lnode *lt_lsimplify(lt_kernel *k, lt_lnode *n);
+/* Static FLOPs and bytes moved (loads/stores of global buffers), counting loop trip counts. */
+void lt_kernel_cost(lt_kernel *k);
+
+#endif
