@@ -99,6 +99,14 @@ def main():
         if os.path.exists(p):
             with open(p, "rb") as f, open(os.path.join(out, t + ".onnx"), "wb") as g:
                 g.write(f.read())
+    # test-data values (the target decodes its input as these too)
+    for t in ["test_if_seq", "test_optional_get_element_sequence", "test_cast_FLOAT_to_INT4",
+              "test_optional_has_element_empty_optional_input", "test_sequence_insert_at_back", "test_strnormalizer_export_monday_casesensintive_lower"]:
+        d = os.path.join(node_dir, t, "test_data_set_0")
+        if os.path.isdir(d):
+            for name in sorted(os.listdir(d)):
+                with open(os.path.join(d, name), "rb") as f, open(os.path.join(out, f"{t}_{name}"), "wb") as g:
+                    g.write(f.read())
     return 0
 
 

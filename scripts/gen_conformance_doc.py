@@ -127,7 +127,7 @@ def write_doc(results, out_path):
         "| Operator | Passed | Total | |",
         "|---|---:|---:|---|",
     ]
-    for op in sorted(per_op, key=lambda o: o.lower()):
+    for op in sorted(per_op, key=lambda o: (":" in o, o.lower())):  # ai.onnx first, then other domains
         st = per_op[op]
         n = st["passed"] + st["failed"] + st["skipped"]
         mark = "ok" if st["passed"] == n else ("partial" if st["passed"] else "fails")

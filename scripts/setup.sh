@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 SUDO=""
 if [ "$(id -u)" != 0 ] && command -v sudo >/dev/null; then SUDO=sudo; fi
 
-pkgs=(build-essential cmake zlib1g-dev clang libclang-rt-14-dev python3 python3-pip)
+pkgs=(build-essential cmake zlib1g-dev libjpeg-dev clang libclang-rt-14-dev python3 python3-pip)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

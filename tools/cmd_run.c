@@ -242,9 +242,12 @@ static int read_input_spec(run_state *rs, const char *spec) {
         lt_ctx ctx = {0};
         lt_npz *z = NULL;
         if (lt_npz_read_file(&ctx, spec, &z) != LT_OK) return cli_fail(&ctx);
-        int rc = 0;
+        int rc = 0, only = -1, n_free = 0;
+        for (int i = 0; i < g->n_inputs; i++)
+            if (!g->inputs[i]->init) { only = i; n_free++; }
         for (int k = 0; k < z->n && !rc; k++) {
             int idx = find_input(g, z->names[k]);
+            if (idx < 0 && z->n == 1 && n_free == 1) idx = only; /* np.savez(f, x): 'arr_0' */
             if (idx < 0) {
                 list_inputs(g, names, sizeof names);
                 cli_error("%s: array '%s' matches no model input (inputs: %s)", spec, z->names[k], names);

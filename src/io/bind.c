@@ -69,7 +69,7 @@ lt_status lt_io_input_shape(lt_ctx *ctx, const lt_value *v, const lt_dim_binding
         if (d->value >= 0) { dims[k] = d->value; continue; }
         if (d->param && d->param[0]) {
             if (binding_get(b, d->param, &dims[k])) continue;
-            return lt_error(ctx, LT_ERR_USAGE, "input '%s': dim '%s' (axis %d) is not bound: give --dim %s=N "
+            return lt_error(ctx, LT_ERR_USAGE, "input '%s': dim '%s' (axis %d) is not bound: give --dim %s=<size> "
                             "or --shapes %s:DIMS", v->name, d->param, k, d->param, v->name);
         }
         return lt_error(ctx, LT_ERR_USAGE, "input '%s': axis %d has an unknown size: give --shapes %s:DIMS",

@@ -93,6 +93,9 @@ typedef struct lt_kernel {
     int n_vars, n_bufs; /* id counters */
     double flops;       /* static cost (set by lt_kernel_cost) */
     double bytes;
+    lt_lvar **vars;     /* every variable, indexed by id (n_vars of them) */
+    lt_lbuf **bufs;     /* every buffer, indexed by id (n_bufs of them) */
+    int cap_vars, cap_bufs;
 } lt_kernel;
 
 /* ---- construction (all allocate in k->arena; NULL only on out-of-memory) ---- */
@@ -100,6 +103,17 @@ lt_kernel *lt_kernel_new(lt_arena *arena, const char *name);
 lt_lbuf *lt_kernel_arg(lt_kernel *k, const char *name, lt_dtype dt, int64_t size);
 lt_lbuf *lt_kernel_local(lt_kernel *k, const char *name, lt_dtype dt, int64_t size, lt_scope scope);
 lt_lvar *lt_kernel_var(lt_kernel *k, const char *name, lt_dtype dt); /* name made unique */
+/* Buffer names are made unique too ("A", "A_1", ...); variable names likewise ("i", "i_1").
+ * Names may contain '.' (split loops are "i.o", "i.i"): emitters mangle them. */
+lt_lvar *lt_kernel_find_var(const lt_kernel *k, const char *name);  /* NULL if none */
+lt_lbuf *lt_kernel_find_buf(const lt_kernel *k, const char *name);  /* NULL if none */
+
+/* Type rules of the builders: INT immediates and index math are INT64; comparisons, logical
+ * AND/OR/XOR/NOT, ISNAN and ISINF give BOOL; other ops keep their operand type. Binary operands
+ * must have the same dtype (callers cast explicitly); an INT or FLOAT immediate operand is retyped
+ * to the other side's dtype as a convenience. A mixed-type node gets dtype UNDEFINED, which
+ * lt_kernel_verify reports as an internal error naming the node. Builders return NULL only on
+ * out-of-memory and propagate NULL children (so a chain of builders needs one NULL check). */
 
 lt_lnode *lt_l_int(lt_kernel *k, int64_t v);
 lt_lnode *lt_l_float(lt_kernel *k, lt_dtype dt, double v);
@@ -119,6 +133,10 @@ lt_lnode *lt_l_let(lt_kernel *k, lt_lvar *v, lt_lnode *value);
 lt_lnode *lt_l_assign(lt_kernel *k, lt_lvar *v, lt_lnode *value);
 lt_lnode *lt_l_eval(lt_kernel *k, lt_lnode *call);
 lt_lnode *lt_l_barrier(lt_kernel *k);
+lt_lnode *lt_l_addr(lt_kernel *k, lt_lbuf *b, lt_lnode *index); /* &b[index], CALL args only */
+lt_lnode *lt_l_empty(lt_kernel *k); /* an empty SEQ: the statement that does nothing */
+lt_lnode *lt_l_add(lt_kernel *k, lt_lnode *a, lt_lnode *b); /* shorthands for index math */
+lt_lnode *lt_l_mul(lt_kernel *k, lt_lnode *a, lt_lnode *b);
 /* Shallow copy of n with new children (same count); the mutator's building block. */
 lt_lnode *lt_l_with_kids(lt_kernel *k, const lt_lnode *n, lt_lnode *const *kids);
 
@@ -140,14 +158,37 @@ typedef lt_lnode *(*lt_lmutate_fn)(lt_kernel *k, lt_lnode *n, void *user);
 lt_lnode *lt_lmutate(lt_kernel *k, lt_lnode *n, lt_lmutate_fn fn, void *user);
 /* Replace every VAR v by expression e. */
 lt_lnode *lt_lsubstitute(lt_kernel *k, lt_lnode *n, const lt_lvar *v, lt_lnode *e);
+/* Replace the node `old` (by pointer) by `with` in the tree n. NULL = out of memory. */
+lt_lnode *lt_lreplace(lt_kernel *k, lt_lnode *n, const lt_lnode *old, lt_lnode *with);
+
+/* ---- queries ---- */
+bool lt_lequal(const lt_lnode *a, const lt_lnode *b);      /* structural equality */
+bool lt_luses_var(const lt_lnode *n, const lt_lvar *v);    /* does VAR v occur in n? */
+bool lt_lis_int(const lt_lnode *n, int64_t *v);            /* an INT immediate (v may be NULL) */
+bool lt_lis_empty(const lt_lnode *n);                      /* an empty SEQ */
+/* The FOR loop whose variable is called `name` (NULL if none); *parent gets its parent node. */
+lt_lnode *lt_lfind_loop(lt_lnode *root, const char *name, lt_lnode **parent);
+/* Integer bounds of an index expression, given bounds of the enclosing loop variables
+ * (lo/hi indexed by var id, `known` says which are set; pass NULL for none). False if unbounded. */
+bool lt_lbounds(const lt_lnode *n, const int64_t *lo, const int64_t *hi, const bool *known,
+                int64_t *out_lo, int64_t *out_hi);
+/* Check the kernel's invariants (types, child counts, buffers in range of the kernel, loop
+ * variables bound before use): LT_ERR_INTERNAL with a message naming the node on failure. */
+lt_status lt_kernel_verify(lt_ctx *ctx, const lt_kernel *k);
 
 /* ---- printing and simplification ---- */
+/* Statements print one per line, indented by 2 spaces per level ("parallel for i in [0, 64):",
+ * "vectorized(16) for j in [0, 100):", "C[i*100 + j] = A[i*100 + j] + B[i*100 + j]");
+ * expressions print inline, parenthesized only where precedence needs it. */
 void lt_lprint(const lt_lnode *n, lt_strbuf *out, int indent);
 void lt_kernel_print(const lt_kernel *k, lt_strbuf *out);
 /* Constant folding and algebraic identities on index math (x*1, x+0, (a*c1)*c2, min/max of
  * constants, division/modulo by 1, loops of extent 1 removed). Returns the same pointer if unchanged. */
 lt_lnode *lt_lsimplify(lt_kernel *k, lt_lnode *n);
-/* Static FLOPs and bytes moved (loads/stores of global buffers), counting loop trip counts. */
+/* Static FLOPs and bytes moved (loads/stores of global buffers), counting loop trip counts.
+ * FLOPs: UNARY/BINARY nodes on floating operands (× lanes). Loops with non-constant extents count
+ * the extent's upper bound when lt_lbounds finds one, else 1; IF counts the larger branch; a
+ * microkernel CALL counts the cost recorded on it (fval, ival). Sets k->flops and k->bytes. */
 void lt_kernel_cost(lt_kernel *k);
 
 #endif

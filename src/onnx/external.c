@@ -96,7 +96,7 @@ static lt_status open_checked(onnx_load *L, const char *tname, const char *loc, 
     if (sb.st_nlink > 1)
         return EXT_ERR("%s: tensor '%s': external data file '%s' refused: it is a hard link (%lu links)", L->file, tname, loc,
                        (unsigned long)sb.st_nlink);
-    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0)
         return EXT_ERR("%s: tensor '%s': external data file '%s' cannot be opened: %s", L->file, tname, loc, strerror(errno));
     struct stat fb;

@@ -821,7 +821,7 @@ lt_status lt_onnx_load_file(lt_ctx *ctx, const char *path, const lt_load_options
     int64_t max_bytes;
     int max_depth;
     LT_TRY(check_options(ctx, opt, &max_bytes, &max_depth));
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) return lt_error(ctx, LT_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     struct stat sb;
     if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {

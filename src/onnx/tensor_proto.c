@@ -706,7 +706,7 @@ lt_status lt_onnx_decode_tensor(lt_ctx *ctx, const void *data, size_t size, lt_t
 }
 
 lt_status lt_onnx_read_datum_file(lt_ctx *ctx, const char *path, const lt_type *expected, lt_datum **out) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) return lt_error(ctx, LT_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     struct stat sb;
     if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {

@@ -171,6 +171,12 @@ bool nn_geom_init(const lt_node *n, int nsp, const int64_t *in, const int64_t *k
         /* the last window must start inside the input or the leading padding */
         if (ceil_mode && o > 0 && (o - 1) * s >= in[i] + g->pb[i]) o--;
         g->out[i] = o > 0 ? o : 0;
+        /* every window position the kernels compute must fit in int64 */
+        int64_t last;
+        if (!lt_mul_i64(g->out[i], s, &last) || !lt_add_i64(last, span, &last)) {
+            snprintf(err, errn, "window geometry overflows");
+            return false;
+        }
     }
     return true;
 }

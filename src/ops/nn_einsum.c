@@ -218,32 +218,36 @@ lt_status nn_eval_Einsum(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum 
     void *bufs[EIN_MAX_IN] = {NULL};
     for (int k = 0; k < nin && !s; k++)
         s = isint ? nn_u64_copy(ev, n, ts[k], (uint64_t **)&bufs[k]) : nn_f64_copy(ev, n, ts[k], (double **)&bufs[k]);
-    if (!s && y->numel > 0) {
-        int64_t idx[EIN_MAX_LAB] = {0}, off[EIN_MAX_IN];
-        int nsum = nall - e.out_rank;
-        for (int64_t o = 0; o < y->numel; o++) {
-            double facc = 0;
-            uint64_t iacc = 0;
-            for (int j = e.out_rank; j < nall; j++) idx[j] = 0;
-            for (int64_t q = 0; q < inner; q++) {
-                for (int k = 0; k < nin; k++) {
-                    off[k] = 0;
-                    for (int j = 0; j < nall; j++) off[k] += idx[j] * strides[k][j];
-                }
-                if (isint) {
-                    uint64_t p = 1;
-                    for (int k = 0; k < nin; k++) p *= ((const uint64_t *)bufs[k])[off[k]];
-                    iacc += p;
-                } else {
-                    double p = 1;
-                    for (int k = 0; k < nin; k++) p *= ((const double *)bufs[k])[off[k]];
-                    facc += p;
-                }
-                if (nsum) lt_index_next(nsum, adims + e.out_rank, idx + e.out_rank);
+    if (!s && y->numel > 0 && inner > 0) {
+        /* one odometer over all loop labels (summed ones fastest) with incremental offsets; an
+         * output element is complete whenever the carry reaches the output labels */
+        int64_t idx[EIN_MAX_LAB] = {0}, off[EIN_MAX_IN] = {0}, o = 0;
+        double facc = 0;
+        uint64_t iacc = 0;
+        for (;;) {
+            if (isint) {
+                uint64_t p = 1;
+                for (int k = 0; k < nin; k++) p *= ((const uint64_t *)bufs[k])[off[k]];
+                iacc += p;
+            } else {
+                double p = 1;
+                for (int k = 0; k < nin; k++) p *= ((const double *)bufs[k])[off[k]];
+                facc += p;
             }
-            if (isint) lt_store_u64(y->data, dt, o, iacc);
-            else lt_store_f64(y->data, dt, o, facc);
-            lt_index_next(e.out_rank, adims, idx);
+            int d = nall - 1;
+            for (; d >= 0; d--) {
+                for (int k = 0; k < nin; k++) off[k] += strides[k][d];
+                if (++idx[d] < adims[d]) break;
+                for (int k = 0; k < nin; k++) off[k] -= adims[d] * strides[k][d];
+                idx[d] = 0;
+            }
+            if (d < e.out_rank) {
+                if (isint) lt_store_u64(y->data, dt, o, iacc);
+                else lt_store_f64(y->data, dt, o, facc);
+                facc = 0;
+                iacc = 0;
+                if (++o >= y->numel || d < 0) break;
+            }
         }
     }
     for (int k = 0; k < nin; k++) lt_mem_free(bufs[k]);

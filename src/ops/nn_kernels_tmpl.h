@@ -202,10 +202,17 @@ void NN_FN(nn_col2im)(const nn_geom *g, int64_t rows, const NN_T *col, NN_T *img
 
 /* Rows of `rowlen` elements per chunk so that `per_row_elems` * rows stays within the budget. */
 static int64_t NN_FN(chunk_rows)(int64_t total_rows, int64_t per_row_elems) {
-    int64_t cr = per_row_elems > 0 ? NN_COL_BUDGET / per_row_elems : total_rows;
+    int64_t cr = NN_COL_BUDGET / per_row_elems;
     if (cr < 1) cr = 1;
     if (cr > total_rows) cr = total_rows;
     return cr;
+}
+
+/* y = bias broadcast (a convolution over an empty reduction) */
+static bool NN_FN(zero_bias)(int64_t N, int64_t M, int64_t P, const NN_T *bias, NN_T *y) {
+    for (int64_t nm = 0; nm < N * M; nm++)
+        for (int64_t p = 0; p < P; p++) y[nm * P + p] = bias ? bias[nm % M] : 0;
+    return true;
 }
 
 bool NN_FN(nn_conv)(const nn_geom *g, int64_t N, int64_t C, int64_t M, int64_t group, const NN_T *x,
@@ -224,8 +231,11 @@ bool NN_FN(nn_conv)(const nn_geom *g, int64_t N, int64_t C, int64_t M, int64_t g
     int64_t Wo = g->out[nsp - 1], R = P / Wo, cr = 0;
     NN_T *col = NULL;
     if (!direct) {
-        cr = NN_FN(chunk_rows)(R, Kd * Wo);
-        col = lt_mem_alloc((size_t)(Kd * cr * Wo) * sizeof(NN_T) + 1);
+        int64_t row, bytes;
+        if (!lt_mul_i64(Kd, Wo, &row) || row == 0) return row == 0 ? NN_FN(zero_bias)(N, M, P, bias, y) : false;
+        cr = NN_FN(chunk_rows)(R, row);
+        if (!lt_mul_i64(row * cr, (int64_t)sizeof(NN_T), &bytes) || bytes > LT_TENSOR_MAX_BYTES) return false;
+        col = lt_mem_alloc((size_t)bytes);
         if (!col) return false;
     }
     for (int64_t n = 0; n < N; n++)
@@ -265,8 +275,11 @@ bool NN_FN(nn_convt)(const nn_geom *g, int64_t N, int64_t C, int64_t M, int64_t 
     if (lt_mul_i64(N * M, P, &total)) memset(y, 0, (size_t)total * sizeof(NN_T));
     if (P == 0 || N == 0 || M == 0) return true;
     if (Pin > 0 && Rk > 0) {
-        int64_t Wi = g->in[nsp - 1], R = Pin / Wi, cr = NN_FN(chunk_rows)(R, Rk * Wi);
-        NN_T *col = lt_mem_alloc((size_t)(Rk * cr * Wi) * sizeof(NN_T) + 1);
+        int64_t Wi = g->in[nsp - 1], R = Pin / Wi, row, bytes;
+        if (!lt_mul_i64(Rk, Wi, &row)) return false;
+        int64_t cr = NN_FN(chunk_rows)(R, row);
+        if (!lt_mul_i64(row * cr, (int64_t)sizeof(NN_T), &bytes) || bytes > LT_TENSOR_MAX_BYTES) return false;
+        NN_T *col = lt_mem_alloc((size_t)bytes);
         if (!col) return false;
         for (int64_t n = 0; n < N; n++)
             for (int64_t gi = 0; gi < group; gi++) {

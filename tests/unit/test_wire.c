@@ -1051,8 +1051,8 @@ static void test_sparse(void) {
     fs(&n, 2, "y");
     fs(&n, 4, "Add");
     fmsg(&g, 1, &n);
-    vi(&g, 11, "x", LT_FLOAT, 2);
-    vi(&g, 12, "y", LT_FLOAT, 2);
+    vi(&g, 11, "x", LT_FLOAT, -1);
+    vi(&g, 12, "y", LT_FLOAT, -1);
     model(&m, 8, &g);
     lt_model *mod = NULL;
     lt_ctx_clear(&ctx);

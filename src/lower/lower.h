@@ -1,0 +1,165 @@
+/* lower.h — fusion of the main graph into kernel groups, lowering of each group to a Loop IR kernel,
+ * and the default schedule of each group pattern.
+ *
+ * Pipeline position: after the graph passes (shapes bound and folded), before codegen.
+ *
+ *   lt_fuse        partitions the main graph's nodes into groups (lt_groups), by pattern kind:
+ *                  - chains of ELEMWISE / BROADCAST / INJECTIVE nodes fuse together;
+ *                  - such a chain fuses into a following REDUCE node as its prologue (softmax,
+ *                    LayerNorm, RMSNorm are one kernel each);
+ *                  - elementwise nodes that follow an anchor (REDUCE or OUT_EW_FUSABLE: MatMul, Gemm,
+ *                    Conv) and keep its output shape and dtype fuse into it as its epilogue (bias add,
+ *                    activation, residual add);
+ *                  - a value read by more than one node, or a graph output, ends its group (it is
+ *                    stored to memory), and an elementwise producer whose output is smaller than its
+ *                    consumer's (broadcast) is not inlined, so no work is duplicated.
+ *                  A node is compilable only when the lowering has a hook for its op that accepts it
+ *                  (dtypes, attributes, constant shape/axes inputs) and every input/output shape is
+ *                  static. Other nodes become single-node HOST groups, run by the runtime through the
+ *                  op's reference eval hook. Constant nodes are host groups too (cheap; the constant
+ *                  folding pass normally removes them).
+ *   lt_lower_group builds the Loop IR kernel of one compiled group (lt_lowered): the anchor's `lower`
+ *                  hook (reductions, softmax, norms, pooling, MatMul/Gemm/Conv) or, for pure
+ *                  elementwise/injective groups, one loop nest per output that stores the output
+ *                  expression built by the ops' `expr` hooks (producers in the same group are
+ *                  inlined, others are LOADed from the kernel's input buffers with numpy broadcasting
+ *                  or the op's injective index map). Epilogues are applied before the final STORE.
+ *                  It also records the default schedule for the group's pattern (sched_default.c):
+ *                  the kernel is returned UNSCHEDULED (body0) with the schedule beside it;
+ *                  lt_lower_apply_schedule applies it.
+ *
+ * Invariants:
+ *   - groups are listed in a topological order (every input of a group is a graph input, a constant,
+ *     or an output of an earlier group); every node of the main graph is in exactly one group;
+ *   - a group's values that are not in `outputs` are read only inside the group (they are never
+ *     materialized: the runtime needs no buffer for them);
+ *   - kernel argument order (the kernel ABI of docs/COMPILER.md): the group's outputs first, then its
+ *     inputs that are not constants, then its constant inputs (weights), then the packed weights.
+ *     lt_lowered.arg_values[i] is the graph value bound to kernel argument i;
+ *   - everything lives in the caller's arena (compilation lifetime); nothing here mallocs without
+ *     freeing, prints, or reads the environment.
+ *
+ * Entry points: lt_fuse, lt_groups_print, lt_lower_group, lt_lower_apply_schedule,
+ *               lt_sched_default, lt_lower_supported.
+ */
+#ifndef LT_LOWER_H
+#define LT_LOWER_H
+
+#include "../loop/schedule.h"
+#include "../ops/ops.h"
+
+/* ---------------------------------------------------------------------------------------------
+ * Groups
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct lt_group {
+    int id;                /* index in lt_groups.groups */
+    lt_pattern pattern;    /* ELEMWISE / BROADCAST / INJECTIVE (pure chains: the least fusable kind
+                            * in the chain), REDUCE or OUT_EW_FUSABLE (the anchor's kind), or the
+                            * node's own kind for host groups */
+    bool host;             /* run through the interpreter's eval hook (one node) */
+    const char *reason;    /* host groups: why not compiled ("no lowering for Einsum", "dynamic shape
+                            * of input 0 'x'", ...); NULL for compiled groups */
+    lt_node *anchor;       /* REDUCE / OUT_EW_FUSABLE node, or the node that produces the first output
+                            * of a pure chain; host groups: their node */
+    int n_nodes;
+    lt_node **nodes;       /* in topological order */
+    int n_inputs;
+    lt_value **inputs;     /* values read from outside the group, each once, non-constants first
+                            * (graph inputs and earlier groups' outputs), then constants (weights).
+                            * Inputs read only at compile time (Reshape's shape, Slice's starts, a
+                            * reduction's axes, ...) are not listed for compiled groups. Host groups
+                            * list their node's present inputs, in node order. */
+    int n_outputs;
+    lt_value **outputs;    /* values read after the group or graph outputs, in node order */
+} lt_group;
+
+typedef struct lt_groups {
+    const lt_model *model;
+    int n;
+    lt_group *groups;      /* topological order */
+    int *node_group;       /* main-graph node index -> group id */
+    int n_host;            /* number of host groups */
+    int n_compiled_nodes;  /* nodes inside compiled groups (for "fraction compiled" reports) */
+} lt_groups;
+
+typedef struct lt_fuse_options {
+    bool no_fusion;        /* every compilable node is its own group (-O0/-O1, bisecting) */
+    bool no_epilogues;     /* do not fuse elementwise epilogues into anchors */
+    bool all_host;         /* every node is a host group (the interpreter through the plan) */
+} lt_fuse_options;
+
+/* Partition m->graph (the main graph) into groups. opt may be NULL (defaults: full fusion). The
+ * result lives in `arena`. Errors: LT_ERR_NOMEM; LT_ERR_INVALID naming the node for a graph whose
+ * values have no type (run shape inference first). Groups that cannot compile are not errors. */
+lt_status lt_fuse(lt_ctx *ctx, const lt_model *m, lt_arena *arena, const lt_fuse_options *opt,
+                  lt_groups *out);
+
+/* One line per group:
+ *   "g3 reduce anchor=n7 'ln' (ReduceMean) nodes=[n5 Sub, n6 Pow, n7 ReduceMean, n8 Add]
+ *       in=[x, w] out=[y]"
+ *   "g4 host (NonZero) n9 'nz': no lowering for NonZero"
+ * followed by a summary line "groups: 12 (2 host), nodes compiled: 40/42". */
+void lt_groups_print(const lt_groups *gs, lt_strbuf *out);
+/* "reduce" / "elemwise" / "broadcast" / "injective" / "out_ew_fusable" / "opaque" / "control" */
+const char *lt_pattern_name(lt_pattern p);
+
+/* Can node n (of the main graph, types inferred) be compiled? On false, writes the reason (for
+ * the host group) into why. */
+bool lt_lower_supported(const lt_node *n, char *why, size_t why_size);
+
+/* ---------------------------------------------------------------------------------------------
+ * Lowering
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct lt_lower_options {
+    int vector_lanes;      /* f32 SIMD lanes of the target (16 AVX-512, 8 AVX2, 4 SSE/NEON, 1
+                            * portable); 0 means 16. Used by the default schedules. */
+    bool no_microkernels;  /* MatMul/Gemm/Conv as plain Loop IR nests (no prelude GEMM/conv call) */
+    bool gpu;              /* default schedules bind GPU blocks/threads instead of parallel/vector */
+} lt_lower_options;
+
+/* A weight the runtime packs once, at plan build, into its own persistent buffer: the runtime runs
+ * `kernel` (args: packed output, then the source constant) and binds the packed buffer to kernel
+ * argument `arg` of the group's kernel. The pack kernel is lowered Loop IR (usually an EVAL CALL of
+ * a prelude packing routine) emitted into the same translation unit. */
+typedef struct lt_lpack {
+    int arg;               /* argument index in the group kernel */
+    lt_value *src;         /* the constant it is packed from */
+    lt_dtype dtype;
+    int64_t size;          /* elements of the packed buffer */
+    lt_kernel *kernel;     /* the packing kernel */
+} lt_lpack;
+
+typedef struct lt_lowered {
+    const lt_group *group;
+    lt_kernel *kernel;     /* named "lt_k<group id>"; body == body0 until a schedule is applied */
+    lt_lnode *body0;       /* the unscheduled body: to try another schedule, reset kernel->body to
+                            * body0 and apply it (nodes are immutable) */
+    lt_schedule schedule;  /* the default schedule for the group's pattern (not yet applied) */
+    int n_args;            /* == kernel->n_args */
+    lt_value **arg_values; /* value bound to each kernel argument (packed args: their source) */
+    int n_packs;
+    lt_lpack *packs;
+} lt_lowered;
+
+/* Lower compiled group g (not host) of gs into a Loop IR kernel allocated in `arena`, with its
+ * default schedule recorded (not applied). opt may be NULL. Errors name the group and node:
+ * LT_ERR_UNSUPPORTED (an op/attribute the hook rejects at this point), LT_ERR_NOMEM,
+ * LT_ERR_INTERNAL (a bug: the kernel failed lt_kernel_verify). */
+lt_status lt_lower_group(lt_ctx *ctx, const lt_groups *gs, const lt_group *g, lt_arena *arena,
+                         const lt_lower_options *opt, lt_lowered *out);
+
+/* Apply lw->schedule to lw->kernel (from body0), then simplify and compute the static cost. */
+lt_status lt_lower_apply_schedule(lt_ctx *ctx, lt_lowered *lw);
+
+/* The default schedule for a lowered kernel of group pattern g->pattern (sched_default.c):
+ *   elementwise / broadcast / injective: fuse the loops of each nest, split the fused loop by the
+ *     vector lanes (vectorize the inner part when the extent allows), parallelize the outer part;
+ *   reduce: parallel over the outer (row) loops, vectorize the innermost contiguous loop;
+ *   anchors calling microkernels: parallel over the block loop the lowering created.
+ * Loops are found by the names the lowering gave them (see lower_impl.h). */
+lt_status lt_sched_default(lt_ctx *ctx, const lt_group *g, const lt_kernel *k,
+                           const lt_lower_options *opt, lt_schedule *out);
+
+#endif
