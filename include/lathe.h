@@ -36,7 +36,8 @@
  *     lathe_tensor_free(y);
  *     lathe_model_free(model);
  *
- * Link with -llathe -lz -lm -lpthread.
+ * Link with the shared library (-llathe), or with the static one plus what it was built with:
+ * -llathe -lz -lm -lpthread -ldl, and -ljpeg when CMake found libjpeg.
  *
  * ---- Rules -----------------------------------------------------------------------------------------
  *

@@ -410,6 +410,27 @@ def test_conformance_runner(tmp_path):
     assert r.stdout.strip() == "0 passed, 0 failed, 0 skipped"
 
 
+def test_conformance_timeout(tmp_path):
+    """A test that never ends is killed after --timeout and reported; the run goes on."""
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["c_in"], ["c_out"]), helper.make_node("Identity", ["x_in"], ["x_out"])],
+        "body", [vi("i", TensorProto.INT64, []), vi("c_in", TensorProto.BOOL, []), vi("x_in", TensorProto.FLOAT, [1])],
+        [vi("c_out", TensorProto.BOOL, []), vi("x_out", TensorProto.FLOAT, [1])])
+    suite = tmp_path / "suite"
+    d = suite / "test_hang" / "test_data_set_0"
+    d.mkdir(parents=True)
+    save_model(suite / "test_hang" / "model.onnx", [helper.make_node("Loop", ["M", "C", "X"], ["Y"], body=body)],
+               [vi("M", TensorProto.INT64, []), vi("C", TensorProto.BOOL, []), vi("X", TensorProto.FLOAT, [1])],
+               [vi("Y", TensorProto.FLOAT, [1])])
+    for i, a in enumerate([np.array(10**15, np.int64), np.array(True), np.array([1], np.float32)]):
+        (d / f"input_{i}.pb").write_bytes(numpy_helper.from_array(a).SerializeToString())
+    (d / "output_0.pb").write_bytes(numpy_helper.from_array(np.array([1], np.float32)).SerializeToString())
+    shutil.copytree(os.path.join(NODE_SUITE, "test_abs"), suite / "test_abs")
+    r = lathe("conformance", "--suite", suite, "--timeout", "1", "-j", "2", timeout=120)
+    assert r.returncode == 0
+    assert r.stdout.splitlines() == ["FAIL test_hang: timed out after 1 s", "1 passed, 1 failed, 0 skipped"]
+
+
 def test_conformance_missing_suite(tmp_path):
     r = lathe("conformance", "--suite", tmp_path / "nope")
     assert r.returncode == 2 and "nope" in r.stderr

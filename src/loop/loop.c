@@ -98,6 +98,7 @@ static const char *unique_name(lt_kernel *k, const char *name) {
 }
 
 lt_lvar *lt_kernel_var(lt_kernel *k, const char *name, lt_dtype dt) {
+    if (!k) return NULL;
     if (!grow(k->arena, (void ***)&k->vars, &k->cap_vars, k->n_vars)) return NULL;
     lt_lvar *v = lt_arena_alloc(k->arena, sizeof *v);
     if (!v || !(v->name = unique_name(k, name))) return NULL;
@@ -108,6 +109,7 @@ lt_lvar *lt_kernel_var(lt_kernel *k, const char *name, lt_dtype dt) {
 }
 
 static lt_lbuf *new_buf(lt_kernel *k, const char *name, lt_dtype dt, int64_t size, lt_scope scope) {
+    if (!k) return NULL;
     if (!grow(k->arena, (void ***)&k->bufs, &k->cap_bufs, k->n_bufs)) return NULL;
     lt_lbuf *b = lt_arena_alloc(k->arena, sizeof *b);
     if (!b || !(b->name = unique_name(k, name))) return NULL;
@@ -151,6 +153,7 @@ lt_lbuf *lt_kernel_find_buf(const lt_kernel *k, const char *name) {
 /* ---- builders ---- */
 
 static lt_lnode *mk(lt_kernel *k, lt_lkind kind, lt_dtype dt, int n) {
+    if (!k) return NULL;
     lt_lnode *x = lt_arena_alloc(k->arena, sizeof *x + (size_t)n * sizeof(lt_lnode *));
     if (!x) return NULL;
     x->kind = kind;

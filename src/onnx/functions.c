@@ -19,10 +19,6 @@
 #include <stdio.h>
 #include <string.h>
 
-static lt_status wire_status(onnx_load *L) { return L->src.status ? L->src.status : LT_ERR_INVALID; }
-
-static const char *norm_domain(const char *d) { return strcmp(d, "ai.onnx") == 0 ? "" : d; }
-
 lt_status onnx_parse_function(onnx_load *L, lt_slice s, onnx_func *f) {
     lt_wire w;
     onnx_reader(L, &w, s, "FunctionProto");
@@ -44,12 +40,12 @@ lt_status onnx_parse_function(onnx_load *L, lt_slice s, onnx_func *f) {
         default: break;
         }
     }
-    if (lt_wire_failed(&w)) return wire_status(L);
+    if (lt_wire_failed(&w)) return onnx_wire_status(L);
     w.field = 0;
     if (!(f->name = onnx_str(L, &w, np ? np : (const uint8_t *)"", nn, "function name")) ||
         !(f->domain = onnx_str(L, &w, dp ? dp : (const uint8_t *)"", dn, "function domain")) ||
         !(f->overload = onnx_str(L, &w, op ? op : (const uint8_t *)"", on, "function overload")))
-        return wire_status(L);
+        return onnx_wire_status(L);
     if (!*f->name) return onnx_err(L, s.p, LT_ERR_INVALID, "model-local function without a name");
     if (n_in > INT32_MAX / 16 || n_out > INT32_MAX / 16 || n_nodes > INT32_MAX / 16 || n_def > INT32_MAX / 16 || n_ops > 100000)
         return onnx_err(L, s.p, LT_ERR_INVALID, "function '%s': too many entries", f->name);
@@ -75,7 +71,7 @@ lt_status onnx_parse_function(onnx_load *L, lt_slice s, onnx_func *f) {
             if (!lt_wire_bytes(&w, &p, &n)) break;
             {
                 const char *str = onnx_str(L, &w, p, n, "function input/output name");
-                if (!str) return wire_status(L);
+                if (!str) return onnx_wire_status(L);
                 if (w.field == 4) f->inputs[f->n_in++] = str;
                 else f->outputs[f->n_out++] = str;
             }
@@ -95,9 +91,9 @@ lt_status onnx_parse_function(onnx_load *L, lt_slice s, onnx_func *f) {
             size_t al = 0;
             while (lt_wire_next(&a))
                 if (a.field == 1) lt_wire_bytes(&a, &an, &al);
-            if (lt_wire_failed(&a)) return wire_status(L);
+            if (lt_wire_failed(&a)) return onnx_wire_status(L);
             const char *aname = onnx_str(L, &a, an ? an : (const uint8_t *)"", al, "attribute name");
-            if (!aname) return wire_status(L);
+            if (!aname) return onnx_wire_status(L);
             f->attr_defaults[f->n_attr_defaults] = sub;
             f->attr_default_names[f->n_attr_defaults++] = aname;
             break;
@@ -105,14 +101,14 @@ lt_status onnx_parse_function(onnx_load *L, lt_slice s, onnx_func *f) {
         default: break;
         }
     }
-    return lt_wire_failed(&w) ? wire_status(L) : LT_OK;
+    return lt_wire_failed(&w) ? onnx_wire_status(L) : LT_OK;
 }
 
 const onnx_func *onnx_find_function(const onnx_load *L, const char *domain, const char *op_type, const char *overload) {
-    domain = norm_domain(domain);
+    domain = onnx_norm_domain(domain);
     for (int i = 0; i < L->n_funcs; i++) {
         const onnx_func *f = &L->funcs[i];
-        if (strcmp(f->name, op_type) == 0 && strcmp(norm_domain(f->domain), domain) == 0 && strcmp(f->overload, overload) == 0)
+        if (strcmp(f->name, op_type) == 0 && strcmp(onnx_norm_domain(f->domain), domain) == 0 && strcmp(f->overload, overload) == 0)
             return f;
     }
     return NULL;

@@ -28,8 +28,6 @@
 
 lt_value onnx_absent_value;
 
-static lt_status wire_status(onnx_load *L) { return L->src.status ? L->src.status : LT_ERR_INVALID; }
-
 /* Error at byte `at` of the source: "FILE: byte N: text". */
 lt_status onnx_err(onnx_load *L, const uint8_t *at, lt_status s, const char *fmt, ...) {
     char text[LT_MSG_MAX - 300];
@@ -149,11 +147,8 @@ lt_status onnx_define_in(onnx_load *L, onnx_scope *sc, const char *name, const u
 int64_t onnx_scope_opset(const onnx_load *L, const onnx_scope *sc, const char *domain) {
     if (sc->call) {
         const onnx_func *f = sc->call->fn;
-        const char *d = strcmp(domain, "ai.onnx") == 0 ? "" : domain;
-        for (int i = 0; i < f->n_opsets; i++) {
-            const char *fd = strcmp(f->opsets[i].domain, "ai.onnx") == 0 ? "" : f->opsets[i].domain;
-            if (strcmp(fd, d) == 0) return f->opsets[i].version;
-        }
+        for (int i = 0; i < f->n_opsets; i++)
+            if (strcmp(onnx_norm_domain(f->opsets[i].domain), onnx_norm_domain(domain)) == 0) return f->opsets[i].version;
     }
     return lt_model_opset(L->m, domain);
 }
@@ -169,8 +164,8 @@ static lt_status parse_value_info(onnx_load *L, lt_slice s, const char **name, l
         if (w.field == 1) read_sfield(&w, &nm);
         else if (w.field == 2) has_type = onnx_slice(&w, &ts, "TypeProto");
     }
-    if (lt_wire_failed(&w)) return wire_status(L);
-    if (!(*name = sfield_str(L, &w, &nm, "value name"))) return wire_status(L);
+    if (lt_wire_failed(&w)) return onnx_wire_status(L);
+    if (!(*name = sfield_str(L, &w, &nm, "value name"))) return onnx_wire_status(L);
     memset(type, 0, sizeof *type);
     type->kind = LT_TK_UNKNOWN;
     type->rank = -1;
@@ -257,15 +252,15 @@ lt_status onnx_attr(onnx_load *L, onnx_scope *sc, lt_node *owner, lt_slice s, lt
         default: break;
         }
     }
-    if (lt_wire_failed(&w)) return wire_status(L);
+    if (lt_wire_failed(&w)) return onnx_wire_status(L);
     const char *name = sfield_str(L, &w, &nm, "attribute name");
-    if (!name) return wire_status(L);
+    if (!name) return onnx_wire_status(L);
     w.field = 0;
     if (!*name) return lt_wire_error(&w, w.start, LT_ERR_INVALID, "attribute without a name");
     a->name = name;
     if (ref.set) {
         const char *r = sfield_str(L, &w, &ref, "ref_attr_name");
-        if (!r) return wire_status(L);
+        if (!r) return onnx_wire_status(L);
         return attr_by_ref(L, sc, owner, &w, name, r, a, keep);
     }
     if (type == 0) { /* old models: infer the type from the field present */
@@ -388,7 +383,7 @@ lt_status onnx_attr(onnx_load *L, onnx_scope *sc, lt_node *owner, lt_slice s, lt
             }
         }
     }
-    if (lt_wire_failed(&w)) return wire_status(L);
+    if (lt_wire_failed(&w)) return onnx_wire_status(L);
     if (got != n) return lt_wire_error(&w, w.start, LT_ERR_INTERNAL, "attribute '%s': %lld of %lld values read", name, (long long)got, (long long)n);
     return LT_OK;
 }
@@ -431,12 +426,12 @@ lt_status onnx_import_node(onnx_load *L, onnx_scope *sc, lt_slice s, int depth_c
         default: break;
         }
     }
-    if (lt_wire_failed(&w)) return wire_status(L);
+    if (lt_wire_failed(&w)) return onnx_wire_status(L);
     w.field = 0;
     const char *name = sfield_str(L, &w, &nm, "node name"), *op_type = name ? sfield_str(L, &w, &op, "op_type") : NULL;
     const char *domain = op_type ? sfield_str(L, &w, &dom, "domain") : NULL;
     const char *overload = domain ? sfield_str(L, &w, &ovl, "overload") : NULL;
-    if (!overload) return wire_status(L);
+    if (!overload) return onnx_wire_status(L);
     onnx_gstate *gs = sc->gs;
     char who[400];
     snprintf(who, sizeof who, "node %d '%.150s' (%s%s%.150s)", gs->nodes.n, name, domain, *domain ? "." : "", op_type);
@@ -489,7 +484,7 @@ lt_status onnx_import_node(onnx_load *L, onnx_scope *sc, lt_slice s, int depth_c
                             who, (int)(n > 300 ? 300 : n), (const char *)p);
         in[k++] = v == &onnx_absent_value ? NULL : v;
     }
-    if (lt_wire_failed(&w)) return wire_status(L);
+    if (lt_wire_failed(&w)) return onnx_wire_status(L);
     /* attributes */
     lt_attr *attrs = n_attr ? (fn ? scratch_alloc(L, (size_t)n_attr * sizeof *attrs, "attributes")
                                   : model_alloc(L, (size_t)n_attr * sizeof *attrs, "attributes"))
@@ -505,7 +500,7 @@ lt_status onnx_import_node(onnx_load *L, onnx_scope *sc, lt_slice s, int depth_c
         LT_TRY(onnx_attr(L, sc, node, as, &attrs[na], &keep));
         if (keep) na++;
     }
-    if (lt_wire_failed(&w)) return wire_status(L);
+    if (lt_wire_failed(&w)) return onnx_wire_status(L);
     LT_TRY(check_dup_attrs(L, s.p, who, attrs, na));
     /* outputs */
     const char **out_names = n_out ? scratch_alloc(L, (size_t)n_out * sizeof *out_names, "node outputs") : NULL;
@@ -519,9 +514,9 @@ lt_status onnx_import_node(onnx_load *L, onnx_scope *sc, lt_slice s, int depth_c
         size_t n;
         out_at[k] = w.key_at;
         if (!lt_wire_bytes(&w, &p, &n)) break;
-        if (!(out_names[k++] = n ? onnx_str(L, &w, p, n, "output name") : "")) return wire_status(L);
+        if (!(out_names[k++] = n ? onnx_str(L, &w, p, n, "output name") : "")) return onnx_wire_status(L);
     }
-    if (lt_wire_failed(&w)) return wire_status(L);
+    if (lt_wire_failed(&w)) return onnx_wire_status(L);
     if (fn) {
         for (int i = 0; i < (int)n_out; i++)
             if (!*out_names[i]) out_names[i] = NULL;
@@ -566,7 +561,7 @@ static lt_status init_value(onnx_load *L, onnx_scope *sc, lt_slice s, lt_tensor 
     onnx_reader(L, &w, s, "TensorProto");
     if (!nm.n) return onnx_err(L, s.p, LT_ERR_INVALID, "graph '%s': %s without a name", sc->gs->g->name, what);
     const char *name = onnx_str(L, &w, nm.p, nm.n, "initializer name");
-    if (!name) return wire_status(L);
+    if (!name) return onnx_wire_status(L);
     if (lt_nm_get(&sc->gs->all, name, strlen(name)))
         return onnx_err(L, s.p, LT_ERR_INVALID, "graph '%s': %s '%s' is defined more than once", sc->gs->g->name, what, name);
     lt_value *v;
@@ -588,9 +583,9 @@ static lt_status graph_body(onnx_load *L, onnx_scope *sc, lt_slice s) {
         default: break;
         }
     }
-    if (lt_wire_failed(&w)) return wire_status(L);
+    if (lt_wire_failed(&w)) return onnx_wire_status(L);
     w.field = 0;
-    if (!(g->name = sfield_str(L, &w, &nm, "graph name"))) return wire_status(L);
+    if (!(g->name = sfield_str(L, &w, &nm, "graph name"))) return onnx_wire_status(L);
     lt_slice *sl[GF_MAX] = {0};
     int64_t fill[GF_MAX] = {0};
     for (int f = 0; f < GF_MAX; f++) {
@@ -604,7 +599,7 @@ static lt_status graph_body(onnx_load *L, onnx_scope *sc, lt_slice s) {
         if (f >= GF_MAX || !sl[f] || f == 2) continue;
         if (!onnx_slice(&w, &sl[f][fill[f]++], graph_field_msg((int)f))) break;
     }
-    if (lt_wire_failed(&w)) return wire_status(L);
+    if (lt_wire_failed(&w)) return onnx_wire_status(L);
 
     for (int64_t i = 0; i < cnt[GF_INIT]; i++) {
         lt_tensor *t;
@@ -698,8 +693,8 @@ lt_status onnx_parse_opset(onnx_load *L, lt_slice s, lt_opset *o) {
         if (w.field == 1) read_sfield(&w, &d);
         else if (w.field == 2) lt_wire_i64(&w, &o->version);
     }
-    if (lt_wire_failed(&w)) return wire_status(L);
-    if (!(o->domain = sfield_str(L, &w, &d, "opset domain"))) return wire_status(L);
+    if (lt_wire_failed(&w)) return onnx_wire_status(L);
+    if (!(o->domain = sfield_str(L, &w, &d, "opset domain"))) return onnx_wire_status(L);
     return LT_OK;
 }
 
@@ -722,15 +717,15 @@ static lt_status import_model(onnx_load *L) {
         default: break;
         }
     }
-    if (lt_wire_failed(&w)) return wire_status(L);
+    if (lt_wire_failed(&w)) return onnx_wire_status(L);
     w.field = 0;
     const uint8_t *base = L->src.base;
     if (!has_ir) return onnx_err(L, base, LT_ERR_INVALID, "not an ONNX model: ModelProto has no ir_version");
     m->ir_version = ir;
     if (ir < 3 || ir > 14)
         return onnx_err(L, base, LT_ERR_UNSUPPORTED, "ONNX IR version %lld is not supported (lathe reads IR versions 3 to 14)", (long long)ir);
-    if (!(m->producer_name = sfield_str(L, &w, &pn, "producer_name"))) return wire_status(L);
-    if (!(m->producer_version = sfield_str(L, &w, &pv, "producer_version"))) return wire_status(L);
+    if (!(m->producer_name = sfield_str(L, &w, &pn, "producer_name"))) return onnx_wire_status(L);
+    if (!(m->producer_version = sfield_str(L, &w, &pv, "producer_version"))) return onnx_wire_status(L);
     if (n_ops > 100000 || n_funcs > INT32_MAX / 16)
         return onnx_err(L, base, LT_ERR_INVALID, "%lld opset imports and %lld functions", (long long)n_ops, (long long)n_funcs);
     if (n_ops && !(m->opsets = model_alloc(L, (size_t)n_ops * sizeof *m->opsets, "opsets"))) return LT_ERR_NOMEM;
@@ -746,7 +741,7 @@ static lt_status import_model(onnx_load *L) {
             LT_TRY(onnx_parse_function(L, s, &L->funcs[L->n_funcs++]));
         }
     }
-    if (lt_wire_failed(&w)) return wire_status(L);
+    if (lt_wire_failed(&w)) return onnx_wire_status(L);
     if (!has_graph) return onnx_err(L, base, LT_ERR_INVALID, "model has no graph");
     lt_graph *g = model_alloc(L, sizeof *g, "graphs");
     if (!g) return LT_ERR_NOMEM;

@@ -17,6 +17,8 @@
 #include "onnx.h"
 #include "wire.h"
 
+#include <string.h>
+
 #define LT_ONNX_DEFAULT_MAX_BYTES ((int64_t)64 << 30)
 #define LT_ONNX_MAX_INLINE_DEPTH 32
 /* Nodes that function inlining may create in one load (calls can fan out exponentially). */
@@ -59,6 +61,11 @@ typedef struct onnx_load {
     int64_t inline_count; /* numbering for inlined calls (unique names) */
     int64_t inlined_nodes; /* nodes created inside function bodies (budget) */
 } onnx_load;
+
+/* Status of the load's first error (INVALID when a reader failed without one). */
+static inline lt_status onnx_wire_status(const onnx_load *L) { return L->src.status ? L->src.status : LT_ERR_INVALID; }
+/* "" and "ai.onnx" name the same domain. */
+static inline const char *onnx_norm_domain(const char *d) { return strcmp(d, "ai.onnx") == 0 ? "" : d; }
 
 /* Reader over a slice. */
 static inline void onnx_reader(onnx_load *L, lt_wire *w, lt_slice s, const char *msg) {

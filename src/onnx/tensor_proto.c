@@ -28,8 +28,6 @@
 #error "lathe's ONNX decoder assumes a little-endian host"
 #endif
 
-static lt_status wire_status(onnx_load *L) { return L->src.status ? L->src.status : LT_ERR_INVALID; }
-
 lt_status onnx_own(onnx_load *L, lt_tensor *t) {
     if (!L->m) return LT_OK;
     if (!lt_vec_push(&L->m->owned_tensors, t)) {
@@ -112,14 +110,14 @@ static bool slice_is(const uint8_t *p, size_t n, const char *s) { return strlen(
 
 static lt_status parse_ext_entry(onnx_load *L, lt_wire *w, tp *t) {
     lt_wire e;
-    if (!lt_wire_msg(w, &e, "StringStringEntryProto")) return wire_status(L);
+    if (!lt_wire_msg(w, &e, "StringStringEntryProto")) return onnx_wire_status(L);
     const uint8_t *k = NULL, *v = NULL;
     size_t kn = 0, vn = 0;
     while (lt_wire_next(&e)) {
         if (e.field == 1 && !lt_wire_bytes(&e, &k, &kn)) break;
         if (e.field == 2 && !lt_wire_bytes(&e, &v, &vn)) break;
     }
-    if (lt_wire_failed(&e)) return wire_status(L);
+    if (lt_wire_failed(&e)) return onnx_wire_status(L);
     if (!k) return LT_OK;
     if (!v) v = (const uint8_t *)"";
     if (slice_is(k, kn, "location")) {
@@ -167,7 +165,7 @@ static lt_status scan(onnx_load *L, lt_slice s, tp *t) {
         default: break;
         }
     }
-    return lt_wire_failed(&w) ? wire_status(L) : LT_OK;
+    return lt_wire_failed(&w) ? onnx_wire_status(L) : LT_OK;
 }
 
 /* Unpack 4-bit / 2-bit elements from packed bytes into one byte each. */
@@ -221,7 +219,7 @@ static lt_status from_typed(onnx_load *L, lt_slice s, int field, int64_t entries
             if (got >= numel) break;
             LT_TRY(lt_tensor_set_string(L->ctx, t, got++, (const char *)p, n));
         }
-        return lt_wire_failed(&w) ? wire_status(L) : LT_OK;
+        return lt_wire_failed(&w) ? onnx_wire_status(L) : LT_OK;
     }
     bool direct = (field == 4) || (field == 10) || (field == 7) || (field == 11 && dt == LT_UINT64);
     uint64_t *tmp = NULL;
@@ -239,7 +237,7 @@ static lt_status from_typed(onnx_load *L, lt_slice s, int field, int64_t entries
     }
     if (lt_wire_failed(&w)) {
         lt_mem_free(tmp);
-        return wire_status(L);
+        return onnx_wire_status(L);
     }
     if (tmp) {
         uint8_t *d8 = t->data;
@@ -295,7 +293,7 @@ lt_status onnx_tensor(onnx_load *L, lt_slice s, const char *what, lt_tensor **ou
         onnx_reader(L, &w, s, "TensorProto");
         while (lt_wire_next(&w))
             if (w.field == 1) lt_wire_rep_varint(&w, ud, rank, &got);
-        if (lt_wire_failed(&w)) return wire_status(L);
+        if (lt_wire_failed(&w)) return onnx_wire_status(L);
         for (int i = 0; i < rank; i++) dims[i] = (int64_t)ud[i];
     }
     char sb[256];
@@ -373,7 +371,7 @@ lt_status onnx_sparse_tensor(onnx_load *L, lt_slice s, const char *what, lt_tens
         else if (w.field == 2) has_i = onnx_slice(&w, &is, "TensorProto");
         else if (w.field == 3) lt_wire_rep_varint(&w, NULL, 0, &n_dims);
     }
-    if (lt_wire_failed(&w)) return wire_status(L);
+    if (lt_wire_failed(&w)) return onnx_wire_status(L);
     size_t off = (size_t)(s.p - L->src.base);
     if (!has_v || !has_i)
         return lt_error(L->ctx, LT_ERR_INVALID, "%s: byte %zu: %s: sparse tensor without values or indices", L->file, off, what);
@@ -388,7 +386,7 @@ lt_status onnx_sparse_tensor(onnx_load *L, lt_slice s, const char *what, lt_tens
         onnx_reader(L, &w, s, "SparseTensorProto");
         while (lt_wire_next(&w))
             if (w.field == 3) lt_wire_rep_varint(&w, ud, rank, &got);
-        if (lt_wire_failed(&w)) return wire_status(L);
+        if (lt_wire_failed(&w)) return onnx_wire_status(L);
         for (int i = 0; i < rank; i++) dims[i] = (int64_t)ud[i];
     }
     lt_tensor *vals = NULL, *idx = NULL, *dense = NULL;
@@ -478,7 +476,7 @@ static lt_status decode_sequence(onnx_load *L, lt_slice s, const lt_type *expect
     int32_t elem_type = 0;
     while (lt_wire_next(&w))
         if (w.field == 2) lt_wire_i32(&w, &elem_type);
-    if (lt_wire_failed(&w)) return wire_status(L);
+    if (lt_wire_failed(&w)) return onnx_wire_status(L);
     if (elem_type < 0 || elem_type > 5)
         return lt_wire_error(&w, s.p, LT_ERR_INVALID, "elem_type %d is not 1..5", (int)elem_type);
     lt_datum *seq;
@@ -504,7 +502,7 @@ static lt_status decode_sequence(onnx_load *L, lt_slice s, const lt_type *expect
     }
     if (lt_wire_failed(&w)) {
         lt_datum_release(seq);
-        return wire_status(L);
+        return onnx_wire_status(L);
     }
     *out = seq;
     return LT_OK;
@@ -523,7 +521,7 @@ static lt_status decode_optional(onnx_load *L, lt_slice s, const lt_type *expect
             onnx_slice(&w, &v, msg_of_kind(vk));
         }
     }
-    if (lt_wire_failed(&w)) return wire_status(L);
+    if (lt_wire_failed(&w)) return onnx_wire_status(L);
     if (elem_type < 0 || elem_type > 5)
         return lt_wire_error(&w, s.p, LT_ERR_INVALID, "elem_type %d is not 1..5", (int)elem_type);
     if (vk && elem_type && vk != elem_type)
@@ -552,7 +550,7 @@ static lt_status decode_map(onnx_load *L, lt_slice s, const lt_type *expected, l
         else if (w.field == 4) n_skeys++;
         else if (w.field == 5) has_vals = onnx_slice(&w, &vals, "SequenceProto");
     }
-    if (lt_wire_failed(&w)) return wire_status(L);
+    if (lt_wire_failed(&w)) return onnx_wire_status(L);
     if (!lt_dtype_valid(key_type) || (key_type == LT_STRING ? n_keys != 0 : n_skeys != 0) ||
         !(key_type == LT_STRING || lt_dtype_is_int((lt_dtype)key_type)))
         return lt_wire_error(&w, s.p, LT_ERR_INVALID, "map key_type %d with %lld integer and %lld string keys", (int)key_type,
@@ -574,7 +572,7 @@ static lt_status decode_map(onnx_load *L, lt_slice s, const lt_type *expected, l
                 if (lt_wire_bytes(&w, &p, &n) && got < nk) st = lt_tensor_set_string(L->ctx, keys, got++, (const char *)p, n);
             }
         }
-        if (!st && lt_wire_failed(&w)) st = wire_status(L);
+        if (!st && lt_wire_failed(&w)) st = onnx_wire_status(L);
         if (!st && tmp)
             for (int64_t i = 0; i < nk; i++) lt_store_i64(keys->data, keys->dtype, i, (int64_t)tmp[i]);
         lt_mem_free(tmp);

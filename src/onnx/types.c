@@ -12,8 +12,6 @@ static void *arena_alloc(onnx_load *L, size_t n) {
     return p;
 }
 
-static lt_status wire_status(onnx_load *L) { return L->src.status ? L->src.status : LT_ERR_INVALID; }
-
 static lt_status parse_dim(onnx_load *L, lt_slice s, lt_dim *d) {
     lt_wire w;
     onnx_reader(L, &w, s, "TensorShapeProto.Dimension");
@@ -30,12 +28,12 @@ static lt_status parse_dim(onnx_load *L, lt_slice s, lt_dim *d) {
             if (!lt_wire_bytes(&w, &p, &n)) break;
             if (n == 0) continue;
             const char *name = onnx_str(L, &w, p, n, "dim_param");
-            if (!name) return wire_status(L);
+            if (!name) return onnx_wire_status(L);
             d->param = name;
             d->value = -1;
         }
     }
-    return lt_wire_failed(&w) ? wire_status(L) : LT_OK;
+    return lt_wire_failed(&w) ? onnx_wire_status(L) : LT_OK;
 }
 
 static lt_status parse_shape(onnx_load *L, lt_slice s, lt_type *t) {
@@ -44,7 +42,7 @@ static lt_status parse_shape(onnx_load *L, lt_slice s, lt_type *t) {
     int64_t n = 0;
     while (lt_wire_next(&w))
         if (w.field == 1) n++;
-    if (lt_wire_failed(&w)) return wire_status(L);
+    if (lt_wire_failed(&w)) return onnx_wire_status(L);
     if (n > INT32_MAX / 2) return lt_wire_error(&w, w.start, LT_ERR_INVALID, "%lld dimensions", (long long)n);
     t->rank = (int)n;
     t->dims = NULL;
@@ -59,7 +57,7 @@ static lt_status parse_shape(onnx_load *L, lt_slice s, lt_type *t) {
         if (!onnx_slice(&w, &d, "TensorShapeProto.Dimension")) break;
         LT_TRY(parse_dim(L, d, &t->dims[k++]));
     }
-    return lt_wire_failed(&w) ? wire_status(L) : LT_OK;
+    return lt_wire_failed(&w) ? onnx_wire_status(L) : LT_OK;
 }
 
 static lt_status check_dtype(onnx_load *L, lt_wire *w, int32_t v, lt_dtype *out) {
@@ -89,7 +87,7 @@ static lt_status parse_tensor_type(onnx_load *L, lt_slice s, lt_type *t, lt_type
             LT_TRY(parse_shape(L, sh, t));
         }
     }
-    return lt_wire_failed(&w) ? wire_status(L) : LT_OK;
+    return lt_wire_failed(&w) ? onnx_wire_status(L) : LT_OK;
 }
 
 /* TypeProto.Sequence / .Optional (elem_type = 1), TypeProto.Map (key_type = 1, value_type = 2). */
@@ -112,7 +110,7 @@ static lt_status parse_wrapped(onnx_load *L, lt_slice s, lt_type *t, lt_type_kin
             LT_TRY(onnx_type(L, e, t->elem));
         }
     }
-    return lt_wire_failed(&w) ? wire_status(L) : LT_OK;
+    return lt_wire_failed(&w) ? onnx_wire_status(L) : LT_OK;
 }
 
 lt_status onnx_type(onnx_load *L, lt_slice s, lt_type *out) {
@@ -152,7 +150,7 @@ lt_status onnx_type(onnx_load *L, lt_slice s, lt_type *out) {
         default: break;
         }
     }
-    return lt_wire_failed(&w) ? wire_status(L) : LT_OK;
+    return lt_wire_failed(&w) ? onnx_wire_status(L) : LT_OK;
 }
 
 lt_status onnx_type_clone(onnx_load *L, const lt_type *src, lt_type *dst) {

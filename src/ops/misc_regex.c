@@ -12,7 +12,7 @@
 
 /* ---- AST ---- */
 enum { N_EMPTY, N_LIT, N_ANY, N_CLASS, N_ASSERT, N_CAT, N_ALT, N_REP };
-enum { A_BOT, A_EOT, A_WORDB, A_NWORDB };
+enum { A_BOT, A_EOT, A_WORDB, A_NWORDB, A_BOL, A_EOL }; /* BOL/EOL: ^ $ under (?m) */
 
 typedef struct rx_node {
     int kind;
@@ -56,7 +56,7 @@ typedef struct rx_parser {
     int n_ranges, cap_ranges;
     rx_class *classes;
     int n_classes, cap_classes;
-    bool icase, dotnl;
+    bool icase, dotnl, multiline;
     int depth;
     lt_status st;
 } rx_parser;
@@ -305,8 +305,9 @@ static int binary(rx_parser *p, int kind, int a, int b) {
     return n;
 }
 
-/* (?flags) or (?flags:...) — flags i, s (m and U are accepted only where harmless). */
-static bool parse_flags(rx_parser *p, bool *icase, bool *dotnl, bool *is_group) {
+/* (?flags) or (?flags:...) — flags i, s, m, U (U only swaps greedy and lazy: no effect on
+ * whether the whole text matches). */
+static bool parse_flags(rx_parser *p, bool *icase, bool *dotnl, bool *multiline, bool *is_group) {
     bool neg = false;
     while (p->pos < p->len) {
         unsigned char c = p->s[p->pos++];
@@ -315,7 +316,8 @@ static bool parse_flags(rx_parser *p, bool *icase, bool *dotnl, bool *is_group) 
         if (c == '-') { neg = true; continue; }
         if (c == 'i') *icase = !neg;
         else if (c == 's') *dotnl = !neg;
-        else if (c == 'm' || c == 'U') { rx_err(p, "unsupported regex flag"); return false; }
+        else if (c == 'm') *multiline = !neg;
+        else if (c == 'U') continue;
         else { rx_err(p, "bad regex flag"); return false; }
     }
     rx_err(p, "missing )");
@@ -327,7 +329,7 @@ static int parse_atom(rx_parser *p) {
     if (c == '(') {
         p->pos++;
         if (++p->depth > 1000) { rx_err(p, "nesting too deep"); return -1; }
-        bool save_i = p->icase, save_s = p->dotnl;
+        bool save_i = p->icase, save_s = p->dotnl, save_m = p->multiline;
         if (p->pos < p->len && p->s[p->pos] == '?') {
             p->pos++;
             if (p->pos < p->len && (p->s[p->pos] == 'P' || p->s[p->pos] == '<')) {
@@ -337,7 +339,7 @@ static int parse_atom(rx_parser *p) {
                 p->pos++;
             } else {
                 bool is_group;
-                if (!parse_flags(p, &p->icase, &p->dotnl, &is_group)) return -1;
+                if (!parse_flags(p, &p->icase, &p->dotnl, &p->multiline, &is_group)) return -1;
                 if (!is_group) { /* flags apply to the rest of the enclosing group */
                     p->depth--;
                     return new_node(p, N_EMPTY);
@@ -350,6 +352,7 @@ static int parse_atom(rx_parser *p) {
         p->pos++;
         p->icase = save_i;
         p->dotnl = save_s;
+        p->multiline = save_m;
         p->depth--;
         return e;
     }
@@ -358,7 +361,7 @@ static int parse_atom(rx_parser *p) {
     if (c == '^' || c == '$') {
         p->pos++;
         int n = new_node(p, N_ASSERT);
-        if (n >= 0) p->nodes[n].c = c == '^' ? A_BOT : A_EOT;
+        if (n >= 0) p->nodes[n].c = c == '^' ? (p->multiline ? A_BOL : A_BOT) : (p->multiline ? A_EOL : A_EOT);
         return n;
     }
     if (c == '\\') {
@@ -607,8 +610,25 @@ typedef struct rx_list {
 } rx_list;
 
 /* Add pc and everything reachable through JMP/SPLIT/ASSERT at this position. */
+typedef struct rx_pos {
+    bool at_start, at_end;
+    uint32_t prev, next; /* code points around the position (valid unless at_start / at_end) */
+} rx_pos;
+
+static bool assert_ok(uint32_t kind, const rx_pos *ps) {
+    bool pw = !ps->at_start && is_word(ps->prev), nw = !ps->at_end && is_word(ps->next);
+    switch (kind) {
+    case A_BOT: return ps->at_start;
+    case A_EOT: return ps->at_end;
+    case A_BOL: return ps->at_start || ps->prev == '\n';
+    case A_EOL: return ps->at_end || ps->next == '\n';
+    case A_WORDB: return pw != nw;
+    default: return pw == nw;
+    }
+}
+
 static void add_thread(const lt_regex *re, rx_list *l, int pc, uint32_t *mark, uint32_t gen, int *stack,
-                       bool at_start, bool at_end, bool prev_word, bool next_word) {
+                       const rx_pos *ps) {
     int sp = 0;
     stack[sp++] = pc;
     while (sp) {
@@ -619,12 +639,9 @@ static void add_thread(const lt_regex *re, rx_list *l, int pc, uint32_t *mark, u
         switch (in->op) {
         case I_JMP: stack[sp++] = in->x; break;
         case I_SPLIT: stack[sp++] = in->y; stack[sp++] = in->x; break;
-        case I_ASSERT: {
-            bool ok = in->c == A_BOT ? at_start : in->c == A_EOT ? at_end
-                    : in->c == A_WORDB ? prev_word != next_word : prev_word == next_word;
-            if (ok) stack[sp++] = q + 1;
+        case I_ASSERT:
+            if (assert_ok(in->c, ps)) stack[sp++] = q + 1;
             break;
-        }
         default: l->pcs[l->n++] = q; break;
         }
     }
@@ -643,13 +660,10 @@ int lt_regex_full_match(const lt_regex *re, const char *str, size_t len) {
     rx_list cl = {buf, 0}, nl = {buf + np, 0};
     int *stack = buf + 2 * np; /* each pc pushed at most twice per closure (SPLIT pushes two) */
     uint32_t gen = 1;
-    size_t i = 0;
-    uint32_t prev = 0;
-    bool have_prev = false;
-    /* next code point (lookahead) */
-    size_t j = 0;
-    uint32_t cur = len ? utf8_next(s, len, &j) : 0;
-    add_thread(re, &cl, 0, mark, gen, stack, true, len == 0, false, len ? is_word(cur) : false);
+    size_t i = 0, j = 0;                              /* i: current position; j: after `cur` */
+    uint32_t cur = len ? utf8_next(s, len, &j) : 0; /* code point at i */
+    rx_pos ps = {true, len == 0, 0, cur};
+    add_thread(re, &cl, 0, mark, gen, stack, &ps);
     int result = 0;
     while (cl.n > 0) {
         if (i >= len) {
@@ -662,13 +676,10 @@ int lt_regex_full_match(const lt_regex *re, const char *str, size_t len) {
         uint32_t nxt = at_end ? 0 : utf8_next(s, len, &j2);
         gen++;
         nl.n = 0;
-        prev = cur;
-        have_prev = true;
+        ps = (rx_pos){false, at_end, cur, nxt};
         for (int k = 0; k < cl.n; k++) {
             const rx_inst *in = &re->prog[cl.pcs[k]];
-            if (in->op != I_MATCH && inst_matches(re, in, cur))
-                add_thread(re, &nl, cl.pcs[k] + 1, mark, gen, stack, false, at_end, have_prev && is_word(prev),
-                           !at_end && is_word(nxt));
+            if (in->op != I_MATCH && inst_matches(re, in, cur)) add_thread(re, &nl, cl.pcs[k] + 1, mark, gen, stack, &ps);
         }
         rx_list t = cl;
         cl = nl;

@@ -338,16 +338,21 @@ lt_status nn_eval_Gemm(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum **
         if (!st && c) st = nn_f32_view(ev, n, c, &Cc, &co);
         if (!st && dt != LT_FLOAT && !(Y = yo = nn_alloc(ev, n, y->numel, sizeof(float), "the output")))
             st = LT_ERR_NOMEM;
-        if (!st && tb && (ta || M > 8)) { /* transpose B to [K, N] for the GEMM kernel */
+        /* transB: transpose B to [K, N] for the GEMM kernel when A is transposed too or there are
+         * many rows and B is not huge; otherwise dot products of rows of A and B, B in cached blocks */
+        if (!st && tb && (ta || (M > 8 && K * N <= ((int64_t)1 << 24)))) {
             if (!(bt = nn_alloc(ev, n, K * N, sizeof(float), "transposed B"))) st = LT_ERR_NOMEM;
             else
                 for (int64_t j = 0; j < N; j++)
                     for (int64_t k = 0; k < K; k++) bt[k * N + j] = B[j * K + k];
         }
         if (!st) {
-            if (tb && !bt) { /* few rows: dot products along contiguous rows of A and B */
-                for (int64_t i = 0; i < M; i++)
-                    for (int64_t j = 0; j < N; j++) Y[i * N + j] = nn_dot_f32(K, A + i * K, B + j * K);
+            if (tb && !bt) {
+                int64_t nb = K > 0 ? (((int64_t)1 << 16) / K) + 1 : N; /* ~256 KiB of B rows per block */
+                for (int64_t j0 = 0; j0 < N; j0 += nb)
+                    for (int64_t i = 0; i < M; i++)
+                        for (int64_t j = j0; j < N && j < j0 + nb; j++)
+                            Y[i * N + j] = nn_dot_f32(K, A + i * K, B + j * K);
             } else {
                 nn_gemm_f32(M, N, K, A, ars, acs, bt ? bt : B, N, Y, N, false);
             }

@@ -1,0 +1,398 @@
+/* fuse.c — partition the main graph into kernel groups by pattern kind (lt_fuse), print them, and
+ * decide which nodes can compile (lt_lower_supported).
+ *
+ * Algorithm (every group has exactly one ROOT node, whose outputs are the group's outputs; every
+ * other node of a group has all its outputs read by one node of the same group, so its values are
+ * never materialized; groups sorted by root index are therefore in topological order):
+ *   1. epilogues, forward: an anchor (REDUCE / OUT_EW_FUSABLE, one output) whose output is read by
+ *      exactly one ELEMWISE/BROADCAST node with the same output dims (and, for OUT_EW_FUSABLE, the
+ *      same dtype, as the epilogue is applied in place) takes that node as its epilogue; repeat
+ *      from the new node. The last node of the chain is the root.
+ *   2. prologues and chains, backward: a compilable ELEMWISE/BROADCAST/INJECTIVE node p whose one
+ *      output is read only by one compiled node c (not a graph output, not read by a subgraph)
+ *      joins c's group when c is not an OUT_EW_FUSABLE anchor (microkernels read memory) and p's
+ *      output is not smaller than c's (no recomputation through broadcasting). Otherwise p roots a
+ *      new group. Non-compilable nodes are single-node host groups.
+ */
+#include "lower_impl.h"
+
+#include <stdio.h>
+#include <string.h>
+
+const char *lt_pattern_name(lt_pattern p) {
+    switch (p) {
+    case LT_PK_ELEMWISE: return "elemwise";
+    case LT_PK_BROADCAST: return "broadcast";
+    case LT_PK_INJECTIVE: return "injective";
+    case LT_PK_REDUCE: return "reduce";
+    case LT_PK_OUT_EW_FUSABLE: return "out_ew_fusable";
+    case LT_PK_OPAQUE: return "opaque";
+    case LT_PK_CONTROL: return "control";
+    }
+    return "?";
+}
+
+/* ---- compilability ---- */
+
+static bool value_static(const lt_value *v, char *why, size_t n, const char *role, int i) {
+    int rank;
+    int64_t dims[LT_MAX_RANK];
+    if (!lt_lower_shape(v, &rank, dims)) {
+        char tb[128];
+        snprintf(why, n, "%s %d '%s' has no static shape (%s)", role, i, v->name,
+                 lt_type_str(&v->type, tb, sizeof tb));
+        return false;
+    }
+    return true;
+}
+
+bool lt_lower_supported(const lt_node *n, char *why, size_t why_size) {
+    const lt_lower_reg *r = lt_lower_reg_get(n->op);
+    if (!r) {
+        snprintf(why, why_size, "no lowering for %s", n->op_type);
+        return false;
+    }
+    for (int i = 0; i < n->n_in; i++) {
+        const lt_value *v = n->in[i];
+        if (!v) continue;
+        if (i < 32 && (r->const_inputs >> i & 1u)) {
+            if (!lt_lower_const(v)) {
+                snprintf(why, why_size, "input %d '%s' is not a constant", i, v->name);
+                return false;
+            }
+            continue;
+        }
+        if (!value_static(v, why, why_size, "input", i)) return false;
+    }
+    bool any_out = false;
+    for (int i = 0; i < n->n_out; i++) {
+        const lt_value *v = n->out[i];
+        if (!v) continue;
+        any_out = true;
+        if (!value_static(v, why, why_size, "output", i)) return false;
+        if (lt_lower_numel(v) == 0) {
+            snprintf(why, why_size, "output %d '%s' is empty", i, v->name);
+            return false;
+        }
+    }
+    if (!any_out) {
+        snprintf(why, why_size, "no outputs");
+        return false;
+    }
+    return r->accept ? r->accept(n, why, why_size) : lt_lower_accept_default(n, why, why_size);
+}
+
+/* ---- use counts ---- */
+
+typedef struct fuse_state {
+    const lt_graph *g;
+    int *cons;        /* value id -> the one node index reading it, -1 none, -2 several/escapes */
+    bool *ok;         /* node -> compilable */
+    const char **why; /* node -> host reason */
+    int *root;        /* node -> root node index of its group (-1 unset) */
+    int *anchor;      /* root node -> anchor node index (-1 none) */
+} fuse_state;
+
+static void mark_outer_uses(const lt_graph *sub, int *cons, const lt_graph *main) {
+    for (int i = 0; i < sub->n_values; i++) {
+        const lt_value *v = sub->values[i];
+        while (v->outer) v = v->outer;
+        if (v != sub->values[i] && v->id < main->n_values && main->values[v->id] == v) cons[v->id] = -2;
+    }
+    for (int i = 0; i < sub->n_nodes; i++) {
+        const lt_node *n = sub->nodes[i];
+        for (int a = 0; a < n->n_attr; a++) {
+            const lt_attr *at = &n->attrs[a];
+            if (at->type == LT_AT_GRAPH && at->g) mark_outer_uses(at->g, cons, main);
+            if (at->type == LT_AT_GRAPHS)
+                for (int j = 0; j < at->n; j++)
+                    if (at->graphs[j]) mark_outer_uses(at->graphs[j], cons, main);
+        }
+    }
+}
+
+static void count_uses(fuse_state *s) {
+    const lt_graph *g = s->g;
+    for (int i = 0; i < g->n_values; i++) s->cons[i] = g->values[i]->is_output ? -2 : -1;
+    for (int i = 0; i < g->n_outputs; i++) s->cons[g->outputs[i]->id] = -2;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const lt_node *n = g->nodes[i];
+        for (int j = 0; j < n->n_in; j++) {
+            const lt_value *v = n->in[j];
+            if (!v) continue;
+            int *c = &s->cons[v->id];
+            if (*c == -1) *c = i;
+            else if (*c != i) *c = -2;
+        }
+        for (int a = 0; a < n->n_attr; a++) {
+            const lt_attr *at = &n->attrs[a];
+            if (at->type == LT_AT_GRAPH && at->g) mark_outer_uses(at->g, s->cons, g);
+            if (at->type == LT_AT_GRAPHS)
+                for (int j = 0; j < at->n; j++)
+                    if (at->graphs[j]) mark_outer_uses(at->graphs[j], s->cons, g);
+        }
+    }
+}
+
+static int single_out(const lt_node *n) { /* index of the only present output, or -1 */
+    int k = -1;
+    for (int i = 0; i < n->n_out; i++) {
+        if (!n->out[i]) continue;
+        if (k >= 0) return -1;
+        k = i;
+    }
+    return k;
+}
+
+static bool is_ew(lt_pattern p) { return p == LT_PK_ELEMWISE || p == LT_PK_BROADCAST; }
+static bool is_chain(lt_pattern p) { return is_ew(p) || p == LT_PK_INJECTIVE; }
+static bool is_anchor(lt_pattern p) { return p == LT_PK_REDUCE || p == LT_PK_OUT_EW_FUSABLE; }
+static lt_pattern pat(const lt_node *n) { return lt_op_info_get(n->op)->pattern; }
+
+static bool same_dims(const lt_value *a, const lt_value *b) {
+    int ra, rb;
+    int64_t da[LT_MAX_RANK], db[LT_MAX_RANK];
+    if (!lt_lower_shape(a, &ra, da) || !lt_lower_shape(b, &rb, db) || ra != rb) return false;
+    return memcmp(da, db, sizeof(int64_t) * (size_t)ra) == 0;
+}
+
+static int64_t max_out_numel(const lt_node *n) {
+    int64_t m = 0;
+    for (int i = 0; i < n->n_out; i++)
+        if (n->out[i] && lt_lower_numel(n->out[i]) > m) m = lt_lower_numel(n->out[i]);
+    return m;
+}
+
+/* Phase 1: grow the epilogue chain of anchor a; every node of the chain gets the last as root. */
+static void grow_epilogue(fuse_state *s, int a, int *chain) {
+    const lt_graph *g = s->g;
+    const lt_node *an = g->nodes[a];
+    int nc = 0;
+    chain[nc++] = a;
+    int ao = single_out(an);
+    for (int cur = a; ao >= 0;) {
+        int co = single_out(g->nodes[cur]);
+        int c = co < 0 ? -1 : s->cons[g->nodes[cur]->out[co]->id];
+        if (c < 0 || !s->ok[c] || s->root[c] >= 0) break;
+        const lt_node *e = g->nodes[c];
+        int eo = single_out(e);
+        if (!is_ew(pat(e)) || eo < 0 || !same_dims(e->out[eo], an->out[ao])) break;
+        if (pat(an) == LT_PK_OUT_EW_FUSABLE && e->out[eo]->type.dtype != an->out[ao]->type.dtype) break;
+        chain[nc++] = cur = c;
+    }
+    int root = chain[nc - 1];
+    for (int i = 0; i < nc; i++) s->root[chain[i]] = root;
+    s->anchor[root] = a;
+}
+
+/* Phase 2: may p be inlined into the group of its one consumer? Returns that consumer or -1. */
+static int inline_target(const fuse_state *s, int p) {
+    const lt_graph *g = s->g;
+    const lt_node *pn = g->nodes[p];
+    if (!is_chain(pat(pn))) return -1;
+    int po = single_out(pn);
+    if (po < 0) return -1;
+    int c = s->cons[pn->out[po]->id];
+    if (c < 0 || !s->ok[c] || s->root[c] < 0) return -1;
+    const lt_node *cn = g->nodes[c];
+    if (pat(cn) == LT_PK_OUT_EW_FUSABLE && s->anchor[s->root[c]] == c) return -1;
+    if (lt_lower_numel(pn->out[po]) < max_out_numel(cn)) return -1;
+    return c;
+}
+
+static lt_status fuse_error_nomem(lt_ctx *ctx) {
+    return lt_error(ctx, LT_ERR_NOMEM, "fusion: out of memory");
+}
+
+static bool push_unique(lt_value **arr, int *n, lt_value *v) {
+    for (int i = 0; i < *n; i++)
+        if (arr[i] == v) return false;
+    arr[(*n)++] = v;
+    return true;
+}
+
+static lt_status build_group(lt_ctx *ctx, lt_arena *arena, const fuse_state *s, int root,
+                             const int *members, int n_members, lt_group *gr) {
+    const lt_graph *g = s->g;
+    gr->n_nodes = n_members;
+    gr->nodes = lt_arena_alloc(arena, sizeof(lt_node *) * (size_t)n_members);
+    if (!gr->nodes) return fuse_error_nomem(ctx);
+    for (int i = 0; i < n_members; i++) gr->nodes[i] = g->nodes[members[i]];
+    const lt_node *rn = g->nodes[root];
+    gr->host = !s->ok[root];
+    if (gr->host) {
+        gr->reason = s->why[root];
+        gr->pattern = pat(rn);
+        gr->anchor = g->nodes[root];
+    } else {
+        int a = s->anchor[root];
+        if (a >= 0) {
+            gr->anchor = g->nodes[a];
+            gr->pattern = pat(gr->anchor);
+        } else {
+            gr->anchor = g->nodes[root];
+            gr->pattern = LT_PK_ELEMWISE;
+            for (int i = 0; i < n_members; i++) {
+                lt_pattern p = pat(gr->nodes[i]);
+                if (p > gr->pattern) gr->pattern = p;
+            }
+        }
+    }
+    /* inputs */
+    int cap = 0;
+    for (int i = 0; i < n_members; i++) cap += gr->nodes[i]->n_in;
+    lt_value **tmp = lt_arena_alloc(arena, sizeof(lt_value *) * (size_t)(cap + 1));
+    gr->inputs = lt_arena_alloc(arena, sizeof(lt_value *) * (size_t)(cap + 1));
+    if (!tmp || !gr->inputs) return fuse_error_nomem(ctx);
+    int nt = 0;
+    for (int i = 0; i < n_members; i++) {
+        const lt_node *n = gr->nodes[i];
+        const lt_lower_reg *r = gr->host ? NULL : lt_lower_reg_get(n->op);
+        for (int j = 0; j < n->n_in; j++) {
+            lt_value *v = n->in[j];
+            if (!v) continue;
+            if (r && j < 32 && (r->const_inputs >> j & 1u)) continue;
+            if (!gr->host) {
+                if (v->producer && v->producer->graph == g && s->root[v->producer->index] == root) continue;
+                if (lt_lower_is_imm(v)) continue;
+            }
+            push_unique(tmp, &nt, v);
+        }
+    }
+    gr->n_inputs = 0;
+    for (int pass = 0; pass < 2; pass++) /* non-constants first, then weights */
+        for (int i = 0; i < nt; i++)
+            if (gr->host ? pass == 0 : (lt_lower_const(tmp[i]) != NULL) == (pass == 1))
+                gr->inputs[gr->n_inputs++] = tmp[i];
+    /* outputs: values read outside the group, graph outputs, and the root's outputs */
+    cap = 0;
+    for (int i = 0; i < n_members; i++) cap += gr->nodes[i]->n_out;
+    gr->outputs = lt_arena_alloc(arena, sizeof(lt_value *) * (size_t)(cap + 1));
+    if (!gr->outputs) return fuse_error_nomem(ctx);
+    gr->n_outputs = 0;
+    for (int i = 0; i < n_members; i++) {
+        const lt_node *n = gr->nodes[i];
+        for (int j = 0; j < n->n_out; j++) {
+            lt_value *v = n->out[j];
+            if (!v) continue;
+            int c = s->cons[v->id];
+            bool outside = c == -2 || (c >= 0 && s->root[c] != root) || n->index == root;
+            if (outside) gr->outputs[gr->n_outputs++] = v;
+        }
+    }
+    return LT_OK;
+}
+
+lt_status lt_fuse(lt_ctx *ctx, const lt_model *m, lt_arena *arena, const lt_fuse_options *opt,
+                  lt_groups *out) {
+    static const lt_fuse_options dflt = {0};
+    if (!opt) opt = &dflt;
+    const lt_graph *g = m->graph;
+    int nn = g->n_nodes, nv = g->n_values;
+    for (int i = 0; i < nv; i++) {
+        const lt_value *v = g->values[i];
+        if (v->id != i) return lt_error(ctx, LT_ERR_INTERNAL, "fusion: value '%s' has id %d at %d", v->name, v->id, i);
+    }
+    fuse_state s = {.g = g};
+    s.cons = lt_arena_alloc(arena, sizeof(int) * (size_t)(nv + 1));
+    s.ok = lt_arena_alloc(arena, sizeof(bool) * (size_t)(nn + 1));
+    s.why = lt_arena_alloc(arena, sizeof(char *) * (size_t)(nn + 1));
+    s.root = lt_arena_alloc(arena, sizeof(int) * (size_t)(nn + 1));
+    s.anchor = lt_arena_alloc(arena, sizeof(int) * (size_t)(nn + 1));
+    int *members = lt_arena_alloc(arena, sizeof(int) * (size_t)(nn + 1));
+    int *gid_of_root = lt_arena_alloc(arena, sizeof(int) * (size_t)(nn + 1));
+    int *node_group = lt_arena_alloc(arena, sizeof(int) * (size_t)(nn + 1));
+    if (!s.cons || !s.ok || !s.why || !s.root || !s.anchor || !members || !gid_of_root || !node_group)
+        return fuse_error_nomem(ctx);
+    count_uses(&s);
+    for (int i = 0; i < nn; i++) {
+        const lt_node *n = g->nodes[i];
+        if (n->index != i) return lt_error(ctx, LT_ERR_INTERNAL, "fusion: node %d has index %d", i, n->index);
+        s.root[i] = -1;
+        s.anchor[i] = -1;
+        char why[256];
+        if (opt->all_host) {
+            s.ok[i] = false;
+            snprintf(why, sizeof why, "all nodes on the host");
+        } else {
+            s.ok[i] = lt_lower_supported(n, why, sizeof why);
+        }
+        if (!s.ok[i]) {
+            s.why[i] = lt_arena_strdup(arena, why);
+            if (!s.why[i]) return fuse_error_nomem(ctx);
+        }
+    }
+    bool fusion = !opt->no_fusion && !opt->all_host;
+    /* 1. anchors and their epilogues */
+    for (int i = 0; i < nn; i++) {
+        if (!s.ok[i] || s.root[i] >= 0 || !is_anchor(pat(g->nodes[i]))) continue;
+        if (fusion && !opt->no_epilogues) grow_epilogue(&s, i, members);
+        else {
+            s.root[i] = i;
+            s.anchor[i] = i;
+        }
+    }
+    /* 2. backward: chains and prologues */
+    for (int i = nn - 1; i >= 0; i--) {
+        if (s.root[i] >= 0) continue;
+        int c = (fusion && s.ok[i]) ? inline_target(&s, i) : -1;
+        if (c >= 0) s.root[i] = s.root[c];
+        else s.root[i] = i;
+    }
+    /* groups in root order */
+    int ng = 0;
+    for (int i = 0; i < nn; i++) gid_of_root[i] = s.root[i] == i ? ng++ : -1;
+    out->model = m;
+    out->n = ng;
+    out->groups = lt_arena_alloc(arena, sizeof(lt_group) * (size_t)(ng + 1));
+    if (!out->groups) return fuse_error_nomem(ctx);
+    out->node_group = node_group;
+    out->n_host = 0;
+    out->n_compiled_nodes = 0;
+    for (int i = 0; i < nn; i++) node_group[i] = gid_of_root[s.root[i]];
+    for (int r = 0; r < nn; r++) {
+        if (s.root[r] != r) continue;
+        int nm = 0;
+        for (int i = 0; i <= r; i++)
+            if (s.root[i] == r) members[nm++] = i;
+        lt_group *gr = &out->groups[gid_of_root[r]];
+        memset(gr, 0, sizeof *gr);
+        gr->id = gid_of_root[r];
+        LT_TRY(build_group(ctx, arena, &s, r, members, nm, gr));
+        if (gr->host) out->n_host++;
+        else out->n_compiled_nodes += nm;
+    }
+    return LT_OK;
+}
+
+/* ---- printing ---- */
+
+static void print_values(lt_strbuf *o, const char *label, lt_value *const *vs, int n) {
+    lt_sb_printf(o, " %s=[", label);
+    for (int i = 0; i < n; i++) lt_sb_printf(o, "%s%s", i ? ", " : "", vs[i]->name);
+    lt_sb_printf(o, "]");
+}
+
+void lt_groups_print(const lt_groups *gs, lt_strbuf *o) {
+    int nodes = 0;
+    for (int i = 0; i < gs->n; i++) {
+        const lt_group *gr = &gs->groups[i];
+        nodes += gr->n_nodes;
+        const lt_node *a = gr->anchor;
+        if (gr->host) {
+            lt_sb_printf(o, "g%d host (%s) n%d '%s': %s\n", gr->id, a->op_type, a->index, a->name,
+                         gr->reason ? gr->reason : "");
+            continue;
+        }
+        lt_sb_printf(o, "g%d %s anchor=n%d '%s' (%s) nodes=[", gr->id, lt_pattern_name(gr->pattern),
+                     a->index, a->name, a->op_type);
+        for (int j = 0; j < gr->n_nodes; j++)
+            lt_sb_printf(o, "%sn%d %s", j ? ", " : "", gr->nodes[j]->index, gr->nodes[j]->op_type);
+        lt_sb_printf(o, "]");
+        print_values(o, "in", gr->inputs, gr->n_inputs);
+        print_values(o, "out", gr->outputs, gr->n_outputs);
+        lt_sb_printf(o, "\n");
+    }
+    lt_sb_printf(o, "groups: %d (%d host), nodes compiled: %d/%d\n", gs->n, gs->n_host,
+                 gs->n_compiled_nodes, nodes);
+}

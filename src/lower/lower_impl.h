@@ -1,0 +1,135 @@
+/* lower_impl.h — internals shared by the lowering files: the per-group lowering context, the per-op
+ * hook table, and the helpers hooks use to read their inputs as Loop IR expressions.
+ *
+ * Hook kinds (one table per family file, gathered by lower.c):
+ *   accept(n, why, size)   may node n compile? (dtypes, attributes, constant shape inputs). NULL:
+ *                          accepted when every tensor input/output has a dtype in lt_lower_dtype_ok.
+ *   expr(lc, n, o, idx, r) ELEMWISE / BROADCAST / INJECTIVE ops: the Loop IR expression of output o
+ *                          of n at the multi-index idx (INT64 expressions, one per output dim). Reads
+ *                          inputs with lt_lower_input (numpy broadcasting) or lt_lower_value (an
+ *                          explicit index map: Transpose, Slice, Gather, ...).
+ *   lower(lc, n, r)        anchors: build the statement that computes n's output and stores the group
+ *                          output through lt_lower_store_out (which applies the fused epilogue).
+ *   const_inputs           bit i set: input i is read at compile time only (shape, axes, starts...):
+ *                          it must be a constant for the node to compile and is never a kernel arg.
+ *
+ * Loop naming (the default schedules find loops by these names): pure elementwise nests use
+ * "i0", "i1", ... per output dim; reductions use "o0".. for kept dims and "r0".. for reduced dims;
+ * row kernels (softmax, norms) use "o0".. for rows and "j" for the row; microkernel anchors use "mb"
+ * for the parallel block loop; epilogue loops over a block use "e0"...
+ */
+#ifndef LT_LOWER_IMPL_H
+#define LT_LOWER_IMPL_H
+
+#include "lower.h"
+
+typedef struct lt_lctx {
+    lt_ctx *ctx;
+    lt_kernel *k;
+    lt_arena *arena;
+    const lt_groups *gs;
+    const lt_group *g;
+    const lt_lower_options *opt;
+    const lt_graph *graph;
+    lt_lbuf **vbuf;            /* value id -> kernel buffer (external inputs and group outputs) */
+    signed char *in_group;     /* value id -> produced by an inlinable node of this group */
+    /* While building an epilogue: `ov` (the anchor's output, or a stored group output) reads as
+     * ov_expr whatever the index. */
+    const lt_value *ov;
+    lt_lnode *ov_expr;
+    int n_packs, cap_packs;
+    lt_lpack *packs;
+    /* Coalesced view of pure elementwise groups: view dim i covers output dims
+     * [view_start[i], view_start[i+1]) of the full output rank. */
+    bool view;
+    int view_rank, view_full_rank;
+    int view_start[LT_MAX_RANK + 1];
+} lt_lctx;
+
+typedef bool (*lt_lower_accept_fn)(const lt_node *n, char *why, size_t why_size);
+typedef lt_status (*lt_lower_expr_fn)(lt_lctx *lc, const lt_node *n, int out, lt_lnode *const *idx,
+                                      lt_lnode **res);
+typedef lt_status (*lt_lower_fn)(lt_lctx *lc, const lt_node *n, lt_lnode **res);
+
+typedef struct lt_lower_reg {
+    int op;
+    lt_lower_accept_fn accept;
+    lt_lower_expr_fn expr;
+    lt_lower_fn lower;
+    unsigned const_inputs;
+} lt_lower_reg;
+
+/* Family tables, each ended by an entry with op 0. */
+extern const lt_lower_reg lt_lower_elementwise[], lt_lower_injective[], lt_lower_reduce[],
+    lt_lower_nn[];
+const lt_lower_reg *lt_lower_reg_get(int op); /* NULL when the op has no lowering */
+
+/* ---- shapes and constants ---- */
+/* Static shape of a tensor value: false when the type is not a tensor of known rank and dims. */
+bool lt_lower_shape(const lt_value *v, int *rank, int64_t *dims);
+int64_t lt_lower_numel(const lt_value *v); /* -1 when not static */
+/* The constant tensor behind v (initializer that is not a graph input, or a Constant node's
+ * output), or NULL. */
+const lt_tensor *lt_lower_const(const lt_value *v);
+/* Constant integer input i of n (any int dtype) into buf (max entries); -1 when absent/not const. */
+int lt_lower_const_ints(const lt_node *n, int i, int64_t *buf, int max);
+/* A scalar constant (one element, number dtype) that kernels use as an immediate instead of an
+ * argument: fusion leaves it out of group inputs, lt_lower_value folds it in. */
+bool lt_lower_is_imm(const lt_value *v);
+/* dtypes the expression lowering handles (float32/64, float16/bfloat16 via float, ints, bool). */
+bool lt_lower_dtype_ok(lt_dtype dt);
+/* Default accept: every present tensor input and output has a dtype lt_lower_dtype_ok accepts. */
+bool lt_lower_accept_default(const lt_node *n, char *why, size_t why_size);
+/* Accept only the listed float types (FLOAT, and DOUBLE/FLOAT16/BFLOAT16 when `all_floats`). */
+bool lt_lower_accept_float(const lt_node *n, char *why, size_t why_size);
+
+/* ---- errors ---- */
+lt_status lt_lower_error(lt_lctx *lc, const lt_node *n, lt_status s, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+#define LT_LNN(lc, e) ((e) ? LT_OK : lt_lower_nomem(lc)) /* NULL from a builder = out of memory */
+lt_status lt_lower_nomem(lt_lctx *lc);
+
+/* ---- reading values ---- */
+/* The value v at multi-index idx (v's rank entries): inlined when produced in the group, the
+ * override expression when v == lc->ov, an immediate for a scalar constant, else a LOAD. The
+ * result has the compute dtype of v (lt_lower_cdtype). */
+lt_status lt_lower_value(lt_lctx *lc, const lt_value *v, lt_lnode *const *idx, lt_lnode **res);
+/* Shape of v as hooks see it (the coalesced view when active). False when not static. */
+bool lt_lower_vshape(lt_lctx *lc, const lt_value *v, int *rank, int64_t *dims);
+/* Input i of n at the OUTPUT index idx (out_rank entries), with numpy broadcasting. */
+lt_status lt_lower_input(lt_lctx *lc, const lt_node *n, int i, int out_rank, const int64_t *out_dims,
+                         lt_lnode *const *idx, lt_lnode **res);
+/* Input i of n with out = n->out[0]'s shape (the common case). */
+lt_status lt_lower_input0(lt_lctx *lc, const lt_node *n, int i, lt_lnode *const *idx,
+                          lt_lnode **res);
+/* Flat row-major offset of idx in dims. */
+lt_lnode *lt_lower_flat(lt_lctx *lc, int rank, const int64_t *dims, lt_lnode *const *idx);
+/* Split a flat index expression into a multi-index over dims (div/mod). */
+lt_status lt_lower_unflat(lt_lctx *lc, lt_lnode *flat, int rank, const int64_t *dims, lt_lnode **idx);
+/* Compute dtype: FLOAT16/BFLOAT16 compute in FLOAT; others as themselves. */
+lt_dtype lt_lower_cdtype(lt_dtype dt);
+/* Convert an expression to dtype dt's compute type (CAST when it differs). */
+lt_lnode *lt_lower_conv(lt_lctx *lc, lt_lnode *e, lt_dtype dt);
+
+/* ---- outputs and epilogues ---- */
+/* Store: the value of `v` (an anchor output) is `val` at idx; apply the group's epilogue chain
+ * from v to the group output it leads to, and store into that output's buffer. */
+lt_status lt_lower_store_out(lt_lctx *lc, const lt_value *v, lt_lnode *const *idx, lt_lnode *val,
+                             lt_lnode **res);
+/* The group output buffer an anchor value's epilogue leads to (the anchor's output buffer itself when
+ * no epilogue); also reports the final value. */
+lt_lbuf *lt_lower_out_buf(lt_lctx *lc, const lt_value *v, const lt_value **final);
+/* A loop nest over dims with fresh variables named prefix0.. (kind serial), body from a callback. */
+typedef lt_status (*lt_lower_body_fn)(lt_lctx *lc, lt_lnode *const *idx, void *user, lt_lnode **body);
+lt_status lt_lower_nest(lt_lctx *lc, const char *prefix, int rank, const int64_t *dims,
+                        lt_lower_body_fn fn, void *user, lt_lnode **res);
+/* Register a packed weight (returns the new kernel argument). */
+lt_lbuf *lt_lower_add_pack(lt_lctx *lc, const lt_value *src, const char *name, lt_dtype dt,
+                           int64_t size, lt_kernel *pack_kernel);
+
+/* ---- small builders ---- */
+lt_lnode *lt_lower_imm(lt_lctx *lc, lt_dtype dt, double v); /* immediate of compute dtype dt */
+lt_lnode *lt_lower_lowest(lt_lctx *lc, lt_dtype dt);        /* -inf / minimum of dt */
+lt_lnode *lt_lower_highest(lt_lctx *lc, lt_dtype dt);       /* +inf / maximum of dt */
+
+#endif
