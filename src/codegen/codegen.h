@@ -1,7 +1,7 @@
 /* codegen.h — the code generator: ONE emitter that walks Loop IR and writes C or CUDA source,
  * driven by a language table (lang.h), plus the embedded prelude headers.
  *
- * A module is one translation unit: a header comment, the prelude (src/codegen/prelude/*.h pasted
+ * A module is one translation unit: a header comment, the prelude (the headers of src/codegen/prelude, pasted
  * as text, so the file builds with no lathe header), the kernels in the order given, the kernel table
  * (C: `const lt_kernel_desc lathe_kernels[]`, ended by {0}, and `lathe_n_kernels`), then the caller's
  * extra code (the standalone export's entry function). Kernel ABI (C):
@@ -14,7 +14,7 @@
  * outer variable) is emitted as a plain loop or rejected, never as wrong code. Errors
  * (LT_ERR_UNSUPPORTED for a dtype or loop kind the target lacks, LT_ERR_INVALID for malformed IR)
  * name the kernel and the node; nothing is written to `out` on failure beyond what the caller discards.
- * Entry points: lt_emit_module, lt_emit_kernel, lt_emit_launch_dims, lt_prelude_find.
+ * Entry points: lt_emit_module, lt_emit_function, lt_emit_launch_dims, lt_prelude_find.
  */
 #ifndef LT_CODEGEN_H
 #define LT_CODEGEN_H
@@ -36,7 +36,7 @@ lt_status lt_emit_module(lt_ctx *ctx, const lt_lang *lang, const lt_emit_kernel 
                          const char *extra, lt_strbuf *out);
 
 /* Emit one kernel function (no prelude): for tests, dumps and tools. */
-lt_status lt_emit_kernel(lt_ctx *ctx, const lt_lang *lang, const lt_emit_kernel *kernel, lt_strbuf *out);
+lt_status lt_emit_function(lt_ctx *ctx, const lt_lang *lang, const lt_emit_kernel *kernel, lt_strbuf *out);
 
 /* CUDA launch shape of a kernel: the extents of its GPU_BLOCK loops (grid) and GPU_THREAD loops
  * (block) per axis x, y, z; 1 where no loop is bound. LT_ERR_UNSUPPORTED when a bound loop has a

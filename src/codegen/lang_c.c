@@ -2,8 +2,9 @@
  *
  * Generated C is GNU C11 for gcc/clang: OpenMP `parallel for` for PARALLEL loops (thread count from
  * the module's lathe_set_threads), `omp simd` for VECTORIZED loops, `GCC unroll` for UNROLLED ones,
- * GCC vector extensions for lanes > 1, libm for float math (no -ffast-math: results stay within
- * 1e-4 of the reference), prelude helpers for everything with ONNX-specific semantics.
+ * GCC vector extensions for lanes > 1; float exp/log/tanh/erf from the prelude's vectorizable
+ * versions (vmath.h, a few ulp), other math from libm (no -ffast-math: results stay within 1e-4 of
+ * the reference), prelude helpers for everything with ONNX-specific semantics.
  * LOCAL and SHARED buffers live on the stack of the thread that runs the block.
  */
 #include "lang.h"
@@ -32,8 +33,9 @@ const lt_lang lt_lang_c = {
     .bool_compute = "int",
     .f32_suffix = "f",
     .math_f32 = {
-        [LT_LOP_ABS] = "fabsf", [LT_LOP_EXP] = "expf", [LT_LOP_LOG] = "logf", [LT_LOP_SQRT] = "sqrtf",
-        [LT_LOP_TANH] = "tanhf", [LT_LOP_ERF] = "erff", [LT_LOP_FLOOR] = "floorf",
+        [LT_LOP_ABS] = "fabsf", [LT_LOP_EXP] = "lt_exp_f32", [LT_LOP_LOG] = "lt_log_f32",
+        [LT_LOP_SQRT] = "sqrtf", [LT_LOP_TANH] = "lt_tanh_f32", [LT_LOP_ERF] = "lt_erf_f32",
+        [LT_LOP_FLOOR] = "floorf",
         [LT_LOP_CEIL] = "ceilf", [LT_LOP_ROUND] = "rintf", [LT_LOP_SIN] = "sinf",
         [LT_LOP_COS] = "cosf", [LT_LOP_TAN] = "tanf", [LT_LOP_ASIN] = "asinf",
         [LT_LOP_ACOS] = "acosf", [LT_LOP_ATAN] = "atanf", [LT_LOP_SINH] = "sinhf",

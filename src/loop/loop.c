@@ -379,19 +379,84 @@ void lt_lwalk(const lt_lnode *n, lt_lwalk_fn fn, void *user) {
     for (int i = 0; i < n->n; i++) lt_lwalk(n->kids[i], fn, user);
 }
 
-lt_lnode *lt_lmutate(lt_kernel *k, lt_lnode *n, lt_lmutate_fn fn, void *user) {
-    if (!n) return NULL;
+/* The mutator memoizes old -> new per call, so a subtree shared by several parents (lowering reuses
+ * index expressions) is rewritten once and stays shared: linear time on DAGs, not exponential. */
+typedef struct memo {
+    const lt_lnode **key;
+    lt_lnode **val;
+    size_t cap, n;
+    bool oom;
+} memo;
+
+static size_t memo_hash(const lt_lnode *p, size_t cap) { return (size_t)(((uintptr_t)p >> 4) * 0x9E3779B97F4A7C15ull) & (cap - 1); }
+
+static lt_lnode *memo_get(const memo *m, const lt_lnode *key) {
+    if (!m->cap) return NULL;
+    for (size_t i = memo_hash(key, m->cap);; i = (i + 1) & (m->cap - 1)) {
+        if (!m->key[i]) return NULL;
+        if (m->key[i] == key) return m->val[i];
+    }
+}
+
+static void memo_put(memo *m, const lt_lnode *key, lt_lnode *val) {
+    if (2 * (m->n + 1) > m->cap) {
+        size_t nc = m->cap ? 2 * m->cap : 64;
+        const lt_lnode **nk = lt_mem_calloc(nc, sizeof *nk);
+        lt_lnode **nv = lt_mem_calloc(nc, sizeof *nv);
+        if (!nk || !nv) {
+            lt_mem_free(nk);
+            lt_mem_free(nv);
+            m->oom = true;
+            return;
+        }
+        for (size_t i = 0; i < m->cap; i++)
+            if (m->key[i]) {
+                size_t j = memo_hash(m->key[i], nc);
+                while (nk[j]) j = (j + 1) & (nc - 1);
+                nk[j] = m->key[i];
+                nv[j] = m->val[i];
+            }
+        lt_mem_free(m->key);
+        lt_mem_free(m->val);
+        m->key = nk, m->val = nv, m->cap = nc;
+    }
+    size_t i = memo_hash(key, m->cap);
+    while (m->key[i]) i = (i + 1) & (m->cap - 1);
+    m->key[i] = key;
+    m->val[i] = val;
+    m->n++;
+}
+
+static lt_lnode *mutate_rec(lt_kernel *k, lt_lnode *n, lt_lmutate_fn fn, void *user, memo *m) {
+    if (n->n) { /* leaves are cheap: no memo */
+        lt_lnode *done = memo_get(m, n);
+        if (done) return done;
+    }
     lt_lnode *small[8], **kids = small;
     if (n->n > 8 && !(kids = lt_arena_alloc(k->arena, (size_t)n->n * sizeof *kids))) return NULL;
     bool changed = false;
     for (int i = 0; i < n->n; i++) {
-        kids[i] = lt_lmutate(k, n->kids[i], fn, user);
+        kids[i] = mutate_rec(k, n->kids[i], fn, user, m);
         if (!kids[i]) return NULL;
         changed |= kids[i] != n->kids[i];
     }
-    lt_lnode *m = n;
-    if (changed && !(m = lt_l_with_kids(k, n, kids))) return NULL;
-    return fn(k, m, user);
+    lt_lnode *r = n;
+    if (changed && !(r = lt_l_with_kids(k, n, kids))) return NULL;
+    if (!(r = fn(k, r, user))) return NULL;
+    if (n->n) {
+        memo_put(m, n, r);
+        if (m->oom) return NULL;
+    }
+    return r;
+}
+
+lt_lnode *lt_lmutate(lt_kernel *k, lt_lnode *n, lt_lmutate_fn fn, void *user) {
+    if (!n) return NULL;
+    memo m = {0};
+    lt_lnode *r = mutate_rec(k, n, fn, user, &m);
+    lt_mem_free(m.key);
+    lt_mem_free(m.val);
+    return r;
 }
 
 typedef struct subst_ctx {
@@ -418,6 +483,8 @@ typedef struct replace_ctx {
 
 static lt_lnode *replace_rec(lt_kernel *k, lt_lnode *n, const replace_ctx *r) {
     if (n == r->old) return r->with;
+    /* a statement is never inside an expression: do not descend into them */
+    if (lt_lnode_info_get(r->old->kind)->is_stmt && !lt_lnode_info_get(n->kind)->is_stmt) return n;
     lt_lnode *small[8], **kids = small;
     if (n->n > 8 && !(kids = lt_arena_alloc(k->arena, (size_t)n->n * sizeof *kids))) return NULL;
     bool changed = false;
@@ -580,17 +647,8 @@ static bool buf_ok(verify_ctx *v, const lt_lbuf *b) {
     return b && b->id >= 0 && b->id < v->k->n_bufs && v->k->bufs[b->id] == b && (b->arg >= 0 || v->allocated[b->id]);
 }
 
-static lt_status verify_rec(verify_ctx *v, const lt_lnode *n) {
-    const lt_lnode_info *info = lt_lnode_info_get(n->kind);
-    if ((unsigned)n->kind >= LT_L_COUNT) return vfail(v, n, "invalid kind");
-    if (info->n_fixed_kids >= 0 && n->n != info->n_fixed_kids) return vfail(v, n, "wrong number of children");
-    for (int i = 0; i < n->n; i++) {
-        if (!n->kids[i]) return vfail(v, n, "NULL child");
-        bool want_stmt = (n->kind == LT_L_SEQ) || (n->kind == LT_L_FOR && i == 2) || (n->kind == LT_L_IF && i > 0) ||
-                         (n->kind == LT_L_ALLOC);
-        if (lt_lnode_info_get(n->kids[i]->kind)->is_stmt != want_stmt)
-            return vfail(v, n, want_stmt ? "expression where a statement belongs" : "statement where an expression belongs");
-    }
+/* Checks of one node whose children were verified already (so the deepest culprit is named). */
+static lt_status verify_self(verify_ctx *v, const lt_lnode *n) {
     switch (n->kind) {
     case LT_L_VAR:
         if (!n->var || n->var->id >= v->k->n_vars || !v->bound[n->var->id]) return vfail(v, n, "variable used out of scope");
@@ -611,7 +669,6 @@ static lt_status verify_rec(verify_ctx *v, const lt_lnode *n) {
         if (n->kind == LT_L_SELECT && n->kids[0]->dtype != LT_BOOL) return vfail(v, n, "condition is not bool");
         break;
     case LT_L_IF:
-        if (n->n < 2 || n->n > 3) return vfail(v, n, "wrong number of children");
         if (n->kids[0]->dtype != LT_BOOL) return vfail(v, n, "condition is not bool");
         break;
     case LT_L_FOR:
@@ -619,16 +676,32 @@ static lt_status verify_rec(verify_ctx *v, const lt_lnode *n) {
         break;
     case LT_L_LET:
     case LT_L_ASSIGN:
-        if (n->kids[0]->dtype != n->var->dtype) return vfail(v, n, "value has the variable's wrong dtype");
+        if (n->kids[0]->dtype != n->var->dtype) return vfail(v, n, "value does not have the variable's dtype");
         if (n->kind == LT_L_ASSIGN && !v->bound[n->var->id]) return vfail(v, n, "assignment to a variable out of scope");
+        if (n->kind == LT_L_LET && v->bound[n->var->id]) return vfail(v, n, "variable declared twice in one scope");
         break;
     case LT_L_EVAL:
         if (n->kids[0]->kind != LT_L_CALL) return vfail(v, n, "EVAL of something other than a CALL");
         break;
     default: break;
     }
-    /* children, with scopes: FOR binds its var in the body; ALLOC its buffer; LET binds its var for
-     * the rest of the enclosing SEQ (left bound here, unbound by the SEQ). */
+    return LT_OK;
+}
+
+/* Scopes: FOR binds its var in its body, ALLOC its buffer in its body, LET its var for the rest of
+ * the enclosing SEQ (the SEQ unbinds it). */
+static lt_status verify_rec(verify_ctx *v, const lt_lnode *n) {
+    const lt_lnode_info *info = lt_lnode_info_get(n->kind);
+    if ((unsigned)n->kind >= LT_L_COUNT) return vfail(v, n, "invalid kind");
+    if (info->n_fixed_kids >= 0 && n->n != info->n_fixed_kids) return vfail(v, n, "wrong number of children");
+    if (n->kind == LT_L_IF && (n->n < 2 || n->n > 3)) return vfail(v, n, "wrong number of children");
+    for (int i = 0; i < n->n; i++) {
+        if (!n->kids[i]) return vfail(v, n, "NULL child");
+        bool want_stmt = (n->kind == LT_L_SEQ) || (n->kind == LT_L_FOR && i == 2) || (n->kind == LT_L_IF && i > 0) ||
+                         (n->kind == LT_L_ALLOC);
+        if (lt_lnode_info_get(n->kids[i]->kind)->is_stmt != want_stmt)
+            return vfail(v, n, want_stmt ? "expression where a statement belongs" : "statement where an expression belongs");
+    }
     if (n->kind == LT_L_FOR) {
         LT_TRY(verify_rec(v, n->kids[0]));
         LT_TRY(verify_rec(v, n->kids[1]));
@@ -636,21 +709,21 @@ static lt_status verify_rec(verify_ctx *v, const lt_lnode *n) {
         v->bound[n->var->id] = true;
         lt_status s = verify_rec(v, n->kids[2]);
         v->bound[n->var->id] = false;
-        return s;
+        return s != LT_OK ? s : verify_self(v, n);
     }
     if (n->kind == LT_L_ALLOC) {
-        if (!n->buf || n->buf->id >= v->k->n_bufs || n->buf->arg >= 0) return vfail(v, n, "allocates an argument buffer");
+        if (!n->buf || n->buf->id >= v->k->n_bufs || v->k->bufs[n->buf->id] != n->buf || n->buf->arg >= 0)
+            return vfail(v, n, "allocates an argument or foreign buffer");
+        if (v->allocated[n->buf->id]) return vfail(v, n, "buffer allocated twice");
         v->allocated[n->buf->id] = true;
         lt_status s = verify_rec(v, n->kids[0]);
         v->allocated[n->buf->id] = false;
         return s;
     }
     for (int i = 0; i < n->n; i++) LT_TRY(verify_rec(v, n->kids[i]));
-    if (n->kind == LT_L_LET) {
-        if (v->bound[n->var->id]) return vfail(v, n, "variable declared twice in one scope");
-        v->bound[n->var->id] = true;
-    }
-    if (n->kind == LT_L_SEQ) /* LETs of this SEQ go out of scope */
+    LT_TRY(verify_self(v, n));
+    if (n->kind == LT_L_LET) v->bound[n->var->id] = true;
+    if (n->kind == LT_L_SEQ)
         for (int i = 0; i < n->n; i++)
             if (n->kids[i]->kind == LT_L_LET) v->bound[n->kids[i]->var->id] = false;
     return LT_OK;

@@ -113,7 +113,8 @@ lt_lbuf *lt_kernel_find_buf(const lt_kernel *k, const char *name);  /* NULL if n
  * must have the same dtype (callers cast explicitly); an INT or FLOAT immediate operand is retyped
  * to the other side's dtype as a convenience. A mixed-type node gets dtype UNDEFINED, which
  * lt_kernel_verify reports as an internal error naming the node. Builders return NULL only on
- * out-of-memory and propagate NULL children (so a chain of builders needs one NULL check). */
+ * out-of-memory and propagate NULL children and a NULL kernel (so a chain of builders needs one
+ * NULL check at its end). */
 
 lt_lnode *lt_l_int(lt_kernel *k, int64_t v);
 lt_lnode *lt_l_float(lt_kernel *k, lt_dtype dt, double v);
@@ -153,7 +154,9 @@ const lt_lnode_info *lt_lnode_info_get(lt_lkind k);
 typedef bool (*lt_lwalk_fn)(const lt_lnode *n, void *user);
 void lt_lwalk(const lt_lnode *n, lt_lwalk_fn fn, void *user);
 /* Post-order rewrite: fn gets a node whose children were already rewritten and returns its
- * replacement (or the node itself). Unchanged subtrees keep their pointers. NULL = out of memory. */
+ * replacement (or the node itself). Unchanged subtrees keep their pointers. fn must depend only on
+ * the node it gets (and user): a subtree shared by several parents is rewritten once per call and
+ * stays shared. NULL = out of memory (or fn returned NULL). */
 typedef lt_lnode *(*lt_lmutate_fn)(lt_kernel *k, lt_lnode *n, void *user);
 lt_lnode *lt_lmutate(lt_kernel *k, lt_lnode *n, lt_lmutate_fn fn, void *user);
 /* Replace every VAR v by expression e. */
@@ -163,7 +166,7 @@ lt_lnode *lt_lreplace(lt_kernel *k, lt_lnode *n, const lt_lnode *old, lt_lnode *
 
 /* ---- queries ---- */
 bool lt_lequal(const lt_lnode *a, const lt_lnode *b);      /* structural equality */
-bool lt_luses_var(const lt_lnode *n, const lt_lvar *v);    /* does VAR v occur in n? */
+bool lt_luses_var(const lt_lnode *n, const lt_lvar *v);    /* is v read (VAR) or assigned in n? */
 bool lt_lis_int(const lt_lnode *n, int64_t *v);            /* an INT immediate (v may be NULL) */
 bool lt_lis_empty(const lt_lnode *n);                      /* an empty SEQ */
 /* The FOR loop whose variable is called `name` (NULL if none); *parent gets its parent node. */

@@ -167,7 +167,7 @@ static lt_status check_nested(sctx *s, lt_lnode *outer, lt_lnode *inner, const c
 }
 
 static lt_status reorder(sctx *s, const char *a_name, const char *b_name) {
-    lt_lnode *a, *b;
+    lt_lnode *a = NULL, *b = NULL;
     LT_TRY(find(s, a_name, &a));
     LT_TRY(find(s, b_name, &b));
     if (a == b) return serr(s, "cannot reorder loop '%s' with itself", a_name);
@@ -182,7 +182,7 @@ static lt_status reorder(sctx *s, const char *a_name, const char *b_name) {
 
 static lt_status fuse(sctx *s) {
     lt_kernel *k = s->k;
-    lt_lnode *a, *b;
+    lt_lnode *a = NULL, *b = NULL;
     LT_TRY(find(s, s->step->loop, &a));
     LT_TRY(find(s, s->step->loop2, &b));
     LT_TRY(check_nested(s, a, b, "fuse them"));
@@ -406,6 +406,14 @@ static void collect_nest(nest *ns, lt_lnode *n, bool *overflow) {
         for (int i = 0; i < n->n; i++) collect_nest(ns, n->kids[i], overflow);
 }
 
+static bool allocates(const lt_lnode *n, const lt_lbuf *b) {
+    if (n->kind == LT_L_ALLOC && n->buf == b) return true;
+    if (lt_lnode_info_get(n->kind)->is_stmt)
+        for (int i = 0; i < n->n; i++)
+            if (allocates(n->kids[i], b)) return true;
+    return false;
+}
+
 static bool declares_let(const lt_lnode *n, const lt_lnode *expr) {
     if (n->kind == LT_L_LET && lt_luses_var(expr, n->var)) return true;
     if (lt_lnode_info_get(n->kind)->is_stmt)
@@ -494,11 +502,12 @@ static lt_status cache(sctx *s) {
     const char *bname = s->step->loop, *lname = s->step->loop2;
     lt_lbuf *B = lt_kernel_find_buf(k, bname);
     if (!B) return serr(s, "no buffer named '%s'", bname);
-    lt_lnode *L;
+    lt_lnode *L = NULL;
     LT_TRY(find(s, lname, &L));
     if (s->step->factor != 0 && s->step->factor != 1)
         return serr(s, "cache scope %lld must be 0 (local) or 1 (shared)", (long long)s->step->factor);
     lt_lnode *body = L->kids[2];
+    if (allocates(body, B)) return serr(s, "buffer '%s' is allocated inside loop '%s'", bname, lname);
     nest ns = {0};
     bool overflow = false;
     collect_nest(&ns, body, &overflow);
@@ -588,9 +597,17 @@ static lt_status cache(sctx *s) {
         p.lo = lo;
         p.dext[0] = size;
     }
-    if (written && (!same || guarded))
+    /* exact: the footprint is exactly the set of elements accessed (every inner loop runs) */
+    bool all_run = true;
+    for (int v = 0; v < ns.nv; v++) {
+        int64_t e;
+        all_run &= lt_lis_int(ns.loop[v]->kids[1], &e) && e >= 1;
+    }
+    bool exact = same && !guarded && all_run;
+    if (written && !exact)
         return serr(s, "written buffer '%s' needs one unconditional access pattern inside loop '%s'%s", bname, lname,
-                    guarded ? " (it is written under an IF: cache before splitting with a tail)" : "");
+                    guarded ? " (it is written under an IF: cache before splitting with a tail)"
+                    : !all_run ? " (a loop inside has a variable extent)" : "");
     /* build */
     bool shared = s->step->factor == 1;
     const char *lnm = joined(s, bname, "_", shared ? "shared" : "local");
@@ -602,7 +619,6 @@ static lt_status cache(sctx *s) {
     lt_lnode *base = aff_base(k, &fa[0], p.box ? fa[0].c : p.lo);
     lt_lnode *stmts[5];
     int ns_ = 0;
-    bool exact = same && !guarded;
     if (read || !exact) {
         if (!(stmts[ns_++] = copy_nest(s, &p, base, true, !exact))) return oom(s);
         if (shared && !(stmts[ns_++] = lt_l_barrier(k))) return oom(s);
@@ -621,7 +637,7 @@ static lt_status cache(sctx *s) {
 
 static lt_status microkernel(sctx *s) {
     lt_kernel *k = s->k;
-    lt_lnode *L;
+    lt_lnode *L = NULL;
     LT_TRY(find(s, s->step->loop, &L));
     if (!s->step->name[0]) return serr(s, "no microkernel name");
     nest ns = {0};
@@ -695,7 +711,7 @@ static lt_status microkernel(sctx *s) {
 
 lt_status lt_sched_apply(lt_ctx *ctx, lt_kernel *k, const lt_sstep *step) {
     sctx s = {ctx, k, step};
-    lt_lnode *a, *b;
+    lt_lnode *a = NULL, *b = NULL;
     if (!k->body) return lt_error(ctx, LT_ERR_INTERNAL, "kernel %s has no body to schedule", k->name);
     switch (step->kind) {
     case LT_S_SPLIT:

@@ -111,6 +111,7 @@ typedef struct lin {
     lt_lnode *term[LIN_MAX];
     int64_t coeff[LIN_MAX];
     int64_t c;
+    int visits; /* bounded: a sum over a deeply shared DAG is left alone */
     bool ok;
 } lin;
 
@@ -130,6 +131,7 @@ static void lin_add_term(lin *l, lt_lnode *t, int64_t coeff) {
 
 static void lin_collect(lin *l, lt_lnode *n, int64_t scale) {
     int64_t c, s2;
+    if (++l->visits > 512) l->ok = false;
     if (!l->ok) return;
     if (n->kind == LT_L_INT) {
         if (!lt_mul_i64(n->ival, scale, &c) || !lt_add_i64(l->c, c, &l->c)) l->ok = false;

@@ -4,7 +4,8 @@
  * Algorithm (every group has exactly one ROOT node, whose outputs are the group's outputs; every
  * other node of a group has all its outputs read by one node of the same group, so its values are
  * never materialized; groups sorted by root index are therefore in topological order):
- *   1. epilogues, forward: an anchor (REDUCE / OUT_EW_FUSABLE, one output) whose output is read by
+ *   1. epilogues, forward: an anchor (a node with a `lower` hook: REDUCE, OUT_EW_FUSABLE, pooling;
+ *      one output) whose output is read by
  *      exactly one ELEMWISE/BROADCAST node with the same output dims (and, for OUT_EW_FUSABLE, the
  *      same dtype, as the epilogue is applied in place) takes that node as its epilogue; repeat
  *      from the new node. The last node of the chain is the root.
@@ -55,6 +56,7 @@ bool lt_lower_supported(const lt_node *n, char *why, size_t why_size) {
     for (int i = 0; i < n->n_in; i++) {
         const lt_value *v = n->in[i];
         if (!v) continue;
+        if (i < 32 && (r->unused_inputs >> i & 1u)) continue;
         if (i < 32 && (r->const_inputs >> i & 1u)) {
             if (!lt_lower_const(v)) {
                 snprintf(why, why_size, "input %d '%s' is not a constant", i, v->name);
@@ -146,7 +148,11 @@ static int single_out(const lt_node *n) { /* index of the only present output, o
 
 static bool is_ew(lt_pattern p) { return p == LT_PK_ELEMWISE || p == LT_PK_BROADCAST; }
 static bool is_chain(lt_pattern p) { return is_ew(p) || p == LT_PK_INJECTIVE; }
-static bool is_anchor(lt_pattern p) { return p == LT_PK_REDUCE || p == LT_PK_OUT_EW_FUSABLE; }
+/* Anchors are the nodes lowered by a `lower` hook (reductions, MatMul/Gemm/Conv, pooling). */
+static bool is_anchor(const lt_node *n) {
+    const lt_lower_reg *r = lt_lower_reg_get(n->op);
+    return r && r->lower;
+}
 static lt_pattern pat(const lt_node *n) { return lt_op_info_get(n->op)->pattern; }
 
 static bool same_dims(const lt_value *a, const lt_value *b) {
@@ -247,11 +253,10 @@ static lt_status build_group(lt_ctx *ctx, lt_arena *arena, const fuse_state *s, 
     int nt = 0;
     for (int i = 0; i < n_members; i++) {
         const lt_node *n = gr->nodes[i];
-        const lt_lower_reg *r = gr->host ? NULL : lt_lower_reg_get(n->op);
         for (int j = 0; j < n->n_in; j++) {
             lt_value *v = n->in[j];
             if (!v) continue;
-            if (r && j < 32 && (r->const_inputs >> j & 1u)) continue;
+            if (!gr->host && !lt_lower_reads_input(n, j)) continue;
             if (!gr->host) {
                 if (v->producer && v->producer->graph == g && s->root[v->producer->index] == root) continue;
                 if (lt_lower_is_imm(v)) continue;
@@ -325,7 +330,7 @@ lt_status lt_fuse(lt_ctx *ctx, const lt_model *m, lt_arena *arena, const lt_fuse
     bool fusion = !opt->no_fusion && !opt->all_host;
     /* 1. anchors and their epilogues */
     for (int i = 0; i < nn; i++) {
-        if (!s.ok[i] || s.root[i] >= 0 || !is_anchor(pat(g->nodes[i]))) continue;
+        if (!s.ok[i] || s.root[i] >= 0 || !is_anchor(g->nodes[i])) continue;
         if (fusion && !opt->no_epilogues) grow_epilogue(&s, i, members);
         else {
             s.root[i] = i;

@@ -27,6 +27,13 @@ const lt_lower_reg *lt_lower_reg_get(int op) {
     return NULL;
 }
 
+bool lt_lower_reads_input(const lt_node *n, int i) {
+    const lt_lower_reg *r = lt_lower_reg_get(n->op);
+    if (i >= n->n_in || !n->in[i]) return false;
+    if (!r || i >= 32) return true;
+    return !((r->const_inputs | r->unused_inputs) >> i & 1u);
+}
+
 /* ---- shapes, constants, dtypes ---- */
 
 bool lt_lower_shape(const lt_value *v, int *rank, int64_t *dims) {
@@ -252,6 +259,10 @@ static bool view_merge_ok(const lt_group *g, const signed char *in_group, int fr
 static void setup_view(lt_lctx *lc) {
     const lt_group *g = lc->g;
     if (g->pattern != LT_PK_ELEMWISE && g->pattern != LT_PK_BROADCAST) return;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const lt_lower_reg *r = lt_lower_reg_get(g->nodes[i]->op);
+        if (r && (r->flags & LT_LF_NO_VIEW)) return;
+    }
     /* all outputs must share one shape; intermediate values have it too (fusion never inlines a
      * smaller producer into a broadcasting consumer) */
     int fr;
@@ -377,7 +388,7 @@ lt_status lt_lower_input0(lt_lctx *lc, const lt_node *n, int i, lt_lnode *const 
 lt_status lt_lower_nest(lt_lctx *lc, const char *prefix, int rank, const int64_t *dims,
                         lt_lower_body_fn fn, void *user, lt_lnode **res) {
     lt_lvar *vars[LT_MAX_RANK];
-    lt_lnode *idx[LT_MAX_RANK];
+    lt_lnode *idx[LT_MAX_RANK] = {0};
     for (int d = 0; d < rank; d++) {
         char name[32];
         snprintf(name, sizeof name, "%s%d", prefix, d);
@@ -558,7 +569,8 @@ lt_status lt_lower_group(lt_ctx *ctx, const lt_groups *gs, const lt_group *g, lt
     lc->in_group = lt_arena_alloc(arena, (size_t)(graph->n_values + 1));
     if (!lc->k || !lc->vbuf || !lc->in_group) return lt_lower_nomem(lc);
     /* values produced by inlinable nodes of the group (everything but the anchor of an anchor group) */
-    bool anchored = g->pattern == LT_PK_REDUCE || g->pattern == LT_PK_OUT_EW_FUSABLE;
+    const lt_lower_reg *areg = lt_lower_reg_get(g->anchor->op);
+    bool anchored = areg && areg->lower;
     for (int i = 0; i < g->n_nodes; i++) {
         const lt_node *n = g->nodes[i];
         if (anchored && n == g->anchor) continue;
@@ -575,9 +587,7 @@ lt_status lt_lower_group(lt_ctx *ctx, const lt_groups *gs, const lt_group *g, lt
         if (!add_arg(lc, g->inputs[i])) return lt_lower_nomem(lc);
     lt_lnode *body = NULL;
     if (anchored) {
-        const lt_lower_reg *r = lt_lower_reg_get(g->anchor->op);
-        if (!r || !r->lower) return lt_lower_error(lc, g->anchor, LT_ERR_INTERNAL, "anchor without a lower hook");
-        LT_TRY(r->lower(lc, g->anchor, &body));
+        LT_TRY(areg->lower(lc, g->anchor, &body));
     } else {
         setup_view(lc);
         LT_TRY(lower_chain(lc, &body));

@@ -12,6 +12,7 @@
  *                          output through lt_lower_store_out (which applies the fused epilogue).
  *   const_inputs           bit i set: input i is read at compile time only (shape, axes, starts...):
  *                          it must be a constant for the node to compile and is never a kernel arg.
+ *   unused_inputs          bit i set: input i is not read at all (need not be constant).
  *
  * Loop naming (the default schedules find loops by these names): pure elementwise nests use
  * "i0", "i1", ... per output dim; reductions use "o0".. for kept dims and "r0".. for reduced dims;
@@ -56,8 +57,16 @@ typedef struct lt_lower_reg {
     lt_lower_accept_fn accept;
     lt_lower_expr_fn expr;
     lt_lower_fn lower;
-    unsigned const_inputs;
+    unsigned const_inputs;  /* inputs read at compile time: must be constants, never kernel args */
+    unsigned unused_inputs; /* inputs the kernel never reads (CastLike's target, Dropout's ratio) */
+    unsigned flags;         /* LT_LF_* */
 } lt_lower_reg;
+
+enum {
+    LT_LF_NO_VIEW = 1 /* reads inputs by a non-numpy rule: no coalesced view in its group */
+};
+/* Does n's kernel read input i (not compile-time only, not unused)? */
+bool lt_lower_reads_input(const lt_node *n, int i);
 
 /* Family tables, each ended by an entry with op 0. */
 extern const lt_lower_reg lt_lower_elementwise[], lt_lower_injective[], lt_lower_reduce[],

@@ -299,3 +299,19 @@ bool nn_const_ints(const lt_node *n, int i, int64_t *buf, int max, int *count) {
     *count = (int)t->numel;
     return true;
 }
+
+lt_dim nn_in_dim(const lt_node *n, int i, int axis) {
+    const lt_type *t = lt_infer_in(n, i);
+    if (!t || t->kind != LT_TK_TENSOR || axis < 0 || axis >= t->rank || !t->dims) return (lt_dim){-1, NULL};
+    return t->dims[axis];
+}
+
+lt_status nn_infer_out(lt_infer *ic, lt_node *n, int i, lt_dtype dt, int rank, const int64_t *dims, lt_dim s0,
+                       lt_dim s1) {
+    lt_dim d[LT_MAX_RANK];
+    if (rank > LT_MAX_RANK) return lt_infer_set(ic, n, i, dt, -1, NULL);
+    for (int a = 0; a < rank; a++) d[a] = (lt_dim){dims[a] >= 0 ? dims[a] : -1, NULL};
+    if (rank > 0 && dims[0] < 0) d[0] = s0;
+    if (rank > 1 && dims[1] < 0) d[1] = s1;
+    return lt_infer_set(ic, n, i, dt, rank, d);
+}

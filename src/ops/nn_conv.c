@@ -127,7 +127,7 @@ static lt_status infer_conv_like(lt_infer *ic, lt_node *n, int xi, int wi, lt_dt
     od[0] = xd[0];
     od[1] = M;
     for (int i = 0; i < g.nsp; i++) od[2 + i] = g.out[i];
-    return lt_infer_set_i64(ic, n, 0, dt, xr, od);
+    return nn_infer_out(ic, n, 0, dt, xr, od, nn_in_dim(n, xi, 0), nn_in_dim(n, wi, 0));
 }
 
 lt_status nn_infer_Conv(lt_infer *ic, lt_node *n) { return infer_conv_like(ic, n, 0, 1, nn_in_dtype(n, 0)); }
@@ -401,7 +401,7 @@ lt_status nn_infer_ConvTranspose(lt_infer *ic, lt_node *n) {
     od[0] = xd[0];
     od[1] = M;
     for (int i = 0; i < g.nsp; i++) od[2 + i] = g.out[i];
-    return lt_infer_set_i64(ic, n, 0, dt, xr, od);
+    return nn_infer_out(ic, n, 0, dt, xr, od, nn_in_dim(n, 0, 0), (lt_dim){-1, NULL});
 }
 
 /* ---- DeformConv (2-D) ---- */
@@ -607,7 +607,7 @@ lt_status nn_infer_Col2Im(lt_infer *ic, lt_node *n) {
             }
         }
         for (int i = 0; i < ni; i++) od[2 + i] = image[i];
-        return lt_infer_set_i64(ic, n, 0, dt, ni + 2, od);
+        return nn_infer_out(ic, n, 0, dt, ni + 2, od, nn_in_dim(n, 0, 0), (lt_dim){-1, NULL});
     }
     int r;
     if (nn_in_shape(n, 1, &r, xd) && r == 1 && xd[0] >= 0 && xd[0] <= NN_MAX_SP)

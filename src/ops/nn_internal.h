@@ -60,6 +60,11 @@ bool nn_is_float(lt_dtype dt); /* float, double, float16, bfloat16 */
 /* Rank and dims (value -1 unknown) of input i's tensor type; false when the type is unknown. */
 bool nn_in_shape(const lt_node *n, int i, int *rank, int64_t *dims);
 lt_dtype nn_in_dtype(const lt_node *n, int i);
+/* Dim `axis` of input i's type ({-1, NULL} when unknown). */
+lt_dim nn_in_dim(const lt_node *n, int i, int axis);
+/* Set output i from int64 dims (-1 unknown), taking s0/s1 (symbolic dims) for unknown dims 0 and 1. */
+lt_status nn_infer_out(lt_infer *ic, lt_node *n, int i, lt_dtype dt, int rank, const int64_t *dims, lt_dim s0,
+                       lt_dim s1);
 /* Read up to max ints from constant input i (false if not constant or too long). */
 bool nn_const_ints(const lt_node *n, int i, int64_t *buf, int max, int *count);
 

@@ -30,26 +30,18 @@ static double attr_p(const lt_node *n) {
 static lt_status pool_compute(lt_eval *ev, const lt_node *n, const lt_tensor *x, pool_kind kind, const nn_geom *g,
                               bool include_pad, double p, bool col_major, lt_tensor *y, lt_tensor *ind) {
     int nsp = g->nsp;
-    int64_t planes = x->dims[0] * x->dims[1], Pin = 1, P = 1, ist[NN_MAX_SP];
+    /* rst: row-major strides for reading x; ist: the strides Indices report (column-major with
+     * storage_order 1) */
+    int64_t planes = x->dims[0] * x->dims[1], Pin = 1, P = 1, rst[NN_MAX_SP], ist[NN_MAX_SP];
     for (int d = nsp - 1; d >= 0; d--) {
-        ist[d] = col_major ? 0 : Pin;
+        rst[d] = Pin;
         Pin *= g->in[d];
         P *= g->out[d];
     }
-    if (col_major) {
-        int64_t s = 1;
-        for (int d = 0; d < nsp; d++) {
-            ist[d] = s;
-            s *= g->in[d];
-        }
-    }
-    int64_t rst[NN_MAX_SP]; /* row-major strides for reading x */
-    {
-        int64_t s = 1;
-        for (int d = nsp - 1; d >= 0; d--) {
-            rst[d] = s;
-            s *= g->in[d];
-        }
+    int64_t cs = 1;
+    for (int d = 0; d < nsp; d++) {
+        ist[d] = col_major ? cs : rst[d];
+        cs *= g->in[d];
     }
     double *xd = NULL, *yd = NULL;
     LT_TRY(nn_f64_copy(ev, n, x, &xd));
@@ -166,8 +158,9 @@ static lt_status pool_infer(lt_infer *ic, lt_node *n, bool indices) {
     od[0] = xd[0];
     od[1] = xd[1];
     for (int i = 0; i < g.nsp; i++) od[2 + i] = g.out[i];
-    LT_TRY(lt_infer_set_i64(ic, n, 0, dt, xr, od));
-    return indices ? lt_infer_set_i64(ic, n, 1, LT_INT64, xr, od) : LT_OK;
+    lt_dim s0 = nn_in_dim(n, 0, 0), s1 = nn_in_dim(n, 0, 1);
+    LT_TRY(nn_infer_out(ic, n, 0, dt, xr, od, s0, s1));
+    return indices ? nn_infer_out(ic, n, 1, LT_INT64, xr, od, s0, s1) : LT_OK;
 }
 
 lt_status nn_eval_AveragePool(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum **out) {
@@ -233,7 +226,7 @@ lt_status nn_infer_GlobalPool(lt_infer *ic, lt_node *n) {
     int64_t xd[LT_MAX_RANK];
     if (!nn_in_shape(n, 0, &xr, xd) || xr < 2) return lt_infer_set(ic, n, 0, dt, -1, NULL);
     for (int i = 2; i < xr; i++) xd[i] = 1;
-    return lt_infer_set_i64(ic, n, 0, dt, xr, xd);
+    return nn_infer_out(ic, n, 0, dt, xr, xd, nn_in_dim(n, 0, 0), nn_in_dim(n, 0, 1));
 }
 
 /* ---- MaxUnpool ---- */
@@ -338,5 +331,5 @@ lt_status nn_infer_MaxUnpool(lt_infer *ic, lt_node *n) {
     if (!nn_in_shape(n, 0, &xr, xd) || xr < 3) return lt_infer_set(ic, n, 0, dt, -1, NULL);
     char err[256];
     if (!unpool_shape(n, xr, xd, od, err, sizeof err)) return lt_infer_error(ic, n, "%s", err);
-    return lt_infer_set_i64(ic, n, 0, dt, xr, od);
+    return nn_infer_out(ic, n, 0, dt, xr, od, nn_in_dim(n, 0, 0), nn_in_dim(n, 0, 1));
 }

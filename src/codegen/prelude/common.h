@@ -3,6 +3,7 @@
  *
  * Pasted into every generated translation unit by the emitter (never included by lathe itself).
  * The including language prelude (core.h for C, cuda_core.h for CUDA) defines first:
+ *   LT_EXP_F32       the float exp to build on (lt_exp_f32 / expf)
  *   LT_FN            function qualifiers ("static inline" / "static __device__ __forceinline__")
  *   LT_F2U, LT_U2F   float <-> uint32 bit casts;  LT_D2U, LT_U2D  double <-> uint64 bit casts
  *   the <stdint.h> type names, LT_INF_F32 / LT_NAN_F32 / LT_INF_F64 / LT_NAN_F64
@@ -62,8 +63,15 @@ LT_FN float lt_round_bf(float f) { return lt_bf2f(lt_f2bf(f)); }
     LT_FN T lt_recip_##S(T a) { return ONE / a; }
 LT_DEF_FLOAT_OPS(f32, float, 1.0f)
 LT_DEF_FLOAT_OPS(f64, double, 1.0)
-LT_FN float lt_sigmoid_f32(float x) { return 1.0f / (1.0f + expf(-x)); }
-LT_FN double lt_sigmoid_f64(double x) { return 1.0 / (1.0 + exp(-x)); }
+/* sigmoid through exp(-|x|) <= 1: no overflow, and tiny results for x << 0 keep their digits. */
+LT_FN float lt_sigmoid_f32(float x) {
+    float e = LT_EXP_F32(x < 0 ? x : -x), s = 1.0f / (1.0f + e);
+    return x < 0 ? e * s : s;
+}
+LT_FN double lt_sigmoid_f64(double x) {
+    double e = exp(x < 0 ? x : -x), s = 1.0 / (1.0 + e);
+    return x < 0 ? e * s : s;
+}
 LT_FN float lt_rsqrt_f32(float x) { return 1.0f / sqrtf(x); }
 LT_FN double lt_rsqrt_f64(double x) { return 1.0 / sqrt(x); }
 LT_FN float lt_fmod_f32(float a, float b) { return fmodf(a, b); }

@@ -2,11 +2,11 @@
  *
  * Makes a generated file self-contained (it needs no lathe header to build): the standard headers,
  * the kernel table type, the thread-count hook, bit casts, GCC vector helpers for vectorized loads
- * and stores, and the shared helpers of common.h (narrow floats, NaN-aware min/max, integer ops
- * without undefined behaviour). Everything is `static` except lathe_set_threads, so each TU
- * includes the prelude once. Builds with `-O3 -march=native -fopenmp` (the CPU backend) and with
- * plain `cc -O2` (standalone export: OpenMP pragmas are then ignored and the code runs on one
- * thread). Exported per TU:
+ * and stores, vectorizable float math (vmath.h), and the shared helpers of common.h (narrow
+ * floats, NaN-aware min/max, integer ops without undefined behaviour). Everything is `static`
+ * except lathe_set_threads, so each TU includes the prelude once. Builds with
+ * `-O3 -march=native -fopenmp` (the CPU backend) and with plain `cc -O2` (standalone export:
+ * OpenMP pragmas are then ignored and the code runs on one thread). Exported per TU:
  *   const lt_kernel_desc lathe_kernels[]   (emitted after the kernels, ends with {0})
  *   const int lathe_n_kernels
  *   void lathe_set_threads(int n)          (n <= 0: the OpenMP default)
@@ -59,6 +59,8 @@ LT_FN int lt_nthreads(void) {
 #define LT_VLOAD(T, p) ({ T lt_v_; memcpy(&lt_v_, (p), sizeof lt_v_); lt_v_; })
 #define LT_VSTORE(p, v) do { __typeof__(v) lt_v_ = (v); memcpy((p), &lt_v_, sizeof lt_v_); } while (0)
 
+#define LT_EXP_F32 lt_exp_f32
+#include "vmath.h"
 #include "common.h"
 
 #endif

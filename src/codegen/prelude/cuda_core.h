@@ -29,6 +29,7 @@ typedef unsigned long long uint64_t;
 #define LT_INF_F64 __longlong_as_double(0x7ff0000000000000LL)
 #define LT_NAN_F64 __longlong_as_double(0x7ff8000000000000LL)
 
+#define LT_EXP_F32 expf
 #include "common.h"
 
 #endif

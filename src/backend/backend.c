@@ -1,0 +1,41 @@
+/* backend.c — the backend registry: one line per backend (the CUDA backend of issue 4 adds its
+ * line here), lookup by name, and the create/destroy wrappers. */
+#include "backend.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const lt_backend_vtbl *const registry[] = {
+    &lt_backend_cpu,
+    NULL,
+};
+
+const lt_backend_vtbl *lt_backend_find(const char *name) {
+    for (int i = 0; name && registry[i]; i++)
+        if (strcmp(registry[i]->name, name) == 0) return registry[i];
+    return NULL;
+}
+
+const char *const *lt_backend_names(void) {
+    static const char *names[sizeof registry / sizeof registry[0]];
+    for (size_t i = 0; registry[i]; i++) names[i] = registry[i]->name;
+    return names;
+}
+
+lt_status lt_backend_create(lt_ctx *ctx, const char *name, const lt_backend_options *opt, lt_backend **out) {
+    const lt_backend_vtbl *vt = lt_backend_find(name);
+    if (!vt) {
+        char known[256] = "";
+        for (int i = 0; registry[i]; i++) {
+            size_t len = strlen(known);
+            snprintf(known + len, sizeof known - len, "%s%s", i ? ", " : "", registry[i]->name);
+        }
+        return lt_error(ctx, LT_ERR_UNSUPPORTED, "unknown backend '%s' (known: %s)", name ? name : "(null)", known);
+    }
+    lt_backend_options none = {0};
+    return vt->create(ctx, opt ? opt : &none, out);
+}
+
+void lt_backend_destroy(lt_backend *b) {
+    if (b) b->vt->destroy(b);
+}

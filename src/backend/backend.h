@@ -1,0 +1,80 @@
+/* backend.h — a backend is a struct of function pointers (one per device kind), as in ggml: the
+ * runtime and tools drive every device through the same calls, and adding a device is one folder,
+ * one language table for the shared emitter and one line in the registry (backend.c).
+ *
+ * The calls: create/destroy an instance (options: compiler, cache, threads, device), compile a
+ * generated translation unit into a loaded module (cached by content hash), load = look a kernel up
+ * in a module, alloc/free/copy device memory, launch a kernel on buffer pointers (the kernel ABI of
+ * docs/COMPILER.md: pointers in the kernel's argument order), sync, and ceilings (peak FP32 rate and
+ * memory bandwidth, for the roofline). Backends never see graph ops: everything reaches them as
+ * source emitted from Loop IR with their `lang` table.
+ * Every call returns a status with the message on ctx; results go through out-parameters, untouched
+ * on failure. On the CPU "device" memory is host memory (64-byte aligned), copies are memcpy, launch
+ * is a direct call and sync does nothing (kernels run synchronously, parallel inside with OpenMP).
+ * Entry points: lt_backend_find, lt_backend_create, lt_backend_destroy, and the vtable calls.
+ */
+#ifndef LT_BACKEND_H
+#define LT_BACKEND_H
+
+#include "../base/base.h"
+#include "../codegen/lang.h"
+
+typedef struct lt_backend lt_backend;
+typedef struct lt_bmodule lt_bmodule; /* a compiled, loaded module (opaque) */
+typedef struct lt_bkernel lt_bkernel; /* a kernel of a module (opaque; lives as long as its module) */
+
+typedef enum lt_copy_dir {
+    LT_COPY_HOST_TO_DEVICE,
+    LT_COPY_DEVICE_TO_HOST,
+    LT_COPY_DEVICE_TO_DEVICE
+} lt_copy_dir;
+
+typedef struct lt_backend_options {
+    const char *cc;          /* CPU: C compiler command (NULL = "cc"; the CLI passes $CC) */
+    const char *cache_dir;   /* compiled-module cache (NULL = no cache) */
+    const char *extra_flags; /* CPU: extra compiler flags */
+    int threads;             /* CPU: threads of parallel loops (0 = OpenMP default) */
+    int device;              /* CUDA: device ordinal */
+    const char *arch;        /* CUDA: NVRTC target, e.g. "sm_90" (NULL = the device's) */
+} lt_backend_options;
+
+typedef struct lt_backend_ceilings {
+    double peak_gflops; /* FP32 FMA peak, GFLOP/s */
+    double mem_gbps;    /* sustained memory bandwidth, GB/s */
+} lt_backend_ceilings;
+
+typedef struct lt_backend_vtbl {
+    const char *name;    /* "cpu", "cuda" */
+    const lt_lang *lang; /* language table the emitter uses for this backend */
+    lt_status (*create)(lt_ctx *ctx, const lt_backend_options *opt, lt_backend **out);
+    void (*destroy)(lt_backend *b);
+    /* source: one translation unit from lt_emit_module(lang); cached by content hash */
+    lt_status (*compile)(lt_backend *b, lt_ctx *ctx, const char *source, lt_bmodule **out);
+    void (*module_free)(lt_backend *b, lt_bmodule *m);
+    /* look up kernel `name` in a module; LT_ERR_INVALID if absent */
+    lt_status (*load)(lt_backend *b, lt_ctx *ctx, lt_bmodule *m, const char *name, lt_bkernel **out);
+    lt_status (*alloc)(lt_backend *b, lt_ctx *ctx, size_t bytes, void **out);
+    void (*free)(lt_backend *b, void *ptr);
+    lt_status (*copy)(lt_backend *b, lt_ctx *ctx, void *dst, const void *src, size_t bytes, lt_copy_dir dir);
+    /* args: n_args device pointers in the kernel's argument order */
+    lt_status (*launch)(lt_backend *b, lt_ctx *ctx, const lt_bkernel *k, void *const *args, int n_args);
+    lt_status (*sync)(lt_backend *b, lt_ctx *ctx);
+    lt_status (*ceilings)(lt_backend *b, lt_ctx *ctx, lt_backend_ceilings *out);
+} lt_backend_vtbl;
+
+/* Every instance starts with this header; the backend's own state follows. */
+struct lt_backend {
+    const lt_backend_vtbl *vt;
+};
+
+extern const lt_backend_vtbl lt_backend_cpu;
+
+/* The registered backend called `name` ("cpu"), NULL if none. */
+const lt_backend_vtbl *lt_backend_find(const char *name);
+/* Names of all registered backends, NULL-terminated. */
+const char *const *lt_backend_names(void);
+/* Find + create; LT_ERR_UNSUPPORTED naming the known backends when `name` is not one. */
+lt_status lt_backend_create(lt_ctx *ctx, const char *name, const lt_backend_options *opt, lt_backend **out);
+void lt_backend_destroy(lt_backend *b); /* NULL is fine */
+
+#endif

@@ -1,0 +1,65 @@
+/* cpu.h — the CPU backend's compiler driver: generated C source -> shared object -> dlopen, with a
+ * content-addressed cache so compiling the same module again is just a dlopen.
+ *
+ * lt_cpu_compile runs the system C compiler (options->cc, default "cc"; the CLI passes $CC — the
+ * library never reads the environment) with
+ *     -O3 -march=native -fopenmp -fPIC -shared -std=gnu11 -fno-math-errno -fwrapv
+ * (-fno-math-errno lets sqrt & co. vectorize and changes no result; -fwrapv gives signed integer
+ * overflow the two's complement wrap ONNX expects; no -ffast-math: results must match the reference
+ * within 1e-4). The cache key is SHA-256 (see hash.h) of: a format version, the source, the flags,
+ * the compiler's `--version` output and this CPU's model and feature flags (because of
+ * -march=native). Files in the cache directory: <key>.c (the generated source, kept so a compiler
+ * error or a profile can point at it) and <key>.so. Both are written to a temporary name and
+ * renamed, so concurrent compiles of the same key never see a partial file; the cache directory is
+ * created with mode 0700. A cache hit costs a `cc --version` spawn, the hash and a dlopen.
+ * With cache_dir NULL the module is built in a private temporary directory that is removed once
+ * loaded (nothing is cached).
+ * A compiler failure returns LT_ERR_INTERNAL naming the generated file and quoting the first 40
+ * lines of the compiler's output; a missing compiler returns LT_ERR_UNSUPPORTED.
+ * Entry points: lt_cpu_compile, lt_cpu_module_sym, lt_cpu_module_kernels, lt_cpu_module_set_threads,
+ * lt_cpu_module_info, lt_cpu_module_free.
+ */
+#ifndef LT_BACKEND_CPU_H
+#define LT_BACKEND_CPU_H
+
+#include "../../base/base.h"
+
+typedef struct lt_cpu_options {
+    const char *cc;          /* compiler command, NULL = "cc"; words split on spaces ("ccache gcc") */
+    const char *cache_dir;   /* NULL = no cache (temporary directory, removed after loading) */
+    const char *extra_flags; /* appended to the default flags (space-separated; part of the key) */
+} lt_cpu_options;
+
+/* Host view of the generated `lathe_kernels[]` table (same layout as the prelude's lt_kernel_desc). */
+typedef struct lt_cpu_kernel_desc {
+    const char *name;
+    void (*fn)(void *const *args);
+    int n_args;
+} lt_cpu_kernel_desc;
+
+typedef struct lt_cpu_module_info {
+    const char *so_path;     /* the loaded shared object (NULL after a no-cache build: removed) */
+    const char *source_path; /* the generated source on disk (NULL after a no-cache build) */
+    char key[65];            /* hex SHA-256 cache key */
+    bool cache_hit;
+    double compile_seconds;  /* wall time of lt_cpu_compile (hit: hash + dlopen) */
+} lt_cpu_module_info;
+
+typedef struct lt_cpu_module lt_cpu_module;
+
+lt_status lt_cpu_compile(lt_ctx *ctx, const char *source, const lt_cpu_options *options, lt_cpu_module **out);
+/* A symbol of the module (dlsym), NULL if absent. */
+void *lt_cpu_module_sym(const lt_cpu_module *mod, const char *name);
+/* The generated kernel table (NULL and *n = 0 when the source had none). */
+const lt_cpu_kernel_desc *lt_cpu_module_kernels(const lt_cpu_module *mod, int *n);
+/* Find a kernel by name in the table; NULL if absent. */
+const lt_cpu_kernel_desc *lt_cpu_module_kernel(const lt_cpu_module *mod, const char *name);
+/* Calls the module's lathe_set_threads (n <= 0: OpenMP default); no-op if the module has none. */
+void lt_cpu_module_set_threads(lt_cpu_module *mod, int n);
+const lt_cpu_module_info *lt_cpu_module_get_info(const lt_cpu_module *mod);
+void lt_cpu_module_free(lt_cpu_module *mod); /* NULL is fine */
+
+/* The default flags, for reports ("-O3 -march=native ..."). */
+const char *lt_cpu_default_flags(void);
+
+#endif

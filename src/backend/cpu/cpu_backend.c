@@ -1,0 +1,141 @@
+/* cpu_backend.c — the CPU backend's vtable (backend.h) over the compiler driver (cpu.h).
+ *
+ * Memory is host memory, 64-byte aligned (a cache line, and an AVX-512 vector); copies are memcpy
+ * in every direction; launch calls the kernel function with the argument array after checking the
+ * count against the module's kernel table; sync has nothing to wait for; the thread count given at
+ * creation is applied to each module compiled (its lathe_set_threads). Ceilings come from the
+ * profiler's measurement (src/profile), done once per backend instance and kept.
+ */
+#include "../backend.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu.h"
+#if __has_include("../../profile/profile.h")
+#include "../../profile/profile.h"
+#define LT_HAVE_PROFILE 1
+#endif
+
+typedef struct cpu_backend {
+    lt_backend base;
+    lt_cpu_options opt;
+    char *cc, *cache_dir, *extra_flags; /* owned copies of the option strings */
+    int threads;
+    bool have_ceilings;
+    lt_backend_ceilings ceil;
+} cpu_backend;
+
+static char *dup_opt(const char *s, bool *oom) {
+    if (!s) return NULL;
+    char *d = lt_mem_strdup(s);
+    if (!d) *oom = true;
+    return d;
+}
+
+static void cpu_destroy(lt_backend *b) {
+    cpu_backend *c = (cpu_backend *)b;
+    lt_mem_free(c->cc);
+    lt_mem_free(c->cache_dir);
+    lt_mem_free(c->extra_flags);
+    lt_mem_free(c);
+}
+
+static lt_status cpu_create(lt_ctx *ctx, const lt_backend_options *opt, lt_backend **out) {
+    cpu_backend *c = lt_calloc(ctx, 1, sizeof *c, "CPU backend");
+    if (!c) return LT_ERR_NOMEM;
+    c->base.vt = &lt_backend_cpu;
+    bool oom = false;
+    c->cc = dup_opt(opt->cc, &oom);
+    c->cache_dir = dup_opt(opt->cache_dir, &oom);
+    c->extra_flags = dup_opt(opt->extra_flags, &oom);
+    if (oom) {
+        cpu_destroy(&c->base);
+        return lt_error(ctx, LT_ERR_NOMEM, "out of memory (CPU backend options)");
+    }
+    c->opt = (lt_cpu_options){c->cc, c->cache_dir, c->extra_flags};
+    c->threads = opt->threads > 0 ? opt->threads : 0;
+    *out = &c->base;
+    return LT_OK;
+}
+
+static lt_status cpu_compile(lt_backend *b, lt_ctx *ctx, const char *source, lt_bmodule **out) {
+    cpu_backend *c = (cpu_backend *)b;
+    lt_cpu_module *m;
+    LT_TRY(lt_cpu_compile(ctx, source, &c->opt, &m));
+    lt_cpu_module_set_threads(m, c->threads);
+    *out = (lt_bmodule *)m;
+    return LT_OK;
+}
+
+static void cpu_module_free(lt_backend *b, lt_bmodule *m) { lt_cpu_module_free((lt_cpu_module *)m); }
+
+static lt_status cpu_load(lt_backend *b, lt_ctx *ctx, lt_bmodule *m, const char *name, lt_bkernel **out) {
+    const lt_cpu_kernel_desc *d = lt_cpu_module_kernel((lt_cpu_module *)m, name);
+    if (!d || !d->fn) return lt_error(ctx, LT_ERR_INVALID, "compiled module has no kernel named %s", name ? name : "(null)");
+    *out = (lt_bkernel *)(void *)d;
+    return LT_OK;
+}
+
+static lt_status cpu_alloc(lt_backend *b, lt_ctx *ctx, size_t bytes, void **out) {
+    size_t size = (bytes + 63) & ~(size_t)63;
+    if (size < bytes) return lt_error(ctx, LT_ERR_NOMEM, "allocation of %zu bytes overflows", bytes);
+    void *p = aligned_alloc(64, size ? size : 64);
+    if (!p) return lt_error(ctx, LT_ERR_NOMEM, "out of memory (%zu bytes of CPU buffer)", bytes);
+    *out = p;
+    return LT_OK;
+}
+
+static void cpu_free(lt_backend *b, void *p) { free(p); }
+
+static lt_status cpu_copy(lt_backend *b, lt_ctx *ctx, void *dst, const void *src, size_t bytes, lt_copy_dir dir) {
+    if (bytes && (!dst || !src)) return lt_error(ctx, LT_ERR_USAGE, "copy of %zu bytes with a NULL pointer", bytes);
+    if (bytes) memmove(dst, src, bytes);
+    return LT_OK;
+}
+
+static lt_status cpu_launch(lt_backend *b, lt_ctx *ctx, const lt_bkernel *k, void *const *args, int n_args) {
+    const lt_cpu_kernel_desc *d = (const lt_cpu_kernel_desc *)(const void *)k;
+    if (!d || !d->fn) return lt_error(ctx, LT_ERR_USAGE, "launch of a NULL kernel");
+    if (n_args != d->n_args)
+        return lt_error(ctx, LT_ERR_USAGE, "kernel %s takes %d buffers, launched with %d", d->name, d->n_args, n_args);
+    for (int i = 0; i < n_args; i++)
+        if (!args[i]) return lt_error(ctx, LT_ERR_USAGE, "kernel %s: buffer argument %d is NULL", d->name, i);
+    d->fn(args);
+    return LT_OK;
+}
+
+static lt_status cpu_sync(lt_backend *b, lt_ctx *ctx) { return LT_OK; }
+
+static lt_status cpu_ceilings(lt_backend *b, lt_ctx *ctx, lt_backend_ceilings *out) {
+    cpu_backend *c = (cpu_backend *)b;
+    if (!c->have_ceilings) {
+#ifdef LT_HAVE_PROFILE
+        lt_ceilings m;
+        LT_TRY(lt_ceilings_measure(ctx, c->threads, &m));
+        c->ceil.peak_gflops = m.peak_gflops;
+        c->ceil.mem_gbps = m.mem_gbps;
+        c->have_ceilings = true;
+#else
+        return lt_error(ctx, LT_ERR_UNSUPPORTED, "CPU ceilings: this build has no profiler (src/profile)");
+#endif
+    }
+    *out = c->ceil;
+    return LT_OK;
+}
+
+const lt_backend_vtbl lt_backend_cpu = {
+    .name = "cpu",
+    .lang = &lt_lang_c,
+    .create = cpu_create,
+    .destroy = cpu_destroy,
+    .compile = cpu_compile,
+    .module_free = cpu_module_free,
+    .load = cpu_load,
+    .alloc = cpu_alloc,
+    .free = cpu_free,
+    .copy = cpu_copy,
+    .launch = cpu_launch,
+    .sync = cpu_sync,
+    .ceilings = cpu_ceilings,
+};

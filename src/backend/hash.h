@@ -1,0 +1,29 @@
+/* hash.h — SHA-256, the content hash that keys the compiled-module cache.
+ *
+ * Why SHA-256 and not a fast 64/128-bit hash: the cache maps a key to native code that gets
+ * dlopen'ed and run. A collision would silently run the wrong kernels, and the cache directory can
+ * hold many thousands of modules (one per conformance model); a cryptographic hash makes a
+ * collision a non-event without reasoning about key distributions. It costs ~5 ms per MB of source
+ * here, small next to the C compiler (and to the 50 ms cache-hit budget). FIPS 180-4, streaming.
+ * Entry points: lt_sha256_init/update/final, lt_sha256_hex.
+ */
+#ifndef LT_BACKEND_HASH_H
+#define LT_BACKEND_HASH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct lt_sha256 {
+    uint32_t h[8];
+    uint64_t len;      /* bytes hashed so far */
+    uint8_t buf[64];
+    size_t nbuf;
+} lt_sha256;
+
+void lt_sha256_init(lt_sha256 *s);
+void lt_sha256_update(lt_sha256 *s, const void *data, size_t n);
+void lt_sha256_final(lt_sha256 *s, uint8_t out[32]);
+/* Digest of one buffer as 64 lowercase hex digits + NUL. */
+void lt_sha256_hex(const void *data, size_t n, char out[65]);
+
+#endif

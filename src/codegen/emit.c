@@ -1,0 +1,1127 @@
+/* emit.c — the one emitter: walks Loop IR and writes C or CUDA source as a language table says.
+ *
+ * Structure: a module (lt_emit_module) = header comment, prelude headers pasted as text (their
+ * `#include "x.h"` lines to other prelude headers resolved once each), kernels, kernel table, extra
+ * code. A kernel = comment (origin, static cost, arguments) + signature + argument unpacking + body.
+ * Statements print one per line with 4-space indentation; expressions print with C precedence and
+ * only the parentheses they need, so the code reads like what a person would write.
+ *
+ * Semantics carried out here (the Loop IR's, see loop.h and leval.c): integer DIV truncates, MOD
+ * and FMOD are the truncated remainder (x / 0 and x % 0 give 0 through prelude helpers unless the
+ * divisor is a constant other than 0 and -1), MIN/MAX propagate NaN, float16/bfloat16 values are
+ * computed in float and rounded at stores and casts, float -> int casts truncate and saturate.
+ * Loop kinds: a VECTORIZED loop gets `omp simd` only when that is safe (no nested loop or call, every
+ * store indexed by the loop variable, a buffer both loaded and stored only at the same index, outer
+ * variables only accumulated with + or *); otherwise it is a plain loop that the C compiler may still
+ * vectorize. A PARALLEL loop that assigns a variable declared outside it is rejected (a data race).
+ * Entry points: lt_emit_module, lt_emit_function, lt_emit_launch_dims, lt_prelude_find.
+ */
+#include "codegen.h"
+
+#include <fnmatch.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- C operator precedence (smaller binds tighter) ---- */
+enum { P_PRIMARY = 1, P_UNARY, P_MUL, P_ADD, P_SHIFT, P_REL, P_EQ, P_BAND, P_BXOR, P_BOR, P_LAND,
+       P_LOR, P_COND, P_ANY };
+
+/* ---- a small string set for identifier uniqueness ---- */
+typedef struct nameset {
+    const char **slot;
+    size_t cap, n;
+} nameset;
+
+static uint64_t str_hash(const char *s) {
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+static bool ns_has(const nameset *ns, const char *s) {
+    if (!ns->cap) return false;
+    for (size_t i = str_hash(s) & (ns->cap - 1);; i = (i + 1) & (ns->cap - 1)) {
+        if (!ns->slot[i]) return false;
+        if (strcmp(ns->slot[i], s) == 0) return true;
+    }
+}
+static bool ns_add(nameset *ns, const char *s) {
+    if (2 * (ns->n + 1) > ns->cap) {
+        size_t cap = ns->cap ? 2 * ns->cap : 64;
+        const char **slot = lt_mem_calloc(cap, sizeof *slot);
+        if (!slot) return false;
+        for (size_t i = 0; i < ns->cap; i++) {
+            if (!ns->slot[i]) continue;
+            size_t j = str_hash(ns->slot[i]) & (cap - 1);
+            while (slot[j]) j = (j + 1) & (cap - 1);
+            slot[j] = ns->slot[i];
+        }
+        lt_mem_free(ns->slot);
+        ns->slot = slot;
+        ns->cap = cap;
+    }
+    size_t i = str_hash(s) & (ns->cap - 1);
+    while (ns->slot[i]) i = (i + 1) & (ns->cap - 1);
+    ns->slot[i] = s;
+    ns->n++;
+    return true;
+}
+static void ns_free(nameset *ns) {
+    lt_mem_free(ns->slot);
+    memset(ns, 0, sizeof *ns);
+}
+
+/* Identifiers a mangled name must not take: keywords and names generated code uses itself. */
+static const char *const reserved_words[] = {
+    "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else",
+    "enum", "extern", "float", "for", "goto", "if", "inline", "int", "long", "register",
+    "restrict", "return", "short", "signed", "sizeof", "static", "struct", "switch", "typedef",
+    "union", "unsigned", "void", "volatile", "while", "bool", "true", "false", "class", "new",
+    "delete", "this", "template", "typename", "namespace", "operator", "private", "public",
+    "protected", "virtual", "friend", "using", "throw", "try", "catch", "args", "main", "errno",
+    "int8_t", "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t", "uint32_t", "uint64_t",
+    "size_t", "NULL", "isnan", "isinf", "memcpy", "blockIdx", "threadIdx", "blockDim", "gridDim",
+    "asm", "half", "min", "max", NULL,
+};
+
+/* ---- emitter state ---- */
+typedef struct em {
+    lt_ctx *ctx;
+    const lt_lang *L;
+    const lt_kernel *k;
+    lt_strbuf *o;
+    lt_arena names_arena;
+    nameset names;
+    const char **vname; /* by var id */
+    const char **bname; /* by buf id */
+    int ind;
+    lt_status st;
+    int64_t grid[3], block[3]; /* CUDA launch shape of the kernel being emitted */
+} em;
+
+static lt_status fail(em *e, lt_status s, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static lt_status fail(em *e, lt_status s, const char *fmt, ...) {
+    if (e->st != LT_OK) return e->st;
+    char msg[LT_MSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    e->st = s;
+    return lt_error(e->ctx, s, "codegen (%s) kernel %s: %s", e->L->name, e->k ? e->k->name : "?", msg);
+}
+
+#define OUT(...) lt_sb_printf(e->o, __VA_ARGS__)
+static void put_indent(em *e) { OUT("%*s", 4 * e->ind, ""); }
+
+/* ---- types ---- */
+static bool is_narrow_float(lt_dtype dt) { return dt == LT_FLOAT16 || dt == LT_BFLOAT16; }
+static bool is_fl(lt_dtype dt) { return dt == LT_FLOAT || dt == LT_DOUBLE || is_narrow_float(dt); }
+static bool is_int(lt_dtype dt) { return lt_dtype_is_int(dt); }
+static lt_dtype compute_dt(lt_dtype dt) { return is_narrow_float(dt) ? LT_FLOAT : dt; }
+
+/* Helper-name suffix of a (compute) dtype: lt_max_f32, lt_div_i64, ... */
+static const char *sfx(lt_dtype dt) {
+    switch (compute_dt(dt)) {
+    case LT_FLOAT: return "f32";
+    case LT_DOUBLE: return "f64";
+    case LT_INT8: return "i8";
+    case LT_INT16: return "i16";
+    case LT_INT32: return "i32";
+    case LT_INT64: return "i64";
+    case LT_UINT8: case LT_BOOL: return "u8";
+    case LT_UINT16: return "u16";
+    case LT_UINT32: return "u32";
+    case LT_UINT64: return "u64";
+    default: return NULL;
+    }
+}
+
+static bool check_dtype(em *e, lt_dtype dt, const char *what) {
+    if ((unsigned)dt < LT_DTYPE_COUNT && e->L->type_names[dt] && sfx(dt)) return true;
+    fail(e, LT_ERR_UNSUPPORTED, "%s has dtype %s, which the %s target does not support", what,
+         lt_dtype_name(dt), e->L->name);
+    return false;
+}
+static const char *storage_type(em *e, lt_dtype dt) {
+    return (unsigned)dt < LT_DTYPE_COUNT && e->L->type_names[dt] ? e->L->type_names[dt] : "void";
+}
+static const char *compute_type(em *e, lt_dtype dt) {
+    if (dt == LT_BOOL) return e->L->bool_compute;
+    return storage_type(e, compute_dt(dt));
+}
+/* 8- and 16-bit integers are promoted to int by C arithmetic: results are cast back to wrap. */
+static bool needs_wrap(lt_dtype dt) {
+    return dt == LT_INT8 || dt == LT_INT16 || dt == LT_UINT8 || dt == LT_UINT16;
+}
+
+/* ---- names ---- */
+static const char *mangle(em *e, const char *raw, int id) {
+    char buf[160];
+    size_t n = 0;
+    const char *s = raw && *raw ? raw : "v";
+    if ((s[0] >= '0' && s[0] <= '9') || strncmp(s, "lt_", 3) == 0 || strncmp(s, "LT_", 3) == 0 ||
+        strncmp(s, "__", 2) == 0)
+        buf[n++] = 'v', buf[n++] = '_';
+    for (; *s && n < 120; s++) {
+        char c = *s;
+        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+        buf[n++] = ok ? c : '_';
+    }
+    buf[n] = 0;
+    char cand[200];
+    snprintf(cand, sizeof cand, "%s", buf);
+    bool bad = ns_has(&e->names, cand);
+    for (int i = 0; reserved_words[i] && !bad; i++) bad = strcmp(reserved_words[i], cand) == 0;
+    for (int suffix = id; bad; suffix++) {
+        snprintf(cand, sizeof cand, "%s_%d", buf, suffix);
+        bad = ns_has(&e->names, cand);
+    }
+    char *keep = lt_arena_strdup(&e->names_arena, cand);
+    if (!keep || !ns_add(&e->names, keep)) {
+        fail(e, LT_ERR_NOMEM, "out of memory naming %s", raw ? raw : "a variable");
+        return "v";
+    }
+    return keep;
+}
+
+static const char *vname(em *e, const lt_lvar *v) {
+    if (!v || v->id < 0 || v->id >= e->k->n_vars) {
+        fail(e, LT_ERR_INVALID, "variable %s is not one of the kernel's", v && v->name ? v->name : "?");
+        return "v";
+    }
+    if (!e->vname[v->id]) e->vname[v->id] = mangle(e, v->name, v->id);
+    return e->vname[v->id];
+}
+static const char *bname(em *e, const lt_lbuf *b) {
+    if (!b || b->id < 0 || b->id >= e->k->n_bufs) {
+        fail(e, LT_ERR_INVALID, "buffer %s is not one of the kernel's", b && b->name ? b->name : "?");
+        return "b";
+    }
+    if (!e->bname[b->id]) e->bname[b->id] = mangle(e, b->name, b->id);
+    return e->bname[b->id];
+}
+
+/* ---- literals ---- */
+static void fmt_float(char *out, size_t n, double v, bool f32) {
+    if (isnan(v)) { snprintf(out, n, "%s", f32 ? "LT_NAN_F32" : "LT_NAN_F64"); return; }
+    if (isinf(v)) { snprintf(out, n, "%s%s", v < 0 ? "-" : "", f32 ? "LT_INF_F32" : "LT_INF_F64"); return; }
+    char buf[64];
+    for (int prec = 1; prec <= 17; prec++) { /* the shortest spelling that reads back exactly */
+        snprintf(buf, sizeof buf, "%.*g", prec, v);
+        if (f32 ? strtof(buf, NULL) == (float)v : strtod(buf, NULL) == v) break;
+    }
+    if (!strpbrk(buf, ".en")) strcat(buf, ".0");
+    snprintf(out, n, "%s%s", buf, f32 ? "f" : "");
+}
+
+/* ---- expressions ---- */
+static void ex(em *e, const lt_lnode *n, int maxp);
+
+static int cast_prec(em *e, const lt_lnode *n);
+static int prec_of(em *e, const lt_lnode *n) {
+    switch (n->kind) {
+    case LT_L_INT: return n->ival < 0 ? P_UNARY : P_PRIMARY;
+    case LT_L_FLOAT: return (n->fval < 0 || (isinf(n->fval) && n->fval < 0)) ? P_UNARY : P_PRIMARY;
+    case LT_L_ADDR: return lt_lis_int(n->kids[0], NULL) && n->kids[0]->ival == 0 ? P_PRIMARY : P_UNARY;
+    case LT_L_UNARY:
+        if (n->op == LT_LOP_NEG || n->op == LT_LOP_NOT) return P_UNARY;
+        if (is_int(n->dtype) && (n->op == LT_LOP_FLOOR || n->op == LT_LOP_CEIL || n->op == LT_LOP_ROUND))
+            return prec_of(e, n->kids[0]);
+        return P_PRIMARY;
+    case LT_L_BINARY: {
+        lt_dtype dt = n->kids[0]->dtype;
+        bool fl = is_fl(dt);
+        switch (n->op) {
+        case LT_LOP_ADD: case LT_LOP_SUB: return needs_wrap(n->dtype) ? P_UNARY : P_ADD;
+        case LT_LOP_MUL: return needs_wrap(n->dtype) ? P_UNARY : P_MUL;
+        case LT_LOP_DIV: case LT_LOP_MOD: case LT_LOP_FMOD: {
+            int64_t c;
+            if (fl) return n->op == LT_LOP_DIV ? P_MUL : P_PRIMARY;
+            return lt_lis_int(n->kids[1], &c) && c != 0 && c != -1 ? P_MUL : P_PRIMARY;
+        }
+        case LT_LOP_AND: return P_LAND;
+        case LT_LOP_OR: return P_LOR;
+        case LT_LOP_XOR: return P_EQ;
+        case LT_LOP_BITAND: return P_BAND;
+        case LT_LOP_BITOR: return P_BOR;
+        case LT_LOP_BITXOR: return P_BXOR;
+        case LT_LOP_LT: case LT_LOP_LE: case LT_LOP_GT: case LT_LOP_GE: return P_REL;
+        case LT_LOP_EQ: case LT_LOP_NE: return P_EQ;
+        default: return P_PRIMARY;
+        }
+    }
+    case LT_L_SELECT: return P_COND;
+    case LT_L_CAST: return cast_prec(e, n);
+    default: return P_PRIMARY;
+    }
+}
+
+/* Name of the function for a math op on a float compute type, or NULL for the prelude helper. */
+static const char *math_name(em *e, int op, lt_dtype dt) {
+    const lt_lang *L = e->L;
+    if (compute_dt(dt) == LT_DOUBLE) return L->math_f64[op];
+    if (L->fast_math && L->math_f32_fast[op]) return L->math_f32_fast[op];
+    return L->math_f32[op];
+}
+static void call1(em *e, const char *fn, const lt_lnode *a) {
+    OUT("%s(", fn);
+    ex(e, a, P_ANY);
+    OUT(")");
+}
+static void call2(em *e, const char *fn, const lt_lnode *a, const lt_lnode *b) {
+    OUT("%s(", fn);
+    ex(e, a, P_ANY);
+    OUT(", ");
+    ex(e, b, P_ANY);
+    OUT(")");
+}
+static void helper1(em *e, const char *op, lt_dtype dt, const lt_lnode *a) {
+    OUT("lt_%s_%s(", op, sfx(dt));
+    ex(e, a, P_ANY);
+    OUT(")");
+}
+static void helper2(em *e, const char *op, lt_dtype dt, const lt_lnode *a, const lt_lnode *b) {
+    OUT("lt_%s_%s(", op, sfx(dt));
+    ex(e, a, P_ANY);
+    OUT(", ");
+    ex(e, b, P_ANY);
+    OUT(")");
+}
+
+static void ex_unary(em *e, const lt_lnode *n) {
+    const lt_lnode *a = n->kids[0];
+    lt_dtype dt = a->dtype;
+    int op = n->op;
+    if (op == LT_LOP_NEG || op == LT_LOP_NOT) {
+        bool logical = op == LT_LOP_NOT && (dt == LT_BOOL || n->dtype == LT_BOOL);
+        if (needs_wrap(n->dtype) && !logical) OUT("(%s)", storage_type(e, n->dtype));
+        OUT("%s", op == LT_LOP_NEG ? "-" : logical ? "!" : "~");
+        ex(e, a, P_PRIMARY); /* -(-1), never --1 */
+        return;
+    }
+    if (!is_fl(dt)) {
+        switch (op) {
+        case LT_LOP_ABS: helper1(e, "abs", dt, a); return;
+        case LT_LOP_SIGN: helper1(e, "sign", dt, a); return;
+        case LT_LOP_ISNAN: case LT_LOP_ISINF: OUT("0"); return;
+        case LT_LOP_FLOOR: case LT_LOP_CEIL: case LT_LOP_ROUND: ex(e, a, P_ANY); return;
+        default:
+            fail(e, LT_ERR_UNSUPPORTED, "%s of an integer (%s) value: cast it to a float type first",
+                 lt_lop_name(op), lt_dtype_name(dt));
+            return;
+        }
+    }
+    const char *fn = math_name(e, op, dt);
+    if (fn) { call1(e, fn, a); return; }
+    switch (op) {
+    case LT_LOP_RSQRT: case LT_LOP_SIGMOID: case LT_LOP_RECIP: case LT_LOP_SIGN: case LT_LOP_ABS:
+        helper1(e, lt_lop_name(op), dt, a);
+        return;
+    default:
+        fail(e, LT_ERR_UNSUPPORTED, "the %s target has no function for %s on %s", e->L->name,
+             lt_lop_name(op), lt_dtype_name(dt));
+    }
+}
+
+static void infix(em *e, const lt_lnode *n, const char *sym, int p) {
+    ex(e, n->kids[0], p);
+    OUT(" %s ", sym);
+    ex(e, n->kids[1], p - 1);
+}
+
+static void ex_binary(em *e, const lt_lnode *n) {
+    const lt_lnode *a = n->kids[0], *b = n->kids[1];
+    lt_dtype dt = a->dtype;
+    bool fl = is_fl(dt);
+    int64_t c;
+    switch (n->op) {
+    case LT_LOP_ADD: case LT_LOP_SUB: case LT_LOP_MUL: {
+        const char *sym = n->op == LT_LOP_ADD ? "+" : n->op == LT_LOP_SUB ? "-" : "*";
+        int p = n->op == LT_LOP_MUL ? P_MUL : P_ADD;
+        if (needs_wrap(n->dtype)) {
+            OUT("(%s)(", storage_type(e, n->dtype));
+            infix(e, n, sym, p);
+            OUT(")");
+        } else {
+            infix(e, n, sym, p);
+        }
+        return;
+    }
+    case LT_LOP_DIV: case LT_LOP_MOD: case LT_LOP_FMOD:
+        if (fl) {
+            if (n->op == LT_LOP_DIV) { infix(e, n, "/", P_MUL); return; }
+            const char *fn = math_name(e, LT_LOP_FMOD, dt);
+            if (fn) call2(e, fn, a, b);
+            else helper2(e, "fmod", dt, a, b);
+            return;
+        }
+        if (lt_lis_int(b, &c) && c != 0 && c != -1) {
+            infix(e, n, n->op == LT_LOP_DIV ? "/" : "%", P_MUL);
+            return;
+        }
+        helper2(e, n->op == LT_LOP_DIV ? "div" : "fmod", dt, a, b);
+        return;
+    case LT_LOP_MIN: case LT_LOP_MAX: helper2(e, lt_lop_name(n->op), dt, a, b); return;
+    case LT_LOP_POW: {
+        const char *fn = fl ? math_name(e, LT_LOP_POW, dt) : NULL;
+        if (fn) call2(e, fn, a, b);
+        else helper2(e, "pow", dt, a, b);
+        return;
+    }
+    case LT_LOP_AND: infix(e, n, "&&", P_LAND); return;
+    case LT_LOP_OR: infix(e, n, "||", P_LOR); return;
+    case LT_LOP_XOR: infix(e, n, "!=", P_EQ); return; /* both sides are 0/1 */
+    case LT_LOP_BITAND: infix(e, n, "&", P_BAND); return;
+    case LT_LOP_BITOR: infix(e, n, "|", P_BOR); return;
+    case LT_LOP_BITXOR: infix(e, n, "^", P_BXOR); return;
+    case LT_LOP_SHL: case LT_LOP_SHR:
+        if (fl) {
+            fail(e, LT_ERR_UNSUPPORTED, "%s of floating values", lt_lop_name(n->op));
+            return;
+        }
+        helper2(e, lt_lop_name(n->op), dt, a, b);
+        return;
+    case LT_LOP_LT: infix(e, n, "<", P_REL); return;
+    case LT_LOP_LE: infix(e, n, "<=", P_REL); return;
+    case LT_LOP_GT: infix(e, n, ">", P_REL); return;
+    case LT_LOP_GE: infix(e, n, ">=", P_REL); return;
+    case LT_LOP_EQ: infix(e, n, "==", P_EQ); return;
+    case LT_LOP_NE: infix(e, n, "!=", P_EQ); return;
+    default: fail(e, LT_ERR_INVALID, "unknown binary operator %d", n->op);
+    }
+}
+
+/* Casts: how a value of type src becomes a value of type dst in compute form. */
+typedef enum { CAST_NONE, CAST_C, CAST_FN, CAST_BOOL } cast_form;
+static cast_form cast_kind(lt_dtype src, lt_dtype dst, const char **fn) {
+    *fn = NULL;
+    if (src == dst || (compute_dt(src) == LT_FLOAT && dst == LT_FLOAT)) return CAST_NONE;
+    if (dst == LT_BOOL) return CAST_BOOL;
+    if (is_narrow_float(dst)) {
+        bool h = dst == LT_FLOAT16;
+        if (compute_dt(src) == LT_FLOAT) *fn = h ? "lt_round_h" : "lt_round_bf";
+        else *fn = h ? "lt_h2f(lt_d2h" : "lt_bf2f(lt_d2bf"; /* closed with "))" by the caller */
+        return CAST_FN;
+    }
+    if (is_int(dst) && is_fl(src)) {
+        *fn = dst == LT_UINT64 ? "lt_f2u64" : "lt_f2i64";
+        return CAST_FN;
+    }
+    return CAST_C;
+}
+static int cast_prec(em *e, const lt_lnode *n) {
+    const char *fn;
+    switch (cast_kind(n->kids[0]->dtype, n->dtype, &fn)) {
+    case CAST_NONE: return prec_of(e, n->kids[0]);
+    case CAST_C: return P_UNARY;
+    case CAST_FN:
+        return is_int(n->dtype) && n->dtype != LT_INT64 && n->dtype != LT_UINT64 ? P_UNARY : P_PRIMARY;
+    default: return P_PRIMARY;
+    }
+}
+static void ex_cast(em *e, const lt_lnode *n, int maxp) {
+    const lt_lnode *a = n->kids[0];
+    lt_dtype src = a->dtype, dst = n->dtype;
+    const char *fn;
+    switch (cast_kind(src, dst, &fn)) {
+    case CAST_NONE: ex(e, a, maxp); return;
+    case CAST_BOOL: OUT("("); ex(e, a, P_EQ - 1); OUT(" != 0)"); return;
+    case CAST_C: OUT("(%s)", compute_type(e, dst)); ex(e, a, P_UNARY); return;
+    case CAST_FN:
+        if (is_int(dst) && dst != LT_INT64 && dst != LT_UINT64) OUT("(%s)", storage_type(e, dst));
+        OUT("%s(", fn);
+        if (strchr(fn, '(')) { /* double path: lt_h2f(lt_d2h((double)x)) */
+            if (src != LT_DOUBLE) OUT("(double)");
+            ex(e, a, src != LT_DOUBLE ? P_UNARY : P_ANY);
+            OUT("))");
+        } else {
+            if (is_narrow_float(dst) && compute_dt(src) != LT_FLOAT) OUT("(float)");
+            ex(e, a, P_ANY);
+            OUT(")");
+        }
+        return;
+    }
+}
+
+static void ex_load(em *e, const lt_lnode *n) {
+    const char *name = bname(e, n->buf);
+    if (n->buf->dtype == LT_FLOAT16) OUT("lt_h2f(");
+    else if (n->buf->dtype == LT_BFLOAT16) OUT("lt_bf2f(");
+    OUT("%s[", name);
+    ex(e, n->kids[0], P_ANY);
+    OUT("]");
+    if (is_narrow_float(n->buf->dtype)) OUT(")");
+}
+
+static void ex(em *e, const lt_lnode *n, int maxp) {
+    if (e->st != LT_OK) return;
+    if (!n) { fail(e, LT_ERR_INVALID, "missing expression"); return; }
+    if (lt_lnode_info_get(n->kind)->is_stmt) {
+        fail(e, LT_ERR_INVALID, "%s statement used as an expression", lt_lnode_info_get(n->kind)->name);
+        return;
+    }
+    if (n->lanes > 1) {
+        fail(e, LT_ERR_UNSUPPORTED, "%s node with %d lanes: vector expressions are not emitted; mark the "
+             "loop vectorized instead", lt_lnode_info_get(n->kind)->name, n->lanes);
+        return;
+    }
+    if (n->kind != LT_L_CALL && n->kind != LT_L_ADDR && !check_dtype(e, n->dtype, lt_lnode_info_get(n->kind)->name))
+        return;
+    int p = prec_of(e, n);
+    bool paren = p > maxp;
+    if (paren) OUT("(");
+    switch (n->kind) {
+    case LT_L_INT:
+        if (n->ival == INT64_MIN) OUT("(-9223372036854775807 - 1)");
+        else if (n->dtype == LT_UINT64 || n->dtype == LT_UINT32) OUT("%lluu", (unsigned long long)n->ival);
+        else OUT("%lld", (long long)n->ival);
+        break;
+    case LT_L_FLOAT: {
+        char buf[64];
+        double v = n->fval;
+        if (n->dtype == LT_FLOAT16) v = lt_f16_to_f32(lt_f64_to_f16(v));
+        else if (n->dtype == LT_BFLOAT16) v = lt_bf16_to_f32(lt_f32_to_bf16((float)v));
+        if (is_int(n->dtype) || n->dtype == LT_BOOL) snprintf(buf, sizeof buf, "%lld", (long long)v);
+        else fmt_float(buf, sizeof buf, v, compute_dt(n->dtype) == LT_FLOAT);
+        OUT("%s", buf);
+        break;
+    }
+    case LT_L_VAR: OUT("%s", vname(e, n->var)); break;
+    case LT_L_LOAD: ex_load(e, n); break;
+    case LT_L_ADDR:
+        if (lt_lis_int(n->kids[0], NULL) && n->kids[0]->ival == 0) {
+            OUT("%s", bname(e, n->buf));
+        } else {
+            OUT("&%s[", bname(e, n->buf));
+            ex(e, n->kids[0], P_ANY);
+            OUT("]");
+        }
+        break;
+    case LT_L_UNARY: ex_unary(e, n); break;
+    case LT_L_BINARY: ex_binary(e, n); break;
+    case LT_L_SELECT:
+        ex(e, n->kids[0], P_COND - 1);
+        OUT(" ? ");
+        ex(e, n->kids[1], P_COND - 1);
+        OUT(" : ");
+        ex(e, n->kids[2], P_COND);
+        break;
+    case LT_L_CAST: ex_cast(e, n, paren ? P_ANY : maxp); break;
+    case LT_L_CALL:
+        OUT("%s(", n->name ? n->name : "?");
+        for (int i = 0; i < n->n; i++) {
+            if (i) OUT(", ");
+            ex(e, n->kids[i], P_ANY);
+        }
+        OUT(")");
+        break;
+    default: fail(e, LT_ERR_INVALID, "unexpected %s in an expression", lt_lnode_info_get(n->kind)->name);
+    }
+    if (paren) OUT(")");
+}
+
+/* ---- loop analysis: may a loop carry a marking faithfully? ---- */
+typedef struct loop_scan {
+    const lt_lvar *v;
+    bool *inner;         /* by var id: declared inside the loop (LET or FOR) */
+    bool nested, call, store_invariant, dependence;
+    int n_outer;         /* ASSIGNs to outer variables */
+    const lt_lvar *outer[8];
+    const char *red_op[8]; /* "+" / "*" for a reduction, NULL otherwise */
+} loop_scan;
+
+static bool load_conflicts(const lt_lnode *n, const lt_lbuf *b, const lt_lnode *idx) {
+    if (!n) return false;
+    if ((n->kind == LT_L_LOAD || n->kind == LT_L_ADDR) && n->buf == b && !lt_lequal(n->kids[0], idx)) return true;
+    for (int i = 0; i < n->n; i++)
+        if (load_conflicts(n->kids[i], b, idx)) return true;
+    return false;
+}
+
+static void scan_rec(loop_scan *s, const lt_lnode *n, const lt_lnode *root) {
+    if (!n) return;
+    switch (n->kind) {
+    case LT_L_FOR: s->nested = true; if (n->var) s->inner[n->var->id] = true; break;
+    case LT_L_LET: if (n->var) s->inner[n->var->id] = true; break;
+    case LT_L_CALL: s->call = true; break;
+    case LT_L_STORE:
+        if (!lt_luses_var(n->kids[0], s->v)) s->store_invariant = true;
+        if (load_conflicts(root, n->buf, n->kids[0])) s->dependence = true;
+        break;
+    case LT_L_ASSIGN:
+        if (n->var && !s->inner[n->var->id]) {
+            const char *red = NULL;
+            const lt_lnode *x = n->kids[0];
+            if (x->kind == LT_L_BINARY && (x->op == LT_LOP_ADD || x->op == LT_LOP_MUL) &&
+                ((x->kids[0]->kind == LT_L_VAR && x->kids[0]->var == n->var &&
+                  !lt_luses_var(x->kids[1], n->var)) ||
+                 (x->kids[1]->kind == LT_L_VAR && x->kids[1]->var == n->var &&
+                  !lt_luses_var(x->kids[0], n->var))))
+                red = x->op == LT_LOP_ADD ? "+" : "*";
+            int i = 0;
+            while (i < s->n_outer && s->outer[i] != n->var) i++;
+            if (i == s->n_outer && i < 8) {
+                s->outer[i] = n->var;
+                s->red_op[i] = red;
+                s->n_outer++;
+            } else if (i < 8 && s->red_op[i] != red) {
+                s->red_op[i] = NULL;
+            } else if (i == 8) {
+                s->dependence = true;
+            }
+        }
+        break;
+    default: break;
+    }
+    for (int i = 0; i < n->n; i++) scan_rec(s, n->kids[i], root);
+}
+
+static int count_refs(const lt_lnode *n, const lt_lvar *v, lt_lkind kind) {
+    if (!n) return 0;
+    int c = n->kind == kind && n->var == v;
+    for (int i = 0; i < n->n; i++) c += count_refs(n->kids[i], v, kind);
+    return c;
+}
+
+static bool scan_loop(em *e, const lt_lnode *loop, loop_scan *s) {
+    memset(s, 0, sizeof *s);
+    s->v = loop->var;
+    s->inner = lt_mem_calloc((size_t)e->k->n_vars + 1, sizeof *s->inner);
+    if (!s->inner) { fail(e, LT_ERR_NOMEM, "out of memory analysing loop %s", loop->var->name); return false; }
+    scan_rec(s, loop->kids[2], loop->kids[2]);
+    /* a reduction variable may be read only by its own updates */
+    for (int i = 0; i < s->n_outer; i++)
+        if (s->red_op[i] && count_refs(loop->kids[2], s->outer[i], LT_L_VAR) != count_refs(loop->kids[2], s->outer[i], LT_L_ASSIGN))
+            s->red_op[i] = NULL;
+    lt_mem_free(s->inner);
+    s->inner = NULL;
+    return true;
+}
+
+/* ---- statements ---- */
+static void st(em *e, const lt_lnode *n);
+
+static void block(em *e, const lt_lnode *body) {
+    e->ind++;
+    st(e, body);
+    e->ind--;
+}
+
+static void st_for(em *e, const lt_lnode *n) {
+    const char *v = vname(e, n->var);
+    const lt_lnode *lo = n->kids[0], *ext = n->kids[1];
+    int64_t clo = 0, cext = 0;
+    bool klo = lt_lis_int(lo, &clo), kext = lt_lis_int(ext, &cext);
+    const char *vt = compute_type(e, n->var->dtype);
+    lt_loop_kind kind = (lt_loop_kind)n->op;
+
+    if (kind == LT_LOOP_GPU_BLOCK || kind == LT_LOOP_GPU_THREAD) {
+        int axis = (int)n->ival;
+        const char *const *idx = kind == LT_LOOP_GPU_BLOCK ? e->L->block_index : e->L->thread_index;
+        if (axis < 0 || axis > 2 || !idx[axis]) {
+            fail(e, LT_ERR_UNSUPPORTED, "loop %s is bound to a GPU %s (axis %d), which the %s target cannot run",
+                 n->var->name, kind == LT_LOOP_GPU_BLOCK ? "block" : "thread", axis, e->L->name);
+            return;
+        }
+        int64_t dim = kind == LT_LOOP_GPU_BLOCK ? e->grid[axis] : e->block[axis];
+        put_indent(e);
+        OUT("{ /* %s %s */\n", lt_loop_kind_name(kind), n->var->name);
+        e->ind++;
+        put_indent(e);
+        OUT("const %s %s = (%s)%s", vt, v, vt, idx[axis]);
+        if (!klo || clo) { OUT(" + "); ex(e, lo, P_ADD - 1); }
+        OUT(";\n");
+        if (!kext || cext != dim) { /* a shorter sibling loop on the same axis */
+            put_indent(e);
+            OUT("if (%s < ", v);
+            if (klo && kext) OUT("%lld", (long long)(clo + cext));
+            else { ex(e, lo, P_ADD); OUT(" + "); ex(e, ext, P_ADD - 1); }
+            OUT(") {\n");
+            block(e, n->kids[2]);
+            put_indent(e);
+            OUT("}\n");
+        } else {
+            st(e, n->kids[2]);
+        }
+        e->ind--;
+        put_indent(e);
+        OUT("}\n");
+        return;
+    }
+
+    char pragma[256] = "";
+    if (kind == LT_LOOP_PARALLEL) {
+        if (!e->L->parallel_pragma) {
+            fail(e, LT_ERR_UNSUPPORTED, "parallel loop %s: the %s target has no CPU threads (bind it to GPU "
+                 "blocks or threads)", n->var->name, e->L->name);
+            return;
+        }
+        loop_scan s;
+        if (!scan_loop(e, n, &s)) return;
+        if (s.n_outer) {
+            fail(e, LT_ERR_INVALID, "parallel loop %s assigns %s, a variable declared outside it: the threads "
+                 "would race (make it a local of the loop body or parallelize an outer loop)",
+                 n->var->name, s.outer[0]->name);
+            return;
+        }
+        snprintf(pragma, sizeof pragma, "%s", e->L->parallel_pragma);
+    } else if (kind == LT_LOOP_VECTORIZED && e->L->simd_pragma) {
+        loop_scan s;
+        if (!scan_loop(e, n, &s)) return;
+        bool ok = !s.nested && !s.call && !s.store_invariant && !s.dependence;
+        for (int i = 0; i < s.n_outer && ok; i++) ok = s.red_op[i] != NULL;
+        if (ok && s.n_outer > 0) {
+            /* one reduction clause per variable, all on one line */
+            size_t len = 0;
+            for (int i = 0; i < s.n_outer; i++) {
+                char one[160];
+                snprintf(one, sizeof one, e->L->simd_reduction_pragma, s.red_op[i], vname(e, s.outer[i]));
+                if (i == 0) len = (size_t)snprintf(pragma, sizeof pragma, "%s", one);
+                else if (len < sizeof pragma) {
+                    const char *clause = strstr(one, "reduction(");
+                    len += (size_t)snprintf(pragma + len, sizeof pragma - len, " %s", clause ? clause : "");
+                }
+            }
+        } else if (ok) {
+            snprintf(pragma, sizeof pragma, "%s", e->L->simd_pragma);
+        } else {
+            put_indent(e);
+            OUT("/* vectorized loop %s: left to the compiler (%s) */\n", n->var->name,
+                s.nested ? "nested loop" : s.call ? "call in body" : s.store_invariant ? "store not indexed by the loop"
+                : s.dependence ? "a buffer is loaded and stored at different indices" : "outer variable not a sum");
+        }
+    } else if (kind == LT_LOOP_UNROLLED && e->L->unroll_pragma) {
+        int64_t f = n->ival > 0 ? n->ival : kext ? cext : 8;
+        if (f > 1024) f = 1024;
+        if (f > 1) snprintf(pragma, sizeof pragma, e->L->unroll_pragma, (int)f);
+    } else if (kind == LT_LOOP_VECTORIZED && e->L->unroll_pragma && kext && cext <= 64) {
+        snprintf(pragma, sizeof pragma, e->L->unroll_pragma, (int)cext);
+    }
+    if (pragma[0]) {
+        put_indent(e);
+        OUT("%s\n", pragma);
+    }
+    put_indent(e);
+    OUT("for (%s %s = ", vt, v);
+    ex(e, lo, P_ANY);
+    OUT("; %s < ", v);
+    if (klo && kext) OUT("%lld", (long long)(clo + cext));
+    else if (klo && clo == 0) ex(e, ext, P_REL - 1);
+    else { ex(e, lo, P_ADD); OUT(" + "); ex(e, ext, P_ADD - 1); }
+    OUT("; %s++) {\n", v);
+    block(e, n->kids[2]);
+    put_indent(e);
+    OUT("}\n");
+}
+
+static void st_store(em *e, const lt_lnode *n) {
+    const lt_lnode *idx = n->kids[0], *val = n->kids[1];
+    if (n->lanes > 1 || idx->lanes > 1 || val->lanes > 1) {
+        fail(e, LT_ERR_UNSUPPORTED, "vector store into %s (%d lanes): mark the loop vectorized instead",
+             n->buf->name, n->lanes);
+        return;
+    }
+    if (!check_dtype(e, n->buf->dtype, "stored buffer")) return;
+    put_indent(e);
+    OUT("%s[", bname(e, n->buf));
+    ex(e, idx, P_ANY);
+    OUT("] = ");
+    lt_dtype bt = n->buf->dtype;
+    if (bt == LT_FLOAT16 || bt == LT_BFLOAT16) {
+        const char *fn = bt == LT_FLOAT16 ? "lt_f2h" : "lt_f2bf";
+        bool dbl = compute_dt(val->dtype) == LT_DOUBLE;
+        OUT("%s(%s", fn, dbl ? "lt_d2f_odd(" : "");
+        ex(e, val, P_ANY);
+        OUT("%s", dbl ? "))" : ")");
+    } else {
+        ex(e, val, P_ANY);
+    }
+    OUT(";\n");
+}
+
+static void st_alloc(em *e, const lt_lnode *n) {
+    const lt_lbuf *b = n->buf;
+    if (!check_dtype(e, b->dtype, "local buffer")) return;
+    int64_t bytes = 0;
+    if (b->size <= 0 || !lt_mul_i64(b->size, lt_dtype_size(b->dtype), &bytes) || bytes > e->L->max_local_bytes) {
+        fail(e, LT_ERR_UNSUPPORTED, "local buffer %s of %lld elements (%lld bytes) exceeds the %s target's "
+             "limit of %lld bytes per block", b->name, (long long)b->size, (long long)bytes, e->L->name,
+             (long long)e->L->max_local_bytes);
+        return;
+    }
+    put_indent(e);
+    OUT("%s%s %s[%lld]%s; /* %s */\n", b->scope == LT_SCOPE_SHARED ? e->L->shared_qualifier : "",
+        storage_type(e, b->dtype), bname(e, b), (long long)b->size, e->L->local_attr,
+        b->scope == LT_SCOPE_SHARED ? "shared" : "local");
+    st(e, n->kids[0]);
+}
+
+static void st(em *e, const lt_lnode *n) {
+    if (e->st != LT_OK) return;
+    if (!n) { fail(e, LT_ERR_INVALID, "missing statement"); return; }
+    switch (n->kind) {
+    case LT_L_SEQ:
+        for (int i = 0; i < n->n && e->st == LT_OK; i++) st(e, n->kids[i]);
+        break;
+    case LT_L_FOR: st_for(e, n); break;
+    case LT_L_STORE: st_store(e, n); break;
+    case LT_L_IF:
+        put_indent(e);
+        OUT("if (");
+        ex(e, n->kids[0], P_ANY);
+        OUT(") {\n");
+        block(e, n->kids[1]);
+        if (n->n > 2 && n->kids[2] && !lt_lis_empty(n->kids[2])) {
+            put_indent(e);
+            OUT("} else {\n");
+            block(e, n->kids[2]);
+        }
+        put_indent(e);
+        OUT("}\n");
+        break;
+    case LT_L_ALLOC: st_alloc(e, n); break;
+    case LT_L_LET:
+        if (!check_dtype(e, n->var->dtype, "variable")) return;
+        put_indent(e);
+        OUT("%s %s = ", compute_type(e, n->var->dtype), vname(e, n->var));
+        ex(e, n->kids[0], P_ANY);
+        OUT(";\n");
+        break;
+    case LT_L_ASSIGN:
+        put_indent(e);
+        OUT("%s = ", vname(e, n->var));
+        ex(e, n->kids[0], P_ANY);
+        OUT(";\n");
+        break;
+    case LT_L_EVAL:
+        put_indent(e);
+        ex(e, n->kids[0], P_ANY);
+        OUT(";\n");
+        break;
+    case LT_L_BARRIER:
+        put_indent(e);
+        if (e->L->barrier) OUT("%s\n", e->L->barrier);
+        else OUT("/* barrier: nothing to do on this target */\n");
+        break;
+    default:
+        fail(e, LT_ERR_INVALID, "%s expression used as a statement", lt_lnode_info_get(n->kind)->name);
+    }
+}
+
+/* ---- launch dimensions ---- */
+typedef struct dims_scan {
+    lt_ctx *ctx;
+    const lt_kernel *k;
+    int64_t *grid, *block;
+    unsigned active; /* bit a: block axis a bound by an enclosing loop; bit 3+a: thread axis */
+    lt_status st;
+} dims_scan;
+
+static void dims_rec(dims_scan *d, const lt_lnode *n) {
+    if (!n || d->st != LT_OK) return;
+    unsigned bit = 0;
+    if (n->kind == LT_L_FOR && (n->op == LT_LOOP_GPU_BLOCK || n->op == LT_LOOP_GPU_THREAD)) {
+        int axis = (int)n->ival;
+        int64_t ext;
+        bool blk = n->op == LT_LOOP_GPU_BLOCK;
+        const char *nm = n->var ? n->var->name : "?";
+        if (axis < 0 || axis > 2) {
+            d->st = lt_error(d->ctx, LT_ERR_INVALID, "kernel %s: loop %s bound to GPU axis %d (not 0..2)",
+                             d->k->name, nm, axis);
+            return;
+        }
+        if (!lt_lis_int(n->kids[1], &ext) || ext <= 0) {
+            d->st = lt_error(d->ctx, LT_ERR_UNSUPPORTED, "kernel %s: loop %s is bound to a GPU %s but its "
+                             "extent is not a positive constant", d->k->name, nm, blk ? "block" : "thread");
+            return;
+        }
+        bit = 1u << (axis + (blk ? 0 : 3));
+        if (d->active & bit) {
+            d->st = lt_error(d->ctx, LT_ERR_UNSUPPORTED, "kernel %s: loop %s binds GPU %s axis %c inside "
+                             "another loop bound to it", d->k->name, nm, blk ? "block" : "thread", "xyz"[axis]);
+            return;
+        }
+        int64_t *dim = blk ? &d->grid[axis] : &d->block[axis];
+        if (ext > *dim) *dim = ext;
+        d->active |= bit;
+    }
+    for (int i = 0; i < n->n; i++) dims_rec(d, n->kids[i]);
+    d->active &= ~bit;
+}
+
+lt_status lt_emit_launch_dims(lt_ctx *ctx, const lt_kernel *k, int64_t grid[3], int64_t block[3]) {
+    int64_t g[3] = {1, 1, 1}, b[3] = {1, 1, 1};
+    dims_scan d = {ctx, k, g, b, 0, LT_OK};
+    dims_rec(&d, k->body);
+    if (d.st != LT_OK) return d.st;
+    memcpy(grid, g, sizeof g);
+    memcpy(block, b, sizeof b);
+    return LT_OK;
+}
+
+/* ---- kernels ---- */
+static void fmt_qty(char *out, size_t n, double v, const char *unit) {
+    const char *pre[] = {"", "K", "M", "G", "T"};
+    int i = 0;
+    while (v >= 1000 && i < 4) v /= 1000, i++;
+    snprintf(out, n, "%.*f %s%s", i ? 2 : 0, v, pre[i], unit);
+}
+
+typedef struct arg_use {
+    bool read, written;
+} arg_use;
+static bool use_walk(const lt_lnode *n, void *user) {
+    arg_use *u = user;
+    if ((n->kind == LT_L_LOAD) && n->buf && n->buf->arg >= 0) u[n->buf->id].read = true;
+    if ((n->kind == LT_L_STORE || n->kind == LT_L_ADDR) && n->buf && n->buf->arg >= 0) u[n->buf->id].written = true;
+    if (n->kind == LT_L_ADDR && n->buf && n->buf->arg >= 0) u[n->buf->id].read = true;
+    return true;
+}
+
+static lt_status emit_kernel(em *e, const lt_emit_kernel *ek) {
+    const lt_kernel *k = ek->kernel;
+    const lt_lang *L = e->L;
+    e->k = k;
+    e->st = LT_OK;
+    ns_free(&e->names);
+    e->vname = lt_arena_alloc(&e->names_arena, ((size_t)k->n_vars + 1) * sizeof *e->vname);
+    e->bname = lt_arena_alloc(&e->names_arena, ((size_t)k->n_bufs + 1) * sizeof *e->bname);
+    arg_use *use = lt_mem_calloc((size_t)k->n_bufs + 1, sizeof *use);
+    if (!e->vname || !e->bname || !use) {
+        lt_mem_free(use);
+        return fail(e, LT_ERR_NOMEM, "out of memory");
+    }
+    lt_status s = LT_OK;
+    if (!k->name || !*k->name) { s = fail(e, LT_ERR_INVALID, "kernel without a name"); goto done; }
+    for (const char *c = k->name; *c; c++)
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9' && c != k->name) || *c == '_')) {
+            s = fail(e, LT_ERR_INVALID, "kernel name is not a C identifier");
+            goto done;
+        }
+    if ((s = lt_kernel_verify(e->ctx, k)) != LT_OK) { e->st = s; goto done; }
+    if (!ns_add(&e->names, k->name)) { s = fail(e, LT_ERR_NOMEM, "out of memory"); goto done; }
+    if ((s = lt_emit_launch_dims(e->ctx, k, e->grid, e->block)) != LT_OK) { e->st = s; goto done; }
+    lt_lwalk(k->body, use_walk, use);
+
+    /* header comment: origin, cost, launch shape */
+    char fl[32], by[32];
+    fmt_qty(fl, sizeof fl, k->flops, "FLOP");
+    fmt_qty(by, sizeof by, k->bytes, "B");
+    OUT("\n/* %s", k->name);
+    if (ek->origin && *ek->origin) OUT(": %s", ek->origin);
+    OUT("\n * static cost: %s, %s moved", fl, by);
+    if (L->block_index[0]) {
+        OUT("\n * launch: grid (%lld, %lld, %lld), block (%lld, %lld, %lld)", (long long)e->grid[0],
+            (long long)e->grid[1], (long long)e->grid[2], (long long)e->block[0], (long long)e->block[1],
+            (long long)e->block[2]);
+    }
+    OUT(" */\n");
+
+    /* signature and arguments */
+    for (int i = 0; i < k->n_args; i++) {
+        const lt_lbuf *b = k->args[i];
+        if (!b || b->arg != i) { s = fail(e, LT_ERR_INVALID, "argument %d is not marked as argument %d", i, i); goto done; }
+        if (!check_dtype(e, b->dtype, "argument buffer")) { s = e->st; goto done; }
+        bname(e, b);
+    }
+    OUT("%s %s(", L->kernel_prefix, k->name);
+    if (L->args_array) {
+        OUT("void *const *args) {\n");
+        for (int i = 0; i < k->n_args; i++) {
+            const lt_lbuf *b = k->args[i];
+            bool ro = !use[b->id].written;
+            const char *t = storage_type(e, b->dtype);
+            OUT("    %s%s *%s = (%s%s *)args[%d]; /* %s[%lld]%s */\n", ro ? "const " : "", t, bname(e, b),
+                ro ? "const " : "", t, i, lt_dtype_name(b->dtype), (long long)b->size,
+                use[b->id].written ? (use[b->id].read ? ", in/out" : ", out") : "");
+        }
+    } else {
+        for (int i = 0; i < k->n_args; i++) {
+            const lt_lbuf *b = k->args[i];
+            OUT("%s%s%s *%s", i ? ", " : "", use[b->id].written ? "" : "const ", storage_type(e, b->dtype),
+                bname(e, b));
+        }
+        OUT(") {\n");
+    }
+    e->ind = 1;
+    st(e, k->body);
+    e->ind = 0;
+    OUT("}\n");
+    s = e->st;
+done:
+    lt_mem_free(use);
+    return s;
+}
+
+static void em_init(em *e, lt_ctx *ctx, const lt_lang *lang, lt_strbuf *out) {
+    memset(e, 0, sizeof *e);
+    e->ctx = ctx;
+    e->L = lang;
+    e->o = out;
+    lt_arena_init(&e->names_arena);
+}
+static void em_fini(em *e) {
+    ns_free(&e->names);
+    lt_arena_free(&e->names_arena);
+}
+
+lt_status lt_emit_function(lt_ctx *ctx, const lt_lang *lang, const lt_emit_kernel *kernel, lt_strbuf *out) {
+    if (!lang || !kernel || !kernel->kernel || !out)
+        return lt_error(ctx, LT_ERR_USAGE, "lt_emit_function: missing language, kernel or output");
+    em e;
+    em_init(&e, ctx, lang, out);
+    lt_status s = emit_kernel(&e, kernel);
+    em_fini(&e);
+    if (s == LT_OK && out->failed) s = lt_error(ctx, LT_ERR_NOMEM, "out of memory writing kernel %s", kernel->kernel->name);
+    return s;
+}
+
+/* ---- prelude ---- */
+const lt_prelude_file *lt_prelude_find(const char *name) {
+    for (int i = 0; i < lt_prelude_n_files; i++)
+        if (strcmp(lt_prelude_files[i].name, name) == 0) return &lt_prelude_files[i];
+    return NULL;
+}
+
+static bool matches_any(const char *const *pats, const char *name) {
+    for (int i = 0; pats && pats[i]; i++)
+        if (fnmatch(pats[i], name, 0) == 0) return true;
+    return false;
+}
+
+/* Paste a prelude file, replacing `#include "x.h"` of another prelude file by its text (once). */
+static lt_status paste(lt_ctx *ctx, const lt_prelude_file *f, bool *done, lt_strbuf *out, int depth) {
+    int id = (int)(f - lt_prelude_files);
+    if (done[id]) return LT_OK;
+    done[id] = true;
+    if (depth > 16) return lt_error(ctx, LT_ERR_INTERNAL, "prelude %s: includes nested too deeply", f->name);
+    lt_sb_printf(out, "\n/* ---- prelude: %s ---- */\n", f->name);
+    const char *p = f->text;
+    while (*p) {
+        const char *eol = strchr(p, '\n');
+        size_t len = eol ? (size_t)(eol - p) : strlen(p);
+        const char *q = p;
+        while (q < p + len && (*q == ' ' || *q == '\t')) q++;
+        bool handled = false;
+        if (q < p + len && *q == '#') {
+            q++;
+            while (q < p + len && (*q == ' ' || *q == '\t')) q++;
+            if ((size_t)(p + len - q) > 9 && strncmp(q, "include", 7) == 0) {
+                const char *a = memchr(q, '"', (size_t)(p + len - q));
+                const char *b = a ? memchr(a + 1, '"', (size_t)(p + len - a - 1)) : NULL;
+                if (a && b) {
+                    char inc[128];
+                    snprintf(inc, sizeof inc, "%.*s", (int)(b - a - 1), a + 1);
+                    const char *base = strrchr(inc, '/');
+                    const lt_prelude_file *g = lt_prelude_find(base ? base + 1 : inc);
+                    if (!g)
+                        return lt_error(ctx, LT_ERR_INTERNAL, "prelude %s includes \"%s\", which is not an "
+                                        "embedded prelude header", f->name, inc);
+                    LT_TRY(paste(ctx, g, done, out, depth + 1));
+                    lt_sb_printf(out, "/* ---- prelude: %s (continued) ---- */\n", f->name);
+                    handled = true;
+                }
+            }
+        }
+        if (!handled) lt_sb_printf(out, "%.*s\n", (int)len, p);
+        p = eol ? eol + 1 : p + len;
+    }
+    return LT_OK;
+}
+
+/* Does text contain `name` as a whole identifier followed by '('? */
+static bool defines_call(const char *text, const char *name) {
+    size_t n = strlen(name);
+    if (!n) return false;
+    for (const char *p = strstr(text, name); p; p = strstr(p + 1, name)) {
+        char before = p == text ? ' ' : p[-1];
+        if ((before >= 'a' && before <= 'z') || (before >= 'A' && before <= 'Z') || (before >= '0' && before <= '9') || before == '_')
+            continue;
+        const char *q = p + n;
+        while (*q == ' ') q++;
+        if (*q == '(') return true;
+    }
+    return false;
+}
+
+typedef struct call_names {
+    lt_vec names;
+    bool oom;
+} call_names;
+static bool collect_calls(const lt_lnode *n, void *user) {
+    call_names *c = user;
+    if (n->kind == LT_L_CALL && n->name && !lt_vec_push(&c->names, (void *)n->name)) c->oom = true;
+    return true;
+}
+
+lt_status lt_emit_module(lt_ctx *ctx, const lt_lang *lang, const lt_emit_kernel *kernels, int n,
+                         const char *extra, lt_strbuf *out) {
+    if (!lang || !out || n < 0 || (n > 0 && !kernels))
+        return lt_error(ctx, LT_ERR_USAGE, "lt_emit_module: missing language, kernels or output");
+    for (int i = 0; i < n; i++) {
+        if (!kernels[i].kernel || !kernels[i].kernel->name)
+            return lt_error(ctx, LT_ERR_USAGE, "lt_emit_module: kernel %d is missing or has no name", i);
+        for (int j = 0; j < i; j++)
+            if (strcmp(kernels[i].kernel->name, kernels[j].kernel->name) == 0)
+                return lt_error(ctx, LT_ERR_INVALID, "lt_emit_module: two kernels are named %s", kernels[i].kernel->name);
+    }
+    size_t start = out->len;
+    bool *done = lt_calloc(ctx, (size_t)lt_prelude_n_files + 1, sizeof *done, "prelude list");
+    if (!done) return LT_ERR_NOMEM;
+    call_names calls = {{0}, false};
+    lt_status s = LT_OK;
+
+    lt_sb_printf(out, "/* Generated by lathe for target %s: %d kernel%s.\n * Build: %s\n */\n", lang->name, n,
+                 n == 1 ? "" : "s", lang->build_note);
+    for (int i = 0; lang->prelude && lang->prelude[i] && s == LT_OK; i++) {
+        const lt_prelude_file *f = lt_prelude_find(lang->prelude[i]);
+        s = f ? paste(ctx, f, done, out, 0)
+              : lt_error(ctx, LT_ERR_INTERNAL, "prelude header %s is not embedded (check cmake/embed.cmake)",
+                         lang->prelude[i]);
+    }
+    /* optional headers: those defining a function a kernel or the extra code calls */
+    for (int i = 0; i < n; i++) lt_lwalk(kernels[i].kernel->body, collect_calls, &calls);
+    if (calls.oom) s = lt_error(ctx, LT_ERR_NOMEM, "out of memory listing calls");
+    for (int f = 0; f < lt_prelude_n_files && s == LT_OK; f++) {
+        const lt_prelude_file *pf = &lt_prelude_files[f];
+        if (done[f] || !matches_any(lang->prelude_optional, pf->name) || matches_any(lang->prelude_exclude, pf->name))
+            continue;
+        bool used = false;
+        for (int c = 0; c < calls.names.n && !used; c++) used = defines_call(pf->text, calls.names.items[c]);
+        /* extra code: any lt_ identifier it calls */
+        for (const char *p = extra ? strstr(extra, "lt_") : NULL; p && !used; p = strstr(p + 1, "lt_")) {
+            char id[96];
+            size_t len = 0;
+            while (len + 1 < sizeof id && ((p[len] >= 'a' && p[len] <= 'z') || (p[len] >= 'A' && p[len] <= 'Z') ||
+                                           (p[len] >= '0' && p[len] <= '9') || p[len] == '_'))
+                id[len] = p[len], len++;
+            id[len] = 0;
+            used = defines_call(pf->text, id) && defines_call(extra, id);
+        }
+        if (used) s = paste(ctx, pf, done, out, 0);
+    }
+
+    em e;
+    em_init(&e, ctx, lang, out);
+    for (int i = 0; i < n && s == LT_OK; i++) s = emit_kernel(&e, &kernels[i]);
+    em_fini(&e);
+
+    if (s == LT_OK && lang->kernel_table) {
+        lt_sb_printf(out, "\nconst lt_kernel_desc lathe_kernels[] = {\n");
+        for (int i = 0; i < n; i++)
+            lt_sb_printf(out, "    {\"%s\", %s, %d},\n", kernels[i].kernel->name, kernels[i].kernel->name,
+                         kernels[i].kernel->n_args);
+        lt_sb_printf(out, "    {0, 0, 0},\n};\nconst int lathe_n_kernels = %d;\n", n);
+    }
+    if (s == LT_OK && extra) lt_sb_printf(out, "\n%s%s", extra, extra[0] && extra[strlen(extra) - 1] != '\n' ? "\n" : "");
+    if (s == LT_OK && out->failed) s = lt_error(ctx, LT_ERR_NOMEM, "out of memory writing the generated module");
+    if (s != LT_OK && !out->failed && out->s) { /* leave `out` as it was */
+        out->len = start;
+        out->s[start] = 0;
+    }
+    lt_vec_free(&calls.names);
+    lt_mem_free(done);
+    return s;
+}

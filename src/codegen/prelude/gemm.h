@@ -1,0 +1,740 @@
+/* gemm.h — packed single-precision GEMM with a fused epilogue: the CPU microkernel behind MatMul,
+ * Gemm and (through conv.h) Conv in generated code.
+ *
+ * Pasted into a generated C translation unit by the emitter when a kernel calls one of these
+ * functions (it includes core.h, which the emitter pastes first anyway). Everything is `static`,
+ * named lt_*; nothing allocates, prints or aborts. Builds with `-O3 -march=native -fopenmp` (AVX-512
+ * or AVX2 kernels, OpenMP threads) and with plain `cc -O2` (portable kernel, one thread).
+ *
+ * ---- API (what generated code and the runtime call) ---------------------------------------------
+ *
+ *   C[M,N] = epilogue( alpha * op(A)[M,K] * op(B)[K,N] + beta * C )        all row-major float32
+ *
+ *   void lt_sgemm(M, N, K, A, lda, a_mode, B, ldb, b_mode, C, ldc, alpha, beta, ep, ws, ws_floats)
+ *     a_mode: LT_GEMM_N  A[i*lda + k]        b_mode: LT_GEMM_N  B[k*ldb + j]
+ *             LT_GEMM_T  A[k*lda + i]                LT_GEMM_T  B[j*ldb + k]
+ *             LT_GEMM_PACKED  A from lt_sgemm_pack_a (lda ignored); likewise B from lt_sgemm_pack_b
+ *     beta == 0: C is write-only (may hold garbage or NaN); otherwise it is read first.
+ *     ep: the fused epilogue (NULL: none), applied once per element after the K sum, in registers
+ *         or while the C tile is in L1:
+ *            v = alpha*acc + beta*C_old
+ *            v += bias[j] (or bias[i] when bias_per_row)
+ *            v += residual[i*ldr + j]     (here, or after the activation: residual_after_act)
+ *            v = act(v)                   LT_ACT_* below; act_a, act_b are its parameters
+ *     ws, ws_floats: scratch for packing (any alignment). The full-speed size is
+ *         lt_sgemm_ws_floats(M, N, K, threads); less is fine (fewer threads, smaller blocks, and
+ *         below LT_GEMM_WS_MIN floats a slower path with a ~56 KiB stack buffer). ws may be NULL
+ *         when ws_floats is 0. A safe static bound is LT_GEMM_WS_PER_THREAD floats per thread.
+ *     Threads: lt_nthreads() of the module (lathe_set_threads); small problems run on one thread;
+ *     inside an enclosing parallel region OpenMP's nesting rules apply (usually one thread).
+ *
+ *   Weight pre-packing (once, at load time; the layout is private to this translation unit):
+ *     int64_t lt_sgemm_packed_b_size(K, N)                          floats
+ *     void    lt_sgemm_pack_b(dst, B, ldb, b_mode /N or T/, K, N)
+ *     int64_t lt_sgemm_packed_a_size(M, K)
+ *     void    lt_sgemm_pack_a(dst, A, lda, a_mode /N or T/, M, K)
+ *
+ *   Batched (attention MatMuls; ONNX batch broadcasting up to two batch levels):
+ *     void lt_sgemm_batched(b1, b2, M, N, K, A, lda, a_mode, sa1, sa2, B, ldb, b_mode, sb1, sb2,
+ *                           C, ldc, sc1, sc2, alpha, beta, ep, sr1, sr2, ws, ws_floats)
+ *     batch (x1, x2) in [0,b1) x [0,b2) uses A + x1*sa1 + x2*sa2 (strides in floats, 0 to
+ *     broadcast), B, C and the epilogue's residual likewise; bias is shared by all batches.
+ *
+ *   Flat form for generated code (scalars and pointers only; an unused pointer may be any valid
+ *   pointer, e.g. C, because the mode says it is not read):
+ *     void lt_gemm_f32(C, A, B, bias, residual, ws,
+ *                      b1, b2, M, N, K,
+ *                      lda, a_mode, sa1, sa2,   ldb, b_mode, sb1, sb2,   ldc, sc1, sc2,
+ *                      bias_mode /0 none, 1 per column, 2 per row/,
+ *                      res_mode /0 none, 1 before act, 2 after act/, ldr, sr1, sr2,
+ *                      act, act_a, act_b, alpha, beta, ws_floats)
+ *
+ * Activation codes (act, act_a, act_b):
+ *   LT_ACT_NONE 0, LT_ACT_RELU 1, LT_ACT_CLIP 2 (min a, max b), LT_ACT_LEAKY_RELU 3 (alpha a),
+ *   LT_ACT_SIGMOID 4, LT_ACT_TANH 5, LT_ACT_GELU 6 (erf form), LT_ACT_GELU_TANH 7, LT_ACT_SILU 8
+ *   (x*sigmoid(x)), LT_ACT_HARD_SIGMOID 9 (max(0, min(1, a*x + b))).
+ *
+ * ---- Design -------------------------------------------------------------------------------------
+ * Packed panels: an operand is cut into K blocks (lt_gemm_kblock: at most LT_GEMM_KC deep, equal
+ * sizes) and, inside a block, into panels of W rows (W = MR for A, NR for B) stored k-major:
+ * panel[k*W + r]; the last panel is zero-padded. A pre-packed matrix holds block p0 (its first k)
+ * at p0*Rpad, panel t at +t*W*kc, where Rpad = R rounded up to W.
+ * Register-blocked kernels: AVX-512 8x48 (24 zmm accumulators, 3 B loads and 8 broadcasts per k),
+ * AVX2+FMA 6x16, portable 6x8 (GCC vector extensions, 16-byte vectors). One kernel is instantiated
+ * per (rows, vectors) tail shape; the last vector of a tile is masked, padded B columns are zero.
+ * Cache blocking: K blocks of at most LT_GEMM_KC; N chunks of at most LT_GEMM_NC columns, whose
+ * packed B block (256 x 768 floats = 768 KiB) stays in the 2 MiB L2; each A micro-panel (MR x kc,
+ * 8 KiB) stays in L1 while the B block streams past it, so A needs neither packing ahead nor M
+ * blocking (its panels are packed one at a time, just before use).
+ * Threads: C is cut into chunks (M range x N range x batch); each thread takes whole chunks, so a C
+ * tile is written by one thread only and its epilogue runs when its last K block is done. Chunks
+ * are cut along N first (each thread then keeps its own B block in L2, and Conv's B, packed at run
+ * time, is never packed twice), along M when N has fewer panels.
+ */
+#ifndef LT_PRELUDE_GEMM_H
+#define LT_PRELUDE_GEMM_H
+
+#include "core.h"
+
+#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
+#include <immintrin.h>
+#endif
+
+/* ---- public constants and types ---- */
+enum { LT_GEMM_N = 0, LT_GEMM_T = 1, LT_GEMM_PACKED = 2 };
+enum {
+    LT_ACT_NONE = 0, LT_ACT_RELU = 1, LT_ACT_CLIP = 2, LT_ACT_LEAKY_RELU = 3, LT_ACT_SIGMOID = 4,
+    LT_ACT_TANH = 5, LT_ACT_GELU = 6, LT_ACT_GELU_TANH = 7, LT_ACT_SILU = 8, LT_ACT_HARD_SIGMOID = 9
+};
+
+typedef struct lt_epilogue {
+    const float *bias;      /* NULL: none; bias[j] per column, or bias[i] when bias_per_row */
+    int bias_per_row;
+    int act;                /* LT_ACT_* */
+    float act_a, act_b;     /* CLIP: min, max; LEAKY_RELU: alpha; HARD_SIGMOID: alpha, beta */
+    const float *residual;  /* NULL: none; residual[i*ldr + j] is added */
+    int64_t ldr;
+    int residual_after_act; /* 0: act(v + residual) (ResNet); 1: act(v) + residual */
+} lt_epilogue;
+
+/* ---- configuration per instruction set ---- */
+#ifndef LT_GEMM_KC
+#define LT_GEMM_KC 256 /* deepest K block */
+#endif
+#ifndef LT_GEMM_NC
+#define LT_GEMM_NC 768 /* columns of an N chunk (B block KC x NC in L2) */
+#endif
+/* workspace floats one thread needs at full speed, for every instruction set (MR <= 16) */
+#define LT_GEMM_WS_PER_THREAD ((int64_t)LT_GEMM_KC * (LT_GEMM_NC + 16) + 32)
+
+#if defined(__AVX512F__)
+#define LT_GEMM_ISA "avx512"
+#define LT_GL 16 /* lanes */
+#ifndef LT_GEMM_MR
+#define LT_GEMM_MR 8
+#endif
+#ifndef LT_GEMM_NV
+#define LT_GEMM_NV 3
+#endif
+typedef __m512 lt_gv;
+#define LT_GV_ZERO() _mm512_setzero_ps()
+#define LT_GV_SET1(x) _mm512_set1_ps(x)
+#define LT_GV_LOAD(p) _mm512_loadu_ps(p)
+#define LT_GV_STORE(p, v) _mm512_storeu_ps((p), (v))
+#define LT_GV_FMA(a, b, c) _mm512_fmadd_ps((a), (b), (c))
+#define LT_GV_MAX(a, b) _mm512_max_ps((a), (b)) /* b when either is NaN */
+#define LT_GV_MIN(a, b) _mm512_min_ps((a), (b))
+#elif defined(__AVX2__) && defined(__FMA__)
+#define LT_GEMM_ISA "avx2"
+#define LT_GL 8
+#ifndef LT_GEMM_MR
+#define LT_GEMM_MR 6
+#endif
+#ifndef LT_GEMM_NV
+#define LT_GEMM_NV 2
+#endif
+typedef __m256 lt_gv;
+#define LT_GV_ZERO() _mm256_setzero_ps()
+#define LT_GV_SET1(x) _mm256_set1_ps(x)
+#define LT_GV_LOAD(p) _mm256_loadu_ps(p)
+#define LT_GV_STORE(p, v) _mm256_storeu_ps((p), (v))
+#define LT_GV_FMA(a, b, c) _mm256_fmadd_ps((a), (b), (c))
+#define LT_GV_MAX(a, b) _mm256_max_ps((a), (b))
+#define LT_GV_MIN(a, b) _mm256_min_ps((a), (b))
+#else
+#define LT_GEMM_ISA "portable"
+#define LT_GL 4
+#ifndef LT_GEMM_MR
+#define LT_GEMM_MR 6
+#endif
+#ifndef LT_GEMM_NV
+#define LT_GEMM_NV 2
+#endif
+typedef float lt_gv __attribute__((vector_size(16)));
+#define LT_GV_ZERO() ((lt_gv){0, 0, 0, 0})
+#define LT_GV_SET1(x) ((lt_gv){0, 0, 0, 0} + (x))
+#define LT_GV_LOAD(p) ({ lt_gv lt_gv_; memcpy(&lt_gv_, (p), sizeof lt_gv_); lt_gv_; })
+#define LT_GV_STORE(p, v) do { lt_gv lt_gs_ = (v); memcpy((p), &lt_gs_, sizeof lt_gs_); } while (0)
+#define LT_GV_FMA(a, b, c) ((a) * (b) + (c))
+LT_FN lt_gv lt_gv_max_(lt_gv a, lt_gv b) { lt_gv r; for (int i = 0; i < 4; i++) r[i] = a[i] > b[i] ? a[i] : b[i]; return r; }
+LT_FN lt_gv lt_gv_min_(lt_gv a, lt_gv b) { lt_gv r; for (int i = 0; i < 4; i++) r[i] = a[i] < b[i] ? a[i] : b[i]; return r; }
+#define LT_GV_MAX(a, b) lt_gv_max_((a), (b))
+#define LT_GV_MIN(a, b) lt_gv_min_((a), (b))
+#endif
+
+#define LT_GEMM_NR (LT_GEMM_NV * LT_GL)
+#define LT_GEMM_WS_MIN ((int64_t)LT_GEMM_MR * LT_GEMM_KC + (int64_t)LT_GEMM_KC * LT_GEMM_NR + 32)
+
+#define LT_GEMM_AI static inline __attribute__((always_inline, unused))
+#ifdef _OPENMP
+#define LT_PRAGMA_SIMD _Pragma("omp simd")
+#else
+#define LT_PRAGMA_SIMD
+#endif
+
+LT_FN int64_t lt_gemm_min_(int64_t a, int64_t b) { return a < b ? a : b; }
+LT_FN int64_t lt_gemm_cdiv_(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/* ---- activations: branch-free float code the compiler vectorizes (accurate to a few ulp) ---- */
+LT_FN float lt_fbits_(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+/* exp(x): Cody-Waite reduction, degree-6 polynomial, 2^n applied in two halves (denormal results). */
+LT_FN float lt_vexpf(float x) {
+    float xc = x < -104.0f ? -104.0f : (x > 89.0f ? 89.0f : x);
+    float n = __builtin_rintf(xc * 1.44269504088896341f);
+    float r = xc - n * 0.693145751953125f;
+    r = r - n * 1.42860682030941723e-6f;
+    float p = 1.0f / 720.0f;
+    p = p * r + 1.0f / 120.0f;
+    p = p * r + 1.0f / 24.0f;
+    p = p * r + 1.0f / 6.0f;
+    p = p * r + 0.5f;
+    p = p * r + 1.0f;
+    p = p * r + 1.0f;
+    int32_t ni = (int32_t)n, n1 = ni / 2, n2 = ni - n1;
+    float s1 = lt_fbits_((uint32_t)(n1 + 127) << 23), s2 = lt_fbits_((uint32_t)(n2 + 127) << 23);
+    float y = p * s1 * s2;
+    return x != x ? x : y;
+}
+LT_FN float lt_vsigmoidf(float x) { return 1.0f / (1.0f + lt_vexpf(-x)); }
+/* tanh(x) = e/(e+2) with e = expm1(2|x|); expm1 by its Taylor series below 0.35, else exp - 1. */
+LT_FN float lt_vtanhf(float x) {
+    float ax = __builtin_fabsf(x);
+    float y = 2.0f * (ax > 9.0f ? 9.0f : ax);
+    float t = 1.0f / 40320.0f;
+    t = t * y + 1.0f / 5040.0f;
+    t = t * y + 1.0f / 720.0f;
+    t = t * y + 1.0f / 120.0f;
+    t = t * y + 1.0f / 24.0f;
+    t = t * y + 1.0f / 6.0f;
+    t = t * y + 0.5f;
+    t = t * y + 1.0f;
+    t = t * y;
+    float em1 = y < 0.35f ? t : lt_vexpf(y) - 1.0f;
+    float r = em1 / (em1 + 2.0f);
+    r = x < 0 ? -r : r;
+    return x != x ? x : r;
+}
+/* erfc(z) for z >= 0 (Numerical Recipes' Chebyshev fit, relative error < 1.2e-7). */
+LT_FN float lt_verfcf_pos(float z) {
+    float t = 1.0f / (1.0f + 0.5f * z);
+    float p = 0.17087277f;
+    p = p * t - 0.82215223f;
+    p = p * t + 1.48851587f;
+    p = p * t - 1.13520398f;
+    p = p * t + 0.27886807f;
+    p = p * t - 0.18628806f;
+    p = p * t + 0.09678418f;
+    p = p * t + 0.37409196f;
+    p = p * t + 1.00002368f;
+    p = p * t - 1.26551223f;
+    return t * lt_vexpf(p - z * z);
+}
+/* gelu(x) = x/2 * (1 + erf(x/sqrt2)) = x/2 * erfc(-x/sqrt2): no cancellation for negative x. */
+LT_FN float lt_vgeluf(float x) {
+    float z = x * 0.70710678118654752f;
+    float e = lt_verfcf_pos(__builtin_fabsf(z));
+    float one_plus_erf = x < 0 ? e : 2.0f - e;
+    return 0.5f * x * one_plus_erf;
+}
+/* gelu, tanh form: x/2 (1 + tanh(u)) = x * sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3). */
+LT_FN float lt_vgelu_tanhf(float x) {
+    float u = 0.7978845608028654f * (x + 0.044715f * x * x * x);
+    return x * lt_vsigmoidf(2.0f * u);
+}
+LT_FN float lt_act_f32(float v, int act, float a, float b) {
+    switch (act) {
+    case LT_ACT_RELU: return v < 0 ? 0.0f : v;
+    case LT_ACT_CLIP: return v < a ? a : (v > b ? b : v);
+    case LT_ACT_LEAKY_RELU: return v > 0 ? v : a * v;
+    case LT_ACT_SIGMOID: return lt_vsigmoidf(v);
+    case LT_ACT_TANH: return lt_vtanhf(v);
+    case LT_ACT_GELU: return lt_vgeluf(v);
+    case LT_ACT_GELU_TANH: return lt_vgelu_tanhf(v);
+    case LT_ACT_SILU: return v * lt_vsigmoidf(v);
+    case LT_ACT_HARD_SIGMOID: { float h = a * v + b; return h < 0 ? 0.0f : (h > 1 ? 1.0f : h); }
+    default: return v;
+    }
+}
+/* act over a row: one loop per kind so each vectorizes. */
+LT_FN void lt_act_row_f32(float *x, int64_t n, int act, float a, float b) {
+    switch (act) {
+    case LT_ACT_NONE: return;
+    case LT_ACT_SIGMOID: LT_PRAGMA_SIMD for (int64_t j = 0; j < n; j++) x[j] = lt_vsigmoidf(x[j]); return;
+    case LT_ACT_TANH: LT_PRAGMA_SIMD for (int64_t j = 0; j < n; j++) x[j] = lt_vtanhf(x[j]); return;
+    case LT_ACT_GELU: LT_PRAGMA_SIMD for (int64_t j = 0; j < n; j++) x[j] = lt_vgeluf(x[j]); return;
+    case LT_ACT_GELU_TANH: LT_PRAGMA_SIMD for (int64_t j = 0; j < n; j++) x[j] = lt_vgelu_tanhf(x[j]); return;
+    case LT_ACT_SILU: LT_PRAGMA_SIMD for (int64_t j = 0; j < n; j++) x[j] = x[j] * lt_vsigmoidf(x[j]); return;
+    default: for (int64_t j = 0; j < n; j++) x[j] = lt_act_f32(x[j], act, a, b); return;
+    }
+}
+/* Activations the kernels apply in registers; the others run over the stored tile. */
+LT_FN int lt_act_is_cheap(int act) {
+    return act == LT_ACT_NONE || act == LT_ACT_RELU || act == LT_ACT_CLIP || act == LT_ACT_LEAKY_RELU;
+}
+
+/* ---- packing ---- */
+/* K blocking: equal blocks of at most LT_GEMM_KC (a multiple of 8 except the last one). */
+LT_FN int64_t lt_gemm_kblock(int64_t K) {
+    if (K <= LT_GEMM_KC) return K > 0 ? K : 1;
+    int64_t nb = lt_gemm_cdiv_(K, LT_GEMM_KC), kb = lt_gemm_cdiv_(K, nb);
+    return (kb + 7) / 8 * 8;
+}
+
+/* Pack rows [r0, r0+nr) x k [k0, k0+kc) of a matrix into panels of width W (W in {MR, NR}):
+ * dst[t*W*kc + k*W + r]. kmajor: element (r, k) at src[k*ld + r] (A^T, B); else src[r*ld + k]. */
+LT_FN void lt_gemm_pack_(float *restrict dst, const float *restrict src, int64_t ld, int kmajor, int64_t r0,
+                         int64_t nr, int64_t k0, int64_t kc, int W) {
+    int64_t np = lt_gemm_cdiv_(nr, W), wl = nr - (np - 1) * W; /* panels; width of the last one */
+    if (kmajor) { /* source rows are k: read each row once, left to right, dealing it to the panels */
+        for (int64_t k = 0; k < kc; k++) {
+            const float *s = src + (k0 + k) * ld + r0;
+            float *d = dst + k * W;
+            for (int64_t t = 0; t < np - 1; t++, s += W, d += W * kc) memcpy(d, s, (size_t)W * sizeof(float));
+            int64_t r = 0;
+            for (; r < wl; r++) d[r] = s[r];
+            for (; r < W; r++) d[r] = 0.0f;
+        }
+        return;
+    }
+    for (int64_t t = 0; t < np; t++) { /* source rows are r: transpose W rows at a time */
+        float *d = dst + t * W * kc;
+        int64_t w = t == np - 1 ? wl : W;
+        const float *s = src + (r0 + t * W) * ld + k0;
+        if (w < W)
+            for (int64_t k = 0; k < kc; k++)
+                for (int64_t r = w; r < W; r++) d[k * W + r] = 0.0f;
+        for (int64_t k8 = 0; k8 < kc; k8 += 8) { /* 8 k at a time keeps the W source lines in L1 */
+            int64_t ke = lt_gemm_min_(k8 + 8, kc);
+            for (int64_t r = 0; r < w; r++)
+                for (int64_t k = k8; k < ke; k++) d[k * W + r] = s[r * ld + k];
+        }
+    }
+}
+
+LT_FN int64_t lt_sgemm_packed_a_size(int64_t M, int64_t K) {
+    return lt_gemm_cdiv_(M, LT_GEMM_MR) * LT_GEMM_MR * (K > 0 ? K : 1);
+}
+LT_FN int64_t lt_sgemm_packed_b_size(int64_t K, int64_t N) {
+    return lt_gemm_cdiv_(N, LT_GEMM_NR) * LT_GEMM_NR * (K > 0 ? K : 1);
+}
+/* Whole-matrix packing (weights at load time): K block p0 at dst + p0*Rpad. */
+LT_FN void lt_gemm_pack_all_(float *dst, const float *src, int64_t ld, int kmajor, int64_t R, int64_t K, int W) {
+    int64_t rpad = lt_gemm_cdiv_(R, W) * W, kb = lt_gemm_kblock(K);
+    if (K <= 0) { memset(dst, 0, (size_t)rpad * sizeof(float)); return; }
+    for (int64_t p0 = 0; p0 < K; p0 += kb)
+        lt_gemm_pack_(dst + p0 * rpad, src, ld, kmajor, 0, R, p0, lt_gemm_min_(kb, K - p0), W);
+}
+LT_FN void lt_sgemm_pack_a(float *dst, const float *A, int64_t lda, int a_mode, int64_t M, int64_t K) {
+    lt_gemm_pack_all_(dst, A, lda, a_mode == LT_GEMM_T, M, K, LT_GEMM_MR);
+}
+LT_FN void lt_sgemm_pack_b(float *dst, const float *B, int64_t ldb, int b_mode, int64_t K, int64_t N) {
+    lt_gemm_pack_all_(dst, B, ldb, b_mode != LT_GEMM_T, N, K, LT_GEMM_NR);
+}
+
+/* ---- the micro-kernel ---- */
+/* What a kernel call does after its K block: the tile's share of the epilogue, pre-offset to the
+ * tile (bias, residual point at the tile's first row/column). */
+typedef struct lt_gemm_tile {
+    float alpha, beta;
+    int first, last; /* first: C is not yet accumulated (beta applies); last: run the epilogue */
+    const float *bias_col, *bias_row, *res;
+    int64_t ldr;
+    int act, res_after;
+    float act_a, act_b;
+} lt_gemm_tile;
+
+/* Scalar tile store (tails, or a tile spilled from registers): tmp[i*ldt + j] holds the sums. */
+LT_FN void lt_gemm_store_scalar_(const float *tmp, int64_t ldt, float *c, int64_t ldc, int mr, int nc,
+                                 const lt_gemm_tile *t) {
+    for (int i = 0; i < mr; i++) {
+        float *cr = c + i * ldc;
+        const float *tr = tmp + i * ldt;
+        for (int j = 0; j < nc; j++) {
+            float v = t->alpha * tr[j];
+            if (!t->first) v += cr[j];
+            else if (t->beta != 0.0f) v += t->beta * cr[j];
+            if (t->last) {
+                if (t->bias_col) v += t->bias_col[j];
+                if (t->bias_row) v += t->bias_row[i];
+                if (t->res && !t->res_after) v += t->res[i * t->ldr + j];
+                if (lt_act_is_cheap(t->act)) {
+                    v = lt_act_f32(v, t->act, t->act_a, t->act_b);
+                    if (t->res && t->res_after) v += t->res[i * t->ldr + j];
+                }
+            }
+            cr[j] = v;
+        }
+    }
+}
+/* The rest of the epilogue for expensive activations, over the stored tile (in L1). */
+LT_FN void lt_gemm_tile_act_(float *c, int64_t ldc, int mr, int nc, const lt_gemm_tile *t) {
+    for (int i = 0; i < mr; i++) {
+        lt_act_row_f32(c + i * ldc, nc, t->act, t->act_a, t->act_b);
+        if (t->res && t->res_after) {
+            float *cr = c + i * ldc;
+            const float *rr = t->res + i * t->ldr;
+            for (int j = 0; j < nc; j++) cr[j] += rr[j];
+        }
+    }
+}
+
+/* kc steps of the rank-1 update on an MRxNR register tile, then the store. a: A panel (MR wide),
+ * b: B panel (NR wide), c: the tile in C (nc <= NV_*LT_GL valid columns). MR_ and NV_ are constants
+ * at every call site, so the loops unroll and acc lives in registers. */
+LT_GEMM_AI void lt_gemm_kernel_(const int MR_, const int NV_, int64_t kc, const float *restrict a,
+                                const float *restrict b, float *restrict c, int64_t ldc, int nc,
+                                const lt_gemm_tile *t) {
+    lt_gv acc[LT_GEMM_MR][LT_GEMM_NV];
+#pragma GCC unroll 16
+    for (int i = 0; i < MR_; i++)
+#pragma GCC unroll 4
+        for (int v = 0; v < NV_; v++) acc[i][v] = LT_GV_ZERO();
+    /* bring the C tile in while the products run (it is read or written at the end) */
+#pragma GCC unroll 16
+    for (int i = 0; i < MR_; i++)
+#pragma GCC unroll 4
+        for (int v = 0; v < NV_; v++) __builtin_prefetch(c + i * ldc + v * LT_GL, 1, 3);
+    for (int64_t k = 0; k < kc; k++) {
+        lt_gv bv[LT_GEMM_NV];
+#pragma GCC unroll 4
+        for (int v = 0; v < NV_; v++) bv[v] = LT_GV_LOAD(b + v * LT_GL);
+#pragma GCC unroll 16
+        for (int i = 0; i < MR_; i++) {
+            lt_gv av = LT_GV_SET1(a[i]);
+#pragma GCC unroll 4
+            for (int v = 0; v < NV_; v++) acc[i][v] = LT_GV_FMA(av, bv[v], acc[i][v]);
+        }
+        a += LT_GEMM_MR;
+        b += LT_GEMM_NR;
+    }
+    int cheap = lt_act_is_cheap(t->act);
+    if (nc == NV_ * LT_GL) { /* full width: epilogue in registers */
+        lt_gv va = LT_GV_SET1(t->alpha), vb = LT_GV_SET1(t->beta), zero = LT_GV_ZERO();
+        lt_gv lo = LT_GV_SET1(t->act == LT_ACT_CLIP ? t->act_a : 0.0f);
+        lt_gv hi = LT_GV_SET1(t->act_b), la = LT_GV_SET1(t->act_a);
+#pragma GCC unroll 16
+        for (int i = 0; i < MR_; i++) {
+            float *cr = c + i * ldc;
+            const float *rr = t->res ? t->res + i * t->ldr : 0;
+            lt_gv brow = t->bias_row ? LT_GV_SET1(t->bias_row[i]) : zero;
+#pragma GCC unroll 4
+            for (int v = 0; v < NV_; v++) {
+                lt_gv x = acc[i][v];
+                if (t->alpha != 1.0f) x = x * va;
+                if (!t->first) x = x + LT_GV_LOAD(cr + v * LT_GL);
+                else if (t->beta != 0.0f) x = LT_GV_FMA(vb, LT_GV_LOAD(cr + v * LT_GL), x);
+                if (t->last) {
+                    if (t->bias_col) x = x + LT_GV_LOAD(t->bias_col + v * LT_GL);
+                    if (t->bias_row) x = x + brow;
+                    if (rr && !t->res_after) x = x + LT_GV_LOAD(rr + v * LT_GL);
+                    if (cheap) {
+                        switch (t->act) {
+                        case LT_ACT_RELU: x = LT_GV_MAX(zero, x); break; /* NaN stays NaN */
+                        case LT_ACT_CLIP: x = LT_GV_MIN(hi, LT_GV_MAX(lo, x)); break;
+                        case LT_ACT_LEAKY_RELU: x = LT_GV_MAX(zero, x) + la * LT_GV_MIN(zero, x); break;
+                        default: break;
+                        }
+                        if (rr && t->res_after) x = x + LT_GV_LOAD(rr + v * LT_GL);
+                    }
+                }
+                LT_GV_STORE(cr + v * LT_GL, x);
+            }
+        }
+    } else { /* ragged right edge: spill and store element-wise */
+        float tmp[LT_GEMM_MR * LT_GEMM_NR];
+#pragma GCC unroll 16
+        for (int i = 0; i < MR_; i++)
+#pragma GCC unroll 4
+            for (int v = 0; v < NV_; v++) LT_GV_STORE(tmp + i * LT_GEMM_NR + v * LT_GL, acc[i][v]);
+        lt_gemm_store_scalar_(tmp, LT_GEMM_NR, c, ldc, MR_, nc, t);
+    }
+    if (t->last && !cheap) lt_gemm_tile_act_(c, ldc, MR_, nc, t);
+}
+
+/* One function per tail shape (rows 1..MR x vectors 1..NV), chosen through a table. */
+#define LT_GK_FN(mr, nv)                                                                             \
+    static __attribute__((noinline, unused)) void lt_gk_##mr##_##nv(int64_t kc, const float *a,     \
+                                                     const float *b, float *c, int64_t ldc, int nc,  \
+                                                     const lt_gemm_tile *t) {                        \
+        lt_gemm_kernel_(mr, nv, kc, a, b, c, ldc, nc, t);                                            \
+    }
+#if LT_GEMM_NV == 1
+#define LT_GK_ROW(mr) LT_GK_FN(mr, 1)
+#define LT_GK_R(mr) {lt_gk_##mr##_1, 0, 0, 0}
+#elif LT_GEMM_NV == 2
+#define LT_GK_ROW(mr) LT_GK_FN(mr, 1) LT_GK_FN(mr, 2)
+#define LT_GK_R(mr) {lt_gk_##mr##_1, lt_gk_##mr##_2, 0, 0}
+#elif LT_GEMM_NV == 3
+#define LT_GK_ROW(mr) LT_GK_FN(mr, 1) LT_GK_FN(mr, 2) LT_GK_FN(mr, 3)
+#define LT_GK_R(mr) {lt_gk_##mr##_1, lt_gk_##mr##_2, lt_gk_##mr##_3, 0}
+#elif LT_GEMM_NV == 4
+#define LT_GK_ROW(mr) LT_GK_FN(mr, 1) LT_GK_FN(mr, 2) LT_GK_FN(mr, 3) LT_GK_FN(mr, 4)
+#define LT_GK_R(mr) {lt_gk_##mr##_1, lt_gk_##mr##_2, lt_gk_##mr##_3, lt_gk_##mr##_4}
+#else
+#error "gemm.h: LT_GEMM_NV must be 1..4"
+#endif
+#if LT_GEMM_MR > 14
+#error "gemm.h: LT_GEMM_MR > 14 needs more kernel instances"
+#endif
+LT_GK_ROW(1) LT_GK_ROW(2) LT_GK_ROW(3) LT_GK_ROW(4)
+#if LT_GEMM_MR > 4
+LT_GK_ROW(5) LT_GK_ROW(6)
+#endif
+#if LT_GEMM_MR > 6
+LT_GK_ROW(7) LT_GK_ROW(8)
+#endif
+#if LT_GEMM_MR > 8
+LT_GK_ROW(9) LT_GK_ROW(10) LT_GK_ROW(11) LT_GK_ROW(12)
+#endif
+#if LT_GEMM_MR > 12
+LT_GK_ROW(13) LT_GK_ROW(14)
+#endif
+typedef void (*lt_gk_fn)(int64_t, const float *, const float *, float *, int64_t, int, const lt_gemm_tile *);
+static lt_gk_fn const lt_gk_table[][4] __attribute__((unused)) = {
+    LT_GK_R(1), LT_GK_R(2), LT_GK_R(3), LT_GK_R(4),
+#if LT_GEMM_MR > 4
+    LT_GK_R(5), LT_GK_R(6),
+#endif
+#if LT_GEMM_MR > 6
+    LT_GK_R(7), LT_GK_R(8),
+#endif
+#if LT_GEMM_MR > 8
+    LT_GK_R(9), LT_GK_R(10), LT_GK_R(11), LT_GK_R(12),
+#endif
+#if LT_GEMM_MR > 12
+    LT_GK_R(13), LT_GK_R(14),
+#endif
+};
+
+/* ---- the driver ---- */
+/* An operand source: packs (or points at) the panels of a block. For A the panel rows run over M,
+ * for B over N. `pack` is a custom packer (conv.h's im2col) or NULL for a matrix. */
+typedef struct lt_gemm_src {
+    const float *p;
+    int64_t ld;
+    int mode;   /* LT_GEMM_N / T / PACKED (meaning per operand, see the top of the file) */
+    int64_t R;  /* rows of panels: M for A, N for B (PACKED: the packed matrix's) */
+    void (*pack)(const struct lt_gemm_src *s, float *dst, int64_t r0, int64_t nr, int64_t k0, int64_t kc, int W);
+    const void *ctx;
+} lt_gemm_src;
+
+typedef struct lt_gemm_prob {
+    int64_t M, N, K;
+    lt_gemm_src a, b;   /* b.mode for a plain matrix: N means B[k*ldb + j] */
+    float *C;
+    int64_t ldc;
+    float alpha, beta;
+    lt_epilogue ep;
+    int has_ep;
+    /* batching: batch x = (x1, x2); operand offsets x1*s1 + x2*s2 */
+    int64_t b1, b2, sa1, sa2, sb1, sb2, sc1, sc2, sr1, sr2;
+} lt_gemm_prob;
+
+/* Panels of rows [r0, r0+nr) x [k0, k0+kc) of operand s (W wide): packed into buf or pointed at. */
+LT_FN const float *lt_gemm_block_(const lt_gemm_src *s, int64_t off, float *buf, int64_t r0, int64_t nr,
+                                  int64_t k0, int64_t kc, int W, int is_a) {
+    if (s->mode == LT_GEMM_PACKED) {
+        int64_t rpad = lt_gemm_cdiv_(s->R, W) * W;
+        return s->p + off + k0 * rpad + r0 * kc;
+    }
+    if (s->pack) {
+        lt_gemm_src t = *s;
+        t.p = s->p + off;
+        s->pack(&t, buf, r0, nr, k0, kc, W);
+        return buf;
+    }
+    int kmajor = is_a ? s->mode == LT_GEMM_T : s->mode != LT_GEMM_T;
+    lt_gemm_pack_(buf, s->p + off, s->ld, kmajor, r0, nr, k0, kc, W);
+    return buf;
+}
+
+/* One chunk: rows [m0, m0+mc) x cols [n0, n0+nc) of batch (x1, x2), all K blocks. */
+LT_FN void lt_gemm_chunk_(const lt_gemm_prob *P, int64_t x1, int64_t x2, int64_t m0, int64_t mc, int64_t n0,
+                          int64_t nc, float *wa, float *wb, int64_t kb) {
+    int64_t offa = x1 * P->sa1 + x2 * P->sa2, offb = x1 * P->sb1 + x2 * P->sb2;
+    float *C = P->C + x1 * P->sc1 + x2 * P->sc2;
+    const lt_epilogue *ep = &P->ep;
+    const float *res = P->has_ep && ep->residual ? ep->residual + x1 * P->sr1 + x2 * P->sr2 : 0;
+    int64_t K = P->K;
+    lt_gemm_tile t;
+    t.alpha = P->alpha;
+    t.beta = P->beta;
+    t.ldr = P->has_ep ? ep->ldr : 0;
+    t.act = P->has_ep ? ep->act : LT_ACT_NONE;
+    t.act_a = P->has_ep ? ep->act_a : 0.0f;
+    t.act_b = P->has_ep ? ep->act_b : 0.0f;
+    t.res_after = P->has_ep ? ep->residual_after_act : 0;
+    const float *bias = P->has_ep ? ep->bias : 0;
+    int bias_row = P->has_ep && ep->bias_per_row;
+    if (K <= 0) { /* no products: the epilogue still runs on alpha*0 + beta*C */
+        float zero[LT_GEMM_MR * LT_GEMM_NR];
+        memset(zero, 0, sizeof zero);
+        t.first = t.last = 1;
+        for (int64_t i = m0; i < m0 + mc; i += LT_GEMM_MR)
+            for (int64_t j = n0; j < n0 + nc; j += LT_GEMM_NR) {
+                int mr = (int)lt_gemm_min_(LT_GEMM_MR, m0 + mc - i), w = (int)lt_gemm_min_(LT_GEMM_NR, n0 + nc - j);
+                t.bias_col = bias && !bias_row ? bias + j : 0;
+                t.bias_row = bias && bias_row ? bias + i : 0;
+                t.res = res ? res + i * t.ldr + j : 0;
+                lt_gemm_store_scalar_(zero, LT_GEMM_NR, C + i * P->ldc + j, P->ldc, mr, w, &t);
+                if (!lt_act_is_cheap(t.act)) lt_gemm_tile_act_(C + i * P->ldc + j, P->ldc, mr, w, &t);
+            }
+        return;
+    }
+    for (int64_t p0 = 0; p0 < K; p0 += kb) {
+        int64_t kc = lt_gemm_min_(kb, K - p0);
+        t.first = p0 == 0;
+        t.last = p0 + kc >= K;
+        /* the B block (kc x nc) stays in L2; each A micro-panel (MR x kc) stays in L1 while the
+         * B block streams past it, so the A block needs no cache residency and M needs no blocking */
+        const float *bp = lt_gemm_block_(&P->b, offb, wb, n0, nc, p0, kc, LT_GEMM_NR, 0);
+        for (int64_t i = 0; i < mc; i += LT_GEMM_MR) {
+            int mr = (int)lt_gemm_min_(LT_GEMM_MR, mc - i);
+            const float *a = lt_gemm_block_(&P->a, offa, wa, m0 + i, mr, p0, kc, LT_GEMM_MR, 1);
+            t.bias_row = bias && bias_row ? bias + m0 + i : 0;
+            for (int64_t j = 0; j < nc; j += LT_GEMM_NR) {
+                int w = (int)lt_gemm_min_(LT_GEMM_NR, nc - j);
+                int nv = (w + LT_GL - 1) / LT_GL;
+                t.bias_col = bias && !bias_row ? bias + n0 + j : 0;
+                t.res = res ? res + (m0 + i) * t.ldr + n0 + j : 0;
+                lt_gk_table[mr - 1][nv - 1](kc, a, bp + j * kc, C + (m0 + i) * P->ldc + n0 + j, P->ldc, w, &t);
+            }
+        }
+    }
+}
+
+/* Chunking: counts of M chunks (cm) and N chunks (cn, each at most nc_max wide) for T threads.
+ * Chunks are split until every thread gets the same number (or there are many). */
+LT_FN void lt_gemm_plan_(const lt_gemm_prob *P, int T, int64_t nc_max, int64_t *cm, int64_t *cn) {
+    int64_t pm = lt_gemm_cdiv_(P->M, LT_GEMM_MR), pn = lt_gemm_cdiv_(P->N, LT_GEMM_NR);
+    int64_t m = 1, n = lt_gemm_cdiv_(pn, nc_max / LT_GEMM_NR), nb = P->b1 * P->b2;
+    /* conv-like (A pre-packed, B packed per chunk): split N, so no two threads pack the same B */
+    int only_n = P->a.mode == LT_GEMM_PACKED && P->b.mode != LT_GEMM_PACKED;
+    while (T > 1 && nb * m * n < 64 * T && (nb * m * n) % T != 0) {
+        int can_m = m < pm, can_n = n < pn;
+        if (!can_m && !can_n) break;
+        int split_n = can_n && (only_n || !can_m || pn / n >= pm / m);
+        if (split_n) n++;
+        else m++;
+    }
+    *cm = m;
+    *cn = n;
+}
+
+LT_FN void lt_gemm_worker_(const lt_gemm_prob *P, int tid, int T, float *ws, int64_t ws_per, int64_t cm,
+                           int64_t cn, int64_t nc_max) {
+    int64_t pm = lt_gemm_cdiv_(P->M, LT_GEMM_MR), pn = lt_gemm_cdiv_(P->N, LT_GEMM_NR);
+    int64_t kb = lt_gemm_kblock(P->K);
+    float stack_buf[LT_GEMM_WS_MIN];
+    float *w = ws_per > 0 ? ws + tid * ws_per : stack_buf;
+    float *wa = w, *wb = w + LT_GEMM_MR * kb;
+    int64_t per_batch = cm * cn, total = per_batch * P->b1 * P->b2;
+    (void)nc_max;
+    for (int64_t u = tid; u < total; u += T) {
+        int64_t x = u / per_batch, r = u % per_batch, im = r / cn, in = r % cn;
+        /* panels split as evenly as possible: chunk c gets panels [c*p/cnt, (c+1)*p/cnt) */
+        int64_t m0 = im * pm / cm * LT_GEMM_MR, m1 = lt_gemm_min_((im + 1) * pm / cm * LT_GEMM_MR, P->M);
+        int64_t n0 = in * pn / cn * LT_GEMM_NR, n1 = lt_gemm_min_((in + 1) * pn / cn * LT_GEMM_NR, P->N);
+        if (m1 <= m0 || n1 <= n0) continue;
+        lt_gemm_chunk_(P, x / P->b2, x % P->b2, m0, m1 - m0, n0, n1 - n0, wa, wb, kb);
+    }
+}
+
+/* Floats of workspace a thread needs for N chunks of at most nc columns. */
+LT_FN int64_t lt_gemm_ws_thread_(int64_t nc, int64_t K) {
+    int64_t kb = lt_gemm_kblock(K);
+    return LT_GEMM_MR * kb + kb * nc + 32;
+}
+
+LT_FN void lt_gemm_run_(const lt_gemm_prob *P, float *ws, int64_t ws_floats, int max_threads) {
+    if (P->M <= 0 || P->N <= 0 || P->b1 <= 0 || P->b2 <= 0) return;
+    double flops = 2.0 * (double)P->M * (double)P->N * (double)(P->K > 0 ? P->K : 1) * (double)(P->b1 * P->b2);
+    int T = max_threads;
+    if (flops < 2.0e6) T = 1; /* below ~10 us the fork costs more than it gains */
+    int64_t npad = lt_gemm_cdiv_(P->N, LT_GEMM_NR) * LT_GEMM_NR;
+    int64_t nc_max = lt_gemm_min_(LT_GEMM_NC, npad);
+    int64_t need = lt_gemm_ws_thread_(nc_max, P->K);
+    /* shrink threads, then the N block, to what the workspace holds */
+    if (!ws) ws_floats = 0;
+    while (T > 1 && need * T > ws_floats) T--;
+    while (need > ws_floats && nc_max > LT_GEMM_NR) {
+        nc_max = lt_gemm_cdiv_(nc_max / 2, LT_GEMM_NR) * LT_GEMM_NR;
+        need = lt_gemm_ws_thread_(nc_max, P->K);
+    }
+    int64_t ws_per = need <= ws_floats ? need : 0; /* 0: each thread uses its stack buffer */
+    int64_t cm, cn;
+    lt_gemm_plan_(P, T, nc_max, &cm, &cn);
+    if (cm * cn * P->b1 * P->b2 < T) T = (int)(cm * cn * P->b1 * P->b2);
+#ifdef _OPENMP
+    if (T > 1) {
+#pragma omp parallel num_threads(T)
+        {
+            int nt = omp_get_num_threads();
+            lt_gemm_worker_(P, omp_get_thread_num(), nt, ws, ws_per, cm, cn, nc_max);
+        }
+        return;
+    }
+#endif
+    lt_gemm_worker_(P, 0, 1, ws, ws_per, cm, cn, nc_max);
+}
+LT_FN void lt_gemm_prob_init_(lt_gemm_prob *P, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
+                              int a_mode, const float *B, int64_t ldb, int b_mode, float *C, int64_t ldc,
+                              float alpha, float beta, const lt_epilogue *ep) {
+    memset(P, 0, sizeof *P);
+    P->M = M, P->N = N, P->K = K;
+    P->a.p = A, P->a.ld = lda, P->a.mode = a_mode, P->a.R = M;
+    P->b.p = B, P->b.ld = ldb, P->b.mode = b_mode, P->b.R = N;
+    P->C = C, P->ldc = ldc, P->alpha = alpha, P->beta = beta;
+    if (ep) P->ep = *ep, P->has_ep = 1;
+    P->b1 = P->b2 = 1;
+}
+
+/* ---- public entry points ---- */
+LT_FN int64_t lt_sgemm_ws_floats(int64_t M, int64_t N, int64_t K, int threads) {
+    int64_t mpad = lt_gemm_cdiv_(M > 0 ? M : 1, LT_GEMM_MR) * LT_GEMM_MR;
+    int64_t npad = lt_gemm_cdiv_(N > 0 ? N : 1, LT_GEMM_NR) * LT_GEMM_NR;
+    (void)mpad;
+    return (threads > 0 ? threads : 1) * lt_gemm_ws_thread_(lt_gemm_min_(LT_GEMM_NC, npad), K);
+}
+
+LT_FN void lt_sgemm(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, int a_mode, const float *B,
+                    int64_t ldb, int b_mode, float *C, int64_t ldc, float alpha, float beta,
+                    const lt_epilogue *ep, float *ws, int64_t ws_floats) {
+    lt_gemm_prob P;
+    lt_gemm_prob_init_(&P, M, N, K, A, lda, a_mode, B, ldb, b_mode, C, ldc, alpha, beta, ep);
+    lt_gemm_run_(&P, ws, ws_floats, lt_nthreads());
+}
+
+LT_FN void lt_sgemm_batched(int64_t b1, int64_t b2, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
+                            int a_mode, int64_t sa1, int64_t sa2, const float *B, int64_t ldb, int b_mode,
+                            int64_t sb1, int64_t sb2, float *C, int64_t ldc, int64_t sc1, int64_t sc2,
+                            float alpha, float beta, const lt_epilogue *ep, int64_t sr1, int64_t sr2, float *ws,
+                            int64_t ws_floats) {
+    lt_gemm_prob P;
+    lt_gemm_prob_init_(&P, M, N, K, A, lda, a_mode, B, ldb, b_mode, C, ldc, alpha, beta, ep);
+    P.b1 = b1, P.b2 = b2;
+    P.sa1 = sa1, P.sa2 = sa2, P.sb1 = sb1, P.sb2 = sb2, P.sc1 = sc1, P.sc2 = sc2, P.sr1 = sr1, P.sr2 = sr2;
+    lt_gemm_run_(&P, ws, ws_floats, lt_nthreads());
+}
+
+LT_FN void lt_gemm_f32(float *C, const float *A, const float *B, const float *bias, const float *residual,
+                       float *ws, int64_t b1, int64_t b2, int64_t M, int64_t N, int64_t K, int64_t lda,
+                       int64_t a_mode, int64_t sa1, int64_t sa2, int64_t ldb, int64_t b_mode, int64_t sb1,
+                       int64_t sb2, int64_t ldc, int64_t sc1, int64_t sc2, int64_t bias_mode, int64_t res_mode,
+                       int64_t ldr, int64_t sr1, int64_t sr2, int64_t act, float act_a, float act_b, float alpha,
+                       float beta, int64_t ws_floats) {
+    lt_epilogue ep;
+    memset(&ep, 0, sizeof ep);
+    ep.bias = bias_mode ? bias : 0;
+    ep.bias_per_row = bias_mode == 2;
+    ep.residual = res_mode ? residual : 0;
+    ep.residual_after_act = res_mode == 2;
+    ep.ldr = ldr;
+    ep.act = (int)act;
+    ep.act_a = act_a;
+    ep.act_b = act_b;
+    lt_sgemm_batched(b1, b2, M, N, K, A, lda, (int)a_mode, sa1, sa2, B, ldb, (int)b_mode, sb1, sb2, C, ldc, sc1,
+                     sc2, alpha, beta, &ep, sr1, sr2, ws, ws_floats);
+}
+
+#endif

@@ -1,0 +1,120 @@
+/* compile.h — the compile pipeline: an imported model (shapes bound) in, an executable plan out.
+ *
+ *   lt_compile(ctx, model, options, &plan, &report):
+ *     1. passes     graph passes at the -O level (src/passes: verify, dump, time, disable, stop-after)
+ *     2. fuse       partition the main graph into kernel groups (src/lower: lt_fuse)
+ *     3. lower      each compiled group to a Loop IR kernel (lt_lower_group); a group the lowering
+ *                   rejects (LT_ERR_UNSUPPORTED) falls back to host steps, one per node, and is
+ *                   counted in the report (options.strict makes it an error instead)
+ *     4. schedule   the default schedule of each group's pattern (lt_lower_apply_schedule)
+ *     5. emit       ONE translation unit holding every kernel and pack kernel (src/codegen)
+ *     6. backend    compile + load it (CPU: cc -> .so -> dlopen, cached by content hash)
+ *     7. plan       steps, slots, static memory plan, workspace, packed weights (src/runtime/plan.h)
+ *   Each stage is timed in the report. The model is rewritten by the passes (answers unchanged) and
+ *   must outlive the plan (weights are used in place).
+ *
+ * The library never reads the environment: the cache directory and compiler come from the options
+ * (the CLI reads CC / XDG_CACHE_HOME / HOME). Errors name the stage and the thing at fault (pass,
+ * group, node, kernel, generated file). On failure *out is untouched and the report holds what ran.
+ * Entry points: lt_compile_options_init, lt_compile, lt_compile_report_print, lt_compile_report_free,
+ * lt_compile_dump_graph (the optimized graph as ONNX, see src/runtime/onnx_writer.c).
+ */
+#ifndef LT_COMPILE_H
+#define LT_COMPILE_H
+
+#include "../passes/pass.h"
+#include "../runtime/plan.h"
+
+#define LT_COMPILE_DEFAULT_LEVEL 3
+
+typedef struct lt_compile_options {
+    int opt_level;              /* 0..3 (lt_compile_options_init: LT_COMPILE_DEFAULT_LEVEL) */
+    const char *backend;        /* "cpu" (NULL = "cpu") */
+    const char *cache_dir;      /* compiled-module cache (NULL: none, built in a temporary folder) */
+    const char *cc;             /* C compiler command (NULL = "cc") */
+    const char *extra_cflags;   /* appended to the backend's flags */
+    int threads;                /* threads of parallel loops (0: backend default) */
+    /* pass manager options (level is taken from opt_level; dump output goes to the report's
+     * pass_dump unless dump_cb is set) */
+    bool verify_each;
+    const char *dump_after;     /* NULL, "all" or a pass name */
+    void (*dump_cb)(void *user, const char *pass, int round, const char *ir);
+    void *dump_user;
+    bool time_passes;
+    const char *disable;        /* comma-separated pass names */
+    int stop_after;             /* > 0: run at most N passes */
+    /* code generation */
+    bool no_fusion;             /* every compilable node its own kernel */
+    bool no_epilogues;
+    bool all_host;              /* every node a host step (the interpreter through the plan) */
+    bool no_microkernels;
+    bool no_inplace;            /* memory plan without in-place reuse */
+    bool strict;                /* a group the lowering rejects is an error, not a host fallback */
+    int vector_lanes;           /* 0: detected from the CPU (16 AVX-512, 8 AVX2, 4 otherwise) */
+    /* dumps */
+    const char *dump_code_dir;  /* write model.c (the translation unit), kernels.txt (Loop IR per
+                                 * kernel before/after scheduling), groups.txt, plan.txt here */
+    const char *dump_graph;     /* write the optimized graph as ONNX to this path */
+} lt_compile_options;
+
+void lt_compile_options_init(lt_compile_options *o);
+
+enum {
+    LT_STAGE_PASSES, LT_STAGE_FUSE, LT_STAGE_LOWER, LT_STAGE_SCHEDULE, LT_STAGE_EMIT, LT_STAGE_BACKEND,
+    LT_STAGE_PLAN, LT_STAGE_COUNT
+};
+const char *lt_compile_stage_name(int stage); /* "passes", "fuse", ... */
+
+typedef struct lt_compile_report {
+    double stage_seconds[LT_STAGE_COUNT];
+    double total_seconds;
+    lt_pass_report passes;      /* heap: freed by lt_compile_report_free */
+    lt_strbuf pass_dump;        /* --dump-after output when no dump_cb (heap) */
+    int nodes_before, nodes_after; /* main graph, before and after the passes */
+    int n_groups, n_host_groups, n_kernels, n_pack_kernels;
+    int n_fallback_groups;      /* compiled groups the lowering rejected, run as host steps */
+    char fallback_first[512];   /* the first rejection's message */
+    size_t source_bytes;        /* the generated translation unit */
+    bool cache_hit;
+    char cache_key[65];
+    char source_path[1024];     /* the generated file on disk ("" when not kept) */
+    lt_plan_stats plan;
+} lt_compile_report;
+
+lt_status lt_compile(lt_ctx *ctx, lt_model *m, const lt_compile_options *opt, lt_plan **out,
+                     lt_compile_report *report /* may be NULL; zero it first */);
+void lt_compile_report_free(lt_compile_report *r);
+/* A few lines: per-stage times, groups/kernels/host steps, the fraction of nodes compiled, the
+ * cache hit, the memory plan (workspace peak next to the sum of intermediates). */
+void lt_compile_report_print(const lt_compile_report *r, lt_strbuf *out);
+
+/* The CPU's f32 SIMD width in lanes (16 with AVX-512F, 8 with AVX2, 4 otherwise): the default of
+ * vector_lanes. */
+int lt_compile_host_lanes(void);
+
+/* ---- standalone export (export.c) ----
+ * Write DIR/model.c, DIR/model.h and the weights (DIR/model.weights, or embedded in model.c when
+ * they are under embed_limit bytes) for plan p: a translation unit that builds with plain
+ * `cc -O2 model.c main.c -lm` and needs no lathe library. Fails (LT_ERR_UNSUPPORTED naming the
+ * node) when the plan has host steps. */
+typedef struct lt_export_options {
+    const char *dir;
+    const char *prefix;         /* C identifier prefix of the API (NULL = "model") */
+    int64_t embed_limit;        /* weights smaller than this are embedded (0 = 1 MiB; < 0: never) */
+} lt_export_options;
+
+typedef struct lt_export_report {
+    int64_t weight_bytes, workspace_bytes, packed_bytes;
+    bool embedded;
+    size_t source_bytes;
+} lt_export_report;
+
+lt_status lt_export_c(lt_ctx *ctx, const lt_plan *p, const lt_export_options *opt, lt_export_report *rep);
+
+/* ---- ONNX writer (src/runtime/onnx_writer.c) ----
+ * Serialize a model (its current, possibly optimized graph: nodes, attributes, subgraphs,
+ * initializers, value types) as an ONNX ModelProto that onnx.load / Netron read. */
+lt_status lt_onnx_write_model(lt_ctx *ctx, const lt_model *m, lt_strbuf *out);
+lt_status lt_onnx_write_model_file(lt_ctx *ctx, const lt_model *m, const char *path);
+
+#endif

@@ -1,0 +1,233 @@
+/* sched_default.c — the default schedule of a lowered kernel, by group pattern (lt_sched_default).
+ *
+ * The schedule is recorded as steps (schedule.h) computed from the unscheduled loop structure, so
+ * it can be printed, stored and replayed like a tuned one. Per top-level loop nest of the body:
+ *   elementwise / broadcast / injective nests ("i0", "i1", ...):
+ *     fuse the innermost loops while the innermost extent is below 2*lanes, split the innermost by
+ *     the vector lanes and vectorize it when the lanes divide the extent, parallelize the outermost
+ *     loop when the nest is big enough to pay for threads (fusing the two outermost loops first when
+ *     the outermost is too short to feed the threads);
+ *   reductions, pooling, direct convolution (kept loops "o..", reduced loops "r.." inside): the
+ *     kept loops are parallelized the same way (the reduction loops stay serial: their accumulator
+ *     is a loop-carried dependence);
+ *   GEMM nests (lower_nn.c): "microkernel i lt_sgemm" (unless opt->no_microkernels), "parallel mb"
+ *     (or the outermost batch loop), the init and epilogue loops vectorized along j.
+ * With opt->gpu, nests are fused and bound to blocks and threads instead (the CUDA backend).
+ */
+#include "lower_impl.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define LT_SGEMM_MICROKERNEL "lt_sgemm"
+#define PARALLEL_MIN_WORK 16384 /* iterations below which threads cost more than they give */
+#define PARALLEL_MIN_OUTER 8    /* an outer loop shorter than this is fused with the next one */
+
+typedef struct sched_b {
+    lt_ctx *ctx;
+    lt_schedule *s;
+    int lanes;
+} sched_b;
+
+static lt_status push(sched_b *b, lt_sstep_kind kind, const char *loop, const char *loop2, const char *name,
+                      int64_t f, int64_t f2) {
+    if (b->s->n >= (int)(sizeof b->s->steps / sizeof b->s->steps[0]))
+        return LT_OK; /* a longer schedule is still a valid (partial) default */
+    lt_sstep *st = &b->s->steps[b->s->n];
+    memset(st, 0, sizeof *st);
+    st->kind = kind;
+    if (strlen(loop) >= sizeof st->loop || (loop2 && strlen(loop2) >= sizeof st->loop2))
+        return LT_OK; /* names too long for a step: leave the loop as it is */
+    snprintf(st->loop, sizeof st->loop, "%s", loop);
+    if (loop2) snprintf(st->loop2, sizeof st->loop2, "%s", loop2);
+    if (name) snprintf(st->name, sizeof st->name, "%s", name);
+    st->factor = f;
+    st->factor2 = f2;
+    b->s->n++;
+    return LT_OK;
+}
+
+/* The perfect nest starting at FOR node n: loops[0] = n, each the only statement of the previous. */
+static int perfect_nest(const lt_lnode *n, const lt_lnode **loops, int max) {
+    int c = 0;
+    while (n && n->kind == LT_L_FOR && c < max) {
+        loops[c++] = n;
+        const lt_lnode *body = n->kids[2];
+        while (body && body->kind == LT_L_SEQ && body->n == 1) body = body->kids[0];
+        n = body;
+    }
+    return c;
+}
+
+static int64_t extent(const lt_lnode *f) {
+    int64_t e;
+    return lt_lis_int(f->kids[1], &e) ? e : -1;
+}
+
+/* Names of loops as the steps recorded so far rename them. */
+typedef struct nest_names {
+    int n;
+    char name[LT_MAX_RANK * 2][64];
+    int64_t ext[LT_MAX_RANK * 2];
+} nest_names;
+
+static lt_status fuse_pair(sched_b *b, nest_names *nn, int a) {
+    char fused[64];
+    if (strlen(nn->name[a]) + strlen(nn->name[a + 1]) + 2 > sizeof fused) return LT_OK;
+    LT_TRY(push(b, LT_S_FUSE, nn->name[a], nn->name[a + 1], NULL, 0, 0));
+    snprintf(fused, sizeof fused, "%s.%s", nn->name[a], nn->name[a + 1]);
+    memcpy(nn->name[a], fused, sizeof fused);
+    nn->ext[a] *= nn->ext[a + 1];
+    for (int i = a + 1; i + 1 < nn->n; i++) {
+        memcpy(nn->name[i], nn->name[i + 1], sizeof nn->name[i]);
+        nn->ext[i] = nn->ext[i + 1];
+    }
+    nn->n--;
+    return LT_OK;
+}
+
+/* Parallelize loop 0 of nn (fusing 0 and 1 first when loop 0 is short). total = nest iterations. */
+static lt_status parallel_outer(sched_b *b, nest_names *nn, int64_t total, int last_kept) {
+    if (nn->n == 0 || total < PARALLEL_MIN_WORK) return LT_OK;
+    if (nn->ext[0] < PARALLEL_MIN_OUTER && last_kept >= 1 && nn->ext[1] > 0) {
+        LT_TRY(fuse_pair(b, nn, 0));
+    }
+    if (nn->ext[0] < 2) return LT_OK;
+    return push(b, LT_S_PARALLEL, nn->name[0], NULL, NULL, 0, 0);
+}
+
+/* Elementwise nest: all loops are output loops. */
+static lt_status sched_elementwise(sched_b *b, const lt_lnode **loops, int nl, bool gpu) {
+    nest_names nn = {0};
+    int64_t total = 1;
+    for (int i = 0; i < nl; i++) {
+        snprintf(nn.name[i], sizeof nn.name[i], "%s", loops[i]->var->name);
+        nn.ext[i] = extent(loops[i]);
+        if (nn.ext[i] < 0) return LT_OK; /* not a static nest: leave it */
+        total *= nn.ext[i];
+    }
+    nn.n = nl;
+    if (gpu) {
+        while (nn.n > 1) LT_TRY(fuse_pair(b, &nn, 0));
+        LT_TRY(push(b, LT_S_SPLIT, nn.name[0], NULL, NULL, 256, 0));
+        char o[72], in[72];
+        snprintf(o, sizeof o, "%s.o", nn.name[0]);
+        snprintf(in, sizeof in, "%s.i", nn.name[0]);
+        LT_TRY(push(b, LT_S_BIND, o, NULL, NULL, 0, 0));
+        return push(b, LT_S_BIND, in, NULL, NULL, 1, 0);
+    }
+    while (nn.n > 1 && nn.ext[nn.n - 1] < 2 * b->lanes) LT_TRY(fuse_pair(b, &nn, nn.n - 2));
+    int inner = nn.n - 1;
+    bool vec = nn.ext[inner] >= b->lanes && nn.ext[inner] % b->lanes == 0 && b->lanes > 1;
+    if (vec) {
+        char o[64], in[64];
+        if (strlen(nn.name[inner]) + 3 > sizeof o) return LT_OK;
+        LT_TRY(push(b, LT_S_SPLIT, nn.name[inner], NULL, NULL, b->lanes, 0));
+        snprintf(o, sizeof o, "%s.o", nn.name[inner]);
+        snprintf(in, sizeof in, "%s.i", nn.name[inner]);
+        LT_TRY(push(b, LT_S_VECTORIZE, in, NULL, NULL, 0, 0));
+        memcpy(nn.name[inner], o, sizeof o);
+        nn.ext[inner] /= b->lanes;
+    }
+    return parallel_outer(b, &nn, total, nn.n - 1);
+}
+
+/* Kept loops ("o..") outside reduction loops: parallelize the kept part. */
+static lt_status sched_kept(sched_b *b, const lt_lnode **loops, int nl, int64_t inner_work, bool gpu) {
+    nest_names nn = {0};
+    int64_t total = inner_work;
+    int kept = 0;
+    for (int i = 0; i < nl; i++) {
+        if (loops[i]->var->name[0] != 'o' && loops[i]->var->name[0] != 'b') break;
+        snprintf(nn.name[i], sizeof nn.name[i], "%s", loops[i]->var->name);
+        nn.ext[i] = extent(loops[i]);
+        if (nn.ext[i] < 0) break;
+        total *= nn.ext[i];
+        kept++;
+    }
+    nn.n = kept;
+    if (!kept) return LT_OK;
+    if (gpu) {
+        while (nn.n > 1) LT_TRY(fuse_pair(b, &nn, 0));
+        return push(b, LT_S_BIND, nn.name[0], NULL, NULL, 0, 0);
+    }
+    return parallel_outer(b, &nn, total, kept - 1);
+}
+
+/* Rough iteration count of everything under n (for the parallel threshold). */
+static int64_t work_of(const lt_lnode *n) {
+    if (!n) return 0;
+    if (n->kind == LT_L_FOR) {
+        int64_t e = extent(n);
+        int64_t w = work_of(n->kids[2]);
+        return (e < 0 ? 1 : e) * (w < 1 ? 1 : w);
+    }
+    int64_t w = 0;
+    if (lt_lnode_info_get(n->kind)->is_stmt)
+        for (int i = 0; i < n->n; i++) w += work_of(n->kids[i]);
+    return w ? w : 1;
+}
+
+static const lt_lnode *find_named(const lt_lnode *n, const char *name) {
+    if (!n) return NULL;
+    if (n->kind == LT_L_FOR && strcmp(n->var->name, name) == 0) return n;
+    if (!lt_lnode_info_get(n->kind)->is_stmt) return NULL;
+    for (int i = 0; i < n->n; i++) {
+        const lt_lnode *f = find_named(n->kids[i], name);
+        if (f) return f;
+    }
+    return NULL;
+}
+
+static lt_status vectorize_named(sched_b *b, const lt_lnode *body, const char *name) {
+    const lt_lnode *f = find_named(body, name);
+    int64_t e = f ? extent(f) : -1;
+    if (!f || b->lanes <= 1 || e < b->lanes || e % b->lanes) return LT_OK;
+    char in[64];
+    if (strlen(name) + 3 > sizeof in) return LT_OK;
+    LT_TRY(push(b, LT_S_SPLIT, name, NULL, NULL, b->lanes, 0));
+    snprintf(in, sizeof in, "%s.i", name);
+    return push(b, LT_S_VECTORIZE, in, NULL, NULL, 0, 0);
+}
+
+static lt_status sched_gemm(sched_b *b, const lt_lnode *body, const lt_lower_options *opt) {
+    if (!opt->no_microkernels && find_named(body, "i"))
+        LT_TRY(push(b, LT_S_MICROKERNEL, "i", NULL, LT_SGEMM_MICROKERNEL, 0, 0));
+    if (opt->gpu) return LT_OK;
+    LT_TRY(vectorize_named(b, body, "zj"));
+    LT_TRY(vectorize_named(b, body, "ej"));
+    if (find_named(body, "mb")) return push(b, LT_S_PARALLEL, "mb", NULL, NULL, 0, 0);
+    const lt_lnode *b0 = find_named(body, "b0");
+    if (b0 && extent(b0) >= 2) return push(b, LT_S_PARALLEL, "b0", NULL, NULL, 0, 0);
+    return LT_OK;
+}
+
+lt_status lt_sched_default(lt_ctx *ctx, const lt_group *g, const lt_kernel *k, const lt_lower_options *opt,
+                           lt_schedule *out) {
+    static const lt_lower_options dflt = {0};
+    if (!opt) opt = &dflt;
+    memset(out, 0, sizeof *out);
+    sched_b b = {ctx, out, opt->vector_lanes > 0 ? opt->vector_lanes : 16};
+    const lt_lnode *body = k->body;
+    if (!body) return LT_OK;
+    /* GEMM-shaped kernels (MatMul, Gemm, pointwise Conv) */
+    if (find_named(body, "i") && find_named(body, "zi")) return sched_gemm(&b, body, opt);
+    /* each top-level nest */
+    int nstmts = body->kind == LT_L_SEQ ? body->n : 1;
+    for (int s = 0; s < nstmts; s++) {
+        const lt_lnode *st = body->kind == LT_L_SEQ ? body->kids[s] : body;
+        if (st->kind != LT_L_FOR) continue;
+        const lt_lnode *loops[LT_MAX_RANK * 2];
+        int nl = perfect_nest(st, loops, LT_MAX_RANK * 2);
+        bool chain = g->pattern == LT_PK_ELEMWISE || g->pattern == LT_PK_BROADCAST || g->pattern == LT_PK_INJECTIVE;
+        if (chain) LT_TRY(sched_elementwise(&b, loops, nl, opt->gpu));
+        else {
+            /* work inside the kept loops: what is under the last kept loop */
+            int kept = 0;
+            while (kept < nl && (loops[kept]->var->name[0] == 'o' || loops[kept]->var->name[0] == 'b')) kept++;
+            int64_t inner = kept ? work_of(loops[kept - 1]->kids[2]) : 1;
+            LT_TRY(sched_kept(&b, loops, nl, inner, opt->gpu));
+        }
+    }
+    return LT_OK;
+}

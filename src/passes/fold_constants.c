@@ -1,0 +1,104 @@
+/* fold_constants.c — constant folding: a node whose inputs are all constants (initializers that are
+ * not graph inputs, folded values, Constant outputs) is evaluated once through its op's reference
+ * eval hook (an lt_eval with env NULL) and its outputs become initializers; the node goes.
+ *
+ * Not folded: ops holding subgraphs, random ops (lt_pu_is_random: Random*, Bernoulli, Multinomial,
+ * Dropout in training mode), ops without an eval hook, nodes whose outputs would exceed
+ * opt->fold_max_bytes (known from the inferred output shapes before evaluating; when a shape is not
+ * known, ops whose output size comes from input values (ConstantOfShape, Expand, Tile, Range, Pad,
+ * Resize...) are skipped and the others are checked after evaluating), and nodes whose evaluation
+ * fails (the same error will be reported when the model runs). Works in every graph, subgraphs
+ * included (a subgraph node reading only outer constants folds into a subgraph initializer).
+ * Level -O1.
+ */
+#include "util.h"
+
+typedef struct fold_state {
+    const lt_model *m;
+    int64_t cap;
+    bool changed;
+} fold_state;
+
+/* Ops whose output size is set by input values: only folded when the output shape is known. */
+static bool size_from_values(int op) {
+    switch (op) {
+    case LT_OP_ConstantOfShape: case LT_OP_Expand: case LT_OP_Tile: case LT_OP_Range: case LT_OP_Pad:
+    case LT_OP_Resize: case LT_OP_Upsample: case LT_OP_OneHot: case LT_OP_CenterCropPad: case LT_OP_MelWeightMatrix:
+    case LT_OP_HannWindow: case LT_OP_HammingWindow: case LT_OP_BlackmanWindow: case LT_OP_Col2Im:
+    case LT_OP_MaxUnpool: case LT_OP_ConvTranspose: case LT_OP_DFT: case LT_OP_STFT: case LT_OP_TfIdfVectorizer:
+    case LT_OP_AffineGrid: case LT_OP_ImageDecoder:
+        return true;
+    default:
+        return false;
+    }
+}
+
+static bool foldable(const fold_state *st, const lt_node *n) {
+    if (n->op == LT_OP_UNKNOWN || !lt_op_hooks_get(n->op)->eval || lt_node_has_subgraphs(n) || lt_pu_is_random(n))
+        return false;
+    bool any_out = false;
+    for (int k = 0; k < n->n_out; k++) {
+        const lt_value *v = n->out[k];
+        if (!v) continue;
+        any_out = true;
+        if (v->is_input || (v->type.kind != LT_TK_TENSOR && v->type.kind != LT_TK_UNKNOWN)) return false;
+        if (lt_type_is_static(&v->type)) {
+            int64_t numel = 1, bytes;
+            for (int d = 0; d < v->type.rank; d++)
+                if (!lt_mul_i64(numel, v->type.dims[d].value, &numel)) return false;
+            int es = v->type.dtype == LT_UNDEFINED ? 8 : lt_dtype_size(v->type.dtype);
+            if (v->type.dtype == LT_STRING) es = 64; /* string bytes are not known: a rough guess */
+            if (!lt_mul_i64(numel, es, &bytes) || bytes > st->cap) return false;
+        } else if (size_from_values(n->op)) {
+            return false;
+        }
+    }
+    if (!any_out) return false;
+    for (int i = 0; i < n->n_in; i++)
+        if (n->in[i] && !lt_value_is_const(n->in[i])) return false;
+    return true;
+}
+
+static lt_status fold_graph(lt_ctx *ctx, lt_graph *g, void *user) {
+    fold_state *st = user;
+    for (int i = 0; i < g->n_nodes;) {
+        lt_node *n = g->nodes[i];
+        if (!foldable(st, n)) { i++; continue; }
+        lt_tensor *res[64];
+        const lt_attr *cv = n->op == LT_OP_Constant && n->n_out == 1 ? lt_node_attr(n, "value") : NULL;
+        if (cv && cv->type == LT_AT_TENSOR && cv->t) {
+            res[0] = lt_tensor_retain(cv->t); /* share the attribute's tensor: no copy of big constants */
+        } else if (n->n_out > 64 || !lt_pu_eval_node(st->m, n, res)) {
+            i++;
+            continue;
+        }
+        bool fits = true;
+        for (int k = 0; k < n->n_out; k++)
+            if (res[k] && lt_tensor_nbytes(res[k]) > st->cap) fits = false;
+        if (!fits) {
+            for (int k = 0; k < n->n_out; k++) lt_tensor_release(res[k]);
+            i++;
+            continue;
+        }
+        lt_status s = LT_OK;
+        for (int k = 0; k < n->n_out; k++) {
+            if (!res[k]) continue;
+            if (!s) s = lt_value_set_const(ctx, g, n->out[k], res[k]);
+            else lt_tensor_release(res[k]);
+        }
+        if (s) return s;
+        lt_node_remove(g, n); /* every output is now an initializer: nothing reads the node */
+        st->changed = true;
+    }
+    return LT_OK;
+}
+
+static lt_status run(lt_ctx *ctx, lt_model *m, const lt_pass_options *opt, bool *changed) {
+    fold_state st = {m, opt && opt->fold_max_bytes > 0 ? opt->fold_max_bytes : LT_PASS_DEFAULT_FOLD_BYTES, false};
+    LT_TRY(lt_graph_foreach(ctx, m->graph, false, fold_graph, &st));
+    *changed = st.changed;
+    return LT_OK;
+}
+
+const lt_pass lt_pass_fold_constants = {"fold_constants", 1, run,
+                                        "evaluate nodes whose inputs are all constants; their outputs become initializers"};

@@ -1,0 +1,31 @@
+/* pipeline.c — THE pipeline: the one list of graph passes in the order they run.
+ *
+ * Consecutive LT_PIPE_FIXPOINT entries form the simplification group, repeated until a whole round
+ * changes nothing (lt_pass_options.max_rounds bounds it). A pass runs when the -O level is at least
+ * its min_level (see each pass file). Adding a pass: one file exporting `const lt_pass lt_pass_X`,
+ * its declaration in pass.h, one line here.
+ */
+#include "pass.h"
+
+#include <string.h>
+
+static const lt_pipeline_entry pipeline[] = {
+    /* simplification group: each pass exposes work for the others */
+    {&lt_pass_fold_shapes, LT_PIPE_FIXPOINT},    /* Shape/Size of static shapes -> constants     (-O1) */
+    {&lt_pass_fold_constants, LT_PIPE_FIXPOINT}, /* nodes of constants -> initializers (eval)    (-O1) */
+    {&lt_pass_simplify, LT_PIPE_FIXPOINT},       /* identities, chains, constant Where           (-O2) */
+    {&lt_pass_fold_batchnorm, LT_PIPE_FIXPOINT}, /* Conv/Gemm/MatMul(+Add) + BatchNorm -> weights (-O2) */
+    {&lt_pass_patterns, LT_PIPE_FIXPOINT},       /* decomposed LayerNorm / GELU -> one op         (-O3) */
+    {&lt_pass_cse, LT_PIPE_FIXPOINT},            /* identical nodes and small constants merge     (-O2) */
+    {&lt_pass_dce, LT_PIPE_FIXPOINT},            /* unused nodes and initializers go              (-O1) */
+};
+
+int lt_pipeline_size(void) { return (int)(sizeof pipeline / sizeof *pipeline); }
+
+const lt_pipeline_entry *lt_pipeline_get(int i) { return i >= 0 && i < lt_pipeline_size() ? &pipeline[i] : NULL; }
+
+const lt_pass *lt_pass_find(const char *name) {
+    for (int i = 0; i < lt_pipeline_size(); i++)
+        if (strcmp(pipeline[i].pass->name, name) == 0) return pipeline[i].pass;
+    return NULL;
+}

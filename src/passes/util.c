@@ -1,0 +1,198 @@
+/* util.c — helpers shared by the graph passes (see util.h). */
+#include "util.h"
+
+#include <string.h>
+
+bool lt_pu_is_random(const lt_node *n) {
+    switch (n->op) {
+    case LT_OP_RandomNormal: case LT_OP_RandomNormalLike: case LT_OP_RandomUniform: case LT_OP_RandomUniformLike:
+    case LT_OP_Bernoulli: case LT_OP_Multinomial:
+        return true;
+    case LT_OP_Dropout: {
+        if (n->opset < 7) return lt_attr_int(n, "is_test", 0) == 0 && lt_attr_float(n, "ratio", 0.5f) != 0;
+        if (n->opset < 12) return false;
+        if (n->n_in < 3 || !n->in[2]) return false;
+        double r;
+        if (n->n_in >= 2 && n->in[1] && lt_pu_const_scalar(n->in[1], &r) && r == 0) return false;
+        const lt_tensor *tm = lt_value_const(n->in[2]);
+        if (!tm || tm->numel != 1 || tm->dtype != LT_BOOL) return true;
+        return ((const uint8_t *)tm->data)[0] != 0;
+    }
+    default:
+        return n->op == LT_OP_UNKNOWN;
+    }
+}
+
+bool lt_pu_const_ints(const lt_value *v, int64_t *buf, int max, int *count) {
+    const lt_tensor *t = v ? lt_value_const(v) : NULL;
+    if (!t || !lt_dtype_is_int(t->dtype) || t->rank > 1 || t->numel > max) return false;
+    for (int64_t i = 0; i < t->numel; i++) buf[i] = lt_load_i64(t->data, t->dtype, i);
+    *count = (int)t->numel;
+    return true;
+}
+
+bool lt_pu_tensor_all_equal(const lt_tensor *t, double x) {
+    lt_dclass c = lt_dtype_get(t->dtype)->cls;
+    if (t->numel == 0 || (c != LT_DC_FLOAT && c != LT_DC_SINT && c != LT_DC_UINT && c != LT_DC_BOOL)) return false;
+    for (int64_t i = 0; i < t->numel; i++)
+        if (lt_load_f64(t->data, t->dtype, i) != x) return false;
+    return true;
+}
+
+bool lt_pu_const_scalar(const lt_value *v, double *out) {
+    const lt_tensor *t = v ? lt_value_const(v) : NULL;
+    if (!t || t->numel != 1) return false;
+    lt_dclass c = lt_dtype_get(t->dtype)->cls;
+    if (c != LT_DC_FLOAT && c != LT_DC_SINT && c != LT_DC_UINT && c != LT_DC_BOOL) return false;
+    *out = lt_load_f64(t->data, t->dtype, 0);
+    return true;
+}
+
+bool lt_pu_same_static_shape(const lt_value *a, const lt_value *b) {
+    int ra, rb;
+    int64_t da[LT_MAX_RANK], db[LT_MAX_RANK];
+    if (!lt_value_static_shape(a, &ra, da) || !lt_value_static_shape(b, &rb, db) || ra != rb) return false;
+    for (int i = 0; i < ra; i++)
+        if (da[i] != db[i]) return false;
+    return true;
+}
+
+bool lt_pu_type_equal(const lt_type *a, const lt_type *b) {
+    if (a->kind != b->kind || a->dtype != b->dtype || a->rank != b->rank) return false;
+    for (int i = 0; i < a->rank && a->kind == LT_TK_TENSOR; i++) {
+        lt_dim x = a->dims ? a->dims[i] : (lt_dim){-1, NULL}, y = b->dims ? b->dims[i] : (lt_dim){-1, NULL};
+        if (x.value != y.value) return false;
+        if (x.value < 0 && (!x.param || !y.param || strcmp(x.param, y.param) != 0)) return false;
+    }
+    if (!a->elem != !b->elem) return false;
+    return !a->elem || lt_pu_type_equal(a->elem, b->elem);
+}
+
+bool lt_pu_tensor_equal(const lt_tensor *a, const lt_tensor *b) {
+    if (a == b) return true;
+    if (!a || !b || a->dtype != b->dtype || a->rank != b->rank || a->numel != b->numel) return false;
+    for (int i = 0; i < a->rank; i++)
+        if (a->dims[i] != b->dims[i]) return false;
+    if (a->dtype == LT_STRING) {
+        for (int64_t i = 0; i < a->numel; i++)
+            if (strcmp(((char *const *)a->data)[i], ((char *const *)b->data)[i]) != 0) return false;
+        return true;
+    }
+    return memcmp(a->data, b->data, (size_t)lt_tensor_nbytes(a)) == 0;
+}
+
+static bool attr_equal(const lt_attr *a, const lt_attr *b) {
+    if (a->type != b->type) return false;
+    switch (a->type) {
+    case LT_AT_FLOAT: return memcmp(&a->f, &b->f, sizeof a->f) == 0;
+    case LT_AT_INT: return a->i == b->i;
+    case LT_AT_STRING: return a->s_len == b->s_len && memcmp(a->s ? a->s : "", b->s ? b->s : "", (size_t)a->s_len) == 0;
+    case LT_AT_TENSOR: case LT_AT_SPARSE_TENSOR: return lt_pu_tensor_equal(a->t, b->t);
+    case LT_AT_FLOATS: return a->n == b->n && (a->n == 0 || memcmp(a->floats, b->floats, (size_t)a->n * sizeof *a->floats) == 0);
+    case LT_AT_INTS: return a->n == b->n && (a->n == 0 || memcmp(a->ints, b->ints, (size_t)a->n * sizeof *a->ints) == 0);
+    case LT_AT_STRINGS:
+        if (a->n != b->n) return false;
+        for (int i = 0; i < a->n; i++) {
+            int64_t la = a->string_lens ? a->string_lens[i] : (int64_t)strlen(a->strings[i]);
+            int64_t lb = b->string_lens ? b->string_lens[i] : (int64_t)strlen(b->strings[i]);
+            if (la != lb || memcmp(a->strings[i], b->strings[i], (size_t)la) != 0) return false;
+        }
+        return true;
+    case LT_AT_TENSORS:
+        if (a->n != b->n) return false;
+        for (int i = 0; i < a->n; i++)
+            if (!lt_pu_tensor_equal(a->tensors[i], b->tensors[i])) return false;
+        return true;
+    case LT_AT_TYPE_PROTO: return a->tp && b->tp && lt_pu_type_equal(a->tp, b->tp);
+    default: return false; /* graphs and anything unknown never compare equal */
+    }
+}
+
+bool lt_pu_attrs_equal(const lt_node *a, const lt_node *b) {
+    if (a->n_attr != b->n_attr) return false;
+    for (int i = 0; i < a->n_attr; i++) {
+        const lt_attr *y = lt_node_attr(b, a->attrs[i].name);
+        if (!y || !attr_equal(&a->attrs[i], y)) return false;
+    }
+    return true;
+}
+
+lt_dtype lt_pu_dtype(const lt_value *v) {
+    const lt_tensor *c = lt_value_const(v);
+    if (c) return c->dtype;
+    return v->type.kind == LT_TK_TENSOR ? v->type.dtype : LT_UNDEFINED;
+}
+
+lt_status lt_pu_tensor_i64(lt_ctx *ctx, int n, const int64_t *vals, lt_tensor **out) {
+    int64_t d = n;
+    lt_tensor *t;
+    LT_TRY(lt_tensor_new(ctx, LT_INT64, 1, &d, &t));
+    if (n) memcpy(t->data, vals, (size_t)n * sizeof *vals);
+    *out = t;
+    return LT_OK;
+}
+
+bool lt_pu_eval_node(const lt_model *m, const lt_node *n, lt_tensor **out) {
+    const lt_op_hooks *h = lt_op_hooks_get(n->op);
+    if (!h->eval || lt_node_has_subgraphs(n) || n->n_in > 64 || n->n_out > 64) return false;
+    lt_ctx tmp = {0};
+    lt_eval ev = {&tmp, 0, NULL, m};
+    lt_datum *in[64] = {0}, *res[64] = {0};
+    bool ok = true;
+    for (int i = 0; i < n->n_in && ok; i++) {
+        if (!n->in[i]) continue;
+        const lt_tensor *c = lt_value_const(n->in[i]);
+        if (!c) { ok = false; break; }
+        lt_tensor *t = lt_tensor_retain((lt_tensor *)c);
+        if (lt_datum_tensor(&tmp, t, &in[i]) != LT_OK) ok = false;
+    }
+    if (ok && (h->eval(&ev, n, in, res) != LT_OK || tmp.status != LT_OK)) ok = false;
+    for (int k = 0; k < n->n_out && ok; k++)
+        if (n->out[k] && (!res[k] || res[k]->kind != LT_DK_TENSOR || !res[k]->tensor)) ok = false;
+    for (int k = 0; k < n->n_out; k++) {
+        out[k] = NULL;
+        if (ok && n->out[k]) out[k] = lt_tensor_retain(res[k]->tensor);
+        lt_datum_release(res[k]);
+    }
+    for (int i = 0; i < n->n_in; i++) lt_datum_release(in[i]);
+    return ok;
+}
+
+bool lt_pu_remove_if_dead(lt_graph *g, lt_node *n) {
+    if (n->index < 0) return false;
+    for (int k = 0; k < n->n_out; k++)
+        if (n->out[k] && (n->out[k]->is_output || lt_value_count_uses(g, n->out[k]) > 0)) return false;
+    lt_node_remove(g, n);
+    return true;
+}
+
+lt_status lt_pu_forward(lt_ctx *ctx, lt_graph *g, lt_node *n, int k, lt_value *nv, bool *changed) {
+    lt_value *old = n->out[k];
+    if (!old || old == nv) return LT_OK;
+    int uses = lt_value_count_uses(g, old);
+    for (int i = 0; i < g->n_outputs; i++)
+        if (g->outputs[i] == old) uses--;
+    bool was_output = old->is_output;
+    LT_TRY(lt_value_replace_uses(ctx, g, old, nv));
+    if (uses > 0 || (was_output && !old->is_output)) *changed = true;
+    if (lt_pu_remove_if_dead(g, n)) *changed = true;
+    return LT_OK;
+}
+
+bool lt_pu_broadcast(int ra, const int64_t *da, int rb, const int64_t *db, int *rank, int64_t *dims) {
+    int r = ra > rb ? ra : rb;
+    if (r > LT_MAX_RANK) return false;
+    for (int i = 0; i < r; i++) {
+        int64_t x = i - (r - ra) >= 0 ? da[i - (r - ra)] : 1;
+        int64_t y = i - (r - rb) >= 0 ? db[i - (r - rb)] : 1;
+        if (x != y && x != 1 && y != 1) return false;
+        dims[i] = x == 1 ? y : x;
+    }
+    *rank = r;
+    return true;
+}
+
+lt_node *lt_pu_producer(const lt_graph *g, const lt_value *v, int op) {
+    if (!v || !v->producer || v->producer->graph != g || v->producer->op != op) return NULL;
+    return v->producer;
+}

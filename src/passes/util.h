@@ -1,0 +1,49 @@
+/* util.h — helpers the graph passes share (src/passes/ only): op properties passes ask about
+ * (random, foldable), reading constant inputs, comparing types and tensors, and building small
+ * constant tensors. Nothing here changes a graph. */
+#ifndef LT_PASSES_UTIL_H
+#define LT_PASSES_UTIL_H
+
+#include "../graph/mutate.h"
+#include "../ops/ops.h"
+#include "pass.h"
+
+/* Random ops (Random*, Bernoulli, Multinomial) and Dropout unless it is known to be in inference
+ * mode (training_mode omitted or a constant false): never folded, merged or removed as duplicates. */
+bool lt_pu_is_random(const lt_node *n);
+/* Integer constant v (any integer dtype, rank <= 1) into buf (max entries); false if not constant,
+ * not integer, or longer than max. */
+bool lt_pu_const_ints(const lt_value *v, int64_t *buf, int max, int *count);
+/* True when every element of the numeric tensor t equals x (false for strings and empty tensors). */
+bool lt_pu_tensor_all_equal(const lt_tensor *t, double x);
+/* Scalar value of a constant with one element (any numeric dtype). */
+bool lt_pu_const_scalar(const lt_value *v, double *out);
+/* Both values have static shapes and they are equal. */
+bool lt_pu_same_static_shape(const lt_value *a, const lt_value *b);
+/* Deep equality of types (kind, dtype, rank, dims incl. symbolic names). */
+bool lt_pu_type_equal(const lt_type *a, const lt_type *b);
+/* Deep equality of tensors (dtype, shape, bytes; strings by content). */
+bool lt_pu_tensor_equal(const lt_tensor *a, const lt_tensor *b);
+/* Deep equality of two nodes' attribute sets (any order; tensors deep; subgraphs never equal). */
+bool lt_pu_attrs_equal(const lt_node *a, const lt_node *b);
+/* dtype of a tensor-typed value (UNDEFINED if unknown). */
+lt_dtype lt_pu_dtype(const lt_value *v);
+/* New 1-D int64 tensor with the given entries. */
+lt_status lt_pu_tensor_i64(lt_ctx *ctx, int n, const int64_t *vals, lt_tensor **out);
+/* Evaluate node n (all inputs constant, no subgraphs) through its eval hook into tensors out[k]
+ * (NULL where n->out[k] is NULL). false (nothing allocated) if the hook fails or an output is not a
+ * tensor; errors are not reported (folding is an optimization). */
+bool lt_pu_eval_node(const lt_model *m, const lt_node *n, lt_tensor **out);
+
+/* Node n's output k is replaced by nv everywhere in g (main-graph outputs keep their names, see
+ * lt_value_replace_uses); n is removed when none of its outputs is read any more. *changed is set
+ * only when something was rewired or removed, so a rule that cannot act does not loop forever. */
+lt_status lt_pu_forward(lt_ctx *ctx, lt_graph *g, lt_node *n, int k, lt_value *nv, bool *changed);
+/* Remove n if none of its outputs is read (graph outputs included); true if removed. */
+bool lt_pu_remove_if_dead(lt_graph *g, lt_node *n);
+/* Numpy broadcast of static shapes; false if incompatible or a rank exceeds LT_MAX_RANK. */
+bool lt_pu_broadcast(int ra, const int64_t *da, int rb, const int64_t *db, int *rank, int64_t *dims);
+/* Producer of v if it is a node of g with the given op, else NULL. */
+lt_node *lt_pu_producer(const lt_graph *g, const lt_value *v, int op);
+
+#endif

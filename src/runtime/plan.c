@@ -1,0 +1,842 @@
+/* plan.c — building and running an executable plan (see plan.h for the model of steps and slots).
+ *
+ * Build (lt_plan_build):
+ *   1. steps, in group order: a KERNEL step per lowered group, a HOST step per host group, and one
+ *      HOST step per node of a group whose lowering failed (host fallback);
+ *   2. slots for every value a step reads or writes (and every graph input and output), with the
+ *      live range of each over the steps; subgraph (outer-scope) reads of host steps count as reads;
+ *   3. kinds: initializers CONST, graph inputs INPUT, values a kernel touches WORKSPACE (OUTPUT when
+ *      a graph output), values only host steps touch DYNAMIC (datums passed along, no copies);
+ *   4. packed weights: one persistent buffer each, filled by running its pack kernel once;
+ *   5. the memory plan of the WORKSPACE slots (memplan.c; in-place for single-output elementwise
+ *      kernels whose same-size input dies there), the workspace, argument arrays, patch lists.
+ * Run (lt_plan_run / lt_plan_run_buffers): bind inputs, point outputs at the caller's memory (or
+ * new tensors), patch argument arrays, run the steps in order (host steps in host.c), release
+ * DYNAMIC datums after their last use, hand outputs back. Compiled steps allocate nothing.
+ */
+#include "plan_impl.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "../backend/cpu/cpu.h"
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* ---- slots ---- */
+
+static bool type_static(const lt_type *t, int *rank, int64_t *dims, int64_t *numel) {
+    if (t->kind != LT_TK_TENSOR || t->dtype == LT_UNDEFINED || t->dtype == LT_STRING || t->rank < 0 ||
+        t->rank > LT_MAX_RANK || lt_dtype_size(t->dtype) <= 0)
+        return false;
+    int64_t n = 1;
+    for (int k = 0; k < t->rank; k++) {
+        if (!t->dims || t->dims[k].value < 0) return false;
+        dims[k] = t->dims[k].value;
+        if (!lt_mul_i64(n, dims[k], &n)) return false;
+    }
+    *rank = t->rank;
+    *numel = n;
+    return true;
+}
+
+static int find_io(lt_value *const *list, int n, const lt_value *v) {
+    for (int i = 0; i < n; i++)
+        if (list[i] == v) return i;
+    return -1;
+}
+
+static int new_slot(lt_ctx *ctx, lt_plan *p, const lt_value *v, lt_slot_kind kind) {
+    if (p->n_slots == p->cap_slots) {
+        int cap = p->cap_slots ? p->cap_slots * 2 : 64;
+        lt_plan_slot *ns = lt_mem_realloc(p->slots, (size_t)cap * sizeof *ns);
+        if (!ns) return lt_error(ctx, LT_ERR_NOMEM, "out of memory (plan slots)"), -1;
+        p->slots = ns;
+        lt_slot_rt *nr = lt_mem_realloc(p->rt, (size_t)cap * sizeof *nr);
+        if (!nr) return lt_error(ctx, LT_ERR_NOMEM, "out of memory (plan slots)"), -1;
+        p->rt = nr;
+        p->cap_slots = cap;
+    }
+    int s = p->n_slots++;
+    lt_plan_slot *sl = &p->slots[s];
+    memset(sl, 0, sizeof *sl);
+    memset(&p->rt[s], 0, sizeof p->rt[s]);
+    sl->value = v;
+    sl->kind = kind;
+    sl->def_step = -1;
+    sl->last_step = -1;
+    sl->io_index = -1;
+    p->rt[s].mp_index = -1;
+    if (v) {
+        int64_t numel = 0;
+        p->rt[s].is_static = type_static(&v->type, &sl->rank, sl->dims, &numel);
+        if (!p->rt[s].is_static && v->init && v->init->dtype != LT_STRING) {
+            sl->rank = v->init->rank;
+            memcpy(sl->dims, v->init->dims, sizeof sl->dims);
+            numel = v->init->numel;
+            p->rt[s].is_static = true;
+        }
+        sl->dtype = v->init ? v->init->dtype : v->type.dtype;
+        sl->numel = numel;
+        sl->bytes = numel * (int64_t)lt_dtype_size(sl->dtype);
+    }
+    return s;
+}
+
+/* The slot of value v (created on first use). */
+static int slot_of(lt_ctx *ctx, lt_plan *p, const lt_value *v) {
+    if (v->id < 0 || v->id >= p->model->graph->n_values || p->model->graph->values[v->id] != v) {
+        lt_error(ctx, LT_ERR_INTERNAL, "plan: value '%s' is not a value of the main graph", v->name);
+        return -1;
+    }
+    if (p->value_slot[v->id] >= 0) return p->value_slot[v->id];
+    const lt_graph *g = p->model->graph;
+    lt_slot_kind kind = v->is_input || find_io(g->inputs, g->n_inputs, v) >= 0 ? LT_SLOT_INPUT
+                        : v->init                                            ? LT_SLOT_CONST
+                                                                             : LT_SLOT_DYNAMIC;
+    int s = new_slot(ctx, p, v, kind);
+    if (s < 0) return -1;
+    p->value_slot[v->id] = s;
+    if (kind == LT_SLOT_INPUT) p->slots[s].io_index = find_io(g->inputs, g->n_inputs, v);
+    if (kind == LT_SLOT_CONST) p->slots[s].ptr = v->init->data;
+    return s;
+}
+
+static void use(lt_plan *p, int s, int step) {
+    if (p->slots[s].last_step < step) p->slots[s].last_step = step;
+}
+
+/* ---- outer-scope reads of subgraphs ---- */
+
+typedef struct outer_acc {
+    const lt_graph *main;
+    bool *mark;
+} outer_acc;
+
+static void collect_outer(const lt_graph *sub, outer_acc *acc) {
+    for (int i = 0; i < sub->n_values; i++)
+        for (const lt_value *v = sub->values[i]->outer; v; v = v->outer)
+            if (v->id >= 0 && v->id < acc->main->n_values && acc->main->values[v->id] == v) {
+                acc->mark[v->id] = true;
+                break;
+            }
+    for (int n = 0; n < sub->n_nodes; n++)
+        for (int a = 0; a < sub->nodes[n]->n_attr; a++) {
+            const lt_attr *at = &sub->nodes[n]->attrs[a];
+            if (at->type == LT_AT_GRAPH && at->g) collect_outer(at->g, acc);
+            if (at->type == LT_AT_GRAPHS)
+                for (int k = 0; k < at->n; k++) collect_outer(at->graphs[k], acc);
+        }
+}
+
+static lt_status node_outer_vals(lt_ctx *ctx, lt_plan *p, const lt_node *n, bool *mark, int **out) {
+    bool any_graph = false;
+    for (int a = 0; a < n->n_attr; a++)
+        if (n->attrs[a].type == LT_AT_GRAPH || n->attrs[a].type == LT_AT_GRAPHS) any_graph = true;
+    *out = NULL;
+    if (!any_graph) return LT_OK;
+    const lt_graph *g = p->model->graph;
+    memset(mark, 0, (size_t)g->n_values);
+    outer_acc acc = {g, mark};
+    for (int a = 0; a < n->n_attr; a++) {
+        const lt_attr *at = &n->attrs[a];
+        if (at->type == LT_AT_GRAPH && at->g) collect_outer(at->g, &acc);
+        if (at->type == LT_AT_GRAPHS)
+            for (int k = 0; k < at->n; k++) collect_outer(at->graphs[k], &acc);
+    }
+    int cnt = 0;
+    for (int i = 0; i < g->n_values; i++) cnt += mark[i];
+    int *ids = lt_arena_alloc(p->arena, sizeof(int) * (size_t)(cnt + 1));
+    if (!ids) return lt_error(ctx, LT_ERR_NOMEM, "out of memory (plan)");
+    int k = 0;
+    for (int i = 0; i < g->n_values; i++)
+        if (mark[i]) ids[k++] = i;
+    ids[k] = -1;
+    *out = ids;
+    return LT_OK;
+}
+
+/* ---- building ---- */
+
+static const char *origin_of(lt_arena *a, const lt_node *const *nodes, int n) {
+    lt_strbuf b = {0};
+    for (int i = 0; i < n && i < 12; i++)
+        lt_sb_printf(&b, "%s'%s' (%s)", i ? ", " : "", nodes[i]->name ? nodes[i]->name : "", nodes[i]->op_type);
+    if (n > 12) lt_sb_printf(&b, ", ... (%d nodes)", n);
+    const char *r = lt_arena_strdup(a, b.s ? b.s : "");
+    lt_sb_free(&b);
+    return r;
+}
+
+static lt_status add_host_step(lt_ctx *ctx, lt_plan *p, const lt_node *n, const lt_group *g, const char *reason,
+                               lt_vec *steps) {
+    lt_plan_step *st = lt_arena_alloc(p->arena, sizeof *st);
+    if (!st || !lt_vec_push(steps, st)) return lt_error(ctx, LT_ERR_NOMEM, "out of memory (plan steps)");
+    st->kind = LT_STEP_HOST;
+    st->name = n->op_type;
+    st->origin = origin_of(p->arena, &n, 1);
+    st->group = g;
+    st->pattern = lt_op_info_get(n->op)->pattern;
+    st->node = n;
+    st->reason = reason;
+    st->n_in = n->n_in;
+    st->n_out = n->n_out;
+    st->in_slots = lt_arena_alloc(p->arena, sizeof(int) * (size_t)(n->n_in + 1));
+    st->out_slots = lt_arena_alloc(p->arena, sizeof(int) * (size_t)(n->n_out + 1));
+    if (!st->origin || !st->in_slots || !st->out_slots) return lt_error(ctx, LT_ERR_NOMEM, "out of memory (plan steps)");
+    return LT_OK;
+}
+
+static lt_status add_kernel_step(lt_ctx *ctx, lt_plan *p, const lt_lowered *lw, lt_vec *steps) {
+    lt_plan_step *st = lt_arena_alloc(p->arena, sizeof *st);
+    if (!st || !lt_vec_push(steps, st)) return lt_error(ctx, LT_ERR_NOMEM, "out of memory (plan steps)");
+    const lt_group *g = lw->group;
+    st->kind = LT_STEP_KERNEL;
+    st->kernel = lw->kernel;
+    st->name = lw->kernel->name;
+    st->origin = origin_of(p->arena, (const lt_node *const *)g->nodes, g->n_nodes);
+    st->group = g;
+    st->pattern = g->pattern;
+    st->flops = lw->kernel->flops;
+    st->bytes = lw->kernel->bytes;
+    st->n_args = lw->n_args;
+    st->arg_slots = lt_arena_alloc(p->arena, sizeof(int) * (size_t)(lw->n_args + 1));
+    st->args = lt_arena_alloc(p->arena, sizeof(void *) * (size_t)(lw->n_args + 1));
+    if (!st->origin || !st->arg_slots || !st->args) return lt_error(ctx, LT_ERR_NOMEM, "out of memory (plan steps)");
+    return p->backend->vt->load(p->backend, ctx, p->module, lw->kernel->name, (lt_bkernel **)&st->bk);
+}
+
+static bool is_packed_arg(const lt_lowered *lw, int arg, int *pack) {
+    for (int i = 0; i < lw->n_packs; i++)
+        if (lw->packs[i].arg == arg) {
+            *pack = i;
+            return true;
+        }
+    return false;
+}
+
+/* Slots of every step's values, live ranges, packed weights. */
+static lt_status bind_values(lt_ctx *ctx, lt_plan *p, const lt_lowered *lowered_by_step_group) {
+    const lt_graph *g = p->model->graph;
+    bool *mark = lt_calloc(ctx, (size_t)g->n_values + 1, 1, "plan");
+    if (!mark) return LT_ERR_NOMEM;
+    lt_status s = LT_OK;
+    for (int i = 0; i < p->n_steps && s == LT_OK; i++) {
+        lt_plan_step *st = &p->steps[i];
+        if (st->kind == LT_STEP_KERNEL) {
+            const lt_lowered *lw = &lowered_by_step_group[st->group->id];
+            for (int j = 0; j < lw->n_args && s == LT_OK; j++) {
+                int pk;
+                if (is_packed_arg(lw, j, &pk)) {
+                    const lt_lpack *lp = &lw->packs[pk];
+                    int src = slot_of(ctx, p, lp->src);
+                    int ps = src < 0 ? -1 : new_slot(ctx, p, lp->src, LT_SLOT_PACKED);
+                    if (ps < 0) { s = ctx->status ? ctx->status : LT_ERR_INTERNAL; break; }
+                    lt_plan_slot *sl = &p->slots[ps];
+                    sl->dtype = lp->dtype;
+                    sl->rank = 1;
+                    sl->dims[0] = lp->size;
+                    sl->numel = lp->size;
+                    sl->bytes = lp->size * (int64_t)lt_dtype_size(lp->dtype);
+                    p->rt[ps].is_static = true;
+                    p->rt[ps].kernel_use = true;
+                    st->arg_slots[j] = ps;
+                    lt_plan_pack *pp = &p->packs[p->n_packs++];
+                    pp->slot = ps;
+                    pp->src_slot = src;
+                    pp->kernel = lp->kernel;
+                    s = p->backend->vt->load(p->backend, ctx, p->module, lp->kernel->name, (lt_bkernel **)&pp->bk);
+                    continue;
+                }
+                int sl = slot_of(ctx, p, lw->arg_values[j]);
+                if (sl < 0) { s = ctx->status ? ctx->status : LT_ERR_INTERNAL; break; }
+                st->arg_slots[j] = sl;
+                p->rt[sl].kernel_use = true;
+                if (j < st->group->n_outputs) {
+                    if (p->slots[sl].def_step >= 0 || p->slots[sl].kind == LT_SLOT_INPUT || p->slots[sl].kind == LT_SLOT_CONST)
+                        s = lt_error(ctx, LT_ERR_INTERNAL, "plan: value '%s' is written twice (kernel %s)",
+                                     lw->arg_values[j]->name, st->name);
+                    p->slots[sl].def_step = i;
+                    use(p, sl, i);
+                } else {
+                    use(p, sl, i);
+                }
+            }
+        } else {
+            const lt_node *n = st->node;
+            for (int k = 0; k < n->n_in && s == LT_OK; k++) {
+                st->in_slots[k] = -1;
+                if (!n->in[k]) continue;
+                int sl = slot_of(ctx, p, n->in[k]);
+                if (sl < 0) { s = ctx->status; break; }
+                st->in_slots[k] = sl;
+                p->rt[sl].host_read = true;
+                use(p, sl, i);
+            }
+            for (int k = 0; k < n->n_out && s == LT_OK; k++) {
+                st->out_slots[k] = -1;
+                if (!n->out[k]) continue;
+                int sl = slot_of(ctx, p, n->out[k]);
+                if (sl < 0) { s = ctx->status; break; }
+                if (p->slots[sl].def_step >= 0 || p->slots[sl].kind == LT_SLOT_INPUT)
+                    s = lt_error(ctx, LT_ERR_INTERNAL, "plan: value '%s' is written twice (host step %s)",
+                                 n->out[k]->name, st->name);
+                st->out_slots[k] = sl;
+                p->slots[sl].def_step = i;
+                use(p, sl, i);
+            }
+            int *ids = NULL;
+            if (s == LT_OK) s = node_outer_vals(ctx, p, n, mark, &ids);
+            p->outer_vals[i] = ids;
+            for (int k = 0; ids && ids[k] >= 0 && s == LT_OK; k++) {
+                int sl = slot_of(ctx, p, g->values[ids[k]]);
+                if (sl < 0) { s = ctx->status; break; }
+                p->rt[sl].host_read = true;
+                use(p, sl, i);
+            }
+        }
+    }
+    lt_mem_free(mark);
+    if (s != LT_OK) return s;
+    /* graph inputs and outputs */
+    for (int i = 0; i < g->n_inputs; i++) {
+        int sl = slot_of(ctx, p, g->inputs[i]);
+        if (sl < 0) return ctx->status;
+        p->input_slot[i] = sl;
+    }
+    for (int k = 0; k < g->n_outputs; k++) {
+        int sl = slot_of(ctx, p, g->outputs[k]);
+        if (sl < 0) return ctx->status;
+        p->output_slot[k] = sl;
+        p->slots[sl].last_step = p->n_steps; /* kept to the end */
+        if (p->slots[sl].kind == LT_SLOT_DYNAMIC && p->slots[sl].def_step < 0)
+            return lt_error(ctx, LT_ERR_INVALID, "plan: graph output '%s' is computed by no node", g->outputs[k]->name);
+    }
+    /* kinds of computed values */
+    for (int sl = 0; sl < p->n_slots; sl++) {
+        lt_plan_slot *S = &p->slots[sl];
+        lt_slot_rt *R = &p->rt[sl];
+        if (S->kind != LT_SLOT_DYNAMIC) continue;
+        if (S->def_step < 0)
+            return lt_error(ctx, LT_ERR_INVALID, "plan: value '%s' is read but never computed", S->value->name);
+        if (S->last_step < S->def_step) S->last_step = S->def_step;
+        if (!R->kernel_use) continue; /* host-only values stay datums */
+        if (!R->is_static)
+            return lt_error(ctx, LT_ERR_INTERNAL, "plan: value '%s' is used by a kernel but has no static shape",
+                            S->value->name);
+        int k = find_io(g->outputs, g->n_outputs, S->value);
+        S->kind = k >= 0 ? LT_SLOT_OUTPUT : LT_SLOT_WORKSPACE;
+        S->io_index = k;
+    }
+    for (int sl = 0; sl < p->n_slots; sl++)
+        if (p->rt[sl].kernel_use && !p->rt[sl].is_static)
+            return lt_error(ctx, LT_ERR_INTERNAL, "plan: value '%s' is used by a kernel but has no static shape",
+                            p->slots[sl].value->name);
+    return LT_OK;
+}
+
+/* In-place candidate of kernel step i: a single-output elementwise/broadcast chain whose output is
+ * a WORKSPACE slot, and an input WORKSPACE slot of the same element count and element size that
+ * dies at this step. */
+static int inplace_candidate(const lt_plan *p, int i) {
+    const lt_plan_step *st = &p->steps[i];
+    if (st->kind != LT_STEP_KERNEL || !st->group || st->group->n_outputs != 1) return -1;
+    if (st->pattern != LT_PK_ELEMWISE && st->pattern != LT_PK_BROADCAST) return -1;
+    const lt_plan_slot *o = &p->slots[st->arg_slots[0]];
+    if (o->kind != LT_SLOT_WORKSPACE) return -1;
+    for (int j = 1; j < st->n_args; j++) {
+        int sl = st->arg_slots[j];
+        const lt_plan_slot *in = &p->slots[sl];
+        if (in->kind != LT_SLOT_WORKSPACE || in->last_step != i || in->def_step >= i) continue;
+        if (in->numel != o->numel || lt_dtype_size(in->dtype) != lt_dtype_size(o->dtype)) continue;
+        bool twice = false; /* the same buffer bound to two arguments is fine; an output twice is not */
+        for (int q = 0; q < st->group->n_outputs; q++) twice |= st->arg_slots[q] == sl;
+        if (!twice) return sl;
+    }
+    return -1;
+}
+
+static lt_status plan_memory(lt_ctx *ctx, lt_plan *p, bool no_inplace) {
+    int n = 0;
+    for (int s = 0; s < p->n_slots; s++)
+        if (p->slots[s].kind == LT_SLOT_WORKSPACE) p->rt[s].mp_index = n++;
+    lt_mp_buf *bufs = lt_calloc(ctx, (size_t)n + 1, sizeof *bufs, "memory plan");
+    if (!bufs) return LT_ERR_NOMEM;
+    for (int s = 0; s < p->n_slots; s++) {
+        int m = p->rt[s].mp_index;
+        if (m < 0) continue;
+        bufs[m] = (lt_mp_buf){.bytes = p->slots[s].bytes, .def = p->slots[s].def_step, .last = p->slots[s].last_step,
+                              .inplace_of = -1};
+    }
+    for (int i = 0; i < p->n_steps && !no_inplace; i++) {
+        int src = inplace_candidate(p, i);
+        if (src < 0) continue;
+        bufs[p->rt[p->steps[i].arg_slots[0]].mp_index].inplace_of = p->rt[src].mp_index;
+    }
+    lt_status s = lt_memplan(ctx, bufs, n, &p->mem);
+    if (s == LT_OK) s = lt_memplan_verify(ctx, bufs, n, p->mem.workspace_bytes);
+    if (s == LT_OK) {
+        size_t bytes = (size_t)(p->mem.workspace_bytes > 0 ? p->mem.workspace_bytes : LT_MEMPLAN_ALIGN);
+        s = p->backend->vt->alloc(p->backend, ctx, bytes, &p->workspace);
+    }
+    if (s == LT_OK)
+        for (int sl = 0; sl < p->n_slots; sl++) {
+            int m = p->rt[sl].mp_index;
+            if (m < 0) continue;
+            p->slots[sl].offset = bufs[m].offset;
+            p->slots[sl].inplace = bufs[m].inplace;
+            p->slots[sl].ptr = (char *)p->workspace + bufs[m].offset;
+        }
+    lt_mem_free(bufs);
+    return s;
+}
+
+/* Packed weights: allocate and fill once. */
+static lt_status fill_packs(lt_ctx *ctx, lt_plan *p) {
+    for (int i = 0; i < p->n_packs; i++) {
+        lt_plan_pack *pk = &p->packs[i];
+        lt_plan_slot *S = &p->slots[pk->slot];
+        LT_TRY(p->backend->vt->alloc(p->backend, ctx, (size_t)(S->bytes > 0 ? S->bytes : 1), &S->ptr));
+        void *args[2] = {S->ptr, p->slots[pk->src_slot].ptr};
+        LT_TRY(p->backend->vt->launch(p->backend, ctx, pk->bk, args, 2));
+        p->stats.packed_bytes += S->bytes;
+    }
+    return LT_OK;
+}
+
+/* Argument arrays and the patch lists of INPUT / OUTPUT slots. */
+static lt_status prepare_args(lt_ctx *ctx, lt_plan *p) {
+    int n = 0;
+    for (int i = 0; i < p->n_steps; i++) {
+        lt_plan_step *st = &p->steps[i];
+        if (st->kind != LT_STEP_KERNEL) continue;
+        for (int j = 0; j < st->n_args; j++) {
+            const lt_plan_slot *S = &p->slots[st->arg_slots[j]];
+            int64_t want = st->kernel->args[j]->size;
+            if (want != S->numel || st->kernel->args[j]->dtype != S->dtype)
+                return lt_error(ctx, LT_ERR_INTERNAL,
+                                "plan: kernel %s argument %d '%s' is %s[%lld] but its buffer '%s' holds %s[%lld]",
+                                st->name, j, st->kernel->args[j]->name, lt_dtype_name(st->kernel->args[j]->dtype),
+                                (long long)want, S->value ? S->value->name : "?", lt_dtype_name(S->dtype),
+                                (long long)S->numel);
+            st->args[j] = S->ptr;
+            if (S->kind == LT_SLOT_INPUT || S->kind == LT_SLOT_OUTPUT) n++;
+        }
+    }
+    p->patches = lt_arena_alloc(p->arena, sizeof(void *) * (size_t)(n + 1));
+    if (!p->patches) return lt_error(ctx, LT_ERR_NOMEM, "out of memory (plan)");
+    for (int sl = 0; sl < p->n_slots; sl++) {
+        lt_slot_rt *R = &p->rt[sl];
+        R->first_patch = p->n_patches;
+        if (p->slots[sl].kind != LT_SLOT_INPUT && p->slots[sl].kind != LT_SLOT_OUTPUT) continue;
+        for (int i = 0; i < p->n_steps; i++) {
+            lt_plan_step *st = &p->steps[i];
+            if (st->kind != LT_STEP_KERNEL) continue;
+            for (int j = 0; j < st->n_args; j++)
+                if (st->arg_slots[j] == sl) p->patches[p->n_patches++] = &st->args[j];
+        }
+        R->n_patch = p->n_patches - R->first_patch;
+    }
+    return LT_OK;
+}
+
+lt_status lt_plan_build(lt_ctx *ctx, const lt_plan_build_args *a, lt_plan **out) {
+    lt_plan *p = lt_calloc(ctx, 1, sizeof *p, "plan");
+    if (!p) {
+        if (a->module) a->backend->vt->module_free(a->backend, a->module);
+        lt_backend_destroy(a->backend);
+        if (a->arena) { lt_arena_free(a->arena); lt_mem_free(a->arena); }
+        return LT_ERR_NOMEM;
+    }
+    p->model = a->model;
+    p->arena = a->arena;
+    p->groups = a->groups;
+    p->backend = a->backend;
+    p->module = a->module;
+    p->threads = a->threads;
+    p->host_memory = a->backend && strcmp(a->backend->vt->name, "cpu") == 0;
+    const lt_graph *g = a->model->graph;
+    const lt_groups *gs = a->groups;
+    lt_status s = LT_OK;
+    lt_vec steps = {0};
+    int n_pack_total = 0;
+
+    p->value_slot = lt_arena_alloc(p->arena, sizeof(int) * (size_t)(g->n_values + 1));
+    p->input_slot = lt_arena_alloc(p->arena, sizeof(int) * (size_t)(g->n_inputs + 1));
+    p->output_slot = lt_arena_alloc(p->arena, sizeof(int) * (size_t)(g->n_outputs + 1));
+    if (!p->value_slot || !p->input_slot || !p->output_slot) { s = lt_error(ctx, LT_ERR_NOMEM, "out of memory (plan)"); goto fail; }
+    for (int i = 0; i < g->n_values; i++) p->value_slot[i] = -1;
+    if (!p->backend) { s = lt_error(ctx, LT_ERR_USAGE, "lt_plan_build: no backend"); goto fail; }
+    if (!p->host_memory) {
+        s = lt_error(ctx, LT_ERR_UNSUPPORTED, "plan: backend '%s' is not supported by the runtime yet (host memory only)",
+                     p->backend->vt->name);
+        goto fail;
+    }
+
+    /* 1. steps */
+    for (int gi = 0; gi < gs->n && s == LT_OK; gi++) {
+        const lt_group *grp = &gs->groups[gi];
+        const lt_lowered *lw = &a->lowered[gi];
+        if (grp->host) {
+            s = add_host_step(ctx, p, grp->nodes[0], grp, grp->reason, &steps);
+        } else if (lw->kernel) {
+            if (!p->module) s = lt_error(ctx, LT_ERR_INTERNAL, "plan: kernel %s but no compiled module", lw->kernel->name);
+            else s = add_kernel_step(ctx, p, lw, &steps);
+            n_pack_total += lw->n_packs;
+        } else {
+            for (int k = 0; k < grp->n_nodes && s == LT_OK; k++)
+                s = add_host_step(ctx, p, grp->nodes[k], grp, "host fallback: the lowering rejected its group", &steps);
+        }
+    }
+    if (s != LT_OK) goto fail;
+    p->n_steps = steps.n;
+    p->steps = lt_arena_alloc(p->arena, sizeof(lt_plan_step) * (size_t)(steps.n + 1));
+    p->outer_vals = lt_arena_alloc(p->arena, sizeof(int *) * (size_t)(steps.n + 1));
+    p->packs = lt_arena_alloc(p->arena, sizeof(lt_plan_pack) * (size_t)(n_pack_total + 1));
+    if (!p->steps || !p->outer_vals || !p->packs) { s = lt_error(ctx, LT_ERR_NOMEM, "out of memory (plan)"); goto fail; }
+    for (int i = 0; i < steps.n; i++) p->steps[i] = *(lt_plan_step *)steps.items[i];
+    lt_vec_free(&steps);
+
+    /* 2-3. slots, live ranges, kinds */
+    if ((s = bind_values(ctx, p, a->lowered)) != LT_OK) goto fail;
+    /* 5. memory plan + workspace; 4. packed weights */
+    if ((s = plan_memory(ctx, p, a->no_inplace)) != LT_OK) goto fail;
+    if ((s = fill_packs(ctx, p)) != LT_OK) goto fail;
+    if ((s = prepare_args(ctx, p)) != LT_OK) goto fail;
+    if ((s = lt_plan_host_prepare(ctx, p)) != LT_OK) goto fail;
+    lt_plan_set_threads(p, a->threads);
+
+    /* stats */
+    lt_plan_stats *st = &p->stats;
+    st->n_steps = p->n_steps;
+    st->n_nodes = g->n_nodes;
+    for (int i = 0; i < p->n_steps; i++) {
+        if (p->steps[i].kind == LT_STEP_KERNEL) {
+            st->n_kernels++;
+            st->n_nodes_compiled += p->steps[i].group->n_nodes;
+        } else {
+            st->n_host++;
+        }
+    }
+    st->n_slots = p->n_slots;
+    for (int sl = 0; sl < p->n_slots; sl++) {
+        if (p->slots[sl].kind == LT_SLOT_WORKSPACE) st->n_workspace_slots++;
+        if (p->slots[sl].kind == LT_SLOT_CONST && p->rt[sl].is_static) st->weight_bytes += p->slots[sl].bytes;
+    }
+    st->n_inplace = p->mem.n_inplace;
+    st->workspace_bytes = p->mem.workspace_bytes;
+    st->intermediates_bytes = p->mem.sum_bytes;
+    st->lower_bound_bytes = p->mem.lower_bound;
+    st->threads = p->threads;
+    *out = p;
+    return LT_OK;
+fail:
+    lt_vec_free(&steps);
+    lt_plan_free(p);
+    return s ? s : LT_ERR_INTERNAL;
+}
+
+void lt_plan_free(lt_plan *p) {
+    if (!p) return;
+    lt_plan_host_free(p);
+    if (p->backend) {
+        for (int i = 0; i < p->n_packs; i++)
+            if (p->slots && p->slots[p->packs[i].slot].ptr) p->backend->vt->free(p->backend, p->slots[p->packs[i].slot].ptr);
+        if (p->workspace) p->backend->vt->free(p->backend, p->workspace);
+        if (p->module) p->backend->vt->module_free(p->backend, p->module);
+        lt_backend_destroy(p->backend);
+    }
+    lt_mem_free(p->slots);
+    lt_mem_free(p->rt);
+    if (p->arena) {
+        lt_arena_free(p->arena);
+        lt_mem_free(p->arena);
+    }
+    lt_mem_free(p);
+}
+
+/* ---- running ---- */
+
+static void patch(lt_plan *p, int sl) {
+    const lt_slot_rt *R = &p->rt[sl];
+    for (int k = 0; k < R->n_patch; k++) *(void **)p->patches[R->first_patch + k] = p->slots[sl].ptr;
+    if (R->wrap) R->wrap->data = p->slots[sl].ptr;
+}
+
+static void release_run(lt_plan *p) {
+    for (int sl = 0; sl < p->n_slots; sl++) {
+        lt_datum_release(p->rt[sl].cur);
+        p->rt[sl].cur = NULL;
+        if (p->slots[sl].kind == LT_SLOT_INPUT || p->slots[sl].kind == LT_SLOT_OUTPUT) p->slots[sl].ptr = NULL;
+    }
+}
+
+static bool same_shape(const lt_plan_slot *S, const lt_tensor *t) {
+    if (t->dtype != S->dtype || t->rank != S->rank) return false;
+    for (int k = 0; k < t->rank; k++)
+        if (t->dims[k] != S->dims[k]) return false;
+    return true;
+}
+
+static lt_status run_steps(lt_ctx *ctx, lt_plan *p, const lt_plan_run_options *opt) {
+    p->rng = opt ? opt->seed : 0;
+    double *secs = opt ? opt->step_seconds : NULL;
+    const lt_backend_vtbl *vt = p->backend->vt;
+    for (int i = 0; i < p->n_steps; i++) {
+        lt_plan_step *st = &p->steps[i];
+        double t0 = secs ? now_s() : 0;
+        if (st->kind == LT_STEP_KERNEL) LT_TRY(vt->launch(p->backend, ctx, st->bk, st->args, st->n_args));
+        else LT_TRY(lt_plan_host_run(ctx, p, i));
+        if (secs) secs[i] += now_s() - t0;
+        /* DYNAMIC values die after their last reader */
+        if (st->kind == LT_STEP_HOST)
+            for (int k = 0; k < st->n_in; k++) {
+                int sl = st->in_slots[k];
+                if (sl >= 0 && p->slots[sl].kind == LT_SLOT_DYNAMIC && p->slots[sl].last_step == i) {
+                    lt_datum_release(p->rt[sl].cur);
+                    p->rt[sl].cur = NULL;
+                }
+            }
+    }
+    return LT_OK;
+}
+
+static lt_status bind_input_datum(lt_ctx *ctx, lt_plan *p, int i, lt_datum *d) {
+    int sl = p->input_slot[i];
+    if (sl < 0) return LT_OK;
+    lt_plan_slot *S = &p->slots[sl];
+    lt_slot_rt *R = &p->rt[sl];
+    const lt_value *v = S->value;
+    if (!d) d = R->dflt;
+    if (!d) return lt_error(ctx, LT_ERR_INVALID, "input %d '%s' was not given a value", i, v->name);
+    if (R->kernel_use) {
+        char want[256], got[256];
+        if (d->kind != LT_DK_TENSOR || !same_shape(S, d->tensor))
+            return lt_error(ctx, LT_ERR_INVALID, "input '%s': the plan was compiled for %s, got %s", v->name,
+                            lt_shape_str(S->rank, S->dims, want, sizeof want),
+                            d->kind == LT_DK_TENSOR ? lt_tensor_describe(d->tensor, got, sizeof got) : "a non-tensor");
+        if (d->tensor->dtype != S->dtype)
+            return lt_error(ctx, LT_ERR_INVALID, "input '%s': expected %s, got %s", v->name, lt_dtype_name(S->dtype),
+                            lt_dtype_name(d->tensor->dtype));
+    }
+    R->cur = lt_datum_retain(d);
+    S->ptr = d->kind == LT_DK_TENSOR ? d->tensor->data : NULL;
+    patch(p, sl);
+    return LT_OK;
+}
+
+lt_status lt_plan_run(lt_ctx *ctx, lt_plan *p, const lt_plan_run_options *opt, lt_datum *const *inputs,
+                      lt_datum **outputs) {
+    if (!p || !outputs) return lt_error(ctx, LT_ERR_USAGE, "lt_plan_run: missing plan or outputs");
+    const lt_graph *g = p->model->graph;
+    lt_status s = LT_OK;
+    for (int i = 0; i < g->n_inputs && s == LT_OK; i++) s = bind_input_datum(ctx, p, i, inputs ? inputs[i] : NULL);
+    /* outputs computed by kernels: new tensors, written in place by the kernels */
+    for (int sl = 0; sl < p->n_slots && s == LT_OK; sl++) {
+        lt_plan_slot *S = &p->slots[sl];
+        if (S->kind != LT_SLOT_OUTPUT) continue;
+        lt_tensor *t = NULL;
+        s = lt_tensor_new(ctx, S->dtype, S->rank, S->dims, &t);
+        if (s == LT_OK) s = lt_datum_tensor(ctx, t, &p->rt[sl].cur);
+        if (s == LT_OK) {
+            S->ptr = p->rt[sl].cur->tensor->data;
+            patch(p, sl);
+        }
+    }
+    if (s == LT_OK) s = run_steps(ctx, p, opt);
+    /* hand the outputs back */
+    int k = 0;
+    for (; k < g->n_outputs && s == LT_OK; k++) {
+        int sl = p->output_slot[k];
+        lt_plan_slot *S = &p->slots[sl];
+        lt_datum *d = p->rt[sl].cur;
+        if (S->kind == LT_SLOT_CONST) d = p->rt[sl].wrapd;
+        if (!d) {
+            s = lt_error(ctx, LT_ERR_INTERNAL, "plan: output %d '%s' has no value after the run", k, S->value->name);
+            break;
+        }
+        if (S->kind == LT_SLOT_OUTPUT && S->io_index != k) { /* the same value listed twice: a copy */
+            lt_tensor *t = NULL;
+            s = lt_tensor_copy(ctx, d->tensor, &t);
+            if (s == LT_OK) s = lt_datum_tensor(ctx, t, &outputs[k]);
+        } else {
+            outputs[k] = lt_datum_retain(d);
+        }
+    }
+    if (s != LT_OK)
+        for (int j = 0; j < k; j++) {
+            lt_datum_release(outputs[j]);
+            outputs[j] = NULL;
+        }
+    release_run(p);
+    return s;
+}
+
+lt_status lt_plan_run_buffers(lt_ctx *ctx, lt_plan *p, const lt_plan_run_options *opt, const void *const *inputs,
+                              void *const *outputs) {
+    if (!p || (!outputs && p->model->graph->n_outputs)) return lt_error(ctx, LT_ERR_USAGE, "lt_plan_run_buffers: missing plan or outputs");
+    const lt_graph *g = p->model->graph;
+    lt_status s = LT_OK;
+    for (int k = 0; k < g->n_outputs; k++)
+        if (lt_plan_output_bytes(p, k) < 0)
+            return lt_error(ctx, LT_ERR_UNSUPPORTED, "output %d '%s' has no static shape: use lt_plan_run", k,
+                            g->outputs[k]->name);
+    for (int i = 0; i < g->n_inputs && s == LT_OK; i++) {
+        int sl = p->input_slot[i];
+        if (sl < 0) continue;
+        lt_plan_slot *S = &p->slots[sl];
+        lt_slot_rt *R = &p->rt[sl];
+        if (!inputs || !inputs[i]) {
+            s = bind_input_datum(ctx, p, i, NULL);
+            continue;
+        }
+        if (!R->wrap) {
+            s = lt_error(ctx, LT_ERR_UNSUPPORTED, "input %d '%s' has no static shape: use lt_plan_run", i, S->value->name);
+            break;
+        }
+        S->ptr = (void *)inputs[i];
+        patch(p, sl);
+        R->cur = lt_datum_retain(R->wrapd);
+    }
+    for (int sl = 0; sl < p->n_slots && s == LT_OK; sl++) {
+        lt_plan_slot *S = &p->slots[sl];
+        if (S->kind != LT_SLOT_OUTPUT) continue;
+        S->ptr = outputs[S->io_index];
+        patch(p, sl);
+        if (p->rt[sl].wrapd) p->rt[sl].cur = lt_datum_retain(p->rt[sl].wrapd);
+    }
+    if (s == LT_OK) s = run_steps(ctx, p, opt);
+    for (int k = 0; k < g->n_outputs && s == LT_OK; k++) {
+        int sl = p->output_slot[k];
+        lt_plan_slot *S = &p->slots[sl];
+        if (S->kind == LT_SLOT_OUTPUT && S->io_index == k) continue; /* written in place */
+        const void *src = NULL;
+        int64_t bytes = lt_plan_output_bytes(p, k);
+        lt_datum *d = S->kind == LT_SLOT_CONST ? p->rt[sl].wrapd : p->rt[sl].cur;
+        if (S->kind == LT_SLOT_OUTPUT) src = S->ptr;
+        else if (d && d->kind == LT_DK_TENSOR && same_shape(S, d->tensor)) src = d->tensor->data;
+        if (!src) {
+            s = lt_error(ctx, LT_ERR_INVALID, "output %d '%s': the value computed has not the static shape expected", k,
+                         S->value->name);
+            break;
+        }
+        if (src != outputs[k]) memmove(outputs[k], src, (size_t)bytes);
+    }
+    release_run(p);
+    return s;
+}
+
+/* ---- accessors ---- */
+
+const lt_model *lt_plan_model(const lt_plan *p) { return p->model; }
+void lt_plan_get_stats(const lt_plan *p, lt_plan_stats *out) { *out = p->stats; }
+int lt_plan_n_steps(const lt_plan *p) { return p->n_steps; }
+const lt_plan_step *lt_plan_get_step(const lt_plan *p, int i) { return i >= 0 && i < p->n_steps ? &p->steps[i] : NULL; }
+int lt_plan_n_slots(const lt_plan *p) { return p->n_slots; }
+const lt_plan_slot *lt_plan_get_slot(const lt_plan *p, int i) { return i >= 0 && i < p->n_slots ? &p->slots[i] : NULL; }
+lt_backend *lt_plan_backend(const lt_plan *p) { return p->backend; }
+lt_bmodule *lt_plan_module(const lt_plan *p) { return p->module; }
+
+int lt_plan_input_index(const lt_plan *p, const char *name) {
+    const lt_graph *g = p->model->graph;
+    for (int i = 0; name && i < g->n_inputs; i++)
+        if (strcmp(g->inputs[i]->name, name) == 0) return i;
+    return -1;
+}
+
+int lt_plan_input_slot(const lt_plan *p, int i) {
+    return i >= 0 && i < p->model->graph->n_inputs ? p->input_slot[i] : -1;
+}
+int lt_plan_output_slot(const lt_plan *p, int k) {
+    return k >= 0 && k < p->model->graph->n_outputs ? p->output_slot[k] : -1;
+}
+
+int64_t lt_plan_output_bytes(const lt_plan *p, int k) {
+    int sl = lt_plan_output_slot(p, k);
+    if (sl < 0 || !p->rt[sl].is_static) return -1;
+    return p->slots[sl].bytes;
+}
+
+const lt_plan_step *lt_plan_first_host(const lt_plan *p) {
+    for (int i = 0; i < p->n_steps; i++)
+        if (p->steps[i].kind == LT_STEP_HOST) return &p->steps[i];
+    return NULL;
+}
+
+void lt_plan_set_threads(lt_plan *p, int threads) {
+    p->threads = threads > 0 ? threads : 0;
+    p->stats.threads = p->threads;
+    if (p->module && p->backend && strcmp(p->backend->vt->name, "cpu") == 0)
+        lt_cpu_module_set_threads((lt_cpu_module *)p->module, p->threads);
+}
+
+static const char *slot_kind_name(lt_slot_kind k) {
+    switch (k) {
+    case LT_SLOT_WORKSPACE: return "ws";
+    case LT_SLOT_CONST: return "const";
+    case LT_SLOT_PACKED: return "packed";
+    case LT_SLOT_INPUT: return "input";
+    case LT_SLOT_OUTPUT: return "output";
+    case LT_SLOT_DYNAMIC: return "dynamic";
+    }
+    return "?";
+}
+
+static void human_bytes(int64_t b, char *buf, size_t n) {
+    if (b >= ((int64_t)1 << 30)) snprintf(buf, n, "%.2f GiB", (double)b / (double)((int64_t)1 << 30));
+    else if (b >= ((int64_t)1 << 20)) snprintf(buf, n, "%.2f MiB", (double)b / (double)((int64_t)1 << 20));
+    else if (b >= 1024) snprintf(buf, n, "%.1f KiB", (double)b / 1024.0);
+    else snprintf(buf, n, "%lld B", (long long)b);
+}
+
+const char *lt_plan_memory_summary(const lt_plan *p, char *buf, size_t n) {
+    char a[32], b[32], c[32];
+    human_bytes(p->stats.workspace_bytes, a, sizeof a);
+    human_bytes(p->stats.intermediates_bytes, b, sizeof b);
+    human_bytes(p->stats.lower_bound_bytes, c, sizeof c);
+    snprintf(buf, n, "workspace %s (sum of intermediates %s, %d buffers, %d in place; live peak %s)", a, b,
+             p->stats.n_workspace_slots, p->stats.n_inplace, c);
+    return buf;
+}
+
+static void print_slot_ref(const lt_plan *p, int sl, lt_strbuf *out) {
+    if (sl < 0) { lt_sb_printf(out, "-"); return; }
+    const lt_plan_slot *S = &p->slots[sl];
+    lt_sb_printf(out, "%s", S->value ? S->value->name : "?");
+    if (S->kind == LT_SLOT_WORKSPACE) lt_sb_printf(out, "@%lld%s", (long long)S->offset, S->inplace ? "*" : "");
+    else lt_sb_printf(out, "(%s)", slot_kind_name(S->kind));
+}
+
+void lt_plan_print(const lt_plan *p, lt_strbuf *out) {
+    for (int i = 0; i < p->n_steps; i++) {
+        const lt_plan_step *st = &p->steps[i];
+        if (st->kind == LT_STEP_KERNEL) {
+            lt_sb_printf(out, "%3d kernel %-8s %-14s ", i, st->name, lt_pattern_name(st->pattern));
+            for (int j = 0; j < st->n_args; j++) {
+                lt_sb_printf(out, "%s", j == 0 ? "" : j == st->group->n_outputs ? " <- " : ", ");
+                print_slot_ref(p, st->arg_slots[j], out);
+            }
+            lt_sb_printf(out, "   # %s\n", st->origin);
+        } else {
+            lt_sb_printf(out, "%3d host   %-8s ", i, st->name);
+            for (int k = 0; k < st->n_out; k++) {
+                lt_sb_printf(out, "%s", k ? ", " : "");
+                print_slot_ref(p, st->out_slots[k], out);
+            }
+            lt_sb_printf(out, " <- ");
+            for (int k = 0; k < st->n_in; k++) {
+                lt_sb_printf(out, "%s", k ? ", " : "");
+                print_slot_ref(p, st->in_slots[k], out);
+            }
+            lt_sb_printf(out, "   # %s: %s\n", st->origin, st->reason ? st->reason : "");
+        }
+    }
+    char buf[256];
+    lt_sb_printf(out, "steps: %d (%d kernels, %d host)\n%s\n", p->stats.n_steps, p->stats.n_kernels, p->stats.n_host,
+                 lt_plan_memory_summary(p, buf, sizeof buf));
+}

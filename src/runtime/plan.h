@@ -1,0 +1,205 @@
+/* plan.h — the executable plan of a compiled model, its static memory plan, and the runtime.
+ *
+ * A plan (lt_plan) is what lt_compile (src/compile/compile.h) produces: the steps of the model in
+ * order, each either
+ *   KERNEL  a generated kernel (function pointer of the loaded module) and its argument pointer
+ *           array, prepared once when the plan is built (kernel ABI of docs/COMPILER.md: outputs,
+ *           then inputs, then weights; packed weights in place of their source constant), or
+ *   HOST    one graph node run through its op's reference `eval` hook (src/interp): ops with no
+ *           lowering, dynamic shapes, strings, sequences, control flow. Its inputs are wrapped as
+ *           borrowed tensors over the plan's buffers; its outputs are copied into them.
+ * and the buffers (slots) the steps read and write: one slot per graph value that exists at run time.
+ *
+ * Memory. Every intermediate value with a static shape and a fixed-size dtype lives at a static
+ * offset of ONE workspace, allocated when the plan is built (lt_memplan: liveness over the step
+ * order, best-fit offsets, in-place reuse for single-output elementwise kernels whose input dies at
+ * that step). Weights (initializers) are used in place, never copied; packed weights get one
+ * persistent buffer each, filled once at plan build by their pack kernel. Graph inputs and outputs are
+ * the caller's memory: their addresses are patched into the argument arrays at each run. So running
+ * compiled steps allocates nothing; host steps allocate what their eval hook allocates, and values
+ * without a static shape (DYNAMIC slots) are held as reference-counted datums during the run.
+ *
+ * Invariants: steps are in a topological order of the main graph; a slot is written by exactly one
+ * step (or bound as an input / constant); two WORKSPACE slots whose live ranges [def, last] overlap
+ * never overlap in memory unless one is the declared in-place successor of the other; the plan never
+ * changes after lt_plan_build except the per-run addresses of INPUT / OUTPUT slots.
+ * Ownership: a plan borrows its model (weights are referenced in place: the model must outlive the
+ * plan) and owns its arena (groups, kernels, names), its backend instance and module, its workspace.
+ * A plan is used by one thread at a time (it keeps per-run state); kernels run in parallel inside.
+ *
+ * Entry points: lt_plan_run (datums in and out, bound by graph input index like lt_interp_run),
+ * lt_plan_run_buffers (caller-owned memory: no allocation), lt_plan_input_index, lt_plan_print,
+ * lt_plan_free; lt_memplan for the static memory planner (also used by tests on synthetic
+ * lifetimes). Building a plan is lt_compile's job (compile.h); lt_plan_build is its last stage.
+ */
+#ifndef LT_PLAN_H
+#define LT_PLAN_H
+
+#include "../backend/backend.h"
+#include "../lower/lower.h"
+
+/* ---------------------------------------------------------------------------------------------
+ * Static memory planning (memplan.c)
+ * ------------------------------------------------------------------------------------------- */
+
+#define LT_MEMPLAN_ALIGN 64 /* every buffer starts at a multiple of this (cache line, AVX-512) */
+
+/* One buffer to place: it is written at step `def` and read last at step `last` (def <= last; a
+ * buffer nobody reads has last == def). Two buffers conflict when [def, last] intervals intersect.
+ * inplace_of >= 0 names an earlier buffer whose memory this one may take over: legal when
+ * bufs[inplace_of].last == def (it dies at the step that writes this one) and it is at least as
+ * large; the planner then gives both the same offset (chains a -> b -> c share one region). */
+typedef struct lt_mp_buf {
+    int64_t bytes;      /* >= 0 (0-byte buffers get offset 0 and take no space) */
+    int def, last;      /* step indices */
+    int inplace_of;     /* -1, or index of the buffer to reuse in place */
+    int64_t offset;     /* out: offset in the workspace */
+    bool inplace;       /* out: the in-place request was granted */
+} lt_mp_buf;
+
+typedef struct lt_mp_result {
+    int64_t workspace_bytes; /* peak: max(offset + bytes), rounded up to LT_MEMPLAN_ALIGN */
+    int64_t sum_bytes;       /* naive: the sum of all buffers (aligned), one allocation each */
+    int64_t lower_bound;     /* max over steps of the bytes live at that step (no plan does better) */
+    int n_inplace;           /* in-place requests granted */
+} lt_mp_result;
+
+/* Assign offsets to n buffers (greedy by size, each into the best-fitting gap among the buffers
+ * whose live ranges conflict with it, else at the end). Errors: LT_ERR_INVALID naming the buffer for
+ * negative sizes, def > last or a bad inplace_of; LT_ERR_NOMEM (size overflow or allocation). */
+lt_status lt_memplan(lt_ctx *ctx, lt_mp_buf *bufs, int n, lt_mp_result *out);
+/* Check a placement: no two conflicting buffers overlap (except granted in-place pairs), every
+ * buffer is aligned and inside workspace_bytes. LT_ERR_INTERNAL naming the two buffers otherwise. */
+lt_status lt_memplan_verify(lt_ctx *ctx, const lt_mp_buf *bufs, int n, int64_t workspace_bytes);
+
+/* ---------------------------------------------------------------------------------------------
+ * The plan
+ * ------------------------------------------------------------------------------------------- */
+
+typedef enum lt_slot_kind {
+    LT_SLOT_WORKSPACE, /* intermediate with a static shape: at `offset` in the workspace */
+    LT_SLOT_CONST,     /* initializer: its tensor's data, in place */
+    LT_SLOT_PACKED,    /* packed weight: a persistent buffer filled at plan build */
+    LT_SLOT_INPUT,     /* graph input: the caller's memory, bound at each run */
+    LT_SLOT_OUTPUT,    /* graph output with a static shape: the caller's memory (or a new tensor) */
+    LT_SLOT_DYNAMIC    /* no static shape, or not a numeric tensor: a datum held during the run */
+} lt_slot_kind;
+
+typedef struct lt_plan_slot {
+    const lt_value *value;  /* the graph value (PACKED: its source constant) */
+    lt_slot_kind kind;
+    lt_dtype dtype;         /* static slots */
+    int rank;
+    int64_t dims[LT_MAX_RANK];
+    int64_t numel, bytes;
+    int64_t offset;         /* WORKSPACE */
+    int io_index;           /* INPUT: index in graph->inputs; OUTPUT: first index in graph->outputs */
+    void *ptr;              /* address now (CONST, PACKED, WORKSPACE: fixed; INPUT, OUTPUT: per run) */
+    int def_step, last_step;/* live range over the steps (-1 def: before the first step) */
+    bool inplace;           /* shares the memory of the slot it was computed from (in-place) */
+} lt_plan_slot;
+
+typedef enum lt_step_kind { LT_STEP_KERNEL, LT_STEP_HOST } lt_step_kind;
+
+typedef struct lt_plan_step {
+    lt_step_kind kind;
+    const char *name;       /* kernel name ("lt_k3"), or the node's op_type for host steps */
+    const char *origin;     /* graph nodes it runs: "'conv1' (Conv), 'relu1' (Relu)" */
+    const lt_group *group;  /* its fusion group (host fallbacks: the group that failed to lower) */
+    lt_pattern pattern;
+    double flops, bytes;    /* static cost from the Loop IR (kernels; 0 for host steps) */
+    /* KERNEL */
+    const lt_kernel *kernel;/* its Loop IR (scheduled) */
+    const lt_bkernel *bk;   /* loaded kernel */
+    int n_args;
+    int *arg_slots;         /* slot of each argument */
+    void **args;            /* argument pointers (patched for INPUT / OUTPUT slots at each run) */
+    /* HOST */
+    const lt_node *node;
+    int n_in, n_out;
+    int *in_slots;          /* slot per node input, -1 for an omitted optional input */
+    int *out_slots;         /* slot per node output, -1 for an output nobody requested */
+    const char *reason;     /* why it is a host step */
+} lt_plan_step;
+
+/* Per-run options (NULL: defaults). */
+typedef struct lt_plan_run_options {
+    uint64_t seed;          /* random ops in host steps */
+    double *step_seconds;   /* if set: n_steps entries; each step's wall time is ADDED to its entry */
+} lt_plan_run_options;
+
+typedef struct lt_plan lt_plan; /* opaque; read it through the accessors below */
+
+/* Summary numbers of a plan (for reports). */
+typedef struct lt_plan_stats {
+    int n_steps, n_kernels, n_host;
+    int n_nodes, n_nodes_compiled;  /* main-graph nodes, and those inside compiled kernels */
+    int n_slots, n_workspace_slots, n_inplace;
+    int64_t workspace_bytes;        /* the one workspace (peak of the memory plan) */
+    int64_t intermediates_bytes;    /* sum of all workspace intermediates (what allocating each costs) */
+    int64_t lower_bound_bytes;      /* most bytes live at any one step */
+    int64_t packed_bytes;           /* persistent packed weights */
+    int64_t weight_bytes;           /* initializers referenced in place */
+    int threads;
+} lt_plan_stats;
+
+/* Build inputs: what lt_compile hands to lt_plan_build. The plan takes over `arena` (a heap
+ * struct from lt_mem_alloc, lt_arena_init'ed: groups, kernels and names live in it), `backend` and
+ * `module`, on success and on failure alike. */
+typedef struct lt_plan_build_args {
+    const lt_model *model;
+    lt_arena *arena;              /* compilation lifetime */
+    const lt_groups *groups;
+    lt_lowered *lowered;          /* indexed by group id (groups->n entries), scheduled. kernel NULL:
+                                   * a host group, or a group whose lowering failed: its nodes then
+                                   * run as host steps, one each (host fallback) */
+    lt_backend *backend;
+    lt_bmodule *module;           /* NULL when there is no kernel */
+    int threads;
+    bool no_inplace;              /* disable in-place reuse (debugging) */
+} lt_plan_build_args;
+
+lt_status lt_plan_build(lt_ctx *ctx, const lt_plan_build_args *a, lt_plan **out);
+void lt_plan_free(lt_plan *p); /* NULL is fine */
+
+/* Run. inputs[i] binds model->graph->inputs[i] (NULL keeps its initializer; an input without one
+ * must be given); its dtype and shape must be the ones the plan was compiled for (LT_ERR_INVALID
+ * naming the input otherwise). outputs[0..n_outputs) receive new references the caller releases;
+ * on failure none are written. */
+lt_status lt_plan_run(lt_ctx *ctx, lt_plan *p, const lt_plan_run_options *opt, lt_datum *const *inputs,
+                      lt_datum **outputs);
+/* Run on caller-owned memory, with no allocation for compiled steps: inputs[i] points at the data of
+ * graph input i (NULL: its initializer), outputs[k] at room for graph output k (lt_plan_output_bytes).
+ * LT_ERR_UNSUPPORTED when an output has no static shape. */
+lt_status lt_plan_run_buffers(lt_ctx *ctx, lt_plan *p, const lt_plan_run_options *opt,
+                              const void *const *inputs, void *const *outputs);
+
+/* ---- accessors ---- */
+const lt_model *lt_plan_model(const lt_plan *p);
+void lt_plan_get_stats(const lt_plan *p, lt_plan_stats *out);
+int lt_plan_n_steps(const lt_plan *p);
+const lt_plan_step *lt_plan_get_step(const lt_plan *p, int i); /* NULL out of range */
+int lt_plan_n_slots(const lt_plan *p);
+const lt_plan_slot *lt_plan_get_slot(const lt_plan *p, int i);
+/* Index of the graph input called name in model->graph->inputs, -1 if none. */
+int lt_plan_input_index(const lt_plan *p, const char *name);
+/* Static byte size of graph output k, -1 if it has no static shape. */
+int64_t lt_plan_output_bytes(const lt_plan *p, int k);
+/* Slot of graph input i / graph output k (-1 if none). */
+int lt_plan_input_slot(const lt_plan *p, int i);
+int lt_plan_output_slot(const lt_plan *p, int k);
+/* Number of host steps; the first one (for "export needs no host steps" messages), or NULL. */
+const lt_plan_step *lt_plan_first_host(const lt_plan *p);
+/* The backend and module (for the profiler's ceilings and for export). */
+lt_backend *lt_plan_backend(const lt_plan *p);
+lt_bmodule *lt_plan_module(const lt_plan *p);
+/* Set the thread count of parallel loops (0: the backend's default). */
+void lt_plan_set_threads(lt_plan *p, int threads);
+
+/* Human-readable plan: one line per step (kind, name, origin, argument slots with offsets), then the
+ * memory summary "workspace: PEAK bytes (intermediates: SUM bytes, N in place)". */
+void lt_plan_print(const lt_plan *p, lt_strbuf *out);
+/* "workspace 1.2 MiB (sum of intermediates 8.5 MiB, 2 in place)" into buf. */
+const char *lt_plan_memory_summary(const lt_plan *p, char *buf, size_t n);
+
+#endif

@@ -1,0 +1,86 @@
+/* plan_impl.h — the runtime's private view of a plan: the struct behind lt_plan and the helpers
+ * shared by plan.c (build, run, accessors), host.c (host steps through the eval hooks) and
+ * export.c (standalone C). Nothing outside src/runtime includes it.
+ */
+#ifndef LT_PLAN_IMPL_H
+#define LT_PLAN_IMPL_H
+
+#include "plan.h"
+
+/* The interpreter's environment layout (src/interp/interp.c, struct lt_env): subgraphs of host
+ * steps (If, Loop, Scan) read main-graph values through ev->env. Mirrored here until interp.h
+ * exposes an API for it (requested); keep the two in sync. */
+struct lt_env {
+    const lt_graph *graph;
+    struct lt_env *parent;
+    lt_datum **vals; /* by value id */
+};
+
+typedef struct lt_plan_pack {
+    int slot;                /* the PACKED slot */
+    int src_slot;            /* its CONST source */
+    const lt_kernel *kernel; /* the pack kernel (args: packed, source) */
+    const lt_bkernel *bk;
+} lt_plan_pack;
+
+/* Extra per-slot state. */
+typedef struct lt_slot_rt {
+    bool is_static;          /* fixed-size dtype and every dim known */
+    bool kernel_use;         /* read or written by a compiled kernel: must be a fixed buffer */
+    bool host_read;          /* read by a host step (needs a datum view) */
+    lt_tensor *wrap;         /* borrowed tensor over ptr, for host steps (static slots) */
+    lt_datum *wrapd;         /* datum over wrap (CONST: over the initializer) */
+    lt_datum *dflt;          /* INPUT with an initializer: a datum over it (used when not given) */
+    lt_datum *cur;           /* run time: INPUT's bound datum, DYNAMIC's value (owned ref) */
+    int first_patch, n_patch;/* INPUT / OUTPUT: entries of patches[] to update at each run */
+    int mp_index;            /* index in the memory plan's buffer list (WORKSPACE), else -1 */
+} lt_slot_rt;
+
+struct lt_plan {
+    const lt_model *model;
+    lt_arena *arena;         /* compilation lifetime (heap struct, owned) */
+    const lt_groups *groups;
+    lt_backend *backend;
+    lt_bmodule *module;
+    bool host_memory;        /* the backend's memory is host memory (CPU) */
+    int threads;
+
+    int n_steps;
+    lt_plan_step *steps;
+    int n_slots, cap_slots;
+    lt_plan_slot *slots;
+    lt_slot_rt *rt;
+    int *value_slot;         /* main-graph value id -> slot, -1 */
+    int *input_slot;         /* graph input i -> slot, -1 */
+    int *output_slot;        /* graph output k -> slot, -1 */
+
+    int n_packs;
+    lt_plan_pack *packs;
+
+    void **patches;          /* addresses inside steps' args arrays, grouped per INPUT/OUTPUT slot */
+    int n_patches;
+
+    /* host steps: per step, the main-graph values its subgraphs read (outer scope) */
+    int **outer_vals;        /* value ids, -1-terminated; NULL when none */
+    struct lt_env env;
+
+    void *workspace;
+    lt_mp_result mem;
+    lt_plan_stats stats;
+    uint64_t rng;            /* run time: random ops' state */
+};
+
+/* host.c */
+/* Prepare host support after slots exist: wrappers for static slots read by host steps, the
+ * environment for subgraphs. */
+lt_status lt_plan_host_prepare(lt_ctx *ctx, lt_plan *p);
+/* Run host step i (its inputs bound, its outputs stored into their slots). */
+lt_status lt_plan_host_run(lt_ctx *ctx, lt_plan *p, int i);
+/* The datum a host step reads for slot s (borrowed, valid during the run), or NULL. */
+lt_datum *lt_plan_slot_datum(lt_plan *p, int s);
+/* A datum safe to keep after the run: every borrowed tensor in d copied (d itself released and
+ * replaced when anything was copied). */
+lt_status lt_plan_detach(lt_ctx *ctx, lt_datum **d);
+void lt_plan_host_free(lt_plan *p);
+
+#endif

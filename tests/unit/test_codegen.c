@@ -1,0 +1,460 @@
+/* test_codegen.c — the shared emitter and its two language tables: the exact C text of a small
+ * kernel, name mangling, literals, casts, the safety rules for loop markings (vectorized loops with
+ * a dependence are left plain, parallel loops that race are rejected), unsupported dtypes / kinds,
+ * module assembly (prelude pasted once with includes resolved, optional microkernel headers pulled
+ * in by calls, kernel table), the CUDA rendering and launch shape, NVRTC compiling emitted CUDA
+ * (skipped with a visible message when NVRTC is absent), and out-of-memory at every allocation.
+ * Exits non-zero on failure.
+ */
+#include "backend/cuda/nvrtc.h"
+#include "codegen/codegen.h"
+#include "loop/loop.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int failures;
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);               \
+            failures++;                                                                            \
+        }                                                                                          \
+    } while (0)
+
+static int count(const char *hay, const char *needle) {
+    int n = 0;
+    for (const char *p = hay ? strstr(hay, needle) : NULL; p; p = strstr(p + 1, needle)) n++;
+    return n;
+}
+
+/* Emit one kernel as C; returns the status, text in *out. */
+static lt_status emit1(lt_ctx *ctx, const lt_lang *L, lt_kernel *k, const char *origin, lt_strbuf *out) {
+    lt_emit_kernel ek = {k, origin};
+    return lt_emit_function(ctx, L, &ek, out);
+}
+
+/* ---- the exact text of a small kernel ---- */
+static void test_exact_text(void) {
+    lt_arena ar;
+    lt_arena_init(&ar);
+    lt_ctx ctx = {0};
+    lt_kernel *k = lt_kernel_new(&ar, "lt_k0");
+    lt_lbuf *y = lt_kernel_arg(k, "y", LT_FLOAT, 32);
+    lt_lbuf *x = lt_kernel_arg(k, "x", LT_FLOAT, 32);
+    lt_lvar *i = lt_kernel_var(k, "i", LT_INT64);
+    lt_lnode *xi = lt_l_load(k, x, lt_l_var(k, i));
+    lt_lnode *v = lt_l_binary(k, LT_LOP_MUL, lt_l_binary(k, LT_LOP_ADD, xi, lt_l_float(k, LT_FLOAT, 1)),
+                              lt_l_unary(k, LT_LOP_EXP, lt_l_unary(k, LT_LOP_NEG, xi)));
+    k->body = lt_l_for(k, i, lt_l_int(k, 0), lt_l_int(k, 32), LT_LOOP_VECTORIZED, lt_l_store(k, y, lt_l_var(k, i), v));
+    lt_kernel_cost(k);
+    lt_strbuf o = {0};
+    CHECK(emit1(&ctx, &lt_lang_c, k, "Mul_3 (Mul)", &o) == LT_OK);
+    const char *want =
+        "\n/* lt_k0: Mul_3 (Mul)\n"
+        " * static cost: 128 FLOP, 384 B moved */\n"
+        "void lt_k0(void *const *args) {\n"
+        "    float *y = (float *)args[0]; /* float[32], out */\n"
+        "    const float *x = (const float *)args[1]; /* float[32] */\n"
+        "    #pragma omp simd\n"
+        "    for (int64_t i = 0; i < 32; i++) {\n"
+        "        y[i] = (x[i] + 1.0f) * lt_exp_f32(-x[i]);\n"
+        "    }\n"
+        "}\n";
+    if (!o.s || strcmp(o.s, want) != 0) {
+        fprintf(stderr, "exact text differs:\n--- got\n%s--- want\n%s", o.s ? o.s : "(null)", want);
+        failures++;
+    }
+    lt_sb_free(&o);
+
+    /* CUDA: the same kernel with the loop bound to threads of one block */
+    k->body = lt_l_for(k, i, lt_l_int(k, 0), lt_l_int(k, 32), LT_LOOP_GPU_THREAD, lt_l_store(k, y, lt_l_var(k, i), v));
+    CHECK(emit1(&ctx, &lt_lang_cuda, k, NULL, &o) == LT_OK);
+    CHECK(o.s && strstr(o.s, "extern \"C\" __global__ void lt_k0(float *y, const float *x) {\n"));
+    CHECK(o.s && strstr(o.s, "const int64_t i = (int64_t)threadIdx.x;\n"));
+    CHECK(o.s && strstr(o.s, "launch: grid (1, 1, 1), block (32, 1, 1)"));
+    CHECK(o.s && strstr(o.s, "y[i] = (x[i] + 1.0f) * expf(-x[i]);"));
+    lt_sb_free(&o);
+    lt_lang fast = lt_lang_cuda;
+    fast.fast_math = true;
+    CHECK(emit1(&ctx, &fast, k, NULL, &o) == LT_OK && strstr(o.s, "__expf(-x[i])"));
+    lt_sb_free(&o);
+    lt_arena_free(&ar);
+}
+
+/* ---- names, literals, casts ---- */
+static void test_names_literals_casts(void) {
+    lt_arena ar;
+    lt_arena_init(&ar);
+    lt_ctx ctx = {0};
+    lt_kernel *k = lt_kernel_new(&ar, "lt_k1");
+    lt_lbuf *a = lt_kernel_arg(k, "out.0", LT_FLOAT, 8);
+    lt_lbuf *b = lt_kernel_arg(k, "3d/input:0", LT_FLOAT16, 8);
+    lt_lbuf *c = lt_kernel_arg(k, "int", LT_DOUBLE, 8);
+    lt_lbuf *d = lt_kernel_arg(k, "lt_tmp", LT_INT32, 8);
+    lt_lbuf *e = lt_kernel_arg(k, "out_0", LT_UINT8, 8);
+    lt_lbuf *f = lt_kernel_arg(k, "h", LT_BFLOAT16, 8);
+    lt_lvar *i = lt_kernel_var(k, "i.o", LT_INT64);
+    lt_lnode *iv = lt_l_var(k, i);
+    lt_lnode *st[] = {
+        lt_l_store(k, a, iv, lt_l_binary(k, LT_LOP_ADD, lt_l_cast(k, LT_FLOAT, lt_l_load(k, b, iv)),
+                                         lt_l_float(k, LT_FLOAT, 0.1))),
+        lt_l_store(k, c, iv, lt_l_select(k, lt_l_binary(k, LT_LOP_LT, lt_l_load(k, c, iv), lt_l_float(k, LT_DOUBLE, 0.1)),
+                                         lt_l_float(k, LT_DOUBLE, INFINITY), lt_l_float(k, LT_DOUBLE, NAN))),
+        lt_l_store(k, d, iv, lt_l_cast(k, LT_INT32, lt_l_load(k, a, iv))),
+        lt_l_store(k, e, iv, lt_l_binary(k, LT_LOP_ADD, lt_l_load(k, e, iv), lt_l_int(k, 200))),
+        lt_l_store(k, b, iv, lt_l_cast(k, LT_FLOAT16, lt_l_load(k, c, iv))),
+        lt_l_store(k, f, iv, lt_l_float(k, LT_BFLOAT16, 0.1)),
+        lt_l_store(k, a, iv, lt_l_float(k, LT_FLOAT, -1e30)),
+        lt_l_store(k, d, iv, lt_l_binary(k, LT_LOP_DIV, lt_l_load(k, d, iv), lt_l_int(k, 7))),
+        lt_l_store(k, d, iv, lt_l_binary(k, LT_LOP_DIV, lt_l_load(k, d, iv), lt_l_load(k, d, lt_l_int(k, 0)))),
+    };
+    k->body = lt_l_for(k, i, lt_l_int(k, 0), lt_l_int(k, 8), LT_LOOP_SERIAL, lt_l_seq(k, 9, st));
+    lt_strbuf o = {0};
+    CHECK(emit1(&ctx, &lt_lang_c, k, NULL, &o) == LT_OK);
+    const char *s = o.s ? o.s : "";
+    CHECK(strstr(s, "float *out_0 = (float *)args[0];"));
+    CHECK(strstr(s, "uint16_t *v_3d_input_0 = (uint16_t *)args[1];")); /* leading digit */
+    CHECK(strstr(s, "double *int_2 = (double *)args[2];"));            /* keyword */
+    CHECK(strstr(s, "int32_t *v_lt_tmp = (int32_t *)args[3];"));       /* reserved prefix */
+    CHECK(strstr(s, "uint8_t *out_0_4 = (uint8_t *)args[4];"));        /* collision after mangling */
+    CHECK(strstr(s, "for (int64_t i_o = 0; i_o < 8; i_o++)"));
+    CHECK(strstr(s, "out_0[i_o] = lt_h2f(v_3d_input_0[i_o]) + 0.1f;"));
+    CHECK(strstr(s, "int_2[i_o] = int_2[i_o] < 0.1 ? LT_INF_F64 : LT_NAN_F64;"));
+    CHECK(strstr(s, "v_lt_tmp[i_o] = (int32_t)lt_f2i64(out_0[i_o]);"));
+    CHECK(strstr(s, "out_0_4[i_o] = (uint8_t)(out_0_4[i_o] + 200);"));
+    CHECK(strstr(s, "v_3d_input_0[i_o] = lt_f2h(lt_h2f(lt_d2h(int_2[i_o])));"));
+    CHECK(strstr(s, "h[i_o] = lt_f2bf(0.100097656f);")); /* the literal rounded to bfloat16 */
+    CHECK(strstr(s, "out_0[i_o] = -1e+30f;")); /* the shortest spelling of the float */
+    CHECK(strstr(s, "v_lt_tmp[i_o] = v_lt_tmp[i_o] / 7;"));
+    CHECK(strstr(s, "v_lt_tmp[i_o] = lt_div_i32(v_lt_tmp[i_o], v_lt_tmp[0]);"));
+    if (failures) fprintf(stderr, "%s", s);
+    lt_sb_free(&o);
+    lt_arena_free(&ar);
+}
+
+/* ---- loop markings: faithful or refused ---- */
+static void test_loop_safety(void) {
+    lt_arena ar;
+    lt_arena_init(&ar);
+    lt_ctx ctx = {0};
+    /* prefix sum marked vectorized: y[i] = y[i-1] + x[i] has a loop-carried dependence */
+    lt_kernel *k = lt_kernel_new(&ar, "lt_scan");
+    lt_lbuf *y = lt_kernel_arg(k, "y", LT_FLOAT, 64);
+    lt_lbuf *x = lt_kernel_arg(k, "x", LT_FLOAT, 64);
+    lt_lvar *i = lt_kernel_var(k, "i", LT_INT64);
+    lt_lnode *prev = lt_l_load(k, y, lt_l_binary(k, LT_LOP_SUB, lt_l_var(k, i), lt_l_int(k, 1)));
+    k->body = lt_l_for(k, i, lt_l_int(k, 1), lt_l_int(k, 63), LT_LOOP_VECTORIZED,
+                       lt_l_store(k, y, lt_l_var(k, i), lt_l_binary(k, LT_LOP_ADD, prev, lt_l_load(k, x, lt_l_var(k, i)))));
+    lt_strbuf o = {0};
+    CHECK(emit1(&ctx, &lt_lang_c, k, NULL, &o) == LT_OK);
+    CHECK(o.s && !strstr(o.s, "omp simd") && strstr(o.s, "left to the compiler"));
+    CHECK(o.s && strstr(o.s, "for (int64_t i = 1; i < 64; i++)"));
+    lt_sb_free(&o);
+
+    /* a sum whose accumulator is also read elsewhere in the loop is no reduction */
+    lt_kernel *k2 = lt_kernel_new(&ar, "lt_cumsum");
+    y = lt_kernel_arg(k2, "y", LT_FLOAT, 64);
+    x = lt_kernel_arg(k2, "x", LT_FLOAT, 64);
+    i = lt_kernel_var(k2, "i", LT_INT64);
+    lt_lvar *acc = lt_kernel_var(k2, "acc", LT_FLOAT);
+    lt_lnode *body[] = {
+        lt_l_assign(k2, acc, lt_l_binary(k2, LT_LOP_ADD, lt_l_var(k2, acc), lt_l_load(k2, x, lt_l_var(k2, i)))),
+        lt_l_store(k2, y, lt_l_var(k2, i), lt_l_var(k2, acc)),
+    };
+    lt_lnode *top[] = {
+        lt_l_let(k2, acc, lt_l_float(k2, LT_FLOAT, 0)),
+        lt_l_for(k2, i, lt_l_int(k2, 0), lt_l_int(k2, 64), LT_LOOP_VECTORIZED, lt_l_seq(k2, 2, body)),
+    };
+    k2->body = lt_l_seq(k2, 2, top);
+    CHECK(emit1(&ctx, &lt_lang_c, k2, NULL, &o) == LT_OK);
+    CHECK(o.s && !strstr(o.s, "omp simd"));
+    lt_sb_free(&o);
+
+    /* the same accumulation in a parallel loop is a race: rejected, naming loop and variable */
+    k2->body->kids[1]->op = LT_LOOP_PARALLEL;
+    lt_ctx pc = {0};
+    CHECK(emit1(&pc, &lt_lang_c, k2, NULL, &o) == LT_ERR_INVALID);
+    CHECK(strstr(pc.msg, "lt_cumsum") && strstr(pc.msg, "parallel loop i") && strstr(pc.msg, "acc"));
+    lt_sb_free(&o);
+
+    /* CUDA has no CPU threads; C has no GPU blocks */
+    lt_ctx cc = {0};
+    CHECK(emit1(&cc, &lt_lang_cuda, k2, NULL, &o) == LT_ERR_UNSUPPORTED && strstr(cc.msg, "parallel loop i"));
+    lt_sb_free(&o);
+    k2->body->kids[1]->op = LT_LOOP_GPU_BLOCK;
+    lt_ctx gc = {0};
+    CHECK(emit1(&gc, &lt_lang_c, k2, NULL, &o) == LT_ERR_UNSUPPORTED && strstr(gc.msg, "GPU block"));
+    lt_sb_free(&o);
+    lt_arena_free(&ar);
+}
+
+static void test_unsupported(void) {
+    lt_arena ar;
+    lt_arena_init(&ar);
+    lt_kernel *k = lt_kernel_new(&ar, "lt_str");
+    lt_lbuf *y = lt_kernel_arg(k, "names", LT_STRING, 4);
+    lt_lvar *i = lt_kernel_var(k, "i", LT_INT64);
+    k->body = lt_l_for(k, i, lt_l_int(k, 0), lt_l_int(k, 4), LT_LOOP_SERIAL,
+                       lt_l_store(k, y, lt_l_var(k, i), lt_l_load(k, y, lt_l_int(k, 0))));
+    lt_ctx ctx = {0};
+    lt_strbuf o = {0};
+    CHECK(emit1(&ctx, &lt_lang_c, k, NULL, &o) == LT_ERR_UNSUPPORTED);
+    CHECK(strstr(ctx.msg, "lt_str") && strstr(ctx.msg, "string"));
+    lt_sb_free(&o);
+
+    /* vector expressions (lanes > 1) are refused, naming the kernel */
+    lt_kernel *k2 = lt_kernel_new(&ar, "lt_vec");
+    lt_lbuf *a = lt_kernel_arg(k2, "a", LT_FLOAT, 16);
+    lt_lnode *ld = lt_l_load(k2, a, lt_l_int(k2, 0));
+    ld->lanes = 8;
+    k2->body = lt_l_store(k2, a, lt_l_int(k2, 0), ld);
+    k2->body->lanes = 8;
+    lt_ctx vc = {0};
+    CHECK(emit1(&vc, &lt_lang_c, k2, NULL, &o) == LT_ERR_UNSUPPORTED && strstr(vc.msg, "lt_vec") && strstr(vc.msg, "lanes"));
+    lt_sb_free(&o);
+
+    /* an oversized local buffer */
+    lt_kernel *k3 = lt_kernel_new(&ar, "lt_big");
+    lt_lbuf *out = lt_kernel_arg(k3, "out", LT_FLOAT, 1);
+    lt_lbuf *tmp = lt_kernel_local(k3, "tmp", LT_FLOAT, 1 << 20, LT_SCOPE_LOCAL);
+    k3->body = lt_l_alloc(k3, tmp, lt_l_seq(k3, 2, (lt_lnode *[]){
+        lt_l_store(k3, tmp, lt_l_int(k3, 0), lt_l_float(k3, LT_FLOAT, 1)),
+        lt_l_store(k3, out, lt_l_int(k3, 0), lt_l_load(k3, tmp, lt_l_int(k3, 0)))}));
+    lt_ctx bc = {0};
+    CHECK(emit1(&bc, &lt_lang_c, k3, NULL, &o) == LT_ERR_UNSUPPORTED && strstr(bc.msg, "tmp"));
+    lt_sb_free(&o);
+    lt_arena_free(&ar);
+}
+
+/* ---- module assembly ---- */
+static lt_kernel *tiny(lt_arena *ar, const char *name, const char *call) {
+    lt_kernel *k = lt_kernel_new(ar, name);
+    lt_lbuf *y = lt_kernel_arg(k, "y", LT_FLOAT, 4);
+    lt_lvar *i = lt_kernel_var(k, "i", LT_INT64);
+    lt_lnode *v = lt_l_load(k, y, lt_l_var(k, i));
+    if (call) {
+        lt_lnode *args[] = {lt_l_int(k, 1), lt_l_int(k, 1), lt_l_int(k, 1)};
+        lt_lnode *st[] = {lt_l_eval(k, lt_l_call(k, LT_UNDEFINED, call, 3, args)), lt_l_store(k, y, lt_l_var(k, i), v)};
+        k->body = lt_l_for(k, i, lt_l_int(k, 0), lt_l_int(k, 4), LT_LOOP_SERIAL, lt_l_seq(k, 2, st));
+    } else {
+        k->body = lt_l_for(k, i, lt_l_int(k, 0), lt_l_int(k, 4), LT_LOOP_SERIAL, lt_l_store(k, y, lt_l_var(k, i), v));
+    }
+    return k;
+}
+
+static void test_module(void) {
+    lt_arena ar;
+    lt_arena_init(&ar);
+    lt_ctx ctx = {0};
+    lt_emit_kernel ks[2] = {{tiny(&ar, "lt_ka", NULL), "A"}, {tiny(&ar, "lt_kb", NULL), "B"}};
+    lt_strbuf o = {0};
+    CHECK(lt_emit_module(&ctx, &lt_lang_c, ks, 2, "int lathe_extra(void) { return 1; }", &o) == LT_OK);
+    const char *s = o.s ? o.s : "";
+    CHECK(strncmp(s, "/* Generated by lathe for target c: 2 kernels.", 45) == 0);
+    CHECK(count(s, "---- prelude: core.h ----") == 1 && count(s, "---- prelude: common.h ----") == 1);
+    CHECK(count(s, "#include \"") == 0); /* prelude includes resolved */
+    CHECK(count(s, "LT_PRELUDE_COMMON_H") == 2);  /* one guard: #ifndef + #define */
+    CHECK(count(s, "prelude: gemm.h") == 0);      /* not called */
+    CHECK(strstr(s, "const lt_kernel_desc lathe_kernels[] = {\n    {\"lt_ka\", lt_ka, 1},\n    {\"lt_kb\", lt_kb, 1},\n"
+                    "    {0, 0, 0},\n};\nconst int lathe_n_kernels = 2;\n"));
+    CHECK(strstr(s, "int lathe_extra(void) { return 1; }\n"));
+    lt_sb_free(&o);
+
+    /* a call into a microkernel header pastes that header (once, after core.h) */
+    if (lt_prelude_find("gemm.h")) {
+        lt_emit_kernel kc[2] = {{tiny(&ar, "lt_kc", "lt_sgemm_pack_b"), NULL}, {tiny(&ar, "lt_kd", "lt_sgemm"), NULL}};
+        CHECK(lt_emit_module(&ctx, &lt_lang_c, kc, 2, NULL, &o) == LT_OK);
+        CHECK(count(o.s, "---- prelude: gemm.h ----") == 1 && count(o.s, "---- prelude: core.h ----") == 1);
+        CHECK(count(o.s, "#include \"") == 0);
+        lt_sb_free(&o);
+    } else {
+        printf("test_codegen: gemm.h not embedded, skipping the microkernel-header check\n");
+    }
+
+    /* duplicate kernel names are an error and leave the output untouched */
+    lt_emit_kernel dup[2] = {{ks[0].kernel, NULL}, {ks[0].kernel, NULL}};
+    lt_sb_printf(&o, "keep");
+    lt_ctx dc = {0};
+    CHECK(lt_emit_module(&dc, &lt_lang_c, dup, 2, NULL, &o) == LT_ERR_INVALID && strstr(dc.msg, "lt_ka"));
+    CHECK(o.s && strcmp(o.s, "keep") == 0);
+    /* an error inside a kernel also restores the output */
+    lt_kernel *bad = tiny(&ar, "lt_bad", NULL);
+    bad->body->op = LT_LOOP_GPU_BLOCK;
+    lt_emit_kernel kb[2] = {{ks[0].kernel, NULL}, {bad, NULL}};
+    lt_ctx ec = {0};
+    CHECK(lt_emit_module(&ec, &lt_lang_c, kb, 2, NULL, &o) == LT_ERR_UNSUPPORTED && strcmp(o.s, "keep") == 0);
+    lt_sb_free(&o);
+    lt_arena_free(&ar);
+}
+
+/* ---- CUDA: shared memory, barrier, launch shape, NVRTC ---- */
+#define ROWS 64
+#define COLS 256
+/* out[r] = sum_c x[r, c] (float16 input): one block per row, one thread per column, a shared
+ * array and a barrier; thread 0 sums. y[r, c] = relu(x[r, c]) in a second kernel (2-D grid). */
+static void cuda_kernels(lt_arena *ar, lt_kernel **k1, lt_kernel **k2) {
+    lt_kernel *k = lt_kernel_new(ar, "lt_rowsum");
+    lt_lbuf *out = lt_kernel_arg(k, "out", LT_FLOAT, ROWS);
+    lt_lbuf *x = lt_kernel_arg(k, "x", LT_FLOAT16, ROWS * COLS);
+    lt_lbuf *sh = lt_kernel_local(k, "part", LT_FLOAT, COLS, LT_SCOPE_SHARED);
+    lt_lvar *r = lt_kernel_var(k, "r", LT_INT64), *c = lt_kernel_var(k, "c", LT_INT64);
+    lt_lvar *j = lt_kernel_var(k, "j", LT_INT64), *acc = lt_kernel_var(k, "acc", LT_FLOAT);
+    lt_lnode *xrc = lt_l_cast(k, LT_FLOAT, lt_l_load(k, x, lt_l_add(k, lt_l_mul(k, lt_l_var(k, r), lt_l_int(k, COLS)), lt_l_var(k, c))));
+    lt_lnode *sum[] = {
+        lt_l_let(k, acc, lt_l_float(k, LT_FLOAT, 0)),
+        lt_l_for(k, j, lt_l_int(k, 0), lt_l_int(k, COLS), LT_LOOP_SERIAL,
+                 lt_l_assign(k, acc, lt_l_binary(k, LT_LOP_ADD, lt_l_var(k, acc), lt_l_load(k, sh, lt_l_var(k, j))))),
+        lt_l_store(k, out, lt_l_var(k, r), lt_l_var(k, acc)),
+    };
+    lt_lnode *tb[] = {
+        lt_l_store(k, sh, lt_l_var(k, c), xrc),
+        lt_l_barrier(k),
+        lt_l_if(k, lt_l_binary(k, LT_LOP_EQ, lt_l_var(k, c), lt_l_int(k, 0)), lt_l_seq(k, 3, sum), NULL),
+    };
+    lt_lnode *th = lt_l_for(k, c, lt_l_int(k, 0), lt_l_int(k, COLS), LT_LOOP_GPU_THREAD, lt_l_seq(k, 3, tb));
+    k->body = lt_l_alloc(k, sh, lt_l_for(k, r, lt_l_int(k, 0), lt_l_int(k, ROWS), LT_LOOP_GPU_BLOCK, th));
+    *k1 = k;
+
+    k = lt_kernel_new(ar, "lt_relu2d");
+    lt_lbuf *y = lt_kernel_arg(k, "y", LT_FLOAT, ROWS * COLS);
+    lt_lbuf *xf = lt_kernel_arg(k, "x", LT_FLOAT, ROWS * COLS);
+    lt_lvar *bx = lt_kernel_var(k, "bx", LT_INT64), *by = lt_kernel_var(k, "by", LT_INT64), *t = lt_kernel_var(k, "t", LT_INT64);
+    lt_lnode *idx = lt_l_add(k, lt_l_mul(k, lt_l_add(k, lt_l_mul(k, lt_l_var(k, by), lt_l_int(k, 4)), lt_l_var(k, bx)), lt_l_int(k, 128)),
+                             lt_l_var(k, t));
+    lt_lnode *v = lt_l_binary(k, LT_LOP_MAX, lt_l_load(k, xf, idx), lt_l_float(k, LT_FLOAT, 0));
+    lt_lnode *tl = lt_l_for(k, t, lt_l_int(k, 0), lt_l_int(k, 128), LT_LOOP_GPU_THREAD, lt_l_store(k, y, idx, v));
+    lt_lnode *bl = lt_l_for(k, bx, lt_l_int(k, 0), lt_l_int(k, 4), LT_LOOP_GPU_BLOCK, tl);
+    bl->ival = 0;
+    k->body = lt_l_for(k, by, lt_l_int(k, 0), lt_l_int(k, ROWS * COLS / 512), LT_LOOP_GPU_BLOCK, bl);
+    k->body->ival = 1;
+    *k2 = k;
+}
+
+static void test_cuda(void) {
+    lt_arena ar;
+    lt_arena_init(&ar);
+    lt_ctx ctx = {0};
+    lt_kernel *k1, *k2;
+    cuda_kernels(&ar, &k1, &k2);
+    int64_t g[3], b[3];
+    CHECK(lt_emit_launch_dims(&ctx, k1, g, b) == LT_OK && g[0] == ROWS && g[1] == 1 && b[0] == COLS && b[1] == 1);
+    CHECK(lt_emit_launch_dims(&ctx, k2, g, b) == LT_OK && g[0] == 4 && g[1] == ROWS * COLS / 512 && b[0] == 128);
+    lt_emit_kernel ks[2] = {{k1, "ReduceSum_1"}, {k2, "Relu_2"}};
+    lt_strbuf o = {0};
+    CHECK(lt_emit_module(&ctx, &lt_lang_cuda, ks, 2, NULL, &o) == LT_OK);
+    const char *s = o.s ? o.s : "";
+    CHECK(strstr(s, "---- prelude: cuda_core.h ----") && strstr(s, "---- prelude: common.h ----"));
+    CHECK(!strstr(s, "prelude: core.h") && !strstr(s, "lathe_kernels") && !strstr(s, "#include"));
+    CHECK(strstr(s, "__shared__ float part[256]"));
+    CHECK(strstr(s, "__syncthreads();"));
+    CHECK(strstr(s, "const int64_t r = (int64_t)blockIdx.x;"));
+    CHECK(strstr(s, "const int64_t by = (int64_t)blockIdx.y;"));
+    CHECK(strstr(s, "part[c] = lt_h2f(x[r * 256 + c]);"));
+    CHECK(strstr(s, "extern \"C\" __global__ void lt_rowsum(float *out, const uint16_t *x)"));
+
+    /* two loops binding the same axis, nested: refused */
+    lt_kernel *k3 = lt_kernel_new(&ar, "lt_twice");
+    lt_lbuf *y = lt_kernel_arg(k3, "y", LT_FLOAT, 16);
+    lt_lvar *p = lt_kernel_var(k3, "p", LT_INT64), *q = lt_kernel_var(k3, "q", LT_INT64);
+    k3->body = lt_l_for(k3, p, lt_l_int(k3, 0), lt_l_int(k3, 4), LT_LOOP_GPU_THREAD,
+                        lt_l_for(k3, q, lt_l_int(k3, 0), lt_l_int(k3, 4), LT_LOOP_GPU_THREAD,
+                                 lt_l_store(k3, y, lt_l_add(k3, lt_l_mul(k3, lt_l_var(k3, p), lt_l_int(k3, 4)), lt_l_var(k3, q)),
+                                            lt_l_float(k3, LT_FLOAT, 1))));
+    lt_ctx tc = {0};
+    CHECK(lt_emit_launch_dims(&tc, k3, g, b) == LT_ERR_UNSUPPORTED && strstr(tc.msg, "lt_twice") && strstr(tc.msg, "q"));
+
+    /* NVRTC: compile what was emitted (cubin and PTX) */
+    lt_nvrtc *nv = NULL;
+    lt_ctx nc = {0};
+    if (lt_nvrtc_open(&nc, &nv) != LT_OK) {
+        printf("test_codegen: SKIP NVRTC compile check: %s\n", nc.msg);
+    } else {
+        int ma, mi;
+        lt_nvrtc_version(nv, &ma, &mi);
+        lt_nvrtc_output img = {0};
+        lt_ctx cc = {0};
+        lt_status st = lt_nvrtc_compile(&cc, nv, s, "lathe_test.cu", "sm_90", NULL, 0, &img);
+        if (st != LT_OK) fprintf(stderr, "NVRTC: %s\n--- source\n%s", cc.msg, s);
+        CHECK(st == LT_OK && img.is_cubin && img.size > 1000);
+        printf("test_codegen: NVRTC %d.%d (%s) compiled %zu bytes of CUDA into a %zu-byte sm_90 cubin\n", ma, mi,
+               lt_nvrtc_path(nv), o.len, img.size);
+        lt_nvrtc_output_free(&img);
+        st = lt_nvrtc_compile(&cc, nv, s, "lathe_test.cu", "compute_90", NULL, 0, &img);
+        CHECK(st == LT_OK && !img.is_cubin && img.image && strstr(img.image, ".entry lt_rowsum"));
+        lt_nvrtc_output_free(&img);
+        /* an NVRTC error names the program and quotes the log */
+        lt_ctx ec = {0};
+        CHECK(lt_nvrtc_compile(&ec, nv, "extern \"C\" __global__ void f() { undeclared_x = 1; }", "broken.cu", NULL, NULL, 0,
+                               &img) == LT_ERR_INTERNAL);
+        CHECK(strstr(ec.msg, "broken.cu") && strstr(ec.msg, "undeclared_x"));
+        lt_nvrtc_close(nv);
+    }
+    lt_sb_free(&o);
+    lt_arena_free(&ar);
+}
+
+/* ---- out of memory at every allocation: a status, never a crash ---- */
+static long g_countdown = -1;
+static void *f_alloc(void *u, size_t n) {
+    (void)u;
+    if (g_countdown == 0) return NULL;
+    if (g_countdown > 0) g_countdown--;
+    return malloc(n ? n : 1);
+}
+static void *f_realloc(void *u, void *p, size_t n) {
+    (void)u;
+    if (g_countdown == 0) return NULL;
+    if (g_countdown > 0) g_countdown--;
+    return realloc(p, n ? n : 1);
+}
+static void f_free(void *u, void *p) { (void)u; free(p); }
+
+static void test_oom(void) {
+    lt_arena ar;
+    lt_arena_init(&ar);
+    lt_kernel *k1, *k2;
+    cuda_kernels(&ar, &k1, &k2);
+    lt_emit_kernel ks[2] = {{tiny(&ar, "lt_t", NULL), "b"}, {k1, "a"}};
+    lt_allocator fa = {f_alloc, f_realloc, f_free, NULL};
+    for (int lang = 0; lang < 2; lang++) {
+        bool ok = false;
+        long n = 0;
+        for (; n < 100000 && !ok; n++) {
+            lt_ctx ctx = {0};
+            lt_strbuf o = {0};
+            g_countdown = n;
+            lt_set_allocator(&fa);
+            lt_status s = lt_emit_module(&ctx, lang ? &lt_lang_cuda : &lt_lang_c, ks + lang, 1, NULL, &o);
+            lt_set_allocator(NULL);
+            g_countdown = -1;
+            if (s != LT_OK && s != LT_ERR_NOMEM) {
+                fprintf(stderr, "oom at allocation %ld: %s\n", n, ctx.msg);
+                failures++;
+                break;
+            }
+            ok = s == LT_OK;
+            lt_sb_free(&o);
+        }
+        CHECK(ok && n > 3); /* several allocations failed on the way, each reported */
+    }
+    lt_arena_free(&ar);
+}
+
+int main(void) {
+    test_exact_text();
+    test_names_literals_casts();
+    test_loop_safety();
+    test_unsupported();
+    test_module();
+    test_cuda();
+    test_oom();
+    if (failures) {
+        fprintf(stderr, "test_codegen: %d failure(s)\n", failures);
+        return 1;
+    }
+    printf("test_codegen: all passed\n");
+    return 0;
+}
