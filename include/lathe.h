@@ -36,6 +36,31 @@
  *     lathe_tensor_free(y);
  *     lathe_model_free(model);
  *
+ * ---- Compiling ------------------------------------------------------------------------------------
+ *
+ * lathe_run interprets the model node by node. To run it fast, compile it once for fixed input
+ * shapes (declared in the model, or bound with the load options' shapes / dims) into machine code
+ * for this CPU, then run it as often as you like:
+ *
+ *     lathe_compile_options co = {0};                // defaults: -O3, the "cpu" backend, all threads
+ *     co.cache_dir = "/home/me/.cache/lathe";         // compiled code is cached here (optional)
+ *     lathe_compiled *c = NULL;
+ *     if (lathe_compile("squeezenet.onnx", NULL, &co, &c, err, sizeof err) != LATHE_OK) {
+ *         fprintf(stderr, "%s\n", err);
+ *         return 1;
+ *     }
+ *     lathe_tensor *y = NULL;
+ *     if (lathe_compiled_run(c, (const lathe_tensor *const[]){x}, 1, &y, 1) != LATHE_OK)
+ *         fprintf(stderr, "%s\n", lathe_compiled_error(c));
+ *     lathe_tensor_free(y);
+ *     lathe_compiled_free(c);
+ *
+ * Compiling runs the graph passes, fuses nodes into kernels, generates C and builds it with the
+ * system C compiler (cc, or co.cc): seconds the first time, a cache hit after that. Operators the
+ * compiler cannot take (dynamic shapes, strings, control flow) run through the interpreter inside
+ * the compiled plan, so every model lathe_run runs also compiles. lathe_compiled_run_buffers runs on
+ * memory you own without allocating anything.
+ *
  * Link with the shared library (-llathe), or with the static one plus what it was built with:
  * -llathe -lz -lm -lpthread -ldl, and -ljpeg when CMake found libjpeg.
  *
@@ -44,12 +69,13 @@
  * Status codes: every fallible call returns a lathe_status; LATHE_OK is 0. Out-parameters are written
  *   only on success. A message explains every failure: in errbuf for lathe_model_load*, and in
  *   lathe_model_error(model) for lathe_run.
- * Ownership: you free what a lathe_*_create / lathe_*_load / lathe_run call hands you (with
- *   lathe_tensor_free / lathe_model_free; both accept NULL). Strings returned by getters belong to
+ * Ownership: you free what a lathe_*_create / lathe_*_load / lathe_compile / lathe_*run call hands
+ *   you (with lathe_tensor_free / lathe_model_free / lathe_compiled_free; all accept NULL). Strings returned by getters belong to
  *   the object they came from and live as long as it does. lathe_run never takes ownership of inputs.
  * Tensors: dense, row-major, C order. The element layout of each dtype is given at lathe_dtype.
- * Threads: different models may be used from different threads at once; one model must be used by
- *   one thread at a time (lathe_run keeps its last error on the model). Tensors are plain data.
+ * Threads: different models may be used from different threads at once; one model (or compiled
+ *   model) must be used by one thread at a time (a run keeps its last error on the handle). A compiled
+ *   model's kernels use several threads inside (lathe_compile_options.threads). Tensors are plain data.
  * Safety: nothing a model file or an input does can crash the process or read out of bounds: bad data
  *   is a LATHE_ERR_INVALID with a message. The library never prints and never reads the environment.
  */
@@ -179,6 +205,65 @@ lathe_status lathe_tensor_set_string(lathe_tensor *t, int64_t i, const char *s, 
  * Outputs that are sequences, maps or optionals are reported as LATHE_ERR_UNSUPPORTED. */
 lathe_status lathe_run(lathe_model *m, const lathe_tensor *const *inputs, int n_inputs, lathe_tensor **outputs,
                        int n_outputs);
+
+/* ---- compiled models ---- */
+typedef struct lathe_compiled lathe_compiled; /* opaque: a model compiled for fixed input shapes */
+
+/* Compile options. Zero-initialize (or pass NULL) for the defaults. */
+typedef struct lathe_compile_options {
+    /* Optimization level: 0 = the default (3); 1, 2, 3 = -O1..-O3; -1 = -O0 (no graph passes, one
+     * kernel per node). */
+    int opt_level;
+    /* Backend: NULL = "cpu". */
+    const char *backend;
+    /* Threads of the parallel loops: 0 = every CPU (the OpenMP default). */
+    int threads;
+    /* Folder of the compiled-code cache (created if missing); NULL = no cache (a temporary folder,
+     * removed after loading). The library never reads the environment: the CLI's default is
+     * $XDG_CACHE_HOME/lathe or ~/.cache/lathe. */
+    const char *cache_dir;
+    /* C compiler command: NULL = "cc" (words split on spaces, e.g. "ccache gcc"). */
+    const char *cc;
+    /* Folder to write the generated C, the loop IR and the plan into (NULL: none). */
+    const char *dump_code_dir;
+} lathe_compile_options;
+
+/* Load and compile an ONNX model file for the shapes its inputs have after `load` (declared dims,
+ * load->shapes, load->dims: every input dim must be known). Graph inputs with an initializer are
+ * compiled as constants (not inputs). On failure *out is untouched and errbuf gets the message
+ * (naming the input, node, generated file or compiler message at fault). */
+lathe_status lathe_compile(const char *path, const lathe_load_options *load, const lathe_compile_options *opts,
+                           lathe_compiled **out, char *errbuf, size_t errbuf_size);
+void lathe_compiled_free(lathe_compiled *c); /* NULL is fine */
+/* Message of the last failed run ("" when none). Owned by c, valid until the next call. */
+const char *lathe_compiled_error(const lathe_compiled *c);
+/* The compile report: stage times, kernels, host steps, cache hit, memory plan (owned by c). */
+const char *lathe_compiled_report(const lathe_compiled *c);
+
+/* Inputs (those without an initializer) and outputs, in graph order, with their compiled types.
+ * Out of range: name NULL, dtype UNDEFINED, rank -1 (dims untouched). Shapes are concrete, except
+ * outputs computed with a dynamic shape (then -1 where unknown). */
+int lathe_compiled_num_inputs(const lathe_compiled *c);
+int lathe_compiled_num_outputs(const lathe_compiled *c);
+const char *lathe_compiled_input_name(const lathe_compiled *c, int i);
+const char *lathe_compiled_output_name(const lathe_compiled *c, int i);
+lathe_dtype lathe_compiled_input_dtype(const lathe_compiled *c, int i);
+lathe_dtype lathe_compiled_output_dtype(const lathe_compiled *c, int i);
+int lathe_compiled_input_shape(const lathe_compiled *c, int i, int64_t *dims, int max_dims);
+int lathe_compiled_output_shape(const lathe_compiled *c, int i, int64_t *dims, int max_dims);
+
+/* Run as lathe_run does; each input must have exactly the compiled dtype and shape. */
+lathe_status lathe_compiled_run(lathe_compiled *c, const lathe_tensor *const *inputs, int n_inputs,
+                                lathe_tensor **outputs, int n_outputs);
+/* Run on your memory, allocating nothing for compiled kernels: inputs[i] points at input i's data
+ * (compiled dtype and shape, row-major), outputs[k] at lathe_compiled_output_bytes(c, k) bytes.
+ * LATHE_ERR_UNSUPPORTED when an output's shape is only known at run time (use lathe_compiled_run). */
+lathe_status lathe_compiled_run_buffers(lathe_compiled *c, const void *const *inputs, int n_inputs,
+                                        void *const *outputs, int n_outputs);
+/* Bytes of output k (0 when out of range or dynamic). */
+size_t lathe_compiled_output_bytes(const lathe_compiled *c, int k);
+/* Change the thread count of the parallel loops (0 = every CPU). */
+void lathe_compiled_set_threads(lathe_compiled *c, int threads);
 
 #ifdef __cplusplus
 }

@@ -82,7 +82,8 @@ def test_version():
 
 @pytest.mark.parametrize("args", [["--help"], ["help"], ["-h"], ["help", "run"], ["help", "inspect"],
                                   ["help", "conformance"], ["run", "--help"], ["inspect", "--help"],
-                                  ["conformance", "--help"], ["run", "-h"]])
+                                  ["conformance", "--help"], ["run", "-h"], ["compile", "--help"],
+                                  ["profile", "--help"], ["ceilings", "--help"], ["help", "compile"]])
 def test_help(args):
     r = lathe(*args)
     assert r.returncode == 0, r.stderr
@@ -91,8 +92,16 @@ def test_help(args):
 
 def test_every_command_documents_its_flags():
     run = lathe("run", "--help").stdout
-    for flag in ["--input", "--shapes", "--dim", "--output", "--fill", "--seed", "--backend"]:
+    for flag in ["--input", "--shapes", "--dim", "--output", "--fill", "--seed", "--backend", "--bench",
+                 "--threads", "-O0", "--verify-each", "--dump-after", "--time-passes", "--disable-pass",
+                 "--stop-after", "--dump-code", "--dump-graph", "--cache-dir", "--verbose"]:
         assert flag in run
+    comp = lathe("compile", "--help").stdout
+    for flag in ["-o", "--target", "--shapes", "--dim", "--print-plan", "--embed-limit", "--name"]:
+        assert flag in comp
+    prof = lathe("profile", "--help").stdout
+    for flag in ["--trace", "--runs", "--top", "--threads"]:
+        assert flag in prof
     conf = lathe("conformance", "--help").stdout
     for flag in ["--backend", "--suite", "--json", "--filter", "-j", "--timeout", "--verbose"]:
         assert flag in conf
@@ -104,7 +113,11 @@ def test_every_command_documents_its_flags():
 @pytest.mark.parametrize("args", [[], ["frobnicate"], ["run"], ["inspect"], ["run", "--bogus", "m.onnx"],
                                   ["inspect", "a.onnx", "b.onnx"], ["run", "m.onnx", "--fill", "pink"],
                                   ["run", "m.onnx", "--seed"], ["conformance", "--filter", "("],
-                                  ["conformance", "-j", "0"], ["help", "nope"]])
+                                  ["conformance", "-j", "0"], ["help", "nope"], ["run", "m.onnx", "-O7"],
+                                  ["run", "m.onnx", "--threads", "x"], ["run", "m.onnx", "--bench", "0"],
+                                  ["run", "m.onnx", "--stop-after", "-1"], ["compile"],
+                                  ["compile", "m.onnx", "--target", "wasm"], ["profile"],
+                                  ["profile", "m.onnx", "--runs", "0"], ["ceilings", "--bogus"]])
 def test_usage_errors(args):
     r = lathe(*args)
     assert r.returncode == 1, (r.stdout, r.stderr)
@@ -125,7 +138,7 @@ def test_bad_model_exit_2(tmp_path):
 def test_backend_not_available(add_model):
     r = lathe("run", add_model, "--backend", "cuda")
     assert r.returncode == 3
-    assert "backend 'cuda' is not available (backends: interp)" in r.stderr
+    assert "backend 'cuda' is not available (backends: cpu, interp)" in r.stderr
 
 
 def test_unsupported_ops_exit_3(tmp_path):

@@ -2,13 +2,16 @@
  * model.onnx and test_data_set_<k>/input_N.pb, output_N.pb) and compares lathe's outputs with the
  * expected ones.
  *
- * Each test runs in a forked child, so a crash or a hang in one test is reported as that test's
+ * With --backend cpu each data set's model is compiled for the shapes of its inputs (a fresh load,
+ * input shapes fixed to the data's, lt_compile, lt_plan_run); ops the compiler cannot take run as
+ * host steps through the same eval hooks the interpreter uses. Compile options (-O, --strict, ...)
+ * apply. Each test runs in a forked child, so a crash or a hang in one test is reported as that test's
  * failure (with the signal name, or "timed out") and never stops the run; -j N children run at once.
  * The child sends its verdict to the parent through a pipe as three lines: status letter (P/F),
  * reason, comma-separated ops. Results are printed in test-name order as soon as every earlier test
  * has finished; the last line is exactly "N passed, N failed, N skipped".
  */
-#include "cli.h"
+#include "cli_compile.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -52,18 +55,22 @@ static const char HELP[] =
     "Prints one line per failing test and ends with 'N passed, N failed, N skipped'.\n"
     "\n"
     "options:\n"
-    "  --backend NAME   backend to test (default interp; the only one available)\n"
+    "  --backend NAME   backend to test: interp (default, the reference interpreter) or cpu (compiled\n"
+    "                   for each data set's input shapes; compile options below apply)\n"
     "  --suite DIR      folder of test folders (default: $LATHE_ONNX_SUITE, else the 'node' tests of\n"
     "                   the onnx Python package found with $LATHE_PYTHON or python3)\n"
     "  --filter RE      run only tests whose name matches the POSIX extended regex RE\n"
     "  --json FILE      write per-test results (name, status, reason, ops, seconds) as JSON\n"
     "  -j, --jobs N     tests to run in parallel (default: number of CPUs)\n"
-    "  --timeout SEC    per-test time limit in seconds (default 60; 0 = none)\n"
+    "  --timeout SEC    per-test time limit in seconds (default 60, 300 with --backend cpu: compiling\n"
+    "                   counts; 0 = none)\n"
     "  --mem-limit MB   per-test address-space limit in MiB (default 4096; 0 = none)\n"
     "  --rtol X         relative tolerance (default 1e-3, the suite's own)\n"
     "  --atol X         absolute tolerance (default 1e-7)\n"
     "  --verbose        also print passing and skipped tests\n"
     "  -h, --help       show this help\n"
+    "compile options (--backend cpu):\n"
+    CLI_COMPILE_HELP
     "\n"
     "Exit status: 0 when the run completed (whatever the results), 1 on a usage error,\n"
     "2 when the suite cannot be found.\n";
@@ -172,11 +179,56 @@ static int list_datasets(const char *dir, char ***out) {
     return n;
 }
 
-static bool run_dataset(const lt_model *m, const char *ds, double rtol, double atol, child_out *co) {
+/* Compile m for the shapes of `inputs` (cpu backend): fix the input shapes, compile. */
+static bool compile_for(lt_model *m, lt_datum *const *inputs, const cli_compile_args *ca, lt_plan **plan,
+                        child_out *co) {
+    lt_ctx ctx = {0};
     const lt_graph *g = m->graph;
+    for (int i = 0; i < g->n_inputs; i++) {
+        const lt_value *v = g->inputs[i];
+        const lt_datum *d = inputs[i];
+        if (!d || d->kind != LT_DK_TENSOR || v->type.kind != LT_TK_TENSOR) continue;
+        bool known = v->type.rank == d->tensor->rank && v->type.dims;
+        for (int k = 0; known && k < v->type.rank; k++) known = v->type.dims[k].value == d->tensor->dims[k];
+        if (!known && lt_model_bind_shape(&ctx, m, v->name, d->tensor->rank, d->tensor->dims) != LT_OK) {
+            cli_fmt(co->reason, REASON_MAX, "binding the shape of input '%s': %s", v->name, ctx.msg);
+            return false;
+        }
+    }
+    lt_compile_options o = ca->o;
+    o.backend = ca->backend;
+    const char *given[256];
+    int ng = 0;
+    for (int i = 0; i < g->n_inputs && ng < 255; i++)
+        if (inputs[i]) given[ng++] = g->inputs[i]->name;
+    given[ng] = NULL;
+    o.given_inputs = given;
+    o.dump_after = NULL;
+    o.time_passes = false;
+    lt_compile_report rep = {0};
+    lt_status s = lt_compile(&ctx, m, &o, plan, &rep);
+    lt_compile_report_free(&rep);
+    if (s != LT_OK) {
+        cli_fmt(co->reason, REASON_MAX, "compile: %s", ctx.msg[0] ? ctx.msg : lt_status_name(ctx.status));
+        return false;
+    }
+    return true;
+}
+
+static bool run_dataset(const lt_model *m0, const char *model_path, const char *ds, double rtol, double atol,
+                        const cli_compile_args *ca, child_out *co) {
     lt_ctx ctx = {0};
     bool ok = false;
     char path[8192];
+    lt_model *own = NULL;
+    lt_plan *plan = NULL;
+    /* the compiled path rewrites the model and fixes its shapes: a fresh copy per data set */
+    if (ca && lt_onnx_load_file(&ctx, model_path, NULL, &own) != LT_OK) {
+        cli_fmt(co->reason, REASON_MAX, "load: %s", ctx.msg);
+        return false;
+    }
+    const lt_model *m = own ? own : m0;
+    const lt_graph *g = m->graph;
     lt_datum **inputs = calloc((size_t)g->n_inputs + 1, sizeof *inputs);
     lt_datum **outputs = calloc((size_t)g->n_outputs + 1, sizeof *outputs);
     if (!inputs || !outputs) { cli_fmt(co->reason, REASON_MAX, "out of memory"); goto done; }
@@ -196,10 +248,19 @@ static bool run_dataset(const lt_model *m, const char *ds, double rtol, double a
         }
         next_free++;
     }
-    lt_interp_options opt = {0};
-    if (lt_interp_run(&ctx, m, &opt, inputs, outputs) != LT_OK) {
-        cli_fmt(co->reason, REASON_MAX, "%s", ctx.msg[0] ? ctx.msg : lt_status_name(ctx.status));
-        goto done;
+    if (ca) {
+        if (!compile_for(own, inputs, ca, &plan, co)) goto done;
+        lt_plan_run_options po = {0};
+        if (lt_plan_run(&ctx, plan, &po, inputs, outputs) != LT_OK) {
+            cli_fmt(co->reason, REASON_MAX, "%s", ctx.msg[0] ? ctx.msg : lt_status_name(ctx.status));
+            goto done;
+        }
+    } else {
+        lt_interp_options opt = {0};
+        if (lt_interp_run(&ctx, m, &opt, inputs, outputs) != LT_OK) {
+            cli_fmt(co->reason, REASON_MAX, "%s", ctx.msg[0] ? ctx.msg : lt_status_name(ctx.status));
+            goto done;
+        }
     }
     for (int k = 0;; k++) {
         cli_fmt(path, sizeof path, "%s/output_%d.pb", ds, k);
@@ -225,10 +286,12 @@ done:
     for (int i = 0; outputs && i < g->n_outputs; i++) lt_datum_release(outputs[i]);
     free(inputs);
     free(outputs);
+    lt_plan_free(plan);
+    lt_model_free(own);
     return ok;
 }
 
-static char child_test(const char *dir, double rtol, double atol, child_out *co) {
+static char child_test(const char *dir, double rtol, double atol, const cli_compile_args *ca, child_out *co) {
     char path[8192];
     cli_fmt(path, sizeof path, "%s/model.onnx", dir);
     lt_ctx ctx = {0};
@@ -256,7 +319,7 @@ static char child_test(const char *dir, double rtol, double atol, child_out *co)
         for (int i = 0; i < n && st == 'P'; i++) {
             char p[8192];
             cli_fmt(p, sizeof p, "%s/%s", dir, ds[i]);
-            if (!run_dataset(m, p, rtol, atol, co)) {
+            if (!run_dataset(m, path, p, rtol, atol, ca, co)) {
                 st = 'F';
                 if (n > 1) {
                     char tmp[REASON_MAX];
@@ -316,12 +379,14 @@ static void json_str(lt_strbuf *b, const char *s) {
     lt_sb_printf(b, "\"");
 }
 
-static int write_json(const char *path, const char *suite, const test *t, int n, int np, int nf, int ns) {
+static int write_json(const char *path, const char *suite, const char *backend, const test *t, int n, int np, int nf,
+                      int ns) {
     lt_strbuf b = {0};
     lt_sb_printf(&b, "{\n  \"suite\": ");
     json_str(&b, suite);
-    lt_sb_printf(&b, ",\n  \"backend\": \"interp\",\n  \"passed\": %d,\n  \"failed\": %d,\n  \"skipped\": %d,\n"
-                 "  \"tests\": [\n", np, nf, ns);
+    lt_sb_printf(&b, ",\n  \"backend\": ");
+    json_str(&b, backend);
+    lt_sb_printf(&b, ",\n  \"passed\": %d,\n  \"failed\": %d,\n  \"skipped\": %d,\n  \"tests\": [\n", np, nf, ns);
     for (int i = 0; i < n; i++) {
         lt_sb_printf(&b, "    {\"name\": ");
         json_str(&b, t[i].name);
@@ -390,23 +455,25 @@ static void print_result(const test *t, bool verbose) {
 }
 
 int cmd_conformance(int argc, char **argv) {
-    const char *suite_arg = NULL, *filter = NULL, *json = NULL, *backend = "interp";
+    const char *suite_arg = NULL, *filter = NULL, *json = NULL;
+    cli_compile_args ca;
+    cli_compile_init(&ca, "interp");
     int64_t jobs = sysconf(_SC_NPROCESSORS_ONLN);
-    double timeout = 60, rtol = RTOL, atol = ATOL;
+    double timeout = -1, rtol = RTOL, atol = ATOL;
 #ifdef CLI_ASAN
     int64_t mem_mb = 0; /* the sanitizer reserves huge address ranges */
 #else
     int64_t mem_mb = 4096;
 #endif
     bool verbose = false;
+    int r_backend;
     for (int i = 1; i < argc;) {
         const char *v = NULL, *a = argv[i];
         int r;
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) { fputs(HELP, stdout); return 0; }
         if (strcmp(a, "--verbose") == 0 || strcmp(a, "-v") == 0) { verbose = true; i++; continue; }
-        if ((r = cli_opt_value("conformance", argc, argv, &i, "--backend", &v))) {
+        if ((r = cli_compile_opt("conformance", argc, argv, &i, &ca))) {
             if (r < 0) return CLI_EXIT_USAGE;
-            backend = v;
         } else if ((r = cli_opt_value("conformance", argc, argv, &i, "--suite", &v))) {
             if (r < 0) return CLI_EXIT_USAGE;
             suite_arg = v;
@@ -445,10 +512,10 @@ int cmd_conformance(int argc, char **argv) {
             return cli_usage("conformance", "unexpected argument '%s'", a);
         }
     }
-    if (strcmp(backend, "interp") != 0) {
-        cli_error("backend '%s' is not available (backends: interp)", backend);
-        return CLI_EXIT_UNSUPPORTED;
-    }
+    if ((r_backend = cli_compile_check_backend(&ca, true))) return r_backend;
+    const cli_compile_args *cargs = strcmp(ca.backend, "interp") == 0 ? NULL : &ca;
+    if (ca.o.threads == 0) ca.o.threads = 1; /* tests run in parallel: one thread each */
+    if (timeout < 0) timeout = cargs ? 300 : 60;   /* a compile (cache miss) counts in the test's time */
     regex_t re;
     if (filter) {
         int rc = regcomp(&re, filter, REG_EXTENDED | REG_NOSUB);
@@ -552,7 +619,7 @@ int cmd_conformance(int argc, char **argv) {
                 static child_out co;
                 char dir[8192];
                 cli_fmt(dir, sizeof dir, "%s/%s", suite, tests[next].name);
-                char st = child_test(dir, rtol, atol, &co);
+                char st = child_test(dir, rtol, atol, cargs, &co);
 #ifdef CLI_ASAN
                 /* the child exits with _exit (no atexit leak check): check here, a leak fails the test */
                 if (__lsan_do_recoverable_leak_check()) {
@@ -632,7 +699,7 @@ int cmd_conformance(int argc, char **argv) {
         else nf++;
     }
     int rc = CLI_EXIT_OK;
-    if (json) rc = write_json(json, suite, tests, n, np, nf, ns);
+    if (json) rc = write_json(json, suite, ca.backend, tests, n, np, nf, ns);
     printf("%d passed, %d failed, %d skipped\n", np, nf, ns);
     fflush(stdout);
     for (int i = 0; i < n; i++) {

@@ -1,27 +1,27 @@
-/* cmd_run.c — `lathe run MODEL`: bind inputs from .npy / .npz / .pb files (or fill them), run the model
- * on the reference interpreter, print a summary per output and optionally write every output to an
- * .npz. Inputs must match the declared dtype and shape (symbolic dims bind to the data and must agree
- * across inputs); the output file is written atomically, so a failed run leaves none behind.
+/* cmd_run.c — `lathe run MODEL`: bind inputs from .npy / .npz / .pb files (or fill them), compile the
+ * model for the CPU (the default backend; `--backend interp` runs the reference interpreter), run it,
+ * print a summary per output and optionally write every output to an .npz. Inputs must match the
+ * declared dtype and shape (symbolic dims bind to the data and must agree across inputs); the model
+ * is compiled for the shapes of the data. The output file is written atomically, so a failed run
+ * leaves none behind. --bench N prints the median of N runs after a warm-up run.
  * Exit codes: 0 ok, 1 usage, 2 bad model or input, 3 unsupported op or backend.
  */
-#include "cli.h"
+#include "cli_compile.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "graph/infer.h"
 #include "interp/interp.h"
-#include "io/io.h"
 #include "onnx/onnx.h"
 
 static const char HELP[] =
     "usage: lathe run MODEL [options]\n"
     "\n"
-    "Run an ONNX model on the reference interpreter and print a summary of every output.\n"
+    "Compile an ONNX model for the CPU (or run it on the reference interpreter), run it and print a\n"
+    "summary of every output.\n"
     "\n"
     "options:\n"
     "  --input NAME=FILE     data for input NAME from FILE: .npy (format 1-3), .npz (the member named\n"
@@ -35,29 +35,13 @@ static const char HELP[] =
     "  --seed N              seed for --fill random and random ops (default 0)\n"
     "  --output FILE.npz     write all outputs to an .npz (numpy.load reads it)\n"
     "  --values N            how many leading values to print per output (default 8)\n"
-    "  --backend NAME        execution backend (default interp; the only one available)\n"
+    "  --backend NAME        cpu (default: compiled) or interp (the reference interpreter)\n"
+    "  --bench N             time N runs after a warm-up run and print the median (and min, max)\n"
+    "  --verbose             print the compile report: stage times, kernels, host steps, memory plan\n"
+    CLI_COMPILE_HELP
     "  -h, --help            show this help\n"
     "\n"
     "Exit status: 0 ok, 1 usage error, 2 bad model or input data, 3 unsupported op or backend.\n";
-
-static bool ends_with(const char *s, const char *suf) {
-    size_t a = strlen(s), b = strlen(suf);
-    return a >= b && strcasecmp(s + a - b, suf) == 0;
-}
-
-static int find_input(const lt_graph *g, const char *name) {
-    for (int i = 0; i < g->n_inputs; i++)
-        if (strcmp(g->inputs[i]->name, name) == 0) return i;
-    return -1;
-}
-
-static void list_inputs(const lt_graph *g, char *buf, size_t n) {
-    size_t off = 0;
-    buf[0] = 0;
-    for (int i = 0; i < g->n_inputs && off < n; i++)
-        if (!g->inputs[i]->init)
-            off += (size_t)snprintf(buf + off, n - off, "%s%s", off ? ", " : "", g->inputs[i]->name);
-}
 
 /* ---- printing a summary ---- */
 static void print_value(const lt_tensor *t, int64_t i) {
@@ -177,123 +161,57 @@ static bool npz_collect(npz_list *l, const char *name, const lt_datum *d, bool *
     return true;
 }
 
-/* ---- reading input files ---- */
-typedef struct run_state {
-    lt_model *m;
-    lt_datum **in;  /* per graph input */
-    const char **src; /* where each came from */
-} run_state;
-
-static int bind_datum(run_state *rs, int idx, lt_datum *d, const char *src) {
-    const lt_value *v = rs->m->graph->inputs[idx];
-    if (rs->in[idx]) {
-        lt_datum_release(d);
-        return cli_usage("run", "input '%s' given twice (%s and %s)", v->name, rs->src[idx], src);
-    }
-    rs->in[idx] = d;
-    rs->src[idx] = src;
-    return 0;
-}
-
-static int read_named(run_state *rs, int idx, const char *path) {
-    const lt_value *v = rs->m->graph->inputs[idx];
-    lt_ctx ctx = {0};
-    lt_datum *d = NULL;
-    if (ends_with(path, ".pb")) {
-        if (lt_onnx_read_datum_file(&ctx, path, &v->type, &d) != LT_OK) return cli_fail(&ctx);
-        return bind_datum(rs, idx, d, path);
-    }
-    lt_tensor *t = NULL;
-    if (ends_with(path, ".npz")) {
-        lt_npz *z = NULL;
-        if (lt_npz_read_file(&ctx, path, &z) != LT_OK) return cli_fail(&ctx);
-        int k = lt_npz_find(z, v->name);
-        if (k < 0 && z->n == 1) k = 0;
-        if (k < 0) {
-            cli_error("%s: no array named '%s' (and %d arrays, so none is implied)", path, v->name, z->n);
-            lt_npz_free(z);
-            return CLI_EXIT_INVALID;
-        }
-        t = lt_tensor_retain(z->tensors[k]);
-        lt_npz_free(z);
-    } else if (lt_io_read_tensor_file(&ctx, path, &t) != LT_OK) {
-        return cli_fail(&ctx);
-    }
-    if (lt_datum_tensor(&ctx, t, &d) != LT_OK) return cli_fail(&ctx);
-    return bind_datum(rs, idx, d, path);
-}
-
-static int read_input_spec(run_state *rs, const char *spec) {
-    const lt_graph *g = rs->m->graph;
-    char names[2048];
-    const char *eq = strchr(spec, '=');
-    if (eq) {
-        char name[1024];
-        snprintf(name, sizeof name, "%.*s", (int)(eq - spec), spec);
-        int idx = find_input(g, name);
-        if (idx >= 0) return read_named(rs, idx, eq + 1);
-        if (access(spec, F_OK) != 0) {
-            list_inputs(g, names, sizeof names);
-            return cli_usage("run", "--input %s: the model has no input named '%s' (inputs: %s)", spec, name, names);
-        }
-    }
-    /* a plain FILE */
-    if (ends_with(spec, ".npz")) {
-        lt_ctx ctx = {0};
-        lt_npz *z = NULL;
-        if (lt_npz_read_file(&ctx, spec, &z) != LT_OK) return cli_fail(&ctx);
-        int rc = 0, only = -1, n_free = 0;
-        for (int i = 0; i < g->n_inputs; i++)
-            if (!g->inputs[i]->init) { only = i; n_free++; }
-        for (int k = 0; k < z->n && !rc; k++) {
-            int idx = find_input(g, z->names[k]);
-            if (idx < 0 && z->n == 1 && n_free == 1) idx = only; /* np.savez(f, x): 'arr_0' */
-            if (idx < 0) {
-                list_inputs(g, names, sizeof names);
-                cli_error("%s: array '%s' matches no model input (inputs: %s)", spec, z->names[k], names);
-                rc = CLI_EXIT_INVALID;
-                break;
-            }
-            lt_datum *d = NULL;
-            if (lt_datum_tensor(&ctx, lt_tensor_retain(z->tensors[k]), &d) != LT_OK) { rc = cli_fail(&ctx); break; }
-            rc = bind_datum(rs, idx, d, spec);
-        }
-        lt_npz_free(z);
-        return rc;
-    }
-    int only = -1, n_free = 0;
-    for (int i = 0; i < g->n_inputs; i++)
-        if (!g->inputs[i]->init) { only = i; n_free++; }
-    if (n_free != 1) {
-        list_inputs(g, names, sizeof names);
-        return cli_usage("run", "--input %s: say which input it is with NAME=FILE (inputs: %s)", spec, names);
-    }
-    return read_named(rs, only, spec);
-}
-
 static double now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* One run on the chosen backend (outs receives new references). */
+static lt_status run_once(lt_ctx *ctx, const char *backend, lt_model *m, lt_plan *plan, uint64_t seed,
+                          lt_datum **in, lt_datum **outs) {
+    if (plan) {
+        lt_plan_run_options po = {.seed = seed};
+        return lt_plan_run(ctx, plan, &po, in, outs);
+    }
+    (void)backend;
+    lt_interp_options opt = {.seed = seed};
+    return lt_interp_run(ctx, m, &opt, in, outs);
+}
+
 int cmd_run(int argc, char **argv) {
-    const char *model = NULL, *output = NULL, *backend = "interp";
+    const char *model = NULL, *output = NULL;
     const char **shapes = calloc((size_t)argc, sizeof *shapes), **dims = calloc((size_t)argc, sizeof *dims),
                **inputs = calloc((size_t)argc, sizeof *inputs);
     int n_shapes = 0, n_dims = 0, n_inputs = 0, rc = CLI_EXIT_OK;
     lt_fill_kind fill = LT_FILL_RANDOM;
-    int64_t seed = 0, values = 8;
-    run_state rs = {0};
-    lt_datum **outs = NULL;
+    int64_t seed = 0, values = 8, bench = 0;
+    bool verbose = false;
+    lt_model *m = NULL;
+    lt_datum **in = NULL, **outs = NULL;
+    lt_plan *plan = NULL;
+    lt_compile_report rep = {0};
+    bool have_rep = false;
     npz_list nl = {0};
+    double *times = NULL;
+    cli_compile_args ca;
+    cli_compile_init(&ca, "cpu");
     if (!shapes || !dims || !inputs) { cli_error("out of memory"); rc = CLI_EXIT_INVALID; goto out; }
     for (int i = 1; i < argc;) {
         const char *v = NULL, *a = argv[i];
         int r;
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) { fputs(HELP, stdout); goto out; }
-        static const char *const opts[] = {"--input", "--shapes", "--dim",  "--output",
-                                           "--backend", "--fill", "--seed", "--values"};
+        if (strcmp(a, "--verbose") == 0 || strcmp(a, "-v") == 0) { verbose = true; i++; continue; }
+        r = cli_compile_opt("run", argc, argv, &i, &ca);
+        if (r < 0) { rc = CLI_EXIT_USAGE; goto out; }
+        if (r > 0) continue;
+        static const char *const opts[] = {"--input", "--shapes", "--dim", "--output", "--fill", "--seed", "--values",
+                                           "--bench"};
         int which = -1;
         for (int k = 0; k < (int)(sizeof opts / sizeof *opts) && which < 0; k++) {
             r = cli_opt_value("run", argc, argv, &i, opts[k], &v);
@@ -305,22 +223,27 @@ int cmd_run(int argc, char **argv) {
         case 1: shapes[n_shapes++] = v; break;
         case 2: dims[n_dims++] = v; break;
         case 3: output = v; break;
-        case 4: backend = v; break;
-        case 5:
+        case 4:
             if (!lt_fill_parse(v, &fill)) {
                 rc = cli_usage("run", "--fill must be random, zeros, ones or ramp, not '%s'", v);
                 goto out;
             }
             break;
-        case 6:
+        case 5:
             if (!cli_parse_i64(v, &seed)) {
                 rc = cli_usage("run", "--seed needs a non-negative integer, got '%s'", v);
                 goto out;
             }
             break;
-        case 7:
+        case 6:
             if (!cli_parse_i64(v, &values) || values > 1000000) {
                 rc = cli_usage("run", "--values needs a count, got '%s'", v);
+                goto out;
+            }
+            break;
+        case 7:
+            if (!cli_parse_i64(v, &bench) || bench < 1 || bench > 1000000) {
+                rc = cli_usage("run", "--bench needs a number of runs, got '%s'", v);
                 goto out;
             }
             break;
@@ -339,71 +262,58 @@ int cmd_run(int argc, char **argv) {
         }
     }
     if (!model) { rc = cli_usage("run", "missing MODEL"); goto out; }
-    if (strcmp(backend, "interp") != 0) {
-        cli_error("backend '%s' is not available (backends: interp)", backend);
-        rc = CLI_EXIT_UNSUPPORTED;
-        goto out;
-    }
-    rc = cli_load_model(model, n_shapes, shapes, n_dims, dims, &rs.m);
+    if ((rc = cli_compile_check_backend(&ca, true))) goto out;
+    bool interp = strcmp(ca.backend, "interp") == 0;
+    rc = cli_load_model(model, n_shapes, shapes, n_dims, dims, &m);
     if (rc) goto out;
     lt_ctx ctx = {0};
-    if (lt_model_check_supported(&ctx, rs.m) != LT_OK) { rc = cli_fail(&ctx); goto out; }
-    const lt_graph *g = rs.m->graph;
-    rs.in = calloc((size_t)g->n_inputs + 1, sizeof *rs.in);
-    rs.src = calloc((size_t)g->n_inputs + 1, sizeof *rs.src);
+    if (lt_model_check_supported(&ctx, m) != LT_OK) { rc = cli_fail(&ctx); goto out; }
+    const lt_graph *g = m->graph;
+    in = calloc((size_t)g->n_inputs + 1, sizeof *in);
     outs = calloc((size_t)g->n_outputs + 1, sizeof *outs);
-    if (!rs.in || !rs.src || !outs) { cli_error("out of memory"); rc = CLI_EXIT_INVALID; goto out; }
-    for (int k = 0; k < n_inputs; k++)
-        if ((rc = read_input_spec(&rs, inputs[k]))) goto out;
-    /* check given data, binding symbolic dims */
-    lt_dim_binding bind = {0};
-    for (int i = 0; i < g->n_inputs; i++) {
-        const lt_datum *d = rs.in[i];
-        if (!d) continue;
-        if (d->kind == LT_DK_TENSOR) {
-            if (lt_io_check_input(&ctx, g->inputs[i], d->tensor, &bind) != LT_OK) {
-                cli_error("%s (from %s)", ctx.msg, rs.src[i]);
-                rc = CLI_EXIT_INVALID;
-                goto out;
-            }
-        } else if (g->inputs[i]->type.kind == LT_TK_TENSOR) {
-            cli_error("input '%s': expected a tensor, %s holds a %s", g->inputs[i]->name, rs.src[i],
-                      d->kind == LT_DK_SEQUENCE ? "sequence" : d->kind == LT_DK_OPTIONAL ? "optional" : "map");
-            rc = CLI_EXIT_INVALID;
-            goto out;
-        }
+    if (!in || !outs) { cli_error("out of memory"); rc = CLI_EXIT_INVALID; goto out; }
+    if ((rc = cli_inputs_bind("run", m, n_inputs, inputs, fill, (uint64_t)seed, in))) goto out;
+    double compile_ms = 0;
+    if (!interp) {
+        if ((rc = cli_inputs_fix_shapes(m, in))) goto out;
+        double t0 = now_ms();
+        if ((rc = cli_compile_model(&ca, m, in, &plan, &rep))) goto out;
+        have_rep = true;
+        compile_ms = now_ms() - t0;
+        if (verbose) cli_compile_print_report(&rep, stdout);
     }
-    /* fill the rest */
-    uint64_t rng = (uint64_t)seed * 0x9E3779B97F4A7C15ull + 1;
-    for (int i = 0; i < g->n_inputs; i++) {
-        const lt_value *v = g->inputs[i];
-        if (rs.in[i] || v->init) continue;
-        int rank = 0;
-        int64_t shape[LT_MAX_RANK];
-        if (lt_io_input_shape(&ctx, v, &bind, &rank, shape) != LT_OK) { rc = cli_fail(&ctx); goto out; }
-        if (v->type.dtype == LT_UNDEFINED) {
-            cli_error("input '%s' has no declared dtype: give its data with --input %s=FILE", v->name, v->name);
-            rc = CLI_EXIT_USAGE;
-            goto out;
-        }
-        lt_tensor *t = NULL;
-        if (lt_io_fill_tensor(&ctx, v->type.dtype, rank, shape, fill, &rng, &t) != LT_OK ||
-            lt_datum_tensor(&ctx, t, &rs.in[i]) != LT_OK) {
-            rc = cli_fail(&ctx);
-            goto out;
-        }
-        rs.src[i] = "fill";
-    }
-    lt_interp_options opt = {.seed = (uint64_t)seed};
     double t0 = now_ms();
-    if (lt_interp_run(&ctx, rs.m, &opt, rs.in, outs) != LT_OK) { rc = cli_fail(&ctx); goto out; }
+    if (run_once(&ctx, ca.backend, m, plan, (uint64_t)seed, in, outs) != LT_OK) { rc = cli_fail(&ctx); goto out; }
     double t1 = now_ms();
     for (int k = 0; k < g->n_outputs; k++) {
         char label[1024];
         snprintf(label, sizeof label, "output %d '%s'", k, g->outputs[k]->name);
         print_datum(outs[k], 0, label, (int)values);
     }
-    printf("time: %.3f ms (interp)\n", t1 - t0);
+    if (interp) printf("time: %.3f ms (interp)\n", t1 - t0);
+    else printf("time: %.3f ms (%s, first run; compile %.3f s%s)\n", t1 - t0, ca.backend, compile_ms / 1e3,
+                rep.n_kernels ? (rep.cache_hit ? ", cached" : "") : "");
+    if (bench > 0) {
+        times = calloc((size_t)bench, sizeof *times);
+        lt_datum **tmp = calloc((size_t)g->n_outputs + 1, sizeof *tmp);
+        if (!times || !tmp) { free(tmp); cli_error("out of memory"); rc = CLI_EXIT_INVALID; goto out; }
+        for (int64_t r = 0; r < bench; r++) {
+            double b0 = now_ms();
+            lt_status st = run_once(&ctx, ca.backend, m, plan, (uint64_t)seed, in, tmp);
+            times[r] = now_ms() - b0;
+            for (int k = 0; k < g->n_outputs; k++) { lt_datum_release(tmp[k]); tmp[k] = NULL; }
+            if (st != LT_OK) { free(tmp); rc = cli_fail(&ctx); goto out; }
+        }
+        free(tmp);
+        qsort(times, (size_t)bench, sizeof *times, cmp_double);
+        double med = bench % 2 ? times[bench / 2] : 0.5 * (times[bench / 2 - 1] + times[bench / 2]);
+        char thr[32];
+        if (interp) snprintf(thr, sizeof thr, "1 thread");
+        else if (ca.o.threads > 0) snprintf(thr, sizeof thr, "%d thread%s", ca.o.threads, ca.o.threads == 1 ? "" : "s");
+        else snprintf(thr, sizeof thr, "default threads");
+        printf("bench: median %.3f ms over %lld runs (min %.3f, max %.3f; %s, %s)\n", med, (long long)bench,
+               times[0], times[bench - 1], ca.backend, thr);
+    }
     if (output) {
         bool skipped = false, widened = false;
         for (int k = 0; k < g->n_outputs; k++)
@@ -420,17 +330,19 @@ int cmd_run(int argc, char **argv) {
         if (widened) cli_warn("outputs of types numpy lacks were widened (to float32 / int8 / uint8) in %s", output);
     }
 out:
-    if (rs.m) {
-        for (int i = 0; rs.in && i < rs.m->graph->n_inputs; i++) lt_datum_release(rs.in[i]);
-        for (int i = 0; outs && i < rs.m->graph->n_outputs; i++) lt_datum_release(outs[i]);
+    if (m) {
+        for (int i = 0; in && i < m->graph->n_inputs; i++) lt_datum_release(in[i]);
+        for (int i = 0; outs && i < m->graph->n_outputs; i++) lt_datum_release(outs[i]);
     }
     for (int i = 0; i < nl.n; i++) free(nl.names[i]);
     free(nl.names);
     free(nl.ts);
-    free(rs.in);
-    free(rs.src);
+    free(in);
     free(outs);
-    lt_model_free(rs.m);
+    free(times);
+    lt_plan_free(plan);
+    if (have_rep) lt_compile_report_free(&rep);
+    lt_model_free(m);
     free(shapes);
     free(dims);
     free(inputs);

@@ -1,10 +1,12 @@
 /* lathe.c — the `lathe` command-line tool: dispatches to the subcommands (tools/cmd_*.c) and prints
  * the version and the help. The only part of lathe that prints or reads the environment.
  * Exit codes: 0 ok, 1 usage, 2 bad model or input, 3 unsupported.
+ * Environment (read only here and in the subcommands): CC, LATHE_CACHE_DIR, XDG_CACHE_HOME, HOME,
+ * LATHE_ONNX_SUITE, LATHE_PYTHON.
  */
 #include <string.h>
 
-#include "cli.h"
+#include "cli_compile.h"
 
 static const char HELP[] =
     "usage: lathe <command> [options]\n"
@@ -12,7 +14,11 @@ static const char HELP[] =
     "lathe — a deep-learning compiler for ONNX models.\n"
     "\n"
     "commands:\n"
-    "  run MODEL          run a model on given or generated inputs, print or save the outputs\n"
+    "  run MODEL          compile and run a model on given or generated inputs, print or save the\n"
+    "                     outputs (--backend interp: the reference interpreter)\n"
+    "  compile MODEL      compile a model, print the compile report; -o DIR exports standalone C\n"
+    "  profile MODEL      time every kernel and compare it with the machine's roofline\n"
+    "  ceilings           measure this machine's peak FLOP rate and memory bandwidth (cached)\n"
     "  inspect MODEL      describe a model and list the ops lathe does not support\n"
     "  conformance        run the ONNX backend node tests\n"
     "  help [COMMAND]     show this help, or a command's help\n"
@@ -31,6 +37,9 @@ typedef struct command {
 
 static const command COMMANDS[] = {
     {"run", cmd_run},
+    {"compile", cmd_compile},
+    {"profile", cmd_profile},
+    {"ceilings", cmd_ceilings},
     {"inspect", cmd_inspect},
     {"conformance", cmd_conformance},
 };

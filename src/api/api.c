@@ -3,7 +3,7 @@
  * reference to an lt_tensor. lathe_run checks inputs (io/bind.c), runs the reference interpreter and
  * hands back outputs the caller owns (copied when they alias model memory).
  */
-#include "lathe.h"
+#include "api_impl.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -35,9 +35,6 @@ struct lathe_model {
     char err[LT_MSG_MAX];
 };
 
-struct lathe_tensor {
-    lt_tensor *t;
-};
 
 const char *lathe_version(void) { return LATHE_VERSION; }
 
@@ -52,7 +49,7 @@ size_t lathe_dtype_size(lathe_dtype dt) {
 }
 
 /* ---- models ---- */
-static void copy_err(const lt_ctx *ctx, char *errbuf, size_t n) {
+void lt_api_copy_err(const lt_ctx *ctx, char *errbuf, size_t n) {
     if (!errbuf || !n) return;
     size_t l = strlen(ctx->msg);
     if (l >= n) l = n - 1;
@@ -60,19 +57,24 @@ static void copy_err(const lt_ctx *ctx, char *errbuf, size_t n) {
     errbuf[l] = 0;
 }
 
-static lathe_status finish_load(lt_ctx *ctx, lt_model *lm, void *bytes, const lathe_load_options *opts,
-                                lathe_model **out, char *errbuf, size_t errbuf_size) {
-    lathe_model *m = NULL;
-    if (opts && opts->shapes && *opts->shapes && lt_model_bind_shapes_spec(ctx, lm, opts->shapes) != LT_OK) goto fail;
+lt_status lt_api_bind(lt_ctx *ctx, lt_model *lm, const lathe_load_options *opts) {
+    if (opts && opts->shapes && *opts->shapes) LT_TRY(lt_model_bind_shapes_spec(ctx, lm, opts->shapes));
     if (opts && opts->dims && *opts->dims) {
         char *copy = lt_mem_strdup(opts->dims), *save = NULL;
-        if (!copy) { lt_error(ctx, LT_ERR_NOMEM, "out of memory"); goto fail; }
+        if (!copy) return lt_error(ctx, LT_ERR_NOMEM, "out of memory");
         lt_status s = LT_OK;
         for (char *tok = strtok_r(copy, ",", &save); tok && s == LT_OK; tok = strtok_r(NULL, ",", &save))
             s = lt_model_bind_dim_spec(ctx, lm, tok);
         lt_mem_free(copy);
-        if (s != LT_OK) goto fail;
+        return s;
     }
+    return LT_OK;
+}
+
+static lathe_status finish_load(lt_ctx *ctx, lt_model *lm, void *bytes, const lathe_load_options *opts,
+                                lathe_model **out, char *errbuf, size_t errbuf_size) {
+    lathe_model *m = NULL;
+    if (lt_api_bind(ctx, lm, opts) != LT_OK) goto fail;
     m = lt_calloc(ctx, 1, sizeof *m, "model handle");
     if (!m) goto fail;
     const lt_graph *g = lm->graph;
@@ -90,7 +92,7 @@ fail:
     lt_mem_free(m);
     lt_model_free(lm);
     lt_mem_free(bytes);
-    copy_err(ctx, errbuf, errbuf_size);
+    lt_api_copy_err(ctx, errbuf, errbuf_size);
     return (lathe_status)ctx->status;
 }
 
@@ -99,12 +101,12 @@ lathe_status lathe_model_load(const char *path, const lathe_load_options *opts, 
     lt_ctx ctx = {0};
     if (!path || !out) {
         lt_error(&ctx, LT_ERR_USAGE, "lathe_model_load: path and out must not be NULL");
-        copy_err(&ctx, errbuf, errbuf_size);
+        lt_api_copy_err(&ctx, errbuf, errbuf_size);
         return LATHE_ERR_USAGE;
     }
     lt_model *lm = NULL;
     if (lt_onnx_load_file(&ctx, path, NULL, &lm) != LT_OK) {
-        copy_err(&ctx, errbuf, errbuf_size);
+        lt_api_copy_err(&ctx, errbuf, errbuf_size);
         return (lathe_status)ctx.status;
     }
     return finish_load(&ctx, lm, NULL, opts, out, errbuf, errbuf_size);
@@ -115,19 +117,19 @@ lathe_status lathe_model_load_memory(const void *data, size_t size, const lathe_
     lt_ctx ctx = {0};
     if ((!data && size) || !out) {
         lt_error(&ctx, LT_ERR_USAGE, "lathe_model_load_memory: data and out must not be NULL");
-        copy_err(&ctx, errbuf, errbuf_size);
+        lt_api_copy_err(&ctx, errbuf, errbuf_size);
         return LATHE_ERR_USAGE;
     }
     void *bytes = lt_alloc(&ctx, size ? size : 1, "model bytes");
     if (!bytes) {
-        copy_err(&ctx, errbuf, errbuf_size);
+        lt_api_copy_err(&ctx, errbuf, errbuf_size);
         return LATHE_ERR_NOMEM;
     }
     if (size) memcpy(bytes, data, size);
     lt_model *lm = NULL;
     if (lt_onnx_load_memory(&ctx, bytes, size, NULL, NULL, &lm) != LT_OK) {
         lt_mem_free(bytes);
-        copy_err(&ctx, errbuf, errbuf_size);
+        lt_api_copy_err(&ctx, errbuf, errbuf_size);
         return (lathe_status)ctx.status;
     }
     return finish_load(&ctx, lm, bytes, opts, out, errbuf, errbuf_size);
@@ -261,7 +263,6 @@ lathe_status lathe_run(lathe_model *m, const lathe_tensor *const *inputs, int n_
     m->err[0] = 0;
     const lt_graph *g = m->m->graph;
     lt_datum **in = NULL, **outs = NULL;
-    lt_tensor **res = NULL;
     if (n_inputs != m->n_in || n_outputs != g->n_outputs || (n_inputs && !inputs) || (n_outputs && !outputs)) {
         lt_error(&ctx, LT_ERR_USAGE, "lathe_run: the model takes %d inputs and gives %d outputs (called with %d and %d)",
                  m->n_in, g->n_outputs, n_inputs, n_outputs);
@@ -270,8 +271,7 @@ lathe_status lathe_run(lathe_model *m, const lathe_tensor *const *inputs, int n_
     if (lt_model_check_supported(&ctx, m->m) != LT_OK) goto done;
     in = lt_calloc(&ctx, (size_t)g->n_inputs + 1, sizeof *in, "inputs");
     outs = lt_calloc(&ctx, (size_t)g->n_outputs + 1, sizeof *outs, "outputs");
-    res = lt_calloc(&ctx, (size_t)g->n_outputs + 1, sizeof *res, "outputs");
-    if (!in || !outs || !res) goto done;
+    if (!in || !outs) goto done;
     lt_dim_binding bind = {0};
     for (int i = 0; i < n_inputs; i++) {
         const lt_value *v = g->inputs[m->in_idx[i]];
@@ -284,49 +284,50 @@ lathe_status lathe_run(lathe_model *m, const lathe_tensor *const *inputs, int n_
     }
     lt_interp_options opt = {.seed = m->seed};
     if (lt_interp_run(&ctx, m->m, &opt, in, outs) != LT_OK) goto done;
-    for (int k = 0; k < g->n_outputs; k++) {
-        const lt_datum *d = outs[k];
-        if (!d || d->kind != LT_DK_TENSOR) {
-            lt_error(&ctx, LT_ERR_UNSUPPORTED, "output %d '%s' is not a tensor: the C API returns tensors only", k,
-                     g->outputs[k]->name);
-            goto done;
-        }
-        /* A tensor shared with the model (an initializer passed through) or viewing its memory is
-         * copied, so the caller may write to it and free the model first. */
-        if (d->tensor->borrowed || d->tensor->refs > 1) {
-            if (lt_tensor_copy(&ctx, d->tensor, &res[k]) != LT_OK) goto done;
-        } else {
-            res[k] = lt_tensor_retain(d->tensor);
-        }
-    }
-    /* all outputs ready: hand them over */
-    lathe_tensor **w = lt_calloc(&ctx, (size_t)g->n_outputs + 1, sizeof *w, "outputs");
-    if (!w) goto done;
-    for (int k = 0; k < g->n_outputs; k++) {
-        w[k] = lt_mem_alloc(sizeof **w);
-        if (!w[k]) {
-            for (int j = 0; j < k; j++) lt_mem_free(w[j]);
-            lt_mem_free(w);
-            lt_error(&ctx, LT_ERR_NOMEM, "out of memory (outputs)");
-            goto done;
-        }
-    }
-    for (int k = 0; k < g->n_outputs; k++) {
-        w[k]->t = res[k];
-        res[k] = NULL;
-        outputs[k] = w[k];
-    }
-    lt_mem_free(w);
+    if (lt_api_hand_outputs(&ctx, g, outs, outputs) != LT_OK) goto done;
 done:
     for (int i = 0; in && i < g->n_inputs; i++) lt_datum_release(in[i]);
     for (int k = 0; outs && k < g->n_outputs; k++) lt_datum_release(outs[k]);
-    for (int k = 0; res && k < g->n_outputs; k++) lt_tensor_release(res[k]);
     lt_mem_free(in);
     lt_mem_free(outs);
-    lt_mem_free(res);
     if (ctx.status != LT_OK) {
         snprintf(m->err, sizeof m->err, "%s", ctx.msg);
         return (lathe_status)ctx.status;
     }
     return LATHE_OK;
+}
+
+lt_status lt_api_hand_outputs(lt_ctx *ctx, const lt_graph *g, lt_datum *const *outs, lathe_tensor **outputs) {
+    lt_tensor **res = lt_calloc(ctx, (size_t)g->n_outputs + 1, sizeof *res, "outputs");
+    lathe_tensor **w = lt_calloc(ctx, (size_t)g->n_outputs + 1, sizeof *w, "outputs");
+    lt_status s = LT_OK;
+    if (!res || !w) { s = LT_ERR_NOMEM; goto done; }
+    for (int k = 0; k < g->n_outputs && s == LT_OK; k++) {
+        const lt_datum *d = outs[k];
+        if (!d || d->kind != LT_DK_TENSOR) {
+            s = lt_error(ctx, LT_ERR_UNSUPPORTED, "output %d '%s' is not a tensor: the C API returns tensors only", k,
+                         g->outputs[k]->name);
+            break;
+        }
+        /* A tensor shared with the model (an initializer passed through) or viewing its memory is
+         * copied, so the caller may write to it and free the model first. */
+        if (d->tensor->borrowed || d->tensor->refs > 1) s = lt_tensor_copy(ctx, d->tensor, &res[k]);
+        else res[k] = lt_tensor_retain(d->tensor);
+        if (s == LT_OK && !(w[k] = lt_mem_alloc(sizeof **w))) s = lt_error(ctx, LT_ERR_NOMEM, "out of memory (outputs)");
+    }
+    if (s == LT_OK) /* all outputs ready: hand them over */
+        for (int k = 0; k < g->n_outputs; k++) {
+            w[k]->t = res[k];
+            res[k] = NULL;
+            outputs[k] = w[k];
+            w[k] = NULL;
+        }
+done:
+    for (int k = 0; res && w && k < g->n_outputs; k++) {
+        lt_tensor_release(res[k]);
+        lt_mem_free(w[k]);
+    }
+    lt_mem_free(res);
+    lt_mem_free(w);
+    return s;
 }

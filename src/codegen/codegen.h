@@ -14,7 +14,8 @@
  * outer variable) is emitted as a plain loop or rejected, never as wrong code. Errors
  * (LT_ERR_UNSUPPORTED for a dtype or loop kind the target lacks, LT_ERR_INVALID for malformed IR)
  * name the kernel and the node; nothing is written to `out` on failure beyond what the caller discards.
- * Entry points: lt_emit_module, lt_emit_function, lt_emit_launch_dims, lt_prelude_find.
+ * Entry points: lt_emit_module, lt_emit_function, lt_emit_launch_dims, lt_emit_prelude_all,
+ * lt_prelude_find.
  */
 #ifndef LT_CODEGEN_H
 #define LT_CODEGEN_H
@@ -34,6 +35,16 @@ typedef struct lt_emit_kernel {
  * are included as for kernels' CALLs. Kernel names must be unique valid identifiers. */
 lt_status lt_emit_module(lt_ctx *ctx, const lt_lang *lang, const lt_emit_kernel *kernels, int n,
                          const char *extra, lt_strbuf *out);
+
+/* Section markers in a module, each on a line of its own: the microkernel headers (pasted only
+ * when a kernel calls them) follow MICROKERNELS; the kernels follow END_PRELUDE. The CPU backend
+ * uses them to compile the microkernels once into a shared prelude library (cpu.h). */
+#define LT_EMIT_MARK_MICROKERNELS "\n/* ---- lathe: microkernel headers ---- */\n"
+#define LT_EMIT_MARK_END_PRELUDE "\n/* ---- lathe: end of prelude ---- */\n"
+
+/* The prelude alone with every microkernel header of the language (as a module would paste them
+ * all), with the same markers: the source of the CPU backend's prelude library. */
+lt_status lt_emit_prelude_all(lt_ctx *ctx, const lt_lang *lang, lt_strbuf *out);
 
 /* Emit one kernel function (no prelude): for tests, dumps and tools. */
 lt_status lt_emit_function(lt_ctx *ctx, const lt_lang *lang, const lt_emit_kernel *kernel, lt_strbuf *out);

@@ -1,8 +1,7 @@
-/* emit.c — the one emitter: walks Loop IR and writes C or CUDA source as a language table says.
+/* emit.c — the one emitter: walks Loop IR and writes C or CUDA kernels as a language table says
+ * (module.c assembles them with the prelude into a translation unit).
  *
- * Structure: a module (lt_emit_module) = header comment, prelude headers pasted as text (their
- * `#include "x.h"` lines to other prelude headers resolved once each), kernels, kernel table, extra
- * code. A kernel = comment (origin, static cost, arguments) + signature + argument unpacking + body.
+ * A kernel = comment (origin, static cost, launch shape) + signature + argument unpacking + body.
  * Statements print one per line with 4-space indentation; expressions print with C precedence and
  * only the parentheses they need, so the code reads like what a person would write.
  *
@@ -14,11 +13,11 @@
  * store indexed by the loop variable, a buffer both loaded and stored only at the same index, outer
  * variables only accumulated with + or *); otherwise it is a plain loop that the C compiler may still
  * vectorize. A PARALLEL loop that assigns a variable declared outside it is rejected (a data race).
- * Entry points: lt_emit_module, lt_emit_function, lt_emit_launch_dims, lt_prelude_find.
+ * Entry points: lt_emit_function, lt_emit_launch_dims, lt_emit_kernels_ (for module.c).
  */
 #include "codegen.h"
+#include "emit_impl.h"
 
-#include <fnmatch.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -174,6 +173,10 @@ static const char *mangle(em *e, const char *raw, int id) {
     snprintf(cand, sizeof cand, "%s", buf);
     bool bad = ns_has(&e->names, cand);
     for (int i = 0; reserved_words[i] && !bad; i++) bad = strcmp(reserved_words[i], cand) == 0;
+    for (int op = 0; op < LT_LOP_COUNT && !bad; op++) /* a buffer called "sqrt" would hide sqrt() */
+        bad = (e->L->math_f32[op] && strcmp(e->L->math_f32[op], cand) == 0) ||
+              (e->L->math_f64[op] && strcmp(e->L->math_f64[op], cand) == 0) ||
+              (e->L->math_f32_fast[op] && strcmp(e->L->math_f32_fast[op], cand) == 0);
     for (int suffix = id; bad; suffix++) {
         snprintf(cand, sizeof cand, "%s_%d", buf, suffix);
         bad = ns_has(&e->names, cand);
@@ -526,6 +529,7 @@ static void ex(em *e, const lt_lnode *n, int maxp) {
 typedef struct loop_scan {
     const lt_lvar *v;
     bool *inner;         /* by var id: declared inside the loop (LET or FOR) */
+    bool *dep;           /* by var id: the loop variable, or a local whose value depends on it */
     bool nested, call, store_invariant, dependence;
     int n_outer;         /* ASSIGNs to outer variables */
     const lt_lvar *outer[8];
@@ -540,17 +544,29 @@ static bool load_conflicts(const lt_lnode *n, const lt_lbuf *b, const lt_lnode *
     return false;
 }
 
+static bool uses_dep(const lt_lnode *n, const bool *dep) {
+    if (!n) return false;
+    if (n->kind == LT_L_VAR && n->var && dep[n->var->id]) return true;
+    for (int i = 0; i < n->n; i++)
+        if (uses_dep(n->kids[i], dep)) return true;
+    return false;
+}
+
 static void scan_rec(loop_scan *s, const lt_lnode *n, const lt_lnode *root) {
     if (!n) return;
     switch (n->kind) {
     case LT_L_FOR: s->nested = true; if (n->var) s->inner[n->var->id] = true; break;
-    case LT_L_LET: if (n->var) s->inner[n->var->id] = true; break;
+    case LT_L_LET:
+        if (n->var) s->inner[n->var->id] = true;
+        if (n->var && uses_dep(n->kids[0], s->dep)) s->dep[n->var->id] = true; /* t = i % 56 */
+        break;
     case LT_L_CALL: s->call = true; break;
     case LT_L_STORE:
-        if (!lt_luses_var(n->kids[0], s->v)) s->store_invariant = true;
+        if (!uses_dep(n->kids[0], s->dep)) s->store_invariant = true;
         if (load_conflicts(root, n->buf, n->kids[0])) s->dependence = true;
         break;
     case LT_L_ASSIGN:
+        if (n->var && s->inner[n->var->id] && uses_dep(n->kids[0], s->dep)) s->dep[n->var->id] = true;
         if (n->var && !s->inner[n->var->id]) {
             const char *red = NULL;
             const lt_lnode *x = n->kids[0];
@@ -588,15 +604,17 @@ static int count_refs(const lt_lnode *n, const lt_lvar *v, lt_lkind kind) {
 static bool scan_loop(em *e, const lt_lnode *loop, loop_scan *s) {
     memset(s, 0, sizeof *s);
     s->v = loop->var;
-    s->inner = lt_mem_calloc((size_t)e->k->n_vars + 1, sizeof *s->inner);
+    s->inner = lt_mem_calloc(2 * ((size_t)e->k->n_vars + 1), sizeof *s->inner);
     if (!s->inner) { fail(e, LT_ERR_NOMEM, "out of memory analysing loop %s", loop->var->name); return false; }
+    s->dep = s->inner + e->k->n_vars + 1;
+    s->dep[loop->var->id] = true;
     scan_rec(s, loop->kids[2], loop->kids[2]);
     /* a reduction variable may be read only by its own updates */
     for (int i = 0; i < s->n_outer; i++)
         if (s->red_op[i] && count_refs(loop->kids[2], s->outer[i], LT_L_VAR) != count_refs(loop->kids[2], s->outer[i], LT_L_ASSIGN))
             s->red_op[i] = NULL;
     lt_mem_free(s->inner);
-    s->inner = NULL;
+    s->inner = s->dep = NULL;
     return true;
 }
 
@@ -903,6 +921,12 @@ static lt_status emit_kernel(em *e, const lt_emit_kernel *ek) {
     if ((s = lt_kernel_verify(e->ctx, k)) != LT_OK) { e->st = s; goto done; }
     if (!ns_add(&e->names, k->name)) { s = fail(e, LT_ERR_NOMEM, "out of memory"); goto done; }
     if ((s = lt_emit_launch_dims(e->ctx, k, e->grid, e->block)) != LT_OK) { e->st = s; goto done; }
+    if (L->max_block_threads > 0 && e->block[0] * e->block[1] * e->block[2] > L->max_block_threads) {
+        s = fail(e, LT_ERR_UNSUPPORTED, "a block of %lld x %lld x %lld threads exceeds the %s target's %lld",
+                 (long long)e->block[0], (long long)e->block[1], (long long)e->block[2], L->name,
+                 (long long)L->max_block_threads);
+        goto done;
+    }
     lt_lwalk(k->body, use_walk, use);
 
     /* header comment: origin, cost, launch shape */
@@ -978,150 +1002,12 @@ lt_status lt_emit_function(lt_ctx *ctx, const lt_lang *lang, const lt_emit_kerne
     return s;
 }
 
-/* ---- prelude ---- */
-const lt_prelude_file *lt_prelude_find(const char *name) {
-    for (int i = 0; i < lt_prelude_n_files; i++)
-        if (strcmp(lt_prelude_files[i].name, name) == 0) return &lt_prelude_files[i];
-    return NULL;
-}
-
-static bool matches_any(const char *const *pats, const char *name) {
-    for (int i = 0; pats && pats[i]; i++)
-        if (fnmatch(pats[i], name, 0) == 0) return true;
-    return false;
-}
-
-/* Paste a prelude file, replacing `#include "x.h"` of another prelude file by its text (once). */
-static lt_status paste(lt_ctx *ctx, const lt_prelude_file *f, bool *done, lt_strbuf *out, int depth) {
-    int id = (int)(f - lt_prelude_files);
-    if (done[id]) return LT_OK;
-    done[id] = true;
-    if (depth > 16) return lt_error(ctx, LT_ERR_INTERNAL, "prelude %s: includes nested too deeply", f->name);
-    lt_sb_printf(out, "\n/* ---- prelude: %s ---- */\n", f->name);
-    const char *p = f->text;
-    while (*p) {
-        const char *eol = strchr(p, '\n');
-        size_t len = eol ? (size_t)(eol - p) : strlen(p);
-        const char *q = p;
-        while (q < p + len && (*q == ' ' || *q == '\t')) q++;
-        bool handled = false;
-        if (q < p + len && *q == '#') {
-            q++;
-            while (q < p + len && (*q == ' ' || *q == '\t')) q++;
-            if ((size_t)(p + len - q) > 9 && strncmp(q, "include", 7) == 0) {
-                const char *a = memchr(q, '"', (size_t)(p + len - q));
-                const char *b = a ? memchr(a + 1, '"', (size_t)(p + len - a - 1)) : NULL;
-                if (a && b) {
-                    char inc[128];
-                    snprintf(inc, sizeof inc, "%.*s", (int)(b - a - 1), a + 1);
-                    const char *base = strrchr(inc, '/');
-                    const lt_prelude_file *g = lt_prelude_find(base ? base + 1 : inc);
-                    if (!g)
-                        return lt_error(ctx, LT_ERR_INTERNAL, "prelude %s includes \"%s\", which is not an "
-                                        "embedded prelude header", f->name, inc);
-                    LT_TRY(paste(ctx, g, done, out, depth + 1));
-                    lt_sb_printf(out, "/* ---- prelude: %s (continued) ---- */\n", f->name);
-                    handled = true;
-                }
-            }
-        }
-        if (!handled) lt_sb_printf(out, "%.*s\n", (int)len, p);
-        p = eol ? eol + 1 : p + len;
-    }
-    return LT_OK;
-}
-
-/* Does text contain `name` as a whole identifier followed by '('? */
-static bool defines_call(const char *text, const char *name) {
-    size_t n = strlen(name);
-    if (!n) return false;
-    for (const char *p = strstr(text, name); p; p = strstr(p + 1, name)) {
-        char before = p == text ? ' ' : p[-1];
-        if ((before >= 'a' && before <= 'z') || (before >= 'A' && before <= 'Z') || (before >= '0' && before <= '9') || before == '_')
-            continue;
-        const char *q = p + n;
-        while (*q == ' ') q++;
-        if (*q == '(') return true;
-    }
-    return false;
-}
-
-typedef struct call_names {
-    lt_vec names;
-    bool oom;
-} call_names;
-static bool collect_calls(const lt_lnode *n, void *user) {
-    call_names *c = user;
-    if (n->kind == LT_L_CALL && n->name && !lt_vec_push(&c->names, (void *)n->name)) c->oom = true;
-    return true;
-}
-
-lt_status lt_emit_module(lt_ctx *ctx, const lt_lang *lang, const lt_emit_kernel *kernels, int n,
-                         const char *extra, lt_strbuf *out) {
-    if (!lang || !out || n < 0 || (n > 0 && !kernels))
-        return lt_error(ctx, LT_ERR_USAGE, "lt_emit_module: missing language, kernels or output");
-    for (int i = 0; i < n; i++) {
-        if (!kernels[i].kernel || !kernels[i].kernel->name)
-            return lt_error(ctx, LT_ERR_USAGE, "lt_emit_module: kernel %d is missing or has no name", i);
-        for (int j = 0; j < i; j++)
-            if (strcmp(kernels[i].kernel->name, kernels[j].kernel->name) == 0)
-                return lt_error(ctx, LT_ERR_INVALID, "lt_emit_module: two kernels are named %s", kernels[i].kernel->name);
-    }
-    size_t start = out->len;
-    bool *done = lt_calloc(ctx, (size_t)lt_prelude_n_files + 1, sizeof *done, "prelude list");
-    if (!done) return LT_ERR_NOMEM;
-    call_names calls = {{0}, false};
-    lt_status s = LT_OK;
-
-    lt_sb_printf(out, "/* Generated by lathe for target %s: %d kernel%s.\n * Build: %s\n */\n", lang->name, n,
-                 n == 1 ? "" : "s", lang->build_note);
-    for (int i = 0; lang->prelude && lang->prelude[i] && s == LT_OK; i++) {
-        const lt_prelude_file *f = lt_prelude_find(lang->prelude[i]);
-        s = f ? paste(ctx, f, done, out, 0)
-              : lt_error(ctx, LT_ERR_INTERNAL, "prelude header %s is not embedded (check cmake/embed.cmake)",
-                         lang->prelude[i]);
-    }
-    /* optional headers: those defining a function a kernel or the extra code calls */
-    for (int i = 0; i < n; i++) lt_lwalk(kernels[i].kernel->body, collect_calls, &calls);
-    if (calls.oom) s = lt_error(ctx, LT_ERR_NOMEM, "out of memory listing calls");
-    for (int f = 0; f < lt_prelude_n_files && s == LT_OK; f++) {
-        const lt_prelude_file *pf = &lt_prelude_files[f];
-        if (done[f] || !matches_any(lang->prelude_optional, pf->name) || matches_any(lang->prelude_exclude, pf->name))
-            continue;
-        bool used = false;
-        for (int c = 0; c < calls.names.n && !used; c++) used = defines_call(pf->text, calls.names.items[c]);
-        /* extra code: any lt_ identifier it calls */
-        for (const char *p = extra ? strstr(extra, "lt_") : NULL; p && !used; p = strstr(p + 1, "lt_")) {
-            char id[96];
-            size_t len = 0;
-            while (len + 1 < sizeof id && ((p[len] >= 'a' && p[len] <= 'z') || (p[len] >= 'A' && p[len] <= 'Z') ||
-                                           (p[len] >= '0' && p[len] <= '9') || p[len] == '_'))
-                id[len] = p[len], len++;
-            id[len] = 0;
-            used = defines_call(pf->text, id) && defines_call(extra, id);
-        }
-        if (used) s = paste(ctx, pf, done, out, 0);
-    }
-
+lt_status lt_emit_kernels_(lt_ctx *ctx, const lt_lang *lang, const lt_emit_kernel *kernels, int n, lt_strbuf *out) {
     em e;
     em_init(&e, ctx, lang, out);
+    lt_status s = LT_OK;
     for (int i = 0; i < n && s == LT_OK; i++) s = emit_kernel(&e, &kernels[i]);
     em_fini(&e);
-
-    if (s == LT_OK && lang->kernel_table) {
-        lt_sb_printf(out, "\nconst lt_kernel_desc lathe_kernels[] = {\n");
-        for (int i = 0; i < n; i++)
-            lt_sb_printf(out, "    {\"%s\", %s, %d},\n", kernels[i].kernel->name, kernels[i].kernel->name,
-                         kernels[i].kernel->n_args);
-        lt_sb_printf(out, "    {0, 0, 0},\n};\nconst int lathe_n_kernels = %d;\n", n);
-    }
-    if (s == LT_OK && extra) lt_sb_printf(out, "\n%s%s", extra, extra[0] && extra[strlen(extra) - 1] != '\n' ? "\n" : "");
-    if (s == LT_OK && out->failed) s = lt_error(ctx, LT_ERR_NOMEM, "out of memory writing the generated module");
-    if (s != LT_OK && !out->failed && out->s) { /* leave `out` as it was */
-        out->len = start;
-        out->s[start] = 0;
-    }
-    lt_vec_free(&calls.names);
-    lt_mem_free(done);
     return s;
 }
+

@@ -47,6 +47,7 @@ typedef struct lt_lang {
     const char *unroll_pragma;            /* printf format with the unroll factor */
     const char *block_index[3];           /* GPU_BLOCK axis x/y/z; NULL: unsupported */
     const char *thread_index[3];          /* GPU_THREAD axis x/y/z */
+    int64_t max_block_threads;            /* product of the block's thread extents (CUDA 1024) */
     bool vector_types;                    /* lanes > 1 through GCC vector extensions */
 
     /* buffers */

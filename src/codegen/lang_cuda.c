@@ -61,6 +61,7 @@ const lt_lang lt_lang_cuda = {
     .unroll_pragma = "#pragma unroll %d",
     .block_index = {"blockIdx.x", "blockIdx.y", "blockIdx.z"},
     .thread_index = {"threadIdx.x", "threadIdx.y", "threadIdx.z"},
+    .max_block_threads = 1024,
     .vector_types = false,
     .shared_qualifier = "__shared__ ",
     .local_attr = "",

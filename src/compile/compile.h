@@ -16,8 +16,9 @@
  * The library never reads the environment: the cache directory and compiler come from the options
  * (the CLI reads CC / XDG_CACHE_HOME / HOME). Errors name the stage and the thing at fault (pass,
  * group, node, kernel, generated file). On failure *out is untouched and the report holds what ran.
- * Entry points: lt_compile_options_init, lt_compile, lt_compile_report_print, lt_compile_report_free,
- * lt_compile_dump_graph (the optimized graph as ONNX, see src/runtime/onnx_writer.c).
+ * Entry points: lt_compile_options_init, lt_compile, lt_compile_report_print, lt_compile_report_free.
+ * Related: src/runtime/export.h (standalone C export of a plan), src/runtime/onnx_writer.h (the
+ * optimized graph as ONNX, for dump_graph).
  */
 #ifndef LT_COMPILE_H
 #define LT_COMPILE_H
@@ -34,6 +35,12 @@ typedef struct lt_compile_options {
     const char *cc;             /* C compiler command (NULL = "cc") */
     const char *extra_cflags;   /* appended to the backend's flags */
     int threads;                /* threads of parallel loops (0: backend default) */
+    /* Graph inputs that have an initializer (every weight of an IR < 4 model is one) are frozen:
+     * they become constants, so what is computed from them folds and compiles, except those named
+     * in given_inputs (NULL-terminated), which the caller will provide at run time.
+     * keep_initializer_inputs keeps them all overridable instead. */
+    const char *const *given_inputs;
+    bool keep_initializer_inputs;
     /* pass manager options (level is taken from opt_level; dump output goes to the report's
      * pass_dump unless dump_cb is set) */
     bool verify_each;
@@ -71,9 +78,11 @@ typedef struct lt_compile_report {
     lt_pass_report passes;      /* heap: freed by lt_compile_report_free */
     lt_strbuf pass_dump;        /* --dump-after output when no dump_cb (heap) */
     int nodes_before, nodes_after; /* main graph, before and after the passes */
+    int n_frozen_inputs;        /* graph inputs with an initializer made constants */
     int n_groups, n_host_groups, n_kernels, n_pack_kernels;
     int n_fallback_groups;      /* compiled groups the lowering rejected, run as host steps */
-    char fallback_first[512];   /* the first rejection's message */
+    int n_unscheduled;          /* kernels whose default schedule failed to apply (left unscheduled) */
+    char fallback_first[512];   /* the first such message */
     size_t source_bytes;        /* the generated translation unit */
     bool cache_hit;
     char cache_key[65];
@@ -91,30 +100,5 @@ void lt_compile_report_print(const lt_compile_report *r, lt_strbuf *out);
 /* The CPU's f32 SIMD width in lanes (16 with AVX-512F, 8 with AVX2, 4 otherwise): the default of
  * vector_lanes. */
 int lt_compile_host_lanes(void);
-
-/* ---- standalone export (export.c) ----
- * Write DIR/model.c, DIR/model.h and the weights (DIR/model.weights, or embedded in model.c when
- * they are under embed_limit bytes) for plan p: a translation unit that builds with plain
- * `cc -O2 model.c main.c -lm` and needs no lathe library. Fails (LT_ERR_UNSUPPORTED naming the
- * node) when the plan has host steps. */
-typedef struct lt_export_options {
-    const char *dir;
-    const char *prefix;         /* C identifier prefix of the API (NULL = "model") */
-    int64_t embed_limit;        /* weights smaller than this are embedded (0 = 1 MiB; < 0: never) */
-} lt_export_options;
-
-typedef struct lt_export_report {
-    int64_t weight_bytes, workspace_bytes, packed_bytes;
-    bool embedded;
-    size_t source_bytes;
-} lt_export_report;
-
-lt_status lt_export_c(lt_ctx *ctx, const lt_plan *p, const lt_export_options *opt, lt_export_report *rep);
-
-/* ---- ONNX writer (src/runtime/onnx_writer.c) ----
- * Serialize a model (its current, possibly optimized graph: nodes, attributes, subgraphs,
- * initializers, value types) as an ONNX ModelProto that onnx.load / Netron read. */
-lt_status lt_onnx_write_model(lt_ctx *ctx, const lt_model *m, lt_strbuf *out);
-lt_status lt_onnx_write_model_file(lt_ctx *ctx, const lt_model *m, const char *path);
 
 #endif

@@ -34,7 +34,7 @@ lt_status lt_graph_foreach(lt_ctx *ctx, lt_graph *g, bool children_first, lt_gra
     return LT_OK;
 }
 
-/* Call visit(sub, user) for every subgraph directly held by a node of g. */
+/* Run `body` with `sub` bound to each subgraph directly held by `node` (body may `return`). */
 #define FOR_SUBGRAPHS(node, sub, body)                                                                                 \
     for (int fs_a_ = 0; fs_a_ < (node)->n_attr; fs_a_++) {                                                             \
         lt_attr *fs_at_ = &(node)->attrs[fs_a_];                                                                       \
@@ -51,10 +51,7 @@ const lt_tensor *lt_value_const(const lt_value *v) {
     while (v) {
         if (v->is_input) return NULL;
         if (v->init) return v->init;
-        if (v->producer && v->producer->op == LT_OP_Constant) {
-            const lt_attr *a = lt_node_attr(v->producer, "value");
-            return a && a->type == LT_AT_TENSOR ? a->t : NULL;
-        }
+        if (v->producer && v->producer->op == LT_OP_Constant) return lt_attr_tensor(v->producer, "value");
         v = v->outer;
     }
     return NULL;
@@ -188,8 +185,9 @@ static lt_status unique_name(lt_ctx *ctx, lt_graph *g, const char *hint, const c
     size_t len = strlen(hint);
     char *buf = arena_alloc(ctx, g, len + 24, "names");
     if (!buf) return LT_ERR_NOMEM;
+    /* "x_1", "x_2"... while few are taken; then jump to the value count, which is rarely in use */
     for (int i = 1;; i++) {
-        snprintf(buf, len + 24, "%s_%d", hint, i);
+        snprintf(buf, len + 24, "%s_%d", hint, i <= 4 ? i : g->n_values + i);
         if (!lt_graph_find_value(g, buf)) break;
     }
     *out = buf;
@@ -390,22 +388,28 @@ lt_status lt_node_new(lt_ctx *ctx, lt_graph *g, const char *op_type, const char 
     n->op = lt_op_lookup(domain, op_type);
     n->opset = (int)lt_model_opset(g->model, domain);
     n->graph = g;
+    n->index = -1;
     n->n_in = n_in;
     n->n_out = n_out;
     if (n_in && !(n->in = arena_alloc(ctx, g, (size_t)n_in * sizeof *n->in, "node inputs"))) return LT_ERR_NOMEM;
     if (n_out && !(n->out = arena_alloc(ctx, g, (size_t)n_out * sizeof *n->out, "node outputs"))) return LT_ERR_NOMEM;
     for (int i = 0; i < n_in; i++) n->in[i] = in ? in[i] : NULL;
+    /* the new nodes[] first, so that nothing below can fail once outputs point at the node */
+    lt_node **arr = arena_alloc(ctx, g, (size_t)(g->n_nodes + 1) * sizeof *arr, "graph nodes");
+    if (!arr) return LT_ERR_NOMEM;
     for (int i = 0; i < n_out; i++) {
-        lt_value *v;
-        LT_TRY(lt_value_new(ctx, g, out_hint ? out_hint : op_type, NULL, &v));
-        v->producer = n;
-        v->producer_out = i;
-        n->out[i] = v;
+        lt_status s = lt_value_new(ctx, g, out_hint ? out_hint : op_type, NULL, &n->out[i]);
+        if (s) return s; /* the values made so far have no producer and no use: compaction drops them */
     }
-    LT_TRY(grow_ptrs(ctx, g, (void ***)&g->nodes, g->n_nodes, "graph nodes"));
+    for (int i = 0; i < n_out; i++) {
+        n->out[i]->producer = n;
+        n->out[i]->producer_out = i;
+    }
     int at = before ? before->index : g->n_nodes;
-    memmove(&g->nodes[at + 1], &g->nodes[at], (size_t)(g->n_nodes - at) * sizeof *g->nodes);
-    g->nodes[at] = n;
+    if (at) memcpy(arr, g->nodes, (size_t)at * sizeof *arr);
+    arr[at] = n;
+    if (g->n_nodes > at) memcpy(&arr[at + 1], &g->nodes[at], (size_t)(g->n_nodes - at) * sizeof *arr);
+    g->nodes = arr;
     g->n_nodes++;
     for (int i = at; i < g->n_nodes; i++) g->nodes[i]->index = i;
     *out = n;
@@ -537,6 +541,17 @@ void lt_node_remove(lt_graph *g, lt_node *n) {
     n->index = -1;
 }
 
+/* Inference learned less than the value's earlier type said (the same rule as lt_graph_infer). */
+static bool less_known(const lt_type *t, const lt_type *d) {
+    if (d->kind == LT_TK_UNKNOWN) return false;
+    if (t->kind == LT_TK_UNKNOWN || t->kind != d->kind) return true;
+    if (t->kind == LT_TK_TENSOR) {
+        if (t->dtype == LT_UNDEFINED && d->dtype != LT_UNDEFINED) return true;
+        if (t->rank < 0 && d->rank >= 0) return true;
+    }
+    return false;
+}
+
 lt_status lt_node_infer(lt_ctx *ctx, lt_node *n) {
     const lt_op_hooks *h = lt_op_hooks_get(n->op);
     if (!h->infer) return LT_OK;
@@ -547,11 +562,17 @@ lt_status lt_node_infer(lt_ctx *ctx, lt_node *n) {
     LT_TRY(h->infer(&ic, n));
     for (int i = 0; i < nd; i++) {
         lt_value *v = n->out[i];
-        if (!v || declared[i].kind == LT_TK_UNKNOWN) continue;
-        /* keep a declaration the hook could not match */
-        if (v->type.kind == LT_TK_UNKNOWN || (v->type.kind == declared[i].kind && v->type.kind == LT_TK_TENSOR &&
-                                              v->type.rank < 0 && declared[i].rank >= 0))
+        if (!v) continue;
+        if (less_known(&v->type, &declared[i])) {
             v->type = declared[i];
+        } else if (v->type.kind == LT_TK_TENSOR && declared[i].kind == LT_TK_TENSOR && v->type.rank == declared[i].rank &&
+                   v->type.rank > 0 && v->type.dims && declared[i].dims) {
+            /* keep dims (values or names) the hook could not work out */
+            for (int k = 0; k < v->type.rank; k++)
+                if (v->type.dims[k].value < 0 && !v->type.dims[k].param &&
+                    (declared[i].dims[k].value >= 0 || declared[i].dims[k].param))
+                    v->type.dims[k] = declared[i].dims[k];
+        }
     }
     return LT_OK;
 }
@@ -664,8 +685,9 @@ static lt_status compact_one(lt_ctx *ctx, lt_graph *g, void *user) {
         lt_value *v = g->values[i];
         bool defined = v->producer || v->init || v->is_input || v->outer;
         bool used = u.count[i] > 0 || v->is_output;
-        bool keep = v->init || v->is_input || v->is_output || (v->producer && v->producer->graph == g) ||
-                    (defined && used);
+        bool produced = v->producer && v->producer->graph == g && v->producer->index >= 0 &&
+                        v->producer->index < g->n_nodes && g->nodes[v->producer->index] == v->producer;
+        bool keep = v->init || v->is_input || v->is_output || produced || (defined && used);
         if (v->outer && !used) keep = false; /* an outer reference nothing reads */
         if (!keep) continue;
         v->id = w;

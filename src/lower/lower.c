@@ -18,8 +18,8 @@
 /* ---- the hook table ---- */
 
 const lt_lower_reg *lt_lower_reg_get(int op) {
-    static const lt_lower_reg *const tables[] = {lt_lower_elementwise, lt_lower_injective,
-                                                 lt_lower_reduce, lt_lower_nn};
+    static const lt_lower_reg *const tables[] = {lt_lower_elementwise, lt_lower_injective, lt_lower_reduce,
+                                                 lt_lower_gemm_ops, lt_lower_nn};
     if (op <= 0) return NULL;
     for (size_t t = 0; t < sizeof tables / sizeof *tables; t++)
         for (const lt_lower_reg *r = tables[t]; r->op; r++)
@@ -403,27 +403,41 @@ lt_status lt_lower_nest(lt_lctx *lc, const char *prefix, int rank, const int64_t
     return LT_LNN(lc, body);
 }
 
+/* The one node of the group reading v (NULL if none). */
+static const lt_node *group_reader(lt_lctx *lc, const lt_value *v) {
+    for (int i = 0; i < lc->g->n_nodes; i++) {
+        const lt_node *n = lc->g->nodes[i];
+        for (int j = 0; j < n->n_in; j++)
+            if (n->in[j] == v) return n;
+    }
+    return NULL;
+}
+
+static const lt_value *last_out(const lt_node *n) {
+    const lt_value *v = NULL;
+    for (int j = 0; j < n->n_out; j++)
+        if (n->out[j]) v = n->out[j];
+    return v;
+}
+
+int lt_lower_epilogue_chain(lt_lctx *lc, const lt_value *v, const lt_node **nodes, int max) {
+    int c = 0;
+    for (const lt_value *cur = v; cur && !lc->vbuf[cur->id] && c <= lc->g->n_nodes;) {
+        const lt_node *next = group_reader(lc, cur);
+        if (!next || c == max) return -1;
+        nodes[c++] = next;
+        cur = last_out(next);
+    }
+    return c;
+}
+
 /* The group output an anchor value leads to through the epilogue chain (v itself if none). */
 static const lt_value *epilogue_end(lt_lctx *lc, const lt_value *v) {
     const lt_value *cur = v;
-    for (int guard = 0; guard < lc->g->n_nodes + 1; guard++) {
+    for (int guard = 0; cur && guard < lc->g->n_nodes + 1; guard++) {
         if (lc->vbuf[cur->id]) return cur; /* a group output */
-        /* the one node of the group reading cur */
-        const lt_node *next = NULL;
-        for (int i = 0; i < lc->g->n_nodes && !next; i++) {
-            const lt_node *n = lc->g->nodes[i];
-            for (int j = 0; j < n->n_in; j++)
-                if (n->in[j] == cur) {
-                    next = n;
-                    break;
-                }
-        }
-        if (!next) return NULL;
-        const lt_value *nv = NULL;
-        for (int j = 0; j < next->n_out; j++)
-            if (next->out[j]) nv = next->out[j];
-        if (!nv) return NULL;
-        cur = nv;
+        const lt_node *next = group_reader(lc, cur);
+        cur = next ? last_out(next) : NULL;
     }
     return NULL;
 }
@@ -492,6 +506,21 @@ lt_lbuf *lt_lower_add_pack(lt_lctx *lc, const lt_value *src, const char *name, l
     p->dtype = dt;
     p->size = size;
     p->kernel = pack_kernel;
+    return b;
+}
+
+lt_lbuf *lt_lower_add_scratch(lt_lctx *lc, const char *name, lt_dtype dt, int64_t size) {
+    if (lc->n_scratch == lc->cap_scratch) {
+        int nc = lc->cap_scratch ? lc->cap_scratch * 2 : 4;
+        lt_lscratch *ns = lt_arena_alloc(lc->arena, sizeof(lt_lscratch) * (size_t)nc);
+        if (!ns) return NULL;
+        if (lc->n_scratch) memcpy(ns, lc->scratch, sizeof(lt_lscratch) * (size_t)lc->n_scratch);
+        lc->scratch = ns;
+        lc->cap_scratch = nc;
+    }
+    lt_lbuf *b = lt_kernel_arg(lc->k, name, dt, size);
+    if (!b) return NULL;
+    lc->scratch[lc->n_scratch++] = (lt_lscratch){b->arg, dt, size};
     return b;
 }
 
@@ -593,6 +622,7 @@ lt_status lt_lower_group(lt_ctx *ctx, const lt_groups *gs, const lt_group *g, lt
         LT_TRY(lower_chain(lc, &body));
     }
     if (!body) return lt_lower_nomem(lc);
+    LT_TRY(lt_lower_share(lc, body, &body));
     lt_lnode *simple = lt_lsimplify(lc->k, body);
     if (!simple) return lt_lower_nomem(lc);
     lc->k->body = simple;
@@ -609,6 +639,8 @@ lt_status lt_lower_group(lt_ctx *ctx, const lt_groups *gs, const lt_group *g, lt
     for (int i = 0; i < lc->n_packs; i++) out->arg_values[lc->packs[i].arg] = lc->packs[i].src;
     out->n_packs = lc->n_packs;
     out->packs = lc->packs;
+    out->n_scratch = lc->n_scratch;
+    out->scratch = lc->scratch;
     return lt_sched_default(ctx, g, lc->k, opt, &out->schedule);
 }
 

@@ -34,8 +34,11 @@
  *   - a group's values that are not in `outputs` are read only inside the group (they are never
  *     materialized: the runtime needs no buffer for them);
  *   - kernel argument order (the kernel ABI of docs/COMPILER.md): the group's outputs first, then its
- *     inputs that are not constants, then its constant inputs (weights), then the packed weights.
- *     lt_lowered.arg_values[i] is the graph value bound to kernel argument i;
+ *     inputs that are not constants, then its constant inputs (weights), then packed weights and
+ *     scratch buffers in the order the lowering created them. lt_lowered.arg_values[i] is the graph
+ *     value bound to kernel argument i (a packed weight's source constant; NULL for scratch). A
+ *     kernel may still list a weight it reads only through its packed copy (the runtime binds it
+ *     in place: it costs nothing);
  *   - everything lives in the caller's arena (compilation lifetime); nothing here mallocs without
  *     freeing, prints, or reads the environment.
  *
@@ -116,8 +119,21 @@ typedef struct lt_lower_options {
     int vector_lanes;      /* f32 SIMD lanes of the target (16 AVX-512, 8 AVX2, 4 SSE/NEON, 1
                             * portable); 0 means 16. Used by the default schedules. */
     bool no_microkernels;  /* MatMul/Gemm/Conv as plain Loop IR nests (no prelude GEMM/conv call) */
+    bool no_packing;       /* microkernel calls read weights as they are (no lt_lpack) */
+    bool scratch;          /* the caller binds scratch arguments (lt_lscratch); without them the GEMM
+                            * and conv calls pack on their stack, on one thread */
+    int threads;           /* threads the plan may use: sizes scratch (0 means 8) */
     bool gpu;              /* default schedules bind GPU blocks/threads instead of parallel/vector */
 } lt_lower_options;
+
+/* Scratch memory a kernel needs during its step only (GEMM packing buffers, im2col): the runtime
+ * binds `size` elements of workspace to kernel argument `arg` (its lt_lowered.arg_values entry is
+ * NULL); the content is undefined on entry and dead after the step. */
+typedef struct lt_lscratch {
+    int arg;
+    lt_dtype dtype;
+    int64_t size;          /* elements */
+} lt_lscratch;
 
 /* A weight the runtime packs once, at plan build, into its own persistent buffer: the runtime runs
  * `kernel` (args: packed output, then the source constant) and binds the packed buffer to kernel
@@ -138,9 +154,12 @@ typedef struct lt_lowered {
                             * body0 and apply it (nodes are immutable) */
     lt_schedule schedule;  /* the default schedule for the group's pattern (not yet applied) */
     int n_args;            /* == kernel->n_args */
-    lt_value **arg_values; /* value bound to each kernel argument (packed args: their source) */
+    lt_value **arg_values; /* value bound to each kernel argument (packed args: their source;
+                            * scratch args: NULL) */
     int n_packs;
     lt_lpack *packs;
+    int n_scratch;
+    lt_lscratch *scratch;
 } lt_lowered;
 
 /* Lower compiled group g (not host) of gs into a Loop IR kernel allocated in `arena`, with its

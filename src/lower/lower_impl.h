@@ -40,6 +40,8 @@ typedef struct lt_lctx {
     lt_lnode *ov_expr;
     int n_packs, cap_packs;
     lt_lpack *packs;
+    int n_scratch, cap_scratch;
+    lt_lscratch *scratch;
     /* Coalesced view of pure elementwise groups: view dim i covers output dims
      * [view_start[i], view_start[i+1]) of the full output rank. */
     bool view;
@@ -70,7 +72,7 @@ bool lt_lower_reads_input(const lt_node *n, int i);
 
 /* Family tables, each ended by an entry with op 0. */
 extern const lt_lower_reg lt_lower_elementwise[], lt_lower_injective[], lt_lower_reduce[],
-    lt_lower_nn[];
+    lt_lower_gemm_ops[], lt_lower_nn[];
 const lt_lower_reg *lt_lower_reg_get(int op); /* NULL when the op has no lowering */
 
 /* ---- shapes and constants ---- */
@@ -128,6 +130,9 @@ lt_status lt_lower_store_out(lt_lctx *lc, const lt_value *v, lt_lnode *const *id
 /* The group output buffer an anchor value's epilogue leads to (the anchor's output buffer itself when
  * no epilogue); also reports the final value. */
 lt_lbuf *lt_lower_out_buf(lt_lctx *lc, const lt_value *v, const lt_value **final);
+/* The epilogue nodes after anchor value v, in order, into nodes (max entries): returns their count
+ * (0: v is itself a group output), -1 when the chain is longer than max. */
+int lt_lower_epilogue_chain(lt_lctx *lc, const lt_value *v, const lt_node **nodes, int max);
 /* A loop nest over dims with fresh variables named prefix0.. (kind serial), body from a callback. */
 typedef lt_status (*lt_lower_body_fn)(lt_lctx *lc, lt_lnode *const *idx, void *user, lt_lnode **body);
 lt_status lt_lower_nest(lt_lctx *lc, const char *prefix, int rank, const int64_t *dims,
@@ -135,6 +140,61 @@ lt_status lt_lower_nest(lt_lctx *lc, const char *prefix, int rank, const int64_t
 /* Register a packed weight (returns the new kernel argument). */
 lt_lbuf *lt_lower_add_pack(lt_lctx *lc, const lt_value *src, const char *name, lt_dtype dt,
                            int64_t size, lt_kernel *pack_kernel);
+
+/* Register a scratch buffer (returns the new kernel argument; NULL on out-of-memory). */
+lt_lbuf *lt_lower_add_scratch(lt_lctx *lc, const char *name, lt_dtype dt, int64_t size);
+
+/* ---- GEMM-shaped anchors (lower_gemm.c) ----
+ * C[b.., i, j] = alpha * sum_k A[b.., i, k] * B[b.., k, j] (+ bias) then the group's epilogue,
+ * on flat buffers with element strides; batch dims may broadcast (stride 0). */
+typedef struct lt_gemm_desc {
+    const lt_node *n;                   /* the anchor */
+    int64_t M, N, K;
+    lt_lbuf *C, *A, *B;                 /* C: the group buffer the epilogue ends in */
+    const lt_value *Av, *Bv;            /* operand values (constants are packed) */
+    int nb;                             /* batch dims, outermost first */
+    int64_t bext[LT_MAX_RANK], bsc[LT_MAX_RANK], bsa[LT_MAX_RANK], bsb[LT_MAX_RANK];
+    int64_t ci, cj, ai, ak, bk, bj;     /* element strides of the matrices */
+    double alpha;
+    const lt_value *bias;               /* the node's own bias vector (Gemm's C, Conv's B), or NULL */
+    int bias_mode;                      /* 1: bias[j] per column, 2: bias[i] per row */
+    const lt_value *cmat;               /* Gemm's C when not a bias vector: beta * C broadcast */
+    double beta;
+    /* the output multi-index of element (b.., i, j), for the epilogue's store */
+    lt_status (*out_index)(lt_lctx *lc, const struct lt_gemm_desc *g, lt_lnode *const *bidx, lt_lnode *i,
+                           lt_lnode *j, lt_lnode **idx);
+    int out_rank;
+    int64_t out_dims[LT_MAX_RANK];
+    int row_dim0, row_dim1, col_dim0;   /* output dims forming rows [row_dim0, row_dim1) and
+                                         * columns [col_dim0, out_rank): bias/residual matching */
+    void *user;
+} lt_gemm_desc;
+lt_status lt_lower_gemm(lt_lctx *lc, const lt_gemm_desc *g, lt_lnode **res);
+/* The epilogue a prelude call (lt_gemm_f32, lt_conv2d_f32) applies itself: bias (mode 1 per
+ * column / per channel, 2 per row), residual (mode 1 before the activation, 2 after), activation
+ * (gemm.h's LT_ACT_* codes). */
+typedef struct lt_call_epi {
+    const lt_value *bias, *res;
+    int bias_mode, res_mode, act;
+    double act_a, act_b;
+} lt_call_epi;
+/* Fill ce with g's own bias and, when all of it fits, the group's epilogue chain. Returns whether
+ * a Loop IR epilogue nest (lt_lower_call_epilogue_nest) must follow the call. */
+bool lt_lower_call_epilogue(lt_lctx *lc, const lt_gemm_desc *g, lt_call_epi *ce);
+lt_status lt_lower_call_epilogue_nest(lt_lctx *lc, const lt_gemm_desc *g, lt_lnode **res);
+/* A pack kernel: eval fn(&packed[0], &src[0], ints...) (at most 14 ints); NULL on out-of-memory. */
+lt_kernel *lt_lower_pack_kernel(lt_lctx *lc, const char *fn, const lt_value *src, int64_t size, int n_ints,
+                                const int64_t *ints);
+/* Rows of a packed GEMM operand for every instruction set of gemm.h (A: MR 6 or 8; B: NR <= 48). */
+int64_t lt_lower_packed_rows(int64_t rows, bool is_a);
+/* The GEMM/conv packing scratch ("ws"), sized for opt->threads; NULL with *floats 0 unless
+ * opt->scratch. */
+lt_lbuf *lt_lower_gemm_scratch(lt_lctx *lc, int64_t *floats);
+/* Accept hook part: float32 inputs, operands 0 and 1 in memory (not one-element constants). */
+bool lt_lower_accept_f32_operands(const lt_node *n, char *why, size_t size);
+
+/* Shared (DAG) expression nodes of every statement in body become LETs (lower_share.c). */
+lt_status lt_lower_share(lt_lctx *lc, lt_lnode *body, lt_lnode **out);
 
 /* ---- small builders ---- */
 lt_lnode *lt_lower_imm(lt_lctx *lc, lt_dtype dt, double v); /* immediate of compute dtype dt */

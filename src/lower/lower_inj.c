@@ -352,10 +352,17 @@ static lt_status e_pad(lt_lctx *lc, const lt_node *n, int o, lt_lnode *const *id
     int ri;
     int64_t di[LT_MAX_RANK];
     LT_TRY(need_shape(lc, n, n->in[0], &ri, di));
+    int ro;
+    int64_t dout[LT_MAX_RANK];
+    LT_TRY(need_shape(lc, n, n->out[0], &ro, dout));
     lt_lnode *sub[LT_MAX_RANK], *inside = NULL;
     for (int i = 0; i < ri; i++) {
         lt_lnode *x = lt_l_add(K, idx[i], I(lc, -pi.begin[i]));
         int64_t dim = di[i];
+        if (pi.begin[i] == 0 && dout[i] == dim) { /* not padded along this dim */
+            sub[i] = idx[i];
+            continue;
+        }
         switch (pi.mode) {
         case 0: {
             lt_lnode *in = bin(lc, LT_LOP_AND, bin(lc, LT_LOP_GE, x, I(lc, 0)), bin(lc, LT_LOP_LT, x, I(lc, dim)));

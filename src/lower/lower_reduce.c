@@ -106,29 +106,90 @@ typedef struct acc_pass {
     lt_lnode *shift; /* A_EXP_SUM: x - shift; A_CENTERED_SQ: (x - shift)^2 */
 } acc_pass;
 
+static lt_lnode *acc_combine(lt_lctx *lc, acc_kind kind, lt_lnode *a, lt_lnode *x, lt_lnode *shift) {
+    switch (kind) {
+    case A_SUM: return lt_l_add(K, a, x);
+    case A_PROD: return lt_l_mul(K, a, x);
+    case A_MAX: return lt_l_binary(K, LT_LOP_MAX, a, x);
+    case A_MIN: return lt_l_binary(K, LT_LOP_MIN, a, x);
+    case A_ABS_SUM: return lt_l_add(K, a, lt_l_unary(K, LT_LOP_ABS, x));
+    case A_SQ_SUM: return lt_l_add(K, a, lt_l_mul(K, x, x));
+    case A_EXP_SUM: return lt_l_add(K, a, lt_l_unary(K, LT_LOP_EXP, lt_l_binary(K, LT_LOP_SUB, x, shift)));
+    case A_CENTERED_SQ: {
+        lt_lnode *d = lt_l_binary(K, LT_LOP_SUB, x, shift);
+        return lt_l_add(K, a, lt_l_mul(K, d, d));
+    }
+    }
+    return NULL;
+}
+
+/* How partial results merge: sums add, products multiply, max/min. */
+static lt_lop merge_op(acc_kind kind) {
+    return kind == A_PROD ? LT_LOP_MUL : kind == A_MAX ? LT_LOP_MAX : kind == A_MIN ? LT_LOP_MIN : LT_LOP_ADD;
+}
+
 static lt_status acc_body(rnest *rn, lt_lnode *const *full, void *user, lt_lnode **body) {
     lt_lctx *lc = rn->lc;
     acc_pass *ap = user;
     lt_lnode *x;
     LT_TRY(lt_lower_value(lc, rn->n->in[0], full, &x));
     x = lt_lower_conv(lc, x, ap->acc->dtype);
-    lt_lnode *a = lt_l_var(K, ap->acc), *v = NULL;
-    switch (ap->kind) {
-    case A_SUM: v = lt_l_add(K, a, x); break;
-    case A_PROD: v = lt_l_mul(K, a, x); break;
-    case A_MAX: v = lt_l_binary(K, LT_LOP_MAX, a, x); break;
-    case A_MIN: v = lt_l_binary(K, LT_LOP_MIN, a, x); break;
-    case A_ABS_SUM: v = lt_l_add(K, a, lt_l_unary(K, LT_LOP_ABS, x)); break;
-    case A_SQ_SUM: v = lt_l_add(K, a, lt_l_mul(K, x, x)); break;
-    case A_EXP_SUM: v = lt_l_add(K, a, lt_l_unary(K, LT_LOP_EXP, lt_l_binary(K, LT_LOP_SUB, x, ap->shift))); break;
-    case A_CENTERED_SQ: {
-        lt_lnode *d = lt_l_binary(K, LT_LOP_SUB, x, ap->shift);
-        v = lt_l_add(K, a, lt_l_mul(K, d, d));
-        break;
-    }
-    }
-    *body = lt_l_assign(K, ap->acc, v);
+    *body = lt_l_assign(K, ap->acc, acc_combine(lc, ap->kind, lt_l_var(K, ap->acc), x, ap->shift));
     return LT_LNN(lc, *body);
+}
+
+/* Lanes for a partial-vector accumulation: the last input dim is reduced, contiguous, and a
+ * multiple of the vector width; 0 when the plain scalar pass is used. */
+static int acc_lanes(const rnest *rn) {
+    const lt_lower_options *o = rn->lc->opt;
+    int L = o->vector_lanes > 0 ? o->vector_lanes : 16;
+    int64_t e = rn->rank ? rn->dims[rn->rank - 1] : 0;
+    if (o->gpu || L <= 1 || !rn->rank || !rn->red[rn->rank - 1] || e % L || e < 2 * L) return 0;
+    return L;
+}
+
+/* The reduction with L partial accumulators, one per vector lane (no loop-carried dependence
+ * inside the "lane" loop, which the default schedule vectorizes):
+ *   alloc part[L]: for q: part[q] = init
+ *                  for r..: for ro: for lane: part[lane] = combine(part[lane], x[.., ro*L + lane])
+ *                  for q: acc = merge(acc, part[q])                                             */
+static lt_status acc_pass_lanes(rnest *rn, acc_pass *ap, lt_lnode *init, int L, lt_lnode **res) {
+    lt_lctx *lc = rn->lc;
+    lt_dtype dt = ap->acc->dtype;
+    lt_lbuf *part = lt_kernel_local(K, "part", dt, L, LT_SCOPE_LOCAL);
+    lt_lvar *q = lt_kernel_var(K, "q", LT_INT64), *q2 = lt_kernel_var(K, "q", LT_INT64);
+    lt_lvar *ro = lt_kernel_var(K, "ro", LT_INT64), *lane = lt_kernel_var(K, "lane", LT_INT64);
+    lt_lvar *rv[LT_MAX_RANK] = {0};
+    lt_lnode *full[LT_MAX_RANK];
+    int last = rn->rank - 1, kr = 0;
+    for (int d = 0; d < last; d++) {
+        if (!rn->red[d]) {
+            full[d] = rn->oidx[d];
+            continue;
+        }
+        char name[16];
+        snprintf(name, sizeof name, "r%d", kr++);
+        rv[d] = lt_kernel_var(K, name, LT_INT64);
+        if (!(full[d] = lt_l_var(K, rv[d]))) return lt_lower_nomem(lc);
+    }
+    full[last] = lt_l_add(K, lt_l_mul(K, lt_l_var(K, ro), lt_l_int(K, L)), lt_l_var(K, lane));
+    lt_lnode *x;
+    LT_TRY(lt_lower_value(lc, rn->n->in[0], full, &x));
+    x = lt_lower_conv(lc, x, dt);
+    lt_lnode *pl = lt_l_var(K, lane);
+    lt_lnode *body = lt_l_store(K, part, pl, acc_combine(lc, ap->kind, lt_l_load(K, part, pl), x, ap->shift));
+    body = lt_l_for(K, lane, lt_l_int(K, 0), lt_l_int(K, L), LT_LOOP_SERIAL, body);
+    body = lt_l_for(K, ro, lt_l_int(K, 0), lt_l_int(K, rn->dims[last] / L), LT_LOOP_SERIAL, body);
+    for (int d = last - 1; d >= 0; d--)
+        if (rv[d]) body = lt_l_for(K, rv[d], lt_l_int(K, 0), lt_l_int(K, rn->dims[d]), LT_LOOP_SERIAL, body);
+    lt_lnode *s3[3];
+    s3[0] = lt_l_for(K, q, lt_l_int(K, 0), lt_l_int(K, L), LT_LOOP_SERIAL, lt_l_store(K, part, lt_l_var(K, q), init));
+    s3[1] = body;
+    s3[2] = lt_l_for(K, q2, lt_l_int(K, 0), lt_l_int(K, L), LT_LOOP_SERIAL,
+                     lt_l_assign(K, ap->acc, lt_l_binary(K, merge_op(ap->kind), lt_l_var(K, ap->acc),
+                                                         lt_l_load(K, part, lt_l_var(K, q2)))));
+    *res = lt_l_alloc(K, part, lt_l_seq(K, 3, s3));
+    return LT_LNN(lc, *res);
 }
 
 /* LET acc = init; passes over the reduced dims. Appends two statements to s. */
@@ -138,7 +199,9 @@ static lt_status accumulate(rnest *rn, acc_kind kind, lt_dtype dt, lt_lnode *ini
     acc_pass ap = {kind, lt_kernel_var(K, name, dt), shift};
     if (!ap.acc || !init) return lt_lower_nomem(lc);
     s[(*ns)++] = lt_l_let(K, ap.acc, init);
-    LT_TRY(red_pass(rn, acc_body, &ap, &s[*ns]));
+    int L = acc_lanes(rn);
+    if (L) LT_TRY(acc_pass_lanes(rn, &ap, init, L, &s[*ns]));
+    else LT_TRY(red_pass(rn, acc_body, &ap, &s[*ns]));
     (*ns)++;
     *acc = ap.acc;
     return LT_OK;

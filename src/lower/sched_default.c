@@ -8,10 +8,14 @@
  *     loop when the nest is big enough to pay for threads (fusing the two outermost loops first when
  *     the outermost is too short to feed the threads);
  *   reductions, pooling, direct convolution (kept loops "o..", reduced loops "r.." inside): the
- *     kept loops are parallelized the same way (the reduction loops stay serial: their accumulator
- *     is a loop-carried dependence);
- *   GEMM nests (lower_nn.c): "microkernel i lt_sgemm" (unless opt->no_microkernels), "parallel mb"
- *     (or the outermost batch loop), the init and epilogue loops vectorized along j.
+ *     kept loops are parallelized the same way; the reduction loops stay serial (their accumulator
+ *     is a loop-carried dependence) except the "lane" loops of partial accumulators
+ *     (lower_reduce.c), which are vectorized, and innermost reduced loops that only store (the
+ *     normalize pass of softmax and the norms), which are split by the lanes and vectorized;
+ *   GEMM calls (lower_gemm.c): the call is parallel inside; its batch loops stay serial and its
+ *     epilogue nest ("eb0".., "ei", "ej") is scheduled as an elementwise nest;
+ *   plain GEMM nests (lower_gemm.c with no_microkernels): "parallel mb" (or the outermost batch
+ *     loop), the init and epilogue loops vectorized along j.
  * With opt->gpu, nests are fused and bound to blocks and threads instead (the CUDA backend).
  */
 #include "lower_impl.h"
@@ -19,7 +23,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#define LT_SGEMM_MICROKERNEL "lt_sgemm"
 #define PARALLEL_MIN_WORK 16384 /* iterations below which threads cost more than they give */
 #define PARALLEL_MIN_OUTER 8    /* an outer loop shorter than this is fused with the next one */
 
@@ -191,14 +194,41 @@ static lt_status vectorize_named(sched_b *b, const lt_lnode *body, const char *n
 }
 
 static lt_status sched_gemm(sched_b *b, const lt_lnode *body, const lt_lower_options *opt) {
-    if (!opt->no_microkernels && find_named(body, "i"))
-        LT_TRY(push(b, LT_S_MICROKERNEL, "i", NULL, LT_SGEMM_MICROKERNEL, 0, 0));
     if (opt->gpu) return LT_OK;
     LT_TRY(vectorize_named(b, body, "zj"));
     LT_TRY(vectorize_named(b, body, "ej"));
     if (find_named(body, "mb")) return push(b, LT_S_PARALLEL, "mb", NULL, NULL, 0, 0);
     const lt_lnode *b0 = find_named(body, "b0");
     if (b0 && extent(b0) >= 2) return push(b, LT_S_PARALLEL, "b0", NULL, NULL, 0, 0);
+    return LT_OK;
+}
+
+/* Does the statement n hold an ASSIGN or a FOR (so it is not an innermost, dependence-free body)? */
+static bool has_assign_or_loop(const lt_lnode *n) {
+    if (!n || !lt_lnode_info_get(n->kind)->is_stmt) return false;
+    if (n->kind == LT_L_ASSIGN || n->kind == LT_L_FOR) return true;
+    for (int i = 0; i < n->n; i++)
+        if (has_assign_or_loop(n->kids[i])) return true;
+    return false;
+}
+
+/* Inside reductions: vectorize the "lane" loops of partial accumulators, and split+vectorize the
+ * innermost reduced loops ("r..") whose body only stores (softmax's and the norms' last pass). */
+static lt_status sched_inner_vectors(sched_b *b, const lt_lnode *n) {
+    if (!n || !lt_lnode_info_get(n->kind)->is_stmt) return LT_OK;
+    if (n->kind == LT_L_FOR) {
+        const char *nm = n->var->name;
+        int64_t e = extent(n);
+        if (strncmp(nm, "lane", 4) == 0 && e >= 1 && e <= 64) return push(b, LT_S_VECTORIZE, nm, NULL, NULL, 0, 0);
+        if (nm[0] == 'r' && nm[1] >= '0' && nm[1] <= '9' && !has_assign_or_loop(n->kids[2]) && b->lanes > 1 &&
+            e >= b->lanes && e % b->lanes == 0 && strlen(nm) + 3 <= 63) {
+            char in[64];
+            LT_TRY(push(b, LT_S_SPLIT, nm, NULL, NULL, b->lanes, 0));
+            snprintf(in, sizeof in, "%s.i", nm);
+            return push(b, LT_S_VECTORIZE, in, NULL, NULL, 0, 0);
+        }
+    }
+    for (int i = 0; i < n->n; i++) LT_TRY(sched_inner_vectors(b, n->kids[i]));
     return LT_OK;
 }
 
@@ -219,7 +249,14 @@ lt_status lt_sched_default(lt_ctx *ctx, const lt_group *g, const lt_kernel *k, c
         if (st->kind != LT_L_FOR) continue;
         const lt_lnode *loops[LT_MAX_RANK * 2];
         int nl = perfect_nest(st, loops, LT_MAX_RANK * 2);
-        bool chain = g->pattern == LT_PK_ELEMWISE || g->pattern == LT_PK_BROADCAST || g->pattern == LT_PK_INJECTIVE;
+        /* a GEMM call's batch loops stay serial (the call is parallel inside); its epilogue nest
+         * ("eb0".., "ei", "ej") is elementwise */
+        const lt_lnode *inner = nl ? loops[nl - 1]->kids[2] : NULL;
+        while (inner && inner->kind == LT_L_SEQ && inner->n == 1) inner = inner->kids[0];
+        if (inner && inner->kind == LT_L_EVAL) continue;
+        bool epilogue = st->var->name[0] == 'e';
+        bool chain = epilogue || g->pattern == LT_PK_ELEMWISE || g->pattern == LT_PK_BROADCAST ||
+                     g->pattern == LT_PK_INJECTIVE;
         if (chain) LT_TRY(sched_elementwise(&b, loops, nl, opt->gpu));
         else {
             /* work inside the kept loops: what is under the last kept loop */
@@ -227,6 +264,7 @@ lt_status lt_sched_default(lt_ctx *ctx, const lt_group *g, const lt_kernel *k, c
             while (kept < nl && (loops[kept]->var->name[0] == 'o' || loops[kept]->var->name[0] == 'b')) kept++;
             int64_t inner = kept ? work_of(loops[kept - 1]->kids[2]) : 1;
             LT_TRY(sched_kept(&b, loops, nl, inner, opt->gpu));
+            if (!opt->gpu) LT_TRY(sched_inner_vectors(&b, st));
         }
     }
     return LT_OK;

@@ -465,7 +465,7 @@ const lt_op_reg lt_ops_elementwise[] = {
     {LT_OP_Neg, infer_same, eval_unary},
     {LT_OP_Not, infer_same, eval_not},
     {LT_OP_Or, lt_ew_infer_compare, lt_ew_eval_logical},
-    {LT_OP_PRelu, lt_ew_infer_binary, lt_ew_eval_prelu},
+    {LT_OP_PRelu, infer_same, lt_ew_eval_prelu}, /* Y has X's shape (slope broadcasts to X) */
     {LT_OP_Pow, lt_ew_infer_binary, lt_ew_eval_pow},
     {LT_OP_Reciprocal, infer_same, eval_unary},
     {LT_OP_Relu, infer_same, eval_unary},

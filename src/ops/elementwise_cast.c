@@ -200,6 +200,59 @@ static lt_status from_string(lt_eval *ev, const lt_node *n, const lt_tensor *x, 
 }
 
 /* ---- Cast / CastLike ---- */
+/* Tight loops for the most common pairs whose C conversion is exactly Cast's (exact, or rounding
+ * once to nearest even). Float -> integer is not among them: it needs dtype.c's saturating rule. */
+static bool cast_fast(const lt_tensor *x, lt_tensor *y) {
+    int64_t n = x->numel;
+#define EW_CAST_LOOP(ST, DT)                                                                       \
+    do {                                                                                           \
+        const ST *s_ = x->data;                                                                    \
+        DT *d_ = y->data;                                                                          \
+        for (int64_t i = 0; i < n; i++) d_[i] = (DT)s_[i];                                         \
+        return true;                                                                               \
+    } while (0)
+    switch (x->dtype * 64 + y->dtype) {
+    case LT_FLOAT * 64 + LT_DOUBLE: EW_CAST_LOOP(float, double);
+    case LT_DOUBLE * 64 + LT_FLOAT: EW_CAST_LOOP(double, float);
+    case LT_INT64 * 64 + LT_FLOAT: EW_CAST_LOOP(int64_t, float);
+    case LT_INT64 * 64 + LT_DOUBLE: EW_CAST_LOOP(int64_t, double);
+    case LT_INT32 * 64 + LT_FLOAT: EW_CAST_LOOP(int32_t, float);
+    case LT_INT32 * 64 + LT_DOUBLE: EW_CAST_LOOP(int32_t, double);
+    case LT_INT32 * 64 + LT_INT64: EW_CAST_LOOP(int32_t, int64_t);
+    case LT_UINT8 * 64 + LT_FLOAT: EW_CAST_LOOP(uint8_t, float);
+    case LT_INT8 * 64 + LT_FLOAT: EW_CAST_LOOP(int8_t, float);
+    case LT_BOOL * 64 + LT_FLOAT: EW_CAST_LOOP(uint8_t, float);
+    case LT_BOOL * 64 + LT_INT64: EW_CAST_LOOP(uint8_t, int64_t);
+    case LT_BOOL * 64 + LT_INT32: EW_CAST_LOOP(uint8_t, int32_t);
+    case LT_INT64 * 64 + LT_INT32: { /* wraps, as lt_store_i64 does */
+        const int64_t *s_ = x->data;
+        int32_t *d_ = y->data;
+        for (int64_t i = 0; i < n; i++) d_[i] = (int32_t)(uint32_t)(uint64_t)s_[i];
+        return true;
+    }
+    case LT_FLOAT * 64 + LT_FLOAT16: {
+        const float *s_ = x->data;
+        uint16_t *d_ = y->data;
+        for (int64_t i = 0; i < n; i++) d_[i] = lt_f32_to_f16(s_[i]);
+        return true;
+    }
+    case LT_FLOAT16 * 64 + LT_FLOAT: {
+        const uint16_t *s_ = x->data;
+        float *d_ = y->data;
+        for (int64_t i = 0; i < n; i++) d_[i] = lt_f16_to_f32(s_[i]);
+        return true;
+    }
+    case LT_FLOAT * 64 + LT_BOOL: {
+        const float *s_ = x->data;
+        uint8_t *d_ = y->data;
+        for (int64_t i = 0; i < n; i++) d_[i] = s_[i] != 0;
+        return true;
+    }
+    default: return false;
+    }
+#undef EW_CAST_LOOP
+}
+
 static lt_status cast_to(lt_eval *ev, const lt_node *n, const lt_tensor *x, lt_dtype to, lt_datum **out) {
     bool saturate = lt_attr_int(n, "saturate", 1) != 0, ok;
     int rm = round_mode_of(n, &ok);
@@ -217,6 +270,7 @@ static lt_status cast_to(lt_eval *ev, const lt_node *n, const lt_tensor *x, lt_d
         memcpy(y->data, x->data, (size_t)lt_tensor_nbytes(x));
         return LT_OK;
     }
+    if (cast_fast(x, y)) return LT_OK;
     for (int64_t i = 0; i < x->numel; i++) lt_convert_elem_rm(x->data, x->dtype, i, y->data, to, i, saturate, rm);
     return LT_OK;
 }

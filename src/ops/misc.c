@@ -1,7 +1,7 @@
 /* misc.c — the misc family's table and its string and feature ops: StringConcat, StringSplit,
  * StringNormalizer, RegexFullMatch, TfIdfVectorizer, LabelEncoder, ArrayFeatureExtractor,
  * Binarizer, and the op table. Random and training ops live in misc_train.c, the other ai.onnx.ml
- * ops in misc_ml.c, the regex engine in misc_regex.c (hooks declared in misc_impl.h).
+ * ops in misc_ml.c and misc_ml2.c, the regex engine in misc_regex.c (hooks declared in misc_impl.h).
  *
  * Strings are bytes (UTF-8 passes through untouched); case changes and case-insensitive
  * comparisons are ASCII-only. Semantics follow the ONNX spec, checked against onnx's reference:
@@ -259,7 +259,8 @@ static lt_status tfidf_setup(const lt_node *n, tfidf *t, char *err, size_t errn)
     for (int k = 0; k < t->n_counts; k++) {
         int64_t e = k + 1 < t->n_counts ? t->counts[k + 1] : t->pool_n;
         if (t->counts[k] < 0 || e < t->counts[k] || e > t->pool_n) {
-            snprintf(err, errn, "ngram_counts[%d] = %lld is out of range", k, (long long)t->counts[k]);
+            snprintf(err, errn, "ngram_counts[%d..%d] = [%lld, %lld) is not a range of the %lld-entry pool", k, k + 1,
+                     (long long)t->counts[k], (long long)e, (long long)t->pool_n);
             return LT_ERR_INVALID;
         }
         total += (e - t->counts[k]) / (k + 1);
@@ -569,5 +570,12 @@ const lt_op_reg lt_ops_misc[] = {
     {LT_OP_OneHotEncoder, lt_misc_infer_onehot, lt_misc_eval_onehot},
     {LT_OP_FeatureVectorizer, lt_misc_infer_featvec, lt_misc_eval_featvec},
     {LT_OP_CategoryMapper, lt_misc_infer_catmap, lt_misc_eval_catmap},
+    {LT_OP_TreeEnsembleRegressor, lt_misc_infer_tree_legacy, lt_misc_eval_tree_legacy},
+    {LT_OP_TreeEnsembleClassifier, lt_misc_infer_tree_legacy, lt_misc_eval_tree_legacy},
+    {LT_OP_SVMRegressor, lt_misc_infer_svm, lt_misc_eval_svm},
+    {LT_OP_SVMClassifier, lt_misc_infer_svm, lt_misc_eval_svm},
+    {LT_OP_ZipMap, lt_misc_infer_zipmap, lt_misc_eval_zipmap},
+    {LT_OP_DictVectorizer, lt_misc_infer_dictvec, lt_misc_eval_dictvec},
+    {LT_OP_CastMap, lt_misc_infer_castmap, lt_misc_eval_castmap},
     {0, NULL, NULL},
 };

@@ -51,6 +51,18 @@ lt_status lt_misc_eval_featvec(lt_eval *ev, const lt_node *n, lt_datum **in, lt_
 lt_status lt_misc_infer_catmap(lt_infer *ic, lt_node *n);
 lt_status lt_misc_eval_catmap(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum **out);
 
+/* ---- hooks defined in misc_ml2.c (ai.onnx.ml) ---- */
+lt_status lt_misc_infer_tree_legacy(lt_infer *ic, lt_node *n);
+lt_status lt_misc_eval_tree_legacy(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum **out);
+lt_status lt_misc_infer_svm(lt_infer *ic, lt_node *n);
+lt_status lt_misc_eval_svm(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum **out);
+lt_status lt_misc_infer_zipmap(lt_infer *ic, lt_node *n);
+lt_status lt_misc_eval_zipmap(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum **out);
+lt_status lt_misc_infer_dictvec(lt_infer *ic, lt_node *n);
+lt_status lt_misc_eval_dictvec(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum **out);
+lt_status lt_misc_infer_castmap(lt_infer *ic, lt_node *n);
+lt_status lt_misc_eval_castmap(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum **out);
+
 /* Post transforms shared by the ml classifiers/regressors (scores of one row, in place). */
 typedef enum lt_post { LT_POST_NONE, LT_POST_SOFTMAX, LT_POST_LOGISTIC, LT_POST_SOFTMAX_ZERO, LT_POST_PROBIT } lt_post;
 bool lt_misc_post_parse(const char *s, lt_post *out);

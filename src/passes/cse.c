@@ -171,4 +171,5 @@ static lt_status run(lt_ctx *ctx, lt_model *m, const lt_pass_options *opt, bool 
     return lt_graph_foreach(ctx, m->graph, true, cse_graph, changed);
 }
 
-const lt_pass lt_pass_cse = {"cse", 2, run, "merge identical nodes (same op, inputs, attributes) and equal small constants"};
+const lt_pass lt_pass_cse = {.name = "cse", .min_level = 2, .run = run,
+    .summary = "merge identical nodes (same op, inputs, attributes) and equal small constants"};

@@ -71,4 +71,5 @@ static lt_status run(lt_ctx *ctx, lt_model *m, const lt_pass_options *opt, bool 
     return lt_graph_foreach(ctx, m->graph, true, dce_graph, changed);
 }
 
-const lt_pass lt_pass_dce = {"dce", 1, run, "remove nodes whose outputs nothing reads, and unused initializers"};
+const lt_pass lt_pass_dce = {.name = "dce", .min_level = 1, .run = run,
+    .summary = "remove nodes whose outputs nothing reads, and unused initializers"};

@@ -66,8 +66,19 @@ static bool bn_params(lt_ctx *ctx, const lt_node *bn, int64_t C, double **s_out,
 static lt_status scale_weights(lt_ctx *ctx, const lt_tensor *w, const double *s, int64_t C, int64_t inner, lt_tensor **out) {
     lt_tensor *t;
     LT_TRY(lt_tensor_new(ctx, w->dtype, w->rank, w->dims, &t));
-    for (int64_t i = 0; i < w->numel; i++)
-        lt_store_f64(t->data, t->dtype, i, lt_load_f64(w->data, w->dtype, i) * s[(i / inner) % C]);
+    if (inner <= 0) inner = 1;
+    if (w->dtype == LT_FLOAT) { /* the common case, without the generic element access */
+        const float *src = w->data;
+        float *dst = t->data;
+        for (int64_t i = 0; i < w->numel; i += inner) {
+            double f = s[(i / inner) % C];
+            int64_t end = i + inner < w->numel ? i + inner : w->numel;
+            for (int64_t j = i; j < end; j++) dst[j] = (float)((double)src[j] * f);
+        }
+    } else {
+        for (int64_t i = 0; i < w->numel; i++)
+            lt_store_f64(t->data, t->dtype, i, lt_load_f64(w->data, w->dtype, i) * s[(i / inner) % C]);
+    }
     *out = t;
     return LT_OK;
 }
@@ -221,6 +232,7 @@ static lt_status fold_matmul(lt_ctx *ctx, lt_graph *g, lt_node *mm, lt_node *add
     lt_node *a;
     LT_TRY(lt_node_new(ctx, g, "Add", "", 2, ins, 1, bn->out[0] ? bn->out[0]->name : "bn", bn, &a));
     LT_TRY(lt_node_infer(ctx, a));
+    lt_pu_take_name(g, a->out[0], bn->out[0]);
     return lt_pu_forward(ctx, g, bn, 0, a->out[0], changed);
 }
 
@@ -259,5 +271,5 @@ static lt_status run(lt_ctx *ctx, lt_model *m, const lt_pass_options *opt, bool 
     return lt_graph_foreach(ctx, m->graph, false, fold_graph, changed);
 }
 
-const lt_pass lt_pass_fold_batchnorm = {"fold_batchnorm", 2, run,
-                                        "fold inference BatchNormalization into the Conv / Gemm / MatMul(+Add) before it"};
+const lt_pass lt_pass_fold_batchnorm = {.name = "fold_batchnorm", .min_level = 2, .run = run,
+    .summary = "fold inference BatchNormalization into the Conv / Gemm / MatMul(+Add) before it"};

@@ -7,15 +7,24 @@
  * opt->fold_max_bytes (known from the inferred output shapes before evaluating; when a shape is not
  * known, ops whose output size comes from input values (ConstantOfShape, Expand, Tile, Range, Pad,
  * Resize...) are skipped and the others are checked after evaluating), and nodes whose evaluation
- * fails (the same error will be reported when the model runs). Works in every graph, subgraphs
+ * fails (the same error will be reported when the model runs). An Expand that would turn a small
+ * constant into a big one (over 64 KiB and 16x its inputs) stays: a broadcasting consumer reads the
+ * small constant directly once simplify drops the Expand, and a materialized copy would only cost
+ * memory bandwidth at run time. Works in every graph, subgraphs
  * included (a subgraph node reading only outer constants folds into a subgraph initializer).
+ * The walk re-infers each node's types first (what was folded before it may tell more), and, when
+ * the fold_shapes pass is enabled, folds shape queries too (lt_fold_shape_node): the shape
+ * arithmetic of every layer of a deep model folds in one sweep instead of one layer per round.
  * Level -O1.
  */
 #include "util.h"
 
+#define EXPAND_KEEP_BYTES (64 << 10)
+
 typedef struct fold_state {
     const lt_model *m;
     int64_t cap;
+    bool shapes; /* the fold_shapes pass is enabled: fold shape queries during the walk too */
     bool changed;
 } fold_state;
 
@@ -54,8 +63,20 @@ static bool foldable(const fold_state *st, const lt_node *n) {
         }
     }
     if (!any_out) return false;
-    for (int i = 0; i < n->n_in; i++)
-        if (n->in[i] && !lt_value_is_const(n->in[i])) return false;
+    int64_t in_bytes = 0;
+    for (int i = 0; i < n->n_in; i++) {
+        if (!n->in[i]) continue;
+        const lt_tensor *c = lt_value_const(n->in[i]);
+        if (!c) return false;
+        in_bytes += lt_tensor_nbytes(c);
+    }
+    if (n->op == LT_OP_Expand && n->out[0]) { /* a big copy of a small constant: keep the Expand */
+        int r;
+        int64_t d[LT_MAX_RANK], numel;
+        if (!lt_value_static_shape(n->out[0], &r, d) || !lt_prod_i64(d, r, &numel)) return false;
+        int64_t bytes = numel * lt_dtype_size(lt_pu_dtype(n->in[0]));
+        if (bytes > EXPAND_KEEP_BYTES && bytes / 16 > in_bytes) return false;
+    }
     return true;
 }
 
@@ -63,6 +84,18 @@ static lt_status fold_graph(lt_ctx *ctx, lt_graph *g, void *user) {
     fold_state *st = user;
     for (int i = 0; i < g->n_nodes;) {
         lt_node *n = g->nodes[i];
+        /* Types downstream of what was folded earlier in this walk are stale (a Reshape whose shape
+         * just became constant): refresh them before looking at the node. */
+        if (!lt_node_has_subgraphs(n)) LT_TRY(lt_node_infer(ctx, n));
+        if (st->shapes) {
+            bool done = false;
+            LT_TRY(lt_fold_shape_node(ctx, g, n, &done));
+            if (done) {
+                lt_node_remove(g, n);
+                st->changed = true;
+                continue;
+            }
+        }
         if (!foldable(st, n)) { i++; continue; }
         lt_tensor *res[64];
         const lt_attr *cv = n->op == LT_OP_Constant && n->n_out == 1 ? lt_node_attr(n, "value") : NULL;
@@ -94,11 +127,12 @@ static lt_status fold_graph(lt_ctx *ctx, lt_graph *g, void *user) {
 }
 
 static lt_status run(lt_ctx *ctx, lt_model *m, const lt_pass_options *opt, bool *changed) {
-    fold_state st = {m, opt && opt->fold_max_bytes > 0 ? opt->fold_max_bytes : LT_PASS_DEFAULT_FOLD_BYTES, false};
+    fold_state st = {m, opt && opt->fold_max_bytes > 0 ? opt->fold_max_bytes : LT_PASS_DEFAULT_FOLD_BYTES,
+                     lt_pass_is_enabled(opt, &lt_pass_fold_shapes), false};
     LT_TRY(lt_graph_foreach(ctx, m->graph, false, fold_graph, &st));
     *changed = st.changed;
     return LT_OK;
 }
 
-const lt_pass lt_pass_fold_constants = {"fold_constants", 1, run,
-                                        "evaluate nodes whose inputs are all constants; their outputs become initializers"};
+const lt_pass lt_pass_fold_constants = {.name = "fold_constants", .min_level = 1, .run = run,
+    .summary = "evaluate nodes whose inputs are all constants; their outputs become initializers"};

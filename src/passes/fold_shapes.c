@@ -96,16 +96,21 @@ static lt_status fold_gather_of_shape(lt_ctx *ctx, lt_graph *g, lt_node *n, bool
     return LT_OK;
 }
 
+lt_status lt_fold_shape_node(lt_ctx *ctx, lt_graph *g, lt_node *n, bool *done) {
+    *done = false;
+    if (n->n_in < 1 || !n->in[0] || n->n_out != 1) return LT_OK;
+    if (n->op == LT_OP_Shape) return fold_shape(ctx, g, n, done);
+    if (n->op == LT_OP_Size) return fold_size(ctx, g, n, done);
+    if (n->op == LT_OP_Gather) return fold_gather_of_shape(ctx, g, n, done);
+    return LT_OK;
+}
+
 static lt_status fold_graph(lt_ctx *ctx, lt_graph *g, void *user) {
     bool *changed = user;
     for (int i = 0; i < g->n_nodes;) {
         lt_node *n = g->nodes[i];
         bool done = false;
-        if (n->n_in >= 1 && n->in[0] && n->n_out == 1) {
-            if (n->op == LT_OP_Shape) LT_TRY(fold_shape(ctx, g, n, &done));
-            else if (n->op == LT_OP_Size) LT_TRY(fold_size(ctx, g, n, &done));
-            else if (n->op == LT_OP_Gather) LT_TRY(fold_gather_of_shape(ctx, g, n, &done));
-        }
+        LT_TRY(lt_fold_shape_node(ctx, g, n, &done));
         if (done) {
             lt_node_remove(g, n);
             *changed = true;
@@ -121,5 +126,5 @@ static lt_status run(lt_ctx *ctx, lt_model *m, const lt_pass_options *opt, bool 
     return lt_graph_foreach(ctx, m->graph, false, fold_graph, changed);
 }
 
-const lt_pass lt_pass_fold_shapes = {"fold_shapes", 1, run,
-                                     "Shape/Size of values with known dims (and Gather of a Shape) become constants"};
+const lt_pass lt_pass_fold_shapes = {.name = "fold_shapes", .min_level = 1, .run = run,
+    .summary = "Shape/Size of values with known dims (and Gather of a Shape) become constants"};

@@ -36,6 +36,10 @@ static bool in_list(const char *list, const char *name) {
     return false;
 }
 
+bool lt_pass_is_enabled(const lt_pass_options *opt, const lt_pass *p) {
+    return opt && opt->level >= p->min_level && !in_list(opt->disable, p->name) && (!p->enabled || p->enabled(opt));
+}
+
 lt_status lt_pass_options_check(lt_ctx *ctx, const lt_pass_options *opt) {
     if (opt->level < 0 || opt->level > 3)
         return lt_error(ctx, LT_ERR_USAGE, "optimization level %d: expected 0 to 3", opt->level);
@@ -105,7 +109,7 @@ static void dump(run_state *st, const lt_pass *p, int round) {
 static lt_status run_one(run_state *st, const lt_pass *p, int round, bool *changed) {
     const lt_pass_options *opt = st->opt;
     *changed = false;
-    if (opt->level < p->min_level || in_list(opt->disable, p->name)) return LT_OK;
+    if (!lt_pass_is_enabled(opt, p)) return LT_OK;
     if (opt->stop_after > 0 && st->executed >= opt->stop_after) {
         st->stop = true;
         if (st->rep) st->rep->stopped = true;

@@ -38,6 +38,11 @@ typedef struct lt_pass_options {
     int stop_after;           /* > 0: run at most this many passes, then stop (bisecting); 0: no limit */
     int max_rounds;           /* fixed-point rounds of the simplification group (0: LT_PASS_DEFAULT_ROUNDS) */
     int64_t fold_max_bytes;   /* constant folding: largest output folded (0: LT_PASS_DEFAULT_FOLD_BYTES) */
+    /* Graph inputs that have an initializer (IR < 4 models list every weight as an input) are by
+     * ONNX rules overridable defaults, so no pass treats them as constants. true: the freeze_inputs
+     * pass makes them plain initializers (removed from the main graph's inputs: callers can no longer
+     * bind them), which lets weights fold. */
+    bool freeze_inputs;
 } lt_pass_options;
 
 typedef lt_status (*lt_pass_fn)(lt_ctx *ctx, lt_model *m, const lt_pass_options *opt, bool *changed);
@@ -47,6 +52,8 @@ typedef struct lt_pass {
     int min_level;        /* 1..3 */
     lt_pass_fn run;
     const char *summary;  /* one line, for help texts and docs */
+    /* optional: false when the options turn the pass off (it is then not run nor recorded) */
+    bool (*enabled)(const lt_pass_options *opt);
 } lt_pass;
 
 /* Pipeline entries (pipeline.c). */
@@ -78,6 +85,8 @@ typedef struct lt_pass_report {
     int nodes_before, nodes_after;
 } lt_pass_report;
 
+/* Would the manager run p under these options (level, disable list, the pass's enabled hook)? */
+bool lt_pass_is_enabled(const lt_pass_options *opt, const lt_pass *p);
 /* Check the option values (level range, dump_after / disable name existing passes): usage errors. */
 lt_status lt_pass_options_check(lt_ctx *ctx, const lt_pass_options *opt);
 /* Run the pipeline on m. report may be NULL; when given it is filled (zero it first) even when a
@@ -89,7 +98,7 @@ void lt_pass_report_free(lt_pass_report *r);
 void lt_pass_report_print(const lt_pass_report *r, lt_strbuf *out);
 
 /* The passes (one file each). */
-extern const lt_pass lt_pass_fold_constants, lt_pass_fold_shapes, lt_pass_dce, lt_pass_cse, lt_pass_simplify,
-    lt_pass_fold_batchnorm, lt_pass_patterns;
+extern const lt_pass lt_pass_freeze_inputs, lt_pass_fold_constants, lt_pass_fold_shapes, lt_pass_dce, lt_pass_cse,
+    lt_pass_simplify, lt_pass_fold_batchnorm, lt_pass_patterns;
 
 #endif

@@ -10,6 +10,7 @@
 #include <string.h>
 
 static const lt_pipeline_entry pipeline[] = {
+    {&lt_pass_freeze_inputs, LT_PIPE_ONCE},      /* opt-in: weights listed as inputs -> constants (-O1) */
     /* simplification group: each pass exposes work for the others */
     {&lt_pass_fold_shapes, LT_PIPE_FIXPOINT},    /* Shape/Size of static shapes -> constants     (-O1) */
     {&lt_pass_fold_constants, LT_PIPE_FIXPOINT}, /* nodes of constants -> initializers (eval)    (-O1) */

@@ -217,5 +217,5 @@ static lt_status run(lt_ctx *ctx, lt_model *m, const lt_pass_options *opt, bool 
     return lt_graph_foreach(ctx, m->graph, false, simplify_graph, changed);
 }
 
-const lt_pass lt_pass_simplify = {"simplify", 2, run,
-                                  "algebraic identities, Transpose/Reshape/Cast chains, redundant Expand, constant Where"};
+const lt_pass lt_pass_simplify = {.name = "simplify", .min_level = 2, .run = run,
+    .summary = "algebraic identities, Transpose/Reshape/Cast chains, redundant Expand, constant Where"};

@@ -98,6 +98,7 @@ lt_status lt_simplify_view_chain(lt_ctx *ctx, lt_graph *g, lt_node *n, bool *cha
         LT_TRY(lt_node_set_attr_int(ctx, r, "allowzero", 1));
     }
     LT_TRY(lt_type_copy(ctx, &g->model->arena, &r->out[0]->type, &n->out[0]->type));
+    lt_pu_take_name(g, r->out[0], n->out[0]);
     LT_TRY(lt_pu_forward(ctx, g, n, 0, r->out[0], changed));
     *changed = true;
     return LT_OK;

@@ -57,6 +57,37 @@ bool lt_pu_same_static_shape(const lt_value *a, const lt_value *b) {
     return true;
 }
 
+bool lt_pu_dims(const lt_value *v, int *rank, int64_t *dims) {
+    const lt_tensor *c = lt_value_const(v);
+    if (c) {
+        *rank = c->rank;
+        for (int i = 0; i < c->rank; i++) dims[i] = c->dims[i];
+        return true;
+    }
+    const lt_type *t = &v->type;
+    if (t->kind != LT_TK_TENSOR || t->rank < 0 || t->rank > LT_MAX_RANK || (t->rank > 0 && !t->dims)) return false;
+    *rank = t->rank;
+    for (int i = 0; i < t->rank; i++) dims[i] = t->dims[i].value >= 0 ? t->dims[i].value : -1;
+    return true;
+}
+
+bool lt_pu_same_shape(const lt_value *a, const lt_value *b) {
+    if (lt_pu_same_static_shape(a, b)) return true;
+    const lt_type *x = &a->type, *y = &b->type;
+    if (lt_value_const(a) || lt_value_const(b)) return false; /* a constant's shape is static */
+    if (x->kind != LT_TK_TENSOR || y->kind != LT_TK_TENSOR || x->rank < 0 || x->rank != y->rank) return false;
+    if (x->rank > 0 && (!x->dims || !y->dims)) return false;
+    for (int i = 0; i < x->rank; i++) {
+        lt_dim p = x->dims[i], q = y->dims[i];
+        if (p.value >= 0 || q.value >= 0) {
+            if (p.value != q.value) return false;
+        } else if (!p.param || !q.param || strcmp(p.param, q.param) != 0) {
+            return false;
+        }
+    }
+    return true;
+}
+
 bool lt_pu_type_equal(const lt_type *a, const lt_type *b) {
     if (a->kind != b->kind || a->dtype != b->dtype || a->rank != b->rank) return false;
     for (int i = 0; i < a->rank && a->kind == LT_TK_TENSOR; i++) {
@@ -195,4 +226,15 @@ bool lt_pu_broadcast(int ra, const int64_t *da, int rb, const int64_t *db, int *
 lt_node *lt_pu_producer(const lt_graph *g, const lt_value *v, int op) {
     if (!v || !v->producer || v->producer->graph != g || v->producer->op != op) return NULL;
     return v->producer;
+}
+
+void lt_pu_take_name(lt_graph *g, lt_value *nv, lt_value *old) {
+    if (!nv || !old || nv == old || nv->is_input || nv->is_output || old->is_input || old->is_output) return;
+    const char *a = nv->name;
+    nv->name = old->name;
+    old->name = a;
+    /* subgraph references mirror the names: rename through the public API (names stay unique) */
+    lt_ctx tmp = {0};
+    lt_value_rename(&tmp, g, nv, nv->name);
+    lt_value_rename(&tmp, g, old, old->name);
 }

@@ -20,6 +20,11 @@ bool lt_pu_tensor_all_equal(const lt_tensor *t, double x);
 bool lt_pu_const_scalar(const lt_value *v, double *out);
 /* Both values have static shapes and they are equal. */
 bool lt_pu_same_static_shape(const lt_value *a, const lt_value *b);
+/* Same shape known at compile time up to names: equal ranks, each dim equal (both known) or the
+ * same symbolic name. */
+bool lt_pu_same_shape(const lt_value *a, const lt_value *b);
+/* Rank of v and its dims (-1 where unknown); false if the rank is unknown. */
+bool lt_pu_dims(const lt_value *v, int *rank, int64_t *dims);
 /* Deep equality of types (kind, dtype, rank, dims incl. symbolic names). */
 bool lt_pu_type_equal(const lt_type *a, const lt_type *b);
 /* Deep equality of tensors (dtype, shape, bytes; strings by content). */
@@ -39,11 +44,19 @@ bool lt_pu_eval_node(const lt_model *m, const lt_node *n, lt_tensor **out);
  * lt_value_replace_uses); n is removed when none of its outputs is read any more. *changed is set
  * only when something was rewired or removed, so a rule that cannot act does not loop forever. */
 lt_status lt_pu_forward(lt_ctx *ctx, lt_graph *g, lt_node *n, int k, lt_value *nv, bool *changed);
+/* nv (a new value replacing old) takes old's name and old gets nv's, so printed IR keeps the
+ * names the model gave; nothing happens when either is a graph input or output. */
+void lt_pu_take_name(lt_graph *g, lt_value *nv, lt_value *old);
 /* Remove n if none of its outputs is read (graph outputs included); true if removed. */
 bool lt_pu_remove_if_dead(lt_graph *g, lt_node *n);
 /* Numpy broadcast of static shapes; false if incompatible or a rank exceeds LT_MAX_RANK. */
 bool lt_pu_broadcast(int ra, const int64_t *da, int rb, const int64_t *db, int *rank, int64_t *dims);
 /* Producer of v if it is a node of g with the given op, else NULL. */
 lt_node *lt_pu_producer(const lt_graph *g, const lt_value *v, int op);
+
+/* fold_shapes.c: fold node n if it is Shape / Size of a value with known dims, or Gather of such a
+ * Shape; *done when n's output became a constant (the caller removes n). fold_constants calls it
+ * while it walks so that one sweep folds the shape arithmetic of every layer of a deep model. */
+lt_status lt_fold_shape_node(lt_ctx *ctx, lt_graph *g, lt_node *n, bool *done);
 
 #endif

@@ -235,6 +235,11 @@ static lt_status bind_values(lt_ctx *ctx, lt_plan *p, const lt_lowered *lowered_
                 if (is_packed_arg(lw, j, &pk)) {
                     const lt_lpack *lp = &lw->packs[pk];
                     int src = slot_of(ctx, p, lp->src);
+                    if (src >= 0 && p->slots[src].kind != LT_SLOT_CONST) {
+                        s = lt_error(ctx, LT_ERR_INTERNAL, "plan: kernel %s packs '%s', which is not a constant",
+                                     st->name, lp->src->name);
+                        break;
+                    }
                     int ps = src < 0 ? -1 : new_slot(ctx, p, lp->src, LT_SLOT_PACKED);
                     if (ps < 0) { s = ctx->status ? ctx->status : LT_ERR_INTERNAL; break; }
                     lt_plan_slot *sl = &p->slots[ps];
@@ -445,6 +450,27 @@ static lt_status prepare_args(lt_ctx *ctx, lt_plan *p) {
     return LT_OK;
 }
 
+/* The caller's view of the inputs (before freezing) -> current graph inputs, by name. */
+static lt_status map_api_inputs(lt_ctx *ctx, lt_plan *p, const lt_plan_build_args *a) {
+    const lt_graph *g = p->model->graph;
+    int n = a->api_input_names ? a->n_api_inputs : g->n_inputs;
+    p->n_api = n;
+    p->api_names = lt_arena_alloc(p->arena, sizeof(char *) * (size_t)(n + 1));
+    p->api_cur = lt_arena_alloc(p->arena, sizeof(int) * (size_t)(n + 1));
+    p->api_frozen = lt_arena_alloc(p->arena, sizeof(bool) * (size_t)(n + 1));
+    if (!p->api_names || !p->api_cur || !p->api_frozen) return lt_error(ctx, LT_ERR_NOMEM, "out of memory (plan)");
+    for (int i = 0; i < n; i++) {
+        const char *nm = a->api_input_names ? a->api_input_names[i] : g->inputs[i]->name;
+        p->api_names[i] = lt_arena_strdup(p->arena, nm);
+        if (!p->api_names[i]) return lt_error(ctx, LT_ERR_NOMEM, "out of memory (plan)");
+        p->api_frozen[i] = a->api_input_frozen && a->api_input_frozen[i];
+        p->api_cur[i] = -1;
+        for (int k = 0; k < g->n_inputs; k++)
+            if (strcmp(g->inputs[k]->name, nm) == 0) p->api_cur[i] = k;
+    }
+    return LT_OK;
+}
+
 lt_status lt_plan_build(lt_ctx *ctx, const lt_plan_build_args *a, lt_plan **out) {
     lt_plan *p = lt_calloc(ctx, 1, sizeof *p, "plan");
     if (!p) {
@@ -504,6 +530,7 @@ lt_status lt_plan_build(lt_ctx *ctx, const lt_plan_build_args *a, lt_plan **out)
 
     /* 2-3. slots, live ranges, kinds */
     if ((s = bind_values(ctx, p, a->lowered)) != LT_OK) goto fail;
+    if ((s = map_api_inputs(ctx, p, a)) != LT_OK) goto fail;
     /* 5. memory plan + workspace; 4. packed weights */
     if ((s = plan_memory(ctx, p, a->no_inplace)) != LT_OK) goto fail;
     if ((s = fill_packs(ctx, p)) != LT_OK) goto fail;
@@ -635,7 +662,13 @@ lt_status lt_plan_run(lt_ctx *ctx, lt_plan *p, const lt_plan_run_options *opt, l
     if (!p || !outputs) return lt_error(ctx, LT_ERR_USAGE, "lt_plan_run: missing plan or outputs");
     const lt_graph *g = p->model->graph;
     lt_status s = LT_OK;
-    for (int i = 0; i < g->n_inputs && s == LT_OK; i++) s = bind_input_datum(ctx, p, i, inputs ? inputs[i] : NULL);
+    for (int i = 0; i < p->n_api && s == LT_OK; i++) {
+        lt_datum *d = inputs ? inputs[i] : NULL;
+        if (p->api_cur[i] >= 0) s = bind_input_datum(ctx, p, p->api_cur[i], d);
+        else if (d && p->api_frozen[i])
+            s = lt_error(ctx, LT_ERR_INVALID, "input %d '%s' was frozen to its initializer when the model was compiled: "
+                         "compile with it among the given inputs to override it", i, p->api_names[i]);
+    }
     /* outputs computed by kernels: new tensors, written in place by the kernels */
     for (int sl = 0; sl < p->n_slots && s == LT_OK; sl++) {
         lt_plan_slot *S = &p->slots[sl];
@@ -686,20 +719,28 @@ lt_status lt_plan_run_buffers(lt_ctx *ctx, lt_plan *p, const lt_plan_run_options
         if (lt_plan_output_bytes(p, k) < 0)
             return lt_error(ctx, LT_ERR_UNSUPPORTED, "output %d '%s' has no static shape: use lt_plan_run", k,
                             g->outputs[k]->name);
-    for (int i = 0; i < g->n_inputs && s == LT_OK; i++) {
-        int sl = p->input_slot[i];
+    for (int i = 0; i < p->n_api && s == LT_OK; i++) {
+        const void *src = inputs ? inputs[i] : NULL;
+        int cur = p->api_cur[i];
+        if (cur < 0) {
+            if (src && p->api_frozen[i])
+                s = lt_error(ctx, LT_ERR_INVALID, "input %d '%s' was frozen to its initializer when the model was "
+                             "compiled", i, p->api_names[i]);
+            continue;
+        }
+        int sl = p->input_slot[cur];
         if (sl < 0) continue;
         lt_plan_slot *S = &p->slots[sl];
         lt_slot_rt *R = &p->rt[sl];
-        if (!inputs || !inputs[i]) {
-            s = bind_input_datum(ctx, p, i, NULL);
+        if (!src) {
+            s = bind_input_datum(ctx, p, cur, NULL);
             continue;
         }
         if (!R->wrap) {
             s = lt_error(ctx, LT_ERR_UNSUPPORTED, "input %d '%s' has no static shape: use lt_plan_run", i, S->value->name);
             break;
         }
-        S->ptr = (void *)inputs[i];
+        S->ptr = (void *)src;
         patch(p, sl);
         R->cur = lt_datum_retain(R->wrapd);
     }
@@ -742,15 +783,17 @@ const lt_plan_slot *lt_plan_get_slot(const lt_plan *p, int i) { return i >= 0 &&
 lt_backend *lt_plan_backend(const lt_plan *p) { return p->backend; }
 lt_bmodule *lt_plan_module(const lt_plan *p) { return p->module; }
 
+int lt_plan_n_inputs(const lt_plan *p) { return p->n_api; }
+const char *lt_plan_input_name(const lt_plan *p, int i) { return i >= 0 && i < p->n_api ? p->api_names[i] : NULL; }
+
 int lt_plan_input_index(const lt_plan *p, const char *name) {
-    const lt_graph *g = p->model->graph;
-    for (int i = 0; name && i < g->n_inputs; i++)
-        if (strcmp(g->inputs[i]->name, name) == 0) return i;
+    for (int i = 0; name && i < p->n_api; i++)
+        if (strcmp(p->api_names[i], name) == 0) return i;
     return -1;
 }
 
 int lt_plan_input_slot(const lt_plan *p, int i) {
-    return i >= 0 && i < p->model->graph->n_inputs ? p->input_slot[i] : -1;
+    return i >= 0 && i < p->n_api && p->api_cur[i] >= 0 ? p->input_slot[p->api_cur[i]] : -1;
 }
 int lt_plan_output_slot(const lt_plan *p, int k) {
     return k >= 0 && k < p->model->graph->n_outputs ? p->output_slot[k] : -1;

@@ -157,19 +157,26 @@ typedef struct lt_plan_build_args {
     lt_bmodule *module;           /* NULL when there is no kernel */
     int threads;
     bool no_inplace;              /* disable in-place reuse (debugging) */
+    /* The graph inputs as the caller knew them before compiling (lt_compile may turn inputs that
+     * have an initializer into constants, "frozen"): the order lt_plan_run's inputs[] follows.
+     * NULL: the model's current graph inputs. */
+    int n_api_inputs;
+    const char *const *api_input_names;
+    const bool *api_input_frozen;  /* per API input: made a constant at compile time */
 } lt_plan_build_args;
 
 lt_status lt_plan_build(lt_ctx *ctx, const lt_plan_build_args *a, lt_plan **out);
 void lt_plan_free(lt_plan *p); /* NULL is fine */
 
-/* Run. inputs[i] binds model->graph->inputs[i] (NULL keeps its initializer; an input without one
- * must be given); its dtype and shape must be the ones the plan was compiled for (LT_ERR_INVALID
- * naming the input otherwise). outputs[0..n_outputs) receive new references the caller releases;
- * on failure none are written. */
+/* Run. inputs[i] binds API input i: the model's graph input i as it was before compiling
+ * (lt_plan_n_inputs / lt_plan_input_name). NULL keeps its initializer; an input without one must be
+ * given; an input frozen to its initializer at compile time must be NULL. Its dtype and shape must be
+ * the ones the plan was compiled for (LT_ERR_INVALID naming the input otherwise).
+ * outputs[0..n_outputs) receive new references the caller releases; on failure none are written. */
 lt_status lt_plan_run(lt_ctx *ctx, lt_plan *p, const lt_plan_run_options *opt, lt_datum *const *inputs,
                       lt_datum **outputs);
 /* Run on caller-owned memory, with no allocation for compiled steps: inputs[i] points at the data of
- * graph input i (NULL: its initializer), outputs[k] at room for graph output k (lt_plan_output_bytes).
+ * API input i (NULL: its initializer), outputs[k] at room for graph output k (lt_plan_output_bytes).
  * LT_ERR_UNSUPPORTED when an output has no static shape. */
 lt_status lt_plan_run_buffers(lt_ctx *ctx, lt_plan *p, const lt_plan_run_options *opt,
                               const void *const *inputs, void *const *outputs);
@@ -181,11 +188,13 @@ int lt_plan_n_steps(const lt_plan *p);
 const lt_plan_step *lt_plan_get_step(const lt_plan *p, int i); /* NULL out of range */
 int lt_plan_n_slots(const lt_plan *p);
 const lt_plan_slot *lt_plan_get_slot(const lt_plan *p, int i);
-/* Index of the graph input called name in model->graph->inputs, -1 if none. */
+/* API inputs (see lt_plan_run): count, names, index of a name (-1 if none). */
+int lt_plan_n_inputs(const lt_plan *p);
+const char *lt_plan_input_name(const lt_plan *p, int i);
 int lt_plan_input_index(const lt_plan *p, const char *name);
 /* Static byte size of graph output k, -1 if it has no static shape. */
 int64_t lt_plan_output_bytes(const lt_plan *p, int k);
-/* Slot of graph input i / graph output k (-1 if none). */
+/* Slot of API input i / graph output k (-1 if none: a frozen or unused input). */
 int lt_plan_input_slot(const lt_plan *p, int i);
 int lt_plan_output_slot(const lt_plan *p, int k);
 /* Number of host steps; the first one (for "export needs no host steps" messages), or NULL. */

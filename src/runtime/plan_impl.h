@@ -52,6 +52,10 @@ struct lt_plan {
     lt_slot_rt *rt;
     int *value_slot;         /* main-graph value id -> slot, -1 */
     int *input_slot;         /* graph input i -> slot, -1 */
+    int n_api;               /* API inputs (lt_plan_run's order) */
+    const char **api_names;
+    int *api_cur;            /* API input -> current graph input index, -1 */
+    bool *api_frozen;
     int *output_slot;        /* graph output k -> slot, -1 */
 
     int n_packs;

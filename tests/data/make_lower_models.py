@@ -8,7 +8,8 @@ Each model exercises one family of groups, with random weights (fixed seed):
   lower_ln.onnx        decomposed LayerNorm (ReduceMean/Sub/Pow/Sqrt/Div, GPT-2 style) and the op
   lower_attn.onnx      attention: MatMul, scale + mask prologue into Softmax, Transpose/Reshape
   lower_mlp.onnx       MatMul + bias + Gelu(erf form) + MatMul + residual add, Gemm with alpha/beta
-  lower_conv.onnx      Conv 3x3 pad 1 + Relu, MaxPool, 1x1 Conv + residual + Clip, GAP, Flatten, Gemm
+  lower_conv.onnx      Conv 3x3 pad 1 + Relu, MaxPool, 1x1 Conv + residual + Clip, GAP, Flatten, Gemm,
+                       and a Conv whose weights are an input
   lower_inj.onnx       Gather (embedding), Slice, Concat, Split, Pad, Expand, Tile, Where, Squeeze
   lower_red.onnx       ReduceSum/Max/Min/Prod/L1/L2/SumSquare/LogSumExp, ArgMax, LogSoftmax
   lower_host.onnx      NonZero (data-dependent shape) between compiled nodes
@@ -130,7 +131,8 @@ def main():
         N("Flatten", ["gp"], ["fl"]),
         N("Gemm", ["fl", "fw", "fb"], ["lg"], transB=1),
         N("Softmax", ["lg"], ["y"], axis=1),
-    ], [vi("x", [2, 3, 10, 10])], [vi("y", [2, 5])],
+        N("Conv", ["x", "wx"], ["y2"], kernel_shape=[3, 3], strides=[2, 1]),  # weights not constant
+    ], [vi("x", [2, 3, 10, 10]), vi("wx", [2, 3, 3, 3])], [vi("y", [2, 5]), vi("y2", [2, 2, 4, 8])],
         [W("cw1", 4, 3, 3, 3), W("cb1", 4), W("cw2", 4, 4, 1, 1), W("cb2", 4), F("lo", 0.0), F("hi", 0.6),
          W("cw3", 6, 2, 3, 3), W("fw", 5, 6), W("fb", 5)])
 

@@ -209,6 +209,33 @@ static lt_kernel *k_vmath(lt_arena *ar) {
     return k;
 }
 
+/* C[M, N] = A[M, K] B[K, N] + 0.5 through the GEMM microkernel of the prelude (gemm.h), called as
+ * generated code calls it (lt_gemm_f32, flat form), then a plain loop adding `bias` (+ tag). */
+#define GM 33
+#define GN 40
+#define GK 17
+static lt_kernel *k_gemm(lt_arena *ar, const char *name, float tag) {
+    lt_kernel *k = lt_kernel_new(ar, name);
+    lt_lbuf *c = lt_kernel_arg(k, "C", LT_FLOAT, GM * GN);
+    lt_lbuf *a = lt_kernel_arg(k, "A", LT_FLOAT, GM * GK);
+    lt_lbuf *b = lt_kernel_arg(k, "B", LT_FLOAT, GK * GN);
+    lt_lnode *C0 = lt_l_addr(k, c, lt_l_int(k, 0));
+    int64_t iv[] = {1, 1, GM, GN, GK, GK, 0, 0, 0, GN, 0, 0, 0, GN, 0, 0, 0, 0, 0, 0, 0, 0};
+    lt_lnode *args[33] = {C0, lt_l_addr(k, a, lt_l_int(k, 0)), lt_l_addr(k, b, lt_l_int(k, 0)), C0, C0, C0};
+    for (int i = 0; i < 22; i++) args[6 + i] = lt_l_int(k, iv[i]);
+    args[28] = lt_l_float(k, LT_FLOAT, 0), args[29] = lt_l_float(k, LT_FLOAT, 0);
+    args[30] = lt_l_float(k, LT_FLOAT, 1), args[31] = lt_l_float(k, LT_FLOAT, 0), args[32] = lt_l_int(k, 0);
+    lt_lvar *i = lt_kernel_var(k, "i", LT_INT64);
+    lt_lnode *st[] = {
+        lt_l_eval(k, lt_l_call(k, LT_UNDEFINED, "lt_gemm_f32", 33, args)),
+        lt_l_for(k, i, lt_l_int(k, 0), lt_l_int(k, GM * GN), LT_LOOP_VECTORIZED,
+                 lt_l_store(k, c, lt_l_var(k, i), lt_l_binary(k, LT_LOP_ADD, lt_l_load(k, c, lt_l_var(k, i)),
+                                                             lt_l_float(k, LT_FLOAT, 0.5 + tag)))),
+    };
+    k->body = lt_l_seq(k, 2, st);
+    return k;
+}
+
 /* ---- helpers ---- */
 static lt_status emit_c(lt_ctx *ctx, lt_kernel **ks, int n, lt_strbuf *out) {
     lt_emit_kernel ek[8];
@@ -442,6 +469,66 @@ out:
     lt_arena_free(&ar);
 }
 
+/* Microkernels go through the shared prelude library (built once per cache), or are compiled in
+ * the module (whole_module); the results are the same. */
+static void test_prelude_library(void) {
+    if (!lt_prelude_find("gemm.h")) {
+        printf("test_backend_cpu: gemm.h not embedded, skipping the prelude-library test\n");
+        return;
+    }
+    lt_ctx ctx = {0};
+    lt_arena ar;
+    lt_arena_init(&ar);
+    static float Ag[GM * GK], Bg[GK * GN], want[GM * GN], Cg[GM * GN];
+    for (int i = 0; i < GM * GK; i++) Ag[i] = frand();
+    for (int i = 0; i < GK * GN; i++) Bg[i] = frand();
+    for (int m = 0; m < GM; m++)
+        for (int n = 0; n < GN; n++) {
+            double acc = 0;
+            for (int q = 0; q < GK; q++) acc += (double)Ag[m * GK + q] * Bg[q * GN + n];
+            want[m * GN + n] = (float)acc;
+        }
+    const char *lib = NULL;
+    for (int variant = 0; variant < 3; variant++) {
+        lt_kernel *k = k_gemm(&ar, "lt_k_gemm", (float)variant);
+        lt_strbuf src = {0};
+        lt_cpu_module *m = NULL;
+        CHECK_OK(&ctx, emit_c(&ctx, &k, 1, &src));
+        CHECK(src.s && strstr(src.s, "prelude: gemm.h") && strstr(src.s, LT_EMIT_MARK_MICROKERNELS));
+        lt_cpu_options opt = {.cache_dir = g_cache, .whole_module = variant == 2};
+        if (src.s) CHECK_OK(&ctx, lt_cpu_compile(&ctx, src.s, &opt, &m));
+        if (m) {
+            const lt_cpu_module_info *info = lt_cpu_module_get_info(m);
+            if (variant < 2) {
+                CHECK(info->prelude_library && access(info->prelude_library, R_OK) == 0);
+                if (variant == 0 && info->prelude_library) lib = strdup(info->prelude_library);
+                else CHECK(lib && info->prelude_library && strcmp(lib, info->prelude_library) == 0); /* shared */
+            } else {
+                CHECK(info->prelude_library == NULL);
+            }
+            printf("prelude library: %s compile %.2f s\n", variant == 0 ? "first module (library built)," :
+                   variant == 1 ? "second module (library reused)," : "whole module (no library),",
+                   info->compile_seconds);
+            for (int t = 1; t <= 2; t++) {
+                lt_cpu_module_set_threads(m, t);
+                void *args[] = {Cg, Ag, Bg};
+                memset(Cg, 0, sizeof Cg);
+                lt_cpu_module_kernel(m, "lt_k_gemm")->fn(args);
+                int bad = 0;
+                for (int i = 0; i < GM * GN; i++) {
+                    float w = want[i] + 0.5f + (float)variant;
+                    bad += fabsf(Cg[i] - w) > 1e-4f * (1 + fabsf(w));
+                }
+                CHECK(bad == 0);
+            }
+        }
+        lt_cpu_module_free(m);
+        lt_sb_free(&src);
+    }
+    free((void *)lib);
+    lt_arena_free(&ar);
+}
+
 static void test_cache_and_errors(void) {
     lt_ctx ctx = {0};
     const char *src = "/* cache test */\nint lathe_answer(void) { return 42; }\n";
@@ -554,6 +641,14 @@ static void test_vtable(void) {
         vt->free(be, dy), vt->free(be, da), vt->free(be, db);
     }
     if (mod) vt->module_free(be, mod);
+    /* ceilings: measured once (the profiler's numbers), then kept */
+    lt_backend_ceilings c1 = {0}, c2 = {0};
+    CHECK_OK(&ctx, vt->ceilings(be, &ctx, &c1));
+    CHECK(c1.peak_gflops > 1 && c1.mem_gbps > 1);
+    double t0 = now_s();
+    CHECK_OK(&ctx, vt->ceilings(be, &ctx, &c2));
+    CHECK(now_s() - t0 < 0.01 && c2.peak_gflops == c1.peak_gflops && c2.mem_gbps == c1.mem_gbps);
+    printf("ceilings: %.1f GFLOP/s, %.1f GB/s (2 threads)\n", c1.peak_gflops, c1.mem_gbps);
     lt_sb_free(&src);
     lt_arena_free(&ar);
     lt_backend_destroy(be);
@@ -568,6 +663,7 @@ int main(void) {
     test_kernels();
     test_half();
     test_vmath();
+    test_prelude_library();
     test_cache_and_errors();
     test_vtable();
     nftw(g_cache, rm_cb, 16, FTW_DEPTH | FTW_PHYS);

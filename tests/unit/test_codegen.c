@@ -10,6 +10,7 @@
 #include "codegen/codegen.h"
 #include "loop/loop.h"
 
+#include <dlfcn.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -96,6 +97,7 @@ static void test_names_literals_casts(void) {
     lt_lbuf *d = lt_kernel_arg(k, "lt_tmp", LT_INT32, 8);
     lt_lbuf *e = lt_kernel_arg(k, "out_0", LT_UINT8, 8);
     lt_lbuf *f = lt_kernel_arg(k, "h", LT_BFLOAT16, 8);
+    lt_lbuf *g = lt_kernel_arg(k, "sqrt", LT_DOUBLE, 8); /* a math function's name */
     lt_lvar *i = lt_kernel_var(k, "i.o", LT_INT64);
     lt_lnode *iv = lt_l_var(k, i);
     lt_lnode *st[] = {
@@ -110,8 +112,9 @@ static void test_names_literals_casts(void) {
         lt_l_store(k, a, iv, lt_l_float(k, LT_FLOAT, -1e30)),
         lt_l_store(k, d, iv, lt_l_binary(k, LT_LOP_DIV, lt_l_load(k, d, iv), lt_l_int(k, 7))),
         lt_l_store(k, d, iv, lt_l_binary(k, LT_LOP_DIV, lt_l_load(k, d, iv), lt_l_load(k, d, lt_l_int(k, 0)))),
+        lt_l_store(k, g, iv, lt_l_unary(k, LT_LOP_SQRT, lt_l_load(k, g, iv))),
     };
-    k->body = lt_l_for(k, i, lt_l_int(k, 0), lt_l_int(k, 8), LT_LOOP_SERIAL, lt_l_seq(k, 9, st));
+    k->body = lt_l_for(k, i, lt_l_int(k, 0), lt_l_int(k, 8), LT_LOOP_SERIAL, lt_l_seq(k, 10, st));
     lt_strbuf o = {0};
     CHECK(emit1(&ctx, &lt_lang_c, k, NULL, &o) == LT_OK);
     const char *s = o.s ? o.s : "";
@@ -130,6 +133,7 @@ static void test_names_literals_casts(void) {
     CHECK(strstr(s, "out_0[i_o] = -1e+30f;")); /* the shortest spelling of the float */
     CHECK(strstr(s, "v_lt_tmp[i_o] = v_lt_tmp[i_o] / 7;"));
     CHECK(strstr(s, "v_lt_tmp[i_o] = lt_div_i32(v_lt_tmp[i_o], v_lt_tmp[0]);"));
+    CHECK(strstr(s, "sqrt_6[i_o] = sqrt(sqrt_6[i_o]);"));
     if (failures) fprintf(stderr, "%s", s);
     lt_sb_free(&o);
     lt_arena_free(&ar);
@@ -152,6 +156,24 @@ static void test_loop_safety(void) {
     CHECK(emit1(&ctx, &lt_lang_c, k, NULL, &o) == LT_OK);
     CHECK(o.s && !strstr(o.s, "omp simd") && strstr(o.s, "left to the compiler"));
     CHECK(o.s && strstr(o.s, "for (int64_t i = 1; i < 64; i++)"));
+    lt_sb_free(&o);
+
+    /* a store indexed through a local computed from the loop variable is still per-iteration */
+    lt_kernel *k3 = lt_kernel_new(&ar, "lt_strided");
+    y = lt_kernel_arg(k3, "y", LT_FLOAT, 128);
+    x = lt_kernel_arg(k3, "x", LT_FLOAT, 64);
+    i = lt_kernel_var(k3, "i", LT_INT64);
+    lt_lvar *t = lt_kernel_var(k3, "t", LT_INT64);
+    lt_lnode *sb[] = {lt_l_let(k3, t, lt_l_mul(k3, lt_l_var(k3, i), lt_l_int(k3, 2))),
+                      lt_l_store(k3, y, lt_l_var(k3, t), lt_l_load(k3, x, lt_l_var(k3, i)))};
+    k3->body = lt_l_for(k3, i, lt_l_int(k3, 0), lt_l_int(k3, 64), LT_LOOP_VECTORIZED, lt_l_seq(k3, 2, sb));
+    CHECK(emit1(&ctx, &lt_lang_c, k3, NULL, &o) == LT_OK);
+    CHECK(o.s && strstr(o.s, "#pragma omp simd\n") && strstr(o.s, "int64_t t = i * 2;\n"));
+    lt_sb_free(&o);
+    sb[0] = lt_l_let(k3, t, lt_l_int(k3, 5)); /* ... but not through a loop-invariant one */
+    k3->body = lt_l_for(k3, i, lt_l_int(k3, 0), lt_l_int(k3, 64), LT_LOOP_VECTORIZED, lt_l_seq(k3, 2, sb));
+    CHECK(emit1(&ctx, &lt_lang_c, k3, NULL, &o) == LT_OK);
+    CHECK(o.s && !strstr(o.s, "omp simd") && strstr(o.s, "store not indexed by the loop"));
     lt_sb_free(&o);
 
     /* a sum whose accumulator is also read elsewhere in the loop is no reduction */
@@ -396,6 +418,186 @@ static void test_cuda(void) {
     lt_arena_free(&ar);
 }
 
+/* ---- CUDA on a GPU (when one is present): run the emitted kernels through the driver API ----
+ * Test-only driver calls with our own prototypes (the CUDA backend proper is issue 4's). Without
+ * libcuda or a device the test says so and skips. */
+typedef struct cuda_api {
+    void *lib;
+    int (*init)(unsigned);
+    int (*device_get)(int *, int);
+    int (*attr)(int *, int, int);
+    int (*ctx_retain)(void **, int);
+    int (*ctx_release)(int);
+    int (*ctx_set)(void *);
+    int (*load)(void **, const void *);
+    int (*unload)(void *);
+    int (*get_fn)(void **, void *, const char *);
+    int (*alloc)(unsigned long long *, size_t);
+    int (*free)(unsigned long long);
+    int (*h2d)(unsigned long long, const void *, size_t);
+    int (*d2h)(void *, unsigned long long, size_t);
+    int (*launch)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void *, void **, void **);
+    int (*sync)(void);
+} cuda_api;
+
+static bool cuda_open(cuda_api *c, int *dev, char *arch, size_t n) {
+    memset(c, 0, sizeof *c);
+    c->lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!c->lib) return false;
+    struct { void **slot; const char *name; } syms[] = {
+        {(void **)&c->init, "cuInit"}, {(void **)&c->device_get, "cuDeviceGet"},
+        {(void **)&c->attr, "cuDeviceGetAttribute"}, {(void **)&c->ctx_retain, "cuDevicePrimaryCtxRetain"},
+        {(void **)&c->ctx_release, "cuDevicePrimaryCtxRelease_v2"}, {(void **)&c->ctx_set, "cuCtxSetCurrent"},
+        {(void **)&c->load, "cuModuleLoadData"}, {(void **)&c->unload, "cuModuleUnload"},
+        {(void **)&c->get_fn, "cuModuleGetFunction"}, {(void **)&c->alloc, "cuMemAlloc_v2"},
+        {(void **)&c->free, "cuMemFree_v2"}, {(void **)&c->h2d, "cuMemcpyHtoD_v2"},
+        {(void **)&c->d2h, "cuMemcpyDtoH_v2"}, {(void **)&c->launch, "cuLaunchKernel"},
+        {(void **)&c->sync, "cuCtxSynchronize"},
+    };
+    for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++)
+        if (!(*syms[i].slot = dlsym(c->lib, syms[i].name))) return false;
+    int major = 0, minor = 0;
+    void *ctx = NULL;
+    if (c->init(0) || c->device_get(dev, 0) || c->attr(&major, 75, *dev) || c->attr(&minor, 76, *dev) ||
+        c->ctx_retain(&ctx, *dev) || c->ctx_set(ctx))
+        return false;
+    snprintf(arch, n, "sm_%d%d", major, minor);
+    return true;
+}
+
+/* y[i] = op(x[i]) for the float math ops, on a 1-D grid of 256-thread blocks */
+#define NG 4096
+static lt_kernel *cuda_math_kernel(lt_arena *ar, const int *ops, int nops) {
+    lt_kernel *k = lt_kernel_new(ar, "lt_math");
+    lt_lbuf *y = lt_kernel_arg(k, "y", LT_FLOAT, (int64_t)NG * nops);
+    lt_lbuf *h = lt_kernel_arg(k, "h", LT_FLOAT16, NG);
+    lt_lbuf *x = lt_kernel_arg(k, "x", LT_FLOAT, NG);
+    lt_lvar *b = lt_kernel_var(k, "b", LT_INT64), *t = lt_kernel_var(k, "t", LT_INT64);
+    lt_lnode *i = lt_l_add(k, lt_l_mul(k, lt_l_var(k, b), lt_l_int(k, 256)), lt_l_var(k, t));
+    lt_lnode *st[16];
+    for (int o = 0; o < nops; o++)
+        st[o] = lt_l_store(k, y, lt_l_add(k, lt_l_mul(k, lt_l_int(k, o), lt_l_int(k, NG)), i),
+                           lt_l_unary(k, ops[o], lt_l_load(k, x, i)));
+    st[nops] = lt_l_store(k, h, i, lt_l_cast(k, LT_FLOAT16, lt_l_load(k, x, i)));
+    k->body = lt_l_for(k, b, lt_l_int(k, 0), lt_l_int(k, NG / 256), LT_LOOP_GPU_BLOCK,
+                       lt_l_for(k, t, lt_l_int(k, 0), lt_l_int(k, 256), LT_LOOP_GPU_THREAD, lt_l_seq(k, nops + 1, st)));
+    return k;
+}
+
+static void test_cuda_run(void) {
+    cuda_api cu;
+    int dev = 0;
+    char arch[16];
+    if (!cuda_open(&cu, &dev, arch, sizeof arch)) {
+        printf("test_codegen: SKIP running CUDA kernels: no libcuda.so.1 or no usable GPU\n");
+        if (cu.lib) dlclose(cu.lib);
+        return;
+    }
+    lt_nvrtc *nv = NULL;
+    lt_ctx ctx = {0};
+    if (lt_nvrtc_open(&ctx, &nv) != LT_OK) {
+        printf("test_codegen: SKIP running CUDA kernels: %s\n", ctx.msg);
+        dlclose(cu.lib);
+        return;
+    }
+    lt_arena ar;
+    lt_arena_init(&ar);
+    static const int ops[] = {LT_LOP_EXP, LT_LOP_LOG, LT_LOP_TANH, LT_LOP_ERF, LT_LOP_SIGMOID, LT_LOP_RSQRT,
+                              LT_LOP_SIGN, LT_LOP_ROUND};
+    const int nops = (int)(sizeof ops / sizeof ops[0]);
+    lt_kernel *k1, *k2;
+    cuda_kernels(&ar, &k1, &k2);
+    lt_emit_kernel ks[3] = {{k1, NULL}, {k2, NULL}, {cuda_math_kernel(&ar, ops, nops), NULL}};
+    lt_strbuf src = {0};
+    lt_nvrtc_output img = {0};
+    void *mod = NULL, *f[3] = {0};
+    CHECK(lt_emit_module(&ctx, &lt_lang_cuda, ks, 3, NULL, &src) == LT_OK);
+    CHECK(src.s && lt_nvrtc_compile(&ctx, nv, src.s, "run.cu", arch, NULL, 0, &img) == LT_OK);
+    if (failures || cu.load(&mod, img.image)) {
+        fprintf(stderr, "CUDA module: %s\n", ctx.msg);
+        failures++;
+        goto out;
+    }
+    for (int i = 0; i < 3; i++) CHECK(cu.get_fn(&f[i], mod, ks[i].kernel->name) == 0);
+
+    /* data */
+    static float xf[ROWS * COLS], relu[ROWS * COLS], sums[ROWS], mx[NG], my[NG * 8];
+    static uint16_t xh[ROWS * COLS], mh[NG];
+    for (int i = 0; i < ROWS * COLS; i++) {
+        xf[i] = (float)((i * 7919) % 2001 - 1000) / 256.0f;
+        xh[i] = lt_f32_to_f16(xf[i]);
+    }
+    for (int i = 0; i < NG; i++) mx[i] = i < 16 ? (float[]){0, -0.0f, 1, -1, 0.5f, 1.5f, 2.5f, -2.5f, 1e-30f, 100, -100,
+                                                              INFINITY, -INFINITY, NAN, 20, -20}[i]
+                                               : (float)(i - NG / 2) / 128.0f;
+    unsigned long long d_out = 0, d_xh = 0, d_y = 0, d_xf = 0, d_my = 0, d_mh = 0, d_mx = 0;
+    bool allocated = !cu.alloc(&d_out, sizeof sums) && !cu.alloc(&d_xh, sizeof xh) && !cu.alloc(&d_y, sizeof relu) &&
+                     !cu.alloc(&d_xf, sizeof xf) && !cu.alloc(&d_my, sizeof my) && !cu.alloc(&d_mh, sizeof mh) &&
+                     !cu.alloc(&d_mx, sizeof mx);
+    CHECK(allocated);
+    if (!allocated) goto release;
+    CHECK(!cu.h2d(d_xh, xh, sizeof xh) && !cu.h2d(d_xf, xf, sizeof xf) && !cu.h2d(d_mx, mx, sizeof mx));
+    void *a1[] = {&d_out, &d_xh}, *a2[] = {&d_y, &d_xf}, *a3[] = {&d_my, &d_mh, &d_mx};
+    void **args[3] = {a1, a2, a3};
+    for (int i = 0; i < 3; i++) {
+        int64_t g[3], b[3];
+        CHECK(lt_emit_launch_dims(&ctx, ks[i].kernel, g, b) == LT_OK);
+        CHECK(cu.launch(f[i], (unsigned)g[0], (unsigned)g[1], (unsigned)g[2], (unsigned)b[0], (unsigned)b[1],
+                        (unsigned)b[2], 0, NULL, args[i], NULL) == 0);
+    }
+    CHECK(cu.sync() == 0);
+    CHECK(!cu.d2h(sums, d_out, sizeof sums) && !cu.d2h(relu, d_y, sizeof relu) && !cu.d2h(my, d_my, sizeof my) &&
+          !cu.d2h(mh, d_mh, sizeof mh));
+    int bad = 0;
+    for (int r = 0; r < ROWS; r++) {
+        double s = 0;
+        for (int c = 0; c < COLS; c++) s += lt_f16_to_f32(xh[r * COLS + c]);
+        bad += fabs(sums[r] - s) > 1e-4 * (1 + fabs(s));
+    }
+    for (int i = 0; i < ROWS * COLS; i++) bad += relu[i] != (xf[i] > 0 ? xf[i] : 0);
+    CHECK(bad == 0);
+    for (int o = 0; o < nops; o++) {
+        int wrong = 0;
+        for (int i = 0; i < NG; i++) {
+            double v = mx[i], w;
+            switch (ops[o]) {
+            case LT_LOP_EXP: w = exp(v); break;
+            case LT_LOP_LOG: w = log(v); break;
+            case LT_LOP_TANH: w = tanh(v); break;
+            case LT_LOP_ERF: w = erf(v); break;
+            case LT_LOP_SIGMOID: w = 1 / (1 + exp(-v)); break;
+            case LT_LOP_RSQRT: w = 1 / sqrt(v); break;
+            case LT_LOP_SIGN: w = v > 0 ? 1 : v < 0 ? -1 : v == v ? 0 : v; break;
+            default: w = nearbyint(v); break;
+            }
+            w = (double)(float)w;
+            float got = my[o * NG + i];
+            bool ok = isnan(w) ? isnan(got) : isinf(w) ? got == w : fabs(got - w) <= 1e-6 * fabs(w) + 1e-37;
+            if (!ok && wrong++ < 3) fprintf(stderr, "GPU %s(%.9g) = %.9g, want %.9g\n", lt_lop_name(ops[o]), v, got, w);
+        }
+        CHECK(wrong == 0);
+    }
+    int hb = 0;
+    for (int i = 0; i < NG; i++) {
+        uint16_t w = lt_f32_to_f16(mx[i]);
+        hb += mh[i] != w && !(isnan(mx[i]) && (mh[i] & 0x7fff) > 0x7c00);
+    }
+    CHECK(hb == 0);
+    printf("test_codegen: ran %d emitted CUDA kernels on the GPU (%s): %s\n", 3, arch, failures ? "MISMATCH" : "all match");
+release:;
+    unsigned long long all[] = {d_out, d_xh, d_y, d_xf, d_my, d_mh, d_mx};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        if (all[i]) cu.free(all[i]);
+out:
+    if (mod) cu.unload(mod);
+    cu.ctx_release(dev);
+    lt_nvrtc_output_free(&img);
+    lt_sb_free(&src);
+    lt_nvrtc_close(nv);
+    lt_arena_free(&ar);
+    dlclose(cu.lib);
+}
+
 /* ---- out of memory at every allocation: a status, never a crash ---- */
 static long g_countdown = -1;
 static void *f_alloc(void *u, size_t n) {
@@ -450,6 +652,7 @@ int main(void) {
     test_unsupported();
     test_module();
     test_cuda();
+    test_cuda_run();
     test_oom();
     if (failures) {
         fprintf(stderr, "test_codegen: %d failure(s)\n", failures);

@@ -14,6 +14,10 @@
  * created with mode 0700. A cache hit costs a `cc --version` spawn, the hash and a dlopen.
  * With cache_dir NULL the module is built in a private temporary directory that is removed once
  * loaded (nothing is cached).
+ * Microkernels: a module whose kernels call the prelude's microkernels (GEMM, convolution) is
+ * compiled without those headers and linked against a shared prelude library built once per
+ * cache directory (<key>.prelude.so; see cpu_split.c): a cold compile then costs the model's own
+ * kernels only. If that route fails for any reason the module is compiled whole, as emitted.
  * A compiler failure returns LT_ERR_INTERNAL naming the generated file and quoting the first 40
  * lines of the compiler's output; a missing compiler returns LT_ERR_UNSUPPORTED.
  * Entry points: lt_cpu_compile, lt_cpu_module_sym, lt_cpu_module_kernels, lt_cpu_module_set_threads,
@@ -28,6 +32,8 @@ typedef struct lt_cpu_options {
     const char *cc;          /* compiler command, NULL = "cc"; words split on spaces ("ccache gcc") */
     const char *cache_dir;   /* NULL = no cache (temporary directory, removed after loading) */
     const char *extra_flags; /* appended to the default flags (space-separated; part of the key) */
+    bool whole_module;       /* compile microkernel headers inside the module, not through the
+                                shared prelude library (debugging; see below) */
 } lt_cpu_options;
 
 /* Host view of the generated `lathe_kernels[]` table (same layout as the prelude's lt_kernel_desc). */
@@ -41,6 +47,7 @@ typedef struct lt_cpu_module_info {
     const char *so_path;     /* the loaded shared object (NULL after a no-cache build: removed) */
     const char *source_path; /* the generated source on disk (NULL after a no-cache build) */
     char key[65];            /* hex SHA-256 cache key */
+    const char *prelude_library; /* the shared prelude library the module links (NULL: none) */
     bool cache_hit;
     double compile_seconds;  /* wall time of lt_cpu_compile (hit: hash + dlopen) */
 } lt_cpu_module_info;

@@ -4,18 +4,16 @@
  * in every direction; launch calls the kernel function with the argument array after checking the
  * count against the module's kernel table; sync has nothing to wait for; the thread count given at
  * creation is applied to each module compiled (its lathe_set_threads). Ceilings come from the
- * profiler's measurement (src/profile), done once per backend instance and kept.
+ * profiler (src/profile): read from the cache directory when measured before, else measured
+ * (and saved there); kept for the life of the backend instance.
  */
 #include "../backend.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "cpu.h"
-#if __has_include("../../profile/profile.h")
 #include "../../profile/profile.h"
-#define LT_HAVE_PROFILE 1
-#endif
+#include "cpu.h"
 
 typedef struct cpu_backend {
     lt_backend base;
@@ -53,7 +51,7 @@ static lt_status cpu_create(lt_ctx *ctx, const lt_backend_options *opt, lt_backe
         cpu_destroy(&c->base);
         return lt_error(ctx, LT_ERR_NOMEM, "out of memory (CPU backend options)");
     }
-    c->opt = (lt_cpu_options){c->cc, c->cache_dir, c->extra_flags};
+    c->opt = (lt_cpu_options){.cc = c->cc, .cache_dir = c->cache_dir, .extra_flags = c->extra_flags};
     c->threads = opt->threads > 0 ? opt->threads : 0;
     *out = &c->base;
     return LT_OK;
@@ -110,15 +108,11 @@ static lt_status cpu_sync(lt_backend *b, lt_ctx *ctx) { return LT_OK; }
 static lt_status cpu_ceilings(lt_backend *b, lt_ctx *ctx, lt_backend_ceilings *out) {
     cpu_backend *c = (cpu_backend *)b;
     if (!c->have_ceilings) {
-#ifdef LT_HAVE_PROFILE
-        lt_ceilings m;
-        LT_TRY(lt_ceilings_measure(ctx, c->threads, &m));
+        lt_ceilings m; /* cached per thread count in the backend's cache directory */
+        LT_TRY(lt_ceilings_get(ctx, c->cache_dir, c->threads, false, &m, NULL));
         c->ceil.peak_gflops = m.peak_gflops;
         c->ceil.mem_gbps = m.mem_gbps;
         c->have_ceilings = true;
-#else
-        return lt_error(ctx, LT_ERR_UNSUPPORTED, "CPU ceilings: this build has no profiler (src/profile)");
-#endif
     }
     *out = c->ceil;
     return LT_OK;

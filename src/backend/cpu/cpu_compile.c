@@ -5,6 +5,8 @@
  * read through a pipe) and the CPU (/proc/cpuinfo model name and flags, for -march=native); hash
  * everything that decides the object code; on a hit dlopen <dir>/<key>.so; on a miss write
  * <key>.c atomically, run the compiler into a unique temporary .so, rename it into place, dlopen.
+ * A module that calls microkernels is compiled without their headers and linked against the
+ * shared prelude library (build_split, cpu_split.c), falling back to the whole module.
  * Nothing here prints or reads environment variables (the compiler inherits the process environment
  * unchanged, as any child does).
  */
@@ -18,12 +20,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "../../codegen/codegen.h"
 #include "../hash.h"
+#include "cpu_impl.h"
 
 extern char **environ;
 
@@ -40,6 +45,7 @@ struct lt_cpu_module {
     int n_kernels;
     void (*set_threads)(int);
     char *so_path, *src_path;
+    char *lib_path; /* the shared prelude library it links, or NULL */
     lt_cpu_module_info info;
 };
 
@@ -229,116 +235,195 @@ static void remove_private_dir(const char *dir, const char *key) {
     rmdir(dir);
 }
 
+/* The compiler command: its words, the flags, and room for the inputs and output. */
+typedef struct ccmd {
+    char store[8192];
+    char *argv[MAX_WORDS + 12];
+    int ncc, nargs; /* compiler words; words before the inputs */
+} ccmd;
+
+static bool file_exists(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* Compile src_path (and the extra input, a library to link, when not NULL) into so_path through a
+ * unique temporary name. A compiler failure is LT_ERR_INTERNAL naming src_path and quoting the
+ * compiler; its full output goes to log_path. */
+static lt_status build_so(lt_ctx *ctx, ccmd *c, const char *src_path, const char *extra_input, const char *so_path,
+                          const char *log_path) {
+    char tmp_so[4200];
+    snprintf(tmp_so, sizeof tmp_so, "%s.tmp.%ld.%u", so_path, (long)getpid(), next_tmp_id());
+    int n = c->nargs;
+    c->argv[n++] = "-o";
+    c->argv[n++] = tmp_so;
+    c->argv[n++] = (char *)src_path;
+    if (extra_input) c->argv[n++] = (char *)extra_input;
+    c->argv[n++] = "-lm";
+    c->argv[n] = NULL;
+    lt_strbuf log = {0};
+    int code = 0;
+    lt_status s = run_capture(ctx, c->argv, &log, &code);
+    if (s == LT_OK && code != 0) {
+        lt_ctx ignore = {0};
+        if (log.s) write_atomic(&ignore, log_path, log.s, log.len);
+        char head[LT_MSG_MAX];
+        first_lines(log.s ? log.s : "(no output)\n", 40, head, sizeof head);
+        s = lt_error(ctx, LT_ERR_INTERNAL, "the C compiler failed (%s %d) on the generated file %s (full output: %s):\n%s",
+                     code < 0 ? "killed, status" : "exit", code, src_path, log_path, head);
+    }
+    lt_sb_free(&log);
+    if (s == LT_OK && rename(tmp_so, so_path) != 0)
+        s = lt_error(ctx, LT_ERR_IO, "cannot move the compiled module to %s: %s", so_path, strerror(errno));
+    if (s != LT_OK) unlink(tmp_so);
+    return s;
+}
+
+/* The microkernel route (cpu_split.c): make sure the shared prelude library exists in dir, then
+ * compile the module without the microkernel headers, linked against it. Any failure: false (the
+ * caller compiles the module whole). */
+static bool build_split(ccmd *c, const char *ident, const char *source, const char *dir, const char *key,
+                        lt_cpu_module *m) {
+    lt_ctx ctx = {0};
+    lt_strbuf lib = {0}, tu = {0};
+    char *lib_so = NULL, *lib_c = NULL, *lib_log = NULL, *tu_c = NULL, *tu_log = NULL;
+    bool ok = false;
+    if (lt_cpu_prelude_library_source(&ctx, &lib) != LT_OK || !lt_cpu_split_module(source, lib.s, &tu) || tu.failed)
+        goto out;
+    lt_sha256 h;
+    uint8_t dig[32];
+    lt_sha256_init(&h);
+    lt_sha256_update(&h, KEY_VERSION "-prelude", sizeof KEY_VERSION "-prelude");
+    for (int i = c->ncc; i < c->nargs; i++) lt_sha256_update(&h, c->argv[i], strlen(c->argv[i]) + 1);
+    lt_sha256_update(&h, ident, strlen(ident) + 1);
+    lt_sha256_update(&h, lib.s, lib.len);
+    lt_sha256_final(&h, dig);
+    char lkey[33];
+    for (int i = 0; i < 16; i++) snprintf(lkey + 2 * i, 3, "%02x", dig[i]);
+    char *absdir = realpath(dir, NULL); /* the module records the library's path: make it absolute */
+    if (!absdir) goto out;
+    lib_so = dup_printf("%s/%s.prelude.so", absdir, lkey);
+    free(absdir); /* realpath's buffer comes from the C library's malloc */
+    lib_c = dup_printf("%s/%s.prelude.c", dir, lkey);
+    lib_log = dup_printf("%s/%s.prelude.log", dir, lkey);
+    tu_c = dup_printf("%s/%s.tu.c", dir, key);
+    tu_log = dup_printf("%s/%s.tu.log", dir, key);
+    if (!lib_so || !lib_c || !lib_log || !tu_c || !tu_log) goto out;
+    if (!file_exists(lib_so)) {
+        /* one process builds the library while the others (parallel conformance runs) wait for it */
+        char *lock = dup_printf("%s/%s.prelude.lock", dir, lkey);
+        int fd = lock ? open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600) : -1;
+        if (fd >= 0) while (flock(fd, LOCK_EX) != 0 && errno == EINTR) {}
+        bool built = file_exists(lib_so) || (write_atomic(&ctx, lib_c, lib.s, lib.len) == LT_OK &&
+                                             build_so(&ctx, c, lib_c, NULL, lib_so, lib_log) == LT_OK);
+        if (fd >= 0) close(fd); /* releases the lock */
+        lt_mem_free(lock);
+        if (!built) goto out;
+    }
+    if (write_atomic(&ctx, tu_c, tu.s, tu.len) != LT_OK) goto out;
+    ok = build_so(&ctx, c, tu_c, lib_so, m->so_path, tu_log) == LT_OK;
+    unlink(tu_c);
+    if (ok) {
+        m->lib_path = lib_so;
+        lib_so = NULL;
+    }
+out:
+    lt_sb_free(&lib);
+    lt_sb_free(&tu);
+    lt_mem_free(lib_so), lt_mem_free(lib_c), lt_mem_free(lib_log), lt_mem_free(tu_c), lt_mem_free(tu_log);
+    return ok;
+}
+
 lt_status lt_cpu_compile(lt_ctx *ctx, const char *source, const lt_cpu_options *options, lt_cpu_module **out) {
     if (!source || !out) return lt_error(ctx, LT_ERR_USAGE, "lt_cpu_compile: missing source or output");
     double t0 = now_s();
     lt_cpu_options opt = options ? *options : (lt_cpu_options){0};
     const char *cc = opt.cc && *opt.cc ? opt.cc : "cc";
 
-    /* argv: compiler words + default flags + extra flags (+ -o out src -lm later) */
-    char store[8192];
-    char *argv[MAX_WORDS + 8];
-    int ncc = split_words(cc, store, 2048, argv, 8);
-    if (ncc <= 0) return lt_error(ctx, LT_ERR_USAGE, "C compiler command '%s' is empty or too long", cc);
-    int nflags = split_words(CPU_FLAGS, store + 2048, 1024, argv + ncc, MAX_WORDS / 2);
-    int nextra = split_words(opt.extra_flags, store + 3072, sizeof store - 3072, argv + ncc + nflags, MAX_WORDS / 2 - 2);
-    if (nflags < 0 || nextra < 0) return lt_error(ctx, LT_ERR_USAGE, "too many compiler flags: %s", opt.extra_flags);
-    int nargs = ncc + nflags + nextra;
-
-    /* compiler identity */
-    char *ver_argv[12];
-    memcpy(ver_argv, argv, (size_t)ncc * sizeof *argv);
-    ver_argv[ncc] = "--version";
-    ver_argv[ncc + 1] = NULL;
+    /* argv: compiler words + default flags + extra flags (+ -o out src [lib] -lm in build_so) */
+    ccmd *c = lt_calloc(ctx, 1, sizeof *c, "compiler command");
+    if (!c) return LT_ERR_NOMEM;
+    lt_status s = LT_OK;
     lt_strbuf ident = {0};
+    lt_cpu_module *m = NULL;
+    char tmpdir[64] = "", key[33] = "";
+    c->ncc = split_words(cc, c->store, 2048, c->argv, 8);
+    int nflags = c->ncc > 0 ? split_words(CPU_FLAGS, c->store + 2048, 1024, c->argv + c->ncc, MAX_WORDS / 2) : 0;
+    int nextra = c->ncc > 0 ? split_words(opt.extra_flags, c->store + 3072, sizeof c->store - 3072,
+                                          c->argv + c->ncc + nflags, MAX_WORDS / 2 - 2) : 0;
+    if (c->ncc <= 0) { s = lt_error(ctx, LT_ERR_USAGE, "C compiler command '%s' is empty or too long", cc); goto fail; }
+    if (nflags < 0 || nextra < 0) { s = lt_error(ctx, LT_ERR_USAGE, "too many compiler flags: %s", opt.extra_flags); goto fail; }
+    c->nargs = c->ncc + nflags + nextra;
+
+    /* compiler identity and this CPU (for -march=native) */
+    char *ver_argv[12];
+    memcpy(ver_argv, c->argv, (size_t)c->ncc * sizeof *c->argv);
+    ver_argv[c->ncc] = "--version";
+    ver_argv[c->ncc + 1] = NULL;
     int code = 0;
-    lt_status s = run_capture(ctx, ver_argv, &ident, &code);
+    s = run_capture(ctx, ver_argv, &ident, &code);
     if (s == LT_OK && code != 0)
         s = lt_error(ctx, LT_ERR_UNSUPPORTED, "C compiler '%s' failed to report its version (exit %d): %s", cc, code,
                      ident.s ? ident.s : "");
-    if (s != LT_OK) { lt_sb_free(&ident); return s; }
+    if (s != LT_OK) goto fail;
     cpu_identity(&ident);
+    if (ident.failed || !ident.s) { s = lt_error(ctx, LT_ERR_NOMEM, "out of memory reading the compiler version"); goto fail; }
 
     /* cache key */
     lt_sha256 h;
     uint8_t dig[32];
     lt_sha256_init(&h);
     lt_sha256_update(&h, KEY_VERSION, sizeof KEY_VERSION);
-    for (int i = ncc; i < nargs; i++) lt_sha256_update(&h, argv[i], strlen(argv[i]) + 1);
+    for (int i = c->ncc; i < c->nargs; i++) lt_sha256_update(&h, c->argv[i], strlen(c->argv[i]) + 1);
     lt_sha256_update(&h, "\n", 1);
-    if (ident.s) lt_sha256_update(&h, ident.s, ident.len + 1);
+    lt_sha256_update(&h, ident.s, ident.len + 1);
     lt_sha256_update(&h, source, strlen(source));
     lt_sha256_final(&h, dig);
-    bool ident_oom = ident.failed;
-    lt_sb_free(&ident);
-    if (ident_oom) return lt_error(ctx, LT_ERR_NOMEM, "out of memory reading the compiler version");
 
-    lt_cpu_module *m = lt_calloc(ctx, 1, sizeof *m, "CPU module");
-    if (!m) return LT_ERR_NOMEM;
+    if (!(m = lt_calloc(ctx, 1, sizeof *m, "CPU module"))) { s = LT_ERR_NOMEM; goto fail; }
     for (int i = 0; i < 32; i++) snprintf(m->info.key + 2 * i, 3, "%02x", dig[i]);
-    char key[33];
     snprintf(key, sizeof key, "%.32s", m->info.key); /* file names: the first 128 bits */
 
-    char tmpdir[64] = "";
     const char *dir = opt.cache_dir;
     if (!dir || !*dir) {
         snprintf(tmpdir, sizeof tmpdir, "/tmp/lathe-XXXXXX");
         if (!mkdtemp(tmpdir)) {
-            lt_mem_free(m);
-            return lt_error(ctx, LT_ERR_IO, "cannot create a temporary directory: %s", strerror(errno));
+            tmpdir[0] = 0;
+            s = lt_error(ctx, LT_ERR_IO, "cannot create a temporary directory: %s", strerror(errno));
+            goto fail;
         }
         dir = tmpdir;
     } else if ((s = mkdir_p(ctx, dir)) != LT_OK) {
-        lt_mem_free(m);
-        return s;
+        goto fail;
     }
     m->so_path = dup_printf("%s/%s.so", dir, key);
     m->src_path = dup_printf("%s/%s.c", dir, key);
-    if (!m->so_path || !m->src_path) {
+    char *log_path = dup_printf("%s/%s.log", dir, key);
+    if (!m->so_path || !m->src_path || !log_path) {
+        lt_mem_free(log_path);
         s = lt_error(ctx, LT_ERR_NOMEM, "out of memory (module paths)");
         goto fail;
     }
 
-    struct stat st;
-    if (!tmpdir[0] && stat(m->so_path, &st) == 0 && S_ISREG(st.st_mode)) {
+    if (!tmpdir[0] && file_exists(m->so_path)) {
         lt_ctx probe = {0};
         if (load(&probe, m) == LT_OK) { /* hit; a file that does not load is rebuilt below */
-            if (stat(m->src_path, &st) != 0) write_atomic(&probe, m->src_path, source, strlen(source));
+            if (!file_exists(m->src_path)) write_atomic(&probe, m->src_path, source, strlen(source));
             m->info.cache_hit = true;
+            lt_mem_free(log_path);
             goto loaded;
         }
     }
 
-    /* miss: write the source, compile to a unique temporary name, rename into place */
-    if ((s = write_atomic(ctx, m->src_path, source, strlen(source))) != LT_OK) goto fail;
-    char tmp_so[4200];
-    snprintf(tmp_so, sizeof tmp_so, "%s.tmp.%ld.%u", m->so_path, (long)getpid(), next_tmp_id());
-    argv[nargs] = "-o";
-    argv[nargs + 1] = tmp_so;
-    argv[nargs + 2] = m->src_path;
-    argv[nargs + 3] = "-lm";
-    argv[nargs + 4] = NULL;
-    lt_strbuf log = {0};
-    s = run_capture(ctx, argv, &log, &code);
-    if (s == LT_OK && code != 0) {
-        char *log_path = dup_printf("%s/%s.log", dir, key);
-        lt_ctx ignore = {0};
-        if (log_path && log.s) write_atomic(&ignore, log_path, log.s, log.len);
-        char head[LT_MSG_MAX];
-        first_lines(log.s ? log.s : "(no output)\n", 40, head, sizeof head);
-        s = lt_error(ctx, LT_ERR_INTERNAL, "the C compiler failed (%s %d) on the generated file %s (full output: %s):\n%s",
-                     code < 0 ? "killed, status" : "exit", code, m->src_path, log_path ? log_path : "?", head);
-        lt_mem_free(log_path);
-        tmpdir[0] = 0; /* keep the files the message names */
-    }
-    lt_sb_free(&log);
+    /* miss: write the source; compile (through the prelude library when the module calls
+     * microkernels and there is a cache to keep the library in), rename into place, load */
+    s = write_atomic(ctx, m->src_path, source, strlen(source));
+    if (s == LT_OK && (tmpdir[0] || opt.whole_module || !strstr(source, LT_EMIT_MARK_MICROKERNELS) ||
+                       !build_split(c, ident.s, source, dir, key, m)))
+        s = build_so(ctx, c, m->src_path, NULL, m->so_path, log_path);
+    lt_mem_free(log_path);
     if (s != LT_OK) {
-        unlink(tmp_so);
-        goto fail;
-    }
-    if (rename(tmp_so, m->so_path) != 0) {
-        s = lt_error(ctx, LT_ERR_IO, "cannot move the compiled module to %s: %s", m->so_path, strerror(errno));
-        unlink(tmp_so);
+        tmpdir[0] = 0; /* keep the files the message names */
         goto fail;
     }
     if ((s = load(ctx, m)) != LT_OK) goto fail;
@@ -352,15 +437,24 @@ loaded:
     }
     m->info.so_path = m->so_path;
     m->info.source_path = m->src_path;
+    m->info.prelude_library = m->lib_path;
     m->info.compile_seconds = now_s() - t0;
     *out = m;
+    lt_sb_free(&ident);
+    lt_mem_free(c);
     return LT_OK;
 
 fail:
     if (tmpdir[0]) remove_private_dir(tmpdir, key);
-    lt_mem_free(m->so_path);
-    lt_mem_free(m->src_path);
-    lt_mem_free(m);
+    if (m) {
+        if (m->handle) dlclose(m->handle);
+        lt_mem_free(m->so_path);
+        lt_mem_free(m->src_path);
+        lt_mem_free(m->lib_path);
+        lt_mem_free(m);
+    }
+    lt_sb_free(&ident);
+    lt_mem_free(c);
     return s;
 }
 
@@ -390,5 +484,6 @@ void lt_cpu_module_free(lt_cpu_module *mod) {
     if (mod->handle) dlclose(mod->handle);
     lt_mem_free(mod->so_path);
     lt_mem_free(mod->src_path);
+    lt_mem_free(mod->lib_path);
     lt_mem_free(mod);
 }

@@ -35,7 +35,9 @@ lt_status lt_nvrtc_open(lt_ctx *ctx, lt_nvrtc **out) {
     lt_nvrtc *nv = lt_calloc(ctx, 1, sizeof *nv, "NVRTC handle");
     if (!nv) return LT_ERR_NOMEM;
     for (int i = 0; candidates[i] && !nv->lib; i++) {
-        nv->lib = dlopen(candidates[i], RTLD_NOW | RTLD_LOCAL);
+        /* NODELETE: NVRTC (and the C++ runtime it brings) stays mapped after lt_nvrtc_close: loading
+         * it again is costly, and its runtime keeps allocations that are only reachable while mapped */
+        nv->lib = dlopen(candidates[i], RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
         if (nv->lib) snprintf(nv->path, sizeof nv->path, "%s", candidates[i]);
     }
     if (!nv->lib) {

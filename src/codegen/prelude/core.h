@@ -44,9 +44,15 @@ typedef struct lt_kernel_desc {
     int n_args;
 } lt_kernel_desc;
 
-/* Threads used by the parallel loops of this module (0: the OpenMP default). */
+/* Threads used by the parallel loops of this module (0: the OpenMP default). In the CPU backend's
+ * shared prelude library (LT_PRELUDE_LIBRARY) each call from a module passes that module's count,
+ * kept per calling thread, so modules with different counts can share the library. */
+#ifdef LT_PRELUDE_LIBRARY
+static __thread int lt_threads_ = 0;
+#else
 static int lt_threads_ = 0;
 void lathe_set_threads(int n) { lt_threads_ = n > 0 ? n : 0; }
+#endif
 LT_FN int lt_nthreads(void) {
 #ifdef _OPENMP
     return lt_threads_ > 0 ? lt_threads_ : omp_get_max_threads();

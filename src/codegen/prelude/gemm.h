@@ -14,7 +14,8 @@
  *     a_mode: LT_GEMM_N  A[i*lda + k]        b_mode: LT_GEMM_N  B[k*ldb + j]
  *             LT_GEMM_T  A[k*lda + i]                LT_GEMM_T  B[j*ldb + k]
  *             LT_GEMM_PACKED  A from lt_sgemm_pack_a (lda ignored); likewise B from lt_sgemm_pack_b
- *     beta == 0: C is write-only (may hold garbage or NaN); otherwise it is read first.
+ *     beta == 0: C is write-only (may hold garbage or NaN); otherwise it is read first. C must not
+ *     overlap A, B or the residual (partial sums are stored in C between K blocks).
  *     ep: the fused epilogue (NULL: none), applied once per element after the K sum, in registers
  *         or while the C tile is in L1:
  *            v = alpha*acc + beta*C_old
@@ -61,15 +62,18 @@
  * at p0*Rpad, panel t at +t*W*kc, where Rpad = R rounded up to W.
  * Register-blocked kernels: AVX-512 8x48 (24 zmm accumulators, 3 B loads and 8 broadcasts per k),
  * AVX2+FMA 6x16, portable 6x8 (GCC vector extensions, 16-byte vectors). One kernel is instantiated
- * per (rows, vectors) tail shape; the last vector of a tile is masked, padded B columns are zero.
+ * per (rows, vectors) tail shape (padded B columns are zero). The common epilogues (bias, residual
+ * before the activation, relu / clip / none) are applied in registers; the rest (alpha, beta,
+ * other activations, a ragged right edge) from the tile spilled to L1 (lt_gemm_store_tile_).
  * Cache blocking: K blocks of at most LT_GEMM_KC; N chunks of at most LT_GEMM_NC columns, whose
  * packed B block (256 x 768 floats = 768 KiB) stays in the 2 MiB L2; each A micro-panel (MR x kc,
  * 8 KiB) stays in L1 while the B block streams past it, so A needs neither packing ahead nor M
  * blocking (its panels are packed one at a time, just before use).
- * Threads: C is cut into chunks (M range x N range x batch); each thread takes whole chunks, so a C
- * tile is written by one thread only and its epilogue runs when its last K block is done. Chunks
- * are cut along N first (each thread then keeps its own B block in L2, and Conv's B, packed at run
- * time, is never packed twice), along M when N has fewer panels.
+ * Threads: C is cut into chunks (M range x N range x batch), at least 3 per thread, which threads
+ * take from a shared counter, so a C tile is written by one thread only (its epilogue runs when
+ * its last K block is done) and a thread delayed by the OS is covered by the others. Chunks are cut
+ * along N first (each streams only its own part of B; Conv's B, packed at run time, is never
+ * packed twice), along M once N has no panels left to share out.
  */
 #ifndef LT_PRELUDE_GEMM_H
 #define LT_PRELUDE_GEMM_H
@@ -378,18 +382,62 @@ LT_FN void lt_gemm_tile_act_(float *c, int64_t ldc, int mr, int nc, const lt_gem
     }
 }
 
-/* kc steps of the rank-1 update on an MRxNR register tile, then the store. a: A panel (MR wide),
- * b: B panel (NR wide), c: the tile in C (nc <= NV_*LT_GL valid columns). MR_ and NV_ are constants
- * at every call site, so the loops unroll and acc lives in registers. */
+/* The tile's epilogue: the K block's sums tmp[i*NR + j] (alpha not applied) -> C, full vectors in
+ * SIMD registers, the ragged right edge element by element. Shared by every kernel instance. */
+static __attribute__((noinline, unused)) void lt_gemm_store_tile_(const float *tmp, float *c, int64_t ldc, int mr,
+                                                                  int nc, const lt_gemm_tile *t) {
+    int cheap = lt_act_is_cheap(t->act), nv = nc / LT_GL;
+    lt_gv va = LT_GV_SET1(t->alpha), vb = LT_GV_SET1(t->beta), zero = LT_GV_ZERO();
+    lt_gv lo = LT_GV_SET1(t->act == LT_ACT_CLIP ? t->act_a : 0.0f);
+    lt_gv hi = LT_GV_SET1(t->act_b), la = LT_GV_SET1(t->act_a);
+    for (int i = 0; i < mr; i++) {
+        float *cr = c + i * ldc;
+        const float *tr = tmp + i * LT_GEMM_NR;
+        const float *rr = t->res ? t->res + i * t->ldr : 0;
+        lt_gv brow = t->bias_row ? LT_GV_SET1(t->bias_row[i]) : zero;
+        for (int v = 0; v < nv; v++) {
+            lt_gv x = LT_GV_LOAD(tr + v * LT_GL);
+            if (t->alpha != 1.0f) x = x * va;
+            if (!t->first) x = x + LT_GV_LOAD(cr + v * LT_GL);
+            else if (t->beta != 0.0f) x = LT_GV_FMA(vb, LT_GV_LOAD(cr + v * LT_GL), x);
+            if (t->last) {
+                if (t->bias_col) x = x + LT_GV_LOAD(t->bias_col + v * LT_GL);
+                if (t->bias_row) x = x + brow;
+                if (rr && !t->res_after) x = x + LT_GV_LOAD(rr + v * LT_GL);
+                if (cheap) {
+                    switch (t->act) {
+                    case LT_ACT_RELU: x = LT_GV_MAX(zero, x); break; /* NaN stays NaN */
+                    case LT_ACT_CLIP: x = LT_GV_MIN(hi, LT_GV_MAX(lo, x)); break;
+                    case LT_ACT_LEAKY_RELU: x = LT_GV_MAX(zero, x) + la * LT_GV_MIN(zero, x); break;
+                    default: break;
+                    }
+                    if (rr && t->res_after) x = x + LT_GV_LOAD(rr + v * LT_GL);
+                }
+            }
+            LT_GV_STORE(cr + v * LT_GL, x);
+        }
+    }
+    if (nv * LT_GL < nc) {
+        lt_gemm_tile e = *t;
+        if (e.bias_col) e.bias_col += nv * LT_GL;
+        if (e.res) e.res += nv * LT_GL;
+        lt_gemm_store_scalar_(tmp + nv * LT_GL, LT_GEMM_NR, c + nv * LT_GL, ldc, mr, nc - nv * LT_GL, &e);
+    }
+    if (t->last && !cheap) lt_gemm_tile_act_(c, ldc, mr, nc, t);
+}
+
+/* kc steps of the rank-1 update on an MR_ x NV_ register tile: a is the A panel (MR wide), b the
+ * B panel (NR wide); the sums go to tmp. MR_ and NV_ are constants at every call site, so the
+ * loops unroll and acc lives in registers. mode (lt_gemm_mode_) != 0: store to c directly. */
 LT_GEMM_AI void lt_gemm_kernel_(const int MR_, const int NV_, int64_t kc, const float *restrict a,
-                                const float *restrict b, float *restrict c, int64_t ldc, int nc,
-                                const lt_gemm_tile *t) {
+                                const float *restrict b, float *restrict tmp, float *c, int64_t ldc,
+                                int mode, const lt_gemm_tile *t) {
     lt_gv acc[LT_GEMM_MR][LT_GEMM_NV];
 #pragma GCC unroll 16
     for (int i = 0; i < MR_; i++)
 #pragma GCC unroll 4
         for (int v = 0; v < NV_; v++) acc[i][v] = LT_GV_ZERO();
-    /* bring the C tile in while the products run (it is read or written at the end) */
+    /* bring the C tile in while the products run (the epilogue reads or writes it) */
 #pragma GCC unroll 16
     for (int i = 0; i < MR_; i++)
 #pragma GCC unroll 4
@@ -407,48 +455,54 @@ LT_GEMM_AI void lt_gemm_kernel_(const int MR_, const int NV_, int64_t kc, const 
         a += LT_GEMM_MR;
         b += LT_GEMM_NR;
     }
-    int cheap = lt_act_is_cheap(t->act);
-    if (nc == NV_ * LT_GL) { /* full width: epilogue in registers */
-        lt_gv va = LT_GV_SET1(t->alpha), vb = LT_GV_SET1(t->beta), zero = LT_GV_ZERO();
-        lt_gv lo = LT_GV_SET1(t->act == LT_ACT_CLIP ? t->act_a : 0.0f);
-        lt_gv hi = LT_GV_SET1(t->act_b), la = LT_GV_SET1(t->act_a);
+    if (mode) { /* full width, a common epilogue: straight from registers */
+        const lt_gv zero = LT_GV_ZERO();
+        lt_gv bc[LT_GEMM_NV], lo = LT_GV_SET1(-LT_INF_F32), hi = LT_GV_SET1(LT_INF_F32);
+#pragma GCC unroll 4
+        for (int v = 0; v < NV_; v++) bc[v] = mode >= 3 && t->bias_col ? LT_GV_LOAD(t->bias_col + v * LT_GL) : zero;
+        if (mode >= 3 && t->act == LT_ACT_RELU) lo = zero;
+        if (mode >= 3 && t->act == LT_ACT_CLIP) lo = LT_GV_SET1(t->act_a), hi = LT_GV_SET1(t->act_b);
 #pragma GCC unroll 16
         for (int i = 0; i < MR_; i++) {
             float *cr = c + i * ldc;
+            if (mode <= 2) {
+#pragma GCC unroll 4
+                for (int v = 0; v < NV_; v++) {
+                    lt_gv x = acc[i][v];
+                    if (mode == 2) x = x + LT_GV_LOAD(cr + v * LT_GL);
+                    LT_GV_STORE(cr + v * LT_GL, x);
+                }
+                continue;
+            }
+            lt_gv br = t->bias_row ? LT_GV_SET1(t->bias_row[i]) : zero;
             const float *rr = t->res ? t->res + i * t->ldr : 0;
-            lt_gv brow = t->bias_row ? LT_GV_SET1(t->bias_row[i]) : zero;
 #pragma GCC unroll 4
             for (int v = 0; v < NV_; v++) {
                 lt_gv x = acc[i][v];
-                if (t->alpha != 1.0f) x = x * va;
-                if (!t->first) x = x + LT_GV_LOAD(cr + v * LT_GL);
-                else if (t->beta != 0.0f) x = LT_GV_FMA(vb, LT_GV_LOAD(cr + v * LT_GL), x);
-                if (t->last) {
-                    if (t->bias_col) x = x + LT_GV_LOAD(t->bias_col + v * LT_GL);
-                    if (t->bias_row) x = x + brow;
-                    if (rr && !t->res_after) x = x + LT_GV_LOAD(rr + v * LT_GL);
-                    if (cheap) {
-                        switch (t->act) {
-                        case LT_ACT_RELU: x = LT_GV_MAX(zero, x); break; /* NaN stays NaN */
-                        case LT_ACT_CLIP: x = LT_GV_MIN(hi, LT_GV_MAX(lo, x)); break;
-                        case LT_ACT_LEAKY_RELU: x = LT_GV_MAX(zero, x) + la * LT_GV_MIN(zero, x); break;
-                        default: break;
-                        }
-                        if (rr && t->res_after) x = x + LT_GV_LOAD(rr + v * LT_GL);
-                    }
-                }
+                if (mode == 4) x = x + LT_GV_LOAD(cr + v * LT_GL);
+                x = x + (bc[v] + br);
+                if (rr) x = x + LT_GV_LOAD(rr + v * LT_GL);
+                x = LT_GV_MIN(hi, LT_GV_MAX(lo, x)); /* relu / clip / none; NaN stays NaN */
                 LT_GV_STORE(cr + v * LT_GL, x);
             }
         }
-    } else { /* ragged right edge: spill and store element-wise */
-        float tmp[LT_GEMM_MR * LT_GEMM_NR];
-#pragma GCC unroll 16
-        for (int i = 0; i < MR_; i++)
-#pragma GCC unroll 4
-            for (int v = 0; v < NV_; v++) LT_GV_STORE(tmp + i * LT_GEMM_NR + v * LT_GL, acc[i][v]);
-        lt_gemm_store_scalar_(tmp, LT_GEMM_NR, c, ldc, MR_, nc, t);
+        return;
     }
-    if (t->last && !cheap) lt_gemm_tile_act_(c, ldc, MR_, nc, t);
+#pragma GCC unroll 16
+    for (int i = 0; i < MR_; i++)
+#pragma GCC unroll 4
+        for (int v = 0; v < NV_; v++) LT_GV_STORE(tmp + i * LT_GEMM_NR + v * LT_GL, acc[i][v]);
+}
+
+/* How a kernel stores its tile. From registers: 1 the sums, 2 C + sums, 3 sums + bias (row or
+ * column) + residual then relu/clip/none, 4 the same on C + sums. 0: spilled for
+ * lt_gemm_store_tile_ (alpha, beta, ragged edge, other activations, residual after it). */
+LT_FN int lt_gemm_mode_(const lt_gemm_tile *t, int nc, int nv) {
+    if (nc != nv * LT_GL || t->alpha != 1.0f || (t->first && t->beta != 0.0f)) return 0;
+    if (!t->last || (!t->bias_col && !t->bias_row && !t->res && t->act == LT_ACT_NONE)) return t->first ? 1 : 2;
+    if (t->act != LT_ACT_NONE && t->act != LT_ACT_RELU && t->act != LT_ACT_CLIP) return 0;
+    if (t->res && t->res_after) return 0;
+    return t->first ? 3 : 4;
 }
 
 /* One function per tail shape (rows 1..MR x vectors 1..NV), chosen through a table. */
@@ -456,7 +510,10 @@ LT_GEMM_AI void lt_gemm_kernel_(const int MR_, const int NV_, int64_t kc, const 
     static __attribute__((noinline, unused)) void lt_gk_##mr##_##nv(int64_t kc, const float *a,     \
                                                      const float *b, float *c, int64_t ldc, int nc,  \
                                                      const lt_gemm_tile *t) {                        \
-        lt_gemm_kernel_(mr, nv, kc, a, b, c, ldc, nc, t);                                            \
+        float tmp[LT_GEMM_MR * LT_GEMM_NR] __attribute__((aligned(64)));                            \
+        int mode = lt_gemm_mode_(t, nc, nv);                                                         \
+        lt_gemm_kernel_(mr, nv, kc, a, b, tmp, c, ldc, mode, t);                                     \
+        if (!mode) lt_gemm_store_tile_(tmp, c, ldc, mr, nc, t);                                      \
     }
 #if LT_GEMM_NV == 1
 #define LT_GK_ROW(mr) LT_GK_FN(mr, 1)
@@ -528,6 +585,7 @@ typedef struct lt_gemm_prob {
     int has_ep;
     /* batching: batch x = (x1, x2); operand offsets x1*s1 + x2*s2 */
     int64_t b1, b2, sa1, sa2, sb1, sb2, sc1, sc2, sr1, sr2;
+    int64_t sbias1, sbias2; /* bias strides per batch level (0: shared; conv.h: the group's rows) */
 } lt_gemm_prob;
 
 /* Panels of rows [r0, r0+nr) x [k0, k0+kc) of operand s (W wide): packed into buf or pointed at. */
@@ -564,7 +622,7 @@ LT_FN void lt_gemm_chunk_(const lt_gemm_prob *P, int64_t x1, int64_t x2, int64_t
     t.act_a = P->has_ep ? ep->act_a : 0.0f;
     t.act_b = P->has_ep ? ep->act_b : 0.0f;
     t.res_after = P->has_ep ? ep->residual_after_act : 0;
-    const float *bias = P->has_ep ? ep->bias : 0;
+    const float *bias = P->has_ep && ep->bias ? ep->bias + x1 * P->sbias1 + x2 * P->sbias2 : 0;
     int bias_row = P->has_ep && ep->bias_per_row;
     if (K <= 0) { /* no products: the epilogue still runs on alpha*0 + beta*C */
         float zero[LT_GEMM_MR * LT_GEMM_NR];
@@ -603,18 +661,19 @@ LT_FN void lt_gemm_chunk_(const lt_gemm_prob *P, int64_t x1, int64_t x2, int64_t
     }
 }
 
-/* Chunking: counts of M chunks (cm) and N chunks (cn, each at most nc_max wide) for T threads.
- * Chunks are split until every thread gets the same number (or there are many). */
+/* Chunking: counts of M chunks (cm) and N chunks (cn, each at most nc_max wide) for T threads:
+ * at least 3 per thread (threads take them dynamically, so a thread the OS delays is covered by
+ * the others) and a multiple of T (equal shares when none is delayed), unless panels run out. */
 LT_FN void lt_gemm_plan_(const lt_gemm_prob *P, int T, int64_t nc_max, int64_t *cm, int64_t *cn) {
     int64_t pm = lt_gemm_cdiv_(P->M, LT_GEMM_MR), pn = lt_gemm_cdiv_(P->N, LT_GEMM_NR);
     int64_t m = 1, n = lt_gemm_cdiv_(pn, nc_max / LT_GEMM_NR), nb = P->b1 * P->b2;
-    /* conv-like (A pre-packed, B packed per chunk): split N, so no two threads pack the same B */
-    int only_n = P->a.mode == LT_GEMM_PACKED && P->b.mode != LT_GEMM_PACKED;
-    while (T > 1 && nb * m * n < 64 * T && (nb * m * n) % T != 0) {
+    /* split N first: a chunk then streams only its own columns of B, reused by all M rows (an M
+     * split would read all of B once per chunk); the A panels a chunk repacks are K x M, small
+     * next to B in MatMul, and pre-packed in Conv. M only once N has run out of panels. */
+    while (T > 1 && nb * m * n < 64 * T && (nb * m * n < 3 * T || (nb * m * n) % T != 0)) {
         int can_m = m < pm, can_n = n < pn;
         if (!can_m && !can_n) break;
-        int split_n = can_n && (only_n || !can_m || pn / n >= pm / m);
-        if (split_n) n++;
+        if (can_n) n++;
         else m++;
     }
     *cm = m;
@@ -622,15 +681,16 @@ LT_FN void lt_gemm_plan_(const lt_gemm_prob *P, int T, int64_t nc_max, int64_t *
 }
 
 LT_FN void lt_gemm_worker_(const lt_gemm_prob *P, int tid, int T, float *ws, int64_t ws_per, int64_t cm,
-                           int64_t cn, int64_t nc_max) {
+                           int64_t cn, int64_t *next) {
     int64_t pm = lt_gemm_cdiv_(P->M, LT_GEMM_MR), pn = lt_gemm_cdiv_(P->N, LT_GEMM_NR);
     int64_t kb = lt_gemm_kblock(P->K);
     float stack_buf[LT_GEMM_WS_MIN];
     float *w = ws_per > 0 ? ws + tid * ws_per : stack_buf;
     float *wa = w, *wb = w + LT_GEMM_MR * kb;
     int64_t per_batch = cm * cn, total = per_batch * P->b1 * P->b2;
-    (void)nc_max;
-    for (int64_t u = tid; u < total; u += T) {
+    (void)T;
+    for (int64_t u = __atomic_fetch_add(next, 1, __ATOMIC_RELAXED); u < total;
+         u = __atomic_fetch_add(next, 1, __ATOMIC_RELAXED)) {
         int64_t x = u / per_batch, r = u % per_batch, im = r / cn, in = r % cn;
         /* panels split as evenly as possible: chunk c gets panels [c*p/cnt, (c+1)*p/cnt) */
         int64_t m0 = im * pm / cm * LT_GEMM_MR, m1 = lt_gemm_min_((im + 1) * pm / cm * LT_GEMM_MR, P->M);
@@ -665,17 +725,15 @@ LT_FN void lt_gemm_run_(const lt_gemm_prob *P, float *ws, int64_t ws_floats, int
     int64_t cm, cn;
     lt_gemm_plan_(P, T, nc_max, &cm, &cn);
     if (cm * cn * P->b1 * P->b2 < T) T = (int)(cm * cn * P->b1 * P->b2);
+    int64_t next = 0; /* the next chunk to take */
 #ifdef _OPENMP
     if (T > 1) {
 #pragma omp parallel num_threads(T)
-        {
-            int nt = omp_get_num_threads();
-            lt_gemm_worker_(P, omp_get_thread_num(), nt, ws, ws_per, cm, cn, nc_max);
-        }
+        lt_gemm_worker_(P, omp_get_thread_num(), omp_get_num_threads(), ws, ws_per, cm, cn, &next);
         return;
     }
 #endif
-    lt_gemm_worker_(P, 0, 1, ws, ws_per, cm, cn, nc_max);
+    lt_gemm_worker_(P, 0, 1, ws, ws_per, cm, cn, &next);
 }
 LT_FN void lt_gemm_prob_init_(lt_gemm_prob *P, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
                               int a_mode, const float *B, int64_t ldb, int b_mode, float *C, int64_t ldc,

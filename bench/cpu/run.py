@@ -1,0 +1,196 @@
+#!/usr/bin/env python3
+"""run.py — lathe against onnxruntime on the CPU, side by side, on the benchmark model set.
+
+usage: bench/cpu/run.py [--models a,b,...] [--threads 1,2] [--runs 10] [--warmup 3] [--md FILE]
+                        [--cache-dir DIR] [--ort-opt all|disable]
+
+For every model (default: resnet50, mobilenetv2, bert_base, gpt2_small and light_resnet50, built by
+bench/models/build.py on first use) and every thread count T (default 1 and 2):
+  - lathe: lathe.compile(model, threads=T) through the Python package (python/lathe over liblathe.so);
+    compile time is measured once per model, cold (an empty cache folder) and warm (the same compile
+    again: a cache hit);
+  - onnxruntime: an InferenceSession with intra_op_num_threads=T, inter_op_num_threads=1, sequential
+    execution, all graph optimizations (what a user gets by default);
+  - both run on the same inputs (bench/models/zoo.make_inputs), `warmup` untimed runs each, then
+    `runs` rounds that time one lathe run and one onnxruntime run back to back (interleaved, so load
+    from other processes on the machine hits both alike); the medians are reported;
+  - lathe's outputs are checked against onnxruntime's (max |diff| / RMS; "MISMATCH" above 1e-3).
+Prints a markdown table (model, threads, ORT ms, lathe ms, lathe/ORT, compile cold/warm) with the
+geometric mean of the ratios per thread count, and writes it to --md (default bench/cpu/results.md)
+for docs/PERF.md. The library is found as lathe/_capi.py says (LATHE_LIBRARY, or build/liblathe.so).
+Exit status 0 even when lathe is slower (this is a benchmark, not a test); 1 when a model fails.
+"""
+import argparse
+import datetime
+import math
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "bench", "models"))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+import zoo  # noqa: E402
+
+DEFAULT_MODELS = ["resnet50", "mobilenetv2", "bert_base", "gpt2_small", "light_resnet50"]
+
+
+def cpu_name():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
+def ort_session(path, threads, opt):
+    import onnxruntime as ort
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads
+    so.inter_op_num_threads = 1
+    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    so.graph_optimization_level = (ort.GraphOptimizationLevel.ORT_ENABLE_ALL if opt == "all"
+                                   else ort.GraphOptimizationLevel.ORT_DISABLE_ALL)
+    so.log_severity_level = 3
+    return ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+
+
+def max_err(got, want):
+    worst = 0.0
+    for k, w in want.items():
+        g = got[k]
+        rms = float(np.sqrt(np.mean(np.square(w, dtype=np.float64)))) or 1.0
+        worst = max(worst, float(np.max(np.abs(g.astype(np.float64) - w))) / rms)
+    return worst
+
+
+def bench_model(lathe, name, threads_list, runs, warmup, cache_root, ort_opt, log):
+    path = zoo.ensure_built(name)
+    feeds = zoo.make_inputs(name, seed=0)
+    shapes = {k: v.shape for k, v in feeds.items()}
+    cache = tempfile.mkdtemp(prefix=f"{name}-", dir=cache_root)
+    t0 = time.perf_counter()
+    model = lathe.compile(path, shapes=shapes, threads=threads_list[0], cache_dir=cache)
+    cold = time.perf_counter() - t0
+    report = model.report
+    model.close()
+    t0 = time.perf_counter()
+    model = lathe.compile(path, shapes=shapes, threads=threads_list[0], cache_dir=cache)
+    warm = time.perf_counter() - t0
+    log(f"{name}: compile cold {cold:.2f} s, warm {warm:.3f} s")
+    for line in report.strip().split("\n"):
+        log(f"  | {line}")
+    rows = []
+    for t in threads_list:
+        model.threads = t
+        sess = ort_session(path, t, ort_opt)
+        out_names = [o.name for o in sess.get_outputs()]
+        for _ in range(warmup):
+            want = dict(zip(out_names, sess.run(None, feeds)))
+            got = model(feeds)
+        err = max_err(got, want)
+        tl, to = [], []
+        for _ in range(runs):
+            a = time.perf_counter()
+            model(feeds)
+            b = time.perf_counter()
+            sess.run(None, feeds)
+            c = time.perf_counter()
+            tl.append((b - a) * 1e3)
+            to.append((c - b) * 1e3)
+        ml, mo = statistics.median(tl), statistics.median(to)
+        rows.append(dict(model=name, threads=t, ort=mo, lathe=ml, ratio=ml / mo, cold=cold, warm=warm, err=err,
+                         lathe_min=min(tl), ort_min=min(to)))
+        log(f"{name} T={t}: lathe {ml:.2f} ms (min {min(tl):.2f}), onnxruntime {mo:.2f} ms (min {min(to):.2f}), "
+            f"ratio {ml / mo:.2f}, max |diff|/RMS {err:.1e}{'  MISMATCH' if err > 1e-3 else ''}")
+        del sess
+    model.close()
+    return rows
+
+
+def geomean(xs):
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
+
+
+def table(rows, threads_list, header):
+    out = [header, "",
+           "| model | threads | onnxruntime ms | lathe ms | lathe / ORT | lathe compile cold s | warm s | max diff / RMS |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        out.append(f"| {r['model']} | {r['threads']} | {r['ort']:.2f} | {r['lathe']:.2f} | **{r['ratio']:.2f}** | "
+                   f"{r['cold']:.1f} | {r['warm']:.3f} | {r['err']:.1e}{' MISMATCH' if r['err'] > 1e-3 else ''} |")
+    out.append("")
+    for t in threads_list:
+        rs = [r["ratio"] for r in rows if r["threads"] == t]
+        out.append(f"- geometric mean of lathe / ORT, {t} thread{'s' if t != 1 else ''}: **{geomean(rs):.2f}** "
+                   f"({len(rs)} models)")
+    out.append(f"- geometric mean over all rows: **{geomean([r['ratio'] for r in rows]):.2f}**")
+    return "\n".join(out) + "\n"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--models", default=",".join(DEFAULT_MODELS), help=f"comma-separated, from: {', '.join(zoo.ALL)}")
+    ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--runs", type=int, default=10, help="timed runs per engine (>= 10 for the PERF table)")
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--md", default=os.path.join(HERE, "results.md"))
+    ap.add_argument("--cache-dir", default=None, help="parent of the per-model cold caches (default: a temp dir)")
+    ap.add_argument("--ort-opt", choices=["all", "disable"], default="all")
+    a = ap.parse_args()
+    names = [n for n in a.models.split(",") if n]
+    threads_list = [int(t) for t in a.threads.split(",")]
+    bad = [n for n in names if n not in zoo.ALL]
+    if bad:
+        ap.error(f"unknown model(s) {', '.join(bad)}")
+    if a.runs < 1 or a.warmup < 1 or min(threads_list) < 1:
+        ap.error("--runs, --warmup and --threads must be >= 1")
+
+    import lathe
+    import onnxruntime as ort
+
+    def log(msg):
+        print(msg, flush=True)
+    try:
+        load = " / ".join(f"{x:.1f}" for x in os.getloadavg())
+    except OSError:
+        load = "?"
+    try:
+        cc = subprocess.run(["cc", "--version"], capture_output=True, text=True).stdout.split("\n")[0]
+    except OSError:
+        cc = "?"
+    header = (f"CPU: {cpu_name()} ({os.cpu_count()} logical CPUs; load average at start {load}); "
+              f"lathe {lathe.version()} ({cc}), onnxruntime {ort.__version__}; "
+              f"median of {a.runs} interleaved runs after {a.warmup} warm-up runs; "
+              f"{datetime.date.today().isoformat()}.")
+    log(header)
+    rows, failed = [], []
+    with tempfile.TemporaryDirectory(dir=a.cache_dir) as cache_root:
+        for name in names:
+            try:
+                rows += bench_model(lathe, name, threads_list, a.runs, a.warmup, cache_root, a.ort_opt, log)
+            except Exception as e:  # report every model, then fail
+                log(f"{name}: FAILED: {e}")
+                failed.append(name)
+    md = table(rows, threads_list, header)
+    if failed:
+        md += f"- failed: {', '.join(failed)}\n"
+    print()
+    print(md)
+    with open(a.md, "w") as f:
+        f.write(md)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

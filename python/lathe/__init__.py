@@ -1,0 +1,392 @@
+"""lathe — Python binding of lathe, a deep-learning compiler for ONNX models (numpy in, numpy out).
+
+    import numpy as np, lathe
+    model = lathe.compile("resnet50.onnx")                       # compiled for this CPU (cached)
+    print(model.inputs)          # [TensorInfo(name='input', dtype=dtype('float32'), shape=(1, 3, 224, 224))]
+    out = model(input=np.random.rand(1, 3, 224, 224).astype(np.float32))
+    out["logits"]                # a dict of numpy arrays, one per graph output, in graph order
+
+    bert = lathe.compile("bert.onnx", shapes={"input_ids": (1, 128), "attention_mask": (1, 128),
+                                              "token_type_ids": (1, 128)}, threads=2)
+    ref = lathe.compile("model.onnx", backend="interp")          # the reference interpreter
+
+Entry points: compile(path, shapes=None, backend="cpu", threads=None, opt_level=None, ...) -> Model;
+Model(**inputs) / Model(dict) / Model(*arrays) -> {output name: ndarray}; Model.inputs / .outputs
+(TensorInfo: name, numpy dtype, shape with ints, dim names for symbolic dims, None for unknown);
+version(); LatheError (with .status: "usage", "invalid", "unsupported", ...).
+
+Backends: "cpu" compiles the model for fixed input shapes (declared, or bound by `shapes` / `dims`)
+into native code through the system C compiler, cached by content under cache_dir (default
+$XDG_CACHE_HOME/lathe or ~/.cache/lathe, as the CLI); "interp" runs the reference interpreter and
+accepts symbolic dims at run time. Inputs must have the declared dtype (numpy arrays of another dtype
+are refused, not converted; Python lists and scalars are converted); outputs are fresh arrays the
+caller owns. One Model may be used from several threads: calls are serialized by a lock.
+The shared library is found as described in lathe/_capi.py (LATHE_LIBRARY overrides).
+"""
+import ctypes
+import os
+import threading
+from collections import namedtuple
+
+import numpy as np
+
+from . import _capi
+from ._capi import LatheError
+
+__all__ = ["compile", "Model", "TensorInfo", "LatheError", "version", "library_path", "backends"]
+
+TensorInfo = namedtuple("TensorInfo", "name dtype shape")
+TensorInfo.__doc__ = "An input or output: name, numpy dtype (None if not a tensor), shape (ints; str = symbolic)"
+
+STRING = 8
+
+
+def _np_dtypes():
+    """ONNX element type number -> numpy dtype (types numpy lacks come from ml_dtypes when installed)."""
+    table = {1: np.float32, 2: np.uint8, 3: np.int8, 4: np.uint16, 5: np.int16, 6: np.int32, 7: np.int64,
+             8: np.object_, 9: np.bool_, 10: np.float16, 11: np.float64, 12: np.uint32, 13: np.uint64,
+             14: np.complex64, 15: np.complex128}
+    try:
+        import ml_dtypes
+        for num, name in [(16, "bfloat16"), (17, "float8_e4m3fn"), (18, "float8_e4m3fnuz"), (19, "float8_e5m2"),
+                          (20, "float8_e5m2fnuz"), (21, "uint4"), (22, "int4"), (23, "float4_e2m1fn"),
+                          (24, "float8_e8m0fnu"), (25, "uint2"), (26, "int2")]:
+            if hasattr(ml_dtypes, name):
+                table[num] = getattr(ml_dtypes, name)
+    except ImportError:
+        pass
+    return {k: np.dtype(v) for k, v in table.items()}
+
+
+_NP = _np_dtypes()
+_ONNX = {v: k for k, v in _NP.items()}
+
+
+def version():
+    """The library's version, "MAJOR.MINOR.PATCH"."""
+    return _capi.load().lathe_version().decode()
+
+
+def library_path():
+    """The path of the liblathe.so in use."""
+    return _capi.library_path()
+
+
+def backends():
+    """Backends this library offers: ["cpu", "interp"] (just ["interp"] for a library without a compiler)."""
+    return (["cpu"] if _capi.has("lathe_compile") else []) + ["interp"]
+
+
+def __getattr__(name):
+    if name == "__version__":
+        return version()
+    raise AttributeError(name)
+
+
+def _default_cache_dir():
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "lathe")
+
+
+def _shapes_arg(shapes):
+    """{"x": (1, 3, 224, 224)} or "x:1x3x224x224" -> the C API's "x:1x3x224x224,y:4" (None stays None)."""
+    if shapes is None or isinstance(shapes, str):
+        return shapes
+    parts = []
+    for name, dims in dict(shapes).items():
+        dims = [dims] if isinstance(dims, (int, np.integer)) else list(dims)
+        for d in dims:
+            if not isinstance(d, (int, np.integer)) or isinstance(d, bool) or d < 0:
+                raise ValueError(f"shapes['{name}']: dims must be non-negative integers, got {dims!r}")
+        if "," in name or ":" in name:
+            raise ValueError(f"shapes: input name '{name}' cannot be given here (it holds ',' or ':')")
+        parts.append(f"{name}:" + "x".join(str(int(d)) for d in dims))
+    return ",".join(parts)
+
+
+def _dims_arg(dims):
+    if dims is None or isinstance(dims, str):
+        return dims
+    out = []
+    for name, n in dict(dims).items():
+        if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 0:
+            raise ValueError(f"dims['{name}'] must be a non-negative integer, got {n!r}")
+        out.append(f"{name}={int(n)}")
+    return ",".join(out)
+
+
+def _enc(s):
+    return None if s is None else os.fsencode(s) if not isinstance(s, bytes) else s
+
+
+def _info(lib, prefix, handle, i, dim_name=None):
+    name = getattr(lib, f"{prefix}_name")(handle, i).decode()
+    dt = _NP.get(getattr(lib, f"{prefix}_dtype")(handle, i))
+    dims = (ctypes.c_int64 * 16)()
+    rank = getattr(lib, f"{prefix}_shape")(handle, i, dims, 16)
+    if rank < 0:
+        return TensorInfo(name, dt, None)
+    shape = []
+    for a in range(rank):
+        if dims[a] >= 0:
+            shape.append(int(dims[a]))
+        else:
+            n = dim_name(handle, i, a) if dim_name else None
+            shape.append(n.decode() if n else None)
+    return TensorInfo(name, dt, tuple(shape))
+
+
+class Model:
+    """A loaded (backend "interp") or compiled (backend "cpu") model. Make one with lathe.compile()."""
+
+    def __init__(self, path, backend, handle, lib, threads):
+        self.path, self.backend = path, backend
+        self._h, self._lib, self._lock = handle, lib, threading.Lock()
+        self._threads = threads
+        if backend == "interp":
+            n_in, n_out = lib.lathe_model_num_inputs(handle), lib.lathe_model_num_outputs(handle)
+            self.inputs = [_info(lib, "lathe_model_input", handle, i, lib.lathe_model_input_dim_name)
+                           for i in range(n_in)]
+            self.outputs = [_info(lib, "lathe_model_output", handle, i, lib.lathe_model_output_dim_name)
+                            for i in range(n_out)]
+        else:
+            n_in, n_out = lib.lathe_compiled_num_inputs(handle), lib.lathe_compiled_num_outputs(handle)
+            self.inputs = [_info(lib, "lathe_compiled_input", handle, i) for i in range(n_in)]
+            self.outputs = [_info(lib, "lathe_compiled_output", handle, i) for i in range(n_out)]
+        self._names = [t.name for t in self.inputs]
+        # the zero-copy path: every input and output a static, non-string tensor
+        self._buffers = backend == "cpu" and all(
+            t.dtype is not None and t.dtype != np.object_ and t.shape is not None and
+            all(isinstance(d, int) for d in t.shape) for t in self.inputs + self.outputs)
+
+    # ---- lifetime ----
+    def close(self):
+        """Free the native model now (otherwise when garbage collected)."""
+        h, self._h = getattr(self, "_h", None), None
+        if h:
+            (self._lib.lathe_model_free if self.backend == "interp" else self._lib.lathe_compiled_free)(h)
+
+    def __del__(self):
+        self.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self):
+        return f"<lathe.Model {self.path!r} backend={self.backend} inputs={self._names}>"
+
+    # ---- properties ----
+    @property
+    def report(self):
+        """The compile report (stage times, kernels, host steps, cache hit, memory); "" for interp."""
+        if self.backend == "interp" or not self._h:
+            return ""
+        return self._lib.lathe_compiled_report(self._h).decode()
+
+    @property
+    def threads(self):
+        return self._threads
+
+    @threads.setter
+    def threads(self, n):
+        """Thread count of the compiled kernels (0 or None: every CPU). Not for backend "interp"."""
+        if self.backend == "interp":
+            raise LatheError("threads: the interpreter runs on one thread", "usage")
+        n = 0 if n is None else int(n)
+        if n < 0:
+            raise ValueError(f"threads must be >= 0, got {n}")
+        self._lib.lathe_compiled_set_threads(self._check_open(), n)
+        self._threads = n
+
+    def _check_open(self):
+        if not self._h:
+            raise LatheError(f"{self.path}: the model was closed", "usage")
+        return self._h
+
+    # ---- running ----
+    def _feeds(self, args, kwargs):
+        if len(args) == 1 and isinstance(args[0], dict) and not kwargs:
+            feeds = dict(args[0])
+        else:
+            if len(args) > len(self._names):
+                raise TypeError(f"{self.path}: {len(args)} positional inputs given, the model has {len(self._names)}")
+            feeds = dict(zip(self._names, args))
+            for k, v in kwargs.items():
+                if k in feeds:
+                    raise TypeError(f"input '{k}' given twice")
+                feeds[k] = v
+        unknown = [k for k in feeds if k not in self._names]
+        if unknown:
+            raise TypeError(f"unknown input(s) {', '.join(map(repr, unknown))}; the model's inputs are {self._names}")
+        missing = [n for n in self._names if n not in feeds]
+        if missing:
+            raise TypeError(f"missing input(s) {', '.join(map(repr, missing))}")
+        arrays = []
+        for info in self.inputs:
+            v = feeds[info.name]
+            if isinstance(v, np.ndarray):
+                if v.dtype != info.dtype and not (info.dtype == np.object_ and v.dtype.kind in "US"):
+                    raise TypeError(f"input '{info.name}': expected dtype {info.dtype}, got {v.dtype}")
+            else:
+                v = np.asarray(v, dtype=info.dtype if info.dtype != np.object_ else None)
+            arrays.append(np.ascontiguousarray(v))
+        return arrays
+
+    def _make_tensor(self, name, a):
+        lib = self._lib
+        dt = STRING if a.dtype.kind in "OUS" else _ONNX.get(a.dtype)
+        if dt is None:
+            raise TypeError(f"input '{name}': dtype {a.dtype} has no lathe equivalent")
+        dims = (ctypes.c_int64 * max(a.ndim, 1))(*a.shape)
+        t = ctypes.c_void_p()
+        if dt == STRING:
+            st = lib.lathe_tensor_create(dt, a.ndim, dims, ctypes.byref(t))
+            if st == 0:
+                for i, s in enumerate(a.reshape(-1)):
+                    b = s if isinstance(s, bytes) else str(s).encode()
+                    if lib.lathe_tensor_set_string(t, i, b, len(b)) != 0:
+                        lib.lathe_tensor_free(t)
+                        raise LatheError(f"input '{name}': cannot set string {i}", "nomem")
+        else:
+            st = lib.lathe_tensor_create_copy(dt, a.ndim, dims, a.ctypes.data if a.size else None, ctypes.byref(t))
+        if st != 0:
+            raise LatheError(f"input '{name}': cannot make a tensor of shape {a.shape} ({_capi.status_name(st)})",
+                             _capi.status_name(st))
+        return t.value
+
+    def _to_numpy(self, t):
+        lib = self._lib
+        dt = lib.lathe_tensor_dtype(t)
+        rank = lib.lathe_tensor_rank(t)
+        sp = lib.lathe_tensor_shape(t)
+        shape = tuple(int(sp[i]) for i in range(rank))
+        n = lib.lathe_tensor_numel(t)
+        data = lib.lathe_tensor_data(t)
+        if dt == STRING:
+            ptrs = (ctypes.c_char_p * n).from_address(data) if n else []
+            flat = np.array([p.decode("utf-8", "surrogateescape") for p in ptrs] if n else [], dtype=object)
+            return flat.reshape(shape)
+        npdt = _NP.get(dt)
+        if npdt is None:
+            name = lib.lathe_dtype_name(dt).decode()
+            raise LatheError(f"output of type {name}: install ml_dtypes to receive it in numpy", "unsupported")
+        nbytes = lib.lathe_tensor_nbytes(t)
+        if nbytes == 0:
+            return np.empty(shape, dtype=npdt)
+        buf = (ctypes.c_char * nbytes).from_address(data)
+        return np.frombuffer(buf, dtype=npdt, count=n).reshape(shape).copy()
+
+    def _run_buffers(self, arrays):
+        lib, h = self._lib, self._h
+        for info, a in zip(self.inputs, arrays):
+            if a.shape != info.shape:
+                raise LatheError(f"input '{info.name}': expected shape {list(info.shape)}, got {list(a.shape)} "
+                                 f"(the model was compiled for fixed shapes: compile again with shapes=...)",
+                                 "invalid")
+        outs = [np.empty(o.shape, dtype=o.dtype) for o in self.outputs]
+        # a zero-size array may have no data pointer: give the library a valid dummy address then
+        dummy = ctypes.c_char()
+        ins = (ctypes.c_void_p * max(len(arrays), 1))(
+            *[a.ctypes.data if a.size else ctypes.addressof(dummy) for a in arrays])
+        ops = (ctypes.c_void_p * max(len(outs), 1))(*[o.ctypes.data if o.size else ctypes.addressof(dummy) for o in outs])
+        st = lib.lathe_compiled_run_buffers(h, ins, len(arrays), ops, len(outs))
+        if st != 0:
+            raise LatheError(f"{self.path}: {lib.lathe_compiled_error(h).decode()}", _capi.status_name(st))
+        return {o.name: a for o, a in zip(self.outputs, outs)}
+
+    def _run_tensors(self, arrays):
+        lib, h = self._lib, self._h
+        n_out = len(self.outputs)
+        ins = (ctypes.c_void_p * max(len(arrays), 1))()
+        outs = (ctypes.c_void_p * max(n_out, 1))()
+        try:
+            for i, (info, a) in enumerate(zip(self.inputs, arrays)):
+                ins[i] = self._make_tensor(info.name, a)
+            if self.backend == "interp":
+                st = lib.lathe_run(h, ins, len(arrays), outs, n_out)
+                err = lib.lathe_model_error
+            else:
+                st = lib.lathe_compiled_run(h, ins, len(arrays), outs, n_out)
+                err = lib.lathe_compiled_error
+            if st != 0:
+                raise LatheError(f"{self.path}: {err(h).decode()}", _capi.status_name(st))
+            return {o.name: self._to_numpy(outs[k]) for k, o in enumerate(self.outputs)}
+        finally:
+            for p in list(ins) + list(outs):
+                if p:
+                    lib.lathe_tensor_free(p)
+
+    def run(self, feeds=None, **kwargs):
+        """Run on {name: array} (and/or keyword arrays); returns {output name: ndarray} in graph order."""
+        merged = dict(feeds or {})
+        for k, v in kwargs.items():
+            if k in merged:
+                raise TypeError(f"input '{k}' given twice")
+            merged[k] = v
+        return self(merged)
+
+    def __call__(self, *args, **kwargs):
+        arrays = self._feeds(args, kwargs)
+        with self._lock:
+            self._check_open()
+            return self._run_buffers(arrays) if self._buffers else self._run_tensors(arrays)
+
+
+def compile(path, shapes=None, backend="cpu", threads=None, opt_level=None, *, dims=None, seed=0, cache_dir=None,
+            cc=None, dump_code_dir=None):
+    """Load (and for backend "cpu", compile) the ONNX model at `path`; returns a Model.
+
+    shapes: {"input": (1, 3, 224, 224), ...} or "input:1x3x224x224" — fixes input shapes.
+    dims: {"batch": 1, "sequence": 128} or "batch=1,sequence=128" — binds symbolic dims everywhere.
+    backend: "cpu" (compiled, the default) or "interp" (the reference interpreter).
+    threads: threads of the compiled kernels (None or 0: every CPU).
+    opt_level: 0..3 (None: the library's default, -O3, the same as the CLI).
+    seed: seed of the model's random-number operators.
+    cache_dir: the compiled-code cache (None: $XDG_CACHE_HOME/lathe or ~/.cache/lathe; False: no cache).
+    cc: the C compiler command (None: $CC, else "cc"). dump_code_dir: write the generated C here.
+    Raises LatheError (with .status) when the model cannot be loaded or compiled.
+    """
+    lib = _capi.load()
+    path = os.fspath(path)
+    if backend not in ("cpu", "interp"):
+        raise LatheError(f"backend '{backend}' is not available (backends: {', '.join(backends())})", "unsupported")
+    if seed is None or int(seed) < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    sh, dm = _shapes_arg(shapes), _dims_arg(dims)
+    lo = _capi.LoadOptions(_enc(sh), _enc(dm), int(seed))
+    err = ctypes.create_string_buffer(4096)
+    h = ctypes.c_void_p()
+    if backend == "interp":
+        if threads not in (None, 0, 1):
+            raise LatheError("threads: the interpreter runs on one thread", "usage")
+        if opt_level not in (None, 0):
+            raise LatheError("opt_level: the interpreter runs the graph as written (use backend='cpu')", "usage")
+        st = lib.lathe_model_load(_enc(path), ctypes.byref(lo), ctypes.byref(h), err, len(err))
+        if st != 0:
+            raise LatheError(err.value.decode(errors="replace"), _capi.status_name(st))
+        return Model(path, backend, h.value, lib, 1)
+    if not _capi.has("lathe_compile"):
+        raise LatheError(f"{_capi.library_path()} has no compiler (an interpreter-only build): use backend='interp'",
+                         "unsupported")
+    if opt_level is None:
+        level = 0  # the C API's "default"
+    elif opt_level in (0, 1, 2, 3):
+        level = -1 if opt_level == 0 else opt_level
+    else:
+        raise ValueError(f"opt_level must be 0, 1, 2 or 3, got {opt_level!r}")
+    n = 0 if threads is None else int(threads)
+    if n < 0:
+        raise ValueError(f"threads must be >= 0, got {threads!r}")
+    if cache_dir is None:
+        cache_dir = _default_cache_dir()
+    elif cache_dir is False:
+        cache_dir = None
+    co = _capi.CompileOptions(level, b"cpu", n, _enc(cache_dir), _enc(cc if cc is not None else os.environ.get("CC") or None),
+                              _enc(dump_code_dir))
+    st = lib.lathe_compile(_enc(path), ctypes.byref(lo), ctypes.byref(co), ctypes.byref(h), err, len(err))
+    if st != 0:
+        raise LatheError(err.value.decode(errors="replace"), _capi.status_name(st))
+    return Model(path, backend, h.value, lib, n)

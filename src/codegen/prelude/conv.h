@@ -1,0 +1,305 @@
+/* conv.h — 2-D convolution, NCHW float32, for generated code: implicit-im2col GEMM for dense and
+ * grouped convolutions, a direct SIMD kernel for depthwise ones, the GEMM's fused epilogue.
+ *
+ * Pasted by the emitter after gemm.h (included below) when a kernel calls these functions. All
+ * `static`, named lt_*; no allocation, printing or aborting.
+ *
+ * ---- API ----------------------------------------------------------------------------------------
+ *   Shapes: x [N, C, H, W], weights [OC, C/G, KH, KW], y [N, OC, OH, OW] with
+ *     OH = (H + PH0 + PH1 - DH*(KH-1) - 1) / SH + 1   (likewise OW; PH0/PW0 pad the top/left)
+ *
+ *   Weights are packed once, at load time (the layout is private to this translation unit):
+ *     int64_t lt_conv2d_packed_size(OC, C, KH, KW, G)                 floats
+ *     void    lt_conv2d_pack(dst, w, OC, C, KH, KW, G)
+ *
+ *   void lt_conv2d(y, x, wpacked, N, C, H, W, OC, KH, KW, SH, SW, PH0, PW0, PH1, PW1, DH, DW, G,
+ *                  ep, ws, ws_floats)
+ *     ep (NULL: none): bias[oc] per output channel (bias_per_row and ldr are ignored); residual
+ *     has y's shape and layout; act, act_a, act_b, residual_after_act as in gemm.h. y must not
+ *     overlap x or the residual (partial sums are stored in y before the residual is read).
+ *     ws: lt_conv2d_ws_floats(...) floats for full speed; less works, slower (see lt_sgemm).
+ *   int64_t lt_conv2d_ws_floats(N, C, H, W, OC, KH, KW, SH, SW, PH0, PW0, PH1, PW1, DH, DW, G,
+ *                               threads)
+ *
+ *   Flat form for generated code (an unused pointer may be any valid pointer):
+ *     void lt_conv2d_f32(y, x, wpacked, bias, residual, ws, N, C, H, W, OC, KH, KW, SH, SW,
+ *                        PH0, PW0, PH1, PW1, DH, DW, G, bias_mode /0 none, 1 per channel/,
+ *                        res_mode /0 none, 1 before act, 2 after act/, act, act_a, act_b, ws_floats)
+ *
+ * ---- Design -------------------------------------------------------------------------------------
+ * Dense / grouped: per image n and group g, C_g[OC/G, OH*OW] = W_g[OC/G, K] * im2col(x_g)[K, OH*OW]
+ * with K = C/G*KH*KW. The weights are the pre-packed A operand; B is never materialised: the GEMM
+ * driver asks this file's packer for each K block x N chunk of panels, gathered straight from x
+ * (a 1x1 stride-1 unpadded convolution reads x as a plain [C, H*W] matrix). Images and groups are
+ * the GEMM's two batch levels, so threads share out (image, group, N chunk) work items.
+ * Depthwise (G == C, OC a multiple of C): one output row at a time, SIMD over OW; the 3x3 case is
+ * specialised (nine taps from three row pointers in one pass, vectorised by the compiler), other
+ * sizes (and rows at the top and bottom edges) loop over the taps; columns whose taps leave the
+ * image take a bounds-checked path. Planes
+ * (n, oc) are shared out among threads. The depthwise "packed" weights are a plain copy.
+ */
+#ifndef LT_PRELUDE_CONV_H
+#define LT_PRELUDE_CONV_H
+
+#include "gemm.h"
+
+typedef struct lt_conv2d_geom {
+    int64_t N, C, H, W, OC, KH, KW, SH, SW, PH0, PW0, PH1, PW1, DH, DW, G, OH, OW;
+} lt_conv2d_geom;
+
+LT_FN void lt_conv2d_geom_init_(lt_conv2d_geom *g, int64_t N, int64_t C, int64_t H, int64_t W, int64_t OC,
+                                int64_t KH, int64_t KW, int64_t SH, int64_t SW, int64_t PH0, int64_t PW0,
+                                int64_t PH1, int64_t PW1, int64_t DH, int64_t DW, int64_t G) {
+    g->N = N, g->C = C, g->H = H, g->W = W, g->OC = OC, g->KH = KH, g->KW = KW;
+    g->SH = SH > 0 ? SH : 1, g->SW = SW > 0 ? SW : 1, g->PH0 = PH0, g->PW0 = PW0, g->PH1 = PH1, g->PW1 = PW1;
+    g->DH = DH > 0 ? DH : 1, g->DW = DW > 0 ? DW : 1, g->G = G > 0 ? G : 1;
+    int64_t eh = g->DH * (KH - 1) + 1, ew = g->DW * (KW - 1) + 1;
+    g->OH = H + PH0 + PH1 >= eh ? (H + PH0 + PH1 - eh) / g->SH + 1 : 0;
+    g->OW = W + PW0 + PW1 >= ew ? (W + PW0 + PW1 - ew) / g->SW + 1 : 0;
+}
+LT_FN int lt_conv2d_is_depthwise_(const lt_conv2d_geom *g) {
+    return g->G > 1 && g->G == g->C && g->OC % g->C == 0;
+}
+
+/* ---- weight packing ---- */
+LT_FN int64_t lt_conv2d_packed_size(int64_t OC, int64_t C, int64_t KH, int64_t KW, int64_t G) {
+    if (G < 1) G = 1;
+    if (G > 1 && G == C && OC % C == 0) return OC * KH * KW;
+    return G * lt_sgemm_packed_a_size(OC / G, C / G * KH * KW);
+}
+LT_FN void lt_conv2d_pack(float *dst, const float *w, int64_t OC, int64_t C, int64_t KH, int64_t KW, int64_t G) {
+    if (G < 1) G = 1;
+    if (G > 1 && G == C && OC % C == 0) {
+        memcpy(dst, w, (size_t)(OC * KH * KW) * sizeof(float));
+        return;
+    }
+    int64_t ocg = OC / G, kg = C / G * KH * KW, per = lt_sgemm_packed_a_size(ocg, kg);
+    for (int64_t g = 0; g < G; g++) lt_sgemm_pack_a(dst + g * per, w + g * ocg * kg, kg, LT_GEMM_N, ocg, kg);
+}
+
+/* ---- implicit im2col: the GEMM's B packer ---- */
+/* Rows of the B "matrix" are k = (ci, kh, kw), columns are output pixels p = (oh, ow); panel
+ * element [k][r] = x[ci][oh*SH - PH0 + kh*DH][ow*SW - PW0 + kw*DW] (0 outside the image). s->p
+ * points at the group's first input channel of the image. */
+LT_FN void lt_conv2d_pack_b_(const lt_gemm_src *s, float *dst, int64_t r0, int64_t nr, int64_t k0, int64_t kc, int Wd) {
+    const lt_conv2d_geom *g = (const lt_conv2d_geom *)s->ctx;
+    const float *x = s->p;
+    int64_t KHW = g->KH * g->KW, HW = g->H * g->W, np = lt_gemm_cdiv_(nr, Wd);
+    float row[LT_GEMM_NC + 64]; /* one k row of the block, before it is dealt into panels */
+    for (int64_t cs = 0; cs < nr; cs += LT_GEMM_NC) { /* nr <= LT_GEMM_NC unless ws forced a stack path */
+        int64_t cn = lt_gemm_min_(LT_GEMM_NC, nr - cs);
+        for (int64_t k = 0; k < kc; k++) {
+            int64_t kk = k0 + k, ci = kk / KHW, kh = kk / g->KW % g->KH, kw = kk % g->KW;
+            const float *xc = x + ci * HW;
+            int64_t p = r0 + cs, pe = p + cn, oh = p / g->OW, ow = p % g->OW;
+            float *o = row;
+            while (p < pe) { /* one output row segment at a time */
+                int64_t seg = lt_gemm_min_(g->OW - ow, pe - p);
+                int64_t ih = oh * g->SH - g->PH0 + kh * g->DH;
+                if (ih < 0 || ih >= g->H) {
+                    for (int64_t q = 0; q < seg; q++) o[q] = 0.0f;
+                } else {
+                    const float *xr = xc + ih * g->W;
+                    int64_t off = kw * g->DW - g->PW0; /* iw = ow*SW + off */
+                    if (g->SW == 1) {
+                        int64_t q = 0;
+                        for (; q < seg && ow + q + off < 0; q++) o[q] = 0.0f;
+                        int64_t qe = lt_gemm_min_(seg, g->W - off - ow);
+                        if (qe > q) memcpy(o + q, xr + ow + q + off, (size_t)(qe - q) * sizeof(float)), q = qe;
+                        for (; q < seg; q++) o[q] = 0.0f;
+                    } else {
+                        for (int64_t q = 0; q < seg; q++) {
+                            int64_t iw = (ow + q) * g->SW + off;
+                            o[q] = iw >= 0 && iw < g->W ? xr[iw] : 0.0f;
+                        }
+                    }
+                }
+                o += seg, p += seg, ow = 0, oh++;
+            }
+            /* deal the row into panels: element r of the row goes to panel (cs+r)/Wd, lane (cs+r)%Wd */
+            for (int64_t r = 0; r < cn; r += Wd) {
+                int64_t t = (cs + r) / Wd, w = lt_gemm_min_(Wd, cn - r);
+                float *d = dst + t * Wd * kc + k * Wd;
+                memcpy(d, row + r, (size_t)w * sizeof(float));
+                for (int64_t q = w; q < Wd; q++) d[q] = 0.0f;
+            }
+        }
+    }
+    (void)np;
+}
+
+/* ---- depthwise ---- */
+#define LT_DW_CHUNK 256 /* output columns per pass (the row buffer) */
+
+/* Output row oh of plane (n, oc): taps from input plane xc (H x W), weights wk (KH x KW). */
+LT_FN void lt_dw_row_(const lt_conv2d_geom *g, const float *xc, const float *wk, int64_t oh, float *out,
+                      float b, const float *res, int act, float aa, float ab, int res_after) {
+    const int64_t OW = g->OW, SW = g->SW;
+    /* interior columns: every tap's iw = ow*SW - PW0 + kw*DW inside [0, W) */
+    int64_t lo = g->PW0 > 0 ? (g->PW0 + SW - 1) / SW : 0;
+    int64_t last = g->W - 1 + g->PW0 - (g->KW - 1) * g->DW; /* ow*SW <= last */
+    int64_t hi = last < 0 ? 0 : last / SW + 1;
+    if (hi > OW) hi = OW;
+    if (lo > hi) lo = hi;
+    for (int64_t c0 = 0; c0 < OW; c0 += LT_DW_CHUNK) {
+        int64_t c1 = lt_gemm_min_(OW, c0 + LT_DW_CHUNK);
+        float acc[LT_DW_CHUNK];
+        for (int64_t q = 0; q < c1 - c0; q++) acc[q] = b;
+        int64_t ilo = lo > c0 ? lo : c0, ihi = hi < c1 ? hi : c1;
+        if (ihi < ilo) ihi = ilo;
+        int64_t ih0 = oh * g->SH - g->PH0;
+        if (g->KH == 3 && g->KW == 3 && ihi > ilo && ih0 >= 0 && ih0 + 2 * g->DH < g->H) {
+            /* all nine taps inside the image: one pass, vectorised over ow */
+            const float *r0 = xc + ih0 * g->W, *r1 = r0 + g->DH * g->W, *r2 = r1 + g->DH * g->W;
+            const float w0 = wk[0], w1 = wk[1], w2 = wk[2], w3 = wk[3], w4 = wk[4], w5 = wk[5], w6 = wk[6],
+                        w7 = wk[7], w8 = wk[8];
+            int64_t D = g->DW, off = -g->PW0;
+            if (SW == 1) {
+                LT_PRAGMA_SIMD
+                for (int64_t ow = ilo; ow < ihi; ow++) {
+                    int64_t i = ow + off;
+                    acc[ow - c0] += w0 * r0[i] + w1 * r0[i + D] + w2 * r0[i + 2 * D] + w3 * r1[i] + w4 * r1[i + D] +
+                                    w5 * r1[i + 2 * D] + w6 * r2[i] + w7 * r2[i + D] + w8 * r2[i + 2 * D];
+                }
+            } else {
+                LT_PRAGMA_SIMD
+                for (int64_t ow = ilo; ow < ihi; ow++) {
+                    int64_t i = ow * SW + off;
+                    acc[ow - c0] += w0 * r0[i] + w1 * r0[i + D] + w2 * r0[i + 2 * D] + w3 * r1[i] + w4 * r1[i + D] +
+                                    w5 * r1[i + 2 * D] + w6 * r2[i] + w7 * r2[i + D] + w8 * r2[i + 2 * D];
+                }
+            }
+        } else if (ihi > ilo) {
+            for (int64_t kh = 0; kh < g->KH; kh++) {
+                int64_t ih = oh * g->SH - g->PH0 + kh * g->DH;
+                if (ih < 0 || ih >= g->H) continue;
+                const float *xr = xc + ih * g->W;
+                for (int64_t kw = 0; kw < g->KW; kw++) {
+                    float wv = wk[kh * g->KW + kw];
+                    int64_t off = kw * g->DW - g->PW0;
+                    LT_PRAGMA_SIMD
+                    for (int64_t ow = ilo; ow < ihi; ow++) acc[ow - c0] += wv * xr[ow * SW + off];
+                }
+            }
+        }
+        /* border columns: bounds-checked taps */
+        for (int64_t ow = c0; ow < c1; ow++) {
+            if (ow >= ilo && ow < ihi) continue;
+            float sacc = 0.0f;
+            for (int64_t kh = 0; kh < g->KH; kh++) {
+                int64_t ih = oh * g->SH - g->PH0 + kh * g->DH;
+                if (ih < 0 || ih >= g->H) continue;
+                for (int64_t kw = 0; kw < g->KW; kw++) {
+                    int64_t iw = ow * SW - g->PW0 + kw * g->DW;
+                    if (iw >= 0 && iw < g->W) sacc += wk[kh * g->KW + kw] * xc[ih * g->W + iw];
+                }
+            }
+            acc[ow - c0] += sacc;
+        }
+        /* epilogue on the row chunk */
+        int64_t n = c1 - c0;
+        float *o = out + c0;
+        const float *rr = res ? res + c0 : 0;
+        if (rr && !res_after)
+            for (int64_t q = 0; q < n; q++) acc[q] += rr[q];
+        if (act == LT_ACT_RELU) {
+            for (int64_t q = 0; q < n; q++) acc[q] = acc[q] < 0 ? 0.0f : acc[q];
+        } else if (act == LT_ACT_CLIP) {
+            for (int64_t q = 0; q < n; q++) acc[q] = acc[q] < aa ? aa : (acc[q] > ab ? ab : acc[q]);
+        } else {
+            lt_act_row_f32(acc, n, act, aa, ab);
+        }
+        if (rr && res_after)
+            for (int64_t q = 0; q < n; q++) acc[q] += rr[q];
+        memcpy(o, acc, (size_t)n * sizeof(float));
+    }
+}
+
+LT_FN void lt_conv2d_depthwise_(const lt_conv2d_geom *g, const float *x, const float *w, float *y,
+                                const lt_epilogue *ep) {
+    int64_t mult = g->OC / g->C, planes = g->N * g->OC, OHW = g->OH * g->OW, KHW = g->KH * g->KW;
+    const float *bias = ep ? ep->bias : 0, *res = ep ? ep->residual : 0;
+    int act = ep ? ep->act : LT_ACT_NONE, res_after = ep ? ep->residual_after_act : 0;
+    float aa = ep ? ep->act_a : 0.0f, ab = ep ? ep->act_b : 0.0f;
+    int T = lt_nthreads();
+    if ((double)planes * (double)OHW * (double)KHW < 2.0e5) T = 1;
+    (void)T;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) num_threads(T) if (T > 1)
+#endif
+    for (int64_t pl = 0; pl < planes; pl++) {
+        int64_t n = pl / g->OC, oc = pl % g->OC, c = oc / mult;
+        const float *xc = x + (n * g->C + c) * g->H * g->W;
+        float *yp = y + pl * OHW;
+        const float *rp = res ? res + pl * OHW : 0;
+        float b = bias ? bias[oc] : 0.0f;
+        for (int64_t oh = 0; oh < g->OH; oh++)
+            lt_dw_row_(g, xc, w + oc * KHW, oh, yp + oh * g->OW, b, rp ? rp + oh * g->OW : 0, act, aa, ab,
+                       res_after);
+    }
+}
+
+/* ---- entry points ---- */
+LT_FN int64_t lt_conv2d_ws_floats(int64_t N, int64_t C, int64_t H, int64_t W, int64_t OC, int64_t KH, int64_t KW,
+                                  int64_t SH, int64_t SW, int64_t PH0, int64_t PW0, int64_t PH1, int64_t PW1,
+                                  int64_t DH, int64_t DW, int64_t G, int threads) {
+    lt_conv2d_geom g;
+    lt_conv2d_geom_init_(&g, N, C, H, W, OC, KH, KW, SH, SW, PH0, PW0, PH1, PW1, DH, DW, G);
+    if (lt_conv2d_is_depthwise_(&g)) return 0;
+    return lt_sgemm_ws_floats(OC / g.G, g.OH * g.OW, C / g.G * KH * KW, threads);
+}
+
+LT_FN void lt_conv2d(float *y, const float *x, const float *wp, int64_t N, int64_t C, int64_t H, int64_t W,
+                     int64_t OC, int64_t KH, int64_t KW, int64_t SH, int64_t SW, int64_t PH0, int64_t PW0,
+                     int64_t PH1, int64_t PW1, int64_t DH, int64_t DW, int64_t G, const lt_epilogue *ep,
+                     float *ws, int64_t ws_floats) {
+    lt_conv2d_geom g;
+    lt_conv2d_geom_init_(&g, N, C, H, W, OC, KH, KW, SH, SW, PH0, PW0, PH1, PW1, DH, DW, G);
+    if (g.N <= 0 || g.OC <= 0 || g.OH <= 0 || g.OW <= 0) return;
+    if (lt_conv2d_is_depthwise_(&g)) {
+        lt_conv2d_depthwise_(&g, x, wp, y, ep);
+        return;
+    }
+    int64_t ocg = OC / g.G, cg = C / g.G, kg = cg * KH * KW, OHW = g.OH * g.OW;
+    lt_gemm_prob P;
+    memset(&P, 0, sizeof P);
+    P.M = ocg, P.N = OHW, P.K = kg;
+    P.a.p = wp, P.a.mode = LT_GEMM_PACKED, P.a.R = ocg;
+    P.b.R = OHW;
+    if (KH == 1 && KW == 1 && g.SH == 1 && g.SW == 1 && PH0 == 0 && PW0 == 0 && g.OH == H && g.OW == W) {
+        P.b.p = x, P.b.ld = OHW, P.b.mode = LT_GEMM_N; /* x_g is the [C/G, H*W] matrix itself */
+    } else {
+        P.b.p = x, P.b.mode = LT_GEMM_N, P.b.pack = lt_conv2d_pack_b_, P.b.ctx = &g;
+    }
+    P.C = y, P.ldc = OHW, P.alpha = 1.0f, P.beta = 0.0f;
+    if (ep) {
+        P.ep = *ep, P.has_ep = 1;
+        P.ep.bias_per_row = 1;
+        P.ep.ldr = OHW;
+    }
+    P.b1 = g.N, P.b2 = g.G;
+    P.sa1 = 0, P.sa2 = lt_sgemm_packed_a_size(ocg, kg);
+    P.sb1 = C * H * W, P.sb2 = cg * H * W;
+    P.sc1 = OC * OHW, P.sc2 = ocg * OHW;
+    P.sr1 = P.sc1, P.sr2 = P.sc2;
+    P.sbias2 = ocg;
+    lt_gemm_run_(&P, ws, ws_floats, lt_nthreads());
+}
+
+LT_FN void lt_conv2d_f32(float *y, const float *x, const float *wp, const float *bias, const float *residual,
+                         float *ws, int64_t N, int64_t C, int64_t H, int64_t W, int64_t OC, int64_t KH, int64_t KW,
+                         int64_t SH, int64_t SW, int64_t PH0, int64_t PW0, int64_t PH1, int64_t PW1, int64_t DH,
+                         int64_t DW, int64_t G, int64_t bias_mode, int64_t res_mode, int64_t act, float act_a,
+                         float act_b, int64_t ws_floats) {
+    lt_epilogue ep;
+    memset(&ep, 0, sizeof ep);
+    ep.bias = bias_mode ? bias : 0;
+    ep.residual = res_mode ? residual : 0;
+    ep.residual_after_act = res_mode == 2;
+    ep.act = (int)act;
+    ep.act_a = act_a;
+    ep.act_b = act_b;
+    lt_conv2d(y, x, wp, N, C, H, W, OC, KH, KW, SH, SW, PH0, PW0, PH1, PW1, DH, DW, G, &ep, ws, ws_floats);
+}
+
+#endif

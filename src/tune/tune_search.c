@@ -1,0 +1,457 @@
+/* tune_search.c — beam search over schedules through a caller-given measure callback (tune.h).
+ *
+ * A state is a schedule (the base plus the actions chosen so far). To expand it, its steps are
+ * applied to the kernel and the resulting loop nest is inspected: every FOR with its kind, constant
+ * extent (or unknown), depth, whether it is innermost and whether a parallel loop encloses or sits
+ * inside it. Actions are derived from that (tune.h lists them); a compound action (split by a vector
+ * width + vectorize the inner loop) counts as one, so the search never has to keep a slower
+ * intermediate to reach a faster schedule. Each candidate is applied on the kernel, simplified,
+ * verified and costed, handed to measure, and the kernel is restored: body, flops/bytes and the
+ * variable and buffer counts (the tables only grow at their ends, so truncating them forgets the
+ * names a candidate created and the next candidate's "split i 16" makes "i.o" again).
+ * Candidates whose steps fail their preconditions (LT_ERR_INVALID from lt_sched_apply) are
+ * rejected quietly; any other failure stops the search. Schedules already tried are skipped (a set
+ * of their text). Order is deterministic: loops in pre-order, actions in the order listed, ties
+ * in time keep the earlier candidate.
+ */
+#include "tune.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#define MAX_LOOPS 256
+#define MAX_STEPS ((int)(sizeof(((lt_schedule *)0)->steps) / sizeof(((lt_schedule *)0)->steps[0])))
+
+static const int64_t default_split[] = {2, 4, 8, 16, 32, 64};
+static const int64_t default_vector[] = {4, 8, 16};
+static const int64_t default_unroll[] = {2, 4, 8};
+
+/* ---- kernel state: apply a schedule, restore ---- */
+
+typedef struct snapshot {
+    lt_lnode *body;
+    int n_vars, n_bufs;
+    double flops, bytes;
+} snapshot;
+
+static void snap(const lt_kernel *k, snapshot *s) { *s = (snapshot){k->body, k->n_vars, k->n_bufs, k->flops, k->bytes}; }
+
+static void restore(lt_kernel *k, const snapshot *s) {
+    k->body = s->body;
+    k->n_vars = s->n_vars;
+    k->n_bufs = s->n_bufs;
+    k->flops = s->flops;
+    k->bytes = s->bytes;
+}
+
+/* Apply s on top of the snapshot's body. *ok = false when a step's precondition fails. */
+static lt_status apply(lt_ctx *ctx, lt_kernel *k, const snapshot *base, const lt_schedule *s, bool *ok) {
+    restore(k, base);
+    *ok = false;
+    lt_ctx tmp = {0};
+    lt_status st = lt_sched_apply_all(&tmp, k, s);
+    if (st == LT_ERR_INVALID) return LT_OK;
+    if (st != LT_OK) return lt_error(ctx, st, "tuning %s: %s", k->name, tmp.msg);
+    lt_lnode *b = lt_lsimplify(k, k->body);
+    if (!b) return lt_error(ctx, LT_ERR_NOMEM, "tuning %s: out of memory", k->name);
+    k->body = b;
+    if (lt_kernel_verify(&tmp, k) != LT_OK) {
+        lt_strbuf t = {0};
+        lt_tune_schedule_format(s, &t);
+        lt_status e = lt_error(ctx, LT_ERR_INTERNAL, "tuning %s: schedule '%s' gave an invalid kernel: %s", k->name,
+                               t.s ? t.s : "?", tmp.msg);
+        lt_sb_free(&t);
+        return e;
+    }
+    lt_kernel_cost(k);
+    *ok = true;
+    return LT_OK;
+}
+
+/* ---- the loops of a scheduled kernel ---- */
+
+typedef struct loop_info {
+    const char *name;
+    lt_loop_kind kind;
+    int64_t extent; /* -1: not a constant */
+    int depth;
+    bool innermost, in_par, has_par;
+} loop_info;
+
+typedef struct loops {
+    int n;
+    loop_info l[MAX_LOOPS];
+} loops;
+
+/* Walk statements; *has_for / *has_par: the subtree holds a FOR / a parallel FOR. */
+static void walk(const lt_lnode *n, int depth, bool in_par, loops *L, bool *has_for, bool *has_par) {
+    if (!n) return;
+    if (n->kind == LT_L_FOR) {
+        int me = L->n < MAX_LOOPS ? L->n++ : -1;
+        bool par = n->op == LT_LOOP_PARALLEL, f = false, p = false;
+        if (me >= 0) {
+            int64_t e;
+            L->l[me] = (loop_info){n->var->name, (lt_loop_kind)n->op, lt_lis_int(n->kids[1], &e) ? e : -1, depth,
+                                   false, in_par, false};
+        }
+        walk(n->kids[2], depth + 1, in_par || par, L, &f, &p);
+        if (me >= 0) L->l[me].innermost = !f, L->l[me].has_par = p;
+        *has_for = true;
+        *has_par = *has_par || p || par;
+        return;
+    }
+    if (!lt_lnode_info_get(n->kind)->is_stmt) return;
+    for (int i = 0; i < n->n; i++)
+        if (n->kids[i] && lt_lnode_info_get(n->kids[i]->kind)->is_stmt) walk(n->kids[i], depth, in_par, L, has_for, has_par);
+}
+
+/* ---- actions ---- */
+
+typedef struct action {
+    int n;
+    lt_sstep st[2];
+} action;
+
+typedef struct actions {
+    int n, cap;
+    action *a;
+} actions;
+
+static bool push_action(actions *A, const action *x) {
+    if (A->n == A->cap) {
+        int cap = A->cap ? A->cap * 2 : 64;
+        action *na = lt_mem_realloc(A->a, (size_t)cap * sizeof *na);
+        if (!na) return false;
+        A->a = na;
+        A->cap = cap;
+    }
+    A->a[A->n++] = *x;
+    return true;
+}
+
+static lt_sstep mkstep(lt_sstep_kind kind, const char *loop, int64_t f) {
+    lt_sstep s;
+    memset(&s, 0, sizeof s);
+    s.kind = kind;
+    size_t n = strlen(loop);
+    if (n >= sizeof s.loop) n = sizeof s.loop - 1; /* callers pass names < 64 characters */
+    memcpy(s.loop, loop, n);
+    s.factor = f;
+    return s;
+}
+
+typedef struct space {
+    const int64_t *split, *vec, *unroll;
+    int n_split, n_vec, n_unroll;
+    bool parallel;
+    int par_depth;
+} space;
+
+static void list(const int64_t *given, int n_given, const int64_t *def, int n_def, const int64_t **out, int *n) {
+    if (n_given < 0) *out = NULL, *n = 0;
+    else if (!given) *out = def, *n = n_def;
+    else *out = given, *n = n_given;
+}
+
+static space make_space(const lt_tune_space *s) {
+    space sp;
+    list(s->split_factors, s->n_split, default_split, 6, &sp.split, &sp.n_split);
+    list(s->vector_widths, s->n_vector, default_vector, 3, &sp.vec, &sp.n_vec);
+    list(s->unroll_factors, s->n_unroll, default_unroll, 3, &sp.unroll, &sp.n_unroll);
+    sp.parallel = !s->no_parallel;
+    sp.par_depth = s->parallel_max_depth > 0 ? s->parallel_max_depth : 2;
+    return sp;
+}
+
+/* Names of the loops a split of `name` creates, if they are free in k (else the step would rename). */
+static bool split_names_free(const lt_kernel *k, const char *name, char *inner, size_t n) {
+    char outer[80];
+    if (strlen(name) + 3 > 63) return false; /* "name.o" must fit a step's 64-byte loop field */
+    snprintf(outer, sizeof outer, "%s.o", name);
+    snprintf(inner, n, "%s.i", name);
+    return !lt_kernel_find_var(k, outer) && !lt_kernel_find_var(k, inner) && !lt_kernel_find_buf(k, outer) &&
+           !lt_kernel_find_buf(k, inner);
+}
+
+static bool enumerate(const lt_kernel *k, const space *sp, actions *A) {
+    loops L;
+    L.n = 0;
+    bool f = false, p = false;
+    walk(k->body, 0, false, &L, &f, &p);
+    for (int i = 0; i < L.n; i++) {
+        const loop_info *l = &L.l[i];
+        if (l->kind != LT_LOOP_SERIAL || strlen(l->name) >= 64) continue;
+        action a;
+        char inner[80];
+        bool names_free = split_names_free(k, l->name, inner, sizeof inner);
+        if (sp->parallel && !l->in_par && !l->has_par && l->depth < sp->par_depth) {
+            a = (action){1, {mkstep(LT_S_PARALLEL, l->name, 0)}};
+            if (!push_action(A, &a)) return false;
+        }
+        for (int j = 0; j < sp->n_vec && l->innermost; j++) {
+            int64_t w = sp->vec[j];
+            if (w < 1 || w > 64) continue;
+            if (l->extent == w) {
+                a = (action){1, {mkstep(LT_S_VECTORIZE, l->name, 0)}};
+                if (!push_action(A, &a)) return false;
+            } else if (l->extent > w && l->extent % w == 0 && names_free) {
+                a = (action){2, {mkstep(LT_S_SPLIT, l->name, w), mkstep(LT_S_VECTORIZE, inner, 0)}};
+                if (!push_action(A, &a)) return false;
+            }
+        }
+        for (int j = 0; j < sp->n_split && names_free; j++) {
+            int64_t s = sp->split[j];
+            if (s < 2 || (l->extent >= 0 && s >= l->extent)) continue;
+            a = (action){1, {mkstep(LT_S_SPLIT, l->name, s)}};
+            if (!push_action(A, &a)) return false;
+        }
+        for (int j = 0; j < sp->n_unroll && l->innermost && l->extent > 0; j++) {
+            int64_t u = sp->unroll[j];
+            if (u < 2 || u > l->extent || l->extent % u) continue;
+            a = (action){1, {mkstep(LT_S_UNROLL, l->name, u == l->extent ? 0 : u)}};
+            if (!push_action(A, &a)) return false;
+        }
+    }
+    return true;
+}
+
+/* ---- the set of schedules tried (their text) ---- */
+
+typedef struct seen_set {
+    lt_arena arena;
+    const char **slot;
+    int cap, n;
+} seen_set;
+
+static uint64_t fnv(const char *s) {
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+/* Insert text; *fresh = it was not there. false on out-of-memory. */
+static bool seen_add(seen_set *S, const char *text, bool *fresh) {
+    if ((S->n + 1) * 2 > S->cap) {
+        int cap = S->cap ? S->cap * 2 : 256;
+        const char **ns = lt_mem_calloc((size_t)cap, sizeof *ns);
+        if (!ns) return false;
+        for (int i = 0; i < S->cap; i++) {
+            if (!S->slot[i]) continue;
+            int j = (int)(fnv(S->slot[i]) & (uint64_t)(cap - 1));
+            while (ns[j]) j = (j + 1) & (cap - 1);
+            ns[j] = S->slot[i];
+        }
+        lt_mem_free(S->slot);
+        S->slot = ns;
+        S->cap = cap;
+    }
+    int j = (int)(fnv(text) & (uint64_t)(S->cap - 1));
+    for (; S->slot[j]; j = (j + 1) & (S->cap - 1))
+        if (!strcmp(S->slot[j], text)) {
+            *fresh = false;
+            return true;
+        }
+    const char *c = lt_arena_strdup(&S->arena, text);
+    if (!c) return false;
+    S->slot[j] = c;
+    S->n++;
+    *fresh = true;
+    return true;
+}
+
+/* ---- the search ---- */
+
+typedef struct cand {
+    int parent; /* beam index */
+    action act;
+    double t;
+} cand;
+
+typedef struct search {
+    lt_ctx *ctx;
+    lt_kernel *k;
+    snapshot root;
+    lt_tune_measure_fn measure;
+    void *user;
+    int max_trials;
+    lt_tune_result *res;
+    seen_set seen;
+    lt_strbuf text;
+} search;
+
+static const char *sched_text(search *S, const lt_schedule *s) {
+    S->text.len = 0;
+    if (S->text.s) S->text.s[0] = 0;
+    lt_tune_schedule_format(s, &S->text);
+    return S->text.failed ? NULL : S->text.s;
+}
+
+/* Apply + measure one schedule. *t = INFINITY when rejected (steps do not apply, or measure said so). */
+static lt_status try_schedule(search *S, const lt_schedule *s, double *t) {
+    bool ok;
+    *t = INFINITY;
+    lt_status st = apply(S->ctx, S->k, &S->root, s, &ok);
+    if (st == LT_OK && ok) {
+        double sec = INFINITY;
+        st = S->measure(S->user, S->ctx, S->k, s, &sec);
+        S->res->trials++;
+        if (st == LT_OK && isfinite(sec) && sec > 0) *t = sec;
+    }
+    restore(S->k, &S->root);
+    if (st == LT_OK && !isfinite(*t)) S->res->rejected++;
+    return st;
+}
+
+static bool extend(const lt_schedule *base, const action *a, lt_schedule *out) {
+    if (base->n + a->n > MAX_STEPS) return false;
+    out->n = base->n;
+    memcpy(out->steps, base->steps, (size_t)base->n * sizeof base->steps[0]);
+    for (int i = 0; i < a->n; i++) out->steps[out->n++] = a->st[i];
+    return true;
+}
+
+typedef struct beam_entry {
+    lt_schedule s;
+    double t;
+} beam_entry;
+
+lt_status lt_tune_search(lt_ctx *ctx, lt_kernel *k, const lt_tune_options *opt, lt_tune_measure_fn measure,
+                         void *user, lt_tune_result *out) {
+    lt_tune_options o = opt ? *opt : (lt_tune_options){0};
+    if (!k || !k->body) return lt_error(ctx, LT_ERR_USAGE, "tuning: no kernel body to schedule");
+    if (!measure) return lt_error(ctx, LT_ERR_USAGE, "tuning %s: no measure callback", k->name);
+    if (o.beam < 0 || o.depth < 0 || o.max_trials < 0)
+        return lt_error(ctx, LT_ERR_USAGE, "tuning %s: negative beam %d, depth %d or max_trials %d", k->name, o.beam,
+                        o.depth, o.max_trials);
+    int B = o.beam ? o.beam : 4, depth = o.depth ? o.depth : 4;
+    space sp = make_space(&o.space);
+
+    /* heap state: the result and the beams are large (a schedule is ~14 KB) */
+    lt_tune_result *res = lt_calloc(ctx, 1, sizeof *res, "tuning result");
+    beam_entry *beam = lt_calloc(ctx, (size_t)B, sizeof *beam, "tuning beam");
+    beam_entry *next = lt_calloc(ctx, (size_t)B, sizeof *next, "tuning beam");
+    lt_schedule *tmp = lt_calloc(ctx, 1, sizeof *tmp, "tuning schedule");
+    if (!res || !beam || !next || !tmp) {
+        lt_mem_free(res), lt_mem_free(beam), lt_mem_free(next), lt_mem_free(tmp);
+        return LT_ERR_NOMEM;
+    }
+    search S;
+    memset(&S, 0, sizeof S);
+    S.ctx = ctx, S.k = k, S.measure = measure, S.user = user, S.res = res;
+    S.max_trials = o.max_trials ? o.max_trials : 256;
+    snap(k, &S.root);
+    lt_arena_init(&S.seen.arena);
+    actions A = {0};
+    cand *cands = NULL;
+    int n_cands = 0, cap_cands = 0;
+    lt_status st = LT_OK;
+    int nb = 1;
+
+    /* the base */
+    if (o.base) beam[0].s = *o.base;
+    bool fresh;
+    const char *txt = sched_text(&S, &beam[0].s);
+    if (!txt || !seen_add(&S.seen, txt, &fresh)) st = lt_error(ctx, LT_ERR_NOMEM, "tuning %s: out of memory", k->name);
+    if (st == LT_OK) st = try_schedule(&S, &beam[0].s, &beam[0].t);
+    if (st == LT_OK && !isfinite(beam[0].t))
+        st = lt_error(ctx, LT_ERR_INVALID, "tuning %s: the base schedule '%s' does not apply or was rejected by measure",
+                      k->name, txt ? txt : "?");
+    res->base_s = beam[0].t;
+
+    for (int round = 0; st == LT_OK && round < depth && res->trials < S.max_trials; round++) {
+        res->rounds++;
+        n_cands = 0;
+        /* expand every beam entry */
+        for (int b = 0; b < nb && st == LT_OK; b++) {
+            bool ok;
+            A.n = 0;
+            st = apply(ctx, k, &S.root, &beam[b].s, &ok);
+            if (st == LT_OK && ok && !enumerate(k, &sp, &A)) st = lt_error(ctx, LT_ERR_NOMEM, "tuning %s: out of memory", k->name);
+            restore(k, &S.root);
+            for (int a = 0; st == LT_OK && a < A.n; a++) {
+                if (!extend(&beam[b].s, &A.a[a], tmp)) continue;
+                const char *t = sched_text(&S, tmp);
+                if (!t || !seen_add(&S.seen, t, &fresh)) {
+                    st = lt_error(ctx, LT_ERR_NOMEM, "tuning %s: out of memory", k->name);
+                    break;
+                }
+                if (!fresh) continue;
+                if (n_cands == cap_cands) {
+                    int cap = cap_cands ? cap_cands * 2 : 64;
+                    cand *nc = lt_mem_realloc(cands, (size_t)cap * sizeof *nc);
+                    if (!nc) {
+                        st = lt_error(ctx, LT_ERR_NOMEM, "tuning %s: out of memory", k->name);
+                        break;
+                    }
+                    cands = nc, cap_cands = cap;
+                }
+                cands[n_cands++] = (cand){b, A.a[a], INFINITY};
+            }
+        }
+        /* measure them (within the trial budget) */
+        for (int c = 0; st == LT_OK && c < n_cands && res->trials < S.max_trials; c++) {
+            extend(&beam[cands[c].parent].s, &cands[c].act, tmp);
+            st = try_schedule(&S, tmp, &cands[c].t);
+        }
+        if (st != LT_OK) break;
+        /* next beam: the B fastest of the old beam and the measured candidates (old first on ties) */
+        int nn = 0;
+        bool changed = false;
+        for (int pick = 0; pick < B; pick++) {
+            double bt = INFINITY;
+            int bi = -1; /* >= 0: beam index; <= -2: candidate -(bi+2) */
+            for (int b = 0; b < nb; b++)
+                if (beam[b].t < bt && !isinf(beam[b].t)) bt = beam[b].t, bi = b;
+            for (int c = 0; c < n_cands; c++)
+                if (cands[c].t < bt) bt = cands[c].t, bi = -2 - c;
+            if (bi == -1) break;
+            if (bi >= 0) {
+                next[nn++] = beam[bi];
+                beam[bi].t = INFINITY; /* taken */
+            } else {
+                cand *c = &cands[-2 - bi];
+                extend(&beam[c->parent].s, &c->act, &next[nn].s);
+                next[nn++].t = c->t;
+                c->t = INFINITY;
+                changed = true;
+            }
+        }
+        memcpy(beam, next, (size_t)nn * sizeof *beam);
+        nb = nn;
+        if (!changed) break;
+    }
+    restore(k, &S.root);
+    if (st == LT_OK) {
+        res->best = beam[0].s; /* the beam is sorted: entry 0 is the fastest */
+        res->best_s = beam[0].t;
+        *out = *res;
+    }
+    lt_mem_free(A.a);
+    lt_mem_free(cands);
+    lt_mem_free(S.seen.slot);
+    lt_arena_free(&S.seen.arena);
+    lt_sb_free(&S.text);
+    lt_mem_free(res), lt_mem_free(beam), lt_mem_free(next), lt_mem_free(tmp);
+    return st;
+}
+
+lt_status lt_tune_kernel(lt_ctx *ctx, lt_tune_db *db, const lt_tune_key *key, lt_kernel *k,
+                         const lt_tune_options *opt, lt_tune_measure_fn measure, void *user,
+                         lt_tune_result *out, bool *hit) {
+    if (hit) *hit = false;
+    const lt_tune_entry *e = db ? lt_tune_db_lookup(db, key) : NULL;
+    if (e) {
+        lt_tune_result *r = lt_calloc(ctx, 1, sizeof *r, "tuning result");
+        if (!r) return LT_ERR_NOMEM;
+        lt_tune_entry_schedule(e, &r->best);
+        r->best_s = r->base_s = e->time_s;
+        *out = *r;
+        lt_mem_free(r);
+        if (hit) *hit = true;
+        return LT_OK;
+    }
+    LT_TRY(lt_tune_search(ctx, k, opt, measure, user, out));
+    if (db) LT_TRY(lt_tune_db_insert(ctx, db, key, &out->best, out->best_s, NULL));
+    return LT_OK;
+}

@@ -1,0 +1,245 @@
+"""test_python.py — the Python package (python/lathe) as a user meets it: lathe.compile on both backends,
+calling a model with keywords / a dict / positional arrays, input and output metadata (symbolic dims by
+name), dtypes (float, int64, bool, strings), the errors a caller can make (wrong dtype, wrong shape,
+missing or unknown input, a missing file, unbound dims), threads, closing, use from several threads,
+the answers against numpy and onnxruntime, and `pip install ./python` producing a package that finds
+its own liblathe.so.
+
+The library under test is $LATHE_LIBRARY, default the liblathe.so next to $LATHE_BIN (build/lathe), and
+the package is imported from python/ of this checkout. Models are written into tmp_path with
+onnx.helper; compiled code goes to a per-module cache folder (no writes to ~/.cache).
+"""
+import os
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+LATHE_BIN = os.environ.get("LATHE_BIN", os.path.join(ROOT, "build", "lathe"))
+if not os.path.isabs(LATHE_BIN):
+    LATHE_BIN = os.path.join(ROOT, LATHE_BIN)
+LIB = os.environ.get("LATHE_LIBRARY") or os.path.join(os.path.dirname(LATHE_BIN), "liblathe.so")
+os.environ["LATHE_LIBRARY"] = LIB
+sys.path.insert(0, os.path.join(ROOT, "python"))
+import lathe  # noqa: E402
+
+LIGHT = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "light")
+
+
+def save_model(path, nodes, inputs, outputs, inits=()):
+    g = helper.make_graph(nodes, "g", inputs, outputs, initializer=list(inits))
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], producer_name="test_python")
+    m.ir_version = 8
+    onnx.checker.check_model(m)
+    onnx.save(m, str(path))
+    return str(path)
+
+
+def vi(name, dt, shape):
+    return helper.make_tensor_value_info(name, dt, shape)
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory):
+    return str(tmp_path_factory.mktemp("lathe-cache"))
+
+
+@pytest.fixture
+def mlp(tmp_path):
+    """y = relu(x @ W + b) * 2, z = argmax(y, axis=1) (int64), x: float[N, 8] with N symbolic."""
+    rng = np.random.default_rng(3)
+    w = rng.standard_normal((8, 16)).astype(np.float32)
+    b = rng.standard_normal(16).astype(np.float32)
+    nodes = [helper.make_node("MatMul", ["x", "W"], ["m"]), helper.make_node("Add", ["m", "b"], ["a"]),
+             helper.make_node("Relu", ["a"], ["r"]), helper.make_node("Mul", ["r", "two"], ["y"]),
+             helper.make_node("ArgMax", ["y"], ["z"], axis=1, keepdims=0)]
+    inits = [onnx.numpy_helper.from_array(w, "W"), onnx.numpy_helper.from_array(b, "b"),
+             onnx.numpy_helper.from_array(np.array(2.0, np.float32), "two")]
+    path = save_model(tmp_path / "mlp.onnx", nodes, [vi("x", TensorProto.FLOAT, ["N", 8])],
+                      [vi("y", TensorProto.FLOAT, ["N", 16]), vi("z", TensorProto.INT64, ["N"])], inits)
+
+    def ref(x):
+        y = np.maximum(x @ w + b, 0) * 2
+        return y, y.argmax(axis=1)
+    return path, ref
+
+
+def test_library_and_version():
+    assert lathe.library_path() == os.path.realpath(LIB) or lathe.library_path() == LIB
+    with open(os.path.join(ROOT, "CMakeLists.txt")) as f:
+        assert f"VERSION {lathe.version()}" in f.read()
+    assert lathe.__version__ == lathe.version()
+    assert lathe.backends() == ["cpu", "interp"]
+
+
+@pytest.mark.parametrize("backend", ["interp", "cpu"])
+def test_mlp_call_forms_and_metadata(mlp, cache, backend):
+    path, ref = mlp
+    kw = {"cache_dir": cache} if backend == "cpu" else {}
+    m = lathe.compile(path, shapes={"x": (4, 8)} if backend == "cpu" else None, backend=backend, **kw)
+    assert [t.name for t in m.inputs] == ["x"] and m.inputs[0].dtype == np.float32
+    assert [(t.name, t.dtype) for t in m.outputs] == [("y", np.float32), ("z", np.int64)]
+    if backend == "cpu":
+        assert m.inputs[0].shape == (4, 8) and m.outputs[0].shape == (4, 16) and m.outputs[1].shape == (4,)
+        assert "compile" in m.report
+    else:
+        assert m.inputs[0].shape == ("N", 8) and m.outputs[0].shape == ("N", 16)
+        assert m.report == ""
+    x = np.random.default_rng(0).standard_normal((4, 8)).astype(np.float32)
+    want_y, want_z = ref(x)
+    for out in (m(x=x), m({"x": x}), m(x), m.run({"x": x}), m.run(x=x)):
+        assert list(out) == ["y", "z"]
+        np.testing.assert_allclose(out["y"], want_y, rtol=1e-5, atol=1e-5)
+        assert out["z"].dtype == np.int64 and np.array_equal(out["z"], want_z)
+    # outputs are fresh arrays the caller owns
+    a, b = m(x=x), m(x=x)
+    a["y"][:] = 0
+    assert np.abs(b["y"]).sum() > 0
+    # non-contiguous input is accepted (copied)
+    xt = np.asfortranarray(x)
+    np.testing.assert_allclose(m(x=xt)["y"], want_y, rtol=1e-5, atol=1e-5)
+    if backend == "interp":  # symbolic N binds to the data
+        x7 = np.ones((7, 8), np.float32)
+        assert m(x=x7)["y"].shape == (7, 16)
+    m.close()
+    with pytest.raises(lathe.LatheError, match="closed"):
+        m(x=x)
+    m.close()  # twice is fine
+
+
+@pytest.mark.parametrize("backend", ["interp", "cpu"])
+def test_caller_errors(mlp, cache, backend):
+    path, _ = mlp
+    kw = {"cache_dir": cache} if backend == "cpu" else {}
+    m = lathe.compile(path, shapes="x:4x8", backend=backend, **kw)
+    x = np.zeros((4, 8), np.float32)
+    with pytest.raises(TypeError, match="expected dtype float32, got float64"):
+        m(x=x.astype(np.float64))
+    with pytest.raises(TypeError, match="missing input"):
+        m()
+    with pytest.raises(TypeError, match="unknown input.*'q'"):
+        m(x=x, q=x)
+    with pytest.raises(TypeError, match="given twice"):
+        m(x, x=x)
+    with pytest.raises(lathe.LatheError, match="'x'") as e:
+        m(x=np.zeros((4, 9), np.float32))
+    assert e.value.status == "invalid"
+    # a list is converted to the declared dtype
+    assert m(x=[[0.0] * 8] * 4)["y"].shape == (4, 16)
+
+
+def test_compile_errors(tmp_path, mlp, cache):
+    with pytest.raises(lathe.LatheError, match="nope.onnx") as e:
+        lathe.compile(str(tmp_path / "nope.onnx"), backend="interp")
+    assert e.value.status in ("io", "invalid")
+    bad = tmp_path / "bad.onnx"
+    bad.write_bytes(b"\x0a\xff\xff\xff\xff\x0f garbage")
+    with pytest.raises(lathe.LatheError, match="bad.onnx"):
+        lathe.compile(str(bad), backend="cpu", cache_dir=cache)
+    path, _ = mlp
+    with pytest.raises(lathe.LatheError, match="N"):  # the symbolic dim must be bound to compile
+        lathe.compile(path, backend="cpu", cache_dir=cache)
+    with pytest.raises(lathe.LatheError, match="backend 'gpu'"):
+        lathe.compile(path, backend="gpu")
+    with pytest.raises(ValueError, match="non-negative"):
+        lathe.compile(path, shapes={"x": (4, -1)})
+    with pytest.raises(ValueError, match="opt_level"):
+        lathe.compile(path, shapes={"x": (4, 8)}, opt_level=7)
+    with pytest.raises(lathe.LatheError, match="one thread"):
+        lathe.compile(path, backend="interp", threads=4)
+
+
+def test_dims_opt_levels_threads(mlp, cache):
+    path, ref = mlp
+    x = np.random.default_rng(1).standard_normal((3, 8)).astype(np.float32)
+    want, _ = ref(x)
+    for level in (0, 1, 2, 3):
+        m = lathe.compile(path, dims={"N": 3}, opt_level=level, threads=1, cache_dir=cache)
+        assert m.inputs[0].shape == (3, 8) and m.threads == 1
+        np.testing.assert_allclose(m(x=x)["y"], want, rtol=1e-5, atol=1e-5)
+        m.threads = 2
+        assert m.threads == 2
+        np.testing.assert_allclose(m(x=x)["y"], want, rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError):
+        m.threads = -1
+
+
+def test_strings_and_bools_on_interp(tmp_path):
+    path = save_model(tmp_path / "s.onnx",
+                      [helper.make_node("Identity", ["s"], ["s_out"]), helper.make_node("Not", ["b"], ["nb"])],
+                      [vi("s", TensorProto.STRING, [3]), vi("b", TensorProto.BOOL, [2, 2])],
+                      [vi("s_out", TensorProto.STRING, [3]), vi("nb", TensorProto.BOOL, [2, 2])])
+    m = lathe.compile(path, backend="interp")
+    assert m.inputs[0].dtype == np.object_ and m.inputs[1].dtype == np.bool_
+    out = m(s=np.array(["a", "héllo", ""]), b=np.array([[True, False], [False, True]]))
+    assert list(out["s_out"]) == ["a", "héllo", ""]
+    assert out["nb"].dtype == np.bool_ and out["nb"].tolist() == [[False, True], [True, False]]
+
+
+def test_threads_share_a_model(mlp, cache):
+    path, ref = mlp
+    m = lathe.compile(path, shapes={"x": (4, 8)}, cache_dir=cache)
+    rng = np.random.default_rng(9)
+    xs = [rng.standard_normal((4, 8)).astype(np.float32) for _ in range(8)]
+    errors = []
+
+    def work(x):
+        for _ in range(20):
+            if not np.allclose(m(x=x)["y"], ref(x)[0], rtol=1e-5, atol=1e-5):
+                errors.append("mismatch")
+    ts = [threading.Thread(target=work, args=(x,)) for x in xs]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert not errors
+
+
+def test_light_model_matches_onnxruntime(cache):
+    ort = pytest.importorskip("onnxruntime")
+    path = os.path.join(LIGHT, "light_squeezenet.onnx")
+    x = np.random.default_rng(5).standard_normal((1, 3, 224, 224)).astype(np.float32)
+    sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    want = sess.run(None, {"data_0": x})[0]
+    m = lathe.compile(path, threads=2, cache_dir=cache)
+    got = m(data_0=x)["softmaxout_1"]
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-7)
+
+
+def _run_py(code, env):
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600,
+                          cwd="/")
+
+
+def test_pip_install_ships_the_library(tmp_path):
+    """`pip install ./python` (offline, with the library already built) gives a package that loads the
+    liblathe.so inside it, with no LATHE_LIBRARY and no source tree on the path."""
+    target = tmp_path / "site"
+    env = dict(os.environ, LATHE_LIBRARY=LIB)
+    r = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--target",
+                        str(target), os.path.join(ROOT, "python")], capture_output=True, text=True, env=env,
+                       timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    shipped = target / "lathe" / "liblathe.so"
+    assert shipped.is_file() and shipped.stat().st_size == os.path.getsize(LIB)
+    env = {k: v for k, v in os.environ.items() if k not in ("LATHE_LIBRARY", "PYTHONPATH")}
+    env["PYTHONPATH"] = str(target)
+    model = save_model(tmp_path / "add.onnx", [helper.make_node("Add", ["a", "b"], ["c"])],
+                       [vi("a", TensorProto.FLOAT, [2]), vi("b", TensorProto.FLOAT, [2])],
+                       [vi("c", TensorProto.FLOAT, [2])])
+    r = _run_py("import lathe, numpy as np\n"
+                "print(lathe.library_path())\n"
+                f"m = lathe.compile({model!r}, backend='interp')\n"
+                "print(m(a=np.array([1, 2], np.float32), b=np.array([3, 4], np.float32))['c'].tolist())\n", env)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.split("\n")
+    assert lines[0] == str(shipped) and lines[1] == "[4.0, 6.0]"
+    # an explicit LATHE_LIBRARY that does not exist is an error, not a silent fallback
+    env["LATHE_LIBRARY"] = str(tmp_path / "missing.so")
+    r = _run_py("import lathe\nlathe.version()\n", env)
+    assert r.returncode != 0 and "missing.so: no such file" in r.stderr

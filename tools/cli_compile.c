@@ -1,0 +1,180 @@
+/* cli_compile.c — the compile options the compiled-path commands share (run, compile, profile,
+ * conformance): -O0..-O3, --backend, pass manager flags, dumps, threads, cache, compiler; their
+ * defaults from the environment (the CLI is the only part of lathe that reads it: CC for the
+ * compiler, LATHE_CACHE_DIR / XDG_CACHE_HOME / HOME for the cache directory), and one call that
+ * compiles a model and prints what the flags asked for (pass dumps and timings on stderr).
+ */
+#include "cli_compile.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void cli_compile_init(cli_compile_args *ca, const char *default_backend) {
+    memset(ca, 0, sizeof *ca);
+    lt_compile_options_init(&ca->o);
+    ca->backend = default_backend;
+    const char *cc = getenv("CC");
+    if (cc && *cc) ca->o.cc = cc;
+    const char *dir = getenv("LATHE_CACHE_DIR");
+    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    if (dir && *dir) cli_fmt(ca->cache_dir, sizeof ca->cache_dir, "%s", dir);
+    else if (xdg && *xdg) cli_fmt(ca->cache_dir, sizeof ca->cache_dir, "%s/lathe", xdg);
+    else if (home && *home) cli_fmt(ca->cache_dir, sizeof ca->cache_dir, "%s/.cache/lathe", home);
+    ca->o.cache_dir = ca->cache_dir[0] ? ca->cache_dir : NULL;
+}
+
+static int disable_add(cli_compile_args *ca, const char *cmd, const char *name) {
+    size_t len = strlen(ca->disable);
+    if (len + strlen(name) + 2 >= sizeof ca->disable) return cli_usage(cmd, "too many --disable-pass names");
+    cli_fmt(ca->disable + len, sizeof ca->disable - len, "%s%s", len ? "," : "", name);
+    ca->o.disable = ca->disable;
+    return 0;
+}
+
+int cli_compile_opt(const char *cmd, int argc, char **argv, int *i, cli_compile_args *ca) {
+    const char *a = argv[*i], *v = NULL;
+    int r;
+    if (a[0] == '-' && a[1] == 'O' && a[2] >= '0' && a[2] <= '3' && !a[3]) {
+        ca->o.opt_level = a[2] - '0';
+        (*i)++;
+        return 1;
+    }
+    if (a[0] == '-' && a[1] == 'O') return cli_usage(cmd, "unknown optimization level '%s' (use -O0 to -O3)", a), -1;
+    static const struct { const char *name; size_t off; } flags[] = {
+        {"--verify-each", offsetof(lt_compile_options, verify_each)},
+        {"--time-passes", offsetof(lt_compile_options, time_passes)},
+        {"--no-fusion", offsetof(lt_compile_options, no_fusion)},
+        {"--no-epilogues", offsetof(lt_compile_options, no_epilogues)},
+        {"--no-microkernels", offsetof(lt_compile_options, no_microkernels)},
+        {"--no-inplace", offsetof(lt_compile_options, no_inplace)},
+        {"--all-host", offsetof(lt_compile_options, all_host)},
+        {"--strict", offsetof(lt_compile_options, strict)},
+    };
+    for (size_t k = 0; k < sizeof flags / sizeof *flags; k++)
+        if (strcmp(a, flags[k].name) == 0) {
+            *(bool *)((char *)&ca->o + flags[k].off) = true;
+            (*i)++;
+            return 1;
+        }
+    if (strcmp(a, "--no-cache") == 0) {
+        ca->o.cache_dir = NULL;
+        ca->no_cache = true;
+        (*i)++;
+        return 1;
+    }
+    if ((r = cli_opt_value(cmd, argc, argv, i, "--backend", &v))) {
+        if (r < 0) return -1;
+        ca->backend = v;
+        ca->backend_given = true;
+        return 1;
+    }
+    if ((r = cli_opt_value(cmd, argc, argv, i, "--dump-after", &v))) {
+        if (r < 0) return -1;
+        ca->o.dump_after = v;
+        return 1;
+    }
+    if ((r = cli_opt_value(cmd, argc, argv, i, "--disable-pass", &v))) {
+        if (r < 0) return -1;
+        return disable_add(ca, cmd, v) ? -1 : 1;
+    }
+    if ((r = cli_opt_value(cmd, argc, argv, i, "--stop-after", &v))) {
+        int64_t n;
+        if (r < 0) return -1;
+        if (!cli_parse_i64(v, &n) || n < 1 || n > 1000000)
+            return cli_usage(cmd, "--stop-after needs a positive number of passes, got '%s'", v), -1;
+        ca->o.stop_after = (int)n;
+        return 1;
+    }
+    if ((r = cli_opt_value(cmd, argc, argv, i, "--dump-code", &v))) {
+        if (r < 0) return -1;
+        ca->o.dump_code_dir = v;
+        return 1;
+    }
+    if ((r = cli_opt_value(cmd, argc, argv, i, "--dump-graph", &v))) {
+        if (r < 0) return -1;
+        ca->o.dump_graph = v;
+        return 1;
+    }
+    if ((r = cli_opt_value(cmd, argc, argv, i, "--threads", &v))) {
+        int64_t n;
+        if (r < 0) return -1;
+        if (!cli_parse_i64(v, &n) || n > 4096) return cli_usage(cmd, "--threads needs a count (0 = all), got '%s'", v), -1;
+        ca->o.threads = (int)n;
+        return 1;
+    }
+    if ((r = cli_opt_value(cmd, argc, argv, i, "--cache-dir", &v))) {
+        if (r < 0) return -1;
+        cli_fmt(ca->cache_dir, sizeof ca->cache_dir, "%s", v);
+        ca->o.cache_dir = ca->cache_dir;
+        ca->no_cache = false;
+        return 1;
+    }
+    if ((r = cli_opt_value(cmd, argc, argv, i, "--cc", &v))) {
+        if (r < 0) return -1;
+        ca->o.cc = v;
+        return 1;
+    }
+    return 0;
+}
+
+int cli_compile_check_backend(const cli_compile_args *ca, bool allow_interp) {
+    if (allow_interp && strcmp(ca->backend, "interp") == 0) return 0;
+    if (lt_backend_find(ca->backend)) return 0;
+    char names[256] = "";
+    size_t off = 0;
+    for (const char *const *n = lt_backend_names(); n && *n && off < sizeof names; n++)
+        off += (size_t)snprintf(names + off, sizeof names - off, "%s%s", off ? ", " : "", *n);
+    if (allow_interp && off < sizeof names) snprintf(names + off, sizeof names - off, "%sinterp", off ? ", " : "");
+    cli_error("backend '%s' is not available (backends: %s)", ca->backend, names);
+    return CLI_EXIT_UNSUPPORTED;
+}
+
+static void dump_cb(void *user, const char *pass, int round, const char *ir) {
+    (void)user;
+    if (round > 0) fprintf(stderr, "; after %s (round %d)\n%s", pass, round, ir);
+    else fprintf(stderr, "; after %s\n%s", pass, ir);
+}
+
+int cli_compile_model(cli_compile_args *ca, lt_model *m, lt_datum *const *in, lt_plan **out, lt_compile_report *rep) {
+    lt_ctx ctx = {0};
+    const lt_graph *g = m->graph;
+    const char **given = calloc((size_t)g->n_inputs + 1, sizeof *given);
+    if (!given) {
+        cli_error("out of memory");
+        return CLI_EXIT_INVALID;
+    }
+    for (int i = 0, k = 0; in && i < g->n_inputs; i++)
+        if (in[i]) given[k++] = g->inputs[i]->name;
+    ca->o.given_inputs = given;
+    ca->o.backend = ca->backend;
+    if (ca->o.dump_after) {
+        ca->o.dump_cb = dump_cb;
+        ca->o.dump_user = NULL;
+    }
+    memset(rep, 0, sizeof *rep);
+    lt_status s = lt_compile(&ctx, m, &ca->o, out, rep);
+    ca->o.given_inputs = NULL;
+    free(given);
+    if (ca->o.time_passes && rep->passes.n) {
+        lt_strbuf b = {0};
+        lt_pass_report_print(&rep->passes, &b);
+        if (b.s) fputs(b.s, stderr);
+        lt_sb_free(&b);
+    }
+    if (s != LT_OK) {
+        int code = cli_fail(&ctx);
+        lt_compile_report_free(rep);
+        return code;
+    }
+    if (rep->n_fallback_groups || rep->n_unscheduled)
+        cli_warn("%d group(s) run through the interpreter and %d kernel(s) left unscheduled after compiler "
+                 "errors; first: %s", rep->n_fallback_groups, rep->n_unscheduled, rep->fallback_first);
+    return 0;
+}
+
+void cli_compile_print_report(const lt_compile_report *rep, FILE *f) {
+    lt_strbuf b = {0};
+    lt_compile_report_print(rep, &b);
+    if (b.s) fputs(b.s, f);
+    lt_sb_free(&b);
+}

@@ -1,0 +1,63 @@
+/* cli_compile.h — private interface of the CLI's compiled path: shared compile options
+ * (cli_compile.c), input binding (cli_inputs.c), and the subcommands that compile (compile,
+ * profile, ceilings).
+ */
+#ifndef LATHE_CLI_COMPILE_H
+#define LATHE_CLI_COMPILE_H
+
+#include "cli.h"
+#include "compile/compile.h"
+#include "io/io.h"
+
+typedef struct cli_compile_args {
+    lt_compile_options o;
+    const char *backend;    /* "cpu", "interp", ... */
+    bool backend_given;
+    bool no_cache;
+    char disable[4096];     /* --disable-pass names, comma-joined */
+    char cache_dir[4096];   /* default: $LATHE_CACHE_DIR, $XDG_CACHE_HOME/lathe, ~/.cache/lathe */
+} cli_compile_args;
+
+/* Defaults (level, backend, CC and cache directory from the environment). */
+void cli_compile_init(cli_compile_args *ca, const char *default_backend);
+/* At argv[*i]: a compile option? 1 consumed (i advanced), 0 not one, -1 usage error (printed). */
+int cli_compile_opt(const char *cmd, int argc, char **argv, int *i, cli_compile_args *ca);
+/* 0 when ca->backend is a backend (or "interp" when allowed); else prints and returns exit 3. */
+int cli_compile_check_backend(const cli_compile_args *ca, bool allow_interp);
+/* Compile m for inputs `in` (per graph input; non-NULL ones are given: an input with an initializer
+ * that is not given is frozen to it). in may be NULL (nothing given). Pass dumps and --time-passes on stderr, fallback warnings). Exit code; on 0 *out and
+ * *rep are set (free rep with lt_compile_report_free). */
+int cli_compile_model(cli_compile_args *ca, lt_model *m, lt_datum *const *in, lt_plan **out, lt_compile_report *rep);
+void cli_compile_print_report(const lt_compile_report *rep, FILE *f);
+
+/* The help lines of the shared compile options. */
+#define CLI_COMPILE_HELP                                                                               \
+    "  -O0 .. -O3            optimization level (default -O3): -O0 no passes and no fusion, -O1 folding\n" \
+    "                        and DCE, -O2 + simplification, CSE, BatchNorm folding, -O3 + patterns\n"       \
+    "  --verify-each         verify the graph after every pass\n"                                          \
+    "  --dump-after PASS|all print the graph after PASS (or every pass) when it changed, on stderr\n"      \
+    "  --time-passes         print each pass's time on stderr\n"                                           \
+    "  --disable-pass NAME   do not run pass NAME (repeatable)\n"                                          \
+    "  --stop-after N        run at most N passes (bisecting)\n"                                           \
+    "  --dump-code DIR       write the generated C (model.c), Loop IR (kernels.txt), groups and plan\n"    \
+    "  --dump-graph OUT.onnx write the optimized graph as ONNX (Netron opens it)\n"                        \
+    "  --threads N           threads of parallel loops (default: all CPUs)\n"                              \
+    "  --cache-dir DIR       compiled-module cache (default $LATHE_CACHE_DIR, $XDG_CACHE_HOME/lathe or\n"  \
+    "                        ~/.cache/lathe); --no-cache builds in a temporary folder\n"                   \
+    "  --cc CMD              C compiler (default $CC, else cc)\n"                                          \
+    "  --no-fusion, --no-epilogues, --no-microkernels, --no-inplace, --all-host, --strict\n"               \
+    "                        debugging: one kernel per node, no epilogue fusion, plain loops for\n"        \
+    "                        GEMM/conv, no in-place buffers, every node on the interpreter, compiler\n"    \
+    "                        errors fail instead of falling back to the interpreter\n"
+
+/* cli_inputs.c: bind --input specs and fill the rest (in[] per graph input; exit code). */
+int cli_inputs_bind(const char *cmd, lt_model *m, int n_specs, const char *const *specs, lt_fill_kind fill,
+                    uint64_t seed, lt_datum **in);
+/* Fix the declared shape of every tensor input to its data's (for compiling). Exit code. */
+int cli_inputs_fix_shapes(lt_model *m, lt_datum *const *in);
+
+int cmd_compile(int argc, char **argv);
+int cmd_profile(int argc, char **argv);
+int cmd_ceilings(int argc, char **argv);
+
+#endif

@@ -1,0 +1,131 @@
+/* cmd_compile.c — `lathe compile MODEL`: compile a model for its bound shapes and print the compile
+ * report (stage times, groups, kernels, host steps, cache hit, the memory plan: workspace peak next
+ * to the sum of all intermediates); with -o DIR (--target c, the default) also export it as
+ * standalone C (src/runtime/export.h): DIR/model.c, model.h, model_main.c and model.weights (or
+ * weights embedded in model.c under 1 MiB). --print-plan lists the plan's steps and buffers.
+ * Exit codes: 0 ok, 1 usage, 2 bad model, 3 unsupported (backend, or host steps in an export).
+ */
+#include "cli_compile.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph/infer.h"
+#include "runtime/export.h"
+
+static const char HELP[] =
+    "usage: lathe compile MODEL [options]\n"
+    "\n"
+    "Compile an ONNX model (every input shape must be known: declared, or bound with --shapes/--dim)\n"
+    "and print the compile report. With -o DIR, also write it as standalone C that builds with\n"
+    "`cc -O2 model.c model_main.c -lm` and needs no lathe library.\n"
+    "\n"
+    "options:\n"
+    "  -o, --output DIR      export into DIR (created if missing)\n"
+    "  --target c            what -o writes (c: model.c, model.h, model_main.c, model.weights)\n"
+    "  --name NAME           C prefix and file stem of the export (default model)\n"
+    "  --embed-limit BYTES   embed the weights in model.c when smaller (default 1048576; 0 never)\n"
+    "  --shapes NAME:DIMS[,NAME:DIMS]  fix input shapes (repeatable)\n"
+    "  --dim NAME=N          bind a symbolic dim everywhere (repeatable)\n"
+    "  --backend NAME        backend to compile for (default cpu)\n"
+    "  --print-plan          list the plan: steps, buffers and their workspace offsets\n"
+    CLI_COMPILE_HELP
+    "  -h, --help            show this help\n"
+    "\n"
+    "Exit status: 0 ok, 1 usage error, 2 bad model, 3 unsupported (an export with host steps).\n";
+
+int cmd_compile(int argc, char **argv) {
+    const char *model = NULL, *outdir = NULL, *target = "c", *name = NULL;
+    const char **shapes = calloc((size_t)argc, sizeof *shapes), **dims = calloc((size_t)argc, sizeof *dims);
+    int n_shapes = 0, n_dims = 0, rc = CLI_EXIT_OK;
+    int64_t embed = -1;
+    bool print_plan = false, have_rep = false;
+    lt_model *m = NULL;
+    lt_plan *plan = NULL;
+    lt_compile_report rep = {0};
+    cli_compile_args ca;
+    cli_compile_init(&ca, "cpu");
+    if (!shapes || !dims) { cli_error("out of memory"); rc = CLI_EXIT_INVALID; goto out; }
+    for (int i = 1; i < argc;) {
+        const char *v = NULL, *a = argv[i];
+        int r;
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) { fputs(HELP, stdout); goto out; }
+        if (strcmp(a, "--print-plan") == 0) { print_plan = true; i++; continue; }
+        r = cli_compile_opt("compile", argc, argv, &i, &ca);
+        if (r < 0) { rc = CLI_EXIT_USAGE; goto out; }
+        if (r > 0) continue;
+        if ((r = cli_opt_value("compile", argc, argv, &i, "-o", &v)) ||
+            (r = cli_opt_value("compile", argc, argv, &i, "--output", &v))) {
+            if (r < 0) { rc = CLI_EXIT_USAGE; goto out; }
+            outdir = v;
+        } else if ((r = cli_opt_value("compile", argc, argv, &i, "--target", &v))) {
+            if (r < 0) { rc = CLI_EXIT_USAGE; goto out; }
+            target = v;
+        } else if ((r = cli_opt_value("compile", argc, argv, &i, "--name", &v))) {
+            if (r < 0) { rc = CLI_EXIT_USAGE; goto out; }
+            name = v;
+        } else if ((r = cli_opt_value("compile", argc, argv, &i, "--embed-limit", &v))) {
+            if (r < 0) { rc = CLI_EXIT_USAGE; goto out; }
+            if (!cli_parse_i64(v, &embed)) { rc = cli_usage("compile", "--embed-limit needs a byte count, got '%s'", v); goto out; }
+        } else if ((r = cli_opt_value("compile", argc, argv, &i, "--shapes", &v))) {
+            if (r < 0) { rc = CLI_EXIT_USAGE; goto out; }
+            shapes[n_shapes++] = v;
+        } else if ((r = cli_opt_value("compile", argc, argv, &i, "--dim", &v))) {
+            if (r < 0) { rc = CLI_EXIT_USAGE; goto out; }
+            dims[n_dims++] = v;
+        } else if (a[0] == '-' && a[1]) {
+            rc = cli_usage("compile", "unknown option '%s'", a);
+            goto out;
+        } else if (model) {
+            rc = cli_usage("compile", "only one MODEL may be given ('%s' and '%s')", model, a);
+            goto out;
+        } else {
+            model = a;
+            i++;
+        }
+    }
+    if (!model) { rc = cli_usage("compile", "missing MODEL"); goto out; }
+    if (strcmp(target, "c") != 0) { rc = cli_usage("compile", "--target must be c, not '%s'", target); goto out; }
+    if ((rc = cli_compile_check_backend(&ca, false))) goto out;
+    if ((rc = cli_load_model(model, n_shapes, shapes, n_dims, dims, &m))) goto out;
+    lt_ctx ctx = {0};
+    if (lt_model_check_supported(&ctx, m) != LT_OK) { rc = cli_fail(&ctx); goto out; }
+    /* every input needs a concrete shape */
+    for (int i = 0; i < m->graph->n_inputs; i++) {
+        const lt_value *v = m->graph->inputs[i];
+        if (v->init || v->type.kind != LT_TK_TENSOR) continue;
+        int rank;
+        int64_t d[LT_MAX_RANK];
+        if (lt_io_input_shape(&ctx, v, NULL, &rank, d) != LT_OK) { rc = cli_fail(&ctx); goto out; }
+    }
+    if ((rc = cli_compile_model(&ca, m, NULL, &plan, &rep))) goto out;
+    have_rep = true;
+    printf("model: %s\n", model);
+    cli_compile_print_report(&rep, stdout);
+    if (rep.source_path[0]) printf("generated: %s\n", rep.source_path);
+    if (print_plan) {
+        lt_strbuf b = {0};
+        lt_plan_print(plan, &b);
+        if (b.s) fputs(b.s, stdout);
+        lt_sb_free(&b);
+    }
+    if (outdir) {
+        lt_export_options eo = {.dir = outdir, .prefix = name, .model_path = model,
+                                .embed_limit = embed < 0 ? 0 : embed == 0 ? -1 : embed};
+        lt_export_report er = {0};
+        if (lt_export_c(&ctx, plan, &eo, &er) != LT_OK) { rc = cli_fail(&ctx); goto out; }
+        printf("export: %d kernels, weights %lld bytes (%s), workspace %lld bytes\n", er.n_kernels,
+               (long long)er.weight_bytes, er.embedded ? "embedded" : "separate file", (long long)er.workspace_bytes);
+        for (int i = 0; i < er.n_files; i++) printf("  wrote %s\n", er.files[i]);
+        const char *P = name ? name : "model";
+        printf("build: cc -O2 %s/%s.c %s/%s_main.c -lm   (add -O3 -march=native -fopenmp for speed)\n", outdir, P,
+               outdir, P);
+    }
+out:
+    lt_plan_free(plan);
+    if (have_rep) lt_compile_report_free(&rep);
+    lt_model_free(m);
+    free(shapes);
+    free(dims);
+    return rc;
+}

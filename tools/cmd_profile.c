@@ -1,0 +1,272 @@
+/* cmd_profile.c — `lathe profile MODEL` and `lathe ceilings`.
+ *
+ * ceilings: this machine's peak FP32 FMA rate and memory bandwidth (src/profile), measured once per
+ * thread count and cached in the cache directory (--remeasure measures again).
+ * profile: compile the model, run it once to warm up, then --runs N times (default 10) timing every
+ * plan step; print the roofline table (per kernel: median time, static FLOPs and bytes from the
+ * Loop IR, GFLOP/s, GB/s, the roofline bound, % of it and which ceiling binds) sorted by time, the
+ * whole-run median, and optionally a Chrome/Perfetto trace of the median run (--trace FILE.json).
+ * Exit codes: 0 ok, 1 usage, 2 bad model or input, 3 unsupported.
+ */
+#include "cli_compile.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "graph/infer.h"
+#include "profile/profile.h"
+
+static const char CEIL_HELP[] =
+    "usage: lathe ceilings [options]\n"
+    "\n"
+    "Measure (once, then cached) this machine's peak FP32 FMA rate and sustained memory bandwidth:\n"
+    "the roofline `lathe profile` compares kernels with.\n"
+    "\n"
+    "options:\n"
+    "  --threads N       threads to measure with (default: all CPUs this process may use)\n"
+    "  --remeasure       measure again and replace the cached numbers\n"
+    "  --cache-dir DIR   where the numbers are cached (default as for compiled modules)\n"
+    "  -h, --help        show this help\n";
+
+static const char PROF_HELP[] =
+    "usage: lathe profile MODEL [options]\n"
+    "\n"
+    "Compile MODEL, time each kernel over several runs and print a roofline table: median time,\n"
+    "FLOPs and bytes (static, from the loop IR), GFLOP/s, GB/s, the roofline bound, % of the bound and\n"
+    "which ceiling binds (compute or memory), against this machine's ceilings (lathe ceilings).\n"
+    "\n"
+    "options:\n"
+    "  --runs N              timed runs after one warm-up (default 10)\n"
+    "  --top N               show the N slowest kernels (default all; totals cover every kernel)\n"
+    "  --trace FILE.json     write a Chrome/Perfetto trace of the median run (ui.perfetto.dev)\n"
+    "  --detail              print the graph nodes of each kernel under its row\n"
+    "  --remeasure           measure the ceilings again\n"
+    "  --input NAME=FILE, --shapes, --dim, --fill, --seed   inputs, as for `lathe run`\n"
+    CLI_COMPILE_HELP
+    "  -h, --help            show this help\n";
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* The kind column: "host", the anchor's op for anchored kernels (Conv, MatMul, Softmax, MaxPool),
+ * else the chain's pattern (elemwise, broadcast, injective). */
+static const char *step_kind(const lt_plan_step *st) {
+    if (st->kind == LT_STEP_HOST) return "host";
+    if (st->pattern != LT_PK_ELEMWISE && st->pattern != LT_PK_BROADCAST && st->pattern != LT_PK_INJECTIVE &&
+        st->group && st->group->anchor)
+        return st->group->anchor->op_type;
+    return lt_pattern_name(st->pattern);
+}
+
+int cmd_ceilings(int argc, char **argv) {
+    cli_compile_args ca;
+    cli_compile_init(&ca, "cpu");
+    int64_t threads = 0;
+    bool remeasure = false;
+    for (int i = 1; i < argc;) {
+        const char *v = NULL, *a = argv[i];
+        int r;
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) { fputs(CEIL_HELP, stdout); return 0; }
+        if (strcmp(a, "--remeasure") == 0) { remeasure = true; i++; continue; }
+        if ((r = cli_opt_value("ceilings", argc, argv, &i, "--threads", &v))) {
+            if (r < 0) return CLI_EXIT_USAGE;
+            if (!cli_parse_i64(v, &threads) || threads > 4096)
+                return cli_usage("ceilings", "--threads needs a count, got '%s'", v);
+        } else if ((r = cli_opt_value("ceilings", argc, argv, &i, "--cache-dir", &v))) {
+            if (r < 0) return CLI_EXIT_USAGE;
+            cli_fmt(ca.cache_dir, sizeof ca.cache_dir, "%s", v);
+        } else {
+            return cli_usage("ceilings", "unknown option '%s'", a);
+        }
+    }
+    lt_ctx ctx = {0};
+    lt_ceilings c;
+    bool cached = false;
+    if (lt_ceilings_get(&ctx, ca.cache_dir[0] ? ca.cache_dir : NULL, (int)threads, remeasure, &c, &cached) != LT_OK)
+        return cli_fail(&ctx);
+    lt_strbuf b = {0};
+    lt_ceilings_format(&c, &b);
+    if (b.s) fputs(b.s, stdout);
+    lt_sb_free(&b);
+    if (ca.cache_dir[0]) {
+        char path[4096];
+        lt_ceilings_path(ca.cache_dir, (int)threads, path, sizeof path);
+        printf("%s %s\n", cached ? "cached in" : "measured, saved to", path);
+    }
+    return 0;
+}
+
+int cmd_profile(int argc, char **argv) {
+    const char *model = NULL, *trace = NULL;
+    const char **shapes = calloc((size_t)argc, sizeof *shapes), **dims = calloc((size_t)argc, sizeof *dims),
+               **inputs = calloc((size_t)argc, sizeof *inputs);
+    int n_shapes = 0, n_dims = 0, n_inputs = 0, rc = 0;
+    int64_t runs = 10, top = 0, seed = 0;
+    bool remeasure = false, detail = false, have_rep = false;
+    lt_fill_kind fill = LT_FILL_RANDOM;
+    lt_model *m = NULL;
+    lt_plan *plan = NULL;
+    lt_compile_report rep = {0};
+    lt_datum **in = NULL, **outs = NULL;
+    double *secs = NULL, *total = NULL, *col = NULL;
+    lt_prof_record *recs = NULL;
+    lt_trace_event *ev = NULL;
+    cli_compile_args ca;
+    cli_compile_init(&ca, "cpu");
+    if (!shapes || !dims || !inputs) { cli_error("out of memory"); rc = CLI_EXIT_INVALID; goto out; }
+    for (int i = 1; i < argc;) {
+        const char *v = NULL, *a = argv[i];
+        int r;
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) { fputs(PROF_HELP, stdout); goto out; }
+        if (strcmp(a, "--remeasure") == 0) { remeasure = true; i++; continue; }
+        if (strcmp(a, "--detail") == 0) { detail = true; i++; continue; }
+        r = cli_compile_opt("profile", argc, argv, &i, &ca);
+        if (r < 0) { rc = CLI_EXIT_USAGE; goto out; }
+        if (r > 0) continue;
+        static const char *const opts[] = {"--input", "--shapes", "--dim", "--fill", "--seed", "--runs", "--top", "--trace"};
+        int which = -1;
+        for (int k = 0; k < (int)(sizeof opts / sizeof *opts) && which < 0; k++) {
+            r = cli_opt_value("profile", argc, argv, &i, opts[k], &v);
+            if (r < 0) { rc = CLI_EXIT_USAGE; goto out; }
+            if (r > 0) which = k;
+        }
+        switch (which) {
+        case 0: inputs[n_inputs++] = v; break;
+        case 1: shapes[n_shapes++] = v; break;
+        case 2: dims[n_dims++] = v; break;
+        case 3:
+            if (!lt_fill_parse(v, &fill)) { rc = cli_usage("profile", "--fill must be random, zeros, ones or ramp, not '%s'", v); goto out; }
+            break;
+        case 4:
+            if (!cli_parse_i64(v, &seed)) { rc = cli_usage("profile", "--seed needs a non-negative integer, got '%s'", v); goto out; }
+            break;
+        case 5:
+            if (!cli_parse_i64(v, &runs) || runs < 1 || runs > 100000) { rc = cli_usage("profile", "--runs needs a count, got '%s'", v); goto out; }
+            break;
+        case 6:
+            if (!cli_parse_i64(v, &top) || top > 1000000) { rc = cli_usage("profile", "--top needs a count, got '%s'", v); goto out; }
+            break;
+        case 7: trace = v; break;
+        default:
+            if (a[0] == '-' && a[1]) { rc = cli_usage("profile", "unknown option '%s'", a); goto out; }
+            if (model) { rc = cli_usage("profile", "only one MODEL may be given ('%s' and '%s')", model, a); goto out; }
+            model = a;
+            i++;
+            break;
+        }
+    }
+    if (!model) { rc = cli_usage("profile", "missing MODEL"); goto out; }
+    if ((rc = cli_compile_check_backend(&ca, false))) goto out;
+    if ((rc = cli_load_model(model, n_shapes, shapes, n_dims, dims, &m))) goto out;
+    lt_ctx ctx = {0};
+    if (lt_model_check_supported(&ctx, m) != LT_OK) { rc = cli_fail(&ctx); goto out; }
+    const lt_graph *g = m->graph;
+    in = calloc((size_t)g->n_inputs + 1, sizeof *in);
+    outs = calloc((size_t)g->n_outputs + 1, sizeof *outs);
+    if (!in || !outs) { cli_error("out of memory"); rc = CLI_EXIT_INVALID; goto out; }
+    if ((rc = cli_inputs_bind("profile", m, n_inputs, inputs, fill, (uint64_t)seed, in))) goto out;
+    if ((rc = cli_inputs_fix_shapes(m, in))) goto out;
+    if ((rc = cli_compile_model(&ca, m, in, &plan, &rep))) goto out;
+    have_rep = true;
+
+    /* ceilings for the thread count the kernels use */
+    lt_ceilings ceil;
+    bool cached = false;
+    int threads = ca.o.threads > 0 ? ca.o.threads : lt_cpu_count();
+    if (lt_ceilings_get(&ctx, ca.cache_dir[0] ? ca.cache_dir : NULL, threads, remeasure, &ceil, &cached) != LT_OK) {
+        rc = cli_fail(&ctx);
+        goto out;
+    }
+
+    int ns = lt_plan_n_steps(plan);
+    secs = calloc((size_t)(ns + 1) * (size_t)(runs + 1), sizeof *secs);
+    total = calloc((size_t)runs + 1, sizeof *total);
+    col = calloc((size_t)runs + 1, sizeof *col);
+    recs = calloc((size_t)ns + 1, sizeof *recs);
+    ev = calloc((size_t)ns + 2, sizeof *ev);
+    if (!secs || !total || !col || !recs || !ev) { cli_error("out of memory"); rc = CLI_EXIT_INVALID; goto out; }
+    for (int64_t r = -1; r < runs; r++) { /* r = -1: warm-up */
+        lt_plan_run_options po = {.seed = (uint64_t)seed, .step_seconds = r >= 0 ? secs + (size_t)r * (size_t)ns : NULL};
+        double t0 = now_s();
+        lt_status st = lt_plan_run(&ctx, plan, &po, in, outs);
+        double t1 = now_s();
+        for (int k = 0; k < g->n_outputs; k++) { lt_datum_release(outs[k]); outs[k] = NULL; }
+        if (st != LT_OK) { rc = cli_fail(&ctx); goto out; }
+        if (r >= 0) total[r] = t1 - t0;
+    }
+    for (int i = 0; i < ns; i++) {
+        const lt_plan_step *st = lt_plan_get_step(plan, i);
+        for (int64_t r = 0; r < runs; r++) col[r] = secs[(size_t)r * (size_t)ns + (size_t)i];
+        recs[i] = (lt_prof_record){
+            .name = st->name,
+            .kind = step_kind(st),
+            .detail = st->origin,
+            .time_s = lt_profile_median(col, (int)runs),
+            .flops = st->flops,
+            .bytes = st->bytes,
+            .calls = (int)runs,
+        };
+    }
+    /* the median run, for the whole-model time and the trace */
+    for (int64_t r = 0; r < runs; r++) col[r] = total[r];
+    double med_total = lt_profile_median(col, (int)runs);
+    int64_t med_run = 0;
+    for (int64_t r = 1; r < runs; r++)
+        if (fabs(total[r] - med_total) < fabs(total[med_run] - med_total)) med_run = r;
+
+    char title[512];
+    cli_fmt(title, sizeof title, "profile of %s: %d steps (%d kernels, %d host), median of %lld runs, %d thread%s", model,
+            ns, rep.plan.n_kernels, rep.plan.n_host, (long long)runs, threads, threads == 1 ? "" : "s");
+    lt_profile_options popt = {.sort_by_time = true, .top = (int)top, .show_detail = detail, .title = title};
+    lt_strbuf b = {0};
+    lt_profile_totals tot;
+    if (lt_profile_report(&ctx, &ceil, recs, ns, &popt, &b, &tot) != LT_OK) {
+        lt_sb_free(&b);
+        rc = cli_fail(&ctx);
+        goto out;
+    }
+    if (b.s) fputs(b.s, stdout);
+    lt_sb_free(&b);
+    printf("run: median %.3f ms (kernels %.3f ms, the rest is binding and host overhead)\n", med_total * 1e3,
+           tot.time_s * 1e3);
+    printf("ceilings: %.1f GFLOP/s, %.1f GB/s (%s, %s)\n", ceil.peak_gflops, ceil.mem_gbps, ceil.isa,
+           cached ? "cached" : "measured now");
+    if (trace) {
+        double ts = 0;
+        int ne = 0;
+        for (int i = 0; i < ns; i++) {
+            const lt_plan_step *st = lt_plan_get_step(plan, i);
+            double d = secs[(size_t)med_run * (size_t)ns + (size_t)i] * 1e6;
+            ev[ne++] = (lt_trace_event){.name = st->name, .cat = step_kind(st),
+                                        .ts_us = ts, .dur_us = d, .tid = 0, .flops = st->flops, .bytes = st->bytes,
+                                        .detail = st->origin};
+            ts += d;
+        }
+        if (lt_trace_write_chrome(&ctx, trace, ev, ne, model) != LT_OK) { rc = cli_fail(&ctx); goto out; }
+        printf("trace: %s (open it in ui.perfetto.dev or chrome://tracing)\n", trace);
+    }
+out:
+    if (m) {
+        for (int i = 0; in && i < m->graph->n_inputs; i++) lt_datum_release(in[i]);
+        for (int i = 0; outs && i < m->graph->n_outputs; i++) lt_datum_release(outs[i]);
+    }
+    free(in);
+    free(outs);
+    free(secs);
+    free(total);
+    free(col);
+    free(recs);
+    free(ev);
+    lt_plan_free(plan);
+    if (have_rep) lt_compile_report_free(&rep);
+    lt_model_free(m);
+    free(shapes);
+    free(dims);
+    free(inputs);
+    return rc;
+}
