@@ -15,7 +15,15 @@ a machine shared with other work slows all of them alike; each line then adds la
 and GFLOP/s; `peak` lines give the FMA peak measured in the same process. Columns: case, threads,
 ORT median ms, ORT GFLOP/s at the median, ORT GFLOP/s of the best run[, the same three for lathe].
 
-Usage: ort_bench.py GEMM_BENCH_BINARY [GEMM_BENCH_LIBRARY] [-t 1,2] [-r REPS] [-f SUBSTRING]
+A second library (--base, e.g. built from an older version of the prelude headers) is timed in
+the same turns and adds three more columns: before/after ratios from one process.
+
+Clock (--clock): `cpu` (the default for 1 thread) times the calling thread's CPU time, which on a
+machine shared with other work leaves out the time the thread sat descheduled; `wall` is
+wall-clock time (always used for more than one thread, whose helpers run on other threads).
+
+Usage: ort_bench.py GEMM_BENCH_BINARY [GEMM_BENCH_LIBRARY] [--base LIBRARY] [-t 1,2] [-r REPS]
+                    [-f SUBSTRING] [--clock cpu|wall]
 """
 import argparse
 import ctypes
@@ -80,10 +88,12 @@ def ort_session(c, threads, level):
     return lambda: (keep, sess.run_with_iobinding(io))
 
 
-def interleaved(fns, reps, min_s=0.3, max_reps=400):
+def interleaved(fns, reps, clock=time.perf_counter, min_s=0.3, max_reps=400):
     """(median, best) seconds of each callable, run in turns whose order rotates every round
     (a b c, b c a, c a b, ...): on a machine shared with other work a time slice that ends mid-run
-    then hits every callable alike. At least reps rounds and min_s seconds."""
+    then hits every callable alike. At least reps rounds and min_s seconds. clock: wall time, or
+    time.thread_time (the calling thread's CPU time: with one thread both ORT and lathe compute on
+    the calling thread, and time spent descheduled by other work on the machine is not counted)."""
     for f in fns:
         f()  # warm-up
     ts = [[] for _ in fns]
@@ -92,9 +102,9 @@ def interleaved(fns, reps, min_s=0.3, max_reps=400):
     while len(ts[0]) < reps or (time.perf_counter() - start < min_s and len(ts[0]) < max_reps):
         for j in range(len(fns)):
             i = (j + rnd) % len(fns)
-            t0 = time.perf_counter()
+            t0 = clock()
             fns[i]()
-            ts[i].append(time.perf_counter() - t0)
+            ts[i].append(clock() - t0)
         rnd += 1
     return [(sorted(t)[len(t) // 2], min(t)) for t in ts]
 
@@ -106,6 +116,8 @@ def main():
     ap.add_argument("-t", default="1,2")
     ap.add_argument("-r", type=int, default=20)
     ap.add_argument("-f", default=None)
+    ap.add_argument("--base", default=None, help="a second gemm_bench library, timed in the same turns")
+    ap.add_argument("--clock", choices=["cpu", "wall"], default="cpu")
     a = ap.parse_args()
     keys = ["name", "kind", "M", "N", "K", "batch", "transb", "C", "H", "W", "OC", "KH", "KW", "S", "P", "G", "flops"]
     cases = []
@@ -116,16 +128,19 @@ def main():
         c["index"] = idx
         if a.f is None or a.f in c["name"]:
             cases.append(c)
-    lib = None
-    if a.lib:
-        lib = ctypes.CDLL(os.path.abspath(a.lib))
-        lib.lt_bench_prepare.restype = ctypes.c_void_p
-        lib.lt_bench_prepare.argtypes = [ctypes.c_int, ctypes.c_int]
-        lib.lt_bench_run.argtypes = [ctypes.c_void_p]
-        lib.lt_bench_free.argtypes = [ctypes.c_void_p]
-        lib.lt_bench_peak.restype = ctypes.c_double
-        lib.lt_bench_peak.argtypes = [ctypes.c_int]
-    print(f"# onnxruntime {ort.__version__}" + (", lathe timed in turns in the same process" if lib else ""))
+    def load(path):
+        l = ctypes.CDLL(os.path.abspath(path))
+        l.lt_bench_prepare.restype = ctypes.c_void_p
+        l.lt_bench_prepare.argtypes = [ctypes.c_int, ctypes.c_int]
+        l.lt_bench_run.argtypes = [ctypes.c_void_p]
+        l.lt_bench_free.argtypes = [ctypes.c_void_p]
+        l.lt_bench_peak.restype = ctypes.c_double
+        l.lt_bench_peak.argtypes = [ctypes.c_int]
+        return l
+    lib = load(a.lib) if a.lib else None
+    base = load(a.base) if a.base and lib else None
+    print(f"# onnxruntime {ort.__version__}" + (", lathe timed in turns in the same process" if lib else "") +
+          (", with a baseline library" if base else "") + f", clock {a.clock} for 1 thread, wall otherwise")
     threads = [int(x) for x in a.t.split(",")]
     if lib:
         for th in threads:
@@ -134,18 +149,21 @@ def main():
     for c in cases:
         for th in threads:
             fns = [ort_session(c, th, lv) for lv in levels]
-            h = None
-            if lib:
-                h = lib.lt_bench_prepare(c["index"], th)
-                fns.append(lambda h=h: lib.lt_bench_run(h))
-            res = interleaved(fns, a.r)
-            if h:
-                lib.lt_bench_free(h)
+            hs = []
+            for l in (lib, base):
+                if l:
+                    h = l.lt_bench_prepare(c["index"], th)
+                    hs.append((l, h))
+                    fns.append(lambda l=l, h=h: l.lt_bench_run(h))
+            clock = time.thread_time if a.clock == "cpu" and th == 1 else time.perf_counter
+            res = interleaved(fns, a.r, clock)
+            for l, h in hs:
+                l.lt_bench_free(h)
             o = min(range(2), key=lambda i: res[i][0])  # the faster ORT level (by median)
             f = c["flops"]
             line = f"{c['name']}\t{th}\t{res[o][0] * 1e3:.4f}\t{f / res[o][0] / 1e9:.1f}\t{f / res[o][1] / 1e9:.1f}"
-            if lib:
-                line += f"\t{res[2][0] * 1e3:.4f}\t{f / res[2][0] / 1e9:.1f}\t{f / res[2][1] / 1e9:.1f}"
+            for r in res[2:]:
+                line += f"\t{r[0] * 1e3:.4f}\t{f / r[0] / 1e9:.1f}\t{f / r[1] / 1e9:.1f}"
             print(line, flush=True)
 
 

@@ -11,7 +11,8 @@ usage: bench/models/build.py [--check] [--force] [NAME...]     (default: all fou
 Models already built are kept unless --force. --check runs each model once on onnxruntime with the
 inputs of zoo.make_inputs (sequence 128 for the transformers) and prints the output shapes and value
 ranges; a model onnxruntime cannot load or run is an error (exit 1). The graphs are described in
-cnn.py and transformers.py; zoo.py is the registry the benchmark and the tests share.
+cnn_models.py and transformer_models.py (written with graph_builder.py); zoo.py is the registry the
+benchmark and the tests share.
 """
 import argparse
 import os

@@ -24,14 +24,14 @@ OUT = os.path.join(HERE, "out")
 LIGHT_DIR = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "light")
 sys.path.insert(0, HERE)
 
-import cnn  # noqa: E402
-import transformers  # noqa: E402
+import cnn_models as cnn  # noqa: E402
+import transformer_models as tfm  # noqa: E402
 
 BENCH = {
     "resnet50": cnn.resnet50,
     "mobilenetv2": cnn.mobilenetv2,
-    "bert_base": transformers.bert_base,
-    "gpt2_small": transformers.gpt2_small,
+    "bert_base": tfm.bert_base,
+    "gpt2_small": tfm.gpt2_small,
 }
 LIGHT = ["bvlc_alexnet", "densenet121", "inception_v1", "inception_v2", "resnet50", "shufflenet",
          "squeezenet", "vgg19", "zfnet512"]

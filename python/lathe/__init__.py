@@ -289,9 +289,11 @@ class Model:
         outs = [np.empty(o.shape, dtype=o.dtype) for o in self.outputs]
         # a zero-size array may have no data pointer: give the library a valid dummy address then
         dummy = ctypes.c_char()
-        ins = (ctypes.c_void_p * max(len(arrays), 1))(
-            *[a.ctypes.data if a.size else ctypes.addressof(dummy) for a in arrays])
-        ops = (ctypes.c_void_p * max(len(outs), 1))(*[o.ctypes.data if o.size else ctypes.addressof(dummy) for o in outs])
+
+        def ptrs(xs):
+            return (ctypes.c_void_p * max(len(xs), 1))(*[x.ctypes.data if x.size else ctypes.addressof(dummy)
+                                                          for x in xs])
+        ins, ops = ptrs(arrays), ptrs(outs)
         st = lib.lathe_compiled_run_buffers(h, ins, len(arrays), ops, len(outs))
         if st != 0:
             raise LatheError(f"{self.path}: {lib.lathe_compiled_error(h).decode()}", _capi.status_name(st))
@@ -384,8 +386,9 @@ def compile(path, shapes=None, backend="cpu", threads=None, opt_level=None, *, d
         cache_dir = _default_cache_dir()
     elif cache_dir is False:
         cache_dir = None
-    co = _capi.CompileOptions(level, b"cpu", n, _enc(cache_dir), _enc(cc if cc is not None else os.environ.get("CC") or None),
-                              _enc(dump_code_dir))
+    if cc is None:
+        cc = os.environ.get("CC") or None
+    co = _capi.CompileOptions(level, b"cpu", n, _enc(cache_dir), _enc(cc), _enc(dump_code_dir))
     st = lib.lathe_compile(_enc(path), ctypes.byref(lo), ctypes.byref(co), ctypes.byref(h), err, len(err))
     if st != 0:
         raise LatheError(err.value.decode(errors="replace"), _capi.status_name(st))

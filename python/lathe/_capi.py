@@ -22,13 +22,18 @@ class LatheError(RuntimeError):
         self.status = status
 
 
+# Option structs: the C API reads a zeroed field as "the default", so each mirror ends in zeroed spare
+# room: a field the C header appends later reads as its default here instead of past the struct's end.
+_SPARE = ("_spare", ctypes.c_uint64 * 16)
+
+
 class LoadOptions(ctypes.Structure):
-    _fields_ = [("shapes", ctypes.c_char_p), ("dims", ctypes.c_char_p), ("seed", ctypes.c_uint64)]
+    _fields_ = [("shapes", ctypes.c_char_p), ("dims", ctypes.c_char_p), ("seed", ctypes.c_uint64), _SPARE]
 
 
 class CompileOptions(ctypes.Structure):
     _fields_ = [("opt_level", ctypes.c_int), ("backend", ctypes.c_char_p), ("threads", ctypes.c_int),
-                ("cache_dir", ctypes.c_char_p), ("cc", ctypes.c_char_p), ("dump_code_dir", ctypes.c_char_p)]
+                ("cache_dir", ctypes.c_char_p), ("cc", ctypes.c_char_p), ("dump_code_dir", ctypes.c_char_p), _SPARE]
 
 
 _P = ctypes.c_void_p

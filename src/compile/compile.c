@@ -69,12 +69,20 @@ static lt_status make_dir(lt_ctx *ctx, const char *dir) {
 
 static const char *group_origin(lt_arena *a, const lt_group *g) {
     lt_strbuf b = {0};
-    for (int i = 0; i < g->n_nodes && i < 16; i++)
-        lt_sb_printf(&b, "%s%s (%s)", i ? ", " : "", g->nodes[i]->name && *g->nodes[i]->name ? g->nodes[i]->name : "?",
-                     g->nodes[i]->op_type);
+    for (int i = 0; i < g->n_nodes && i < 16; i++) {
+        const lt_node *n = g->nodes[i];
+        if (n->name && *n->name) lt_sb_printf(&b, "%s'%s' (%s)", i ? ", " : "", n->name, n->op_type);
+        else lt_sb_printf(&b, "%s%s #%d", i ? ", " : "", n->op_type, n->index);
+    }
     if (g->n_nodes > 16) lt_sb_printf(&b, ", ... %d nodes", g->n_nodes);
-    const char *r = lt_arena_strdup(a, b.s ? b.s : "");
+    char *r = lt_arena_strdup(a, b.s ? b.s : "");
     lt_sb_free(&b);
+    /* it goes into comments of generated C: no comment end, no line break (node names are data) */
+    for (char *c = r; c && *c; c++) {
+        if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = ' ';
+        if (c[0] == '*' && c[1] == '/') c[1] = '|';
+        if (c[0] == '/' && c[1] == '*') c[1] = '|';
+    }
     return r;
 }
 
@@ -388,6 +396,6 @@ void lt_compile_report_print(const lt_compile_report *r, lt_strbuf *out) {
     human(p->intermediates_bytes, b, sizeof b);
     human(p->lower_bound_bytes, c, sizeof c);
     human(p->weight_bytes + p->packed_bytes, d, sizeof d);
-    lt_sb_printf(out, "memory: workspace %s peak vs %s sum of %d intermediates (%d in place; live peak %s); weights %s\n",
-                 a, b, p->n_workspace_slots, p->n_inplace, c, d);
+    lt_sb_printf(out, "memory: workspace %s peak vs %s sum of %d intermediates (%d in place, %d views; live peak %s); "
+                 "weights %s\n", a, b, p->n_workspace_slots, p->n_inplace, p->n_views, c, d);
 }

@@ -9,11 +9,13 @@
  *      exactly one ELEMWISE/BROADCAST node with the same output dims (and, for OUT_EW_FUSABLE, the
  *      same dtype, as the epilogue is applied in place) takes that node as its epilogue; repeat
  *      from the new node. The last node of the chain is the root.
+ *      A reshape (Reshape, Flatten, Squeeze, Unsqueeze: the same bytes) may end the chain.
  *   2. prologues and chains, backward: a compilable ELEMWISE/BROADCAST/INJECTIVE node p whose one
  *      output is read only by one compiled node c (not a graph output, not read by a subgraph)
- *      joins c's group when c is not an OUT_EW_FUSABLE anchor (microkernels read memory) and p's
- *      output is not smaller than c's (no recomputation through broadcasting). Otherwise p roots a
- *      new group. Non-compilable nodes are single-node host groups.
+ *      joins c's group when p's output is not smaller than c's (no recomputation through
+ *      broadcasting) and, if c is or precedes an OUT_EW_FUSABLE anchor (whose microkernel reads
+ *      memory), p is a reshape. Otherwise p roots a new group. Non-compilable nodes are
+ *      single-node host groups.
  */
 #include "lower_impl.h"
 
@@ -182,6 +184,10 @@ static void grow_epilogue(fuse_state *s, int a, int *chain) {
         if (c < 0 || !s->ok[c] || s->root[c] >= 0) break;
         const lt_node *e = g->nodes[c];
         int eo = single_out(e);
+        if (lt_lower_is_view(e) && eo >= 0) { /* a reshape ends the chain: the same bytes, stored */
+            chain[nc++] = c;
+            break;
+        }
         if (!is_ew(pat(e)) || eo < 0 || !same_dims(e->out[eo], an->out[ao])) break;
         if (pat(an) == LT_PK_OUT_EW_FUSABLE && e->out[eo]->type.dtype != an->out[ao]->type.dtype) break;
         chain[nc++] = cur = c;
@@ -201,7 +207,10 @@ static int inline_target(const fuse_state *s, int p) {
     int c = s->cons[pn->out[po]->id];
     if (c < 0 || !s->ok[c] || s->root[c] < 0) return -1;
     const lt_node *cn = g->nodes[c];
-    if (pat(cn) == LT_PK_OUT_EW_FUSABLE && s->anchor[s->root[c]] == c) return -1;
+    /* MatMul/Gemm/Conv read operands from memory: only reshapes of a stored value (the same
+     * bytes) may precede them in their group */
+    int a = s->anchor[s->root[c]];
+    if (a >= 0 && pat(g->nodes[a]) == LT_PK_OUT_EW_FUSABLE && c <= a && !lt_lower_is_view(pn)) return -1;
     if (lt_lower_numel(pn->out[po]) < max_out_numel(cn)) return -1;
     return c;
 }

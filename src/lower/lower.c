@@ -34,6 +34,18 @@ bool lt_lower_reads_input(const lt_node *n, int i) {
     return !((r->const_inputs | r->unused_inputs) >> i & 1u);
 }
 
+bool lt_lower_is_view(const lt_node *n) {
+    return n->op == LT_OP_Reshape || n->op == LT_OP_Flatten || n->op == LT_OP_Squeeze || n->op == LT_OP_Unsqueeze;
+}
+
+const lt_value *lt_lower_mem_value(lt_lctx *lc, const lt_value *v) {
+    while (v && !lc->vbuf[v->id]) {
+        if (!lc->in_group[v->id] || !v->producer || !lt_lower_is_view(v->producer)) return NULL;
+        v = v->producer->in[0];
+    }
+    return v;
+}
+
 /* ---- shapes, constants, dtypes ---- */
 
 bool lt_lower_shape(const lt_value *v, int *rank, int64_t *dims) {
@@ -239,20 +251,24 @@ bool lt_lower_vshape(lt_lctx *lc, const lt_value *v, int *rank, int64_t *dims) {
     return true;
 }
 
-/* Can output dims [a, b] of a pure elementwise group merge? Every LOADed value (aligned right) must
- * be full along both or 1 along both. */
-static bool view_merge_ok(const lt_group *g, const signed char *in_group, int fr, const int64_t *od,
-                          int a, int b) {
+/* Can output dims [a, b] (inclusive) of a pure elementwise group form one view dim? Every LOADed
+ * value (aligned right) must be, over the dims of size > 1, either all full or all broadcast. */
+static bool view_merge_ok(const lt_group *g, int fr, const int64_t *od, int a, int b) {
     for (int i = 0; i < g->n_inputs; i++) {
         const lt_value *v = g->inputs[i];
         int r;
         int64_t d[LT_MAX_RANK];
         if (!lt_lower_shape(v, &r, d) || r > fr) return false;
-        int64_t da = a < fr - r ? 1 : d[a - (fr - r)], db = b < fr - r ? 1 : d[b - (fr - r)];
-        bool full = da == od[a] && db == od[b], ones = da == 1 && db == 1;
-        if (!full && !ones) return false;
+        bool full = false, bcast = false;
+        for (int q = a; q <= b; q++) {
+            if (od[q] == 1) continue; /* neutral */
+            int64_t dq = q < fr - r ? 1 : d[q - (fr - r)];
+            if (dq == od[q]) full = true;
+            else if (dq == 1) bcast = true;
+            else return false;
+        }
+        if (full && bcast) return false;
     }
-    (void)in_group;
     return true;
 }
 
@@ -283,7 +299,7 @@ static void setup_view(lt_lctx *lc) {
     lc->view_start[vr++] = 0;
     for (int i = 1; i < fr; i++) {
         /* merge dim i into the current group if it can merge with the previous dim */
-        if (!view_merge_ok(g, lc->in_group, fr, od, i - 1, i)) lc->view_start[vr++] = i;
+        if (!view_merge_ok(g, fr, od, lc->view_start[vr - 1], i)) lc->view_start[vr++] = i;
     }
     lc->view_start[vr] = fr;
     lc->view_rank = vr;
@@ -457,6 +473,8 @@ lt_status lt_lower_store_out(lt_lctx *lc, const lt_value *v, lt_lnode *const *id
         if (!(*res = lt_l_empty(lc->k))) return lt_lower_nomem(lc);
         return LT_OK;
     }
+    /* reshapes ending the chain store the same bytes: compute the value before them, at idx */
+    while (fin != v && fin->producer && lt_lower_is_view(fin->producer)) fin = fin->producer->in[0];
     int r;
     int64_t d[LT_MAX_RANK];
     if (!lt_lower_vshape(lc, fin, &r, d)) return lt_error(lc->ctx, LT_ERR_INTERNAL, "lowering: '%s' has no shape", fin->name);
@@ -472,9 +490,10 @@ lt_status lt_lower_store_out(lt_lctx *lc, const lt_value *v, lt_lnode *const *id
         lt_lnode *sox = lc->ov_expr;
         lc->ov = v;
         lc->ov_expr = val;
+        signed char was = lc->in_group[fin->id];
         lc->in_group[fin->id] = 1; /* computed by its producer's hook, not loaded */
         lt_status s = lt_lower_value(lc, fin, idx, &val);
-        lc->in_group[fin->id] = 0;
+        lc->in_group[fin->id] = was;
         lc->ov = sov;
         lc->ov_expr = sox;
         LT_TRY(s);
@@ -563,7 +582,8 @@ static lt_status lower_chain(lt_lctx *lc, lt_lnode **res) {
 
 /* ---- the entry points ---- */
 
-static const char *buf_name(lt_arena *a, const char *vname, char *tmp, size_t n) {
+/* A readable buffer name from a value name: [A-Za-z0-9_], not starting with a digit. */
+static const char *buf_name(const char *vname, char *tmp, size_t n) {
     size_t j = 0;
     if (!vname || !*vname || isdigit((unsigned char)vname[0])) tmp[j++] = 'v';
     for (size_t i = 0; vname && vname[i] && j + 1 < n && j < 48; i++) {
@@ -571,14 +591,13 @@ static const char *buf_name(lt_arena *a, const char *vname, char *tmp, size_t n)
         tmp[j++] = isalnum(c) ? (char)c : '_';
     }
     tmp[j] = 0;
-    (void)a;
     return tmp;
 }
 
 static lt_lbuf *add_arg(lt_lctx *lc, const lt_value *v) {
     char tmp[64];
     int64_t n = lt_lower_numel(v);
-    lt_lbuf *b = lt_kernel_arg(lc->k, buf_name(lc->arena, v->name, tmp, sizeof tmp), v->type.dtype, n < 0 ? 0 : n);
+    lt_lbuf *b = lt_kernel_arg(lc->k, buf_name(v->name, tmp, sizeof tmp), v->type.dtype, n < 0 ? 0 : n);
     if (b) lc->vbuf[v->id] = b;
     return b;
 }

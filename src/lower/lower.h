@@ -7,9 +7,11 @@
  *                  - chains of ELEMWISE / BROADCAST / INJECTIVE nodes fuse together;
  *                  - such a chain fuses into a following REDUCE node as its prologue (softmax,
  *                    LayerNorm, RMSNorm are one kernel each);
- *                  - elementwise nodes that follow an anchor (REDUCE or OUT_EW_FUSABLE: MatMul, Gemm,
- *                    Conv) and keep its output shape and dtype fuse into it as its epilogue (bias add,
- *                    activation, residual add);
+ *                  - elementwise nodes that follow an anchor (a node lowered by a `lower` hook:
+ *                    reductions, MatMul, Gemm, Conv, pooling) and keep its output shape (and, for
+ *                    OUT_EW_FUSABLE anchors, its dtype) fuse into it as its epilogue (bias add,
+ *                    activation, residual add); MatMul/Gemm/Conv take no prologue (their operands
+ *                    are read from memory by the GEMM/conv microkernels);
  *                  - a value read by more than one node, or a graph output, ends its group (it is
  *                    stored to memory), and an elementwise producer whose output is smaller than its
  *                    consumer's (broadcast) is not inlined, so no work is duplicated.
@@ -19,7 +21,9 @@
  *                  op's reference eval hook. Constant nodes are host groups too (cheap; the constant
  *                  folding pass normally removes them).
  *   lt_lower_group builds the Loop IR kernel of one compiled group (lt_lowered): the anchor's `lower`
- *                  hook (reductions, softmax, norms, pooling, MatMul/Gemm/Conv) or, for pure
+ *                  hook (reductions, softmax, norms, pooling, MatMul/Gemm/Conv: an EVAL of the
+ *                  prelude's lt_gemm_f32 / lt_conv2d_f32 with the epilogue fused into the call when
+ *                  it is bias/residual/activation, constant weights pre-packed) or, for pure
  *                  elementwise/injective groups, one loop nest per output that stores the output
  *                  expression built by the ops' `expr` hooks (producers in the same group are
  *                  inlined, others are LOADed from the kernel's input buffers with numpy broadcasting
@@ -173,10 +177,11 @@ lt_status lt_lower_group(lt_ctx *ctx, const lt_groups *gs, const lt_group *g, lt
 lt_status lt_lower_apply_schedule(lt_ctx *ctx, lt_lowered *lw);
 
 /* The default schedule for a lowered kernel of group pattern g->pattern (sched_default.c):
- *   elementwise / broadcast / injective: fuse the loops of each nest, split the fused loop by the
- *     vector lanes (vectorize the inner part when the extent allows), parallelize the outer part;
- *   reduce: parallel over the outer (row) loops, vectorize the innermost contiguous loop;
- *   anchors calling microkernels: parallel over the block loop the lowering created.
+ *   elementwise / broadcast / injective: fuse short inner loops, split the innermost by the vector
+ *     lanes and vectorize it, parallelize the outermost when the nest is big enough;
+ *   reductions, pooling: parallel over the kept (row) loops; vectorized partial accumulators
+ *     ("lane" loops), store-only inner passes and pooling's unguarded interior;
+ *   microkernel calls: parallel inside the call; their epilogue nest as elementwise.
  * Loops are found by the names the lowering gave them (see lower_impl.h). */
 lt_status lt_sched_default(lt_ctx *ctx, const lt_group *g, const lt_kernel *k,
                            const lt_lower_options *opt, lt_schedule *out);

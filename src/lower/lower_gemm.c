@@ -213,6 +213,7 @@ static bool match_chain(lt_lctx *lc, const lt_gemm_desc *g, lt_call_epi *ce) {
     const lt_value *cur = g->n->out[0];
     for (int q = 0; q < c; q++) {
         const lt_node *e = chain[q];
+        if (lt_lower_is_view(e)) continue; /* a reshape ends the chain: the same bytes */
         if (e->op == LT_OP_Add && e->n_in == 2) {
             const lt_value *w = e->in[0] == cur ? e->in[1] : e->in[0];
             if (w == cur || (e->in[0] != cur && e->in[1] != cur) || lt_lower_is_imm(w) || !lc->vbuf[w->id] ||
@@ -390,6 +391,16 @@ lt_status lt_lower_gemm(lt_lctx *lc, const lt_gemm_desc *g, lt_lnode **res) {
 
 /* ---- MatMul ---- */
 
+/* Operands 0 and 1 as stored values (through reshapes inlined in the group: the same bytes). */
+static lt_status operands(lt_lctx *lc, const lt_node *n, lt_gemm_desc *g) {
+    g->Av = lt_lower_mem_value(lc, n->in[0]);
+    g->Bv = lt_lower_mem_value(lc, n->in[1]);
+    if (!g->Av || !g->Bv) return lt_lower_error(lc, n, LT_ERR_INTERNAL, "an operand is not in memory");
+    g->A = lc->vbuf[g->Av->id];
+    g->B = lc->vbuf[g->Bv->id];
+    return LT_OK;
+}
+
 typedef struct mm_info {
     bool a_vec, b_vec; /* 1-D operands */
 } mm_info;
@@ -445,9 +456,7 @@ static lt_status l_matmul(lt_lctx *lc, const lt_node *n, lt_lnode **res) {
     else batch_strides(n->in[1], 2, g.nb, g.bsb);
     g.ci = g.N, g.cj = 1, g.ai = g.K, g.ak = 1, g.bk = g.N, g.bj = 1;
     g.C = lt_lower_out_buf(lc, n->out[0], NULL);
-    g.A = lc->vbuf[n->in[0]->id];
-    g.B = lc->vbuf[n->in[1]->id];
-    g.Av = n->in[0], g.Bv = n->in[1];
+    LT_TRY(operands(lc, n, &g));
     g.row_dim0 = mi.a_vec ? 0 : g.out_rank - (mi.b_vec ? 1 : 2);
     g.row_dim1 = mi.a_vec ? 0 : g.row_dim0 + 1;
     g.col_dim0 = mi.b_vec ? g.out_rank : g.out_rank - 1;
@@ -500,9 +509,7 @@ static lt_status l_gemm(lt_lctx *lc, const lt_node *n, lt_lnode **res) {
     g.alpha = lt_attr_float(n, "alpha", 1.0f);
     g.beta = lt_attr_float(n, "beta", 1.0f);
     g.C = lt_lower_out_buf(lc, n->out[0], NULL);
-    g.A = lc->vbuf[n->in[0]->id];
-    g.B = lc->vbuf[n->in[1]->id];
-    g.Av = n->in[0], g.Bv = n->in[1];
+    LT_TRY(operands(lc, n, &g));
     g.ci = g.N, g.cj = 1;
     g.ai = ta ? 1 : g.K, g.ak = ta ? g.M : 1;
     g.bk = tb ? 1 : g.N, g.bj = tb ? g.K : 1;

@@ -15,9 +15,10 @@
  *   unused_inputs          bit i set: input i is not read at all (need not be constant).
  *
  * Loop naming (the default schedules find loops by these names): pure elementwise nests use
- * "i0", "i1", ... per output dim; reductions use "o0".. for kept dims and "r0".. for reduced dims;
- * row kernels (softmax, norms) use "o0".. for rows and "j" for the row; microkernel anchors use "mb"
- * for the parallel block loop; epilogue loops over a block use "e0"...
+ * "i0", "i1", ... per output dim (of the coalesced view); reductions, softmax, norms, pooling and
+ * direct convolution use "o0".. for kept dims and "r0".. for reduced dims, "ro"/"lane" for
+ * partial-vector accumulation, "vo" for pooling's unguarded interior; GEMM nests use "b0".. (batch),
+ * "mb" (row blocks), "zi"/"zj" (zeroing), "i"/"j"/"k", and "eb0"../"ei"/"ej" for epilogue nests.
  */
 #ifndef LT_LOWER_IMPL_H
 #define LT_LOWER_IMPL_H
@@ -93,6 +94,12 @@ bool lt_lower_dtype_ok(lt_dtype dt);
 bool lt_lower_accept_default(const lt_node *n, char *why, size_t why_size);
 /* Accept only the listed float types (FLOAT, and DOUBLE/FLOAT16/BFLOAT16 when `all_floats`). */
 bool lt_lower_accept_float(const lt_node *n, char *why, size_t why_size);
+
+/* Reshape, Flatten, Squeeze, Unsqueeze: the output is the input's bytes under another shape. */
+bool lt_lower_is_view(const lt_node *n);
+/* The stored value whose bytes v is (v itself, or the source of reshapes inlined in the group), or
+ * NULL when v is computed in the group. */
+const lt_value *lt_lower_mem_value(lt_lctx *lc, const lt_value *v);
 
 /* ---- errors ---- */
 lt_status lt_lower_error(lt_lctx *lc, const lt_node *n, lt_status s, const char *fmt, ...)

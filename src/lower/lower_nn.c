@@ -85,9 +85,11 @@ static lt_status l_conv_pointwise(lt_lctx *lc, const lt_node *n, const conv_info
     lt_gemm_desc g = {.n = n, .M = ci->M, .N = P, .K = ci->C, .alpha = 1, .out_index = conv_index};
     if (!lt_lower_shape(n->out[0], &g.out_rank, g.out_dims)) return lt_lower_error(lc, n, LT_ERR_INTERNAL, "output shape");
     g.C = lt_lower_out_buf(lc, n->out[0], NULL);
-    g.A = lc->vbuf[n->in[1]->id]; /* W [M, C] */
-    g.B = lc->vbuf[n->in[0]->id]; /* X [n][C, P] */
-    g.Av = n->in[1], g.Bv = n->in[0];
+    g.Av = lt_lower_mem_value(lc, n->in[1]); /* W [M, C] */
+    g.Bv = lt_lower_mem_value(lc, n->in[0]); /* X [n][C, P] */
+    if (!g.Av || !g.Bv) return lt_lower_error(lc, n, LT_ERR_INTERNAL, "an operand is not in memory");
+    g.A = lc->vbuf[g.Av->id];
+    g.B = lc->vbuf[g.Bv->id];
     g.nb = 1;
     g.bext[0] = ci->N, g.bsc[0] = ci->M * P, g.bsa[0] = 0, g.bsb[0] = ci->C * P;
     g.ci = P, g.cj = 1, g.ai = ci->C, g.ak = 1, g.bk = P, g.bj = 1;
@@ -104,8 +106,9 @@ static lt_status l_conv_call(lt_lctx *lc, const lt_node *n, const conv_info *ci,
     lt_gemm_desc g = {.n = n, .M = OC, .N = P, .K = Kg, .alpha = 1, .out_index = conv_index};
     if (!lt_lower_shape(n->out[0], &g.out_rank, g.out_dims)) return lt_lower_error(lc, n, LT_ERR_INTERNAL, "output shape");
     g.C = lt_lower_out_buf(lc, n->out[0], NULL);
-    lt_lbuf *X = lc->vbuf[n->in[0]->id];
-    if (!g.C || !X) return lt_lower_error(lc, n, LT_ERR_INTERNAL, "operand buffers missing");
+    const lt_value *xv = lt_lower_mem_value(lc, n->in[0]), *wv = lt_lower_mem_value(lc, n->in[1]);
+    lt_lbuf *X = xv ? lc->vbuf[xv->id] : NULL;
+    if (!g.C || !X || !wv) return lt_lower_error(lc, n, LT_ERR_INTERNAL, "operand buffers missing");
     g.nb = 1;
     g.bext[0] = ci->N, g.bsc[0] = OC * P;
     g.ci = P, g.cj = 1;
@@ -118,12 +121,12 @@ static lt_status l_conv_call(lt_lctx *lc, const lt_node *n, const conv_info *ci,
     int64_t pints[5] = {OC, C, KH, KW, G};
     lt_lbuf *Wp;
     lt_lnode *pack_now = NULL; /* weights that are not constants: packed by the kernel itself */
-    if (lt_lower_const(n->in[1])) {
-        lt_kernel *pk = lt_lower_pack_kernel(lc, "lt_conv2d_pack", n->in[1], psize, 5, pints);
-        Wp = pk ? lt_lower_add_pack(lc, n->in[1], "Wpacked", LT_FLOAT, psize, pk) : NULL;
+    if (lt_lower_const(wv)) {
+        lt_kernel *pk = lt_lower_pack_kernel(lc, "lt_conv2d_pack", wv, psize, 5, pints);
+        Wp = pk ? lt_lower_add_pack(lc, wv, "Wpacked", LT_FLOAT, psize, pk) : NULL;
         if (!Wp) return lt_lower_nomem(lc);
     } else {
-        lt_lbuf *W = lc->vbuf[n->in[1]->id];
+        lt_lbuf *W = lc->vbuf[wv->id];
         if (!(Wp = lt_lower_add_scratch(lc, "Wpacked", LT_FLOAT, psize)) || !W) return lt_lower_nomem(lc);
         lt_lnode *pa[7] = {lt_l_addr(K_, Wp, I(lc, 0)), lt_l_addr(K_, W, I(lc, 0))};
         for (int q = 0; q < 5; q++) pa[2 + q] = I(lc, pints[q]);
@@ -175,11 +178,12 @@ static lt_status l_conv(lt_lctx *lc, const lt_node *n, lt_lnode **res) {
     if (!conv_geom(n, &ci, why, sizeof why)) return lt_lower_error(lc, n, LT_ERR_INVALID, "%s", why);
     if (conv_is_pointwise(&ci)) return l_conv_pointwise(lc, n, &ci, res);
     if (ci.nsp == 2 && !lc->opt->no_microkernels && !lc->opt->no_packing && !lc->opt->gpu &&
-        (lt_lower_const(n->in[1]) || lc->opt->scratch))
+        (lt_lower_const(lt_lower_mem_value(lc, n->in[1])) || lc->opt->scratch))
         return l_conv_call(lc, n, &ci, res);
     int nsp = ci.nsp;
     int64_t Cg = ci.C / ci.group, Mg = ci.M / ci.group;
-    lt_lbuf *X = lc->vbuf[n->in[0]->id], *W = lc->vbuf[n->in[1]->id];
+    const lt_value *xv = lt_lower_mem_value(lc, n->in[0]), *wv = lt_lower_mem_value(lc, n->in[1]);
+    lt_lbuf *X = xv ? lc->vbuf[xv->id] : NULL, *W = wv ? lc->vbuf[wv->id] : NULL;
     if (!X || !W) return lt_lower_error(lc, n, LT_ERR_INTERNAL, "operand buffers missing");
     /* outer loops: n "o0", oc "o1", output positions "o2".. */
     lt_lvar *ov[LT_MAX_RANK];
@@ -226,9 +230,9 @@ static lt_status l_conv(lt_lctx *lc, const lt_node *n, lt_lnode **res) {
         xoff = add(lc, mulc(lc, xoff, in), pos);
         woff = add(lc, mulc(lc, woff, ci.g.k[d]), V(lc, rv[1 + d]));
     }
-    lt_lnode *xv = lt_l_load(K_, X, xoff);
-    if (inb) xv = lt_l_select(K_, inb, xv, lt_l_float(K_, LT_FLOAT, 0));
-    lt_lnode *body = lt_l_assign(K_, acc, lt_l_add(K_, V(lc, acc), lt_l_mul(K_, xv, lt_l_load(K_, W, woff))));
+    lt_lnode *xl = lt_l_load(K_, X, xoff);
+    if (inb) xl = lt_l_select(K_, inb, xl, lt_l_float(K_, LT_FLOAT, 0));
+    lt_lnode *body = lt_l_assign(K_, acc, lt_l_add(K_, V(lc, acc), lt_l_mul(K_, xl, lt_l_load(K_, W, woff))));
     for (int d = nsp - 1; d >= 0; d--) body = loop(lc, rv[1 + d], I(lc, ci.g.k[d]), body);
     body = loop(lc, rv[0], I(lc, Cg), body);
     lt_lnode *s[3];
@@ -325,8 +329,73 @@ static lt_status pool_window(lt_lctx *lc, const pool_ctx *pc, bool guarded, lt_l
     return LT_LNN(lc, v);
 }
 
-/* Pooling: for n, c, o..: window reduction; where a window may leave the input, output positions
- * whose windows are inside take an unguarded copy of the body (no selects, clamps or counting). */
+#define POOL_UNROLL_TAPS 32
+
+/* An unguarded window of at most POOL_UNROLL_TAPS taps as one expression (a balanced max/add
+ * tree): no loop or accumulator, so the loop over outputs vectorizes. */
+static lt_status pool_window_unrolled(lt_lctx *lc, const pool_ctx *pc, lt_lnode **val) {
+    const nn_geom *g = &pc->g;
+    lt_lnode *taps[POOL_UNROLL_TAPS];
+    int nt = 0;
+    int64_t kk[NN_MAX_SP] = {0}, full = 1;
+    for (int d = 0; d < pc->nsp; d++) full *= g->k[d];
+    for (int64_t t = 0; t < full; t++) {
+        lt_lnode *xi[LT_MAX_RANK] = {pc->oi[0], pc->oi[1]};
+        for (int d = 0; d < pc->nsp; d++)
+            xi[2 + d] = add(lc, mulc(lc, pc->oi[2 + d], g->s[d]), I(lc, kk[d] * g->d[d] - g->pb[d]));
+        LT_TRY(lt_lower_value(lc, pc->n->in[0], xi, &taps[nt]));
+        nt++;
+        for (int d = pc->nsp - 1; d >= 0; d--) { /* next tap */
+            if (++kk[d] < g->k[d]) break;
+            kk[d] = 0;
+        }
+    }
+    for (int w = nt; w > 1; w = (w + 1) / 2) /* pairwise: a shallow tree */
+        for (int i = 0; i < w / 2; i++) {
+            lt_lnode *a = taps[2 * i], *b = taps[2 * i + 1];
+            taps[i] = pc->is_max ? lt_l_binary(K_, LT_LOP_MAX, a, b) : lt_l_add(K_, a, b);
+            if (w % 2 && i == w / 2 - 1) taps[i + 1] = taps[w - 1];
+        }
+    lt_lnode *v = taps[0];
+    if (!pc->is_max) v = lt_l_binary(K_, LT_LOP_DIV, v, lt_lower_imm(lc, pc->dt, (double)full));
+    *val = v;
+    return LT_LNN(lc, v);
+}
+
+/* One output element: the window statements and the store. */
+static lt_status pool_elem(lt_lctx *lc, const pool_ctx *pc, bool guarded, lt_lnode **res) {
+    lt_lnode *s[5], *v;
+    int ns = 0;
+    int64_t full = 1;
+    for (int d = 0; d < pc->nsp; d++) full *= pc->g.k[d];
+    if (!guarded && full <= POOL_UNROLL_TAPS) LT_TRY(pool_window_unrolled(lc, pc, &v));
+    else LT_TRY(pool_window(lc, pc, guarded, s, &ns, &v));
+    LT_TRY(lt_lower_store_out(lc, pc->n->out[0], pc->oi, v, &s[ns]));
+    ns++;
+    *res = lt_l_seq(K_, ns, s);
+    return LT_LNN(lc, *res);
+}
+
+/* A loop over the last output dim in [lo, hi) (named name), body = one element. */
+static lt_status pool_range(lt_lctx *lc, pool_ctx *pc, const char *name, int64_t lo, int64_t hi, bool guarded,
+                            lt_lnode **res) {
+    if (hi <= lo) {
+        *res = NULL;
+        return LT_OK;
+    }
+    int last = pc->rx - 1;
+    lt_lvar *v = lt_kernel_var(K_, name, LT_INT64);
+    if (!v || !(pc->oi[last] = V(lc, v))) return lt_lower_nomem(lc);
+    lt_lnode *body;
+    LT_TRY(pool_elem(lc, pc, guarded, &body));
+    *res = lt_l_for(K_, v, I(lc, lo), I(lc, hi - lo), LT_LOOP_SERIAL, body);
+    return LT_LNN(lc, *res);
+}
+
+/* Pooling. Loops "o0" (image), "o1" (channel), "o2".. (positions but the last); along the last
+ * position dim, the windows that stay inside the input run in a loop "vo" with no bounds checks
+ * (the default schedule vectorizes it: each lane one output), the edges in guarded loops; rows
+ * whose windows leave the input along an outer dim are all guarded. */
 static lt_status l_pool(lt_lctx *lc, const lt_node *n, lt_lnode **res) {
     pool_ctx pc = {.n = n};
     int64_t dx[LT_MAX_RANK];
@@ -346,47 +415,55 @@ static lt_status l_pool(lt_lctx *lc, const lt_node *n, lt_lnode **res) {
     pc.include_pad = lt_attr_int(n, "count_include_pad", 0) != 0;
     pc.dt = lt_lower_cdtype(n->in[0]->type.dtype);
     const nn_geom *g = &pc.g;
+    int last = pc.rx - 1;
     lt_lvar *ov[LT_MAX_RANK];
     int64_t odims[LT_MAX_RANK] = {dx[0], dx[1]};
     for (int d = 0; d < pc.nsp; d++) odims[2 + d] = g->out[d];
-    for (int d = 0; d < pc.rx; d++) {
+    for (int d = 0; d < last; d++) {
         char name[16];
         snprintf(name, sizeof name, "o%d", d);
         ov[d] = lt_kernel_var(K_, name, LT_INT64);
         if (!(pc.oi[d] = V(lc, ov[d]))) return lt_lower_nomem(lc);
     }
-    /* interior: o*s - pb >= 0 and o*s - pb + (k-1)*d < in */
-    lt_lnode *interior = NULL;
-    bool any_out = false, empty = false;
+    /* interior range [lo, hi] of each position dim: o*s - pb >= 0 and o*s - pb + (k-1)*d < in */
+    int64_t lo[LT_MAX_RANK], hi[LT_MAX_RANK];
+    lt_lnode *outer_in = NULL;
+    bool outer_empty = false;
     for (int d = 0; d < pc.nsp; d++) {
-        int64_t span = (g->k[d] - 1) * g->d[d], s = g->s[d];
-        bool may_out = g->pb[d] > 0 || (g->out[d] - 1) * s + span - g->pb[d] >= g->in[d];
-        if (!may_out) continue;
-        any_out = true;
-        int64_t lo = (g->pb[d] + s - 1) / s, top = g->in[d] - 1 - span + g->pb[d];
-        int64_t hi = top >= 0 ? top / s : -1; /* inclusive */
-        if (hi > g->out[d] - 1) hi = g->out[d] - 1;
-        if (lo > hi) empty = true;
-        lt_lnode *c = lt_l_binary(K_, LT_LOP_AND, lt_l_binary(K_, LT_LOP_GE, pc.oi[2 + d], I(lc, lo)),
-                                  lt_l_binary(K_, LT_LOP_LE, pc.oi[2 + d], I(lc, hi)));
-        interior = interior ? lt_l_binary(K_, LT_LOP_AND, interior, c) : c;
+        int64_t span = (g->k[d] - 1) * g->d[d], st = g->s[d], top = g->in[d] - 1 - span + g->pb[d];
+        lo[d] = (g->pb[d] + st - 1) / st;
+        hi[d] = top >= 0 ? top / st : -1;
+        if (hi[d] > g->out[d] - 1) hi[d] = g->out[d] - 1;
+        bool may_out = lo[d] > 0 || hi[d] < g->out[d] - 1;
+        if (d == pc.nsp - 1 || !may_out) continue;
+        if (lo[d] > hi[d]) outer_empty = true;
+        lt_lnode *c = lt_l_binary(K_, LT_LOP_AND, lt_l_binary(K_, LT_LOP_GE, pc.oi[2 + d], I(lc, lo[d])),
+                                  lt_l_binary(K_, LT_LOP_LE, pc.oi[2 + d], I(lc, hi[d])));
+        outer_in = outer_in ? lt_l_binary(K_, LT_LOP_AND, outer_in, c) : c;
     }
+    int64_t OW = odims[last], L = lo[pc.nsp - 1], H = hi[pc.nsp - 1] + 1;
+    if (H < L) H = L;
     lt_lnode *body;
-    lt_lnode *s[5], *v;
-    int ns = 0;
-    LT_TRY(pool_window(lc, &pc, true, s, &ns, &v));
-    LT_TRY(lt_lower_store_out(lc, n->out[0], pc.oi, v, &s[ns]));
-    ns++;
-    body = lt_l_seq(K_, ns, s);
-    if (any_out && !empty) {
-        lt_lnode *f[5], *fv;
-        int nf = 0;
-        LT_TRY(pool_window(lc, &pc, false, f, &nf, &fv));
-        LT_TRY(lt_lower_store_out(lc, n->out[0], pc.oi, fv, &f[nf]));
-        nf++;
-        body = lt_l_if(K_, interior, lt_l_seq(K_, nf, f), body);
+    if (global) {
+        LT_TRY(pool_range(lc, &pc, "o", 0, OW, false, &body));
+    } else {
+        /* rows inside along the outer dims: guarded edges, unguarded middle */
+        lt_lnode *parts[3];
+        int np = 0;
+        LT_TRY(pool_range(lc, &pc, "oa", 0, L, true, &parts[np]));
+        if (parts[np]) np++;
+        LT_TRY(pool_range(lc, &pc, "vo", L, H, false, &parts[np]));
+        if (parts[np]) np++;
+        LT_TRY(pool_range(lc, &pc, "ob", H, OW, true, &parts[np]));
+        if (parts[np]) np++;
+        body = np == 1 ? parts[0] : lt_l_seq(K_, np, parts);
+        if (outer_in || outer_empty) {
+            lt_lnode *slow;
+            LT_TRY(pool_range(lc, &pc, "oc", 0, OW, true, &slow));
+            body = outer_empty ? slow : lt_l_if(K_, outer_in, body, slow);
+        }
     }
-    for (int d = pc.rx - 1; d >= 0; d--) body = loop(lc, ov[d], I(lc, odims[d]), body);
+    for (int d = last - 1; d >= 0; d--) body = loop(lc, ov[d], I(lc, odims[d]), body);
     *res = body;
     return LT_LNN(lc, body);
 }

@@ -11,7 +11,8 @@
  *     kept loops are parallelized the same way; the reduction loops stay serial (their accumulator
  *     is a loop-carried dependence) except the "lane" loops of partial accumulators
  *     (lower_reduce.c), which are vectorized, and innermost reduced loops that only store (the
- *     normalize pass of softmax and the norms), which are split by the lanes and vectorized;
+ *     normalize pass of softmax and the norms), which are split by the lanes and vectorized, and
+ *     pooling's interior loop "vo" (one output per lane);
  *   GEMM calls (lower_gemm.c): the call is parallel inside; its batch loops stay serial and its
  *     epilogue nest ("eb0".., "ei", "ej") is scheduled as an elementwise nest;
  *   plain GEMM nests (lower_gemm.c with no_microkernels): "parallel mb" (or the outermost batch
@@ -220,6 +221,15 @@ static lt_status sched_inner_vectors(sched_b *b, const lt_lnode *n) {
         const char *nm = n->var->name;
         int64_t e = extent(n);
         if (strncmp(nm, "lane", 4) == 0 && e >= 1 && e <= 64) return push(b, LT_S_VECTORIZE, nm, NULL, NULL, 0, 0);
+        /* pooling's unguarded interior positions: one output per lane */
+        if (strncmp(nm, "vo", 2) == 0 && e >= 2 && b->lanes > 1) {
+            if (e <= 64) return push(b, LT_S_VECTORIZE, nm, NULL, NULL, 0, 0);
+            char in[64];
+            if (strlen(nm) + 3 > sizeof in) return LT_OK;
+            LT_TRY(push(b, LT_S_SPLIT, nm, NULL, NULL, b->lanes, 0));
+            snprintf(in, sizeof in, "%s.i", nm);
+            return push(b, LT_S_VECTORIZE, in, NULL, NULL, 0, 0);
+        }
         if (nm[0] == 'r' && nm[1] >= '0' && nm[1] <= '9' && !has_assign_or_loop(n->kids[2]) && b->lanes > 1 &&
             e >= b->lanes && e % b->lanes == 0 && strlen(nm) + 3 <= 63) {
             char in[64];

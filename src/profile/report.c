@@ -16,7 +16,7 @@
 #include <string.h>
 
 #define NAME_MAX_W 40
-#define KIND_MAX_W 12
+#define KIND_MAX_W 18
 
 const char *lt_bound_kind_name(lt_bound_kind b) {
     switch (b) {
@@ -68,15 +68,20 @@ double lt_profile_median(double *v, int n) {
 
 /* ---- formatting ---- */
 
-/* A number in a right-aligned field, or "-" when it does not apply. prec < 0: at least 3
- * significant digits, 1 to 6 decimals (0.000155, 0.698, 12.9, 187.2, 2600.1). */
+/* v with at least 3 significant digits, 1 to 6 decimals (0.000155, 0.698, 12.9, 187.2, 2600.1). */
+static const char *sig(char *buf, size_t n, double v) {
+    int prec = v > 0 ? 2 - (int)floor(log10(v)) : 1;
+    prec = prec < 1 ? 1 : prec > 6 ? 6 : prec;
+    snprintf(buf, n, "%.*f", prec, v);
+    return buf;
+}
+
+/* A number in a right-aligned field, or "-" when it does not apply (prec < 0: sig()). */
 static void num(lt_strbuf *b, int w, int prec, bool show, double v) {
-    if (prec < 0) {
-        prec = v > 0 ? 2 - (int)floor(log10(v)) : 1;
-        prec = prec < 1 ? 1 : prec > 6 ? 6 : prec;
-    }
-    if (show) lt_sb_printf(b, " %*.*f", w, prec, v);
-    else lt_sb_printf(b, " %*s", w, "-");
+    char tmp[64];
+    if (!show) lt_sb_printf(b, " %*s", w, "-");
+    else if (prec < 0) lt_sb_printf(b, " %*s", w, sig(tmp, sizeof tmp, v));
+    else lt_sb_printf(b, " %*.*f", w, prec, v);
 }
 
 static void pct(lt_strbuf *b, int w, bool show, double v) {
@@ -107,7 +112,7 @@ static void sort_by_time(int *idx, int n, const lt_prof_record *recs) {
     }
 }
 
-#define COLS " %9s %6s %9s %9s %9s %9s %7s %11s %7s  %s\n"
+#define COLS " %9s %6s %9s %9s %9s %9s %7s %11s %8s  %s\n"
 
 lt_status lt_profile_report(lt_ctx *ctx, const lt_ceilings *c, const lt_prof_record *recs, int n,
                             const lt_profile_options *opt, lt_strbuf *out, lt_profile_totals *totals) {
@@ -182,14 +187,17 @@ lt_status lt_profile_report(lt_ctx *ctx, const lt_ceilings *c, const lt_prof_rec
         num(out, 9, -1, has_b && timed, w->gbps);
         num(out, 7, -1, has_f && has_b, w->intensity);
         num(out, 11, -1, has_f, w->bound_gflops);
-        pct(out, 7, w->pct_of_bound > 0, w->pct_of_bound);
-        lt_sb_printf(out, "  %s\n", lt_bound_kind_name(w->binds));
+        pct(out, 8, w->pct_of_bound > 0, w->pct_of_bound);
+        /* above 100% of a memory bound the data came from cache, not DRAM */
+        lt_sb_printf(out, "  %s%s\n", lt_bound_kind_name(w->binds),
+                     w->binds == LT_BOUND_MEMORY && w->pct_of_bound > 100 ? " (cache)" : "");
         if (o.show_detail && rec->detail && *rec->detail) lt_sb_printf(out, "%*s%s\n", 4, "", rec->detail);
     }
     if (shown < n) {
         double rest = 0;
         for (int r = shown; r < n; r++) rest += recs[idx[r]].time_s;
-        lt_sb_printf(out, "... %d more (%.3f ms)\n", n - shown, rest * 1e3);
+        char tmp[64];
+        lt_sb_printf(out, "... %d more (%s ms)\n", n - shown, sig(tmp, sizeof tmp, rest * 1e3));
     }
     /* totals */
     text(out, name_w, label);
@@ -203,7 +211,7 @@ lt_status lt_profile_report(lt_ctx *ctx, const lt_ceilings *c, const lt_prof_rec
     num(out, 9, -1, t.bytes > 0 && t.time_s > 0, t.gbps);
     num(out, 7, -1, t.flops > 0 && t.bytes > 0, t.bytes > 0 ? t.flops / t.bytes : 0);
     num(out, 11, 1, false, 0);
-    pct(out, 7, t.pct_of_bound > 0, t.pct_of_bound);
+    pct(out, 8, t.pct_of_bound > 0, t.pct_of_bound);
     if (t.bound_s > 0) {
         bool comp = t.compute_bound_s >= t.memory_bound_s;
         lt_sb_printf(out, "  %s %.0f%%\n", comp ? "compute" : "memory",

@@ -59,6 +59,30 @@ static const char *c_ident(lt_arena *a, const char *name, const char *const *use
     return lt_arena_strdup(a, cand);
 }
 
+/* Text safe inside a C comment: no comment start/end, no control characters. */
+static const char *cmt(lt_arena *a, const char *text) {
+    char *r = lt_arena_strdup(a, text ? text : "");
+    for (char *c = r; c && *c; c++) {
+        if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = ' ';
+        if ((c[0] == '*' && c[1] == '/') || (c[0] == '/' && c[1] == '*')) c[1] = '|';
+    }
+    return r ? r : "";
+}
+
+/* Text safe inside a C string literal (and a printf format): printable ASCII, escaped. */
+static const char *cstr(lt_arena *a, const char *text) {
+    lt_strbuf b = {0};
+    for (const unsigned char *c = (const unsigned char *)(text ? text : ""); *c; c++) {
+        if (*c == '"' || *c == '\\') lt_sb_printf(&b, "\\%c", *c);
+        else if (*c == '%') lt_sb_printf(&b, "%%%%");
+        else if (*c < 0x20 || *c >= 0x7f) lt_sb_printf(&b, "?");
+        else lt_sb_printf(&b, "%c", *c);
+    }
+    const char *r = lt_arena_strdup(a, b.s ? b.s : "");
+    lt_sb_free(&b);
+    return r ? r : "";
+}
+
 static const char *c_type(lt_dtype dt) {
     const char *t = dt >= 0 && dt < LT_DTYPE_COUNT ? lt_lang_c.type_names[dt] : NULL;
     if (t) return t;
@@ -89,6 +113,8 @@ typedef struct exp_state {
 
 static const char *arg_expr(exp_state *e, int sl, char *buf, size_t n) {
     const lt_plan_slot *S = &e->p->slots[sl];
+    if (S->alias_of >= 0 && e->p->slots[S->alias_of].kind != LT_SLOT_WORKSPACE) /* a view of an input */
+        S = &e->p->slots[S->alias_of];
     switch (S->kind) {
     case LT_SLOT_WORKSPACE: snprintf(buf, n, "ws + %lld", (long long)S->offset); break;
     case LT_SLOT_CONST: snprintf(buf, n, "%s_w_ + %lld", e->P, (long long)e->woff[sl]); break;
@@ -116,7 +142,7 @@ static void gen_header(exp_state *e, const lt_export_options *opt, bool embedded
     up[k] = 0;
     char d[256];
     lt_sb_printf(h, "/* %s.h — a model compiled by lathe into standalone C (no lathe library needed).\n", P);
-    if (opt->model_path) lt_sb_printf(h, " * Source model: %s\n", opt->model_path);
+    if (opt->model_path) lt_sb_printf(h, " * Source model: %s\n", cmt(&e->a, opt->model_path));
     lt_sb_printf(h, " *\n * Build:  cc -O2 %s.c main.c -lm           (one thread, portable)\n"
                     " *         cc -O3 -march=native -fopenmp %s.c main.c -lm   (threads, native SIMD)\n *\n", P, P);
     lt_sb_printf(h, " * Inputs (pointers in %s_inputs; row-major, C order):\n", P);
@@ -124,14 +150,14 @@ static void gen_header(exp_state *e, const lt_export_options *opt, bool embedded
         int sl = p->input_slot[i];
         if (sl < 0 || !p->rt[sl].is_static) continue;
         dims_str(&p->slots[sl], d, sizeof d);
-        lt_sb_printf(h, " *   %-20s '%s': %s, %lld bytes%s\n", e->in_names[i], g->inputs[i]->name, d,
+        lt_sb_printf(h, " *   %-20s '%s': %s, %lld bytes%s\n", e->in_names[i], cmt(&e->a, g->inputs[i]->name), d,
                      (long long)p->slots[sl].bytes, g->inputs[i]->init ? " (optional: NULL uses the model's default)" : "");
     }
     lt_sb_printf(h, " * Outputs (pointers in %s_outputs, to room for the bytes given):\n", P);
     for (int i = 0; i < g->n_outputs; i++) {
         int sl = p->output_slot[i];
         dims_str(&p->slots[sl], d, sizeof d);
-        lt_sb_printf(h, " *   %-20s '%s': %s, %lld bytes\n", e->out_names[i], g->outputs[i]->name, d,
+        lt_sb_printf(h, " *   %-20s '%s': %s, %lld bytes\n", e->out_names[i], cmt(&e->a, g->outputs[i]->name), d,
                      (long long)p->slots[sl].bytes);
     }
     lt_sb_printf(h, " * Workspace: %lld bytes (%s_WORKSPACE_BYTES), reused by every run; intermediates would need "
@@ -156,14 +182,15 @@ static void gen_header(exp_state *e, const lt_export_options *opt, bool embedded
     for (int i = 0; i < g->n_inputs; i++) {
         int sl = p->input_slot[i];
         if (sl < 0 || !p->rt[sl].is_static) continue;
-        lt_sb_printf(h, "    const %s *%s; /* '%s' */\n", c_type(p->slots[sl].dtype), e->in_names[i], g->inputs[i]->name);
+        lt_sb_printf(h, "    const %s *%s; /* '%s' */\n", c_type(p->slots[sl].dtype), e->in_names[i],
+                     cmt(&e->a, g->inputs[i]->name));
         n_in++;
     }
     if (!n_in) lt_sb_printf(h, "    int unused_; /* the model has no input */\n");
     lt_sb_printf(h, "} %s_inputs;\n\ntypedef struct %s_outputs {\n", P, P);
     for (int i = 0; i < g->n_outputs; i++)
         lt_sb_printf(h, "    %s *%s; /* '%s' */\n", c_type(p->slots[p->output_slot[i]].dtype), e->out_names[i],
-                     g->outputs[i]->name);
+                     cmt(&e->a, g->outputs[i]->name));
     lt_sb_printf(h, "} %s_outputs;\n\n", P);
     lt_sb_printf(h, "int %s_init(const char *weights_path);\n"
                     "int %s_run(const %s_inputs *in, %s_outputs *out, void *workspace);\n"
@@ -247,13 +274,17 @@ static void gen_api(exp_state *e, bool embedded, const uint8_t *blob, lt_strbuf 
                          (long long)e->woff[sl]);
         else
             lt_sb_printf(c, "    const %s *in_%s = in->%s;\n    if (!in_%s) { snprintf(%s_err_, sizeof %s_err_, "
-                            "\"input '%s' is NULL\"); return -1; }\n", ct, nm, nm, nm, P, P, g->inputs[i]->name);
+                            "\"input '%s' is NULL\"); return -1; }\n", ct, nm, nm, nm, P, P, cstr(&e->a, g->inputs[i]->name));
     }
     for (int k2 = 0; k2 < g->n_outputs; k2++)
         lt_sb_printf(c, "    if (!out->%s) { snprintf(%s_err_, sizeof %s_err_, \"output '%s' is NULL\"); return -1; }\n",
-                     e->out_names[k2], P, P, g->outputs[k2]->name);
+                     e->out_names[k2], P, P, cstr(&e->a, g->outputs[k2]->name));
     for (int i = 0; i < p->n_steps; i++) {
         const lt_plan_step *st = &p->steps[i];
+        if (st->view) { /* its output shares its input's memory */
+            lt_sb_printf(c, "    /* %d: %s: a view, nothing to run */\n", i, st->origin);
+            continue;
+        }
         lt_sb_printf(c, "    { /* %d: %s */\n        void *a[%d] = {", i, st->origin, st->n_args > 0 ? st->n_args : 1);
         for (int j = 0; j < st->n_args; j++) lt_sb_printf(c, "%s%s", j ? ", " : "", arg_expr(e, st->arg_slots[j], ab, sizeof ab));
         lt_sb_printf(c, "};\n        %s(a);\n    }\n", st->name);

@@ -71,7 +71,10 @@ static int new_slot(lt_ctx *ctx, lt_plan *p, const lt_value *v, lt_slot_kind kin
     sl->def_step = -1;
     sl->last_step = -1;
     sl->io_index = -1;
+    sl->alias_of = -1;
     p->rt[s].mp_index = -1;
+    p->rt[s].first_alias = -1;
+    p->rt[s].next_alias = -1;
     if (v) {
         int64_t numel = 0;
         p->rt[s].is_static = type_static(&v->type, &sl->rank, sl->dims, &numel);
@@ -165,11 +168,21 @@ static lt_status node_outer_vals(lt_ctx *ctx, lt_plan *p, const lt_node *n, bool
 
 static const char *origin_of(lt_arena *a, const lt_node *const *nodes, int n) {
     lt_strbuf b = {0};
-    for (int i = 0; i < n && i < 12; i++)
-        lt_sb_printf(&b, "%s'%s' (%s)", i ? ", " : "", nodes[i]->name ? nodes[i]->name : "", nodes[i]->op_type);
+    for (int i = 0; i < n && i < 12; i++) {
+        if (nodes[i]->name && *nodes[i]->name)
+            lt_sb_printf(&b, "%s'%s' (%s)", i ? ", " : "", nodes[i]->name, nodes[i]->op_type);
+        else
+            lt_sb_printf(&b, "%s%s #%d", i ? ", " : "", nodes[i]->op_type, nodes[i]->index);
+    }
     if (n > 12) lt_sb_printf(&b, ", ... (%d nodes)", n);
-    const char *r = lt_arena_strdup(a, b.s ? b.s : "");
+    char *r = lt_arena_strdup(a, b.s ? b.s : "");
     lt_sb_free(&b);
+    /* it goes into comments of generated C: no comment end, no line break (node names are data) */
+    for (char *c = r; c && *c; c++) {
+        if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = ' ';
+        if (c[0] == '*' && c[1] == '/') c[1] = '|';
+        if (c[0] == '/' && c[1] == '*') c[1] = '|';
+    }
     return r;
 }
 
@@ -345,23 +358,53 @@ static lt_status bind_values(lt_ctx *ctx, lt_plan *p, const lt_lowered *lowered_
     return LT_OK;
 }
 
+/* Views: a kernel step whose nodes only reshape (Reshape, Flatten, Squeeze, Unsqueeze, Identity),
+ * with one input and one output of the same bytes, copies nothing: its WORKSPACE output shares the
+ * memory of its input (a WORKSPACE or INPUT slot, or the root such a view already shares), and the
+ * root's live range grows to cover the view's. */
+static bool is_view_op(int op) {
+    return op == LT_OP_Reshape || op == LT_OP_Flatten || op == LT_OP_Squeeze || op == LT_OP_Unsqueeze ||
+           op == LT_OP_Identity;
+}
+
+static void find_views(lt_plan *p) {
+    for (int i = 0; i < p->n_steps; i++) {
+        lt_plan_step *st = &p->steps[i];
+        if (st->kind != LT_STEP_KERNEL || st->n_args != 2 || !st->group || st->group->n_outputs != 1) continue;
+        bool only_views = true;
+        for (int k = 0; k < st->group->n_nodes && only_views; k++) only_views = is_view_op(st->group->nodes[k]->op);
+        if (!only_views) continue;
+        int o = st->arg_slots[0], in = st->arg_slots[1];
+        int root = p->slots[in].alias_of >= 0 ? p->slots[in].alias_of : in;
+        lt_plan_slot *O = &p->slots[o], *R = &p->slots[root];
+        if (O->kind != LT_SLOT_WORKSPACE || (R->kind != LT_SLOT_WORKSPACE && R->kind != LT_SLOT_INPUT)) continue;
+        if (O->bytes != R->bytes || O->dtype != R->dtype || o == root) continue;
+        st->view = true;
+        O->alias_of = root;
+        p->rt[o].next_alias = p->rt[root].first_alias;
+        p->rt[root].first_alias = o;
+        if (O->last_step > R->last_step) R->last_step = O->last_step;
+        p->stats.n_views++;
+    }
+}
+
+static int root_of(const lt_plan *p, int sl) { return p->slots[sl].alias_of >= 0 ? p->slots[sl].alias_of : sl; }
+
 /* In-place candidate of kernel step i: a single-output elementwise/broadcast chain whose output is
  * a WORKSPACE slot, and an input WORKSPACE slot of the same element count and element size that
  * dies at this step. */
 static int inplace_candidate(const lt_plan *p, int i) {
     const lt_plan_step *st = &p->steps[i];
-    if (st->kind != LT_STEP_KERNEL || !st->group || st->group->n_outputs != 1) return -1;
+    if (st->kind != LT_STEP_KERNEL || st->view || !st->group || st->group->n_outputs != 1) return -1;
     if (st->pattern != LT_PK_ELEMWISE && st->pattern != LT_PK_BROADCAST) return -1;
     const lt_plan_slot *o = &p->slots[st->arg_slots[0]];
-    if (o->kind != LT_SLOT_WORKSPACE) return -1;
+    if (o->kind != LT_SLOT_WORKSPACE || o->alias_of >= 0) return -1;
     for (int j = 1; j < st->n_args; j++) {
-        int sl = st->arg_slots[j];
+        int sl = root_of(p, st->arg_slots[j]);
         const lt_plan_slot *in = &p->slots[sl];
         if (in->kind != LT_SLOT_WORKSPACE || in->last_step != i || in->def_step >= i) continue;
         if (in->numel != o->numel || lt_dtype_size(in->dtype) != lt_dtype_size(o->dtype)) continue;
-        bool twice = false; /* the same buffer bound to two arguments is fine; an output twice is not */
-        for (int q = 0; q < st->group->n_outputs; q++) twice |= st->arg_slots[q] == sl;
-        if (!twice) return sl;
+        if (sl != st->arg_slots[0]) return sl;
     }
     return -1;
 }
@@ -369,7 +412,7 @@ static int inplace_candidate(const lt_plan *p, int i) {
 static lt_status plan_memory(lt_ctx *ctx, lt_plan *p, bool no_inplace) {
     int n = 0;
     for (int s = 0; s < p->n_slots; s++)
-        if (p->slots[s].kind == LT_SLOT_WORKSPACE) p->rt[s].mp_index = n++;
+        if (p->slots[s].kind == LT_SLOT_WORKSPACE && p->slots[s].alias_of < 0) p->rt[s].mp_index = n++;
     lt_mp_buf *bufs = lt_calloc(ctx, (size_t)n + 1, sizeof *bufs, "memory plan");
     if (!bufs) return LT_ERR_NOMEM;
     for (int s = 0; s < p->n_slots; s++) {
@@ -397,6 +440,14 @@ static lt_status plan_memory(lt_ctx *ctx, lt_plan *p, bool no_inplace) {
             p->slots[sl].inplace = bufs[m].inplace;
             p->slots[sl].ptr = (char *)p->workspace + bufs[m].offset;
         }
+    if (s == LT_OK) /* views share their root's memory */
+        for (int sl = 0; sl < p->n_slots; sl++) {
+            lt_plan_slot *S = &p->slots[sl];
+            if (S->alias_of < 0) continue;
+            bool ws = p->slots[S->alias_of].kind == LT_SLOT_WORKSPACE;
+            S->offset = ws ? p->slots[S->alias_of].offset : -1; /* a view of an input: no workspace */
+            S->ptr = p->slots[S->alias_of].ptr;
+        }
     lt_mem_free(bufs);
     return s;
 }
@@ -414,7 +465,13 @@ static lt_status fill_packs(lt_ctx *ctx, lt_plan *p) {
     return LT_OK;
 }
 
-/* Argument arrays and the patch lists of INPUT / OUTPUT slots. */
+/* Does slot sl live in the caller's memory (its address patched at each run)? */
+static bool patched(const lt_plan *p, int sl) {
+    lt_slot_kind k = p->slots[root_of(p, sl)].kind;
+    return k == LT_SLOT_INPUT || k == LT_SLOT_OUTPUT;
+}
+
+/* Argument arrays and the patch lists of INPUT / OUTPUT slots (and views of them). */
 static lt_status prepare_args(lt_ctx *ctx, lt_plan *p) {
     int n = 0;
     for (int i = 0; i < p->n_steps; i++) {
@@ -430,7 +487,7 @@ static lt_status prepare_args(lt_ctx *ctx, lt_plan *p) {
                                 (long long)want, S->value ? S->value->name : "?", lt_dtype_name(S->dtype),
                                 (long long)S->numel);
             st->args[j] = S->ptr;
-            if (S->kind == LT_SLOT_INPUT || S->kind == LT_SLOT_OUTPUT) n++;
+            if (patched(p, st->arg_slots[j])) n++;
         }
     }
     p->patches = lt_arena_alloc(p->arena, sizeof(void *) * (size_t)(n + 1));
@@ -438,7 +495,7 @@ static lt_status prepare_args(lt_ctx *ctx, lt_plan *p) {
     for (int sl = 0; sl < p->n_slots; sl++) {
         lt_slot_rt *R = &p->rt[sl];
         R->first_patch = p->n_patches;
-        if (p->slots[sl].kind != LT_SLOT_INPUT && p->slots[sl].kind != LT_SLOT_OUTPUT) continue;
+        if (!patched(p, sl)) continue;
         for (int i = 0; i < p->n_steps; i++) {
             lt_plan_step *st = &p->steps[i];
             if (st->kind != LT_STEP_KERNEL) continue;
@@ -531,6 +588,7 @@ lt_status lt_plan_build(lt_ctx *ctx, const lt_plan_build_args *a, lt_plan **out)
     /* 2-3. slots, live ranges, kinds */
     if ((s = bind_values(ctx, p, a->lowered)) != LT_OK) goto fail;
     if ((s = map_api_inputs(ctx, p, a)) != LT_OK) goto fail;
+    find_views(p);
     /* 5. memory plan + workspace; 4. packed weights */
     if ((s = plan_memory(ctx, p, a->no_inplace)) != LT_OK) goto fail;
     if ((s = fill_packs(ctx, p)) != LT_OK) goto fail;
@@ -552,7 +610,7 @@ lt_status lt_plan_build(lt_ctx *ctx, const lt_plan_build_args *a, lt_plan **out)
     }
     st->n_slots = p->n_slots;
     for (int sl = 0; sl < p->n_slots; sl++) {
-        if (p->slots[sl].kind == LT_SLOT_WORKSPACE) st->n_workspace_slots++;
+        if (p->slots[sl].kind == LT_SLOT_WORKSPACE && p->slots[sl].alias_of < 0) st->n_workspace_slots++;
         if (p->slots[sl].kind == LT_SLOT_CONST && p->rt[sl].is_static) st->weight_bytes += p->slots[sl].bytes;
     }
     st->n_inplace = p->mem.n_inplace;
@@ -589,10 +647,19 @@ void lt_plan_free(lt_plan *p) {
 
 /* ---- running ---- */
 
-static void patch(lt_plan *p, int sl) {
+static void patch_one(lt_plan *p, int sl) {
     const lt_slot_rt *R = &p->rt[sl];
     for (int k = 0; k < R->n_patch; k++) *(void **)p->patches[R->first_patch + k] = p->slots[sl].ptr;
     if (R->wrap) R->wrap->data = p->slots[sl].ptr;
+}
+
+/* Slot sl got a new address for this run: its argument entries, its host view, and its views'. */
+static void patch(lt_plan *p, int sl) {
+    patch_one(p, sl);
+    for (int a = p->rt[sl].first_alias; a >= 0; a = p->rt[a].next_alias) {
+        p->slots[a].ptr = p->slots[sl].ptr;
+        patch_one(p, a);
+    }
 }
 
 static void release_run(lt_plan *p) {
@@ -617,7 +684,8 @@ static lt_status run_steps(lt_ctx *ctx, lt_plan *p, const lt_plan_run_options *o
     for (int i = 0; i < p->n_steps; i++) {
         lt_plan_step *st = &p->steps[i];
         double t0 = secs ? now_s() : 0;
-        if (st->kind == LT_STEP_KERNEL) LT_TRY(vt->launch(p->backend, ctx, st->bk, st->args, st->n_args));
+        if (st->view) { /* shares its input's memory: nothing to do */
+        } else if (st->kind == LT_STEP_KERNEL) LT_TRY(vt->launch(p->backend, ctx, st->bk, st->args, st->n_args));
         else LT_TRY(lt_plan_host_run(ctx, p, i));
         if (secs) secs[i] += now_s() - t0;
         /* DYNAMIC values die after their last reader */
@@ -641,6 +709,19 @@ static lt_status bind_input_datum(lt_ctx *ctx, lt_plan *p, int i, lt_datum *d) {
     const lt_value *v = S->value;
     if (!d) d = R->dflt;
     if (!d) return lt_error(ctx, LT_ERR_INVALID, "input %d '%s' was not given a value", i, v->name);
+    const lt_type *t = &v->type;
+    if (d->kind == LT_DK_TENSOR && t->kind == LT_TK_TENSOR) { /* the declared type, as the interpreter checks */
+        const lt_tensor *x = d->tensor;
+        if (t->dtype != LT_UNDEFINED && x->dtype != t->dtype)
+            return lt_error(ctx, LT_ERR_INVALID, "input '%s': expected %s, got %s", v->name, lt_dtype_name(t->dtype),
+                            lt_dtype_name(x->dtype));
+        if (t->rank >= 0 && x->rank != t->rank)
+            return lt_error(ctx, LT_ERR_INVALID, "input '%s': expected rank %d, got rank %d", v->name, t->rank, x->rank);
+        for (int k = 0; t->rank > 0 && t->dims && k < t->rank; k++)
+            if (t->dims[k].value >= 0 && t->dims[k].value != x->dims[k])
+                return lt_error(ctx, LT_ERR_INVALID, "input '%s': dimension %d must be %lld, got %lld", v->name, k,
+                                (long long)t->dims[k].value, (long long)x->dims[k]);
+    }
     if (R->kernel_use) {
         char want[256], got[256];
         if (d->kind != LT_DK_TENSOR || !same_shape(S, d->tensor))
@@ -842,8 +923,8 @@ const char *lt_plan_memory_summary(const lt_plan *p, char *buf, size_t n) {
     human_bytes(p->stats.workspace_bytes, a, sizeof a);
     human_bytes(p->stats.intermediates_bytes, b, sizeof b);
     human_bytes(p->stats.lower_bound_bytes, c, sizeof c);
-    snprintf(buf, n, "workspace %s (sum of intermediates %s, %d buffers, %d in place; live peak %s)", a, b,
-             p->stats.n_workspace_slots, p->stats.n_inplace, c);
+    snprintf(buf, n, "workspace %s (sum of intermediates %s, %d buffers, %d in place, %d views; live peak %s)", a, b,
+             p->stats.n_workspace_slots, p->stats.n_inplace, p->stats.n_views, c);
     return buf;
 }
 
@@ -851,7 +932,9 @@ static void print_slot_ref(const lt_plan *p, int sl, lt_strbuf *out) {
     if (sl < 0) { lt_sb_printf(out, "-"); return; }
     const lt_plan_slot *S = &p->slots[sl];
     lt_sb_printf(out, "%s", S->value ? S->value->name : "?");
-    if (S->kind == LT_SLOT_WORKSPACE) lt_sb_printf(out, "@%lld%s", (long long)S->offset, S->inplace ? "*" : "");
+    if (S->alias_of >= 0 && p->slots[S->alias_of].kind != LT_SLOT_WORKSPACE)
+        lt_sb_printf(out, "=%s", p->slots[S->alias_of].value->name);
+    else if (S->kind == LT_SLOT_WORKSPACE) lt_sb_printf(out, "@%lld%s", (long long)S->offset, S->inplace ? "*" : "");
     else lt_sb_printf(out, "(%s)", slot_kind_name(S->kind));
 }
 
@@ -859,7 +942,7 @@ void lt_plan_print(const lt_plan *p, lt_strbuf *out) {
     for (int i = 0; i < p->n_steps; i++) {
         const lt_plan_step *st = &p->steps[i];
         if (st->kind == LT_STEP_KERNEL) {
-            lt_sb_printf(out, "%3d kernel %-8s %-14s ", i, st->name, lt_pattern_name(st->pattern));
+            lt_sb_printf(out, "%3d %-6s %-8s %-14s ", i, st->view ? "view" : "kernel", st->name, lt_pattern_name(st->pattern));
             for (int j = 0; j < st->n_args; j++) {
                 lt_sb_printf(out, "%s", j == 0 ? "" : j == st->group->n_outputs ? " <- " : ", ");
                 print_slot_ref(p, st->arg_slots[j], out);

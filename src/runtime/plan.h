@@ -13,7 +13,8 @@
  * Memory. Every intermediate value with a static shape and a fixed-size dtype lives at a static
  * offset of ONE workspace, allocated when the plan is built (lt_memplan: liveness over the step
  * order, best-fit offsets, in-place reuse for single-output elementwise kernels whose input dies at
- * that step). Weights (initializers) are used in place, never copied; packed weights get one
+ * that step; the output of a step that only reshapes is a view sharing its input's memory, its live
+ * range joined to the input's). Weights (initializers) are used in place, never copied; packed weights get one
  * persistent buffer each, filled once at plan build by their pack kernel. Graph inputs and outputs are
  * the caller's memory: their addresses are patched into the argument arrays at each run. So running
  * compiled steps allocates nothing; host steps allocate what their eval hook allocates, and values
@@ -97,6 +98,8 @@ typedef struct lt_plan_slot {
     void *ptr;              /* address now (CONST, PACKED, WORKSPACE: fixed; INPUT, OUTPUT: per run) */
     int def_step, last_step;/* live range over the steps (-1 def: before the first step) */
     bool inplace;           /* shares the memory of the slot it was computed from (in-place) */
+    int alias_of;           /* -1, or the slot whose memory this view shares (a Reshape-like step's
+                             * output: same bytes, no copy); chains point at their root */
 } lt_plan_slot;
 
 typedef enum lt_step_kind { LT_STEP_KERNEL, LT_STEP_HOST } lt_step_kind;
@@ -120,6 +123,8 @@ typedef struct lt_plan_step {
     int *in_slots;          /* slot per node input, -1 for an omitted optional input */
     int *out_slots;         /* slot per node output, -1 for an output nobody requested */
     const char *reason;     /* why it is a host step */
+    bool view;              /* KERNEL of Reshape/Flatten/Squeeze/Unsqueeze/Identity only: its output
+                             * aliases its input's memory, nothing runs */
 } lt_plan_step;
 
 /* Per-run options (NULL: defaults). */
@@ -135,6 +140,7 @@ typedef struct lt_plan_stats {
     int n_steps, n_kernels, n_host;
     int n_nodes, n_nodes_compiled;  /* main-graph nodes, and those inside compiled kernels */
     int n_slots, n_workspace_slots, n_inplace;
+    int n_views;                    /* steps turned into views (no copy, no launch) */
     int64_t workspace_bytes;        /* the one workspace (peak of the memory plan) */
     int64_t intermediates_bytes;    /* sum of all workspace intermediates (what allocating each costs) */
     int64_t lower_bound_bytes;      /* most bytes live at any one step */

@@ -34,6 +34,8 @@ typedef struct lt_slot_rt {
     lt_datum *cur;           /* run time: INPUT's bound datum, DYNAMIC's value (owned ref) */
     int first_patch, n_patch;/* INPUT / OUTPUT: entries of patches[] to update at each run */
     int mp_index;            /* index in the memory plan's buffer list (WORKSPACE), else -1 */
+    int next_alias;          /* next slot viewing the same root (list from the root's first_alias) */
+    int first_alias;         /* root: first slot viewing it, -1 */
 } lt_slot_rt;
 
 struct lt_plan {

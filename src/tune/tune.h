@@ -16,7 +16,8 @@
  * from a base schedule (e.g. the default one of its group pattern), each round extends every
  * schedule in the beam by one action -- split a loop by a factor; split the innermost loop by a
  * vector width and vectorize the inner part (or vectorize it directly when its extent is a width);
- * parallelize an outer loop; unroll an innermost loop -- drops the candidates whose steps do not
+ * parallelize an outer loop whose iterations write disjoint memory (never a reduction loop);
+ * unroll an innermost loop -- drops the candidates whose steps do not
  * apply (their preconditions fail) or that were already tried, measures the others through the
  * caller's callback (which compiles and times the kernel, or, in tests, models it), and keeps the
  * `beam` fastest. It stops after `depth` rounds, when a round finds nothing faster, or when

@@ -216,6 +216,18 @@ lt_status lt_tune_db_insert(lt_ctx *ctx, lt_tune_db *db, const lt_tune_key *key,
         return lt_error(ctx, LT_ERR_USAGE, "tuning database: time %g s for kernel %.12s is not positive", time_s, key->hash);
     if (s->n < 0 || s->n > (int)(sizeof s->steps / sizeof s->steps[0]))
         return lt_error(ctx, LT_ERR_USAGE, "tuning database: schedule of %d steps", s->n);
+    for (int i = 0; i < s->n; i++) { /* every step must survive the text file */
+        char line[256];
+        lt_sstep back;
+        lt_ctx tmp = {0};
+        lt_sstep_format(&s->steps[i], line, sizeof line);
+        if (strchr(line, ';') || lt_sstep_parse(&tmp, line, &back) != LT_OK || back.kind != s->steps[i].kind ||
+            strcmp(back.loop, s->steps[i].loop) || strcmp(back.loop2, s->steps[i].loop2) ||
+            strcmp(back.name, s->steps[i].name) || back.factor != s->steps[i].factor ||
+            back.factor2 != s->steps[i].factor2)
+            return lt_error(ctx, LT_ERR_USAGE, "tuning database: step %d ('%s') of kernel %.12s does not read back as written",
+                            i, line, key->hash);
+    }
     if ((db->n + 1) * 2 > db->index_cap) LT_TRY(grow_index(ctx, db));
     int slot = find_slot(db, key);
     if (db->index[slot]) {

@@ -9,6 +9,8 @@
  * verified and costed, handed to measure, and the kernel is restored: body, flops/bytes and the
  * variable and buffer counts (the tables only grow at their ends, so truncating them forgets the
  * names a candidate created and the next candidate's "split i 16" makes "i.o" again).
+ * "parallel" is only offered for loops whose iterations write disjoint locations (parallel_safe):
+ * the schedule step checks nesting only, and parallelizing a reduction loop would race.
  * Candidates whose steps fail their preconditions (LT_ERR_INVALID from lt_sched_apply) are
  * rejected quietly; any other failure stops the search. Schedules already tried are skipped (a set
  * of their text). Order is deterministic: loops in pre-order, actions in the order listed, ties
@@ -56,7 +58,8 @@ static lt_status apply(lt_ctx *ctx, lt_kernel *k, const snapshot *base, const lt
     lt_lnode *b = lt_lsimplify(k, k->body);
     if (!b) return lt_error(ctx, LT_ERR_NOMEM, "tuning %s: out of memory", k->name);
     k->body = b;
-    if (lt_kernel_verify(&tmp, k) != LT_OK) {
+    if ((st = lt_kernel_verify(&tmp, k)) != LT_OK) {
+        if (st == LT_ERR_NOMEM) return lt_error(ctx, st, "tuning %s: %s", k->name, tmp.msg);
         lt_strbuf t = {0};
         lt_tune_schedule_format(s, &t);
         lt_status e = lt_error(ctx, LT_ERR_INTERNAL, "tuning %s: schedule '%s' gave an invalid kernel: %s", k->name,
@@ -72,6 +75,7 @@ static lt_status apply(lt_ctx *ctx, lt_kernel *k, const snapshot *base, const lt
 /* ---- the loops of a scheduled kernel ---- */
 
 typedef struct loop_info {
+    const lt_lnode *node;
     const char *name;
     lt_loop_kind kind;
     int64_t extent; /* -1: not a constant */
@@ -92,7 +96,7 @@ static void walk(const lt_lnode *n, int depth, bool in_par, loops *L, bool *has_
         bool par = n->op == LT_LOOP_PARALLEL, f = false, p = false;
         if (me >= 0) {
             int64_t e;
-            L->l[me] = (loop_info){n->var->name, (lt_loop_kind)n->op, lt_lis_int(n->kids[1], &e) ? e : -1, depth,
+            L->l[me] = (loop_info){n, n->var->name, (lt_loop_kind)n->op, lt_lis_int(n->kids[1], &e) ? e : -1, depth,
                                    false, in_par, false};
         }
         walk(n->kids[2], depth + 1, in_par || par, L, &f, &p);
@@ -104,6 +108,60 @@ static void walk(const lt_lnode *n, int depth, bool in_par, loops *L, bool *has_
     if (!lt_lnode_info_get(n->kind)->is_stmt) return;
     for (int i = 0; i < n->n; i++)
         if (n->kids[i] && lt_lnode_info_get(n->kids[i]->kind)->is_stmt) walk(n->kids[i], depth, in_par, L, has_for, has_par);
+}
+
+/* ---- may a loop run its iterations on different threads? ---- */
+
+#define SAFE_MAX 256
+
+typedef struct par_scan {
+    const lt_lvar *var;          /* the loop's variable */
+    int n_lets, n_allocs;
+    const lt_lvar *lets[SAFE_MAX];   /* scalars declared inside the loop (private per iteration) */
+    const lt_lbuf *allocs[SAFE_MAX]; /* buffers allocated inside the loop (private per iteration) */
+    bool safe;
+} par_scan;
+
+static bool collect_private(const lt_lnode *n, void *user) {
+    par_scan *p = user;
+    if (n->kind == LT_L_LET) {
+        if (p->n_lets == SAFE_MAX) p->safe = false;
+        else p->lets[p->n_lets++] = n->var;
+    } else if (n->kind == LT_L_ALLOC) {
+        if (p->n_allocs == SAFE_MAX) p->safe = false;
+        else p->allocs[p->n_allocs++] = n->buf;
+    }
+    return p->safe;
+}
+
+static bool check_writes(const lt_lnode *n, void *user) {
+    par_scan *p = user;
+    if (n->kind == LT_L_STORE) {
+        bool private_buf = false;
+        for (int i = 0; i < p->n_allocs && !private_buf; i++) private_buf = p->allocs[i] == n->buf;
+        /* a shared buffer must be written at an index that moves with the loop variable */
+        if (!private_buf && !lt_luses_var(n->kids[0], p->var)) p->safe = false;
+    } else if (n->kind == LT_L_ASSIGN) {
+        bool private_var = false;
+        for (int i = 0; i < p->n_lets && !private_var; i++) private_var = p->lets[i] == n->var;
+        if (!private_var) p->safe = false; /* an accumulator carried across iterations */
+    } else if (n->kind == LT_L_EVAL || n->kind == LT_L_BARRIER) {
+        p->safe = false; /* what a microkernel writes is not visible here: leave it to the default */
+    }
+    return p->safe;
+}
+
+/* Every iteration writes its own locations: stores to shared buffers are indexed by the loop
+ * variable, assigned scalars are declared inside, no calls. (A heuristic, not a proof: an index
+ * such as i % 2 would pass; the lowering never produces one.) */
+static bool parallel_safe(const lt_lnode *loop) {
+    par_scan p; /* 4 KiB on the stack */
+    p.var = loop->var;
+    p.n_lets = p.n_allocs = 0;
+    p.safe = true;
+    lt_lwalk(loop->kids[2], collect_private, &p);
+    if (p.safe) lt_lwalk(loop->kids[2], check_writes, &p);
+    return p.safe;
 }
 
 /* ---- actions ---- */
@@ -185,7 +243,7 @@ static bool enumerate(const lt_kernel *k, const space *sp, actions *A) {
         action a;
         char inner[80];
         bool names_free = split_names_free(k, l->name, inner, sizeof inner);
-        if (sp->parallel && !l->in_par && !l->has_par && l->depth < sp->par_depth) {
+        if (sp->parallel && !l->in_par && !l->has_par && l->depth < sp->par_depth && parallel_safe(l->node)) {
             a = (action){1, {mkstep(LT_S_PARALLEL, l->name, 0)}};
             if (!push_action(A, &a)) return false;
         }
@@ -324,6 +382,8 @@ lt_status lt_tune_search(lt_ctx *ctx, lt_kernel *k, const lt_tune_options *opt, 
     if (o.beam < 0 || o.depth < 0 || o.max_trials < 0)
         return lt_error(ctx, LT_ERR_USAGE, "tuning %s: negative beam %d, depth %d or max_trials %d", k->name, o.beam,
                         o.depth, o.max_trials);
+    if (o.base && (o.base->n < 0 || o.base->n > MAX_STEPS))
+        return lt_error(ctx, LT_ERR_USAGE, "tuning %s: base schedule of %d steps", k->name, o.base->n);
     int B = o.beam ? o.beam : 4, depth = o.depth ? o.depth : 4;
     space sp = make_space(&o.space);
 

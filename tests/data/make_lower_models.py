@@ -12,6 +12,7 @@ Each model exercises one family of groups, with random weights (fixed seed):
                        and a Conv whose weights are an input
   lower_inj.onnx       Gather (embedding), Slice, Concat, Split, Pad, Expand, Tile, Where, Squeeze
   lower_red.onnx       ReduceSum/Max/Min/Prod/L1/L2/SumSquare/LogSumExp, ArgMax, LogSoftmax
+  lower_bcast.onnx     broadcasting across size-1 dims (the coalesced view's merge rule)
   lower_host.onnx      NonZero (data-dependent shape) between compiled nodes
 """
 import os
@@ -176,6 +177,13 @@ def main():
     save("lower_red", red, [vi("x", [3, 4, 5])],
          [vi(o, shapes[o]) for o in outs] + [vi("am", [3, 5], TP.INT64), vi("lse", [3, 4, 5])],
          [I64("rax", [1])])
+
+    # broadcasting across a size-1 dim: [2,1,4,6] + [4,6], then * [2,1,1,1] (the coalesced view must
+    # not merge dims 0..2 for the [4,6] operand)
+    save("lower_bcast", [
+        N("Add", ["a", "m"], ["s"]),
+        N("Mul", ["s", "k"], ["y"]),
+    ], [vi("a", [2, 1, 4, 6]), vi("k", [2, 1, 1, 1])], [vi("y", [2, 1, 4, 6])], [W("m", 4, 6)])
 
     # a host node between compiled ones
     save("lower_host", [

@@ -317,7 +317,7 @@ static const struct {
 } models[] = {
     {"tests/data/lower_ew.onnx", 2},   {"tests/data/lower_ln.onnx", 3},  {"tests/data/lower_attn.onnx", 4},
     {"tests/data/lower_mlp.onnx", 3},  {"tests/data/lower_conv.onnx", 6}, {"tests/data/lower_inj.onnx", 3},
-    {"tests/data/lower_red.onnx", 10}, {"tests/data/lower_host.onnx", 2},
+    {"tests/data/lower_red.onnx", 10}, {"tests/data/lower_host.onnx", 2}, {"tests/data/lower_bcast.onnx", 1},
 };
 
 /* The printed Loop IR of one lowered group. */

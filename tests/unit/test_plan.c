@@ -113,13 +113,17 @@ static void check_plan_memory(const lt_plan *p) {
     for (int i = 0; i < n; i++) {
         const lt_plan_slot *a = lt_plan_get_slot(p, i);
         if (a->kind != LT_SLOT_WORKSPACE || a->bytes == 0) continue;
+        if (a->alias_of >= 0 && lt_plan_get_slot(p, a->alias_of)->kind != LT_SLOT_WORKSPACE) continue; /* views an input */
         CHECK(a->offset % LT_MEMPLAN_ALIGN == 0 && a->def_step <= a->last_step);
         for (int j = i + 1; j < n; j++) {
             const lt_plan_slot *b = lt_plan_get_slot(p, j);
             if (b->kind != LT_SLOT_WORKSPACE || b->bytes == 0) continue;
+            if (b->alias_of >= 0 && lt_plan_get_slot(p, b->alias_of)->kind != LT_SLOT_WORKSPACE) continue;
             bool live = a->def_step <= b->last_step && b->def_step <= a->last_step;
             bool mem = a->offset < b->offset + b->bytes && b->offset < a->offset + a->bytes;
             bool handover = (b->inplace && b->def_step == a->last_step) || (a->inplace && a->def_step == b->last_step);
+            int ra = a->alias_of >= 0 ? a->alias_of : i, rb = b->alias_of >= 0 ? b->alias_of : j;
+            if (ra == rb) continue; /* a view and what it views share memory by design */
             if (live && mem && !handover) {
                 fprintf(stderr, "slots %d '%s' and %d '%s' overlap while both live\n", i, a->value->name, j,
                         b->value->name);

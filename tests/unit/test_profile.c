@@ -8,11 +8,15 @@
  *   trace: the written file is parsed by a small JSON parser here and its structure checked (the
  *     metadata events, one "X" event per record with ts/dur/args, string escapes round-trip).
  *   tune: key hashing, schedule text round-trip, insert-keeps-the-faster, save/load round-trip of
- *     1000 entries (sorted file), malformed lines; the beam search on a hand-built kernel with a fake
- *     measure function whose optimum is known, budget, rejection, error propagation, the kernel
- *     left unchanged, and lt_tune_kernel's database hit.
+ *     1000 entries (sorted file), malformed lines, steps that would not read back; the beam search on
+ *     a hand-built kernel with a fake measure function whose optimum is known, budget, rejection,
+ *     error propagation, the kernel left unchanged, lt_tune_kernel's database hit; every candidate
+ *     run through the Loop IR interpreter against the unscheduled result; on a reduction kernel,
+ *     "parallel" never lands on the reduction loop.
+ *   out of memory: each allocation failing in turn gives LT_ERR_NOMEM (never a crash or leak).
  * Exits non-zero on the first failure. */
 #include "profile/profile.h"
+#include "loop/leval.h"
 #include "tune/tune.h"
 
 #include <ctype.h>
@@ -91,7 +95,7 @@ static void test_ceilings(void) {
     lt_ctx ctx = {0};
     lt_ceilings c1, c2;
     /* small arrays and short trials: this is a plausibility test, not a benchmark */
-    lt_ceilings_options o = {.threads = 1, .mem_bytes = 48 << 20, .min_seconds = 0.01, .trials = 2};
+    lt_ceilings_options o = {.threads = 1, .mem_bytes = 48 << 20, .min_seconds = 0.01, .trials = 4};
     CHECK_OK(lt_ceilings_measure_opt(&ctx, &o, &c1));
     check_plausible(&c1, 1);
     o.threads = 2;
@@ -230,9 +234,9 @@ static void test_report(void) {
     CHECK(!strncmp(s, "profile of test\nroofline: peak 100.0 GFLOP/s (FP32 FMA, avx512f), memory 10.0 GB/s, ridge 10.00 FLOP/B; 2 threads\n",
                    strlen("profile of test\nroofline: peak 100.0 GFLOP/s (FP32 FMA, avx512f), memory 10.0 GB/s, ridge 10.00 FLOP/B; 2 threads\n")));
     /* the memory-bound row's bound: 0.025 FLOP/B x 10 GB/s = 0.25 GFLOP/s */
-    CHECK(strstr(s, "0.250   80.0%  memory"));
+    CHECK(strstr(s, "0.250    80.0%  memory\n"));
     CHECK(strstr(s, "kernel") && strstr(s, "%bound") && strstr(s, "binds"));
-    CHECK(strstr(s, "50.0%") && strstr(s, "80.0%") && strstr(s, "200.0%") && strstr(s, "74.4%"));
+    CHECK(strstr(s, "50.0%") && strstr(s, "80.0%") && strstr(s, "200.0%  memory (cache)\n") && strstr(s, "74.4%"));
     CHECK(strstr(s, "total (5)") && strstr(s, "memory 67%"));
     CHECK(strstr(s, "    'ln' (LayerNormalization)\n"));
     /* rows in the given order: lt_k0 before lt_k1 */
@@ -254,7 +258,7 @@ static void test_report(void) {
     const char *k1 = strstr(s, "lt_k1"), *k0 = strstr(s, "lt_k0");
     CHECK(k1 && k0 && k1 < k0);
     CHECK(!strstr(s, "lt_k2") && !strstr(s, "NonZero"));
-    CHECK(strstr(s, "... 3 more (31.000 ms)") && strstr(s, "total (5)"));
+    CHECK(strstr(s, "... 3 more (31.0 ms)") && strstr(s, "total (5)"));
     lt_sb_free(&sb);
 
     /* long names are cut */
@@ -640,6 +644,13 @@ static void test_tune_db(void) {
     CHECK(lt_tune_db_lookup(db, &missing) == NULL);
     e = (lt_ctx){0};
     CHECK(lt_tune_db_insert(&e, db, &missing, &s, 0, NULL) == LT_ERR_USAGE);
+    lt_schedule unreadable = parse_sched("split j 16");
+    unreadable.steps[0].loop[0] = 0; /* "split  16" would not parse back */
+    e = (lt_ctx){0};
+    CHECK(lt_tune_db_insert(&e, db, &missing, &unreadable, 1, NULL) == LT_ERR_USAGE && strstr(e.msg, "read back"));
+    snprintf(unreadable.steps[0].loop, sizeof unreadable.steps[0].loop, "j;k");
+    e = (lt_ctx){0};
+    CHECK(lt_tune_db_insert(&e, db, &missing, &unreadable, 1, NULL) == LT_ERR_USAGE);
     lt_tune_key badhash = k1;
     badhash.hash[3] = 'Z';
     e = (lt_ctx){0};
@@ -769,7 +780,22 @@ typedef struct fake {
     int calls, fail_at;  /* fail_at > 0: return LT_ERR_IO on that call */
     bool reject8;        /* reject vector width 8 */
     const lt_kernel *expect_kernel;
+    double expect_flops, expect_bytes; /* 0: the add kernel's */
+    /* with `args` set: run every candidate through the Loop IR interpreter and compare output 0
+     * (n_out floats, zeroed first) with `want` -- each schedule must compute what the original does */
+    void **args;
+    const float *want;
+    int n_out, wrong, par_reduction;
 } fake;
+
+typedef struct par_names {
+    int bad;
+} par_names;
+
+static bool find_par_r(const lt_lnode *n, void *user) {
+    if (n->kind == LT_L_FOR && n->op == LT_LOOP_PARALLEL && n->var->name[0] == 'r') ((par_names *)user)->bad++;
+    return true;
+}
 
 /* A cost model: 1 ms, divided by the vector width and by 2 for an outermost parallel loop (1.5 one
  * level down), x0.95 unrolled, x1.5 with a tail guard, + 1 us per step (fewer steps win ties). */
@@ -777,9 +803,21 @@ static lt_status fake_measure(void *user, lt_ctx *ctx, const lt_kernel *k, const
     fake *f = user;
     f->calls++;
     if (f->fail_at && f->calls == f->fail_at) return lt_error(ctx, LT_ERR_IO, "fake measure failed");
-    if (k != f->expect_kernel || k->flops != 64 * 256 || k->bytes != 3 * 64 * 256 * 4) {
+    double ef = f->expect_flops ? f->expect_flops : 64 * 256, eb = f->expect_bytes ? f->expect_bytes : 3 * 64 * 256 * 4;
+    if (k != f->expect_kernel || k->flops != ef || k->bytes != eb) {
         failures++;
         fprintf(stderr, "measure got a kernel without its cost (flops %g, bytes %g)\n", k->flops, k->bytes);
+    }
+    if (f->args) {
+        memset(f->args[0], 0, (size_t)f->n_out * sizeof(float));
+        lt_ctx e = {0};
+        if (lt_leval(&e, k, f->args, NULL, NULL) != LT_OK || memcmp(f->args[0], f->want, (size_t)f->n_out * sizeof(float))) {
+            f->wrong++;
+            fprintf(stderr, "schedule '%s' computes something else %s\n", sched_str(s), e.msg);
+        }
+        par_names pn = {0};
+        lt_lwalk(k->body, find_par_r, &pn);
+        f->par_reduction += pn.bad;
     }
     model_stats m = {1, -1, false, false};
     model_walk(k->body, 0, &m);
@@ -895,7 +933,161 @@ static void test_tune_search(void) {
     CHECK_OK(lt_tune_key_kernel(&ctx, k, "cpu-test", "64x256", &again));
     CHECK(!strcmp(again.hash, key.hash));
     lt_tune_db_free(db);
+
+    /* every candidate computes what the original does (Loop IR interpreter) */
+    static float A[64 * 256], B[64 * 256], C[64 * 256], ref[64 * 256];
+    for (int i = 0; i < 64 * 256; i++) A[i] = (float)(i % 97) * 0.25f - 3.0f, B[i] = (float)(i % 13) * 1.5f;
+    void *args[3] = {C, A, B};
+    CHECK_OK(lt_leval(&ctx, k, args, NULL, NULL));
+    memcpy(ref, C, sizeof ref);
+    CHECK(ref[5] == A[5] + B[5]);
+    fake f9 = {.expect_kernel = k, .args = args, .want = ref, .n_out = 64 * 256};
+    CHECK_OK(lt_tune_search(&ctx, k, NULL, fake_measure, &f9, &r));
+    CHECK(f9.calls > 10 && f9.wrong == 0);
     lt_arena_free(&a);
+
+    /* a reduction: C[i] += A[i*64 + r]. Parallel is offered for i (and its splits), never for r. */
+    lt_arena_init(&a);
+    lt_kernel *red = lt_kernel_new(&a, "rowsum");
+    lt_lbuf *Cb = lt_kernel_arg(red, "C", LT_FLOAT, 32), *Ab = lt_kernel_arg(red, "A", LT_FLOAT, 32 * 64);
+    lt_lvar *vi = lt_kernel_var(red, "i", LT_INT64), *vr = lt_kernel_var(red, "r", LT_INT64);
+    lt_lnode *ci = lt_l_var(red, vi);
+    lt_lnode *acc = lt_l_store(red, Cb, ci,
+                               lt_l_binary(red, LT_LOP_ADD, lt_l_load(red, Cb, ci),
+                                           lt_l_load(red, Ab, lt_l_add(red, lt_l_mul(red, ci, lt_l_int(red, 64)),
+                                                                       lt_l_var(red, vr)))));
+    red->body = lt_l_for(red, vi, lt_l_int(red, 0), lt_l_int(red, 32), LT_LOOP_SERIAL,
+                         lt_l_for(red, vr, lt_l_int(red, 0), lt_l_int(red, 64), LT_LOOP_SERIAL, acc));
+    CHECK(red->body != NULL);
+    if (red->body) {
+        lt_kernel_cost(red);
+        static float RC[32], RW[32];
+        void *rargs[2] = {RC, A};
+        CHECK_OK(lt_leval(&ctx, red, rargs, NULL, NULL));
+        memcpy(RW, RC, sizeof RW);
+        fake f10 = {.expect_kernel = red, .expect_flops = red->flops, .expect_bytes = red->bytes, .args = rargs,
+                    .want = RW, .n_out = 32};
+        o = (lt_tune_options){.depth = 3, .beam = 6};
+        CHECK_OK(lt_tune_search(&ctx, red, &o, fake_measure, &f10, &r));
+        CHECK(f10.calls > 10 && f10.wrong == 0 && f10.par_reduction == 0);
+        CHECK(has_step(&r.best, "parallel i") || has_step(&r.best, "parallel i.o"));
+        fprintf(stderr, "tune (reduction): best %s after %d trials\n", sched_str(&r.best), r.trials);
+    }
+    lt_arena_free(&a);
+}
+
+/* ============================================================================================= */
+/* out of memory: every allocation failing in turn gives LT_ERR_NOMEM, never a crash or a leak    */
+/* ============================================================================================= */
+
+static long oom_countdown = -1; /* < 0: never fail */
+static bool oom_hit;
+
+static void *oom_alloc(void *u, size_t n) {
+    (void)u;
+    if (oom_countdown >= 0 && oom_countdown-- == 0) return oom_hit = true, NULL;
+    return malloc(n ? n : 1);
+}
+static void *oom_realloc(void *u, void *p, size_t n) {
+    (void)u;
+    if (oom_countdown >= 0 && oom_countdown-- == 0) return oom_hit = true, NULL;
+    return realloc(p, n ? n : 1);
+}
+static void oom_free(void *u, void *p) {
+    (void)u;
+    free(p);
+}
+
+/* One pass over the allocating entry points; returns the first failing status (or LT_OK). */
+static lt_status oom_scenario(const char *dir) {
+    lt_ctx ctx = {0};
+    lt_status st = LT_OK;
+    lt_ceilings c;
+    memset(&c, 0, sizeof c);
+    c.peak_gflops = 100, c.mem_gbps = 10, c.threads = 1;
+    lt_prof_record r[3] = {{.name = "a", .time_s = 1, .flops = 1, .bytes = 1},
+                           {.name = "b", .time_s = 2, .flops = 5, .bytes = 1},
+                           {.name = "c", .time_s = 3}};
+    lt_strbuf sb = {0};
+    lt_profile_options po = {.sort_by_time = true};
+    st = lt_profile_report(&ctx, &c, r, 3, &po, &sb, NULL);
+    lt_sb_free(&sb);
+    if (st != LT_OK) return st;
+    lt_trace_event ev[2] = {{.name = "a", .dur_us = 1}, {.name = "b\"", .ts_us = 1, .dur_us = 2, .tid = 1}};
+    char path[600];
+    snprintf(path, sizeof path, "%s/oom.json", dir);
+    if ((st = lt_trace_write_chrome(&ctx, path, ev, 2, NULL)) != LT_OK) return st;
+    snprintf(path, sizeof path, "%s/oom_ceil", dir);
+    if ((st = lt_ceilings_save(&ctx, path, &c)) != LT_OK) return st;
+
+    lt_tune_db *db = NULL;
+    if ((st = lt_tune_db_new(&ctx, &db)) != LT_OK) return st;
+    lt_tune_key k;
+    lt_schedule sched = parse_sched("split i 4; parallel i.o; vectorize j");
+    for (int i = 0; i < 40 && st == LT_OK; i++) {
+        char text[16];
+        snprintf(text, sizeof text, "k%d", i);
+        st = lt_tune_key_make(&ctx, text, strlen(text), "cpu", NULL, &k);
+        sched.n = i % 3;
+        if (st == LT_OK) st = lt_tune_db_insert(&ctx, db, &k, &sched, 1.0 + i, NULL);
+    }
+    snprintf(path, sizeof path, "%s/oom.tsv", dir);
+    if (st == LT_OK) st = lt_tune_db_save(&ctx, db, path);
+    if (st == LT_OK) st = lt_tune_db_load(&ctx, db, path);
+    lt_tune_db_free(db);
+    if (st != LT_OK) return st;
+
+    lt_arena a;
+    lt_arena_init(&a);
+    long saved = oom_countdown;
+    oom_countdown = -1; /* the kernel itself is built normally */
+    lt_kernel *kern = build_add(&a);
+    if (kern) lt_kernel_cost(kern);
+    oom_countdown = saved;
+    if (!kern) {
+        lt_arena_free(&a);
+        return LT_ERR_NOMEM;
+    }
+    fake f = {.expect_kernel = kern};
+    lt_tune_result res;
+    lt_tune_options o = {.max_trials = 12};
+    st = lt_tune_search(&ctx, kern, &o, fake_measure, &f, &res);
+    lt_arena_free(&a);
+    return st;
+}
+
+static void test_oom(void) {
+    char dir[400];
+    snprintf(dir, sizeof dir, "%s/oom", tmpdir);
+    mkdir(dir, 0700);
+    lt_allocator al = {oom_alloc, oom_realloc, oom_free, NULL};
+    lt_set_allocator(&al);
+    int passes = 0, nomem = 0;
+    bool finished = false;
+    for (long n = 0; n < 100000; n++) {
+        oom_countdown = n;
+        oom_hit = false;
+        lt_status st = oom_scenario(dir);
+        passes++;
+        if (!oom_hit) {
+            if (st != LT_OK) fprintf(stderr, "oom scenario without a failure gave %s\n", lt_status_name(st));
+            CHECK(st == LT_OK);
+            finished = true;
+            break;
+        }
+        /* LT_OK is allowed: lt_kernel_cost degrades to no variable bounds when its scratch fails,
+         * which for this kernel (constant extents) computes the same cost */
+        if (st == LT_ERR_NOMEM) nomem++;
+        else if (st != LT_OK) {
+            fprintf(stderr, "allocation %ld failing gave %s, not NOMEM\n", n, lt_status_name(st));
+            failures++;
+            break;
+        }
+    }
+    oom_countdown = -1;
+    lt_set_allocator(NULL);
+    CHECK(finished && nomem > 20);
+    fprintf(stderr, "oom: %d passes, %d out of memory\n", passes, nomem);
 }
 
 int main(void) {
@@ -909,6 +1101,7 @@ int main(void) {
     test_trace();
     test_tune_db();
     test_tune_search();
+    test_oom();
     test_ceilings();
     rm_rf(tmpdir);
     if (failures) {

@@ -61,6 +61,8 @@ LT_FN int lt_conv2d_is_depthwise_(const lt_conv2d_geom *g) {
     return g->G > 1 && g->G == g->C && g->OC % g->C == 0;
 }
 
+#include "conv_dw.h" /* lt_conv2d_depthwise_ */
+
 /* ---- weight packing ---- */
 LT_FN int64_t lt_conv2d_packed_size(int64_t OC, int64_t C, int64_t KH, int64_t KW, int64_t G) {
     if (G < 1) G = 1;
@@ -126,117 +128,6 @@ LT_FN void lt_conv2d_pack_b_(const lt_gemm_src *s, float *dst, int64_t r0, int64
         }
     }
     (void)np;
-}
-
-/* ---- depthwise ---- */
-#define LT_DW_CHUNK 256 /* output columns per pass (the row buffer) */
-
-/* Output row oh of plane (n, oc): taps from input plane xc (H x W), weights wk (KH x KW). */
-LT_FN void lt_dw_row_(const lt_conv2d_geom *g, const float *xc, const float *wk, int64_t oh, float *out,
-                      float b, const float *res, int act, float aa, float ab, int res_after) {
-    const int64_t OW = g->OW, SW = g->SW;
-    /* interior columns: every tap's iw = ow*SW - PW0 + kw*DW inside [0, W) */
-    int64_t lo = g->PW0 > 0 ? (g->PW0 + SW - 1) / SW : 0;
-    int64_t last = g->W - 1 + g->PW0 - (g->KW - 1) * g->DW; /* ow*SW <= last */
-    int64_t hi = last < 0 ? 0 : last / SW + 1;
-    if (hi > OW) hi = OW;
-    if (lo > hi) lo = hi;
-    for (int64_t c0 = 0; c0 < OW; c0 += LT_DW_CHUNK) {
-        int64_t c1 = lt_gemm_min_(OW, c0 + LT_DW_CHUNK);
-        float acc[LT_DW_CHUNK];
-        for (int64_t q = 0; q < c1 - c0; q++) acc[q] = b;
-        int64_t ilo = lo > c0 ? lo : c0, ihi = hi < c1 ? hi : c1;
-        if (ihi < ilo) ihi = ilo;
-        int64_t ih0 = oh * g->SH - g->PH0;
-        if (g->KH == 3 && g->KW == 3 && ihi > ilo && ih0 >= 0 && ih0 + 2 * g->DH < g->H) {
-            /* all nine taps inside the image: one pass, vectorised over ow */
-            const float *r0 = xc + ih0 * g->W, *r1 = r0 + g->DH * g->W, *r2 = r1 + g->DH * g->W;
-            const float w0 = wk[0], w1 = wk[1], w2 = wk[2], w3 = wk[3], w4 = wk[4], w5 = wk[5], w6 = wk[6],
-                        w7 = wk[7], w8 = wk[8];
-            int64_t D = g->DW, off = -g->PW0;
-            if (SW == 1) {
-                LT_PRAGMA_SIMD
-                for (int64_t ow = ilo; ow < ihi; ow++) {
-                    int64_t i = ow + off;
-                    acc[ow - c0] += w0 * r0[i] + w1 * r0[i + D] + w2 * r0[i + 2 * D] + w3 * r1[i] + w4 * r1[i + D] +
-                                    w5 * r1[i + 2 * D] + w6 * r2[i] + w7 * r2[i + D] + w8 * r2[i + 2 * D];
-                }
-            } else {
-                LT_PRAGMA_SIMD
-                for (int64_t ow = ilo; ow < ihi; ow++) {
-                    int64_t i = ow * SW + off;
-                    acc[ow - c0] += w0 * r0[i] + w1 * r0[i + D] + w2 * r0[i + 2 * D] + w3 * r1[i] + w4 * r1[i + D] +
-                                    w5 * r1[i + 2 * D] + w6 * r2[i] + w7 * r2[i + D] + w8 * r2[i + 2 * D];
-                }
-            }
-        } else if (ihi > ilo) {
-            for (int64_t kh = 0; kh < g->KH; kh++) {
-                int64_t ih = oh * g->SH - g->PH0 + kh * g->DH;
-                if (ih < 0 || ih >= g->H) continue;
-                const float *xr = xc + ih * g->W;
-                for (int64_t kw = 0; kw < g->KW; kw++) {
-                    float wv = wk[kh * g->KW + kw];
-                    int64_t off = kw * g->DW - g->PW0;
-                    LT_PRAGMA_SIMD
-                    for (int64_t ow = ilo; ow < ihi; ow++) acc[ow - c0] += wv * xr[ow * SW + off];
-                }
-            }
-        }
-        /* border columns: bounds-checked taps */
-        for (int64_t ow = c0; ow < c1; ow++) {
-            if (ow >= ilo && ow < ihi) continue;
-            float sacc = 0.0f;
-            for (int64_t kh = 0; kh < g->KH; kh++) {
-                int64_t ih = oh * g->SH - g->PH0 + kh * g->DH;
-                if (ih < 0 || ih >= g->H) continue;
-                for (int64_t kw = 0; kw < g->KW; kw++) {
-                    int64_t iw = ow * SW - g->PW0 + kw * g->DW;
-                    if (iw >= 0 && iw < g->W) sacc += wk[kh * g->KW + kw] * xc[ih * g->W + iw];
-                }
-            }
-            acc[ow - c0] += sacc;
-        }
-        /* epilogue on the row chunk */
-        int64_t n = c1 - c0;
-        float *o = out + c0;
-        const float *rr = res ? res + c0 : 0;
-        if (rr && !res_after)
-            for (int64_t q = 0; q < n; q++) acc[q] += rr[q];
-        if (act == LT_ACT_RELU) {
-            for (int64_t q = 0; q < n; q++) acc[q] = acc[q] < 0 ? 0.0f : acc[q];
-        } else if (act == LT_ACT_CLIP) {
-            for (int64_t q = 0; q < n; q++) acc[q] = acc[q] < aa ? aa : (acc[q] > ab ? ab : acc[q]);
-        } else {
-            lt_act_row_f32(acc, n, act, aa, ab);
-        }
-        if (rr && res_after)
-            for (int64_t q = 0; q < n; q++) acc[q] += rr[q];
-        memcpy(o, acc, (size_t)n * sizeof(float));
-    }
-}
-
-LT_FN void lt_conv2d_depthwise_(const lt_conv2d_geom *g, const float *x, const float *w, float *y,
-                                const lt_epilogue *ep) {
-    int64_t mult = g->OC / g->C, planes = g->N * g->OC, OHW = g->OH * g->OW, KHW = g->KH * g->KW;
-    const float *bias = ep ? ep->bias : 0, *res = ep ? ep->residual : 0;
-    int act = ep ? ep->act : LT_ACT_NONE, res_after = ep ? ep->residual_after_act : 0;
-    float aa = ep ? ep->act_a : 0.0f, ab = ep ? ep->act_b : 0.0f;
-    int T = lt_nthreads();
-    if ((double)planes * (double)OHW * (double)KHW < 2.0e5) T = 1;
-    (void)T;
-#ifdef _OPENMP
-#pragma omp parallel for schedule(static) num_threads(T) if (T > 1)
-#endif
-    for (int64_t pl = 0; pl < planes; pl++) {
-        int64_t n = pl / g->OC, oc = pl % g->OC, c = oc / mult;
-        const float *xc = x + (n * g->C + c) * g->H * g->W;
-        float *yp = y + pl * OHW;
-        const float *rp = res ? res + pl * OHW : 0;
-        float b = bias ? bias[oc] : 0.0f;
-        for (int64_t oh = 0; oh < g->OH; oh++)
-            lt_dw_row_(g, xc, w + oc * KHW, oh, yp + oh * g->OW, b, rp ? rp + oh * g->OW : 0, act, aa, ab,
-                       res_after);
-    }
 }
 
 /* ---- entry points ---- */

@@ -1,4 +1,4 @@
-"""builder.py — a small helper over onnx.helper for writing the benchmark models by hand, in the form
+"""graph_builder.py — a small helper over onnx.helper for writing the benchmark models by hand, in the form
 real exporters produce (PyTorch's TorchScript exporter at opset 17): weights as named initializers,
 small constants (scalars, shape pieces, axes) as Constant nodes, shape arithmetic as
 Shape -> Gather -> Unsqueeze -> Concat -> Reshape chains.

@@ -1,4 +1,4 @@
-"""cnn.py — the two convolutional benchmark models, random weights, fp32, batch 1, 3x224x224:
+"""cnn_models.py — the two convolutional benchmark models, random weights, fp32, batch 1, 3x224x224:
 
 - resnet50(): ResNet-50 v1.5 (torchvision topology: bottleneck blocks [3, 4, 6, 3], the stride on the
   3x3 conv, 1x1 projection shortcuts) with explicit BatchNormalization nodes after every Conv (the
@@ -13,7 +13,7 @@ instead of doubling its variance each block. The logits come out O(1) for N(0, 1
 """
 import numpy as np
 
-from builder import Builder
+from graph_builder import Builder
 
 
 def _conv(b, x, leaf, cin, cout, k, stride=1, group=1, bias=False, std=None):

@@ -1,4 +1,4 @@
-"""transformers.py — the two transformer benchmark models, random weights (std 0.02, as the reference
+"""transformer_models.py — the two transformer benchmark models, random weights (std 0.02, as the reference
 implementations initialize them), fp32, written node for node as PyTorch's TorchScript exporter
 (opset 17, dynamic axes "batch" and "sequence") writes the Hugging Face models:
 
@@ -20,7 +20,7 @@ import math
 
 import numpy as np
 
-from builder import Builder
+from graph_builder import Builder
 
 FMIN = float(np.finfo(np.float32).min)
 

@@ -1,0 +1,101 @@
+/* cuda_backend.c — the CUDA backend's vtable (backend.h) over the device layer (cuda.h).
+ *
+ * create opens the device named by options.device (LT_ERR_UNSUPPORTED with the one-line reason when
+ * there is no driver or GPU), with options.cache_dir as the cubin cache and options.arch as an
+ * NVRTC target override. compile = NVRTC + cache + load of one emitted translation unit (lt_lang_cuda);
+ * load = the kernel by name, with the launch shape and parameter count the emitter wrote in the
+ * source; launch = cuLaunchKernel with those dimensions on the n buffer pointers (checked against
+ * the parameter count); alloc/free/copy = device memory; sync waits for the stream. Ceilings: the
+ * measured copy bandwidth and FP32 rate (cuda_ceil.c), measured once per instance.
+ * Entry points: lt_backend_cuda, lt_backend_cuda_device.
+ */
+#include "cuda_impl.h"
+
+typedef struct cuda_backend {
+    lt_backend base;
+    lt_cuda *cu;
+} cuda_backend;
+
+lt_cuda *lt_backend_cuda_device(lt_backend *b) {
+    return b && b->vt == &lt_backend_cuda ? ((cuda_backend *)b)->cu : NULL;
+}
+
+static void be_destroy(lt_backend *b) {
+    cuda_backend *c = (cuda_backend *)b;
+    lt_cuda_close(c->cu);
+    lt_mem_free(c);
+}
+
+static lt_status be_create(lt_ctx *ctx, const lt_backend_options *opt, lt_backend **out) {
+    lt_cuda_options o = {.device = opt->device, .cache_dir = opt->cache_dir, .arch = opt->arch};
+    lt_cuda *cu = NULL;
+    LT_TRY(lt_cuda_open(ctx, &o, &cu));
+    cuda_backend *c = lt_calloc(ctx, 1, sizeof *c, "CUDA backend");
+    if (!c) {
+        lt_cuda_close(cu);
+        return LT_ERR_NOMEM;
+    }
+    c->base.vt = &lt_backend_cuda;
+    c->cu = cu;
+    *out = &c->base;
+    return LT_OK;
+}
+
+static lt_status be_compile(lt_backend *b, lt_ctx *ctx, const char *source, lt_bmodule **out) {
+    lt_cuda_module *m;
+    lt_cuda_compile_options o = {.name = "lathe_module.cu"};
+    LT_TRY(lt_cuda_module_compile(((cuda_backend *)b)->cu, ctx, source, &o, &m));
+    *out = (lt_bmodule *)m;
+    return LT_OK;
+}
+
+static void be_module_free(lt_backend *b, lt_bmodule *m) { lt_cuda_module_free(((cuda_backend *)b)->cu, (lt_cuda_module *)m); }
+
+static lt_status be_load(lt_backend *b, lt_ctx *ctx, lt_bmodule *m, const char *name, lt_bkernel **out) {
+    lt_cuda_func *f;
+    LT_TRY(lt_cuda_module_func(((cuda_backend *)b)->cu, ctx, (lt_cuda_module *)m, name, &f));
+    if (!lt_cuda_func_shape(f, (unsigned[3]){0}, (unsigned[3]){0}, NULL))
+        return lt_error(ctx, LT_ERR_INVALID, "CUDA kernel %s has no launch shape in its source", name);
+    *out = (lt_bkernel *)f;
+    return LT_OK;
+}
+
+static lt_status be_alloc(lt_backend *b, lt_ctx *ctx, size_t bytes, void **out) {
+    return lt_cuda_alloc(((cuda_backend *)b)->cu, ctx, bytes, out);
+}
+
+static void be_free(lt_backend *b, void *p) { lt_cuda_free(((cuda_backend *)b)->cu, p); }
+
+static lt_status be_copy(lt_backend *b, lt_ctx *ctx, void *dst, const void *src, size_t bytes, lt_copy_dir dir) {
+    return lt_cuda_copy(((cuda_backend *)b)->cu, ctx, dst, src, bytes, dir);
+}
+
+static lt_status be_launch(lt_backend *b, lt_ctx *ctx, const lt_bkernel *k, void *const *args, int n_args) {
+    return lt_cuda_launch_args(((cuda_backend *)b)->cu, ctx, (const lt_cuda_func *)k, args, n_args);
+}
+
+static lt_status be_sync(lt_backend *b, lt_ctx *ctx) { return lt_cuda_sync(((cuda_backend *)b)->cu, ctx); }
+
+static lt_status be_ceilings(lt_backend *b, lt_ctx *ctx, lt_backend_ceilings *out) {
+    lt_cuda_ceilings c;
+    LT_TRY(lt_cuda_ceilings_get(((cuda_backend *)b)->cu, ctx, &c));
+    out->peak_gflops = c.fp32_gflops;
+    out->mem_gbps = c.copy_gbps;
+    return LT_OK;
+}
+
+const lt_backend_vtbl lt_backend_cuda = {
+    .name = "cuda",
+    .lang = &lt_lang_cuda,
+    .create = be_create,
+    .destroy = be_destroy,
+    .compile = be_compile,
+    .module_free = be_module_free,
+    .load = be_load,
+    .alloc = be_alloc,
+    .free = be_free,
+    .copy = be_copy,
+    .launch = be_launch,
+    .sync = be_sync,
+    .ceilings = be_ceilings,
+};

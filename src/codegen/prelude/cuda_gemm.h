@@ -1,0 +1,368 @@
+/* cuda_gemm.h — CUDA prelude: matrix multiply C = epilogue(alpha * A @ B) for float16 and bfloat16
+ * on tensor cores (mma.sync m16n8k16, float32 accumulation) and for float32 on the SIMT cores (no
+ * tf32: results match an fp32 reference), batched, with a fused epilogue; plus the peak-rate probes
+ * that lathe's ceilings use.
+ *
+ * Layouts (row-major, leading dimensions in elements): A [m, k] (lda), B [k, n] (ldb) — or, in the
+ * "nt" kernels, B given as [n, k] (a Linear/Gemm transB weight) — C [m, n] (ldc); batch z =
+ * blockIdx.y with element strides stride_a/b/c/r (0: the operand is shared by the whole batch).
+ * Epilogue per element: v = alpha * acc; v += bias (per column, or per row); then the residual
+ * beta * R[z, r, c] is added before or after the activation (relu, gelu erf, gelu tanh, sigmoid).
+ *
+ * Tensor-core kernels lt_cuda_gemm_<f16|bf16>_<nn|nt>_<BM>x<BN>x<BK>: a block computes a BM x BN tile
+ * with warps of 64x64 (32x32 for the 64x64 tile); K advances BK at a time through a STAGES-deep ring
+ * of shared-memory buffers filled with cp.async (16-byte copies, zero-filled past the edges) while
+ * the tensor cores work on an earlier stage. Shared tiles have 16-byte chunks XOR-swizzled by row,
+ * so both the cp.async writes and the ldmatrix reads (x4; .trans for a [k, n] B) touch 32 distinct
+ * banks: no padding, no conflicts. Tiles are visited in groups of 8 tile-rows for L2 reuse.
+ * Requirements (the host checks them, else it uses the SIMT kernel): k % 8 == 0, n % 8 == 0, lda,
+ * ldb, ldc, ldr multiples of 8, A, B, C 16-byte aligned. Launch: grid (tiles_m * tiles_n, batch),
+ * block (BM / WM) * (BN / WN) * 32 threads, dynamic shared memory STAGES * (BM + BN) * BK * 2 bytes
+ * (above 48 KiB: opt in with cuFuncSetAttribute).
+ * SIMT kernels lt_cuda_gemm_<f32|f16|bf16>_<nn|nt>_simt: any shape and alignment; 128x128x8 tiles,
+ * 256 threads of 8x8 outputs, shared memory double-buffered through registers. Grid as above.
+ * Entry points exist only when LT_CUDA_ENTRY_GEMM (GEMMs) or LT_CUDA_ENTRY_PEAK (probes) is
+ * defined. The parameter struct is mirrored on the host (src/backend/cuda/cuda_kernels.c).
+ */
+#ifndef LT_PRELUDE_CUDA_GEMM_H
+#define LT_PRELUDE_CUDA_GEMM_H
+
+#include "cuda_norm.h"
+
+enum { LT_ACT_NONE = 0, LT_ACT_RELU = 1, LT_ACT_GELU = 2, LT_ACT_GELU_TANH = 3, LT_ACT_SIGMOID = 4 };
+
+struct lt_cuda_gemm_params {
+    void *c;
+    const void *a;
+    const void *b;
+    const void *bias;    /* NULL: none */
+    const void *res;     /* residual R, same type and shape as C (ldr, stride_r); NULL: none */
+    long long stride_a, stride_b, stride_c, stride_r;
+    int m, n, k;
+    int lda, ldb, ldc, ldr;
+    int bias_kind;       /* 0 none, 1 per column [n], 2 per row [m] */
+    int act;             /* LT_ACT_* */
+    int res_after_act;   /* 1: act(v + bias) + R; 0: act(v + bias + R) */
+    float alpha, beta;
+};
+
+LT_FN float lt_gemm_act(int act, float v) {
+    switch (act) {
+    case LT_ACT_RELU: return v < 0.0f ? 0.0f : v; /* NaN stays NaN */
+    case LT_ACT_GELU: return 0.5f * v * (1.0f + erff(v * 0.70710678118654752f));
+    case LT_ACT_GELU_TANH: return 0.5f * v * (1.0f + tanhf(0.79788456080286536f * (v + 0.044715f * v * v * v)));
+    case LT_ACT_SIGMOID: return lt_sigmoid_f32(v);
+    default: return v;
+    }
+}
+
+template <typename D>
+LT_FN float lt_gemm_epi(const lt_cuda_gemm_params &p, float v, int r, int c, long long z) {
+    typedef typename D::S S;
+    v *= p.alpha;
+    if (p.bias_kind == 1) v += lt_ld1<D>((const S *)p.bias, c);
+    else if (p.bias_kind == 2) v += lt_ld1<D>((const S *)p.bias, r);
+    float rv = 0.0f;
+    if (p.res) rv = p.beta * lt_ld1<D>((const S *)p.res, z * p.stride_r + (long long)r * p.ldr + c);
+    if (!p.res_after_act) v += rv;
+    v = lt_gemm_act(p.act, v);
+    if (p.res_after_act) v += rv;
+    return v;
+}
+
+/* ---- tensor-core building blocks ---- */
+LT_FN uint32_t lt_smem_u32(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
+LT_FN void lt_cp_async16(uint32_t dst, const void *src, bool full) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(full ? 16 : 0));
+}
+LT_FN void lt_cp_async_commit(void) { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N> LT_FN void lt_cp_async_wait(void) { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
+LT_FN void lt_ldsm_x4(uint32_t *r, uint32_t addr) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+}
+LT_FN void lt_ldsm_x4_t(uint32_t *r, uint32_t addr) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+}
+LT_FN void lt_mma16816(lt_dt_f16, float *d, const uint32_t *a, const uint32_t *b) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+                 "{%0, %1, %2, %3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+LT_FN void lt_mma16816(lt_dt_bf16, float *d, const uint32_t *a, const uint32_t *b) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+                 "{%0, %1, %2, %3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+/* Physical 16-byte chunk of logical chunk c in row r of a tile with CH chunks a row: an XOR with
+ * row bits, so 8 consecutive rows at one chunk (ldmatrix) and 8 consecutive chunks of a row
+ * (cp.async) each land on 8 different 4-bank groups. */
+template <int CH> LT_FN int lt_swz(int r, int c) {
+    return CH >= 8 ? (c ^ (r & 7)) : CH == 4 ? (c ^ ((r >> 1) & 3)) : CH == 2 ? (c ^ ((r >> 2) & 1)) : c;
+}
+
+template <typename D, int BM, int BN, int BK, int WM, int WN, int STAGES, bool BT>
+LT_FN void lt_gemm_tc(const lt_cuda_gemm_params &p, char *smem) {
+    typedef typename D::S S;
+    enum {
+        WARPS_N = BN / WN, NT = 32 * (BM / WM) * (BN / WN), MT = WM / 16, NTL = WN / 8,
+        CHA = BK / 8,               /* 16-byte chunks in a row of the A tile [BM][BK] */
+        CHB = BT ? BK / 8 : BN / 8, /* ... of the B tile: [BN][BK] (nt) or [BK][BN] (nn) */
+        RB = BT ? BN : BK,          /* rows of the B tile */
+        A_BYTES = BM * BK * 2, STAGE_BYTES = (BM + BN) * BK * 2,
+        A_PER = BM * CHA / NT, B_PER = RB * CHB / NT
+    };
+    static_assert(BM * CHA % NT == 0 && RB * CHB % NT == 0 && NT % CHA == 0 && NT % CHB == 0, "tile loads");
+    static_assert(NTL % 2 == 0 && BK % 16 == 0 && WM % 16 == 0, "warp tile");
+    const int tid = (int)threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int wm = warp / WARPS_N, wn = warp % WARPS_N;
+    const int M = p.m, N = p.n, K = p.k;
+    /* tile order: groups of 8 tile-rows, down the rows first within a group (L2 reuse of B) */
+    const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
+    const int per_group = 8 * tiles_n, bid = (int)blockIdx.x, grp = bid / per_group;
+    const int first_m = grp * 8, gm = min(tiles_m - first_m, 8), in_grp = bid - grp * per_group;
+    const int m0 = (first_m + in_grp % gm) * BM, n0 = (in_grp / gm) * BN;
+    const long long z = blockIdx.y;
+    const S *A = (const S *)p.a + z * p.stride_a;
+    const S *B = (const S *)p.b + z * p.stride_b;
+    const uint32_t sbase = lt_smem_u32(smem);
+    const int KT = (K + BK - 1) / BK;
+
+    auto load_tile = [&](int stage, int kt) {
+        const uint32_t sa = sbase + stage * STAGE_BYTES, sb = sa + A_BYTES;
+        const int k0 = kt * BK;
+#pragma unroll
+        for (int i = 0; i < A_PER; i++) {
+            const int row = tid / CHA + i * (NT / CHA), c = tid % CHA;
+            const bool ok = m0 + row < M && k0 + c * 8 < K;
+            const S *src = ok ? A + (long long)(m0 + row) * p.lda + k0 + c * 8 : A;
+            lt_cp_async16(sa + (uint32_t)(row * CHA + lt_swz<CHA>(row, c)) * 16u, src, ok);
+        }
+#pragma unroll
+        for (int i = 0; i < B_PER; i++) {
+            const int row = tid / CHB + i * (NT / CHB), c = tid % CHB;
+            bool ok;
+            const S *src;
+            if (BT) {
+                ok = n0 + row < N && k0 + c * 8 < K;
+                src = B + (long long)(n0 + row) * p.ldb + k0 + c * 8;
+            } else {
+                ok = k0 + row < K && n0 + c * 8 < N;
+                src = B + (long long)(k0 + row) * p.ldb + n0 + c * 8;
+            }
+            lt_cp_async16(sb + (uint32_t)(row * CHB + lt_swz<CHB>(row, c)) * 16u, ok ? src : B, ok);
+        }
+    };
+
+    float acc[MT][NTL][4];
+#pragma unroll
+    for (int i = 0; i < MT; i++)
+#pragma unroll
+        for (int j = 0; j < NTL; j++) acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0.0f;
+
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; s++) {
+        if (s < KT) load_tile(s, s);
+        lt_cp_async_commit();
+    }
+    for (int kt = 0; kt < KT; kt++) {
+        lt_cp_async_wait<STAGES - 2>(); /* this thread's copies of tile kt have landed */
+        __syncthreads();                 /* everyone's have; and stage (kt - 1) % STAGES is free */
+        if (kt + STAGES - 1 < KT) load_tile((kt + STAGES - 1) % STAGES, kt + STAGES - 1);
+        lt_cp_async_commit();
+        const uint32_t sa = sbase + (kt % STAGES) * STAGE_BYTES, sb = sa + A_BYTES;
+#pragma unroll
+        for (int kk = 0; kk < BK / 16; kk++) {
+            uint32_t af[MT][4], bfr[NTL][2];
+#pragma unroll
+            for (int i = 0; i < MT; i++) {
+                const int row = wm * WM + i * 16 + (lane & 15), c = kk * 2 + (lane >> 4);
+                lt_ldsm_x4(af[i], sa + (uint32_t)(row * CHA + lt_swz<CHA>(row, c)) * 16u);
+            }
+#pragma unroll
+            for (int j = 0; j < NTL / 2; j++) {
+                uint32_t r[4];
+                if (BT) { /* [n][k]: rows are n; matrices (n lo, k lo), (n lo, k hi), (n hi, k lo), (n hi, k hi) */
+                    const int row = wn * WN + j * 16 + (lane >> 4) * 8 + (lane & 7), c = kk * 2 + ((lane >> 3) & 1);
+                    lt_ldsm_x4(r, sb + (uint32_t)(row * CHB + lt_swz<CHB>(row, c)) * 16u);
+                } else { /* [k][n]: rows are k, transposed on load; same matrix order */
+                    const int row = kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8, c = (wn * WN + j * 16) / 8 + (lane >> 4);
+                    lt_ldsm_x4_t(r, sb + (uint32_t)(row * CHB + lt_swz<CHB>(row, c)) * 16u);
+                }
+                bfr[2 * j][0] = r[0], bfr[2 * j][1] = r[1], bfr[2 * j + 1][0] = r[2], bfr[2 * j + 1][1] = r[3];
+            }
+#pragma unroll
+            for (int i = 0; i < MT; i++)
+#pragma unroll
+                for (int j = 0; j < NTL; j++) lt_mma16816(D(), acc[i][j], af[i], bfr[j]);
+        }
+    }
+    lt_cp_async_wait<0>();
+
+    /* epilogue: thread (g, t) of a warp holds rows g, g + 8 and columns 2t, 2t + 1 of each 16x8 tile */
+    S *C = (S *)p.c + z * p.stride_c;
+    const int g = lane >> 2, t4 = lane & 3;
+#pragma unroll
+    for (int i = 0; i < MT; i++)
+#pragma unroll
+        for (int j = 0; j < NTL; j++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                const int r = m0 + wm * WM + i * 16 + g + h * 8, c = n0 + wn * WN + j * 8 + t4 * 2;
+                if (r < M && c < N) { /* n % 8 == 0: c + 1 < N too */
+                    const float v0 = lt_gemm_epi<D>(p, acc[i][j][2 * h], r, c, z);
+                    const float v1 = lt_gemm_epi<D>(p, acc[i][j][2 * h + 1], r, c + 1, z);
+                    *(uint32_t *)(C + (long long)r * p.ldc + c) = lt_pack2(D(), v0, v1);
+                }
+            }
+}
+
+/* ---- SIMT: any shape, any alignment (float32, and narrow types the tensor-core path refuses) ---- */
+template <typename D, bool BT> LT_FN void lt_gemm_simt(const lt_cuda_gemm_params &p) {
+    typedef typename D::S S;
+    enum { BM = 128, BN = 128, BK = 8, NT = 256 };
+    __shared__ __align__(16) float As[2][BK][BM + 4];
+    __shared__ __align__(16) float Bs[2][BK][BN + 4];
+    const int tid = (int)threadIdx.x, tx = tid & 15, ty = tid >> 4;
+    const int M = p.m, N = p.n, K = p.k;
+    const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
+    const int per_group = 8 * tiles_n, bid = (int)blockIdx.x, grp = bid / per_group;
+    const int first_m = grp * 8, gm = min(tiles_m - first_m, 8), in_grp = bid - grp * per_group;
+    const int m0 = (first_m + in_grp % gm) * BM, n0 = (in_grp / gm) * BN;
+    const long long z = blockIdx.y;
+    const S *A = (const S *)p.a + z * p.stride_a;
+    const S *B = (const S *)p.b + z * p.stride_b;
+    /* this thread's share of a tile load: A row ar, k aq..aq+3; B (nn) k-row bk, n bq..bq+3, (nt) n-row ar */
+    const int ar = tid >> 1, aq = (tid & 1) * 4, bk = tid >> 5, bq = (tid & 31) * 4;
+    float ra[4], rb[4];
+    auto fetch = [&](int k0) {
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            const int k = k0 + aq + e;
+            ra[e] = (m0 + ar < M && k < K) ? lt_ld1<D>(A, (long long)(m0 + ar) * p.lda + k) : 0.0f;
+            if (BT) rb[e] = (n0 + ar < N && k < K) ? lt_ld1<D>(B, (long long)(n0 + ar) * p.ldb + k) : 0.0f;
+            else rb[e] = (k0 + bk < K && n0 + bq + e < N) ? lt_ld1<D>(B, (long long)(k0 + bk) * p.ldb + n0 + bq + e) : 0.0f;
+        }
+    };
+    auto stash = [&](int buf) {
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            As[buf][aq + e][ar] = ra[e];
+            if (BT) Bs[buf][aq + e][ar] = rb[e];
+            else Bs[buf][bk][bq + e] = rb[e];
+        }
+    };
+    float acc[8][8];
+#pragma unroll
+    for (int i = 0; i < 8; i++)
+#pragma unroll
+        for (int j = 0; j < 8; j++) acc[i][j] = 0.0f;
+    const int KT = (K + BK - 1) / BK;
+    fetch(0);
+    stash(0);
+    __syncthreads();
+    for (int kt = 0; kt < KT; kt++) {
+        const int buf = kt & 1;
+        if (kt + 1 < KT) fetch((kt + 1) * BK);
+#pragma unroll
+        for (int k = 0; k < BK; k++) {
+            float a[8], b[8];
+            const float4 a0 = *(const float4 *)&As[buf][k][ty * 4], a1 = *(const float4 *)&As[buf][k][64 + ty * 4];
+            const float4 b0 = *(const float4 *)&Bs[buf][k][tx * 4], b1 = *(const float4 *)&Bs[buf][k][64 + tx * 4];
+            a[0] = a0.x, a[1] = a0.y, a[2] = a0.z, a[3] = a0.w, a[4] = a1.x, a[5] = a1.y, a[6] = a1.z, a[7] = a1.w;
+            b[0] = b0.x, b[1] = b0.y, b[2] = b0.z, b[3] = b0.w, b[4] = b1.x, b[5] = b1.y, b[6] = b1.z, b[7] = b1.w;
+#pragma unroll
+            for (int i = 0; i < 8; i++)
+#pragma unroll
+                for (int j = 0; j < 8; j++) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+        }
+        if (kt + 1 < KT) stash(buf ^ 1);
+        __syncthreads();
+    }
+    S *C = (S *)p.c + z * p.stride_c;
+#pragma unroll
+    for (int i = 0; i < 8; i++) {
+        const int r = m0 + (i < 4 ? ty * 4 + i : 64 + ty * 4 + i - 4);
+        if (r >= M) continue;
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            const int c = n0 + (j < 4 ? tx * 4 + j : 64 + tx * 4 + j - 4);
+            if (c < N) lt_st1<D>(C, (long long)r * p.ldc + c, lt_gemm_epi<D>(p, acc[i][j], r, c, z));
+        }
+    }
+}
+
+#ifdef LT_CUDA_ENTRY_GEMM
+extern __shared__ __align__(128) char lt_gemm_dyn_smem[];
+#define LT_GEMM_TC(dt, BM, BN, BK, WM, WN, ST, MINB)                                              \
+    extern "C" __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, MINB)                 \
+        lt_cuda_gemm_##dt##_nn_##BM##x##BN##x##BK(lt_cuda_gemm_params p) {                         \
+        lt_gemm_tc<lt_dt_##dt, BM, BN, BK, WM, WN, ST, false>(p, lt_gemm_dyn_smem);                \
+    }                                                                                              \
+    extern "C" __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, MINB)                 \
+        lt_cuda_gemm_##dt##_nt_##BM##x##BN##x##BK(lt_cuda_gemm_params p) {                         \
+        lt_gemm_tc<lt_dt_##dt, BM, BN, BK, WM, WN, ST, true>(p, lt_gemm_dyn_smem);                 \
+    }
+/* the configurations the host chooses from (cuda_kernels.c lists the same, with their stages) */
+#define LT_GEMM_TC_ALL(dt)                                                                         \
+    LT_GEMM_TC(dt, 128, 256, 32, 64, 64, 4, 1)                                                     \
+    LT_GEMM_TC(dt, 256, 128, 32, 64, 64, 4, 1)                                                     \
+    LT_GEMM_TC(dt, 128, 128, 32, 64, 64, 4, 2)                                                     \
+    LT_GEMM_TC(dt, 128, 128, 64, 64, 64, 3, 2)                                                     \
+    LT_GEMM_TC(dt, 64, 64, 32, 32, 32, 3, 4)
+LT_GEMM_TC_ALL(f16)
+LT_GEMM_TC_ALL(bf16)
+#define LT_GEMM_SIMT(dt)                                                                           \
+    extern "C" __global__ void __launch_bounds__(256) lt_cuda_gemm_##dt##_nn_simt(lt_cuda_gemm_params p) { \
+        lt_gemm_simt<lt_dt_##dt, false>(p);                                                        \
+    }                                                                                              \
+    extern "C" __global__ void __launch_bounds__(256) lt_cuda_gemm_##dt##_nt_simt(lt_cuda_gemm_params p) { \
+        lt_gemm_simt<lt_dt_##dt, true>(p);                                                         \
+    }
+LT_GEMM_SIMT(f32)
+LT_GEMM_SIMT(f16)
+LT_GEMM_SIMT(bf16)
+#endif
+
+#ifdef LT_CUDA_ENTRY_PEAK
+/* FP32 FMA rate: 8 independent chains per thread, 16 x 8 FMAs per iteration.
+ * FLOPs = blocks * 256 * iters * 256. */
+extern "C" __global__ void __launch_bounds__(256) lt_cuda_peak_fma(float *out, int iters) {
+    float a[8];
+#pragma unroll
+    for (int j = 0; j < 8; j++) a[j] = (float)threadIdx.x * 1e-6f + (float)j;
+    for (int i = 0; i < iters; i++)
+#pragma unroll
+        for (int u = 0; u < 16; u++)
+#pragma unroll
+            for (int j = 0; j < 8; j++) a[j] = fmaf(a[j], 0.9999f, 0.0001f);
+    float s = 0.0f;
+#pragma unroll
+    for (int j = 0; j < 8; j++) s += a[j];
+    out[blockIdx.x * blockDim.x + threadIdx.x] = s;
+}
+/* Tensor-core rate: each warp issues 8 independent m16n8k16 f16 MMAs per iteration.
+ * FLOPs = blocks * 8 warps * iters * 8 * 4096. */
+extern "C" __global__ void __launch_bounds__(256) lt_cuda_peak_mma_f16(float *out, int iters) {
+    const uint32_t v = 0x3c003c00u ^ (threadIdx.x & 7u); /* halves near 1 */
+    const uint32_t a[4] = {v, v, v, v}, b[2] = {v, v};
+    float acc[8][4];
+#pragma unroll
+    for (int j = 0; j < 8; j++) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
+    for (int i = 0; i < iters; i++)
+#pragma unroll
+        for (int j = 0; j < 8; j++) lt_mma16816(lt_dt_f16(), acc[j], a, b);
+    float s = 0.0f;
+#pragma unroll
+    for (int j = 0; j < 8; j++) s += acc[j][0] + acc[j][1] + acc[j][2] + acc[j][3];
+    out[blockIdx.x * blockDim.x + threadIdx.x] = s;
+}
+#endif
+
+#endif
