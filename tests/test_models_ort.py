@@ -2,6 +2,9 @@
 models of the onnx package and the 4 benchmark models the project builds (bench/models: ResNet-50,
 MobileNetV2, BERT-base at sequence 128, GPT-2 small at sequence 128), on each backend (cpu, interp).
 
+The light models' weights are constants, so each of their softmax outputs is exactly uniform (1/1000)
+whatever the network computed: the test also compares the logits feeding that softmax, exposed as a
+second graph output (zoo.light_probe); those are input-dependent and carry the whole computation.
 Inputs come from bench/models/zoo.make_inputs (fixed seed: N(0, 1) images, token ids spread over the
 whole vocabulary, a BERT attention mask with padding). lathe runs through the CLI exactly as a user
 would (`lathe run MODEL --backend B --input NAME=FILE.npy ... --output out.npz`); onnxruntime runs the
@@ -16,6 +19,9 @@ neighbours. The measured error of a correct implementation is far below this bou
 below, max |diff| / RMS per model); a real bug (a wrong index, a dropped bias, a mis-fused epilogue)
 moves whole outputs by O(RMS). Softmax outputs (most light models end in Softmax) have RMS ~1e-3, so
 their atol is ~1e-7, the conformance suite's own.
+MEASURED (max |diff| / RMS, seed 0, both backends): ResNet-50 1.3e-6..2.0e-6, MobileNetV2
+1.2e-6..1.6e-6, BERT-base 9.4e-6..1.2e-5, GPT-2 9.0e-6..1.0e-5, light models 0..1.7e-5 (VGG-19's
+logits): 6x to 100x inside the bound.
 
 Budget: every test item is one model on one backend. The light models and MobileNetV2 are quick and
 always run; ResNet-50, BERT and GPT-2 are marked `slow` (a first compile and the interpreter take tens
@@ -107,7 +113,7 @@ def compare(name, got, want):
 def test_model_vs_onnxruntime(request, tmp_path, name, backend):
     if name in SLOW and not _slow_enabled(request.config):
         pytest.skip("slow: set LATHE_SLOW_TESTS=1 or select with -m slow")
-    path = zoo.ensure_built(name)
+    path = zoo.light_probe(name) if name.startswith("light_") else zoo.ensure_built(name)
     feeds = zoo.make_inputs(name, seed=0)
     want = ort_outputs(path, feeds)
     got = lathe_outputs(tmp_path, path, feeds, backend)

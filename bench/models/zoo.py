@@ -6,6 +6,7 @@ Entry points:
   BENCH (name -> builder function), LIGHT (names), ALL (both, bench models first)
   model_path(name)          where the .onnx lives (bench models: bench/models/out/NAME.onnx)
   ensure_built(name)        build a bench model if its file is missing (atomic, safe under pytest -n N)
+  light_probe(name)         a light model with its pre-softmax logits as an extra output (for tests)
   make_inputs(name, seed)   {input name: numpy array}: N(0, 1) float images; token ids uniform over the
                             vocabulary; BERT's attention mask 1 for the first 100 tokens, 0 after (so
                             the mask path is exercised); token types 0 then 1 at the midpoint
@@ -68,6 +69,27 @@ def ensure_built(name):
         fcntl.flock(lock, fcntl.LOCK_EX)  # another process may be building it: wait, then reuse
         if not os.path.exists(path):
             build(name, path)
+    return path
+
+
+def light_probe(name):
+    """The light model `name` with the input of its final Softmax added as a second graph output (built
+    into out/NAME.probe.onnx on first use). The light models' weights are constants, so every class
+    gets the same logit and the softmax output is exactly 1/1000 whatever the network computed; the
+    logit itself (one value repeated, large, and input-dependent) carries the whole computation. Models
+    that do not end in Softmax (densenet121 ends in a Conv) are returned unchanged."""
+    src = model_path(name)
+    m = onnx.load(src)
+    last = [n for n in m.graph.node if m.graph.output[0].name in n.output][0]
+    if last.op_type != "Softmax":
+        return src
+    path = os.path.join(OUT, f"{name}.probe.onnx")
+    if not os.path.exists(path):
+        os.makedirs(OUT, exist_ok=True)
+        m.graph.output.append(onnx.helper.make_tensor_value_info(last.input[0], onnx.TensorProto.FLOAT, None))
+        tmp = f"{path}.tmp{os.getpid()}"
+        onnx.save(m, tmp)
+        os.replace(tmp, path)
     return path
 
 

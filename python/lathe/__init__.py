@@ -161,10 +161,14 @@ class Model:
 
     # ---- lifetime ----
     def close(self):
-        """Free the native model now (otherwise when garbage collected)."""
-        h, self._h = getattr(self, "_h", None), None
-        if h:
-            (self._lib.lathe_model_free if self.backend == "interp" else self._lib.lathe_compiled_free)(h)
+        """Free the native model now (otherwise when garbage collected). Waits for a run in progress."""
+        lock = getattr(self, "_lock", None)
+        if lock is None:  # __init__ did not get far
+            return
+        with lock:
+            h, self._h = self._h, None
+            if h:
+                (self._lib.lathe_model_free if self.backend == "interp" else self._lib.lathe_compiled_free)(h)
 
     def __del__(self):
         self.close()
@@ -198,8 +202,9 @@ class Model:
         n = 0 if n is None else int(n)
         if n < 0:
             raise ValueError(f"threads must be >= 0, got {n}")
-        self._lib.lathe_compiled_set_threads(self._check_open(), n)
-        self._threads = n
+        with self._lock:
+            self._lib.lathe_compiled_set_threads(self._check_open(), n)
+            self._threads = n
 
     def _check_open(self):
         if not self._h:

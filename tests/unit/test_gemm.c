@@ -305,6 +305,19 @@ static void test_conv(void) {
         {1, 4, 3, 3, 4, 3, 3, 1, 1, 0, 0, 0, 0, 1, 1, 4, 1, 0, LT_ACT_NONE, 0},      /* depthwise, one pixel */
         {1, 64, 28, 28, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, LT_ACT_RELU, 0},  /* ResNet-like */
         {1, 130, 7, 7, 50, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1, 0, LT_ACT_NONE, 1},   /* 1x1, K tail */
+        /* depthwise 3x3 fast path (AVX-512): band widths 1..7 vectors and several bands, strides
+         * 1 and 2, pads 0..2, odd sizes, multipliers, every epilogue placement */
+        {1, 5, 7, 7, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 5, 1, 0, LT_ACT_CLIP, 0},       /* MobileNet 7x7 */
+        {1, 3, 14, 14, 3, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 3, 1, 1, LT_ACT_CLIP, 0},     /* 14 -> 7, s2 */
+        {1, 2, 9, 112, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2, 1, 2, LT_ACT_RELU, 0},     /* one full band */
+        {1, 2, 6, 113, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2, 1, 0, LT_ACT_NONE, 0},     /* band + 1 column */
+        {2, 3, 5, 250, 3, 3, 3, 1, 1, 0, 2, 2, 0, 1, 1, 3, 1, 1, LT_ACT_LEAKY_RELU, 0}, /* 3 bands, odd pads */
+        {1, 2, 11, 229, 2, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 2, 1, 2, LT_ACT_CLIP, 0},    /* s2, 2 bands */
+        {1, 4, 10, 47, 8, 3, 3, 2, 2, 0, 0, 0, 0, 1, 1, 4, 0, 0, LT_ACT_NONE, 0},     /* s2 no pad, mult 2 */
+        {1, 3, 8, 33, 3, 3, 3, 2, 2, 2, 2, 2, 2, 1, 1, 3, 1, 2, LT_ACT_SIGMOID, 0},   /* s2 pad 2, act after */
+        {1, 3, 2, 2, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 3, 1, 1, LT_ACT_GELU, 0},       /* 2x2 image */
+        {1, 3, 1, 17, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 3, 1, 2, LT_ACT_HARD_SIGMOID, 0}, /* one row */
+        {1, 2, 20, 16, 2, 3, 3, 1, 1, 2, 1, 0, 1, 1, 1, 2, 1, 2, LT_ACT_TANH, 0},     /* uneven pads */
     };
     for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) run_conv(&cs[i]);
 }

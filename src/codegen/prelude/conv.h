@@ -61,7 +61,8 @@ LT_FN int lt_conv2d_is_depthwise_(const lt_conv2d_geom *g) {
     return g->G > 1 && g->G == g->C && g->OC % g->C == 0;
 }
 
-#include "conv_dw.h" /* lt_conv2d_depthwise_ */
+#include "conv_dw.h"     /* lt_conv2d_depthwise_ */
+#include "conv_direct.h" /* lt_cd_*: dense convolutions without im2col panels (AVX-512) */
 
 /* ---- weight packing ---- */
 LT_FN int64_t lt_conv2d_packed_size(int64_t OC, int64_t C, int64_t KH, int64_t KW, int64_t G) {
@@ -137,7 +138,12 @@ LT_FN int64_t lt_conv2d_ws_floats(int64_t N, int64_t C, int64_t H, int64_t W, in
     lt_conv2d_geom g;
     lt_conv2d_geom_init_(&g, N, C, H, W, OC, KH, KW, SH, SW, PH0, PW0, PH1, PW1, DH, DW, G);
     if (lt_conv2d_is_depthwise_(&g)) return 0;
-    return lt_sgemm_ws_floats(OC / g.G, g.OH * g.OW, C / g.G * KH * KW, threads);
+    int64_t need = lt_sgemm_ws_floats(OC / g.G, g.OH * g.OW, C / g.G * KH * KW, threads);
+#if LT_CD_ENABLED
+    int64_t cd = lt_cd_ws_floats_(&g, threads);
+    if (cd > need) need = cd;
+#endif
+    return need;
 }
 
 LT_FN void lt_conv2d(float *y, const float *x, const float *wp, int64_t N, int64_t C, int64_t H, int64_t W,
@@ -151,6 +157,13 @@ LT_FN void lt_conv2d(float *y, const float *x, const float *wp, int64_t N, int64
         lt_conv2d_depthwise_(&g, x, wp, y, ep);
         return;
     }
+#if LT_CD_ENABLED
+    lt_cd_plan cp;
+    if (lt_cd_plan_(&cp, &g, ws ? ws_floats : 0, lt_nthreads())) {
+        lt_cd_run_(&cp, x, wp, y, ep, ws);
+        return;
+    }
+#endif
     int64_t ocg = OC / g.G, cg = C / g.G, kg = cg * KH * KW, OHW = g.OH * g.OW;
     lt_gemm_prob P;
     memset(&P, 0, sizeof P);

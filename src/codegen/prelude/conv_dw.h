@@ -109,8 +109,10 @@ LT_FN void lt_dw_row_(const lt_conv2d_geom *g, const float *xc, const float *wk,
     }
 }
 
-/* ---- AVX-512 3x3 kernel: a strip of 16 output columns, top to bottom ---- */
+/* ---- AVX-512 3x3 kernel: bands of up to 7 x 16 output columns, rows rolling top to bottom ---- */
 #if defined(__AVX512F__)
+#define LT_DW_BAND 7 /* vectors of 16 columns in a band */
+
 /* Lanes i of a 16-wide access starting at column s with 0 <= s + i < n. */
 LT_FN __mmask16 lt_dw_mask_(int64_t s, int64_t n) {
     int64_t a = s < 0 ? -s : 0, e = n - s;
@@ -119,7 +121,9 @@ LT_FN __mmask16 lt_dw_mask_(int64_t s, int64_t n) {
     return (__mmask16)((0xffffu >> (16 - e)) & (0xffffu << a));
 }
 
-/* The epilogue of the fast kernel. */
+/* The fast kernel's per-call state, shared by all planes: the epilogue, and the masks of output
+ * vector j of a band starting at column ow0 (mk[j][0]: its output lanes; [1..3] or [1..4]: its
+ * input loads, see LT_DW_TAPS) for the full bands and the last one. */
 typedef struct lt_dw_ep {
     int act;      /* LT_ACT_*; NONE / RELU / CLIP / LEAKY_RELU run in registers (in_regs) */
     int in_regs;
@@ -127,17 +131,34 @@ typedef struct lt_dw_ep {
     float act_a, act_b;
 } lt_dw_ep;
 
-/* One 16-column strip of an output plane, all OH rows, stride S (1 or 2; a constant at each call
- * site). xr: the input plane offset to the column of lane 0's tap 0 (c0 = ow0*S - PW0); y, res:
- * the plane's output / residual offset to column ow0. Rows roll through registers: each input
- * row is loaded once and feeds the output rows it belongs to (stride 1: three, as kernel rows
- * 2, 1, 0 of consecutive outputs; stride 2: the shared row between two outputs), so an output
- * vector costs 3 loads (stride 1) or 8 loads + 6 permutes (stride 2), 9 FMAs and one store. */
-LT_GEMM_AI void lt_dw3_strip_(const int S, const float *xr, int64_t H, int64_t W, int64_t PH0, int64_t c0,
-                              int64_t OH, int64_t OW, const float *wk, float b, float *y, const float *res,
-                              int64_t ow0, const lt_dw_ep *e) {
+LT_FN void lt_dw_masks_(__mmask16 (*mk)[5], int nv, int64_t ow0, const lt_conv2d_geom *g) {
+    for (int j = 0; j < nv; j++) {
+        int64_t o = ow0 + 16 * j, c = o * g->SW - g->PW0; /* input column of lane 0, tap 0 */
+        mk[j][0] = lt_dw_mask_(o, g->OW);
+        if (g->SW == 1) { /* columns c, c+1, c+2 */
+            mk[j][1] = lt_dw_mask_(c, g->W), mk[j][2] = lt_dw_mask_(c + 1, g->W);
+            mk[j][3] = lt_dw_mask_(c + 2, g->W), mk[j][4] = 0;
+        } else { /* columns c..c+31 (taps 0 and 1), c+2..c+33 (tap 2) */
+            mk[j][1] = lt_dw_mask_(c, g->W), mk[j][2] = lt_dw_mask_(c + 16, g->W);
+            mk[j][3] = lt_dw_mask_(c + 2, g->W), mk[j][4] = lt_dw_mask_(c + 18, g->W);
+        }
+    }
+}
+
+/* A band of NV output vectors (columns ow0 .. ow0+16*NV) of one plane, all OH rows, stride S (1
+ * or 2). S and NV are constants at every call site: the band's state lives in registers. xr: the
+ * input plane offset to the column of lane 0's tap 0 (ow0*S - PW0); y, res: the plane's output /
+ * residual offset to column ow0. Rows roll through registers: each input row is loaded once and
+ * feeds every output row it belongs to (stride 1: as kernel rows 2, 1, 0 of three consecutive
+ * outputs, kept in A and B; stride 2: the row two outputs share, kept in A), so an output vector
+ * costs 3 loads (stride 1) or 8 loads + 6 permutes (stride 2), 9 FMAs and a store, and memory is
+ * read and written row by row. */
+LT_GEMM_AI void lt_dw3_band_(const int S, const int NV, const float *xr, const lt_conv2d_geom *g,
+                             const __mmask16 (*mk)[5], const float *wk, float b, float *y, const float *res,
+                             const lt_dw_ep *e) {
     const __m512i ev = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
     const __m512i od = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+    const int64_t H = g->H, W = g->W, PH0 = g->PH0, OH = g->OH, OW = g->OW;
     const __m512 zero = _mm512_setzero_ps(), bias = _mm512_set1_ps(b);
     const __m512 w0 = _mm512_set1_ps(wk[0]), w1 = _mm512_set1_ps(wk[1]), w2 = _mm512_set1_ps(wk[2]);
     const __m512 w3 = _mm512_set1_ps(wk[3]), w4 = _mm512_set1_ps(wk[4]), w5 = _mm512_set1_ps(wk[5]);
@@ -146,28 +167,22 @@ LT_GEMM_AI void lt_dw3_strip_(const int S, const float *xr, int64_t H, int64_t W
     __m512 lo = _mm512_set1_ps(-LT_INF_F32), hi = _mm512_set1_ps(LT_INF_F32), la = _mm512_set1_ps(e->act_a);
     if (e->act == LT_ACT_RELU) lo = zero;
     if (e->act == LT_ACT_CLIP) lo = _mm512_set1_ps(e->act_a), hi = _mm512_set1_ps(e->act_b);
-    const __mmask16 om = lt_dw_mask_(ow0, OW);
-    __mmask16 m0, m1, m2, m3 = 0;
-    if (S == 1) {
-        m0 = lt_dw_mask_(c0, W), m1 = lt_dw_mask_(c0 + 1, W), m2 = lt_dw_mask_(c0 + 2, W);
-    } else { /* columns c0..c0+31 (taps 0 and 1), c0+2..c0+33 (tap 2) */
-        m0 = lt_dw_mask_(c0, W), m1 = lt_dw_mask_(c0 + 16, W), m2 = lt_dw_mask_(c0 + 2, W);
-        m3 = lt_dw_mask_(c0 + 18, W);
-    }
-/* the three taps of input row ih (zero outside the image) */
-#define LT_DW_TAPS(ih, t0, t1, t2)                                                                  \
+/* the three taps of input row ih (zero outside the image) for output vector j */
+#define LT_DW_TAPS(ih, j, t0, t1, t2)                                                               \
     do {                                                                                          \
         if ((ih) < 0 || (ih) >= H) {                                                              \
             t0 = t1 = t2 = zero;                                                                  \
         } else if (S == 1) {                                                                      \
-            const float *p_ = xr + (ih) * W;                                                      \
-            t0 = _mm512_maskz_loadu_ps(m0, p_);                                                   \
-            t1 = _mm512_maskz_loadu_ps(m1, p_ + 1);                                               \
-            t2 = _mm512_maskz_loadu_ps(m2, p_ + 2);                                               \
+            const float *p_ = xr + (ih) * W + 16 * (j);                                           \
+            t0 = _mm512_maskz_loadu_ps(mk[j][1], p_);                                             \
+            t1 = _mm512_maskz_loadu_ps(mk[j][2], p_ + 1);                                         \
+            t2 = _mm512_maskz_loadu_ps(mk[j][3], p_ + 2);                                         \
         } else {                                                                                  \
-            const float *p_ = xr + (ih) * W;                                                      \
-            __m512 a0_ = _mm512_maskz_loadu_ps(m0, p_), a1_ = _mm512_maskz_loadu_ps(m1, p_ + 16); \
-            __m512 b0_ = _mm512_maskz_loadu_ps(m2, p_ + 2), b1_ = _mm512_maskz_loadu_ps(m3, p_ + 18); \
+            const float *p_ = xr + (ih) * W + 32 * (j);                                           \
+            __m512 a0_ = _mm512_maskz_loadu_ps(mk[j][1], p_);                                     \
+            __m512 a1_ = _mm512_maskz_loadu_ps(mk[j][2], p_ + 16);                                \
+            __m512 b0_ = _mm512_maskz_loadu_ps(mk[j][3], p_ + 2);                                 \
+            __m512 b1_ = _mm512_maskz_loadu_ps(mk[j][4], p_ + 18);                                \
             t0 = _mm512_permutex2var_ps(a0_, ev, a1_);                                            \
             t1 = _mm512_permutex2var_ps(a0_, od, a1_);                                            \
             t2 = _mm512_permutex2var_ps(b0_, ev, b1_);                                            \
@@ -175,72 +190,101 @@ LT_GEMM_AI void lt_dw3_strip_(const int S, const float *xr, int64_t H, int64_t W
     } while (0)
 #define LT_DW_ROW(acc, t0, t1, t2, wa, wb, wc) \
     _mm512_fmadd_ps(t2, wc, _mm512_fmadd_ps(t1, wb, _mm512_fmadd_ps(t0, wa, acc)))
-    __m512 t0, t1, t2, A, B = zero;
-    if (S == 1) { /* A: output row o so far, B: output row o+1 so far */
-        LT_DW_TAPS(-PH0, t0, t1, t2);
-        A = LT_DW_ROW(bias, t0, t1, t2, w0, w1, w2);
-        LT_DW_TAPS(1 - PH0, t0, t1, t2);
-        A = LT_DW_ROW(A, t0, t1, t2, w3, w4, w5);
-        B = LT_DW_ROW(bias, t0, t1, t2, w0, w1, w2);
-    } else {
-        LT_DW_TAPS(-PH0, t0, t1, t2);
-        A = LT_DW_ROW(bias, t0, t1, t2, w0, w1, w2);
+    __m512 A[LT_DW_BAND], B[LT_DW_BAND], t0, t1, t2;
+#pragma GCC unroll 8
+    for (int j = 0; j < NV; j++) { /* A: output row 0 so far; stride 1: B: output row 1 so far */
+        LT_DW_TAPS(-PH0, j, t0, t1, t2);
+        A[j] = LT_DW_ROW(bias, t0, t1, t2, w0, w1, w2);
+        B[j] = zero;
+        if (S == 1) {
+            LT_DW_TAPS(1 - PH0, j, t0, t1, t2);
+            A[j] = LT_DW_ROW(A[j], t0, t1, t2, w3, w4, w5);
+            B[j] = LT_DW_ROW(bias, t0, t1, t2, w0, w1, w2);
+        }
     }
     for (int64_t o = 0; o < OH; o++) {
-        __m512 v;
-        if (S == 1) {
-            int64_t ih = o - PH0 + 2;
-            LT_DW_TAPS(ih, t0, t1, t2);
-            v = LT_DW_ROW(A, t0, t1, t2, w6, w7, w8);
-            A = LT_DW_ROW(B, t0, t1, t2, w3, w4, w5);
-            B = LT_DW_ROW(bias, t0, t1, t2, w0, w1, w2);
-        } else {
-            int64_t ih = 2 * o - PH0 + 1;
-            LT_DW_TAPS(ih, t0, t1, t2);
-            v = LT_DW_ROW(A, t0, t1, t2, w3, w4, w5);
-            LT_DW_TAPS(ih + 1, t0, t1, t2);
-            v = LT_DW_ROW(v, t0, t1, t2, w6, w7, w8);
-            A = LT_DW_ROW(bias, t0, t1, t2, w0, w1, w2);
-        }
         float *yo = y + o * OW;
         const float *ro = res ? res + o * OW : 0;
-        if (res_mode == 1) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(om, ro));
-        if (in_regs) {
-            if (leaky) v = _mm512_fmadd_ps(la, _mm512_min_ps(zero, v), _mm512_max_ps(zero, v));
-            else v = _mm512_min_ps(hi, _mm512_max_ps(lo, v)); /* relu / clip / none; NaN stays NaN */
-            if (res_mode == 2) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(om, ro));
+        const int64_t ih = S == 1 ? o - PH0 + 2 : 2 * o - PH0 + 1;
+#pragma GCC unroll 8
+        for (int j = 0; j < NV; j++) {
+            __m512 v;
+            LT_DW_TAPS(ih, j, t0, t1, t2);
+            if (S == 1) {
+                v = LT_DW_ROW(A[j], t0, t1, t2, w6, w7, w8);
+                A[j] = LT_DW_ROW(B[j], t0, t1, t2, w3, w4, w5);
+                B[j] = LT_DW_ROW(bias, t0, t1, t2, w0, w1, w2);
+            } else {
+                v = LT_DW_ROW(A[j], t0, t1, t2, w3, w4, w5);
+                LT_DW_TAPS(ih + 1, j, t0, t1, t2);
+                v = LT_DW_ROW(v, t0, t1, t2, w6, w7, w8);
+                A[j] = LT_DW_ROW(bias, t0, t1, t2, w0, w1, w2);
+            }
+            const __mmask16 om = mk[j][0];
+            if (res_mode == 1) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(om, ro + 16 * j));
+            if (in_regs) {
+                if (leaky) v = _mm512_fmadd_ps(la, _mm512_min_ps(zero, v), _mm512_max_ps(zero, v));
+                else v = _mm512_min_ps(hi, _mm512_max_ps(lo, v)); /* relu / clip / none; NaN stays NaN */
+                if (res_mode == 2) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(om, ro + 16 * j));
+            }
+            _mm512_mask_storeu_ps(yo + 16 * j, om, v);
         }
-        _mm512_mask_storeu_ps(yo, om, v);
     }
-    (void)B;
 #undef LT_DW_TAPS
 #undef LT_DW_ROW
 }
 
-/* One output plane with the 3x3 kernel of stride S: its 16-column strips, then (activations not
- * done in registers) the activation and a residual after it over the stored plane. */
-LT_GEMM_AI void lt_dw3_plane_(const int S, const lt_conv2d_geom *g, const float *xc, const float *wk, float *y,
-                              const float *res, float b, const lt_dw_ep *e) {
-    for (int64_t ow0 = 0; ow0 < g->OW; ow0 += 16) {
-        int64_t c0 = ow0 * S - g->PW0;
-        lt_dw3_strip_(S, xc + c0, g->H, g->W, g->PH0, c0, g->OH, g->OW, wk, b, y + ow0, res ? res + ow0 : 0, ow0, e);
+#define LT_DW_BAND_FN(S, NV)                                                                           \
+    static __attribute__((noinline, unused)) void lt_dw3_band_##S##_##NV(                             \
+        const float *xr, const lt_conv2d_geom *g, const __mmask16 (*mk)[5], const float *wk, float b,   \
+        float *y, const float *res, const lt_dw_ep *e) {                                               \
+        lt_dw3_band_(S, NV, xr, g, mk, wk, b, y, res, e);                                              \
     }
-    if (!e->in_regs) {
-        int64_t n = g->OH * g->OW;
-        lt_act_row_f32(y, n, e->act, e->act_a, e->act_b);
-        if (e->res_mode == 2)
-            for (int64_t i = 0; i < n; i++) y[i] += res[i];
+#define LT_DW_BAND_FNS(S) LT_DW_BAND_FN(S, 1) LT_DW_BAND_FN(S, 2) LT_DW_BAND_FN(S, 3) LT_DW_BAND_FN(S, 4) \
+    LT_DW_BAND_FN(S, 5) LT_DW_BAND_FN(S, 6) LT_DW_BAND_FN(S, 7)
+LT_DW_BAND_FNS(1)
+LT_DW_BAND_FNS(2)
+typedef void (*lt_dw_band_fn)(const float *, const lt_conv2d_geom *, const __mmask16 (*)[5], const float *, float,
+                              float *, const float *, const lt_dw_ep *);
+static lt_dw_band_fn const lt_dw_band_table[2][LT_DW_BAND] __attribute__((unused)) = {
+    {lt_dw3_band_1_1, lt_dw3_band_1_2, lt_dw3_band_1_3, lt_dw3_band_1_4, lt_dw3_band_1_5, lt_dw3_band_1_6,
+     lt_dw3_band_1_7},
+    {lt_dw3_band_2_1, lt_dw3_band_2_2, lt_dw3_band_2_3, lt_dw3_band_2_4, lt_dw3_band_2_5, lt_dw3_band_2_6,
+     lt_dw3_band_2_7},
+};
+
+/* The planes [p0, p1) of the fast kernel: per plane its bands, then (activations not done in
+ * registers) the activation and a residual after it over the stored plane. */
+LT_FN void lt_dw3_planes_(const lt_conv2d_geom *g, const float *x, const float *w, float *y, const float *bias,
+                          const float *res, const lt_dw_ep *e, int64_t p0, int64_t p1) {
+    int64_t OW = g->OW, OHW = g->OH * OW, mult = g->OC / g->C, full = OW / (16 * LT_DW_BAND);
+    int nlast = (int)lt_gemm_cdiv_(OW - full * 16 * LT_DW_BAND, 16); /* vectors in the last band */
+    __mmask16 mfirst[LT_DW_BAND][5], mmid[LT_DW_BAND][5], mlast[LT_DW_BAND][5];
+    if (full > 0) lt_dw_masks_(mfirst, LT_DW_BAND, 0, g);
+    if (full > 1) lt_dw_masks_(mmid, LT_DW_BAND, 16 * LT_DW_BAND, g); /* interior bands: same masks */
+    if (nlast) lt_dw_masks_(mlast, nlast, full * 16 * LT_DW_BAND, g);
+    lt_dw_band_fn fb = lt_dw_band_table[g->SW - 1][LT_DW_BAND - 1];
+    lt_dw_band_fn fl = nlast ? lt_dw_band_table[g->SW - 1][nlast - 1] : 0;
+    for (int64_t pl = p0; pl < p1; pl++) {
+        int64_t n = pl / g->OC, oc = pl % g->OC, c = oc / mult;
+        const float *xc = x + (n * g->C + c) * g->H * g->W - g->PW0;
+        float *yp = y + pl * OHW;
+        const float *rp = res ? res + pl * OHW : 0;
+        const float *wk = w + oc * 9;
+        float b = bias ? bias[oc] : 0.0f;
+        for (int64_t i = 0; i <= full; i++) {
+            int64_t ow0 = i * 16 * LT_DW_BAND;
+            if (i == full && !nlast) break;
+            lt_dw_band_fn f = i == full ? fl : fb;
+            const __mmask16 (*mk)[5] = (const __mmask16 (*)[5])(i == full ? mlast : i == 0 ? mfirst : mmid);
+            f(xc + ow0 * g->SW, g, mk, wk, b, yp + ow0, rp ? rp + ow0 : 0, e);
+        }
+        if (!e->in_regs) {
+            lt_act_row_f32(yp, OHW, e->act, e->act_a, e->act_b);
+            if (e->res_mode == 2)
+                for (int64_t i = 0; i < OHW; i++) yp[i] += rp[i];
+        }
     }
-}
-static __attribute__((noinline, unused)) void lt_dw3_plane_s1_(const lt_conv2d_geom *g, const float *xc,
-                                                               const float *wk, float *y, const float *res, float b,
-                                                               const lt_dw_ep *e) {
-    lt_dw3_plane_(1, g, xc, wk, y, res, b, e);
-}
-static __attribute__((noinline, unused)) void lt_dw3_plane_s2_(const lt_conv2d_geom *g, const float *xc,
-                                                               const float *wk, float *y, const float *res, float b,
-                                                               const lt_dw_ep *e) {
-    lt_dw3_plane_(2, g, xc, wk, y, res, b, e);
 }
 #endif
 
@@ -260,15 +304,29 @@ LT_FN void lt_conv2d_depthwise_(const lt_conv2d_geom *g, const float *x, const f
     const float *bias = ep ? ep->bias : 0, *res = ep ? ep->residual : 0;
     int act = ep ? ep->act : LT_ACT_NONE, res_after = ep ? ep->residual_after_act : 0;
     float aa = ep ? ep->act_a : 0.0f, ab = ep ? ep->act_b : 0.0f;
-    int fast = lt_dw3_fast_(g);
     int T = lt_nthreads();
     if ((double)planes * (double)OHW * (double)KHW < 2.0e5) T = 1;
-    (void)T, (void)fast, (void)act, (void)res_after, (void)aa, (void)ab;
+    if (T > planes) T = (int)planes;
+    (void)T;
 #if defined(__AVX512F__)
-    lt_dw_ep e;
-    e.act = act, e.act_a = aa, e.act_b = ab;
-    e.in_regs = act == LT_ACT_NONE || act == LT_ACT_RELU || act == LT_ACT_CLIP || act == LT_ACT_LEAKY_RELU;
-    e.res_mode = res ? (res_after ? 2 : 1) : 0;
+    if (lt_dw3_fast_(g)) {
+        lt_dw_ep e;
+        e.act = act, e.act_a = aa, e.act_b = ab;
+        e.in_regs = act == LT_ACT_NONE || act == LT_ACT_RELU || act == LT_ACT_CLIP || act == LT_ACT_LEAKY_RELU;
+        e.res_mode = res ? (res_after ? 2 : 1) : 0;
+#ifdef _OPENMP
+        if (T > 1) {
+#pragma omp parallel num_threads(T)
+            {
+                int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
+                lt_dw3_planes_(g, x, w, y, bias, res, &e, planes * t / nt, planes * (t + 1) / nt);
+            }
+            return;
+        }
+#endif
+        lt_dw3_planes_(g, x, w, y, bias, res, &e, 0, planes);
+        return;
+    }
 #endif
 #ifdef _OPENMP
 #pragma omp parallel for schedule(static) num_threads(T) if (T > 1)
@@ -279,20 +337,6 @@ LT_FN void lt_conv2d_depthwise_(const lt_conv2d_geom *g, const float *x, const f
         float *yp = y + pl * OHW;
         const float *rp = res ? res + pl * OHW : 0;
         float b = bias ? bias[oc] : 0.0f;
-#if defined(__AVX512F__)
-        if (fast) {
-            if (pl + 1 < planes) { /* bring the next plane in while this one computes (the strips
-                                      walk down columns, which the hardware prefetchers follow poorly) */
-                int64_t n1 = (pl + 1) / g->OC, c1 = (pl + 1) % g->OC / mult, bytes = g->H * g->W * 4;
-                const char *nx = (const char *)(x + (n1 * g->C + c1) * g->H * g->W);
-                if (bytes <= 0)
-                    for (int64_t q = 0; q < bytes; q += 64) __builtin_prefetch(nx + q, 0, 3);
-            }
-            if (g->SH == 1) lt_dw3_plane_s1_(g, xc, w + oc * KHW, yp, rp, b, &e);
-            else lt_dw3_plane_s2_(g, xc, w + oc * KHW, yp, rp, b, &e);
-            continue;
-        }
-#endif
         for (int64_t oh = 0; oh < g->OH; oh++)
             lt_dw_row_(g, xc, w + oc * KHW, oh, yp + oh * g->OW, b, rp ? rp + oh * g->OW : 0, act, aa, ab,
                        res_after);

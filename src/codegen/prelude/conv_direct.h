@@ -1,0 +1,364 @@
+/* conv_direct.h — dense / grouped 2-D convolution without im2col panels (AVX-512), for conv.h.
+ *
+ * Included by conv.h after lt_conv2d_geom (never on its own); pasted into generated code with it.
+ * Entry points (internal to conv.h):
+ *   int     lt_cd_plan_(plan, geom, ws_floats, threads)   0: this path does not take the geometry
+ *   int64_t lt_cd_ws_floats_(geom, threads)               workspace for full speed (0: not taken)
+ *   void    lt_cd_run_(plan, x, wpacked, y, ep, ws)       y = conv(x) with gemm.h's epilogue
+ * The weights are conv.h's packed A operand (lt_sgemm_pack_a per group: MR-row panels, K blocks).
+ *
+ * Design. A convolution is C[oc, p] = sum_k W[oc, k] B[k, p] with k = (ci, kh, kw) and p an output
+ * pixel. Instead of gathering B into packed panels (an im2col pass as large as B, paid on every
+ * run), the input is copied once into a "slab" in which every row k of B is a contiguous run:
+ *   - the slab holds, per input channel, the SH x SW phase planes of the zero-padded input
+ *     (phase (a, b) = padded rows a, a+SH, ... and columns b, b+SW, ...; one plane when the stride
+ *     is 1), each Wq = OW + (KW-1)*DW/SW columns wide;
+ *   - output pixel (oh, ow) is lane q = oh*Wq + ow of a "q space" (Wq - OW columns of every row
+ *     are padding lanes whose results are dropped), and B[k, q] = slab[off[k] + q] with
+ *     off[k] = ci*cstride + phase(kh*DH % SH, kw*DW % SW)*pstride + (kh*DH/SH)*Wq + kw*DW/SW.
+ * So the register-blocked kernel (8 output channels x 48 lanes, 24 zmm accumulators, as gemm.h's)
+ * loads its B vectors straight from the slab at a per-k offset (off[] is one table for the
+ * call), and stride 2 needs no gathers: the phase planes were split when the slab was filled.
+ * The slab is 1/SH/SW of the input plus halo rows, filled once per chunk of output rows (it stays
+ * in L2 while every weight panel passes over it); the tile's valid lanes go to y with
+ * vcompressps (the padding lanes of a row drop out, so consecutive rows land contiguously), and
+ * the epilogue (bias per channel, residual through vexpandps, relu / clip / leaky relu) runs in
+ * registers; other activations run over the stored row segment.
+ * Work items are (image, group, chunk of output rows, range of output channels), taken by threads
+ * from a shared counter; a thread refills its slab only when its item's rows change.
+ */
+#ifndef LT_PRELUDE_CONV_DIRECT_H
+#define LT_PRELUDE_CONV_DIRECT_H
+
+#if defined(__AVX512F__) && LT_GEMM_MR == 8 && LT_GL == 16
+#define LT_CD_ENABLED 1
+#define LT_CD_NV 3        /* vectors of 16 lanes in a tile */
+#define LT_CD_QT 48       /* lanes in a tile */
+#define LT_CD_MAXQT 128   /* tiles in a chunk of rows (q lanes <= 6144) */
+#define LT_CD_SLAB 98304  /* target slab size in floats (384 KiB: in L2 beside the weight panels) */
+
+typedef struct lt_cd_plan {
+    const lt_conv2d_geom *g;
+    int64_t ocg, cg, K, kb, mpad, per; /* per group: rows of W, channels, K = cg*KH*KW, K block, padded
+                                          rows, floats of packed weights */
+    int64_t Wq, ex;                    /* phase-plane row width; halo rows below a chunk's outputs */
+    int64_t rows, nrc, nmc;            /* output rows per chunk, chunks per image, channel ranges */
+    int64_t pstride, cstride, slab;    /* slab: floats per phase plane, per channel, in all (+ slack) */
+    int64_t ws_per;                    /* workspace floats per thread: slab, then off[K] */
+    int T;                             /* threads */
+} lt_cd_plan;
+
+/* Floats per thread for chunks of `rows` output rows. */
+LT_FN int64_t lt_cd_thread_floats_(const lt_conv2d_geom *g, int64_t cg, int64_t K, int64_t Wq, int64_t ex,
+                                   int64_t rows) {
+    return cg * g->SH * g->SW * (rows + ex) * Wq + Wq + 64 + (K + 16);
+}
+
+LT_FN int lt_cd_plan_(lt_cd_plan *p, const lt_conv2d_geom *g, int64_t ws_floats, int threads) {
+    memset(p, 0, sizeof *p);
+    p->g = g;
+    if (g->G > 1 && g->G == g->C && g->OC % g->C == 0) return 0; /* depthwise: conv_dw.h */
+    if (g->KH == 1 && g->KW == 1 && g->SH == 1 && g->SW == 1 && g->PH0 == 0 && g->PW0 == 0 && g->OH == g->H &&
+        g->OW == g->W)
+        return 0; /* x is B already */
+    p->ocg = g->OC / g->G, p->cg = g->C / g->G, p->K = p->cg * g->KH * g->KW;
+    if (p->K <= 0 || p->ocg <= 0) return 0;
+    p->kb = lt_gemm_kblock(p->K);
+    p->mpad = lt_gemm_cdiv_(p->ocg, LT_GEMM_MR) * LT_GEMM_MR;
+    p->per = lt_sgemm_packed_a_size(p->ocg, p->K);
+    p->Wq = g->OW + (g->KW - 1) * g->DW / g->SW;
+    p->ex = (g->KH - 1) * g->DH / g->SH;
+    if (p->Wq > LT_CD_QT * LT_CD_MAXQT) return 0;
+    int64_t one = lt_cd_thread_floats_(g, p->cg, p->K, p->Wq, p->ex, 1);
+    if (one > (int64_t)1 << 30) return 0; /* offsets are int32 */
+    int64_t rows = 1;
+    while (rows < g->OH && (rows + 1) * p->Wq <= LT_CD_QT * LT_CD_MAXQT &&
+           lt_cd_thread_floats_(g, p->cg, p->K, p->Wq, p->ex, rows + 1) <= (one > LT_CD_SLAB ? one : LT_CD_SLAB))
+        rows++;
+    /* threads: enough work items (at least 2 per thread), splitting rows before channels */
+    int T = threads > 0 ? threads : 1;
+    double flops = 2.0 * (double)g->N * (double)g->OC * (double)g->OH * (double)g->OW * (double)p->K;
+    if (flops < 2.0e6) T = 1;
+    int64_t nrc = lt_gemm_cdiv_(g->OH, rows), nmc = 1, mp = p->mpad / LT_GEMM_MR;
+    while (T > 1 && g->N * g->G * nrc * nmc < 2 * T) {
+        /* halve the rows while chunks keep 4 tiles of lanes, then split the channels */
+        if (rows > 1 && rows / 2 * p->Wq >= 4 * LT_CD_QT) rows = lt_gemm_cdiv_(rows, 2);
+        else if (nmc < mp) nmc++;
+        else if (rows > 1) rows = lt_gemm_cdiv_(rows, 2);
+        else break;
+        nrc = lt_gemm_cdiv_(g->OH, rows);
+    }
+    /* the workspace: shrink rows, then threads, to what it holds */
+    if (!ws_floats) return 0;
+    while (rows > 1 && lt_cd_thread_floats_(g, p->cg, p->K, p->Wq, p->ex, rows) * T > ws_floats) rows--;
+    while (T > 1 && lt_cd_thread_floats_(g, p->cg, p->K, p->Wq, p->ex, rows) * T > ws_floats) T--;
+    if (lt_cd_thread_floats_(g, p->cg, p->K, p->Wq, p->ex, rows) * T > ws_floats) return 0;
+    p->rows = rows, p->nrc = lt_gemm_cdiv_(g->OH, rows), p->nmc = nmc, p->T = T;
+    p->pstride = (rows + p->ex) * p->Wq;
+    p->cstride = g->SH * g->SW * p->pstride;
+    p->slab = p->cg * p->cstride + p->Wq + 64;
+    p->ws_per = lt_cd_thread_floats_(g, p->cg, p->K, p->Wq, p->ex, rows);
+    return 1;
+}
+
+LT_FN int64_t lt_cd_ws_floats_(const lt_conv2d_geom *g, int threads) {
+    lt_cd_plan p;
+    if (!lt_cd_plan_(&p, g, (int64_t)1 << 40, threads)) return 0;
+    return p.ws_per * p.T;
+}
+
+/* Fill the slab with output rows [r0, r0 + rows) of image n, group gi (channels of the group). */
+LT_FN void lt_cd_fill_(const lt_cd_plan *p, const float *x, int64_t n, int64_t gi, int64_t r0, float *slab) {
+    const lt_conv2d_geom *g = p->g;
+    const int64_t SH = g->SH, SW = g->SW, Wq = p->Wq, rq = p->rows + p->ex, H = g->H, W = g->W;
+    const float *xg = x + (n * g->C + gi * p->cg) * H * W;
+    /* phase column b: j -> input column j*SW + b - PW0; [jlo, jhi) inside the image */
+    for (int64_t ci = 0; ci < p->cg; ci++) {
+        const float *xc = xg + ci * H * W;
+        float *sc = slab + ci * p->cstride;
+        for (int64_t a = 0; a < SH; a++)
+            for (int64_t i = 0; i < rq; i++) {
+                int64_t ih = (r0 + i) * SH + a - g->PH0;
+                for (int64_t b = 0; b < SW; b++) {
+                    float *d = sc + (a * SW + b) * p->pstride + i * Wq;
+                    if (ih < 0 || ih >= H) {
+                        memset(d, 0, (size_t)Wq * sizeof(float));
+                        continue;
+                    }
+                    const float *s = xc + ih * W;
+                    int64_t off = b - g->PW0; /* iw = j*SW + off */
+                    int64_t jlo = off >= 0 ? 0 : (-off + SW - 1) / SW;
+                    int64_t jhi = W - off > 0 ? (W - off + SW - 1) / SW : 0;
+                    if (jhi > Wq) jhi = Wq;
+                    if (jlo > jhi) jlo = jhi;
+                    for (int64_t j = 0; j < jlo; j++) d[j] = 0.0f;
+                    if (SW == 1) {
+                        memcpy(d + jlo, s + jlo + off, (size_t)(jhi - jlo) * sizeof(float));
+                    } else {
+                        const float *s2 = s + off;
+                        LT_PRAGMA_SIMD
+                        for (int64_t j = jlo; j < jhi; j++) d[j] = s2[j * SW];
+                    }
+                    for (int64_t j = jhi; j < Wq; j++) d[j] = 0.0f;
+                }
+            }
+    }
+    memset(slab + p->cg * p->cstride, 0, (size_t)(p->Wq + 64) * sizeof(float)); /* read by padding lanes */
+}
+
+/* off[k] for k = (ci, kh, kw) of the group, in the packed weights' order. */
+LT_FN void lt_cd_offsets_(const lt_cd_plan *p, int32_t *off) {
+    const lt_conv2d_geom *g = p->g;
+    int64_t k = 0;
+    for (int64_t ci = 0; ci < p->cg; ci++)
+        for (int64_t kh = 0; kh < g->KH; kh++)
+            for (int64_t kw = 0; kw < g->KW; kw++) {
+                int64_t dh = kh * g->DH, dw = kw * g->DW;
+                int64_t o = ci * p->cstride + ((dh % g->SH) * g->SW + dw % g->SW) * p->pstride +
+                            (dh / g->SH) * p->Wq + dw / g->SW;
+                off[k++] = (int32_t)o;
+            }
+}
+
+/* A tile's store pattern: per vector, its valid lanes and the output index (from the chunk's
+ * first pixel) of the first one; the lanes' output indices are consecutive. */
+typedef struct lt_cd_tile {
+    __mmask16 m[LT_CD_NV];
+    int64_t pos[LT_CD_NV];
+    int64_t first, count; /* output index of the first valid lane of the tile; valid lanes */
+} lt_cd_tile;
+
+LT_FN void lt_cd_tiles_(const lt_cd_plan *p, int64_t nr, lt_cd_tile *tl, int64_t ntiles) {
+    const int64_t Wq = p->Wq, OW = p->g->OW, nq = (nr - 1) * Wq + OW;
+    for (int64_t t = 0; t < ntiles; t++) {
+        lt_cd_tile *e = tl + t;
+        int64_t q = t * LT_CD_QT, r = q / Wq, c = q % Wq;
+        e->first = -1, e->count = 0;
+        for (int v = 0; v < LT_CD_NV; v++) {
+            unsigned m = 0;
+            e->pos[v] = 0;
+            int have = 0;
+            for (int l = 0; l < 16; l++, q++) {
+                if (q < nq && c < OW) {
+                    if (!have) e->pos[v] = r * OW + c, have = 1;
+                    if (e->first < 0) e->first = r * OW + c;
+                    m |= 1u << l;
+                    e->count++;
+                }
+                if (++c == Wq) c = 0, r++;
+            }
+            e->m[v] = (__mmask16)m;
+        }
+    }
+}
+
+/* What a kernel call needs besides the operands. */
+typedef struct lt_cd_args {
+    int64_t K, kb, mpad;
+    const float *a;        /* the group's packed weights, offset to panel t: + t*MR*kc per K block */
+    int64_t t;             /* the panel */
+    const float *bq;       /* the slab, offset to the tile's first lane */
+    const int32_t *off;
+    float *c;              /* output row of the tile's first channel, offset to the chunk's first pixel */
+    const float *res;      /* the same in the residual, or NULL */
+    const float *bias;     /* the tile's first channel's bias, or NULL */
+    int64_t ldc;           /* OH*OW */
+    const lt_cd_tile *tile;
+    int act, res_mode, in_regs; /* res_mode: 0 none, 1 before the activation, 2 after */
+    float act_a, act_b;
+} lt_cd_args;
+
+/* The tail of the epilogue for activations not run in registers: over each row's stored lanes. */
+static __attribute__((noinline, unused)) void lt_cd_post_(const lt_cd_args *A, int mr) {
+    const lt_cd_tile *tl = A->tile;
+    if (tl->count <= 0) return;
+    for (int i = 0; i < mr; i++) {
+        float *c = A->c + i * A->ldc + tl->first;
+        lt_act_row_f32(c, tl->count, A->act, A->act_a, A->act_b);
+        if (A->res_mode == 2) {
+            const float *r = A->res + i * A->ldc + tl->first;
+            for (int64_t j = 0; j < tl->count; j++) c[j] += r[j];
+        }
+    }
+}
+
+/* MR_ x NV_ tile over all of K (every K block of the packed weights), then the epilogue. */
+LT_GEMM_AI void lt_cd_kernel_(const int MR_, const int NV_, const lt_cd_args *A) {
+    __m512 acc[LT_GEMM_MR][LT_CD_NV];
+#pragma GCC unroll 8
+    for (int i = 0; i < MR_; i++)
+#pragma GCC unroll 3
+        for (int v = 0; v < NV_; v++) acc[i][v] = _mm512_setzero_ps();
+    const float *bq = A->bq;
+    for (int64_t p0 = 0; p0 < A->K; p0 += A->kb) {
+        int64_t kc = lt_gemm_min_(A->kb, A->K - p0);
+        const float *a = A->a + p0 * A->mpad + A->t * LT_GEMM_MR * kc;
+        const int32_t *off = A->off + p0;
+        for (int64_t k = 0; k < kc; k++) {
+            const float *b = bq + off[k];
+            __m512 bv[LT_CD_NV];
+#pragma GCC unroll 3
+            for (int v = 0; v < NV_; v++) bv[v] = _mm512_loadu_ps(b + 16 * v);
+#pragma GCC unroll 8
+            for (int i = 0; i < MR_; i++) {
+                __m512 av = _mm512_set1_ps(a[i]);
+#pragma GCC unroll 3
+                for (int v = 0; v < NV_; v++) acc[i][v] = _mm512_fmadd_ps(av, bv[v], acc[i][v]);
+            }
+            a += LT_GEMM_MR;
+        }
+    }
+    const lt_cd_tile *tl = A->tile;
+    const __m512 zero = _mm512_setzero_ps();
+    __m512 lo = _mm512_set1_ps(-LT_INF_F32), hi = _mm512_set1_ps(LT_INF_F32), la = _mm512_set1_ps(A->act_a);
+    if (A->act == LT_ACT_RELU) lo = zero;
+    if (A->act == LT_ACT_CLIP) lo = _mm512_set1_ps(A->act_a), hi = _mm512_set1_ps(A->act_b);
+    const int leaky = A->act == LT_ACT_LEAKY_RELU, in_regs = A->in_regs, res_mode = A->res_mode;
+#pragma GCC unroll 8
+    for (int i = 0; i < MR_; i++) {
+        __m512 bi = A->bias ? _mm512_set1_ps(A->bias[i]) : zero;
+        float *c = A->c + i * A->ldc;
+        const float *r = A->res ? A->res + i * A->ldc : 0;
+#pragma GCC unroll 3
+        for (int v = 0; v < NV_; v++) {
+            __mmask16 m = tl->m[v];
+            if (!m) continue;
+            __m512 x = _mm512_add_ps(acc[i][v], bi);
+            int full = m == 0xffff;
+            if (res_mode == 1)
+                x = _mm512_add_ps(x, full ? _mm512_loadu_ps(r + tl->pos[v]) : _mm512_maskz_expandloadu_ps(m, r + tl->pos[v]));
+            if (in_regs) {
+                if (leaky) x = _mm512_fmadd_ps(la, _mm512_min_ps(zero, x), _mm512_max_ps(zero, x));
+                else x = _mm512_min_ps(hi, _mm512_max_ps(lo, x)); /* relu / clip / none; NaN stays NaN */
+                if (res_mode == 2)
+                    x = _mm512_add_ps(x, full ? _mm512_loadu_ps(r + tl->pos[v])
+                                              : _mm512_maskz_expandloadu_ps(m, r + tl->pos[v]));
+            }
+            if (full) {
+                _mm512_storeu_ps(c + tl->pos[v], x);
+            } else {
+                int cnt = __builtin_popcount((unsigned)m);
+                _mm512_mask_storeu_ps(c + tl->pos[v], (__mmask16)((1u << cnt) - 1u), _mm512_maskz_compress_ps(m, x));
+            }
+        }
+    }
+    if (!in_regs) lt_cd_post_(A, MR_);
+}
+
+#define LT_CD_FN(mr, nv)                                                                      \
+    static __attribute__((noinline, unused)) void lt_cd_k_##mr##_##nv(const lt_cd_args *A) { \
+        lt_cd_kernel_(mr, nv, A);                                                              \
+    }
+#define LT_CD_ROW(mr) LT_CD_FN(mr, 1) LT_CD_FN(mr, 2) LT_CD_FN(mr, 3)
+LT_CD_ROW(1) LT_CD_ROW(2) LT_CD_ROW(3) LT_CD_ROW(4) LT_CD_ROW(5) LT_CD_ROW(6) LT_CD_ROW(7) LT_CD_ROW(8)
+#define LT_CD_R(mr) {lt_cd_k_##mr##_1, lt_cd_k_##mr##_2, lt_cd_k_##mr##_3}
+static void (*const lt_cd_table[8][3])(const lt_cd_args *) __attribute__((unused)) = {
+    LT_CD_R(1), LT_CD_R(2), LT_CD_R(3), LT_CD_R(4), LT_CD_R(5), LT_CD_R(6), LT_CD_R(7), LT_CD_R(8),
+};
+
+LT_FN void lt_cd_worker_(const lt_cd_plan *p, const float *x, const float *wp, float *y, const lt_epilogue *ep,
+                         float *ws, int64_t *next) {
+    const lt_conv2d_geom *g = p->g;
+    float *slab = ws;
+    int32_t *off = (int32_t *)(ws + p->slab);
+    lt_cd_offsets_(p, off);
+    lt_cd_tile tiles[LT_CD_MAXQT];
+    int64_t have = -1; /* the (image, group, chunk) in the slab */
+    int64_t mp = p->mpad / LT_GEMM_MR, OHW = g->OH * g->OW;
+    int64_t total = g->N * g->G * p->nrc * p->nmc;
+    lt_cd_args A;
+    memset(&A, 0, sizeof A);
+    A.K = p->K, A.kb = p->kb, A.mpad = p->mpad, A.off = off, A.ldc = OHW;
+    A.act = ep ? ep->act : LT_ACT_NONE, A.act_a = ep ? ep->act_a : 0.0f, A.act_b = ep ? ep->act_b : 0.0f;
+    A.in_regs = lt_act_is_cheap(A.act);
+    A.res_mode = ep && ep->residual ? (ep->residual_after_act ? 2 : 1) : 0;
+    int64_t ntiles = 0, nr = 0;
+    for (int64_t u = __atomic_fetch_add(next, 1, __ATOMIC_RELAXED); u < total;
+         u = __atomic_fetch_add(next, 1, __ATOMIC_RELAXED)) {
+        int64_t mc = u % p->nmc, s = u / p->nmc; /* s = (image, group, chunk) */
+        int64_t rc = s % p->nrc, gi = s / p->nrc % g->G, n = s / p->nrc / g->G;
+        int64_t r0 = rc * p->rows;
+        if (s != have) {
+            lt_cd_fill_(p, x, n, gi, r0, slab);
+            nr = lt_gemm_min_(p->rows, g->OH - r0);
+            ntiles = lt_gemm_cdiv_((nr - 1) * p->Wq + g->OW, LT_CD_QT);
+            lt_cd_tiles_(p, nr, tiles, ntiles);
+            have = s;
+        }
+        int64_t t0 = mc * mp / p->nmc, t1 = (mc + 1) * mp / p->nmc; /* weight panels of this item */
+        const float *wg = wp + gi * p->per;
+        int64_t oc0 = gi * p->ocg, cbase = (n * g->OC + oc0) * OHW + r0 * g->OW;
+        for (int64_t t = t0; t < t1; t++) {
+            int mr = (int)lt_gemm_min_(LT_GEMM_MR, p->ocg - t * LT_GEMM_MR);
+            A.a = wg, A.t = t;
+            A.c = y + cbase + t * LT_GEMM_MR * OHW;
+            A.res = A.res_mode ? ep->residual + cbase + t * LT_GEMM_MR * OHW : 0;
+            A.bias = ep && ep->bias ? ep->bias + oc0 + t * LT_GEMM_MR : 0;
+            for (int64_t q = 0; q < ntiles; q++) {
+                int64_t lanes = (nr - 1) * p->Wq + g->OW - q * LT_CD_QT;
+                int nv = (int)lt_gemm_min_(LT_CD_NV, lt_gemm_cdiv_(lanes, 16));
+                A.bq = slab + q * LT_CD_QT;
+                A.tile = tiles + q;
+                lt_cd_table[mr - 1][nv - 1](&A);
+            }
+        }
+    }
+}
+
+LT_FN void lt_cd_run_(const lt_cd_plan *p, const float *x, const float *wp, float *y, const lt_epilogue *ep,
+                      float *ws) {
+    int64_t next = 0;
+#ifdef _OPENMP
+    if (p->T > 1) {
+#pragma omp parallel num_threads(p->T)
+        lt_cd_worker_(p, x, wp, y, ep, ws + omp_get_thread_num() * p->ws_per, &next);
+        return;
+    }
+#endif
+    lt_cd_worker_(p, x, wp, y, ep, ws, &next);
+}
+#else
+#define LT_CD_ENABLED 0
+#endif
+
+#endif
