@@ -229,6 +229,7 @@ static bool run_dataset(const lt_model *m0, const char *model_path, const char *
     }
     const lt_model *m = own ? own : m0;
     const lt_graph *g = m->graph;
+    const int n_in = g->n_inputs; /* compiling freezes initialized inputs: inputs[]'s length stays */
     lt_datum **inputs = calloc((size_t)g->n_inputs + 1, sizeof *inputs);
     lt_datum **outputs = calloc((size_t)g->n_outputs + 1, sizeof *outputs);
     if (!inputs || !outputs) { cli_fmt(co->reason, REASON_MAX, "out of memory"); goto done; }
@@ -282,7 +283,7 @@ static bool run_dataset(const lt_model *m0, const char *model_path, const char *
     }
     ok = true;
 done:
-    for (int i = 0; inputs && i < g->n_inputs; i++) lt_datum_release(inputs[i]);
+    for (int i = 0; inputs && i < n_in; i++) lt_datum_release(inputs[i]);
     for (int i = 0; outputs && i < g->n_outputs; i++) lt_datum_release(outputs[i]);
     free(inputs);
     free(outputs);
@@ -456,7 +457,7 @@ static void print_result(const test *t, bool verbose) {
 
 int cmd_conformance(int argc, char **argv) {
     const char *suite_arg = NULL, *filter = NULL, *json = NULL;
-    cli_compile_args ca;
+    static cli_compile_args ca; /* static: large, and the forked children read it */
     cli_compile_init(&ca, "interp");
     int64_t jobs = sysconf(_SC_NPROCESSORS_ONLN);
     double timeout = -1, rtol = RTOL, atol = ATOL;

@@ -111,6 +111,7 @@ int cmd_profile(int argc, char **argv) {
     lt_fill_kind fill = LT_FILL_RANDOM;
     lt_model *m = NULL;
     lt_plan *plan = NULL;
+    int n_in = 0; /* graph inputs before compiling (freezing removes some): in[]'s length */
     lt_compile_report rep = {0};
     lt_datum **in = NULL, **outs = NULL;
     double *secs = NULL, *total = NULL, *col = NULL;
@@ -167,6 +168,7 @@ int cmd_profile(int argc, char **argv) {
     if (lt_model_check_supported(&ctx, m) != LT_OK) { rc = cli_fail(&ctx); goto out; }
     const lt_graph *g = m->graph;
     in = calloc((size_t)g->n_inputs + 1, sizeof *in);
+    n_in = g->n_inputs;
     outs = calloc((size_t)g->n_outputs + 1, sizeof *outs);
     if (!in || !outs) { cli_error("out of memory"); rc = CLI_EXIT_INVALID; goto out; }
     if ((rc = cli_inputs_bind("profile", m, n_inputs, inputs, fill, (uint64_t)seed, in))) goto out;
@@ -232,7 +234,7 @@ int cmd_profile(int argc, char **argv) {
     }
     if (b.s) fputs(b.s, stdout);
     lt_sb_free(&b);
-    printf("run: median %.3f ms (kernels %.3f ms, the rest is binding and host overhead)\n", med_total * 1e3,
+    printf("run: median %.3f ms for the whole run; the steps' medians add up to %.3f ms\n", med_total * 1e3,
            tot.time_s * 1e3);
     printf("ceilings: %.1f GFLOP/s, %.1f GB/s (%s, %s)\n", ceil.peak_gflops, ceil.mem_gbps, ceil.isa,
            cached ? "cached" : "measured now");
@@ -252,7 +254,7 @@ int cmd_profile(int argc, char **argv) {
     }
 out:
     if (m) {
-        for (int i = 0; in && i < m->graph->n_inputs; i++) lt_datum_release(in[i]);
+        for (int i = 0; in && i < n_in; i++) lt_datum_release(in[i]);
         for (int i = 0; outs && i < m->graph->n_outputs; i++) lt_datum_release(outs[i]);
     }
     free(in);

@@ -195,6 +195,7 @@ int cmd_run(int argc, char **argv) {
     lt_model *m = NULL;
     lt_datum **in = NULL, **outs = NULL;
     lt_plan *plan = NULL;
+    int n_in = 0; /* graph inputs before compiling (freezing removes some): in[]'s length */
     lt_compile_report rep = {0};
     bool have_rep = false;
     npz_list nl = {0};
@@ -270,6 +271,7 @@ int cmd_run(int argc, char **argv) {
     if (lt_model_check_supported(&ctx, m) != LT_OK) { rc = cli_fail(&ctx); goto out; }
     const lt_graph *g = m->graph;
     in = calloc((size_t)g->n_inputs + 1, sizeof *in);
+    n_in = g->n_inputs;
     outs = calloc((size_t)g->n_outputs + 1, sizeof *outs);
     if (!in || !outs) { cli_error("out of memory"); rc = CLI_EXIT_INVALID; goto out; }
     if ((rc = cli_inputs_bind("run", m, n_inputs, inputs, fill, (uint64_t)seed, in))) goto out;
@@ -331,7 +333,7 @@ int cmd_run(int argc, char **argv) {
     }
 out:
     if (m) {
-        for (int i = 0; in && i < m->graph->n_inputs; i++) lt_datum_release(in[i]);
+        for (int i = 0; in && i < n_in; i++) lt_datum_release(in[i]);
         for (int i = 0; outs && i < m->graph->n_outputs; i++) lt_datum_release(outs[i]);
     }
     for (int i = 0; i < nl.n; i++) free(nl.names[i]);

@@ -318,6 +318,22 @@ static void test_conv(void) {
         {1, 3, 2, 2, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 3, 1, 1, LT_ACT_GELU, 0},       /* 2x2 image */
         {1, 3, 1, 17, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 3, 1, 2, LT_ACT_HARD_SIGMOID, 0}, /* one row */
         {1, 2, 20, 16, 2, 3, 3, 1, 1, 2, 1, 0, 1, 1, 1, 2, 1, 2, LT_ACT_TANH, 0},     /* uneven pads */
+        /* direct convolution (AVX-512, conv_direct.h): channel-major on larger images, pixel-major
+         * on small ones with 16-channel weight panels; x as the slab for 1x1 */
+        {1, 20, 7, 7, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, LT_ACT_RELU, 0},    /* pixel-major 3x3 */
+        {1, 40, 7, 7, 48, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1, 2, LT_ACT_CLIP, 0},    /* pixel 1x1: x slab */
+        {2, 24, 9, 9, 80, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1, 0, LT_ACT_GELU, 0},    /* pixel s2, 5 panels */
+        {1, 32, 6, 5, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2, 1, 2, LT_ACT_SIGMOID, 0}, /* pixel, groups */
+        {1, 16, 3, 3, 16, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 0, 1, LT_ACT_LEAKY_RELU, 0}, /* 9 pixels */
+        {1, 12, 14, 14, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, LT_ACT_NONE, 0},  /* 14x14 */
+        {1, 8, 30, 31, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, LT_ACT_RELU, 0},   /* channel-major, 16-wide */
+        {1, 6, 29, 33, 24, 5, 5, 2, 2, 2, 2, 2, 2, 1, 1, 1, 1, 1, LT_ACT_TANH, 0},   /* s2 5x5, 8-wide */
+        {1, 10, 26, 27, 16, 3, 3, 2, 2, 1, 1, 1, 1, 2, 2, 1, 1, 0, LT_ACT_NONE, 0},  /* s2 dilated */
+        {1, 300, 10, 10, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, LT_ACT_RELU, 0},   /* K blocks, pixel */
+        {1, 300, 20, 20, 24, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, LT_ACT_NONE, 0},   /* K blocks, channel */
+        {1, 64, 14, 14, 64, 1, 1, 2, 2, 0, 0, 0, 0, 1, 1, 1, 1, 1, LT_ACT_RELU, 0},  /* 1x1 s2 (downsample) */
+        {1, 3, 40, 40, 16, 7, 7, 2, 2, 3, 3, 3, 3, 1, 1, 1, 1, 0, LT_ACT_RELU, 0},   /* stem-like */
+        {1, 3, 33, 33, 32, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1, 0, LT_ACT_CLIP, 0},   /* MobileNet stem */
     };
     for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) run_conv(&cs[i]);
 }

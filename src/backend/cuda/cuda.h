@@ -72,6 +72,8 @@ typedef struct lt_cuda_info {
 lt_status lt_cuda_open(lt_ctx *ctx, const lt_cuda_options *opt, lt_cuda **out);
 void lt_cuda_close(lt_cuda *cu); /* NULL is fine; waits for queued work first */
 const lt_cuda_info *lt_cuda_get_info(const lt_cuda *cu);
+/* The CUstream everything is queued on, for interop (cuBLAS, PyTorch) in the same primary context. */
+void *lt_cuda_native_stream(const lt_cuda *cu);
 /* The NVRTC handle (opened on first use); LT_ERR_UNSUPPORTED naming what was tried if absent. */
 lt_status lt_cuda_nvrtc(lt_cuda *cu, lt_ctx *ctx, lt_nvrtc **out);
 

@@ -201,6 +201,7 @@ void lt_cuda_close(lt_cuda *cu) {
 }
 
 const lt_cuda_info *lt_cuda_get_info(const lt_cuda *cu) { return cu ? &cu->info : NULL; }
+void *lt_cuda_native_stream(const lt_cuda *cu) { return cu ? (void *)cu->stream : NULL; }
 
 lt_status lt_cuda_nvrtc(lt_cuda *cu, lt_ctx *ctx, lt_nvrtc **out) {
     if (!cu->nv) LT_TRY(lt_nvrtc_open(ctx, &cu->nv));

@@ -61,6 +61,18 @@ LT_FN int lt_conv2d_is_depthwise_(const lt_conv2d_geom *g) {
     return g->G > 1 && g->G == g->C && g->OC % g->C == 0;
 }
 
+/* Panel width of the packed weights of a group with ocg output channels: 16 rows (two 8-row
+ * halves for the GEMM kernel; one vector of channels for conv_direct.h's pixel-major kernel) with
+ * AVX-512 when ocg % 16 == 0 (no padding, so the size is the same), else MR. */
+LT_FN int lt_conv2d_pw_(int64_t ocg) {
+#if defined(__AVX512F__) && LT_GEMM_MR == 8 && LT_GL == 16
+    return ocg % 16 == 0 ? 16 : LT_GEMM_MR;
+#else
+    (void)ocg;
+    return LT_GEMM_MR;
+#endif
+}
+
 #include "conv_dw.h"     /* lt_conv2d_depthwise_ */
 #include "conv_direct.h" /* lt_cd_*: dense convolutions without im2col panels (AVX-512) */
 
@@ -77,7 +89,8 @@ LT_FN void lt_conv2d_pack(float *dst, const float *w, int64_t OC, int64_t C, int
         return;
     }
     int64_t ocg = OC / G, kg = C / G * KH * KW, per = lt_sgemm_packed_a_size(ocg, kg);
-    for (int64_t g = 0; g < G; g++) lt_sgemm_pack_a(dst + g * per, w + g * ocg * kg, kg, LT_GEMM_N, ocg, kg);
+    for (int64_t g = 0; g < G; g++)
+        lt_gemm_pack_all_(dst + g * per, w + g * ocg * kg, kg, 0, ocg, kg, lt_conv2d_pw_(ocg));
 }
 
 /* ---- implicit im2col: the GEMM's B packer ---- */
@@ -168,7 +181,7 @@ LT_FN void lt_conv2d(float *y, const float *x, const float *wp, int64_t N, int64
     lt_gemm_prob P;
     memset(&P, 0, sizeof P);
     P.M = ocg, P.N = OHW, P.K = kg;
-    P.a.p = wp, P.a.mode = LT_GEMM_PACKED, P.a.R = ocg;
+    P.a.p = wp, P.a.mode = LT_GEMM_PACKED, P.a.R = ocg, P.a.pw = lt_conv2d_pw_(ocg);
     P.b.R = OHW;
     if (KH == 1 && KW == 1 && g.SH == 1 && g.SW == 1 && PH0 == 0 && PW0 == 0 && g.OH == H && g.OW == W) {
         P.b.p = x, P.b.ld = OHW, P.b.mode = LT_GEMM_N; /* x_g is the [C/G, H*W] matrix itself */

@@ -24,6 +24,11 @@
  * vcompressps (the padding lanes of a row drop out, so consecutive rows land contiguously), and
  * the epilogue (bias per channel, residual through vexpandps, relu / clip / leaky relu) runs in
  * registers; other activations run over the stored row segment.
+ * Small images waste lanes in q space (7x7 outputs: 49 of 64 lanes; 14x14: 196 of 240), so when
+ * the weights are packed in 16-channel panels (conv.h's lt_conv2d_pw_), a pixel-major kernel takes
+ * them instead: a tile is 8 output pixels x 48 output channels, each k broadcasts the 8 pixels'
+ * slab values and loads 3 vectors of 16 channels' weights (all 48 lanes useful); the tile is
+ * transposed on the way out. A 1x1 stride-1 convolution reads x itself as its slab.
  * Work items are (image, group, chunk of output rows, range of output channels), taken by threads
  * from a shared counter; a thread refills its slab only when its item's rows change.
  */
@@ -41,45 +46,55 @@ typedef struct lt_cd_plan {
     const lt_conv2d_geom *g;
     int64_t ocg, cg, K, kb, mpad, per; /* per group: rows of W, channels, K = cg*KH*KW, K block, padded
                                           rows, floats of packed weights */
+    int64_t pw;                        /* panel width of the packed weights (lt_conv2d_pw_) */
     int64_t Wq, ex;                    /* phase-plane row width; halo rows below a chunk's outputs */
     int64_t rows, nrc, nmc;            /* output rows per chunk, chunks per image, channel ranges */
     int64_t pstride, cstride, slab;    /* slab: floats per phase plane, per channel, in all (+ slack) */
     int64_t ws_per;                    /* workspace floats per thread: slab, then off[K] */
     int T;                             /* threads */
+    int pix;                           /* 1: the pixel-major kernel, 0: the channel-major one */
+    int xslab;                         /* 1: x is the slab (1x1, stride 1, no padding) */
 } lt_cd_plan;
 
 /* Floats per thread for chunks of `rows` output rows. */
-LT_FN int64_t lt_cd_thread_floats_(const lt_conv2d_geom *g, int64_t cg, int64_t K, int64_t Wq, int64_t ex,
-                                   int64_t rows) {
-    return cg * g->SH * g->SW * (rows + ex) * Wq + Wq + 64 + (K + 16);
+/* Floats per thread for chunks of `rows` output rows (xslab: the offsets only). */
+LT_FN int64_t lt_cd_thread_floats_(const lt_cd_plan *p, int64_t rows) {
+    const lt_conv2d_geom *g = p->g;
+    if (p->xslab) return p->K + 16;
+    return p->cg * g->SH * g->SW * (rows + p->ex) * p->Wq + p->Wq + 64 + (p->K + 16);
 }
 
 LT_FN int lt_cd_plan_(lt_cd_plan *p, const lt_conv2d_geom *g, int64_t ws_floats, int threads) {
     memset(p, 0, sizeof *p);
     p->g = g;
     if (g->G > 1 && g->G == g->C && g->OC % g->C == 0) return 0; /* depthwise: conv_dw.h */
-    if (g->KH == 1 && g->KW == 1 && g->SH == 1 && g->SW == 1 && g->PH0 == 0 && g->PW0 == 0 && g->OH == g->H &&
-        g->OW == g->W)
-        return 0; /* x is B already */
+    int is1x1 = g->KH == 1 && g->KW == 1 && g->SH == 1 && g->SW == 1 && g->PH0 == 0 && g->PW0 == 0 &&
+                g->OH == g->H && g->OW == g->W;
     p->ocg = g->OC / g->G, p->cg = g->C / g->G, p->K = p->cg * g->KH * g->KW;
     if (p->K <= 0 || p->ocg <= 0) return 0;
     p->kb = lt_gemm_kblock(p->K);
-    p->mpad = lt_gemm_cdiv_(p->ocg, LT_GEMM_MR) * LT_GEMM_MR;
+    p->pw = lt_conv2d_pw_(p->ocg);
+    p->mpad = lt_gemm_cdiv_(p->ocg, p->pw) * p->pw;
     p->per = lt_sgemm_packed_a_size(p->ocg, p->K);
     p->Wq = g->OW + (g->KW - 1) * g->DW / g->SW;
     p->ex = (g->KH - 1) * g->DH / g->SH;
     if (p->Wq > LT_CD_QT * LT_CD_MAXQT) return 0;
-    int64_t one = lt_cd_thread_floats_(g, p->cg, p->K, p->Wq, p->ex, 1);
+    /* the share of useful lanes in q space; below 0.9 the pixel-major kernel does better */
+    double qlanes = (double)lt_gemm_cdiv_((g->OH - 1) * p->Wq + g->OW, 16) * 16;
+    p->pix = p->pw == 16 && (double)(g->OH * g->OW) < 0.9 * qlanes;
+    if (is1x1 && !p->pix) return 0; /* x is B already: gemm.h */
+    p->xslab = is1x1;
+    int64_t one = lt_cd_thread_floats_(p, 1);
     if (one > (int64_t)1 << 30) return 0; /* offsets are int32 */
-    int64_t rows = 1;
-    while (rows < g->OH && (rows + 1) * p->Wq <= LT_CD_QT * LT_CD_MAXQT &&
-           lt_cd_thread_floats_(g, p->cg, p->K, p->Wq, p->ex, rows + 1) <= (one > LT_CD_SLAB ? one : LT_CD_SLAB))
+    int64_t rows = 1, cap = one > LT_CD_SLAB ? one : LT_CD_SLAB;
+    while (rows < g->OH && (rows + 1) * p->Wq <= LT_CD_QT * LT_CD_MAXQT && lt_cd_thread_floats_(p, rows + 1) <= cap)
         rows++;
     /* threads: enough work items (at least 2 per thread), splitting rows before channels */
     int T = threads > 0 ? threads : 1;
     double flops = 2.0 * (double)g->N * (double)g->OC * (double)g->OH * (double)g->OW * (double)p->K;
     if (flops < 2.0e6) T = 1;
-    int64_t nrc = lt_gemm_cdiv_(g->OH, rows), nmc = 1, mp = p->mpad / LT_GEMM_MR;
+    int64_t nrc = lt_gemm_cdiv_(g->OH, rows), nmc = 1;
+    int64_t mp = p->pix ? p->ocg / 16 : lt_gemm_cdiv_(p->ocg, LT_GEMM_MR); /* channel units */
     while (T > 1 && g->N * g->G * nrc * nmc < 2 * T) {
         /* halve the rows while chunks keep 4 tiles of lanes, then split the channels */
         if (rows > 1 && rows / 2 * p->Wq >= 4 * LT_CD_QT) rows = lt_gemm_cdiv_(rows, 2);
@@ -90,14 +105,18 @@ LT_FN int lt_cd_plan_(lt_cd_plan *p, const lt_conv2d_geom *g, int64_t ws_floats,
     }
     /* the workspace: shrink rows, then threads, to what it holds */
     if (!ws_floats) return 0;
-    while (rows > 1 && lt_cd_thread_floats_(g, p->cg, p->K, p->Wq, p->ex, rows) * T > ws_floats) rows--;
-    while (T > 1 && lt_cd_thread_floats_(g, p->cg, p->K, p->Wq, p->ex, rows) * T > ws_floats) T--;
-    if (lt_cd_thread_floats_(g, p->cg, p->K, p->Wq, p->ex, rows) * T > ws_floats) return 0;
+    while (rows > 1 && lt_cd_thread_floats_(p, rows) * T > ws_floats) rows--;
+    while (T > 1 && lt_cd_thread_floats_(p, rows) * T > ws_floats) T--;
+    if (lt_cd_thread_floats_(p, rows) * T > ws_floats) return 0;
     p->rows = rows, p->nrc = lt_gemm_cdiv_(g->OH, rows), p->nmc = nmc, p->T = T;
-    p->pstride = (rows + p->ex) * p->Wq;
-    p->cstride = g->SH * g->SW * p->pstride;
-    p->slab = p->cg * p->cstride + p->Wq + 64;
-    p->ws_per = lt_cd_thread_floats_(g, p->cg, p->K, p->Wq, p->ex, rows);
+    if (p->xslab) {
+        p->pstride = p->cstride = g->H * g->W, p->slab = 0;
+    } else {
+        p->pstride = (rows + p->ex) * p->Wq;
+        p->cstride = g->SH * g->SW * p->pstride;
+        p->slab = p->cg * p->cstride + p->Wq + 64;
+    }
+    p->ws_per = lt_cd_thread_floats_(p, rows);
     return 1;
 }
 
@@ -194,9 +213,9 @@ LT_FN void lt_cd_tiles_(const lt_cd_plan *p, int64_t nr, lt_cd_tile *tl, int64_t
 
 /* What a kernel call needs besides the operands. */
 typedef struct lt_cd_args {
-    int64_t K, kb, mpad;
-    const float *a;        /* the group's packed weights, offset to panel t: + t*MR*kc per K block */
-    int64_t t;             /* the panel */
+    int64_t K, kb, mpad;   /* mpad: rows of the packed weights, padded to the panel width */
+    const float *a;        /* the group's packed weights */
+    int64_t t, pw;         /* the 8 rows (t*8..): in panel t*8/pw, from row t*8 % pw; panel width */
     const float *bq;       /* the slab, offset to the tile's first lane */
     const int32_t *off;
     float *c;              /* output row of the tile's first channel, offset to the chunk's first pixel */
@@ -232,10 +251,18 @@ LT_GEMM_AI void lt_cd_kernel_(const int MR_, const int NV_, const lt_cd_args *A)
     const float *bq = A->bq;
     for (int64_t p0 = 0; p0 < A->K; p0 += A->kb) {
         int64_t kc = lt_gemm_min_(A->kb, A->K - p0);
-        const float *a = A->a + p0 * A->mpad + A->t * LT_GEMM_MR * kc;
+        /* panel t: 8 rows of a pw-wide panel (pw = 8 or 16) */
+        const float *a = A->a + p0 * A->mpad + A->t * LT_GEMM_MR / A->pw * A->pw * kc + A->t * LT_GEMM_MR % A->pw;
         const int32_t *off = A->off + p0;
         for (int64_t k = 0; k < kc; k++) {
             const float *b = bq + off[k];
+            { /* the slab lines of a later k (its rows jump between channels and kernel rows) */
+                const float *pf = bq + off[k + 12 < kc ? k + 12 : k];
+                _mm_prefetch((const char *)pf, _MM_HINT_T0);
+                _mm_prefetch((const char *)(pf + 16 * NV_ - 1), _MM_HINT_T0);
+                if (NV_ > 1) _mm_prefetch((const char *)(pf + 16), _MM_HINT_T0);
+                if (NV_ > 2) _mm_prefetch((const char *)(pf + 32), _MM_HINT_T0);
+            }
             __m512 bv[LT_CD_NV];
 #pragma GCC unroll 3
             for (int v = 0; v < NV_; v++) bv[v] = _mm512_loadu_ps(b + 16 * v);
@@ -245,7 +272,7 @@ LT_GEMM_AI void lt_cd_kernel_(const int MR_, const int NV_, const lt_cd_args *A)
 #pragma GCC unroll 3
                 for (int v = 0; v < NV_; v++) acc[i][v] = _mm512_fmadd_ps(av, bv[v], acc[i][v]);
             }
-            a += LT_GEMM_MR;
+            a += A->pw;
         }
     }
     const lt_cd_tile *tl = A->tile;
@@ -296,6 +323,182 @@ static void (*const lt_cd_table[8][3])(const lt_cd_args *) __attribute__((unused
     LT_CD_R(1), LT_CD_R(2), LT_CD_R(3), LT_CD_R(4), LT_CD_R(5), LT_CD_R(6), LT_CD_R(7), LT_CD_R(8),
 };
 
+/* ---- pixel-major kernel: 8 output pixels x 48 output channels ---- */
+typedef struct lt_cp_args {
+    int64_t K, kb, mpad;
+    const float *a;         /* the group's packed weights (16-channel panels) */
+    int64_t u;              /* the tile's first panel */
+    const float *px[8];     /* the tile's pixels in the slab (lane q of each) */
+    const int32_t *off;
+    float *c;               /* output row of the tile's first channel, at the tile's first pixel */
+    const float *res;       /* the same in the residual, or NULL */
+    const float *bias;      /* the tile's first channel's bias, or NULL */
+    int64_t ldc;
+    int act, res_mode, in_regs;
+    float act_a, act_b;
+} lt_cp_args;
+
+/* The rest of a pixel-major tile's epilogue for activations not run in registers: over each of
+ * the nch channel rows' mrp stored pixels. */
+static __attribute__((noinline, unused)) void lt_cp_post_(const lt_cp_args *A, int mrp, int nch) {
+    for (int j = 0; j < nch; j++) {
+        float *cr = A->c + j * A->ldc;
+        lt_act_row_f32(cr, mrp, A->act, A->act_a, A->act_b);
+        if (A->res_mode == 2) {
+            const float *rr = A->res + j * A->ldc;
+            for (int r = 0; r < mrp; r++) cr[r] += rr[r];
+        }
+    }
+}
+
+/* Store 16 channels x 8 pixels: x[r] holds pixel r's 16 channels (zero for r >= the tile's
+ * pixels). An 8x8 transpose runs on both 256-bit halves at once, so t[c] holds channel c's 8
+ * pixels in its low half and channel c+8's in its high half; then the epilogue, and each half
+ * goes to its channel's row (mask m8: the tile's pixels). */
+LT_GEMM_AI void lt_cp_store16_(const lt_cp_args *A, const __m512 *x, int j0, __mmask8 m8) {
+    __m512 t[8], u[8];
+    t[0] = _mm512_unpacklo_ps(x[0], x[1]), t[1] = _mm512_unpackhi_ps(x[0], x[1]);
+    t[2] = _mm512_unpacklo_ps(x[2], x[3]), t[3] = _mm512_unpackhi_ps(x[2], x[3]);
+    t[4] = _mm512_unpacklo_ps(x[4], x[5]), t[5] = _mm512_unpackhi_ps(x[4], x[5]);
+    t[6] = _mm512_unpacklo_ps(x[6], x[7]), t[7] = _mm512_unpackhi_ps(x[6], x[7]);
+    u[0] = _mm512_shuffle_ps(t[0], t[2], 0x44), u[1] = _mm512_shuffle_ps(t[0], t[2], 0xEE);
+    u[2] = _mm512_shuffle_ps(t[1], t[3], 0x44), u[3] = _mm512_shuffle_ps(t[1], t[3], 0xEE);
+    u[4] = _mm512_shuffle_ps(t[4], t[6], 0x44), u[5] = _mm512_shuffle_ps(t[4], t[6], 0xEE);
+    u[6] = _mm512_shuffle_ps(t[5], t[7], 0x44), u[7] = _mm512_shuffle_ps(t[5], t[7], 0xEE);
+    /* 128-bit lanes: lo = [a0, b0, a2, b2], hi = [a1, b1, a3, b3] */
+    const __m512i ilo = _mm512_set_epi32(27, 26, 25, 24, 11, 10, 9, 8, 19, 18, 17, 16, 3, 2, 1, 0);
+    const __m512i ihi = _mm512_set_epi32(31, 30, 29, 28, 15, 14, 13, 12, 23, 22, 21, 20, 7, 6, 5, 4);
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; i++) {
+        t[i] = _mm512_permutex2var_ps(u[i], ilo, u[i + 4]);
+        t[i + 4] = _mm512_permutex2var_ps(u[i], ihi, u[i + 4]);
+    }
+    const __m512 zero = _mm512_setzero_ps();
+    __m512 lo = _mm512_set1_ps(-LT_INF_F32), hi = _mm512_set1_ps(LT_INF_F32), la = _mm512_set1_ps(A->act_a);
+    if (A->act == LT_ACT_RELU) lo = zero;
+    if (A->act == LT_ACT_CLIP) lo = _mm512_set1_ps(A->act_a), hi = _mm512_set1_ps(A->act_b);
+    const int leaky = A->act == LT_ACT_LEAKY_RELU;
+#pragma GCC unroll 8
+    for (int c = 0; c < 8; c++) {
+        const int64_t ja = j0 + c, jb = j0 + c + 8;
+        __m512 v = t[c];
+        if (A->bias)
+            v = _mm512_add_ps(v, _mm512_insertf32x8(_mm512_set1_ps(A->bias[ja]), _mm256_set1_ps(A->bias[jb]), 1));
+#define LT_CP_RES() \
+    _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_maskz_loadu_ps(m8, A->res + ja * A->ldc)), \
+                       _mm256_maskz_loadu_ps(m8, A->res + jb * A->ldc), 1)
+        if (A->res_mode == 1) v = _mm512_add_ps(v, LT_CP_RES());
+        if (A->in_regs) {
+            if (leaky) v = _mm512_fmadd_ps(la, _mm512_min_ps(zero, v), _mm512_max_ps(zero, v));
+            else v = _mm512_min_ps(hi, _mm512_max_ps(lo, v)); /* relu / clip / none; NaN stays NaN */
+            if (A->res_mode == 2) v = _mm512_add_ps(v, LT_CP_RES());
+        }
+#undef LT_CP_RES
+        _mm256_mask_storeu_ps(A->c + ja * A->ldc, m8, _mm512_castps512_ps256(v));
+        _mm256_mask_storeu_ps(A->c + jb * A->ldc, m8, _mm512_extractf32x8_ps(v, 1));
+    }
+}
+
+LT_GEMM_AI void lt_cp_kernel_(const int MRP, const int NV_, const lt_cp_args *A) {
+    __m512 acc[8][LT_CD_NV];
+#pragma GCC unroll 8
+    for (int r = 0; r < MRP; r++)
+#pragma GCC unroll 3
+        for (int v = 0; v < NV_; v++) acc[r][v] = _mm512_setzero_ps();
+    const float *px[8];
+#pragma GCC unroll 8
+    for (int r = 0; r < MRP; r++) px[r] = A->px[r];
+    for (int64_t p0 = 0; p0 < A->K; p0 += A->kb) {
+        int64_t kc = lt_gemm_min_(A->kb, A->K - p0);
+        const float *w = A->a + p0 * A->mpad + A->u * 16 * kc; /* panel u+v at + v*16*kc */
+        const int64_t ps = 16 * kc;
+        const int32_t *off = A->off + p0;
+        for (int64_t k = 0; k < kc; k++) {
+            const int64_t o = off[k];
+            { /* the slab lines of a later k (its rows jump between channels and kernel rows) */
+                const int64_t of = off[k + 12 < kc ? k + 12 : k];
+                _mm_prefetch((const char *)(px[0] + of), _MM_HINT_T0);
+                _mm_prefetch((const char *)(px[MRP - 1] + of), _MM_HINT_T0);
+            }
+            __m512 wv[LT_CD_NV];
+#pragma GCC unroll 3
+            for (int v = 0; v < NV_; v++) wv[v] = _mm512_loadu_ps(w + v * ps);
+#pragma GCC unroll 8
+            for (int r = 0; r < MRP; r++) {
+                __m512 xv = _mm512_set1_ps(px[r][o]);
+#pragma GCC unroll 3
+                for (int v = 0; v < NV_; v++) acc[r][v] = _mm512_fmadd_ps(xv, wv[v], acc[r][v]);
+            }
+            w += 16;
+        }
+    }
+    const __mmask8 m8 = (__mmask8)((1u << MRP) - 1u);
+#pragma GCC unroll 3
+    for (int v = 0; v < NV_; v++) {
+        __m512 x[8];
+#pragma GCC unroll 8
+        for (int r = 0; r < 8; r++) x[r] = r < MRP ? acc[r][v] : _mm512_setzero_ps();
+        lt_cp_store16_(A, x, 16 * v, m8);
+    }
+    if (!A->in_regs) lt_cp_post_(A, MRP, 16 * NV_);
+}
+
+#define LT_CP_FN(mr, nv)                                                                      \
+    static __attribute__((noinline, unused)) void lt_cp_k_##mr##_##nv(const lt_cp_args *A) { \
+        lt_cp_kernel_(mr, nv, A);                                                              \
+    }
+#define LT_CP_ROW(mr) LT_CP_FN(mr, 1) LT_CP_FN(mr, 2) LT_CP_FN(mr, 3)
+LT_CP_ROW(1) LT_CP_ROW(2) LT_CP_ROW(3) LT_CP_ROW(4) LT_CP_ROW(5) LT_CP_ROW(6) LT_CP_ROW(7) LT_CP_ROW(8)
+#define LT_CP_R(mr) {lt_cp_k_##mr##_1, lt_cp_k_##mr##_2, lt_cp_k_##mr##_3}
+static void (*const lt_cp_table[8][3])(const lt_cp_args *) __attribute__((unused)) = {
+    LT_CP_R(1), LT_CP_R(2), LT_CP_R(3), LT_CP_R(4), LT_CP_R(5), LT_CP_R(6), LT_CP_R(7), LT_CP_R(8),
+};
+
+/* ---- the driver ---- */
+/* Channel-major tiles of one work item: weight rows [8*t0, 8*t1) over the slab's q tiles. */
+LT_FN void lt_cd_item_cm_(const lt_cd_plan *p, lt_cd_args *A, const float *slab, const lt_cd_tile *tiles,
+                          int64_t ntiles, int64_t nr, int64_t t0, int64_t t1, float *y0, const float *r0,
+                          const float *b0) {
+    const lt_conv2d_geom *g = p->g;
+    int64_t OHW = g->OH * g->OW;
+    for (int64_t t = t0; t < t1; t++) {
+        int mr = (int)lt_gemm_min_(LT_GEMM_MR, p->ocg - t * LT_GEMM_MR);
+        A->t = t;
+        A->c = y0 + t * LT_GEMM_MR * OHW;
+        A->res = r0 ? r0 + t * LT_GEMM_MR * OHW : 0;
+        A->bias = b0 ? b0 + t * LT_GEMM_MR : 0;
+        for (int64_t q = 0; q < ntiles; q++) {
+            int64_t lanes = (nr - 1) * p->Wq + g->OW - q * LT_CD_QT;
+            int nv = (int)lt_gemm_min_(LT_CD_NV, lt_gemm_cdiv_(lanes, 16));
+            A->bq = slab + q * LT_CD_QT;
+            A->tile = tiles + q;
+            lt_cd_table[mr - 1][nv - 1](A);
+        }
+    }
+}
+
+/* Pixel-major tiles of one work item: 16-channel panels [u0, u1) over the chunk's nr*OW pixels. */
+LT_FN void lt_cd_item_pm_(const lt_cd_plan *p, lt_cp_args *A, const float *slab, int64_t nr, int64_t u0,
+                          int64_t u1, float *y0, const float *r0, const float *b0) {
+    const lt_conv2d_geom *g = p->g;
+    int64_t OHW = g->OH * g->OW, npix = nr * g->OW;
+    for (int64_t u = u0; u < u1; u += LT_CD_NV) {
+        int nv = (int)lt_gemm_min_(LT_CD_NV, u1 - u);
+        A->u = u;
+        for (int64_t p0 = 0; p0 < npix; p0 += 8) {
+            int mrp = (int)lt_gemm_min_(8, npix - p0);
+            for (int r = 0; r < mrp; r++) {
+                int64_t q = (p0 + r) / g->OW * p->Wq + (p0 + r) % g->OW;
+                A->px[r] = slab + q;
+            }
+            A->c = y0 + u * 16 * OHW + p0;
+            A->res = r0 ? r0 + u * 16 * OHW + p0 : 0;
+            A->bias = b0 ? b0 + u * 16 : 0;
+            lt_cp_table[mrp - 1][nv - 1](A);
+        }
+    }
+}
+
 LT_FN void lt_cd_worker_(const lt_cd_plan *p, const float *x, const float *wp, float *y, const lt_epilogue *ep,
                          float *ws, int64_t *next) {
     const lt_conv2d_geom *g = p->g;
@@ -304,43 +507,51 @@ LT_FN void lt_cd_worker_(const lt_cd_plan *p, const float *x, const float *wp, f
     lt_cd_offsets_(p, off);
     lt_cd_tile tiles[LT_CD_MAXQT];
     int64_t have = -1; /* the (image, group, chunk) in the slab */
-    int64_t mp = p->mpad / LT_GEMM_MR, OHW = g->OH * g->OW;
+    int64_t mp = p->pix ? p->ocg / 16 : lt_gemm_cdiv_(p->ocg, LT_GEMM_MR), OHW = g->OH * g->OW;
     int64_t total = g->N * g->G * p->nrc * p->nmc;
+    int act = ep ? ep->act : LT_ACT_NONE, in_regs = lt_act_is_cheap(act);
+    int res_mode = ep && ep->residual ? (ep->residual_after_act ? 2 : 1) : 0;
+    float aa = ep ? ep->act_a : 0.0f, ab = ep ? ep->act_b : 0.0f;
     lt_cd_args A;
+    lt_cp_args B;
     memset(&A, 0, sizeof A);
-    A.K = p->K, A.kb = p->kb, A.mpad = p->mpad, A.off = off, A.ldc = OHW;
-    A.act = ep ? ep->act : LT_ACT_NONE, A.act_a = ep ? ep->act_a : 0.0f, A.act_b = ep ? ep->act_b : 0.0f;
-    A.in_regs = lt_act_is_cheap(A.act);
-    A.res_mode = ep && ep->residual ? (ep->residual_after_act ? 2 : 1) : 0;
+    memset(&B, 0, sizeof B);
+    A.K = B.K = p->K, A.kb = B.kb = p->kb, A.mpad = B.mpad = p->mpad, A.off = B.off = off, A.ldc = B.ldc = OHW;
+    A.pw = p->pw;
+    A.act = B.act = act, A.act_a = B.act_a = aa, A.act_b = B.act_b = ab, A.in_regs = B.in_regs = in_regs;
+    A.res_mode = B.res_mode = res_mode;
     int64_t ntiles = 0, nr = 0;
+    const float *src = slab;
     for (int64_t u = __atomic_fetch_add(next, 1, __ATOMIC_RELAXED); u < total;
          u = __atomic_fetch_add(next, 1, __ATOMIC_RELAXED)) {
         int64_t mc = u % p->nmc, s = u / p->nmc; /* s = (image, group, chunk) */
         int64_t rc = s % p->nrc, gi = s / p->nrc % g->G, n = s / p->nrc / g->G;
         int64_t r0 = rc * p->rows;
         if (s != have) {
-            lt_cd_fill_(p, x, n, gi, r0, slab);
             nr = lt_gemm_min_(p->rows, g->OH - r0);
-            ntiles = lt_gemm_cdiv_((nr - 1) * p->Wq + g->OW, LT_CD_QT);
-            lt_cd_tiles_(p, nr, tiles, ntiles);
+            if (p->xslab) {
+                src = x + (n * g->C + gi * p->cg) * OHW + r0 * g->OW;
+            } else {
+                lt_cd_fill_(p, x, n, gi, r0, slab);
+                src = slab;
+            }
+            if (!p->pix) {
+                ntiles = lt_gemm_cdiv_((nr - 1) * p->Wq + g->OW, LT_CD_QT);
+                lt_cd_tiles_(p, nr, tiles, ntiles);
+            }
             have = s;
         }
-        int64_t t0 = mc * mp / p->nmc, t1 = (mc + 1) * mp / p->nmc; /* weight panels of this item */
-        const float *wg = wp + gi * p->per;
+        int64_t c0 = mc * mp / p->nmc, c1 = (mc + 1) * mp / p->nmc; /* channel units of this item */
         int64_t oc0 = gi * p->ocg, cbase = (n * g->OC + oc0) * OHW + r0 * g->OW;
-        for (int64_t t = t0; t < t1; t++) {
-            int mr = (int)lt_gemm_min_(LT_GEMM_MR, p->ocg - t * LT_GEMM_MR);
-            A.a = wg, A.t = t;
-            A.c = y + cbase + t * LT_GEMM_MR * OHW;
-            A.res = A.res_mode ? ep->residual + cbase + t * LT_GEMM_MR * OHW : 0;
-            A.bias = ep && ep->bias ? ep->bias + oc0 + t * LT_GEMM_MR : 0;
-            for (int64_t q = 0; q < ntiles; q++) {
-                int64_t lanes = (nr - 1) * p->Wq + g->OW - q * LT_CD_QT;
-                int nv = (int)lt_gemm_min_(LT_CD_NV, lt_gemm_cdiv_(lanes, 16));
-                A.bq = slab + q * LT_CD_QT;
-                A.tile = tiles + q;
-                lt_cd_table[mr - 1][nv - 1](&A);
-            }
+        float *y0 = y + cbase;
+        const float *rs = res_mode ? ep->residual + cbase : 0;
+        const float *bs = ep && ep->bias ? ep->bias + oc0 : 0;
+        if (p->pix) {
+            B.a = wp + gi * p->per;
+            lt_cd_item_pm_(p, &B, src, nr, c0, c1, y0, rs, bs);
+        } else {
+            A.a = wp + gi * p->per;
+            lt_cd_item_cm_(p, &A, src, tiles, ntiles, nr, c0, c1, y0, rs, bs);
         }
     }
 }

@@ -21,8 +21,10 @@
  * (above 48 KiB: opt in with cuFuncSetAttribute).
  * SIMT kernels lt_cuda_gemm_<f32|f16|bf16>_<nn|nt>_simt: any shape and alignment; 128x128x8 tiles,
  * 256 threads of 8x8 outputs, shared memory double-buffered through registers. Grid as above.
- * Entry points exist only when LT_CUDA_ENTRY_GEMM (GEMMs) or LT_CUDA_ENTRY_PEAK (probes) is
- * defined. The parameter struct is mirrored on the host (src/backend/cuda/cuda_kernels.c).
+ * Kernels are instantiated by macros (LT_GEMM_TC, LT_GEMM_SIMT) placed after the prelude, one per
+ * module, so a module compiles only what it uses; LT_CUDA_ENTRY_GEMM instantiates every one and
+ * LT_CUDA_ENTRY_PEAK the peak-rate probes. The parameter struct is mirrored on the host
+ * (src/backend/cuda/cuda_kernels.c): keep the two in the same order.
  */
 #ifndef LT_PRELUDE_CUDA_GEMM_H
 #define LT_PRELUDE_CUDA_GEMM_H
@@ -56,8 +58,9 @@ LT_FN float lt_gemm_act(int act, float v) {
     }
 }
 
+/* Not inlined: one copy of the activation code per kernel instead of one per output register. */
 template <typename D>
-LT_FN float lt_gemm_epi(const lt_cuda_gemm_params &p, float v, int r, int c, long long z) {
+static __device__ __noinline__ float lt_gemm_epi(const lt_cuda_gemm_params &p, float v, int r, int c, long long z) {
     typedef typename D::S S;
     v *= p.alpha;
     if (p.bias_kind == 1) v += lt_ld1<D>((const S *)p.bias, c);
@@ -208,6 +211,7 @@ LT_FN void lt_gemm_tc(const lt_cuda_gemm_params &p, char *smem) {
     /* epilogue: thread (g, t) of a warp holds rows g, g + 8 and columns 2t, 2t + 1 of each 16x8 tile */
     S *C = (S *)p.c + z * p.stride_c;
     const int g = lane >> 2, t4 = lane & 3;
+    const bool plain = p.bias_kind == 0 && !p.res && p.act == LT_ACT_NONE;
 #pragma unroll
     for (int i = 0; i < MT; i++)
 #pragma unroll
@@ -216,8 +220,11 @@ LT_FN void lt_gemm_tc(const lt_cuda_gemm_params &p, char *smem) {
             for (int h = 0; h < 2; h++) {
                 const int r = m0 + wm * WM + i * 16 + g + h * 8, c = n0 + wn * WN + j * 8 + t4 * 2;
                 if (r < M && c < N) { /* n % 8 == 0: c + 1 < N too */
-                    const float v0 = lt_gemm_epi<D>(p, acc[i][j][2 * h], r, c, z);
-                    const float v1 = lt_gemm_epi<D>(p, acc[i][j][2 * h + 1], r, c + 1, z);
+                    float v0 = acc[i][j][2 * h] * p.alpha, v1 = acc[i][j][2 * h + 1] * p.alpha;
+                    if (!plain) {
+                        v0 = lt_gemm_epi<D>(p, acc[i][j][2 * h], r, c, z);
+                        v1 = lt_gemm_epi<D>(p, acc[i][j][2 * h + 1], r, c + 1, z);
+                    }
                     *(uint32_t *)(C + (long long)r * p.ldc + c) = lt_pack2(D(), v0, v1);
                 }
             }
@@ -298,40 +305,43 @@ template <typename D, bool BT> LT_FN void lt_gemm_simt(const lt_cuda_gemm_params
     }
 }
 
-#ifdef LT_CUDA_ENTRY_GEMM
+/* ---- entry points: a macro instantiates one kernel (the host compiles each one it needs as its own
+ * small module); LT_CUDA_ENTRY_GEMM instantiates them all (the NVRTC test) ---- */
 extern __shared__ __align__(128) char lt_gemm_dyn_smem[];
-#define LT_GEMM_TC(dt, BM, BN, BK, WM, WN, ST, MINB)                                              \
+/* lt_cuda_gemm_<dt>_<nn|nt>_<BM>x<BN>x<BK> */
+#define LT_GEMM_TC(dt, lay, BT, BM, BN, BK, WM, WN, ST, MINB)                                      \
     extern "C" __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, MINB)                 \
-        lt_cuda_gemm_##dt##_nn_##BM##x##BN##x##BK(lt_cuda_gemm_params p) {                         \
-        lt_gemm_tc<lt_dt_##dt, BM, BN, BK, WM, WN, ST, false>(p, lt_gemm_dyn_smem);                \
-    }                                                                                              \
-    extern "C" __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, MINB)                 \
-        lt_cuda_gemm_##dt##_nt_##BM##x##BN##x##BK(lt_cuda_gemm_params p) {                         \
-        lt_gemm_tc<lt_dt_##dt, BM, BN, BK, WM, WN, ST, true>(p, lt_gemm_dyn_smem);                 \
+        lt_cuda_gemm_##dt##_##lay##_##BM##x##BN##x##BK(lt_cuda_gemm_params p) {                    \
+        lt_gemm_tc<lt_dt_##dt, BM, BN, BK, WM, WN, ST, BT>(p, lt_gemm_dyn_smem);                   \
     }
-/* the configurations the host chooses from (cuda_kernels.c lists the same, with their stages) */
-#define LT_GEMM_TC_ALL(dt)                                                                         \
-    LT_GEMM_TC(dt, 128, 256, 32, 64, 64, 4, 1)                                                     \
-    LT_GEMM_TC(dt, 256, 128, 32, 64, 64, 4, 1)                                                     \
-    LT_GEMM_TC(dt, 128, 128, 32, 64, 64, 4, 2)                                                     \
-    LT_GEMM_TC(dt, 128, 128, 64, 64, 64, 3, 2)                                                     \
-    LT_GEMM_TC(dt, 64, 64, 32, 32, 32, 3, 4)
-LT_GEMM_TC_ALL(f16)
-LT_GEMM_TC_ALL(bf16)
-#define LT_GEMM_SIMT(dt)                                                                           \
-    extern "C" __global__ void __launch_bounds__(256) lt_cuda_gemm_##dt##_nn_simt(lt_cuda_gemm_params p) { \
-        lt_gemm_simt<lt_dt_##dt, false>(p);                                                        \
-    }                                                                                              \
-    extern "C" __global__ void __launch_bounds__(256) lt_cuda_gemm_##dt##_nt_simt(lt_cuda_gemm_params p) { \
-        lt_gemm_simt<lt_dt_##dt, true>(p);                                                         \
+/* lt_cuda_gemm_<dt>_<nn|nt>_simt */
+#define LT_GEMM_SIMT(dt, lay, BT)                                                                  \
+    extern "C" __global__ void __launch_bounds__(256) lt_cuda_gemm_##dt##_##lay##_simt(lt_cuda_gemm_params p) { \
+        lt_gemm_simt<lt_dt_##dt, BT>(p);                                                           \
     }
-LT_GEMM_SIMT(f32)
-LT_GEMM_SIMT(f16)
-LT_GEMM_SIMT(bf16)
+/* The tensor-core configurations (the host's table in cuda_kernels.c lists the same):
+ * BM, BN, BK, warp tile WM x WN, stages, min blocks per SM. */
+#define LT_GEMM_TC_CONFIGS(X, dt, lay, BT)                                                         \
+    X(dt, lay, BT, 128, 256, 32, 64, 64, 4, 1)                                                     \
+    X(dt, lay, BT, 256, 128, 32, 64, 64, 4, 1)                                                     \
+    X(dt, lay, BT, 128, 128, 32, 64, 64, 4, 2)                                                     \
+    X(dt, lay, BT, 128, 128, 64, 64, 64, 3, 2)                                                     \
+    X(dt, lay, BT, 64, 64, 32, 32, 32, 3, 4)
+#ifdef LT_CUDA_ENTRY_GEMM
+LT_GEMM_TC_CONFIGS(LT_GEMM_TC, f16, nn, false)
+LT_GEMM_TC_CONFIGS(LT_GEMM_TC, f16, nt, true)
+LT_GEMM_TC_CONFIGS(LT_GEMM_TC, bf16, nn, false)
+LT_GEMM_TC_CONFIGS(LT_GEMM_TC, bf16, nt, true)
+LT_GEMM_SIMT(f32, nn, false)
+LT_GEMM_SIMT(f32, nt, true)
+LT_GEMM_SIMT(f16, nn, false)
+LT_GEMM_SIMT(f16, nt, true)
+LT_GEMM_SIMT(bf16, nn, false)
+LT_GEMM_SIMT(bf16, nt, true)
 #endif
 
 #ifdef LT_CUDA_ENTRY_PEAK
-/* FP32 FMA rate: 8 independent chains per thread, 16 x 8 FMAs per iteration.
+/* Peak-rate probes (compiled alone by cuda_ceil.c). FP32 FMA rate: 8 independent chains per thread, 16 x 8 FMAs per iteration.
  * FLOPs = blocks * 256 * iters * 256. */
 extern "C" __global__ void __launch_bounds__(256) lt_cuda_peak_fma(float *out, int iters) {
     float a[8];

@@ -3,8 +3,9 @@
  * RMSNorm, and the row sum (ReduceSum/ReduceMean over the last axis), in float32, float16 and
  * bfloat16 (computed in float). Also the element-type helpers the GEMM prelude (cuda_gemm.h) shares.
  *
- * Kernels (names are extern "C"; present only when LT_CUDA_ENTRY_NORM is defined, so a generated
- * module that pastes this header for its device functions does not compile them all):
+ * Kernels (extern "C"; instantiated by LT_NORM_KERNELS(dt) placed after the prelude, or all of them
+ * with LT_CUDA_ENTRY_NORM defined, so a generated module that pastes this header for its device
+ * functions compiles none of them):
  *   lt_cuda_norm_<dt>_t<TPR>(lt_cuda_norm_params p)   dt = f32 | f16 | bf16, TPR = 32, 128, 256,
  *       512, 1024 threads per row. The row is held in registers: each thread loads up to 4 16-byte
  *       vectors (float4 / 8 halves) at v = lane + j * TPR, so a row of up to TPR * 4 vectors is read
@@ -332,12 +333,13 @@ template <typename D> LT_FN void lt_norm_rows_any(const lt_cuda_norm_params &p) 
     }
 }
 
-#ifdef LT_CUDA_ENTRY_NORM
+/* ---- entry points: LT_NORM_KERNELS(dt) instantiates the six kernels of one type (the host
+ * compiles one module per type); LT_CUDA_ENTRY_NORM instantiates all three types ---- */
 #define LT_NORM_ENTRY(dt, TPR, RPB)                                                                \
     extern "C" __global__ void __launch_bounds__(TPR * RPB) lt_cuda_norm_##dt##_t##TPR(lt_cuda_norm_params p) { \
         lt_norm_rows_cached<lt_dt_##dt, TPR, RPB, 4>(p);                                           \
     }
-#define LT_NORM_ENTRIES(dt)                                                                        \
+#define LT_NORM_KERNELS(dt)                                                                        \
     LT_NORM_ENTRY(dt, 32, 4)                                                                       \
     LT_NORM_ENTRY(dt, 128, 1)                                                                      \
     LT_NORM_ENTRY(dt, 256, 1)                                                                      \
@@ -346,9 +348,10 @@ template <typename D> LT_FN void lt_norm_rows_any(const lt_cuda_norm_params &p) 
     extern "C" __global__ void __launch_bounds__(256) lt_cuda_norm_##dt##_any(lt_cuda_norm_params p) { \
         lt_norm_rows_any<lt_dt_##dt>(p);                                                           \
     }
-LT_NORM_ENTRIES(f32)
-LT_NORM_ENTRIES(f16)
-LT_NORM_ENTRIES(bf16)
+#ifdef LT_CUDA_ENTRY_NORM
+LT_NORM_KERNELS(f32)
+LT_NORM_KERNELS(f16)
+LT_NORM_KERNELS(bf16)
 #endif
 
 #endif

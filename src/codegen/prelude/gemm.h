@@ -343,8 +343,13 @@ typedef struct lt_gemm_tile {
     int first, last; /* first: C is not yet accumulated (beta applies); last: run the epilogue */
     const float *bias_col, *bias_row, *res;
     int64_t ldr;
+    int64_t as; /* floats between an A panel's consecutive k (MR, a wider packed panel's width, or
+                   lda of an A^T read in place) */
+    int64_t ars; /* A read in place, row-major: floats between its rows (k is contiguous) */
     int act, res_after;
     float act_a, act_b;
+    const char *pf; /* npf cache lines from pf to prefetch into L2 during the call (the next B block) */
+    int64_t npf;
 } lt_gemm_tile;
 
 /* Scalar tile store (tails, or a tile spilled from registers): tmp[i*ldt + j] holds the sums. */
@@ -429,7 +434,7 @@ static __attribute__((noinline, unused)) void lt_gemm_store_tile_(const float *t
 /* kc steps of the rank-1 update on an MR_ x NV_ register tile: a is the A panel (MR wide), b the
  * B panel (NR wide); the sums go to tmp. MR_ and NV_ are constants at every call site, so the
  * loops unroll and acc lives in registers. mode (lt_gemm_mode_) != 0: store to c directly. */
-LT_GEMM_AI void lt_gemm_kernel_(const int MR_, const int NV_, int64_t kc, const float *restrict a,
+LT_GEMM_AI void lt_gemm_kernel_(const int AROW, const int MR_, const int NV_, int64_t kc, const float *restrict a,
                                 const float *restrict b, float *restrict tmp, float *c, int64_t ldc,
                                 int mode, const lt_gemm_tile *t) {
     lt_gv acc[LT_GEMM_MR][LT_GEMM_NV];
@@ -442,17 +447,20 @@ LT_GEMM_AI void lt_gemm_kernel_(const int MR_, const int NV_, int64_t kc, const 
     for (int i = 0; i < MR_; i++)
 #pragma GCC unroll 4
         for (int v = 0; v < NV_; v++) __builtin_prefetch(c + i * ldc + v * LT_GL, 1, 3);
+    const int64_t as = t->as, ars = t->ars, npf = t->npf;
+    const char *pf = t->pf;
     for (int64_t k = 0; k < kc; k++) {
+        if (k < npf) __builtin_prefetch(pf + 64 * k, 0, 2);
         lt_gv bv[LT_GEMM_NV];
 #pragma GCC unroll 4
         for (int v = 0; v < NV_; v++) bv[v] = LT_GV_LOAD(b + v * LT_GL);
 #pragma GCC unroll 16
         for (int i = 0; i < MR_; i++) {
-            lt_gv av = LT_GV_SET1(a[i]);
+            lt_gv av = LT_GV_SET1(AROW ? a[i * ars] : a[i]);
 #pragma GCC unroll 4
             for (int v = 0; v < NV_; v++) acc[i][v] = LT_GV_FMA(av, bv[v], acc[i][v]);
         }
-        a += LT_GEMM_MR;
+        a += AROW ? 1 : as;
         b += LT_GEMM_NR;
     }
     if (mode) { /* full width, a common epilogue: straight from registers */
@@ -505,28 +513,37 @@ LT_FN int lt_gemm_mode_(const lt_gemm_tile *t, int nc, int nv) {
     return t->first ? 3 : 4;
 }
 
-/* One function per tail shape (rows 1..MR x vectors 1..NV), chosen through a table. */
+/* One function per tail shape (rows 1..MR x vectors 1..NV) and A layout (lt_gk_*: k-major panels,
+ * lt_gkr_*: row-major A read in place), chosen through a table. */
 #define LT_GK_FN(mr, nv)                                                                             \
     static __attribute__((noinline, unused)) void lt_gk_##mr##_##nv(int64_t kc, const float *a,     \
                                                      const float *b, float *c, int64_t ldc, int nc,  \
                                                      const lt_gemm_tile *t) {                        \
         float tmp[LT_GEMM_MR * LT_GEMM_NR] __attribute__((aligned(64)));                            \
         int mode = lt_gemm_mode_(t, nc, nv);                                                         \
-        lt_gemm_kernel_(mr, nv, kc, a, b, tmp, c, ldc, mode, t);                                     \
+        lt_gemm_kernel_(0, mr, nv, kc, a, b, tmp, c, ldc, mode, t);                                  \
+        if (!mode) lt_gemm_store_tile_(tmp, c, ldc, mr, nc, t);                                      \
+    }                                                                                                \
+    static __attribute__((noinline, unused)) void lt_gkr_##mr##_##nv(int64_t kc, const float *a,    \
+                                                      const float *b, float *c, int64_t ldc, int nc, \
+                                                      const lt_gemm_tile *t) {                       \
+        float tmp[LT_GEMM_MR * LT_GEMM_NR] __attribute__((aligned(64)));                            \
+        int mode = lt_gemm_mode_(t, nc, nv);                                                         \
+        lt_gemm_kernel_(1, mr, nv, kc, a, b, tmp, c, ldc, mode, t);                                  \
         if (!mode) lt_gemm_store_tile_(tmp, c, ldc, mr, nc, t);                                      \
     }
 #if LT_GEMM_NV == 1
 #define LT_GK_ROW(mr) LT_GK_FN(mr, 1)
-#define LT_GK_R(mr) {lt_gk_##mr##_1, 0, 0, 0}
+#define LT_GK_R(P, mr) {P##mr##_1, 0, 0, 0}
 #elif LT_GEMM_NV == 2
 #define LT_GK_ROW(mr) LT_GK_FN(mr, 1) LT_GK_FN(mr, 2)
-#define LT_GK_R(mr) {lt_gk_##mr##_1, lt_gk_##mr##_2, 0, 0}
+#define LT_GK_R(P, mr) {P##mr##_1, P##mr##_2, 0, 0}
 #elif LT_GEMM_NV == 3
 #define LT_GK_ROW(mr) LT_GK_FN(mr, 1) LT_GK_FN(mr, 2) LT_GK_FN(mr, 3)
-#define LT_GK_R(mr) {lt_gk_##mr##_1, lt_gk_##mr##_2, lt_gk_##mr##_3, 0}
+#define LT_GK_R(P, mr) {P##mr##_1, P##mr##_2, P##mr##_3, 0}
 #elif LT_GEMM_NV == 4
 #define LT_GK_ROW(mr) LT_GK_FN(mr, 1) LT_GK_FN(mr, 2) LT_GK_FN(mr, 3) LT_GK_FN(mr, 4)
-#define LT_GK_R(mr) {lt_gk_##mr##_1, lt_gk_##mr##_2, lt_gk_##mr##_3, lt_gk_##mr##_4}
+#define LT_GK_R(P, mr) {P##mr##_1, P##mr##_2, P##mr##_3, P##mr##_4}
 #else
 #error "gemm.h: LT_GEMM_NV must be 1..4"
 #endif
@@ -547,21 +564,34 @@ LT_GK_ROW(9) LT_GK_ROW(10) LT_GK_ROW(11) LT_GK_ROW(12)
 LT_GK_ROW(13) LT_GK_ROW(14)
 #endif
 typedef void (*lt_gk_fn)(int64_t, const float *, const float *, float *, int64_t, int, const lt_gemm_tile *);
-static lt_gk_fn const lt_gk_table[][4] __attribute__((unused)) = {
-    LT_GK_R(1), LT_GK_R(2), LT_GK_R(3), LT_GK_R(4),
+#define LT_GK_TABLE(P)                                                   \
+    {                                                                    \
+        LT_GK_R(P, 1), LT_GK_R(P, 2), LT_GK_R(P, 3), LT_GK_R(P, 4),      \
+        LT_GK_R5_(P) LT_GK_R7_(P) LT_GK_R9_(P) LT_GK_R13_(P)             \
+    }
 #if LT_GEMM_MR > 4
-    LT_GK_R(5), LT_GK_R(6),
+#define LT_GK_R5_(P) LT_GK_R(P, 5), LT_GK_R(P, 6),
+#else
+#define LT_GK_R5_(P)
 #endif
 #if LT_GEMM_MR > 6
-    LT_GK_R(7), LT_GK_R(8),
+#define LT_GK_R7_(P) LT_GK_R(P, 7), LT_GK_R(P, 8),
+#else
+#define LT_GK_R7_(P)
 #endif
 #if LT_GEMM_MR > 8
-    LT_GK_R(9), LT_GK_R(10), LT_GK_R(11), LT_GK_R(12),
+#define LT_GK_R9_(P) LT_GK_R(P, 9), LT_GK_R(P, 10), LT_GK_R(P, 11), LT_GK_R(P, 12),
+#else
+#define LT_GK_R9_(P)
 #endif
 #if LT_GEMM_MR > 12
-    LT_GK_R(13), LT_GK_R(14),
+#define LT_GK_R13_(P) LT_GK_R(P, 13), LT_GK_R(P, 14),
+#else
+#define LT_GK_R13_(P)
 #endif
-};
+/* [0]: k-major A (packed panels, A^T in place), [1]: row-major A in place */
+static lt_gk_fn const lt_gk_table[2][LT_GEMM_MR][4] __attribute__((unused)) = {LT_GK_TABLE(lt_gk_),
+                                                                               LT_GK_TABLE(lt_gkr_)};
 
 /* ---- the driver ---- */
 /* An operand source: packs (or points at) the panels of a block. For A the panel rows run over M,
@@ -571,6 +601,7 @@ typedef struct lt_gemm_src {
     int64_t ld;
     int mode;   /* LT_GEMM_N / T / PACKED (meaning per operand, see the top of the file) */
     int64_t R;  /* rows of panels: M for A, N for B (PACKED: the packed matrix's) */
+    int pw;     /* PACKED A only: its panel width when wider than MR (conv.h's 16-row panels), or 0 */
     void (*pack)(const struct lt_gemm_src *s, float *dst, int64_t r0, int64_t nr, int64_t k0, int64_t kc, int W);
     const void *ctx;
 } lt_gemm_src;
@@ -592,6 +623,10 @@ typedef struct lt_gemm_prob {
 LT_FN const float *lt_gemm_block_(const lt_gemm_src *s, int64_t off, float *buf, int64_t r0, int64_t nr,
                                   int64_t k0, int64_t kc, int W, int is_a) {
     if (s->mode == LT_GEMM_PACKED) {
+        if (is_a && s->pw > W) { /* rows r0.. of a wider panel (r0 is a multiple of W) */
+            int64_t rpad = lt_gemm_cdiv_(s->R, s->pw) * s->pw;
+            return s->p + off + k0 * rpad + r0 / s->pw * s->pw * kc + r0 % s->pw;
+        }
         int64_t rpad = lt_gemm_cdiv_(s->R, W) * W;
         return s->p + off + k0 * rpad + r0 * kc;
     }
@@ -618,6 +653,11 @@ LT_FN void lt_gemm_chunk_(const lt_gemm_prob *P, int64_t x1, int64_t x2, int64_t
     t.alpha = P->alpha;
     t.beta = P->beta;
     t.ldr = P->has_ep ? ep->ldr : 0;
+    t.pf = 0, t.npf = 0;
+    t.as = P->a.mode == LT_GEMM_PACKED && P->a.pw > LT_GEMM_MR ? P->a.pw : LT_GEMM_MR;
+    /* a row-major A is read in place (its panels would cost a transposing copy per chunk) */
+    const int arow = P->a.mode == LT_GEMM_N && !P->a.pack;
+    t.ars = arow ? P->a.ld : 0;
     t.act = P->has_ep ? ep->act : LT_ACT_NONE;
     t.act_a = P->has_ep ? ep->act_a : 0.0f;
     t.act_b = P->has_ep ? ep->act_b : 0.0f;
@@ -646,16 +686,28 @@ LT_FN void lt_gemm_chunk_(const lt_gemm_prob *P, int64_t x1, int64_t x2, int64_t
         /* the B block (kc x nc) stays in L2; each A micro-panel (MR x kc) stays in L1 while the
          * B block streams past it, so the A block needs no cache residency and M needs no blocking */
         const float *bp = lt_gemm_block_(&P->b, offb, wb, n0, nc, p0, kc, LT_GEMM_NR, 0);
+        /* pre-packed B: the next K block's columns stream in from memory meanwhile, a share per call */
+        const char *pf = 0;
+        int64_t pf_lines = 0, pf_per = 0;
+        if (P->b.mode == LT_GEMM_PACKED && p0 + kc < K) {
+            int64_t kn = lt_gemm_min_(kb, K - p0 - kc);
+            pf = (const char *)lt_gemm_block_(&P->b, offb, wb, n0, nc, p0 + kc, kn, LT_GEMM_NR, 0);
+            pf_lines = lt_gemm_cdiv_(kn * lt_gemm_cdiv_(nc, LT_GEMM_NR) * LT_GEMM_NR, 16);
+            pf_per = lt_gemm_cdiv_(pf_lines, lt_gemm_cdiv_(mc, LT_GEMM_MR) * lt_gemm_cdiv_(nc, LT_GEMM_NR));
+        }
         for (int64_t i = 0; i < mc; i += LT_GEMM_MR) {
             int mr = (int)lt_gemm_min_(LT_GEMM_MR, mc - i);
-            const float *a = lt_gemm_block_(&P->a, offa, wa, m0 + i, mr, p0, kc, LT_GEMM_MR, 1);
+            const float *a = arow ? P->a.p + offa + (m0 + i) * P->a.ld + p0
+                                  : lt_gemm_block_(&P->a, offa, wa, m0 + i, mr, p0, kc, LT_GEMM_MR, 1);
             t.bias_row = bias && bias_row ? bias + m0 + i : 0;
             for (int64_t j = 0; j < nc; j += LT_GEMM_NR) {
                 int w = (int)lt_gemm_min_(LT_GEMM_NR, nc - j);
                 int nv = (w + LT_GL - 1) / LT_GL;
                 t.bias_col = bias && !bias_row ? bias + n0 + j : 0;
                 t.res = res ? res + (m0 + i) * t.ldr + n0 + j : 0;
-                lt_gk_table[mr - 1][nv - 1](kc, a, bp + j * kc, C + (m0 + i) * P->ldc + n0 + j, P->ldc, w, &t);
+                t.npf = lt_gemm_min_(pf_per, pf_lines), t.pf = pf;
+                pf += 64 * t.npf, pf_lines -= t.npf;
+                lt_gk_table[arow][mr - 1][nv - 1](kc, a, bp + j * kc, C + (m0 + i) * P->ldc + n0 + j, P->ldc, w, &t);
             }
         }
     }
