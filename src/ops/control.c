@@ -527,7 +527,7 @@ static lt_status eval_split_to_sequence(lt_eval *ev, const lt_node *n, lt_datum 
         }
         for (int64_t i = 0; i < count; i++) sizes[i] = 1;
     } else if (sp->rank == 0) {
-        int64_t chunk;
+        int64_t chunk = 0;
         LT_TRY(scalar_int(ev, n, sp, "split", &chunk));
         if (chunk <= 0) return lt_op_error(ev, n, LT_ERR_INVALID, "split size must be positive, got %lld", (long long)chunk);
         count = (dim + chunk - 1) / chunk;
