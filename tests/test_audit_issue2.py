@@ -238,6 +238,23 @@ def test_index_out_of_range(tmp_path, case, bad):
         assert needle in r.stderr, f"{needle!r} missing: {r.stderr}"
 
 
+@pytest.mark.xfail(strict=True, reason="D7: the default (cpu) backend clamps data-dependent Gather/GatherElements "
+                                       "indices (src/lower/lower_inj.c) instead of reporting them")
+@pytest.mark.parametrize("case", ["Gather", "GatherElements"])
+def test_index_out_of_range_default_backend(tmp_path, case):
+    make_node, make_inputs, opset = INDEX_CASES[case]
+    inputs = make_inputs(5)
+    ins = [vi(k, helper.np_dtype_to_tensor_dtype(v.dtype), list(v.shape)) for k, v in inputs.items()]
+    p = save(tmp_path / "idx.onnx", [make_node()], ins, [vi("y", TensorProto.FLOAT, None)], opsets=(("", opset),))
+    args = ["run", p, "--cache-dir", tmp_path / "cache", "--output", tmp_path / "out.npz"]
+    for name, arr in inputs.items():
+        np.save(tmp_path / f"{name}.npy", arr)
+        args += ["--input", f"{name}={tmp_path / name}.npy"]
+    r = lathe(*args, timeout=300)
+    assert r.returncode == 2 and "out of range" in r.stderr, r.stdout + r.stderr
+    assert not (tmp_path / "out.npz").exists()
+
+
 def test_index_uint64_and_int32(tmp_path):
     node = helper.make_node("Gather", ["x", "i"], ["y"], axis=1, name="probe")
     for idx in (np.array([2**63 + 5], np.uint64), np.array([[4]], np.int32)):

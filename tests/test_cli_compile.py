@@ -283,6 +283,47 @@ def test_dump_graph(models, tmp_path, cache):
     assert_same(read_npz(tmp_path / "a.npz"), read_npz(tmp_path / "b.npz"))
 
 
+def m_attrs(d):
+    """Every attribute kind the writer must carry: ints, floats, strings, tensor, sparse tensor, graph."""
+    sp = helper.make_sparse_tensor(numpy_helper.from_array(np.array([1.5, -2.0], np.float32), "v"),
+                                   numpy_helper.from_array(np.array([1, 4], np.int64), "i"), [2, 3])
+    body = helper.make_graph([helper.make_node("Add", ["a", "x"], ["o"])], "body", [], [vi("o", TensorProto.FLOAT, [2, 3])])
+    other = helper.make_graph([helper.make_node("Sub", ["a", "x"], ["o"])], "other", [],
+                              [vi("o", TensorProto.FLOAT, [2, 3])])
+    n = [helper.make_node("Constant", [], ["a"], sparse_value=sp),
+         helper.make_node("Constant", [], ["fl"], value_floats=[0.25, 0.5, 1.0]),
+         helper.make_node("Constant", [], ["st"], value_strings=["a*/b", "c"]),
+         helper.make_node("ReduceSum", ["x"], ["tot"], keepdims=0),
+         helper.make_node("Greater", ["tot", "zero"], ["cond"]),
+         helper.make_node("If", ["cond"], ["br"], then_branch=body, else_branch=other),
+         helper.make_node("LeakyRelu", ["br"], ["lr"], alpha=0.3),
+         helper.make_node("Mul", ["lr", "fl"], ["y"]),
+         helper.make_node("StringConcat", ["st", "st"], ["s2"])]
+    return save(d / "attrs.onnx", n, [vi("x", TensorProto.FLOAT, [2, 3])],
+                [vi("y", TensorProto.FLOAT, [2, 3]), vi("s2", TensorProto.STRING, [2])],
+                [numpy_helper.from_array(np.array(0.0, np.float32), "zero")], opset=20)
+
+
+@pytest.mark.parametrize("name", ["host", "seq", "attrs"])
+def test_dump_graph_keeps_every_attribute(models, tmp_path, cache, name):
+    model = models[name] if name in models else m_attrs(tmp_path)
+    out = tmp_path / "opt.onnx"
+    for level in ("-O0", "-O3"):
+        r = lathe("run", model, "--cache-dir", cache, level, "--dump-graph", out, "--seed", "2", "--output",
+                  tmp_path / "a.npz")
+        assert r.returncode == 0, r.stderr
+        onnx.checker.check_model(onnx.load(str(out)))
+        r = lathe("run", out, "--backend", "interp", "--seed", "2", "--output", tmp_path / "b.npz")
+        assert r.returncode == 0, r.stderr
+        a, b = read_npz(tmp_path / "a.npz"), read_npz(tmp_path / "b.npz")
+        assert sorted(a) == sorted(b)
+        for k in a:
+            if a[k].dtype.kind in "US":
+                assert (a[k] == b[k]).all()
+            else:
+                np.testing.assert_allclose(a[k], b[k], rtol=1e-5, atol=1e-6)
+
+
 def test_threads_and_bench(models, cache):
     r = lathe("run", models["cnn"], "--cache-dir", cache, "--threads", "1", "--bench", "3")
     assert r.returncode == 0, r.stderr

@@ -7,6 +7,7 @@
 
 static const lt_backend_vtbl *const registry[] = {
     &lt_backend_cpu,
+    &lt_backend_cuda,
     NULL,
 };
 

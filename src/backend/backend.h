@@ -68,6 +68,7 @@ struct lt_backend {
 };
 
 extern const lt_backend_vtbl lt_backend_cpu;
+extern const lt_backend_vtbl lt_backend_cuda; /* src/backend/cuda/cuda_backend.c */
 
 /* The registered backend called `name` ("cpu"), NULL if none. */
 const lt_backend_vtbl *lt_backend_find(const char *name);

@@ -9,13 +9,18 @@
  *      exactly one ELEMWISE/BROADCAST node with the same output dims (and, for OUT_EW_FUSABLE, the
  *      same dtype, as the epilogue is applied in place) takes that node as its epilogue; repeat
  *      from the new node. The last node of the chain is the root.
- *      A reshape (Reshape, Flatten, Squeeze, Unsqueeze: the same bytes) may end the chain.
+ *      A reshape (Reshape, Flatten, Squeeze, Unsqueeze: the same bytes) may end the chain. The
+ *      chain of a MatMul/Gemm/Conv stops before a node its call cannot apply (not a bias/residual
+ *      add, scalar scale or activation) when that node leads into a softmax or norm: the node
+ *      then joins that reduction as its prologue. A MatMul's chain may end with a Transpose that
+ *      keeps the columns innermost (and reshapes after it): the call writes the transposed layout.
  *   2. prologues and chains, backward: a compilable ELEMWISE/BROADCAST/INJECTIVE node p whose one
  *      output is read only by one compiled node c (not a graph output, not read by a subgraph)
  *      joins c's group when p's output is not smaller than c's (no recomputation through
  *      broadcasting) and, if c is or precedes an OUT_EW_FUSABLE anchor (whose microkernel reads
- *      memory), p is a reshape. Otherwise p roots a new group. Non-compilable nodes are
- *      single-node host groups.
+ *      memory), p is a reshape, or a Transpose whose layout chain into a MatMul operand is a strided
+ *      view the GEMM call reads in place (lower_view.c). Otherwise p roots a new group.
+ *      Non-compilable nodes are single-node host groups.
  */
 #include "lower_impl.h"
 
@@ -171,6 +176,51 @@ static int64_t max_out_numel(const lt_node *n) {
     return m;
 }
 
+/* Epilogue ops a GEMM/conv call applies in its own epilogue (what lower_gemm.c's call matching
+ * takes, approximately: bias and residual adds, a scalar scale, one activation). */
+static bool call_absorbs(const lt_node *e) {
+    switch (e->op) {
+    case LT_OP_Add: case LT_OP_Relu: case LT_OP_Sigmoid: case LT_OP_Tanh: case LT_OP_LeakyRelu:
+    case LT_OP_HardSigmoid: case LT_OP_Gelu: case LT_OP_Clip:
+        return true;
+    case LT_OP_Mul: case LT_OP_Div:
+        return e->n_in == 2 && e->in[0] && e->in[1] && (lt_lower_is_imm(e->in[1]) || lt_lower_is_imm(e->in[0]));
+    default: return lt_lower_is_view(e);
+    }
+}
+
+/* Does node c's output lead, through single-reader elementwise nodes, into a compilable REDUCE
+ * anchor (softmax, a norm), which would take them all as its prologue? */
+static bool feeds_reduce(const fuse_state *s, int c) {
+    const lt_graph *g = s->g;
+    for (int guard = 0; guard < 16; guard++) {
+        int o = single_out(g->nodes[c]);
+        int n = o < 0 ? -1 : s->cons[g->nodes[c]->out[o]->id];
+        if (n < 0 || !s->ok[n]) return false;
+        const lt_node *nn = g->nodes[n];
+        if (is_anchor(nn)) return pat(nn) == LT_PK_REDUCE;
+        if (!is_ew(pat(nn))) return false;
+        c = n;
+    }
+    return false;
+}
+
+/* May MatMul an store its output through Transpose e (its output's one reader)? The columns must
+ * stay the innermost dim (the GEMM call writes rows contiguously) and both operands be matrices. */
+static bool out_transpose_ok(const fuse_state *s, const lt_node *an, const lt_node *e) {
+    (void)s;
+    if (an->op != LT_OP_MatMul || e->op != LT_OP_Transpose || single_out(e) < 0) return false;
+    int r = an->out[0]->type.rank;
+    if (r < 3 || an->in[0]->type.rank < 2 || an->in[1]->type.rank < 2 || e->in[0]->type.rank != r) return false;
+    lt_sview in, out;
+    int64_t d[LT_MAX_RANK];
+    int rr;
+    if (!lt_lower_shape(e->out[single_out(e)], &rr, d)) return false;
+    lt_lower_view_contig(rr, d, &out);
+    if (!lt_lower_view_step(e, false, &out, &in)) return false;
+    return in.st[r - 1] == 1;
+}
+
 /* Phase 1: grow the epilogue chain of anchor a; every node of the chain gets the last as root. */
 static void grow_epilogue(fuse_state *s, int a, int *chain) {
     const lt_graph *g = s->g;
@@ -188,13 +238,71 @@ static void grow_epilogue(fuse_state *s, int a, int *chain) {
             chain[nc++] = c;
             break;
         }
+        if (out_transpose_ok(s, an, e)) { /* a MatMul writes its output transposed, then reshapes */
+            chain[nc++] = cur = c;
+            for (int guard = 0; guard < 4; guard++) {
+                int o = single_out(g->nodes[cur]);
+                int n2 = o < 0 ? -1 : s->cons[g->nodes[cur]->out[o]->id];
+                if (n2 < 0 || !s->ok[n2] || s->root[n2] >= 0 || !lt_lower_is_view(g->nodes[n2]) ||
+                    single_out(g->nodes[n2]) < 0)
+                    break;
+                chain[nc++] = cur = n2;
+            }
+            break;
+        }
         if (!is_ew(pat(e)) || eo < 0 || !same_dims(e->out[eo], an->out[ao])) break;
         if (pat(an) == LT_PK_OUT_EW_FUSABLE && e->out[eo]->type.dtype != an->out[ao]->type.dtype) break;
+        /* a GEMM/conv call applies bias/scale/activation itself; anything else would be a second pass
+         * over its output after the call: when the rest of the chain feeds a softmax or a norm, it
+         * is better read there, as that reduction's prologue (masked attention scores) */
+        if (pat(an) == LT_PK_OUT_EW_FUSABLE && !call_absorbs(e) && feeds_reduce(s, c)) break;
         chain[nc++] = cur = c;
     }
     int root = chain[nc - 1];
     for (int i = 0; i < nc; i++) s->root[chain[i]] = root;
     s->anchor[root] = a;
+}
+
+/* Will value v (read by one node) be computed inside its reader's group, as a layout node's output
+ * that phase 2 inlines? (The predicate of lt_lower_operand_view at fusion time.) */
+static bool fuse_inlined(void *user, const lt_value *v) {
+    const fuse_state *s = user;
+    const lt_node *p = v->producer;
+    return p && p->graph == s->g && s->cons[v->id] >= 0 && s->ok[p->index] && is_chain(pat(p)) &&
+           single_out(p) >= 0;
+}
+
+/* A MatMul operand read through a strided view: both matrix dims present, one of them with unit
+ * stride (the GEMM call reads rows or columns contiguously). */
+static bool matrix_view_ok(const lt_sview *v) {
+    int r = v->rank;
+    if (r < 2) return false;
+    return v->st[r - 1] == 1 || v->st[r - 2] == 1 || v->dims[r - 1] == 1 || v->dims[r - 2] == 1;
+}
+
+/* Transpose p leads, through layout nodes already in the group, into MatMul a: may the MatMul read
+ * its result in place (a strided view of the stored value the layout chain starts from)? */
+static bool matmul_operand_ok(const fuse_state *s, int a, int p) {
+    const lt_graph *g = s->g;
+    const lt_node *an = g->nodes[a];
+    if (an->op != LT_OP_MatMul || an->n_in < 2 || an->in[0] == an->in[1]) return false;
+    int cur = p;
+    for (int guard = 0; guard < 16 && cur != a; guard++) {
+        int o = single_out(g->nodes[cur]);
+        int c = o < 0 ? -1 : s->cons[g->nodes[cur]->out[o]->id];
+        if (c < 0) return false;
+        if (c == a) {
+            const lt_value *v = g->nodes[cur]->out[o];
+            int slot = an->in[0] == v ? 0 : an->in[1] == v ? 1 : -1;
+            const lt_value *base;
+            lt_sview view;
+            return slot >= 0 && lt_lower_operand_view(v, fuse_inlined, (void *)s, &base, &view) &&
+                   matrix_view_ok(&view);
+        }
+        if (!lt_lower_is_layout(g->nodes[c])) return false;
+        cur = c;
+    }
+    return false;
 }
 
 /* Phase 2: may p be inlined into the group of its one consumer? Returns that consumer or -1. */
@@ -208,9 +316,14 @@ static int inline_target(const fuse_state *s, int p) {
     if (c < 0 || !s->ok[c] || s->root[c] < 0) return -1;
     const lt_node *cn = g->nodes[c];
     /* MatMul/Gemm/Conv read operands from memory: only reshapes of a stored value (the same
-     * bytes) may precede them in their group */
+     * bytes), and transposes a MatMul reads as a strided view, may precede them in their group
+     * (they cost no work there, whatever their size) */
     int a = s->anchor[s->root[c]];
-    if (a >= 0 && pat(g->nodes[a]) == LT_PK_OUT_EW_FUSABLE && c <= a && !lt_lower_is_view(pn)) return -1;
+    if (a >= 0 && pat(g->nodes[a]) == LT_PK_OUT_EW_FUSABLE && c <= a) {
+        if (lt_lower_is_view(pn)) return c;
+        if (pn->op == LT_OP_Transpose && matmul_operand_ok(s, a, p)) return c;
+        return -1;
+    }
     if (lt_lower_numel(pn->out[po]) < max_out_numel(cn)) return -1;
     return c;
 }

@@ -319,6 +319,14 @@ lt_lnode *lt_lower_flat(lt_lctx *lc, int rank, const int64_t *dims, lt_lnode *co
     return off;
 }
 
+lt_lnode *lt_lower_strided(lt_lctx *lc, const lt_sview *v, lt_lnode *const *idx) {
+    lt_lnode *off = lt_l_int(lc->k, 0);
+    for (int d = v->rank - 1; d >= 0; d--)
+        if (v->dims[d] != 1)
+            off = lt_l_add(lc->k, off, v->st[d] == 1 ? idx[d] : lt_l_mul(lc->k, idx[d], lt_l_int(lc->k, v->st[d])));
+    return off;
+}
+
 lt_status lt_lower_unflat(lt_lctx *lc, lt_lnode *flat, int rank, const int64_t *dims, lt_lnode **idx) {
     int64_t stride = 1;
     for (int d = rank - 1; d >= 0; d--) {
@@ -334,13 +342,12 @@ static lt_lnode *imm_of_const(lt_lctx *lc, const lt_value *v) {
     const lt_tensor *t = lt_lower_const(v);
     lt_dtype cd = lt_lower_cdtype(v->type.dtype);
     if (lt_dtype_is_float(cd)) {
-        double d;
-        if (t->dtype == LT_FLOAT16 || t->dtype == LT_BFLOAT16) return NULL;
-        tensor_double_at(t, 0, &d);
+        double d = 0;
+        if (t->dtype == LT_FLOAT16 || t->dtype == LT_BFLOAT16 || !tensor_double_at(t, 0, &d)) return NULL;
         return lt_l_float(lc->k, cd, d);
     }
-    int64_t iv;
-    tensor_int_at(t, 0, &iv);
+    int64_t iv = 0;
+    if (!tensor_int_at(t, 0, &iv)) return NULL;
     return int_imm(lc, cd, iv);
 }
 
@@ -473,11 +480,23 @@ lt_status lt_lower_store_out(lt_lctx *lc, const lt_value *v, lt_lnode *const *id
         if (!(*res = lt_l_empty(lc->k))) return lt_lower_nomem(lc);
         return LT_OK;
     }
-    /* reshapes ending the chain store the same bytes: compute the value before them, at idx */
-    while (fin != v && fin->producer && lt_lower_is_view(fin->producer)) fin = fin->producer->in[0];
+    /* layout nodes ending the chain (reshapes: the same bytes; a transpose after a MatMul) store the
+     * value before them, at idx, at its place in the output buffer */
+    lt_sview lv;
+    bool strided = false;
+    if (fin != v) {
+        const lt_value *before = fin;
+        if (!lt_lower_output_view(v, fin, &lv, &before))
+            return lt_error(lc->ctx, LT_ERR_INTERNAL, "lowering group g%d: the layout nodes before '%s' are not a view",
+                            lc->g->id, fin->name);
+        strided = !lt_lower_view_is_contig(&lv);
+        fin = before;
+    }
     int r;
     int64_t d[LT_MAX_RANK];
     if (!lt_lower_vshape(lc, fin, &r, d)) return lt_error(lc->ctx, LT_ERR_INTERNAL, "lowering: '%s' has no shape", fin->name);
+    if (strided && lv.rank != r)
+        return lt_error(lc->ctx, LT_ERR_INTERNAL, "lowering group g%d: view rank of '%s'", lc->g->id, fin->name);
     lt_lnode *let = NULL;
     if (fin != v) {
         /* bind a computed value once; the epilogue may read it several times */
@@ -498,7 +517,8 @@ lt_status lt_lower_store_out(lt_lctx *lc, const lt_value *v, lt_lnode *const *id
         lc->ov_expr = sox;
         LT_TRY(s);
     }
-    lt_lnode *st = lt_l_store(lc->k, ob, lt_lower_flat(lc, r, d, idx), to_storage(lc, val, ob->dtype));
+    lt_lnode *off = strided ? lt_lower_strided(lc, &lv, idx) : lt_lower_flat(lc, r, d, idx);
+    lt_lnode *st = lt_l_store(lc->k, ob, off, to_storage(lc, val, ob->dtype));
     if (let) {
         lt_lnode *two[2] = {let, st};
         st = lt_l_seq(lc->k, 2, two);

@@ -101,6 +101,11 @@ static lt_status epi_nest(lt_lctx *lc, const lt_gemm_desc *g, const epi_flags *f
     LT_TRY(batch_vars(lc, g, g->nb, "eb", bv, bidx, &cb, &ab, &bb));
     lt_lvar *ei = lt_kernel_var(K_, "ei", LT_INT64), *ej = lt_kernel_var(K_, "ej", LT_INT64);
     lt_lnode *off = add(lc, add(lc, cb, mulc(lc, V(lc, ei), g->ci)), mulc(lc, V(lc, ej), g->cj)), *st;
+    if (g->has_cview) { /* the same expression as the store's offset: one read-modify-write */
+        lt_lnode *idx[LT_MAX_RANK];
+        LT_TRY(g->out_index(lc, g, bidx, V(lc, ei), V(lc, ej), idx));
+        off = lt_lower_strided(lc, &g->cview, idx);
+    }
     LT_TRY(epi_store(lc, g, f, bidx, V(lc, ei), V(lc, ej), lt_l_load(K_, g->C, off), &st));
     *res = wrap_batch(lc, g, g->nb, bv, loop(lc, ei, I(lc, g->M), loop(lc, ej, I(lc, g->N), st)));
     return LT_LNN(lc, *res);
@@ -205,6 +210,12 @@ static bool match_act(const lt_node *e, lt_call_epi *ce) {
     }
 }
 
+/* The other operand of binary node e (one of whose inputs is cur) as a float scalar constant. */
+static bool scalar_operand(const lt_node *e, const lt_value *cur, double *out) {
+    if (e->in[0] == e->in[1]) return false;
+    return const_scalar(e, e->in[0] == cur ? 1 : 0, out);
+}
+
 /* Can the whole epilogue chain run inside the call? (node bias already placed in ce->bias) */
 static bool match_chain(lt_lctx *lc, const lt_gemm_desc *g, lt_call_epi *ce) {
     const lt_node *chain[8];
@@ -213,8 +224,12 @@ static bool match_chain(lt_lctx *lc, const lt_gemm_desc *g, lt_call_epi *ce) {
     const lt_value *cur = g->n->out[0];
     for (int q = 0; q < c; q++) {
         const lt_node *e = chain[q];
-        if (lt_lower_is_view(e)) continue; /* a reshape ends the chain: the same bytes */
-        if (e->op == LT_OP_Add && e->n_in == 2) {
+        if (lt_lower_is_layout(e)) continue; /* reshapes (a transpose) end the chain: the output's layout */
+        double sc;
+        if ((e->op == LT_OP_Mul || e->op == LT_OP_Div) && e->n_in == 2 && !ce->bias && !ce->res && !ce->act &&
+            !g->no_alpha && (e->in[0] == cur || e->op == LT_OP_Mul) && scalar_operand(e, cur, &sc) && sc != 0) {
+            ce->scale = e->op == LT_OP_Mul ? ce->scale * sc : ce->scale / sc; /* before any bias: alpha */
+        } else if (e->op == LT_OP_Add && e->n_in == 2) {
             const lt_value *w = e->in[0] == cur ? e->in[1] : e->in[0];
             if (w == cur || (e->in[0] != cur && e->in[1] != cur) || lt_lower_is_imm(w) || !lc->vbuf[w->id] ||
                 w->type.dtype != LT_FLOAT)
@@ -225,7 +240,7 @@ static bool match_chain(lt_lctx *lc, const lt_gemm_desc *g, lt_call_epi *ce) {
             else if (!ce->act && !ce->bias && !ce->res && g->row_dim1 > g->row_dim0 &&
                      spans(g, w, g->row_dim0, g->row_dim1) && !spans(g, w, 0, g->out_rank))
                 ce->bias = w, ce->bias_mode = 2;
-            else if (!ce->res && spans(g, w, 0, g->out_rank))
+            else if (!ce->res && !g->c_strided && spans(g, w, 0, g->out_rank)) /* read with C's strides */
                 ce->res = w, ce->res_mode = ce->act ? 2 : 1;
             else
                 return false;
@@ -242,10 +257,12 @@ static bool match_chain(lt_lctx *lc, const lt_gemm_desc *g, lt_call_epi *ce) {
 
 bool lt_lower_call_epilogue(lt_lctx *lc, const lt_gemm_desc *g, lt_call_epi *ce) {
     memset(ce, 0, sizeof *ce);
+    ce->scale = 1;
     if (g->bias) ce->bias = g->bias, ce->bias_mode = g->bias_mode;
     bool fused = !g->cmat && match_chain(lc, g, ce); /* beta*C comes before the chain */
     if (!fused) {
         memset(ce, 0, sizeof *ce);
+        ce->scale = 1;
         if (g->bias) ce->bias = g->bias, ce->bias_mode = g->bias_mode;
     }
     epi_flags rest = {false, false, true};
@@ -359,7 +376,7 @@ static lt_status gemm_call(lt_lctx *lc, const lt_gemm_desc *g, lt_lnode **res) {
     for (size_t q = 0; q < sizeof ints1 / sizeof *ints1; q++) a[na++] = I(lc, ints1[q]);
     a[na++] = F(lc, ce.act_a);
     a[na++] = F(lc, ce.act_b);
-    a[na++] = F(lc, g->alpha);
+    a[na++] = F(lc, g->alpha * ce.scale);
     a[na++] = F(lc, 0); /* beta: C is write-only */
     a[na++] = I(lc, ws_floats);
     for (int q = 0; q < na; q++)
@@ -416,18 +433,29 @@ static lt_status mm_index(lt_lctx *lc, const lt_gemm_desc *g, lt_lnode *const *b
     return LT_OK;
 }
 
-/* Batch strides of operand v (its last `mat` dims are the matrix) against the output's nb batch
- * dims, right-aligned; 0 where v broadcasts. */
-static void batch_strides(const lt_value *v, int mat, int nb, int64_t *bs) {
-    int r;
-    int64_t d[LT_MAX_RANK], st[LT_MAX_RANK], s = 1;
-    lt_lower_shape(v, &r, d);
-    for (int q = r - 1; q >= 0; q--) st[q] = s, s *= d[q];
-    int vb = r - mat;
+/* Batch strides of an operand with view v (its last `mat` dims are the matrix) against the
+ * output's nb batch dims, right-aligned; 0 where it broadcasts. */
+static void batch_strides(const lt_sview *v, int mat, int nb, int64_t *bs) {
+    int vb = v->rank - mat;
     for (int q = 0; q < nb; q++) {
         int vq = q - (nb - vb);
-        bs[q] = vq < 0 || d[vq] == 1 ? 0 : st[vq];
+        bs[q] = vq < 0 || v->dims[vq] == 1 ? 0 : v->st[vq];
     }
+}
+
+/* Is v computed in the group (a layout node's output the MatMul reads through a view)? */
+static bool group_inlined(void *user, const lt_value *v) {
+    lt_lctx *lc = user;
+    return lc->in_group[v->id] && !lc->vbuf[v->id];
+}
+
+/* Operand i of MatMul n as a strided view of the stored value it is computed from (through the
+ * reshapes and transposes fusion put in the group). */
+static lt_status operand_view(lt_lctx *lc, const lt_node *n, int i, const lt_value **base, lt_lbuf **buf,
+                              lt_sview *view) {
+    if (!lt_lower_operand_view(n->in[i], group_inlined, lc, base, view) || !(*buf = lc->vbuf[(*base)->id]))
+        return lt_lower_error(lc, n, LT_ERR_INTERNAL, "operand %d is not a strided view of a stored value", i);
+    return LT_OK;
 }
 
 static lt_status l_matmul(lt_lctx *lc, const lt_node *n, lt_lnode **res) {
@@ -444,19 +472,34 @@ static lt_status l_matmul(lt_lctx *lc, const lt_node *n, lt_lnode **res) {
     g.K = da[ra - 1];
     g.N = mi.b_vec ? 1 : db[rb - 1];
     g.nb = g.out_rank - (mi.a_vec ? 0 : 1) - (mi.b_vec ? 0 : 1);
-    int64_t stride = g.M * g.N;
-    for (int d = g.nb - 1; d >= 0; d--) {
-        g.bext[d] = g.out_dims[d];
-        g.bsc[d] = stride;
-        stride *= g.out_dims[d];
-    }
+    /* operands and output as strided views: transposes into and out of the MatMul cost nothing */
+    lt_sview va, vb, vc;
+    LT_TRY(operand_view(lc, n, 0, &g.Av, &g.A, &va));
+    LT_TRY(operand_view(lc, n, 1, &g.Bv, &g.B, &vb));
+    const lt_value *fin = NULL;
+    g.C = lt_lower_out_buf(lc, n->out[0], &fin);
+    if (!g.C || !fin || !lt_lower_output_view(n->out[0], fin, &vc, NULL) || vc.rank != g.out_rank)
+        return lt_lower_error(lc, n, LT_ERR_INTERNAL, "the output is not a strided view of its buffer");
+    g.c_strided = !lt_lower_view_is_contig(&vc);
+    g.has_cview = true;
+    g.cview = vc;
+    for (int d = 0; d < g.nb; d++) g.bext[d] = g.out_dims[d], g.bsc[d] = vc.st[d];
     if (mi.a_vec) memset(g.bsa, 0, sizeof g.bsa);
-    else batch_strides(n->in[0], 2, g.nb, g.bsa);
+    else batch_strides(&va, 2, g.nb, g.bsa);
     if (mi.b_vec) memset(g.bsb, 0, sizeof g.bsb);
-    else batch_strides(n->in[1], 2, g.nb, g.bsb);
-    g.ci = g.N, g.cj = 1, g.ai = g.K, g.ak = 1, g.bk = g.N, g.bj = 1;
-    g.C = lt_lower_out_buf(lc, n->out[0], NULL);
-    LT_TRY(operands(lc, n, &g));
+    else batch_strides(&vb, 2, g.nb, g.bsb);
+    /* matrix strides; a dim of extent 1 takes whatever stride makes the other one a unit stride */
+    g.ak = va.st[ra - 1];
+    g.ai = mi.a_vec ? g.K : va.st[ra - 2];
+    g.bj = mi.b_vec ? 1 : vb.st[rb - 1];
+    g.bk = mi.b_vec ? vb.st[0] : vb.st[rb - 2];
+    g.cj = mi.b_vec ? 1 : vc.st[g.out_rank - 1];
+    g.ci = mi.a_vec ? g.N * g.cj : vc.st[g.out_rank - (mi.b_vec ? 1 : 2)];
+    if (g.M == 1 && g.ak != 1) g.ai = 1;
+    if (g.K == 1 && g.ai != 1) g.ak = 1;
+    if (g.N == 1 && g.bk != 1) g.bj = 1;
+    if (g.K == 1 && g.bj != 1) g.bk = 1;
+    if (g.N == 1) g.cj = 1;
     g.row_dim0 = mi.a_vec ? 0 : g.out_rank - (mi.b_vec ? 1 : 2);
     g.row_dim1 = mi.a_vec ? 0 : g.row_dim0 + 1;
     g.col_dim0 = mi.b_vec ? g.out_rank : g.out_rank - 1;

@@ -101,6 +101,30 @@ bool lt_lower_is_view(const lt_node *n);
  * NULL when v is computed in the group. */
 const lt_value *lt_lower_mem_value(lt_lctx *lc, const lt_value *v);
 
+/* ---- strided views (lower_view.c) ----
+ * Element (i0, .., i[rank-1]) of a value lives at sum(i_d * st[d]) of a stored buffer. */
+typedef struct lt_sview {
+    int rank;
+    int64_t dims[LT_MAX_RANK], st[LT_MAX_RANK];
+} lt_sview;
+/* Reshape/Flatten/Squeeze/Unsqueeze, or Transpose. */
+bool lt_lower_is_layout(const lt_node *n);
+void lt_lower_view_contig(int rank, const int64_t *dims, lt_sview *out);
+bool lt_lower_view_is_contig(const lt_sview *v);
+/* Layout node n applied forward (view of its input -> view of its output) or backward. False when
+ * a reshape is not expressible by strides. */
+bool lt_lower_view_step(const lt_node *n, bool forward, const lt_sview *in, lt_sview *out);
+/* Is value v (produced by a layout node) computed inside the kernel rather than stored? */
+typedef bool (*lt_lower_inlined_fn)(void *user, const lt_value *v);
+/* v as a view of the stored value *base it comes from through inlined layout nodes (v itself when
+ * none). False when a reshape in the chain is not expressible. */
+bool lt_lower_operand_view(const lt_value *v, lt_lower_inlined_fn inlined, void *user, const lt_value **base,
+                           lt_sview *out);
+/* The view, inside the contiguous buffer of group output `final`, of the value *before that the
+ * layout nodes ending final's epilogue chain start from (walking back from final to v at most).
+ * False when not expressible. */
+bool lt_lower_output_view(const lt_value *v, const lt_value *final, lt_sview *out, const lt_value **before);
+
 /* ---- errors ---- */
 lt_status lt_lower_error(lt_lctx *lc, const lt_node *n, lt_status s, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
@@ -122,6 +146,8 @@ lt_status lt_lower_input0(lt_lctx *lc, const lt_node *n, int i, lt_lnode *const 
                           lt_lnode **res);
 /* Flat row-major offset of idx in dims. */
 lt_lnode *lt_lower_flat(lt_lctx *lc, int rank, const int64_t *dims, lt_lnode *const *idx);
+/* Offset of idx in strided view v (lower_view.c). */
+lt_lnode *lt_lower_strided(lt_lctx *lc, const lt_sview *v, lt_lnode *const *idx);
 /* Split a flat index expression into a multi-index over dims (div/mod). */
 lt_status lt_lower_unflat(lt_lctx *lc, lt_lnode *flat, int rank, const int64_t *dims, lt_lnode **idx);
 /* Compute dtype: FLOAT16/BFLOAT16 compute in FLOAT; others as themselves. */
@@ -174,6 +200,13 @@ typedef struct lt_gemm_desc {
     int64_t out_dims[LT_MAX_RANK];
     int row_dim0, row_dim1, col_dim0;   /* output dims forming rows [row_dim0, row_dim1) and
                                          * columns [col_dim0, out_rank): bias/residual matching */
+    bool no_alpha;                      /* the call has no alpha (conv.h): a scalar Mul/Div stays a
+                                         * Loop IR epilogue */
+    bool c_strided;                     /* C is not contiguous (a transposed MatMul output): a
+                                         * residual is added by the Loop IR epilogue */
+    bool has_cview;                     /* cview: C as a view over the output index (MatMul), so the
+                                         * epilogue nest loads C at the very offset it stores */
+    lt_sview cview;
     void *user;
 } lt_gemm_desc;
 lt_status lt_lower_gemm(lt_lctx *lc, const lt_gemm_desc *g, lt_lnode **res);
@@ -184,6 +217,7 @@ typedef struct lt_call_epi {
     const lt_value *bias, *res;
     int bias_mode, res_mode, act;
     double act_a, act_b;
+    double scale;  /* Mul/Div by a scalar constant right after the product: folded into alpha */
 } lt_call_epi;
 /* Fill ce with g's own bias and, when all of it fits, the group's epilogue chain. Returns whether
  * a Loop IR epilogue nest (lt_lower_call_epilogue_nest) must follow the call. */

@@ -114,6 +114,7 @@ static lt_status l_conv_call(lt_lctx *lc, const lt_node *n, const conv_info *ci,
     g.ci = P, g.cj = 1;
     if (ci->has_bias) g.bias = n->in[2], g.bias_mode = 2;
     g.row_dim0 = 1, g.row_dim1 = 2, g.col_dim0 = g.out_rank; /* no per-position bias in conv.h */
+    g.no_alpha = true;
     lt_call_epi ce;
     bool need_epi = lt_lower_call_epilogue(lc, &g, &ce);
     bool dw = G > 1 && G == C && OC % C == 0;

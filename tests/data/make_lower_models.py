@@ -7,6 +7,8 @@ Each model exercises one family of groups, with random weights (fixed seed):
   lower_ew.onnx        an elementwise/broadcast chain with a [C] bias and a second input
   lower_ln.onnx        decomposed LayerNorm (ReduceMean/Sub/Pow/Sqrt/Div, GPT-2 style) and the op
   lower_attn.onnx      attention: MatMul, scale + mask prologue into Softmax, Transpose/Reshape
+  lower_attn2.onnx     GPT-2 style attention: Split, strided head views, Div scale, Where mask,
+                       residual before the merging Transpose, a transpose that is not a view
   lower_mlp.onnx       MatMul + bias + Gelu(erf form) + MatMul + residual add, Gemm with alpha/beta
   lower_conv.onnx      Conv 3x3 pad 1 + Relu, MaxPool, 1x1 Conv + residual + Clip, GAP, Flatten, Gemm,
                        and a Conv whose weights are an input
@@ -192,6 +194,35 @@ def main():
         N("Cast", ["nz"], ["nzf"], to=TP.FLOAT),
         N("Exp", ["x"], ["y"]),
     ], [vi("x", [2, 3])], [vi("nzf", [2, None]), vi("y", [2, 3])], [])
+
+    # GPT-2 style attention: q, k, v split from one projection, heads by Reshape/Transpose (read by the
+    # MatMuls as strided views), scale by Div (the call's alpha), causal mask by Where (the softmax's
+    # prologue), heads merged by Transpose/Reshape (the MatMul's store) after a residual add (which a
+    # transposed output cannot take in the call); a transpose whose reshape merges non-adjacent dims
+    # (not a view: stays a copy)
+    save("lower_attn2", [
+        N("Split", ["x"], ["q", "k", "v"], axis=2, num_outputs=3),
+        N("Reshape", ["q", "shp"], ["q4"]),
+        N("Transpose", ["q4"], ["qh"], perm=[0, 2, 1, 3]),
+        N("Reshape", ["k", "shp"], ["k4"]),
+        N("Transpose", ["k4"], ["kt"], perm=[0, 2, 3, 1]),
+        N("Reshape", ["v", "shp"], ["v4"]),
+        N("Transpose", ["v4"], ["vh"], perm=[0, 2, 1, 3]),
+        N("MatMul", ["qh", "kt"], ["s"]),
+        N("Div", ["s", "c2"], ["sd"]),
+        N("Where", ["mask", "sd", "neg"], ["sw"]),
+        N("Softmax", ["sw"], ["p"], axis=-1),
+        N("MatMul", ["p", "vh"], ["o"]),
+        N("Add", ["o", "r"], ["orr"]),
+        N("Transpose", ["orr"], ["ot"], perm=[0, 2, 1, 3]),
+        N("Reshape", ["ot", "shp2"], ["y"]),
+        N("Transpose", ["q4"], ["qh2"], perm=[0, 2, 1, 3]),
+        N("Reshape", ["qh2", "shp3"], ["q3"]),
+        N("MatMul", ["q3", "w"], ["z"]),
+    ], [vi("x", [2, 8, 24]), vi("mask", [1, 1, 8, 8], TP.BOOL), vi("r", [2, 2, 8, 4])],
+        [vi("y", [2, 8, 8]), vi("z", [4, 8, 3])],
+        [I64("shp", [2, 8, 2, 4]), I64("shp2", [2, 8, 8]), I64("shp3", [4, 8, 4]), F("c2", 2.0),
+         F("neg", -3.4028234663852886e38), W("w", 4, 3)], opset=18)
 
 
 if __name__ == "__main__":

@@ -172,7 +172,9 @@ static const char emitted_src[] =
     "extern \"C\" __global__ void lt_fake_scale(float *y, const float *x) {\n    y[0] = x[0];\n}\n"
     "\n/* lt_k2\n * static cost: 0 FLOP, 0 B moved\n * launch: grid (4, 3, 2), block (8, 4, 1) */\n"
     "extern \"C\" __global__ void lt_k2(float *a, const float *b, const int64_t *c) {\n}\n"
-    "\n/* lt_k3: no launch line */\nextern \"C\" __global__ void lt_k3() {\n}\n";
+    "\n/* lt_k3: no launch line */\nextern \"C\" __global__ void lt_k3() {\n}\n"
+    "\n/* lt_k4\n * launch: grid (7, 1, 1), block (64, 1, 1) */\n"
+    "extern \"C\" __global__ void __launch_bounds__(64) lt_k4(float *a) {\n}\n";
 
 typedef struct fake {
     void *h;
@@ -272,6 +274,9 @@ static void test_fake_device(const char *lib, fake *fk) {
     CHECK(f2 && lt_cuda_func_shape(f2, g, b, &np) && g[0] == 4 && g[1] == 3 && g[2] == 2 && b[0] == 8 && b[1] == 4 &&
           b[2] == 1 && np == 3);
     CHECK(m && lt_cuda_module_func(cu, &ctx, m, "lt_k3", &f3) == LT_OK && f3 && !lt_cuda_func_shape(f3, g, b, &np));
+    lt_cuda_func *f4 = NULL; /* launch bounds between the qualifiers and the name */
+    CHECK(m && lt_cuda_module_func(cu, &ctx, m, "lt_k4", &f4) == LT_OK);
+    CHECK(f4 && lt_cuda_func_shape(f4, g, b, &np) && g[0] == 7 && b[0] == 64 && np == 1);
     /* a prelude kernel is not parsed: launched with an explicit shape */
     CHECK(m && lt_cuda_module_func(cu, &ctx, m, "lt_cuda_norm_f32_t32", &fp) == LT_OK && fp &&
           !lt_cuda_func_shape(fp, g, b, &np));

@@ -315,7 +315,8 @@ static const struct {
     const char *path;
     int min_kernels;
 } models[] = {
-    {"tests/data/lower_ew.onnx", 2},   {"tests/data/lower_ln.onnx", 3},  {"tests/data/lower_attn.onnx", 4},
+    {"tests/data/lower_ew.onnx", 2},   {"tests/data/lower_ln.onnx", 3},  {"tests/data/lower_attn.onnx", 3},
+    {"tests/data/lower_attn2.onnx", 5},
     {"tests/data/lower_mlp.onnx", 3},  {"tests/data/lower_conv.onnx", 6}, {"tests/data/lower_inj.onnx", 3},
     {"tests/data/lower_red.onnx", 10}, {"tests/data/lower_host.onnx", 2}, {"tests/data/lower_bcast.onnx", 1},
 };

@@ -206,6 +206,11 @@ static lt_status parse_shapes(lt_ctx *ctx, lt_cuda_module *m, const char *src) {
     int cap = 0;
     while ((p = strstr(p, sig)) != NULL) {
         const char *nm = p + sizeof sig - 1;
+        if (strncmp(nm, "__launch_bounds__(", 18) == 0) { /* skip "__launch_bounds__(...) " */
+            const char *e = strchr(nm, ')');
+            if (!e) break;
+            for (nm = e + 1; *nm == ' '; nm++) {}
+        }
         size_t len = 0;
         while (is_ident(nm[len])) len++;
         const char *q = nm + len;

@@ -89,6 +89,7 @@ LT_FN int lt_cd_plan_(lt_cd_plan *p, const lt_conv2d_geom *g, int64_t ws_floats,
     int64_t rows = 1, cap = one > LT_CD_SLAB ? one : LT_CD_SLAB;
     while (rows < g->OH && (rows + 1) * p->Wq <= LT_CD_QT * LT_CD_MAXQT && lt_cd_thread_floats_(p, rows + 1) <= cap)
         rows++;
+    rows = lt_gemm_cdiv_(g->OH, lt_gemm_cdiv_(g->OH, rows)); /* balanced chunks */
     /* threads: enough work items (at least 2 per thread), splitting rows before channels */
     int T = threads > 0 ? threads : 1;
     double flops = 2.0 * (double)g->N * (double)g->OC * (double)g->OH * (double)g->OW * (double)p->K;

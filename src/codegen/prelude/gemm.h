@@ -284,6 +284,34 @@ LT_FN int64_t lt_gemm_kblock(int64_t K) {
     return (kb + 7) / 8 * 8;
 }
 
+#if defined(__AVX512F__)
+/* d[k*ldd + r] = s[r*lds + k] for r, k < 16 (a 16 x 16 transpose in registers). */
+LT_FN void lt_gemm_tr16_(float *restrict d, int64_t ldd, const float *restrict s, int64_t lds) {
+    __m512 r[16], t[16];
+    for (int i = 0; i < 16; i++) r[i] = _mm512_loadu_ps(s + i * lds);
+    for (int i = 0; i < 16; i += 2) { /* pairs of rows interleaved */
+        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 16; i += 4) { /* then pairs of pairs: 4 rows per 128-bit lane */
+        r[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[i]), _mm512_castps_pd(t[i + 2])));
+        r[i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[i]), _mm512_castps_pd(t[i + 2])));
+        r[i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[i + 1]), _mm512_castps_pd(t[i + 3])));
+        r[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[i + 1]), _mm512_castps_pd(t[i + 3])));
+    }
+    /* r[4g + j], lane l (128-bit): rows 4g..4g+3 of column 4l + j; gather the lanes */
+    for (int j = 0; j < 4; j++) {
+        __m512 a = _mm512_shuffle_f32x4(r[j], r[4 + j], 0x88), b = _mm512_shuffle_f32x4(r[j], r[4 + j], 0xdd);
+        __m512 c = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0x88), e = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0xdd);
+        t[j] = _mm512_shuffle_f32x4(a, c, 0x88);      /* column j */
+        t[8 + j] = _mm512_shuffle_f32x4(a, c, 0xdd);  /* column 8 + j */
+        t[4 + j] = _mm512_shuffle_f32x4(b, e, 0x88);  /* column 4 + j */
+        t[12 + j] = _mm512_shuffle_f32x4(b, e, 0xdd); /* column 12 + j */
+    }
+    for (int i = 0; i < 16; i++) _mm512_storeu_ps(d + i * ldd, t[i]);
+}
+#endif
+
 /* Pack rows [r0, r0+nr) x k [k0, k0+kc) of a matrix into panels of width W (W in {MR, NR}):
  * dst[t*W*kc + k*W + r]. kmajor: element (r, k) at src[k*ld + r] (A^T, B); else src[r*ld + k]. */
 LT_FN void lt_gemm_pack_(float *restrict dst, const float *restrict src, int64_t ld, int kmajor, int64_t r0,
@@ -307,6 +335,16 @@ LT_FN void lt_gemm_pack_(float *restrict dst, const float *restrict src, int64_t
         if (w < W)
             for (int64_t k = 0; k < kc; k++)
                 for (int64_t r = w; r < W; r++) d[k * W + r] = 0.0f;
+#if defined(__AVX512F__)
+        if (W % 16 == 0 && w == W) { /* 16 x 16 blocks through registers, then the k tail */
+            int64_t k16 = kc / 16 * 16;
+            for (int64_t kb = 0; kb < k16; kb += 16)
+                for (int64_t rb = 0; rb < W; rb += 16) lt_gemm_tr16_(d + kb * W + rb, W, s + rb * ld + kb, ld);
+            for (int64_t r = 0; r < w; r++)
+                for (int64_t k = k16; k < kc; k++) d[k * W + r] = s[r * ld + k];
+            continue;
+        }
+#endif
         for (int64_t k8 = 0; k8 < kc; k8 += 8) { /* 8 k at a time keeps the W source lines in L1 */
             int64_t ke = lt_gemm_min_(k8 + 8, kc);
             for (int64_t r = 0; r < w; r++)
@@ -642,8 +680,10 @@ LT_FN const float *lt_gemm_block_(const lt_gemm_src *s, int64_t off, float *buf,
 }
 
 /* One chunk: rows [m0, m0+mc) x cols [n0, n0+nc) of batch (x1, x2), all K blocks. */
+/* nn0, nnc: the columns of the chunk this thread takes next (nnc 0: unknown), whose first pre-packed
+ * B block is prefetched during the last K block. */
 LT_FN void lt_gemm_chunk_(const lt_gemm_prob *P, int64_t x1, int64_t x2, int64_t m0, int64_t mc, int64_t n0,
-                          int64_t nc, float *wa, float *wb, int64_t kb) {
+                          int64_t nc, float *wa, float *wb, int64_t kb, int64_t nn0, int64_t nnc) {
     int64_t offa = x1 * P->sa1 + x2 * P->sa2, offb = x1 * P->sb1 + x2 * P->sb2;
     float *C = P->C + x1 * P->sc1 + x2 * P->sc2;
     const lt_epilogue *ep = &P->ep;
@@ -689,10 +729,11 @@ LT_FN void lt_gemm_chunk_(const lt_gemm_prob *P, int64_t x1, int64_t x2, int64_t
         /* pre-packed B: the next K block's columns stream in from memory meanwhile, a share per call */
         const char *pf = 0;
         int64_t pf_lines = 0, pf_per = 0;
-        if (P->b.mode == LT_GEMM_PACKED && p0 + kc < K) {
-            int64_t kn = lt_gemm_min_(kb, K - p0 - kc);
-            pf = (const char *)lt_gemm_block_(&P->b, offb, wb, n0, nc, p0 + kc, kn, LT_GEMM_NR, 0);
-            pf_lines = lt_gemm_cdiv_(kn * lt_gemm_cdiv_(nc, LT_GEMM_NR) * LT_GEMM_NR, 16);
+        if (P->b.mode == LT_GEMM_PACKED && (p0 + kc < K || nnc > 0)) {
+            int64_t pk = p0 + kc < K ? p0 + kc : 0, pn0 = p0 + kc < K ? n0 : nn0, pnc = p0 + kc < K ? nc : nnc;
+            int64_t kn = lt_gemm_min_(kb, K - pk);
+            pf = (const char *)lt_gemm_block_(&P->b, offb, wb, pn0, pnc, pk, kn, LT_GEMM_NR, 0);
+            pf_lines = lt_gemm_cdiv_(kn * lt_gemm_cdiv_(pnc, LT_GEMM_NR) * LT_GEMM_NR, 16);
             pf_per = lt_gemm_cdiv_(pf_lines, lt_gemm_cdiv_(mc, LT_GEMM_MR) * lt_gemm_cdiv_(nc, LT_GEMM_NR));
         }
         for (int64_t i = 0; i < mc; i += LT_GEMM_MR) {
@@ -740,7 +781,6 @@ LT_FN void lt_gemm_worker_(const lt_gemm_prob *P, int tid, int T, float *ws, int
     float *w = ws_per > 0 ? ws + tid * ws_per : stack_buf;
     float *wa = w, *wb = w + LT_GEMM_MR * kb;
     int64_t per_batch = cm * cn, total = per_batch * P->b1 * P->b2;
-    (void)T;
     for (int64_t u = __atomic_fetch_add(next, 1, __ATOMIC_RELAXED); u < total;
          u = __atomic_fetch_add(next, 1, __ATOMIC_RELAXED)) {
         int64_t x = u / per_batch, r = u % per_batch, im = r / cn, in = r % cn;
@@ -748,7 +788,13 @@ LT_FN void lt_gemm_worker_(const lt_gemm_prob *P, int tid, int T, float *ws, int
         int64_t m0 = im * pm / cm * LT_GEMM_MR, m1 = lt_gemm_min_((im + 1) * pm / cm * LT_GEMM_MR, P->M);
         int64_t n0 = in * pn / cn * LT_GEMM_NR, n1 = lt_gemm_min_((in + 1) * pn / cn * LT_GEMM_NR, P->N);
         if (m1 <= m0 || n1 <= n0) continue;
-        lt_gemm_chunk_(P, x / P->b2, x % P->b2, m0, m1 - m0, n0, n1 - n0, wa, wb, kb);
+        /* one thread takes the chunks in order: the next one is the next N range (same batch, M) */
+        int64_t nn0 = 0, nnc = 0;
+        if (T == 1 && in + 1 < cn) {
+            nn0 = (in + 1) * pn / cn * LT_GEMM_NR;
+            nnc = lt_gemm_min_((in + 2) * pn / cn * LT_GEMM_NR, P->N) - nn0;
+        }
+        lt_gemm_chunk_(P, x / P->b2, x % P->b2, m0, m1 - m0, n0, n1 - n0, wa, wb, kb, nn0, nnc);
     }
 }
 

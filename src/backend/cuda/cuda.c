@@ -1,4 +1,4 @@
-/* cuda_driver.c — the driver API loaded with dlopen (see cuda.h): opening a device, memory, the
+/* cuda.c — the driver API loaded with dlopen (see cuda.h): opening a device, memory, the
  * stream, launches, events and graph capture.
  *
  * Symbols are looked up by their versioned names (cuMemAlloc_v2, cuStreamBeginCapture_v2, ...), the
