@@ -119,7 +119,14 @@ int cli_compile_opt(const char *cmd, int argc, char **argv, int *i, cli_compile_
 
 int cli_compile_check_backend(const cli_compile_args *ca, bool allow_interp) {
     if (allow_interp && strcmp(ca->backend, "interp") == 0) return 0;
-    if (lt_backend_find(ca->backend)) return 0;
+    if (lt_backend_find(ca->backend)) { /* registered: can it start here (a driver, a device)? */
+        lt_ctx ctx = {0};
+        lt_backend *b = NULL;
+        lt_backend_options bo = {.cc = ca->o.cc, .threads = ca->o.threads};
+        if (lt_backend_create(&ctx, ca->backend, &bo, &b) != LT_OK) return cli_fail(&ctx);
+        lt_backend_destroy(b);
+        return 0;
+    }
     char names[256] = "";
     size_t off = 0;
     for (const char *const *n = lt_backend_names(); n && *n && off < sizeof names; n++)

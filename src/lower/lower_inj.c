@@ -5,8 +5,9 @@
  * Shapes are static (fusion checked), so index maps are built from the input and output dims; the
  * shape-like inputs (Reshape's shape, Expand's shape, Split's sizes, ...) are not read at all, and
  * the ones that carry more than a shape (Slice's starts and steps, Pad's pads, Trilu's k) must be
- * constants. Data-dependent indices (Gather, GatherElements) are clamped into range so a bad index
- * can never read out of bounds; Concat and Pad clamp the index of every branch for the same reason
+ * constants. Gather and GatherElements compile only with constant, in-range indices (checked at
+ * compile time; data-dependent ones run on the host, which reports a bad index); their index
+ * expressions are still clamped so nothing can read out of bounds; Concat and Pad clamp the index of every branch for the same reason
  * (a vectorized select may evaluate both sides).
  */
 #include "lower_impl.h"
@@ -290,6 +291,28 @@ static bool accept_gather(const lt_node *n, char *why, size_t size) {
     if (ax < -r || ax >= r) {
         snprintf(why, size, "axis out of range");
         return false;
+    }
+    /* An index out of range must be an error, as in the interpreter, never a clamped read: only
+     * constant indices that are all in range compile; data-dependent ones run on the host, whose
+     * Gather checks every index. */
+    const lt_tensor *ind = lt_infer_const(n, 1);
+    if (!ind) {
+        snprintf(why, size, "data-dependent indices (range-checked on the host)");
+        return false;
+    }
+    const lt_type *dt = &n->in[0]->type;
+    if (dt->rank < 0 || !dt->dims) {
+        snprintf(why, size, "data shape unknown");
+        return false;
+    }
+    int a = (int)(ax < 0 ? ax + r : ax);
+    int64_t dim = dt->dims[a].value;
+    for (int64_t i = 0; i < ind->numel; i++) {
+        int64_t v = lt_load_i64(ind->data, ind->dtype, i);
+        if (dim < 0 || v < -dim || v >= dim) {
+            snprintf(why, size, "index %lld out of range (host reports it)", (long long)v);
+            return false;
+        }
     }
     return lt_lower_accept_default(n, why, size);
 }

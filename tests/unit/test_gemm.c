@@ -161,6 +161,15 @@ static void test_gemm_shapes(void) {
                 gcase c = {tails[t][0], tails[t][1], tails[t][2], am, bm, 1.0f, 0.0f, 0, 0, 0, (int)(t % 3)};
                 run_gemm(&c);
             }
+    /* attention-like (A read in place; B transposed through the 16x16 register transpose, or read
+     * in place when its rows are whole vectors) and small-N shapes, every operand mode */
+    static const int64_t small[][3] = {{128, 128, 64}, {128, 64, 128}, {49, 64, 512}, {24, 32, 300}, {17, 80, 33}};
+    for (size_t t = 0; t < sizeof small / sizeof small[0]; t++)
+        for (int am = 0; am < 3; am++)
+            for (int bm = 0; bm < 3; bm++) {
+                gcase c = {small[t][0], small[t][1], small[t][2], am, bm, 1.0f, 0.0f, (int)(t % 3), 0, 0, 0};
+                run_gemm(&c);
+            }
 }
 
 static void test_gemm_epilogues(void) {

@@ -16,6 +16,14 @@
 #define LT_PRELUDE_COMMON_H
 
 /* ---- float16 / bfloat16 (stored as uint16_t bits, computed in float) ---- */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+/* On the GPU the hardware converts in one instruction, rounding to nearest even like the software
+ * path below (NaN payloads may differ; NaN stays NaN). */
+LT_FN float lt_h2f(uint16_t h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
+LT_FN uint16_t lt_f2h(float f) { uint16_t h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
+LT_FN float lt_bf2f(uint16_t h) { return LT_U2F((uint32_t)h << 16); }
+LT_FN uint16_t lt_f2bf(float f) { uint16_t h; asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
+#else
 LT_FN float lt_h2f(uint16_t h) {
     uint32_t sign = (uint32_t)(h & 0x8000u) << 16, em = h & 0x7fffu;
     if (em >= 0x7c00u) return LT_U2F(sign | 0x7f800000u | ((em & 0x3ffu) << 13)); /* inf, NaN */
@@ -40,6 +48,7 @@ LT_FN uint16_t lt_f2bf(float f) {
     if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40u);
     return (uint16_t)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
 }
+#endif
 /* double -> float rounded to odd: the sticky bit keeps a later rounding to a narrower format
  * (float16, bfloat16) exact, so double -> float16 never rounds twice. */
 LT_FN float lt_d2f_odd(double d) {

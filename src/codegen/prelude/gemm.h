@@ -57,7 +57,8 @@
  *
  * ---- Design -------------------------------------------------------------------------------------
  * Packed panels: an operand is cut into K blocks (lt_gemm_kblock: at most LT_GEMM_KC deep, equal
- * sizes) and, inside a block, into panels of W rows (W = MR for A, NR for B) stored k-major:
+ * sizes) and, inside a block, into panels of W rows (W = MR for A, NR for B; conv.h may pack A in
+ * wider panels, lt_gemm_src.pw, read MR rows at a time) stored k-major:
  * panel[k*W + r]; the last panel is zero-padded. A pre-packed matrix holds block p0 (its first k)
  * at p0*Rpad, panel t at +t*W*kc, where Rpad = R rounded up to W.
  * Register-blocked kernels: AVX-512 8x48 (24 zmm accumulators, 3 B loads and 8 broadcasts per k),
@@ -68,7 +69,13 @@
  * Cache blocking: K blocks of at most LT_GEMM_KC; N chunks of at most LT_GEMM_NC columns, whose
  * packed B block (256 x 768 floats = 768 KiB) stays in the 2 MiB L2; each A micro-panel (MR x kc,
  * 8 KiB) stays in L1 while the B block streams past it, so A needs neither packing ahead nor M
- * blocking (its panels are packed one at a time, just before use).
+ * blocking. A row-major A is not packed at all: the kernel broadcasts from its MR rows in place
+ * (lt_gkr_*; a transposing copy per chunk cost 3-20% of a MatMul); a transposed A is packed one
+ * micro-panel at a time, just before use. A row-major B whose rows are whole vectors and whose K
+ * block is small (attention's V) is read in place too; a transposed B (attention's K^T) is packed
+ * through 16 x 16 register transposes. A pre-packed B (weights) larger than L2 streams from
+ * memory: while the M panels pass over one K block, the kernels prefetch the next block (or the
+ * next chunk's first) into L2, a share per call, so the first pass over a block does not stall.
  * Threads: C is cut into chunks (M range x N range x batch), at least 3 per thread, which threads
  * take from a shared counter, so a C tile is written by one thread only (its epilogue runs when
  * its last K block is done) and a thread delayed by the OS is covered by the others. Chunks are cut
@@ -384,6 +391,7 @@ typedef struct lt_gemm_tile {
     int64_t as; /* floats between an A panel's consecutive k (MR, a wider packed panel's width, or
                    lda of an A^T read in place) */
     int64_t ars; /* A read in place, row-major: floats between its rows (k is contiguous) */
+    int64_t bs;  /* floats between consecutive k of the B panel (NR; ldb of a B read in place) */
     int act, res_after;
     float act_a, act_b;
     const char *pf; /* npf cache lines from pf to prefetch into L2 during the call (the next B block) */
@@ -485,7 +493,7 @@ LT_GEMM_AI void lt_gemm_kernel_(const int AROW, const int MR_, const int NV_, in
     for (int i = 0; i < MR_; i++)
 #pragma GCC unroll 4
         for (int v = 0; v < NV_; v++) __builtin_prefetch(c + i * ldc + v * LT_GL, 1, 3);
-    const int64_t as = t->as, ars = t->ars, npf = t->npf;
+    const int64_t as = t->as, ars = t->ars, npf = t->npf, bs = t->bs;
     const char *pf = t->pf;
     for (int64_t k = 0; k < kc; k++) {
         if (k < npf) __builtin_prefetch(pf + 64 * k, 0, 2);
@@ -499,7 +507,7 @@ LT_GEMM_AI void lt_gemm_kernel_(const int AROW, const int MR_, const int NV_, in
             for (int v = 0; v < NV_; v++) acc[i][v] = LT_GV_FMA(av, bv[v], acc[i][v]);
         }
         a += AROW ? 1 : as;
-        b += LT_GEMM_NR;
+        b += bs;
     }
     if (mode) { /* full width, a common epilogue: straight from registers */
         const lt_gv zero = LT_GV_ZERO();
@@ -698,6 +706,10 @@ LT_FN void lt_gemm_chunk_(const lt_gemm_prob *P, int64_t x1, int64_t x2, int64_t
     /* a row-major A is read in place (its panels would cost a transposing copy per chunk) */
     const int arow = P->a.mode == LT_GEMM_N && !P->a.pack;
     t.ars = arow ? P->a.ld : 0;
+    /* a small row-major B whose rows are whole vectors is read in place (no packing pass) */
+    const int b_inplace = P->b.mode == LT_GEMM_N && !P->b.pack && P->N % LT_GL == 0 &&
+                          (double)lt_gemm_min_(kb, K) * (double)P->b.ld <= 65536.0;
+    t.bs = b_inplace ? P->b.ld : LT_GEMM_NR;
     t.act = P->has_ep ? ep->act : LT_ACT_NONE;
     t.act_a = P->has_ep ? ep->act_a : 0.0f;
     t.act_b = P->has_ep ? ep->act_b : 0.0f;
@@ -725,7 +737,9 @@ LT_FN void lt_gemm_chunk_(const lt_gemm_prob *P, int64_t x1, int64_t x2, int64_t
         t.last = p0 + kc >= K;
         /* the B block (kc x nc) stays in L2; each A micro-panel (MR x kc) stays in L1 while the
          * B block streams past it, so the A block needs no cache residency and M needs no blocking */
-        const float *bp = lt_gemm_block_(&P->b, offb, wb, n0, nc, p0, kc, LT_GEMM_NR, 0);
+        const float *bp = b_inplace ? P->b.p + offb + p0 * P->b.ld + n0
+                                    : lt_gemm_block_(&P->b, offb, wb, n0, nc, p0, kc, LT_GEMM_NR, 0);
+        const int64_t bstep = b_inplace ? 1 : kc; /* floats from one B panel to the next, per column */
         /* pre-packed B: the next K block's columns stream in from memory meanwhile, a share per call */
         const char *pf = 0;
         int64_t pf_lines = 0, pf_per = 0;
@@ -748,7 +762,8 @@ LT_FN void lt_gemm_chunk_(const lt_gemm_prob *P, int64_t x1, int64_t x2, int64_t
                 t.res = res ? res + (m0 + i) * t.ldr + n0 + j : 0;
                 t.npf = lt_gemm_min_(pf_per, pf_lines), t.pf = pf;
                 pf += 64 * t.npf, pf_lines -= t.npf;
-                lt_gk_table[arow][mr - 1][nv - 1](kc, a, bp + j * kc, C + (m0 + i) * P->ldc + n0 + j, P->ldc, w, &t);
+                lt_gk_table[arow][mr - 1][nv - 1](kc, a, bp + j * bstep, C + (m0 + i) * P->ldc + n0 + j, P->ldc, w,
+                                                  &t);
             }
         }
     }
