@@ -383,7 +383,7 @@ static void test_half(void) {
         float hv = lt_f16_to_f32((uint16_t)i), nx = lt_f16_to_f32((uint16_t)(i + 1));
         if (i % 3 == 0) f[i] = hv;
         else if (i % 3 == 1 && isfinite(hv) && isfinite(nx)) f[i] = hv + (nx - hv) / 2;
-        else f[i] = frand() * (float)(1 << (i % 40)) * 1e-6f;
+        else f[i] = frand() * ldexpf(1.0f, i % 40) * 1e-6f;
         d[i] = (double)f[i] + (i % 5 == 0 ? (double)f[i] * 0x1p-30 : 0.0); /* just above a tie */
     }
     f[7] = 65519.f, f[10] = 65520.f, f[13] = 1e30f, f[16] = NAN, f[19] = -INFINITY, f[22] = 5.9604645e-8f / 2;

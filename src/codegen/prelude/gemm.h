@@ -190,7 +190,8 @@ LT_FN int64_t lt_gemm_cdiv_(int64_t a, int64_t b) { return (a + b - 1) / b; }
 LT_FN float lt_fbits_(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
 /* exp(x): Cody-Waite reduction, degree-6 polynomial, 2^n applied in two halves (denormal results). */
 LT_FN float lt_vexpf(float x) {
-    float xc = x < -104.0f ? -104.0f : (x > 89.0f ? 89.0f : x);
+    /* NaN takes the 0 path (converting NaN to int is undefined) and is returned as NaN below. */
+    float xc = x != x ? 0.0f : x < -104.0f ? -104.0f : (x > 89.0f ? 89.0f : x);
     float n = __builtin_rintf(xc * 1.44269504088896341f);
     float r = xc - n * 0.693145751953125f;
     r = r - n * 1.42860682030941723e-6f;
