@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 bin=$1 backend=$2
 floor=$(awk -v b="$backend" '$1 == b {print $2}' tests/conformance_floor.txt)
 out=$(mktemp)
-"$bin" conformance --backend "$backend" -j "$(nproc)" | tee "$out" | tail -n 40
+"$bin" conformance --backend "$backend" -j "$(nproc)" --cache-dir "${LATHE_CI_CACHE:-build/ci-cache}" | tee "$out" | tail -n 40
 summary=$(grep -E '^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$' "$out" | tail -n 1)
 rm -f "$out"
 passed=${summary%% passed*}

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # test.sh — the whole test run (what CI runs): set up, build with -Werror, unit tests, CLI and
 # bad-input tests, the 9 light models, the ONNX conformance suite against its committed floor, then
-# the same unit tests and the conformance suite under AddressSanitizer + UndefinedBehaviorSanitizer,
+# the same unit tests and the interpreter's conformance run under AddressSanitizer + UndefinedBehaviorSanitizer,
 # and a bounded run of the import fuzzer.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,14 +14,15 @@ echo "== unit tests"
 ctest --test-dir build --output-on-failure -j "$jobs"
 echo "== CLI, bad-input and model tests"
 LATHE_BIN=build/lathe python3 -m pytest -q -n "$jobs" tests
-echo "== conformance (interp)"
+echo "== conformance (interp, and cpu: the compiled path)"
 scripts/conformance_check.sh build/lathe interp
+scripts/conformance_check.sh build/lathe cpu
 
 echo "== ASan+UBSan build"
 scripts/build.sh build-asan -DLATHE_SANITIZE=ON -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 ctest --test-dir build-asan --output-on-failure -j "$jobs"
-LATHE_BIN=build-asan/lathe python3 -m pytest -q -n "$jobs" tests/test_bad_input.py tests/test_cli.py
+LATHE_BIN=build-asan/lathe python3 -m pytest -q -n "$jobs" tests/test_bad_input.py tests/test_cli.py tests/test_audit_issue2.py -k "not light_model"
 scripts/conformance_check.sh build-asan/lathe interp
 
 echo "== fuzz (bounded)"

@@ -9,11 +9,13 @@
  *      exactly one ELEMWISE/BROADCAST node with the same output dims (and, for OUT_EW_FUSABLE, the
  *      same dtype, as the epilogue is applied in place) takes that node as its epilogue; repeat
  *      from the new node. The last node of the chain is the root.
- *      A reshape (Reshape, Flatten, Squeeze, Unsqueeze: the same bytes) may end the chain. The
+ *      A reshape (Reshape, Flatten, Squeeze, Unsqueeze: the same bytes) may end the chain, or
+ *      continue it when it only adds or drops leading 1s (Gemm [T, D] -> [1, T, D] -> + x). The
  *      chain of a MatMul/Gemm/Conv stops before a node its call cannot apply (not a bias/residual
  *      add, scalar scale or activation) when that node leads into a softmax or norm: the node
- *      then joins that reduction as its prologue. A MatMul's chain may end with a Transpose that
- *      keeps the columns innermost (and reshapes after it): the call writes the transposed layout.
+ *      then joins that reduction as its prologue (unless it reads a bool mask: see reads_bytes).
+ *      A MatMul's chain may end with a Transpose that keeps the columns innermost (and reshapes
+ *      after it): the call writes the transposed layout.
  *   2. prologues and chains, backward: a compilable ELEMWISE/BROADCAST/INJECTIVE node p whose one
  *      output is read only by one compiled node c (not a graph output, not read by a subgraph)
  *      joins c's group when p's output is not smaller than c's (no recomputation through
@@ -189,6 +191,15 @@ static bool call_absorbs(const lt_node *e) {
     }
 }
 
+/* Does e read a one-byte tensor (a bool mask)? GCC does not vectorize a loop that mixes byte loads
+ * with the float exp of a softmax pass (it sizes vectors by the byte type), so such a node is
+ * better applied in the GEMM's epilogue nest than in the softmax's three passes. */
+static bool reads_bytes(const lt_node *e) {
+    for (int i = 0; i < e->n_in; i++)
+        if (e->in[i] && lt_dtype_size(e->in[i]->type.dtype) == 1) return true;
+    return false;
+}
+
 /* Does node c's output lead, through single-reader elementwise nodes, into a compilable REDUCE
  * anchor (softmax, a norm), which would take them all as its prologue? */
 static bool feeds_reduce(const fuse_state *s, int c) {
@@ -228,6 +239,7 @@ static void grow_epilogue(fuse_state *s, int a, int *chain) {
     int nc = 0;
     chain[nc++] = a;
     int ao = single_out(an);
+    const lt_value *ref = ao >= 0 ? an->out[ao] : NULL; /* the shape epilogue nodes keep */
     for (int cur = a; ao >= 0;) {
         int co = single_out(g->nodes[cur]);
         int c = co < 0 ? -1 : s->cons[g->nodes[cur]->out[co]->id];
@@ -236,7 +248,9 @@ static void grow_epilogue(fuse_state *s, int a, int *chain) {
         int eo = single_out(e);
         if (lt_lower_is_view(e) && eo >= 0) { /* a reshape ends the chain: the same bytes, stored */
             chain[nc++] = c;
-            break;
+            if (!lt_lower_lead_reshape(e)) break;
+            cur = c, ref = e->out[eo]; /* leading 1s added or dropped: elementwise nodes may follow */
+            continue;
         }
         if (out_transpose_ok(s, an, e)) { /* a MatMul writes its output transposed, then reshapes */
             chain[nc++] = cur = c;
@@ -250,12 +264,12 @@ static void grow_epilogue(fuse_state *s, int a, int *chain) {
             }
             break;
         }
-        if (!is_ew(pat(e)) || eo < 0 || !same_dims(e->out[eo], an->out[ao])) break;
+        if (!is_ew(pat(e)) || eo < 0 || !same_dims(e->out[eo], ref)) break;
         if (pat(an) == LT_PK_OUT_EW_FUSABLE && e->out[eo]->type.dtype != an->out[ao]->type.dtype) break;
         /* a GEMM/conv call applies bias/scale/activation itself; anything else would be a second pass
          * over its output after the call: when the rest of the chain feeds a softmax or a norm, it
          * is better read there, as that reduction's prologue (masked attention scores) */
-        if (pat(an) == LT_PK_OUT_EW_FUSABLE && !call_absorbs(e) && feeds_reduce(s, c)) break;
+        if (pat(an) == LT_PK_OUT_EW_FUSABLE && !call_absorbs(e) && !reads_bytes(e) && feeds_reduce(s, c)) break;
         chain[nc++] = cur = c;
     }
     int root = chain[nc - 1];

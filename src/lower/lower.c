@@ -492,11 +492,20 @@ lt_status lt_lower_store_out(lt_lctx *lc, const lt_value *v, lt_lnode *const *id
         strided = !lt_lower_view_is_contig(&lv);
         fin = before;
     }
-    int r;
-    int64_t d[LT_MAX_RANK];
-    if (!lt_lower_vshape(lc, fin, &r, d)) return lt_error(lc->ctx, LT_ERR_INTERNAL, "lowering: '%s' has no shape", fin->name);
+    int r, rv;
+    int64_t d[LT_MAX_RANK], dv[LT_MAX_RANK];
+    if (!lt_lower_vshape(lc, fin, &r, d) || !lt_lower_vshape(lc, v, &rv, dv))
+        return lt_error(lc->ctx, LT_ERR_INTERNAL, "lowering: '%s' has no shape", fin->name);
     if (strided && lv.rank != r)
         return lt_error(lc->ctx, LT_ERR_INTERNAL, "lowering group g%d: view rank of '%s'", lc->g->id, fin->name);
+    /* a reshape adding or dropping leading 1s inside the chain: fin's index from v's */
+    lt_lnode *fidx[LT_MAX_RANK];
+    if (fin != v && (r != rv || memcmp(d, dv, sizeof(int64_t) * (size_t)r) != 0)) {
+        if (!lt_lower_lead_index(lc, rv, dv, idx, r, d, fidx))
+            return lt_error(lc->ctx, LT_ERR_INTERNAL, "lowering group g%d: '%s' is not '%s' reshaped", lc->g->id,
+                            fin->name, v->name);
+        idx = fidx;
+    }
     lt_lnode *let = NULL;
     if (fin != v) {
         /* bind a computed value once; the epilogue may read it several times */

@@ -10,8 +10,14 @@
  *                  - elementwise nodes that follow an anchor (a node lowered by a `lower` hook:
  *                    reductions, MatMul, Gemm, Conv, pooling) and keep its output shape (and, for
  *                    OUT_EW_FUSABLE anchors, its dtype) fuse into it as its epilogue (bias add,
- *                    activation, residual add); MatMul/Gemm/Conv take no prologue (their operands
- *                    are read from memory by the GEMM/conv microkernels);
+ *                    activation, residual add), also across a reshape that only adds or drops
+ *                    leading 1s; a MatMul's epilogue may end with a Transpose keeping its columns
+ *                    innermost (the call stores the transposed layout: attention's merged heads);
+ *                    a node a GEMM call cannot apply that leads into a softmax/norm joins that
+ *                    reduction as its prologue instead (unless it reads a bool mask);
+ *                  - MatMul/Gemm/Conv take no computed prologue (the microkernels read operands
+ *                    from memory), only reshapes, and for MatMul transposes, of a stored value
+ *                    that are strided views of it (lower_view.c: attention's heads);
  *                  - a value read by more than one node, or a graph output, ends its group (it is
  *                    stored to memory), and an elementwise producer whose output is smaller than its
  *                    consumer's (broadcast) is not inlined, so no work is duplicated.
@@ -22,8 +28,10 @@
  *                  folding pass normally removes them).
  *   lt_lower_group builds the Loop IR kernel of one compiled group (lt_lowered): the anchor's `lower`
  *                  hook (reductions, softmax, norms, pooling, MatMul/Gemm/Conv: an EVAL of the
- *                  prelude's lt_gemm_f32 / lt_conv2d_f32 with the epilogue fused into the call when
- *                  it is bias/residual/activation, constant weights pre-packed) or, for pure
+ *                  prelude's lt_gemm_f32 / lt_conv2d_f32 with the longest prefix of the epilogue it
+ *                  can apply fused into the call (scalar scale as alpha, bias, residual,
+ *                  activation) and the rest in a Loop IR nest after it, operands and output as
+ *                  strided views, constant weights pre-packed) or, for pure
  *                  elementwise/injective groups, one loop nest per output that stores the output
  *                  expression built by the ops' `expr` hooks (producers in the same group are
  *                  inlined, others are LOADed from the kernel's input buffers with numpy broadcasting

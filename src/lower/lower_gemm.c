@@ -45,8 +45,10 @@ typedef struct epi_flags {
     bool alpha, bias, cmat; /* terms the call did not apply */
 } epi_flags;
 
-static lt_status epi_store(lt_lctx *lc, const lt_gemm_desc *g, const epi_flags *f, lt_lnode *const *bidx,
-                           lt_lnode *i, lt_lnode *j, lt_lnode *acc, lt_lnode **stmt) {
+/* Store the epilogue's result for element (b.., i, j): acc is the value of `from` there (the product,
+ * or the value after the part of the epilogue chain the call applied; NULL: the product). */
+static lt_status epi_store(lt_lctx *lc, const lt_gemm_desc *g, const epi_flags *f, const lt_value *from,
+                           lt_lnode *const *bidx, lt_lnode *i, lt_lnode *j, lt_lnode *acc, lt_lnode **stmt) {
     lt_lnode *v = acc;
     if (f->alpha && g->alpha != 1) v = lt_l_mul(K_, F(lc, g->alpha), v);
     if (f->bias && g->bias) {
@@ -64,7 +66,16 @@ static lt_status epi_store(lt_lctx *lc, const lt_gemm_desc *g, const epi_flags *
     if (!v) return lt_lower_nomem(lc);
     lt_lnode *idx[LT_MAX_RANK];
     LT_TRY(g->out_index(lc, g, bidx, i, j, idx));
-    return lt_lower_store_out(lc, g->n->out[0], idx, v, stmt);
+    if (from && from != g->n->out[0]) { /* past a reshape adding or dropping leading 1s */
+        int ra, rf;
+        int64_t da[LT_MAX_RANK], df[LT_MAX_RANK];
+        lt_lnode *fidx[LT_MAX_RANK];
+        if (!lt_lower_shape(g->n->out[0], &ra, da) || !lt_lower_shape(from, &rf, df) ||
+            !lt_lower_lead_index(lc, ra, da, idx, rf, df, fidx))
+            return lt_lower_error(lc, g->n, LT_ERR_INTERNAL, "epilogue value '%s' is not the output reshaped", from->name);
+        memcpy(idx, fidx, sizeof(lt_lnode *) * (size_t)rf);
+    }
+    return lt_lower_store_out(lc, from ? from : g->n->out[0], idx, v, stmt);
 }
 
 static bool epi_needed(lt_lctx *lc, const lt_gemm_desc *g, const epi_flags *f) {
@@ -95,7 +106,8 @@ static lt_lnode *wrap_batch(lt_lctx *lc, const lt_gemm_desc *g, int nb, lt_lvar 
 }
 
 /* Epilogue nest over the whole output: for eb..: for ei: for ej: store. */
-static lt_status epi_nest(lt_lctx *lc, const lt_gemm_desc *g, const epi_flags *f, lt_lnode **res) {
+static lt_status epi_nest(lt_lctx *lc, const lt_gemm_desc *g, const epi_flags *f, const lt_value *from,
+                          lt_lnode **res) {
     lt_lvar *bv[LT_MAX_RANK];
     lt_lnode *bidx[LT_MAX_RANK], *cb, *ab, *bb;
     LT_TRY(batch_vars(lc, g, g->nb, "eb", bv, bidx, &cb, &ab, &bb));
@@ -106,7 +118,7 @@ static lt_status epi_nest(lt_lctx *lc, const lt_gemm_desc *g, const epi_flags *f
         LT_TRY(g->out_index(lc, g, bidx, V(lc, ei), V(lc, ej), idx));
         off = lt_lower_strided(lc, &g->cview, idx);
     }
-    LT_TRY(epi_store(lc, g, f, bidx, V(lc, ei), V(lc, ej), lt_l_load(K_, g->C, off), &st));
+    LT_TRY(epi_store(lc, g, f, from, bidx, V(lc, ei), V(lc, ej), lt_l_load(K_, g->C, off), &st));
     *res = wrap_batch(lc, g, g->nb, bv, loop(lc, ei, I(lc, g->M), loop(lc, ej, I(lc, g->N), st)));
     return LT_LNN(lc, *res);
 }
@@ -151,7 +163,7 @@ static lt_status gemm_loops(lt_lctx *lc, const lt_gemm_desc *g, lt_lnode **res) 
     if (epi_needed(lc, g, &f)) {
         lt_lvar *ei = lt_kernel_var(K_, "ei", LT_INT64), *ej = lt_kernel_var(K_, "ej", LT_INT64);
         lt_lnode *eoff = add(lc, add(lc, cbase, mulc(lc, V(lc, ei), g->ci)), mulc(lc, V(lc, ej), g->cj)), *st;
-        LT_TRY(epi_store(lc, g, &f, bidx, add(lc, row0, V(lc, ei)), V(lc, ej), lt_l_load(K_, g->C, eoff), &st));
+        LT_TRY(epi_store(lc, g, &f, NULL, bidx, add(lc, row0, V(lc, ei)), V(lc, ej), lt_l_load(K_, g->C, eoff), &st));
         s[ns++] = loop(lc, ei, rows, loop(lc, ej, I(lc, g->N), st));
     }
     lt_lnode *body = lt_l_seq(K_, ns, s);
@@ -165,9 +177,14 @@ static lt_status gemm_loops(lt_lctx *lc, const lt_gemm_desc *g, lt_lnode **res) 
 /* v (aligned right to the output) equals the output over dims [a, b) and is 1 elsewhere */
 static bool spans(const lt_gemm_desc *g, const lt_value *v, int a, int b) {
     if (a >= b) return false;
-    int r;
-    int64_t d[LT_MAX_RANK];
-    if (!lt_lower_shape(v, &r, d) || r > g->out_rank) return false;
+    int r, k = 0;
+    int64_t d0[LT_MAX_RANK];
+    if (!lt_lower_shape(v, &r, d0)) return false;
+    /* leading 1s (after a reshape that added them to the output): the same broadcasting */
+    while (r - k > g->out_rank && d0[k] == 1) k++;
+    const int64_t *d = d0 + k;
+    r -= k;
+    if (r > g->out_rank) return false;
     for (int q = 0; q < g->out_rank; q++) {
         int64_t dv = q < g->out_rank - r ? 1 : d[q - (g->out_rank - r)];
         if (dv != (q >= a && q < b ? g->out_dims[q] : 1)) return false;
@@ -224,6 +241,11 @@ static bool match_chain(lt_lctx *lc, const lt_gemm_desc *g, lt_call_epi *ce) {
     const lt_value *cur = g->n->out[0];
     for (int q = 0; q < c; q++) {
         const lt_node *e = chain[q];
+        if (lt_lower_lead_reshape(e) && e->in[0] == cur) { /* leading 1s: the same bytes and broadcasting */
+            for (int o = 0; o < e->n_out; o++)
+                if (e->out[o]) cur = e->out[o];
+            continue;
+        }
         if (lt_lower_is_layout(e)) continue; /* reshapes (a transpose) end the chain: the output's layout */
         double sc;
         if ((e->op == LT_OP_Mul || e->op == LT_OP_Div) && e->n_in == 2 && !ce->bias && !ce->res && !ce->act &&
@@ -251,6 +273,7 @@ static bool match_chain(lt_lctx *lc, const lt_gemm_desc *g, lt_call_epi *ce) {
         }
         for (int o = 0; o < e->n_out; o++)
             if (e->out[o]) cur = e->out[o];
+        ce->from = cur; /* the call applies the chain up to here */
     }
     return true;
 }
@@ -258,20 +281,26 @@ static bool match_chain(lt_lctx *lc, const lt_gemm_desc *g, lt_call_epi *ce) {
 bool lt_lower_call_epilogue(lt_lctx *lc, const lt_gemm_desc *g, lt_call_epi *ce) {
     memset(ce, 0, sizeof *ce);
     ce->scale = 1;
+    ce->from = g->n->out[0];
     if (g->bias) ce->bias = g->bias, ce->bias_mode = g->bias_mode;
-    bool fused = !g->cmat && match_chain(lc, g, ce); /* beta*C comes before the chain */
-    if (!fused) {
+    /* beta*C comes before the chain: then the call applies none of it */
+    bool fused = !g->cmat && match_chain(lc, g, ce);
+    if (!fused && g->cmat) {
         memset(ce, 0, sizeof *ce);
         ce->scale = 1;
+        ce->from = g->n->out[0];
         if (g->bias) ce->bias = g->bias, ce->bias_mode = g->bias_mode;
     }
+    /* otherwise the call applies the chain's longest prefix it can (scale, bias, residual,
+     * activation) and a Loop IR nest the rest (a mask, an op the call lacks) */
     epi_flags rest = {false, false, true};
-    return (!fused || (g->cmat && g->beta != 0)) && epi_needed(lc, g, &rest);
+    return !fused || (g->cmat && g->beta != 0 && epi_needed(lc, g, &rest));
 }
 
-lt_status lt_lower_call_epilogue_nest(lt_lctx *lc, const lt_gemm_desc *g, lt_lnode **res) {
+lt_status lt_lower_call_epilogue_nest(lt_lctx *lc, const lt_gemm_desc *g, const lt_call_epi *ce,
+                                      lt_lnode **res) {
     epi_flags rest = {false, false, true};
-    return epi_nest(lc, g, &rest, res);
+    return epi_nest(lc, g, &rest, ce->from, res);
 }
 
 /* ---- the call ---- */
@@ -393,7 +422,7 @@ static lt_status gemm_call(lt_lctx *lc, const lt_gemm_desc *g, lt_lnode **res) {
     lt_lnode *body = wrap_batch(lc, g, outer, bv, lt_l_eval(K_, call));
     if (need_epi) {
         lt_lnode *two[2] = {body, NULL};
-        LT_TRY(lt_lower_call_epilogue_nest(lc, g, &two[1]));
+        LT_TRY(lt_lower_call_epilogue_nest(lc, g, &ce, &two[1]));
         body = lt_l_seq(K_, 2, two);
     }
     *res = body;
@@ -478,7 +507,9 @@ static lt_status l_matmul(lt_lctx *lc, const lt_node *n, lt_lnode **res) {
     LT_TRY(operand_view(lc, n, 1, &g.Bv, &g.B, &vb));
     const lt_value *fin = NULL;
     g.C = lt_lower_out_buf(lc, n->out[0], &fin);
-    if (!g.C || !fin || !lt_lower_output_view(n->out[0], fin, &vc, NULL) || vc.rank != g.out_rank)
+    lt_sview vf;
+    if (!g.C || !fin || !lt_lower_output_view(n->out[0], fin, &vf, NULL) ||
+        !lt_lower_view_relead(&vf, g.out_rank, g.out_dims, &vc))
         return lt_lower_error(lc, n, LT_ERR_INTERNAL, "the output is not a strided view of its buffer");
     g.c_strided = !lt_lower_view_is_contig(&vc);
     g.has_cview = true;

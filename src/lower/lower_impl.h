@@ -114,6 +114,15 @@ bool lt_lower_view_is_contig(const lt_sview *v);
 /* Layout node n applied forward (view of its input -> view of its output) or backward. False when
  * a reshape is not expressible by strides. */
 bool lt_lower_view_step(const lt_node *n, bool forward, const lt_sview *in, lt_sview *out);
+/* Shapes equal but for leading 1s; a reshape between such shapes (the same bytes, and the same
+ * numpy broadcasting of anything right-aligned against them). */
+bool lt_lower_same_but_lead(int ra, const int64_t *da, int rb, const int64_t *db);
+bool lt_lower_lead_reshape(const lt_node *n);
+/* View `in` over shape dims (the same but leading 1s): false when the shapes differ otherwise. */
+bool lt_lower_view_relead(const lt_sview *in, int rank, const int64_t *dims, lt_sview *out);
+/* idx over da as an index over db (same but leading 1s): right-aligned, 0 for extra leading dims. */
+bool lt_lower_lead_index(lt_lctx *lc, int ra, const int64_t *da, lt_lnode *const *ia, int rb, const int64_t *db,
+                         lt_lnode **ib);
 /* Is value v (produced by a layout node) computed inside the kernel rather than stored? */
 typedef bool (*lt_lower_inlined_fn)(void *user, const lt_value *v);
 /* v as a view of the stored value *base it comes from through inlined layout nodes (v itself when
@@ -218,11 +227,15 @@ typedef struct lt_call_epi {
     int bias_mode, res_mode, act;
     double act_a, act_b;
     double scale;  /* Mul/Div by a scalar constant right after the product: folded into alpha */
+    const lt_value *from; /* the value the call leaves in C: the anchor's output, or the last
+                           * epilogue node the call applies */
 } lt_call_epi;
-/* Fill ce with g's own bias and, when all of it fits, the group's epilogue chain. Returns whether
- * a Loop IR epilogue nest (lt_lower_call_epilogue_nest) must follow the call. */
+/* Fill ce with g's own bias and the longest prefix of the group's epilogue chain the call can
+ * apply (all of it when it fits). Returns whether a Loop IR epilogue nest
+ * (lt_lower_call_epilogue_nest: the rest of the chain, from ce->from) must follow the call. */
 bool lt_lower_call_epilogue(lt_lctx *lc, const lt_gemm_desc *g, lt_call_epi *ce);
-lt_status lt_lower_call_epilogue_nest(lt_lctx *lc, const lt_gemm_desc *g, lt_lnode **res);
+lt_status lt_lower_call_epilogue_nest(lt_lctx *lc, const lt_gemm_desc *g, const lt_call_epi *ce,
+                                      lt_lnode **res);
 /* A pack kernel: eval fn(&packed[0], &src[0], ints...) (at most 14 ints); NULL on out-of-memory. */
 lt_kernel *lt_lower_pack_kernel(lt_lctx *lc, const char *fn, const lt_value *src, int64_t size, int n_ints,
                                 const int64_t *ints);

@@ -167,7 +167,7 @@ static lt_status l_conv_call(lt_lctx *lc, const lt_node *n, const conv_info *ci,
     int ns = 0;
     if (pack_now) s[ns++] = pack_now;
     s[ns++] = lt_l_eval(K_, call);
-    if (need_epi) LT_TRY(lt_lower_call_epilogue_nest(lc, &g, &s[ns++]));
+    if (need_epi) LT_TRY(lt_lower_call_epilogue_nest(lc, &g, &ce, &s[ns++]));
     *res = ns == 1 ? s[0] : lt_l_seq(K_, ns, s);
     return LT_LNN(lc, *res);
 }

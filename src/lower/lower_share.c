@@ -5,7 +5,8 @@
  * parents. Printed or emitted as a tree, a chain of such ops grows exponentially. This pass walks
  * each statement's expressions, and every non-leaf expression node reached more than once by
  * pointer becomes `let tN = ...` placed just before the statement, in dependency order, with its
- * uses replaced by the variable. Hoisting is safe because lowered expressions never trap or read
+ * uses replaced by the variable; so does a LOAD in an arm of a SELECT (a conditional load in C,
+ * which compilers rarely vectorize). Hoisting is safe because lowered expressions never trap or read
  * out of bounds when evaluated unconditionally (indices are clamped, integer divisors guarded).
  * Statements are rebuilt only where something changed (the same pointer otherwise).
  */
@@ -63,6 +64,15 @@ static void count_refs(lt_arena *a, share_map *m, const lt_lnode *e) {
     }
     m->keys[i] = e, m->count[i] = 1, m->repl[i] = NULL, m->n++;
     for (int k = 0; k < e->n; k++) count_refs(a, m, e->kids[k]);
+    /* a load in an arm of a select is hoisted too: C's `c ? x[i] : y` reads x only when c holds, a
+     * conditional load compilers rarely vectorize (masked attention scores: Where(mask, s, -inf));
+     * a loaded value is a blend of two vectors */
+    if (e->kind == LT_L_SELECT)
+        for (int k = 1; k < e->n && k < 3; k++)
+            if (e->kids[k] && e->kids[k]->kind == LT_L_LOAD) {
+                int j = find_slot(m, e->kids[k]);
+                if (m->keys[j] == e->kids[k]) m->count[j]++;
+            }
 }
 
 static bool is_leaf(const lt_lnode *e) {

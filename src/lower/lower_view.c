@@ -11,7 +11,9 @@
  *                           the layout nodes a predicate says are inlined (fusion asks with its
  *                           use counts, lowering with the group's membership);
  *   lt_lower_output_view    the view of an anchor's output value inside the group output buffer it
- *                           is stored to through a chain of layout nodes (the buffer is contiguous).
+ *                           is stored to through a chain of layout nodes (the buffer is contiguous);
+ *   lt_lower_lead_reshape   a reshape that only adds or drops leading 1s (Gemm [T, D] -> [1, T, D]):
+ *                           an epilogue continues through it, its index maps by lt_lower_lead_index.
  *
  * Invariants: views describe element offsets (not bytes) of the stored buffer; dims of extent 1 may
  * carry any stride; everything is a pure function of the graph (no allocation, no context).
@@ -21,6 +23,52 @@
 #include <string.h>
 
 bool lt_lower_is_layout(const lt_node *n) { return lt_lower_is_view(n) || n->op == LT_OP_Transpose; }
+
+/* dims without their leading 1s */
+static int strip_lead(int r, const int64_t *d, const int64_t **out) {
+    int k = 0;
+    while (k < r && d[k] == 1) k++;
+    *out = d + k;
+    return r - k;
+}
+
+bool lt_lower_same_but_lead(int ra, const int64_t *da, int rb, const int64_t *db) {
+    const int64_t *a, *b;
+    int na = strip_lead(ra, da, &a), nb = strip_lead(rb, db, &b);
+    return na == nb && memcmp(a, b, sizeof(int64_t) * (size_t)na) == 0;
+}
+
+bool lt_lower_lead_reshape(const lt_node *n) {
+    if (!lt_lower_is_view(n) || !n->in[0]) return false;
+    const lt_value *o = NULL;
+    for (int j = 0; j < n->n_out; j++)
+        if (n->out[j]) o = n->out[j];
+    int ri, ro;
+    int64_t di[LT_MAX_RANK], dq[LT_MAX_RANK];
+    return o && lt_lower_shape(n->in[0], &ri, di) && lt_lower_shape(o, &ro, dq) && lt_lower_same_but_lead(ri, di, ro, dq);
+}
+
+bool lt_lower_view_relead(const lt_sview *in, int rank, const int64_t *dims, lt_sview *out) {
+    if (!lt_lower_same_but_lead(in->rank, in->dims, rank, dims)) return false;
+    out->rank = rank;
+    for (int q = 0; q < rank; q++) {
+        int qi = q - (rank - in->rank); /* right-aligned; extra leading dims have extent 1 */
+        out->dims[q] = dims[q];
+        out->st[q] = qi >= 0 ? in->st[qi] : 0;
+    }
+    return true;
+}
+
+bool lt_lower_lead_index(lt_lctx *lc, int ra, const int64_t *da, lt_lnode *const *ia, int rb, const int64_t *db,
+                         lt_lnode **ib) {
+    if (!lt_lower_same_but_lead(ra, da, rb, db)) return false;
+    for (int q = 0; q < rb; q++) {
+        int qa = q - (rb - ra); /* right-aligned */
+        ib[q] = qa >= 0 ? ia[qa] : lt_l_int(lc->k, 0);
+        if (!ib[q]) return false;
+    }
+    return true;
+}
 
 void lt_lower_view_contig(int rank, const int64_t *dims, lt_sview *out) {
     out->rank = rank;

@@ -6,9 +6,12 @@
 Each model exercises one family of groups, with random weights (fixed seed):
   lower_ew.onnx        an elementwise/broadcast chain with a [C] bias and a second input
   lower_ln.onnx        decomposed LayerNorm (ReduceMean/Sub/Pow/Sqrt/Div, GPT-2 style) and the op
-  lower_attn.onnx      attention: MatMul, scale + mask prologue into Softmax, Transpose/Reshape
+  lower_attn.onnx      attention: MatMul + scale + mask epilogue, Softmax, Transpose/Reshape views
   lower_attn2.onnx     GPT-2 style attention: Split, strided head views, Div scale, Where mask,
-                       residual before the merging Transpose, a transpose that is not a view
+                       residual before the merging Transpose, a transpose that is not a view, a
+                       Sub moved from a MatMul's epilogue into a Softmax's prologue
+  lower_proj.onnx      Gemm/MatMul -> Reshape adding a leading 1 -> residual add (and a mask), and
+                       a written-out tanh GELU after a Gemm
   lower_mlp.onnx       MatMul + bias + Gelu(erf form) + MatMul + residual add, Gemm with alpha/beta
   lower_conv.onnx      Conv 3x3 pad 1 + Relu, MaxPool, 1x1 Conv + residual + Clip, GAP, Flatten, Gemm,
                        and a Conv whose weights are an input
@@ -196,10 +199,11 @@ def main():
     ], [vi("x", [2, 3])], [vi("nzf", [2, None]), vi("y", [2, 3])], [])
 
     # GPT-2 style attention: q, k, v split from one projection, heads by Reshape/Transpose (read by the
-    # MatMuls as strided views), scale by Div (the call's alpha), causal mask by Where (the softmax's
-    # prologue), heads merged by Transpose/Reshape (the MatMul's store) after a residual add (which a
-    # transposed output cannot take in the call); a transpose whose reshape merges non-adjacent dims
-    # (not a view: stays a copy)
+    # MatMuls as strided views), scale by Div (the call's alpha), causal mask by Where (the GEMM's
+    # epilogue: a bool mask), heads merged by Transpose/Reshape (the MatMul's store) after a residual
+    # add (which a transposed output cannot take in the call); a transpose whose reshape merges
+    # non-adjacent dims (not a view: stays a copy); a Sub the GEMM call cannot apply, moved into the
+    # following softmax as its prologue
     save("lower_attn2", [
         N("Split", ["x"], ["q", "k", "v"], axis=2, num_outputs=3),
         N("Reshape", ["q", "shp"], ["q4"]),
@@ -219,10 +223,40 @@ def main():
         N("Transpose", ["q4"], ["qh2"], perm=[0, 2, 1, 3]),
         N("Reshape", ["qh2", "shp3"], ["q3"]),
         N("MatMul", ["q3", "w"], ["z"]),
-    ], [vi("x", [2, 8, 24]), vi("mask", [1, 1, 8, 8], TP.BOOL), vi("r", [2, 2, 8, 4])],
-        [vi("y", [2, 8, 8]), vi("z", [4, 8, 3])],
+        N("MatMul", ["a", "w2"], ["s2"]),
+        N("Sub", ["s2", "fm"], ["sb"]),
+        N("Softmax", ["sb"], ["sm"], axis=-1),
+    ], [vi("x", [2, 8, 24]), vi("mask", [1, 1, 8, 8], TP.BOOL), vi("r", [2, 2, 8, 4]), vi("a", [4, 8])],
+        [vi("y", [2, 8, 8]), vi("z", [4, 8, 3]), vi("sm", [4, 5])],
         [I64("shp", [2, 8, 2, 4]), I64("shp2", [2, 8, 8]), I64("shp3", [4, 8, 4]), F("c2", 2.0),
-         F("neg", -3.4028234663852886e38), W("w", 4, 3)], opset=18)
+         F("neg", -3.4028234663852886e38), W("w", 4, 3), W("w2", 8, 5), W("fm", 5)], opset=18)
+
+    # GPT-2 style projections: Gemm [T, D] reshaped to [1, T, D] (leading 1 added) then the residual
+    # add, fused into the call across the reshape; a MatMul whose residual is fused and whose mask
+    # (bool Where) runs in the epilogue nest after the reshape; a tanh-GELU written out (a DAG)
+    save("lower_proj", [
+        N("Gemm", ["x", "w", "b"], ["p"]),
+        N("Reshape", ["p", "s3"], ["pr"]),
+        N("Add", ["pr", "xr"], ["y"]),
+        N("MatMul", ["x", "w2"], ["m"]),
+        N("Reshape", ["m", "s3"], ["mr"]),
+        N("Add", ["xr", "mr"], ["ma"]),
+        N("Where", ["cond", "ma", "zero"], ["y2"]),
+        N("Gemm", ["x", "w3", "b3"], ["h"]),
+        N("Reshape", ["h", "s4"], ["hr"]),
+        N("Mul", ["hr", "half"], ["g1"]),
+        N("Pow", ["hr", "three"], ["g2"]),
+        N("Mul", ["g2", "c044"], ["g3"]),
+        N("Add", ["hr", "g3"], ["g4"]),
+        N("Mul", ["g4", "s2pi"], ["g5"]),
+        N("Tanh", ["g5"], ["g6"]),
+        N("Add", ["g6", "one"], ["g7"]),
+        N("Mul", ["g1", "g7"], ["y3"]),
+    ], [vi("x", [4, 8]), vi("xr", [1, 4, 8]), vi("cond", [1, 4, 8], TP.BOOL)],
+        [vi("y", [1, 4, 8]), vi("y2", [1, 4, 8]), vi("y3", [1, 4, 16])],
+        [W("w", 8, 8), W("b", 8), I64("s3", [1, 4, 8]), W("w2", 8, 8), F("zero", 0.0), W("w3", 8, 16), W("b3", 16),
+         I64("s4", [1, 4, 16]), F("half", 0.5), F("three", 3.0), F("c044", 0.044715), F("s2pi", 0.7978845608),
+         F("one", 1.0)])
 
 
 if __name__ == "__main__":

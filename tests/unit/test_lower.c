@@ -316,7 +316,7 @@ static const struct {
     int min_kernels;
 } models[] = {
     {"tests/data/lower_ew.onnx", 2},   {"tests/data/lower_ln.onnx", 3},  {"tests/data/lower_attn.onnx", 3},
-    {"tests/data/lower_attn2.onnx", 5},
+    {"tests/data/lower_attn2.onnx", 5},   {"tests/data/lower_proj.onnx", 3},
     {"tests/data/lower_mlp.onnx", 3},  {"tests/data/lower_conv.onnx", 6}, {"tests/data/lower_inj.onnx", 3},
     {"tests/data/lower_red.onnx", 10}, {"tests/data/lower_host.onnx", 2}, {"tests/data/lower_bcast.onnx", 1},
 };
@@ -366,6 +366,52 @@ static void test_printed_ir(void) {
     }
 }
 
+/* GPT-2 style attention (lower_attn2): the heads are strided views the GEMM call reads in place
+ * (Q's rows 8 floats apart in q4, heads 4 apart; K^T in T mode), the Div is the call's alpha, only
+ * the mask is a Loop IR nest; the second MatMul writes the merged heads transposed (rows 8 apart,
+ * heads 4 apart) and adds the residual in a nest (a transposed C takes no residual in the call). */
+static void test_attention_views(void) {
+    char *t = lowered_text("tests/data/lower_attn2.onnx", 2, false);
+    CHECK(t != NULL);
+    if (t) {
+        if (!strstr(t, "eval lt_gemm_f32(&sw[0], &q4[0], &k[0]") ||
+            !strstr(t, ", 2, 2, 8, 8, 4, 8, 0, 64, 4, 8, 1, 64, 4, 8, 128, 64,") || !strstr(t, "0.5f, 0.0f") ||
+            !strstr(t, "mask[") || strstr(t, "/2.0f"))
+            fprintf(stderr, "unexpected Loop IR for lower_attn2 g2:\n%s\n", t), failures++;
+        free(t);
+    }
+    t = lowered_text("tests/data/lower_attn2.onnx", 4, false);
+    CHECK(t != NULL);
+    if (t) {
+        /* C: ldc 8 (a row of the merged [2,8,8] output), heads 4 apart, images 64 apart */
+        if (!strstr(t, "eval lt_gemm_f32(&y[0], &p[0], &v[0]") || !strstr(t, ", 8, 64, 4, 0, 0,") ||
+            !strstr(t, "y[ej + ei*8 + eb1*4 + eb0*64] = y[ej + ei*8 + eb1*4 + eb0*64] + r["))
+            fprintf(stderr, "unexpected Loop IR for lower_attn2 g4:\n%s\n", t), failures++;
+        free(t);
+    }
+}
+
+/* lower_proj: the residual after a reshape adding a leading 1 is added by the GEMM call itself
+ * (res_mode 1); with a mask after it, the call still adds the residual and a nest applies the
+ * mask only. */
+static void test_projection_epilogues(void) {
+    char *t = lowered_text("tests/data/lower_proj.onnx", 0, false);
+    CHECK(t != NULL);
+    if (t) {
+        if (!strstr(t, "eval lt_gemm_f32(&y[0], &x[0], &Bpacked[0], &b[0], &xr[0]") || strstr(t, "for "))
+            fprintf(stderr, "unexpected Loop IR for lower_proj g0:\n%s\n", t), failures++;
+        free(t);
+    }
+    t = lowered_text("tests/data/lower_proj.onnx", 1, false);
+    CHECK(t != NULL);
+    if (t) {
+        if (!strstr(t, "eval lt_gemm_f32(&y2[0], &x[0], &Bpacked[0], &y2[0], &xr[0]") ||
+            !strstr(t, "= cond[ej + ei*8] ? t : 0.0f") || strstr(t, "xr[e"))
+            fprintf(stderr, "unexpected Loop IR for lower_proj g1:\n%s\n", t), failures++;
+        free(t);
+    }
+}
+
 int main(void) {
     for (size_t i = 0; i < sizeof models / sizeof *models; i++) {
         for (int v = 0; v < 5; v++) {
@@ -378,6 +424,8 @@ int main(void) {
         run_model(models[i].path, &nofuse, models[i].min_kernels);
     }
     test_printed_ir();
+    test_attention_views();
+    test_projection_epilogues();
     if (failures) fprintf(stderr, "test_lower: %d failure(s)\n", failures);
     return failures != 0;
 }

@@ -79,10 +79,9 @@ LT_FN int lt_cd_plan_(lt_cd_plan *p, const lt_conv2d_geom *g, int64_t ws_floats,
     p->Wq = g->OW + (g->KW - 1) * g->DW / g->SW;
     p->ex = (g->KH - 1) * g->DH / g->SH;
     if (p->Wq > LT_CD_QT * LT_CD_MAXQT) return 0;
-    /* the pixel-major kernel: when q space wastes lanes (below 90% useful), and on images up to
-     * 32x32 (measured: 28x28 and 14x14 run faster pixel-major, 56x56 channel-major) */
+    /* the share of useful lanes in q space; below 0.9 the pixel-major kernel does better */
     double qlanes = (double)lt_gemm_cdiv_((g->OH - 1) * p->Wq + g->OW, 16) * 16;
-    p->pix = p->pw == 16 && ((double)(g->OH * g->OW) < 0.9 * qlanes || g->OH * g->OW <= 1024);
+    p->pix = p->pw == 16 && (double)(g->OH * g->OW) < 0.9 * qlanes;
     if (is1x1 && !p->pix) return 0; /* x is B already: gemm.h */
     p->xslab = is1x1;
     int64_t one = lt_cd_thread_floats_(p, 1);
@@ -90,7 +89,6 @@ LT_FN int lt_cd_plan_(lt_cd_plan *p, const lt_conv2d_geom *g, int64_t ws_floats,
     int64_t rows = 1, cap = one > LT_CD_SLAB ? one : LT_CD_SLAB;
     while (rows < g->OH && (rows + 1) * p->Wq <= LT_CD_QT * LT_CD_MAXQT && lt_cd_thread_floats_(p, rows + 1) <= cap)
         rows++;
-    rows = lt_gemm_cdiv_(g->OH, lt_gemm_cdiv_(g->OH, rows)); /* balanced chunks */
     /* threads: enough work items (at least 2 per thread), splitting rows before channels */
     int T = threads > 0 ? threads : 1;
     double flops = 2.0 * (double)g->N * (double)g->OC * (double)g->OH * (double)g->OW * (double)p->K;
@@ -227,6 +225,7 @@ typedef struct lt_cd_args {
     const lt_cd_tile *tile;
     int act, res_mode, in_regs; /* res_mode: 0 none, 1 before the activation, 2 after */
     float act_a, act_b;
+    int mr;                /* rows of the tile stored (<= 8) */
 } lt_cd_args;
 
 /* The tail of the epilogue for activations not run in registers: over each row's stored lanes. */
@@ -243,8 +242,10 @@ static __attribute__((noinline, unused)) void lt_cd_post_(const lt_cd_args *A, i
     }
 }
 
-/* MR_ x NV_ tile over all of K (every K block of the packed weights), then the epilogue. */
-LT_GEMM_AI void lt_cd_kernel_(const int MR_, const int NV_, const lt_cd_args *A) {
+/* 8 x NV_ tile over all of K (every K block of the packed weights), then the epilogue of its first
+ * A->mr rows (the packed panels are zero-padded, so the rows beyond are computed and dropped). */
+LT_GEMM_AI void lt_cd_kernel_(const int NV_, const lt_cd_args *A) {
+    const int MR_ = LT_GEMM_MR, mr = A->mr;
     __m512 acc[LT_GEMM_MR][LT_CD_NV];
 #pragma GCC unroll 8
     for (int i = 0; i < MR_; i++)
@@ -285,6 +286,7 @@ LT_GEMM_AI void lt_cd_kernel_(const int MR_, const int NV_, const lt_cd_args *A)
     const int leaky = A->act == LT_ACT_LEAKY_RELU, in_regs = A->in_regs, res_mode = A->res_mode;
 #pragma GCC unroll 8
     for (int i = 0; i < MR_; i++) {
+        if (i >= mr) break;
         __m512 bi = A->bias ? _mm512_set1_ps(A->bias[i]) : zero;
         float *c = A->c + i * A->ldc;
         const float *r = A->res ? A->res + i * A->ldc : 0;
@@ -311,19 +313,14 @@ LT_GEMM_AI void lt_cd_kernel_(const int MR_, const int NV_, const lt_cd_args *A)
             }
         }
     }
-    if (!in_regs) lt_cd_post_(A, MR_);
+    if (!in_regs) lt_cd_post_(A, mr);
 }
 
-#define LT_CD_FN(mr, nv)                                                                      \
-    static __attribute__((noinline, unused)) void lt_cd_k_##mr##_##nv(const lt_cd_args *A) { \
-        lt_cd_kernel_(mr, nv, A);                                                              \
-    }
-#define LT_CD_ROW(mr) LT_CD_FN(mr, 1) LT_CD_FN(mr, 2) LT_CD_FN(mr, 3)
-LT_CD_ROW(1) LT_CD_ROW(2) LT_CD_ROW(3) LT_CD_ROW(4) LT_CD_ROW(5) LT_CD_ROW(6) LT_CD_ROW(7) LT_CD_ROW(8)
-#define LT_CD_R(mr) {lt_cd_k_##mr##_1, lt_cd_k_##mr##_2, lt_cd_k_##mr##_3}
-static void (*const lt_cd_table[8][3])(const lt_cd_args *) __attribute__((unused)) = {
-    LT_CD_R(1), LT_CD_R(2), LT_CD_R(3), LT_CD_R(4), LT_CD_R(5), LT_CD_R(6), LT_CD_R(7), LT_CD_R(8),
-};
+/* one instance per tile width (a ragged last row of channels runs the 8-row kernel) */
+static __attribute__((noinline, unused)) void lt_cd_k_1(const lt_cd_args *A) { lt_cd_kernel_(1, A); }
+static __attribute__((noinline, unused)) void lt_cd_k_2(const lt_cd_args *A) { lt_cd_kernel_(2, A); }
+static __attribute__((noinline, unused)) void lt_cd_k_3(const lt_cd_args *A) { lt_cd_kernel_(3, A); }
+static void (*const lt_cd_table[3])(const lt_cd_args *) __attribute__((unused)) = {lt_cd_k_1, lt_cd_k_2, lt_cd_k_3};
 
 /* ---- pixel-major kernel: 8 output pixels x 48 output channels ---- */
 typedef struct lt_cp_args {
@@ -338,6 +335,7 @@ typedef struct lt_cp_args {
     int64_t ldc;
     int act, res_mode, in_regs;
     float act_a, act_b;
+    int mrp;                /* pixels of the tile (<= 8) */
 } lt_cp_args;
 
 /* The rest of a pixel-major tile's epilogue for activations not run in registers: over each of
@@ -357,7 +355,8 @@ static __attribute__((noinline, unused)) void lt_cp_post_(const lt_cp_args *A, i
  * pixels). An 8x8 transpose runs on both 256-bit halves at once, so t[c] holds channel c's 8
  * pixels in its low half and channel c+8's in its high half; then the epilogue, and each half
  * goes to its channel's row (mask m8: the tile's pixels). */
-LT_GEMM_AI void lt_cp_store16_(const lt_cp_args *A, const __m512 *x, int j0, __mmask8 m8) {
+static __attribute__((noinline, unused)) void lt_cp_store16_(const lt_cp_args *A, const __m512 *x, int j0,
+                                                             __mmask8 m8) {
     __m512 t[8], u[8];
     t[0] = _mm512_unpacklo_ps(x[0], x[1]), t[1] = _mm512_unpackhi_ps(x[0], x[1]);
     t[2] = _mm512_unpacklo_ps(x[2], x[3]), t[3] = _mm512_unpackhi_ps(x[2], x[3]);
@@ -401,7 +400,10 @@ LT_GEMM_AI void lt_cp_store16_(const lt_cp_args *A, const __m512 *x, int j0, __m
     }
 }
 
+/* MRP (1, 2, 4 or 8) pixel rows computed, the first A->mrp of them stored; rows beyond read
+ * pixel 0's values. */
 LT_GEMM_AI void lt_cp_kernel_(const int MRP, const int NV_, const lt_cp_args *A) {
+    const int mrp = A->mrp;
     __m512 acc[8][LT_CD_NV];
 #pragma GCC unroll 8
     for (int r = 0; r < MRP; r++)
@@ -409,7 +411,7 @@ LT_GEMM_AI void lt_cp_kernel_(const int MRP, const int NV_, const lt_cp_args *A)
         for (int v = 0; v < NV_; v++) acc[r][v] = _mm512_setzero_ps();
     const float *px[8];
 #pragma GCC unroll 8
-    for (int r = 0; r < MRP; r++) px[r] = A->px[r];
+    for (int r = 0; r < MRP; r++) px[r] = r < mrp ? A->px[r] : A->px[0];
     for (int64_t p0 = 0; p0 < A->K; p0 += A->kb) {
         int64_t kc = lt_gemm_min_(A->kb, A->K - p0);
         const float *w = A->a + p0 * A->mpad + A->u * 16 * kc; /* panel u+v at + v*16*kc */
@@ -434,7 +436,7 @@ LT_GEMM_AI void lt_cp_kernel_(const int MRP, const int NV_, const lt_cp_args *A)
             w += 16;
         }
     }
-    const __mmask8 m8 = (__mmask8)((1u << MRP) - 1u);
+    const __mmask8 m8 = (__mmask8)((1u << mrp) - 1u);
 #pragma GCC unroll 3
     for (int v = 0; v < NV_; v++) {
         __m512 x[8];
@@ -442,7 +444,7 @@ LT_GEMM_AI void lt_cp_kernel_(const int MRP, const int NV_, const lt_cp_args *A)
         for (int r = 0; r < 8; r++) x[r] = r < MRP ? acc[r][v] : _mm512_setzero_ps();
         lt_cp_store16_(A, x, 16 * v, m8);
     }
-    if (!A->in_regs) lt_cp_post_(A, MRP, 16 * NV_);
+    if (!A->in_regs) lt_cp_post_(A, mrp, 16 * NV_);
 }
 
 #define LT_CP_FN(mr, nv)                                                                      \
@@ -450,10 +452,11 @@ LT_GEMM_AI void lt_cp_kernel_(const int MRP, const int NV_, const lt_cp_args *A)
         lt_cp_kernel_(mr, nv, A);                                                              \
     }
 #define LT_CP_ROW(mr) LT_CP_FN(mr, 1) LT_CP_FN(mr, 2) LT_CP_FN(mr, 3)
-LT_CP_ROW(1) LT_CP_ROW(2) LT_CP_ROW(3) LT_CP_ROW(4) LT_CP_ROW(5) LT_CP_ROW(6) LT_CP_ROW(7) LT_CP_ROW(8)
+LT_CP_ROW(1) LT_CP_ROW(2) LT_CP_ROW(4) LT_CP_ROW(8)
 #define LT_CP_R(mr) {lt_cp_k_##mr##_1, lt_cp_k_##mr##_2, lt_cp_k_##mr##_3}
+/* by pixels: 1, 2, 3-4, 5-8 */
 static void (*const lt_cp_table[8][3])(const lt_cp_args *) __attribute__((unused)) = {
-    LT_CP_R(1), LT_CP_R(2), LT_CP_R(3), LT_CP_R(4), LT_CP_R(5), LT_CP_R(6), LT_CP_R(7), LT_CP_R(8),
+    LT_CP_R(1), LT_CP_R(2), LT_CP_R(4), LT_CP_R(4), LT_CP_R(8), LT_CP_R(8), LT_CP_R(8), LT_CP_R(8),
 };
 
 /* ---- the driver ---- */
@@ -474,7 +477,8 @@ LT_FN void lt_cd_item_cm_(const lt_cd_plan *p, lt_cd_args *A, const float *slab,
             int nv = (int)lt_gemm_min_(LT_CD_NV, lt_gemm_cdiv_(lanes, 16));
             A->bq = slab + q * LT_CD_QT;
             A->tile = tiles + q;
-            lt_cd_table[mr - 1][nv - 1](A);
+            A->mr = mr;
+            lt_cd_table[nv - 1](A);
         }
     }
 }
@@ -496,6 +500,7 @@ LT_FN void lt_cd_item_pm_(const lt_cd_plan *p, lt_cp_args *A, const float *slab,
             A->c = y0 + u * 16 * OHW + p0;
             A->res = r0 ? r0 + u * 16 * OHW + p0 : 0;
             A->bias = b0 ? b0 + u * 16 : 0;
+            A->mrp = mrp;
             lt_cp_table[mrp - 1][nv - 1](A);
         }
     }
