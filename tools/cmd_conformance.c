@@ -58,7 +58,8 @@ static const char HELP[] =
     "  --backend NAME   backend to test: interp (default, the reference interpreter) or cpu (compiled\n"
     "                   for each data set's input shapes; compile options below apply)\n"
     "  --suite DIR      folder of test folders (default: $LATHE_ONNX_SUITE, else the 'node' tests of\n"
-    "                   the onnx Python package found with $LATHE_PYTHON or python3)\n"
+    "                   the onnx Python package found with $LATHE_PYTHON or python3; generated\n"
+    "                   with that package's own generator when it ships no test files)\n"
     "  --filter RE      run only tests whose name matches the POSIX extended regex RE\n"
     "  --json FILE      write per-test results (name, status, reason, ops, seconds) as JSON\n"
     "  -j, --jobs N     tests to run in parallel (default: number of CPUs)\n"
@@ -141,6 +142,22 @@ static char *find_suite(void) {
     if (!*line) return NULL;
     char path[8192];
     cli_fmt(path, sizeof path, "%s/backend/test/data/node", line);
+    struct stat sb;
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) return xstrdup(path);
+    /* The package ships no test files (onnx >= 1.23 builds them in memory): generate them with the
+     * package's own generator into lathe's cache folder, once. */
+    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    char out[4096];
+    if (xdg && *xdg) cli_fmt(out, sizeof out, "%s/lathe/onnx-suite", xdg);
+    else cli_fmt(out, sizeof out, "%s/.cache/lathe/onnx-suite", home && *home ? home : "/tmp");
+    cli_fmt(path, sizeof path, "%s/node", out);
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) return xstrdup(path);
+    fprintf(stderr, "lathe: the onnx package has no node test files; generating them into %s\n", out);
+    cmd[k] = 0;
+    char gen[8192 + 512];
+    cli_fmt(gen, sizeof gen, "mkdir -p '%s/node' && %s' -m onnx.backend.test.cmd_tools generate-data -o '%s' >/dev/null 2>&1",
+            out, cmd, out);
+    if (strchr(out, '\'') || system(gen) != 0 || stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode)) return NULL;
     return xstrdup(path);
 }
 
