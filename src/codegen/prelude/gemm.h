@@ -762,7 +762,8 @@ LT_FN void lt_gemm_chunk_(const lt_gemm_prob *P, int64_t x1, int64_t x2, int64_t
                 t.bias_col = bias && !bias_row ? bias + n0 + j : 0;
                 t.res = res ? res + (m0 + i) * t.ldr + n0 + j : 0;
                 t.npf = lt_gemm_min_(pf_per, pf_lines), t.pf = pf;
-                pf += 64 * t.npf, pf_lines -= t.npf;
+                if (pf) pf += 64 * t.npf; /* NULL when nothing is prefetched (no offset on NULL) */
+                pf_lines -= t.npf;
                 lt_gk_table[arow][mr - 1][nv - 1](kc, a, bp + j * bstep, C + (m0 + i) * P->ldc + n0 + j, P->ldc, w,
                                                   &t);
             }
