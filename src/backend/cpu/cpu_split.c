@@ -142,7 +142,14 @@ lt_status lt_cpu_prelude_library_source(lt_ctx *ctx, lt_strbuf *out) {
     lt_sb_printf(out, "#define LT_PRELUDE_LIBRARY 1\n");
     LT_TRY(lt_emit_prelude_all(ctx, &lt_lang_c, out));
     lt_sb_printf(out, "\n/* ---- exported entry points (lt_pl_<name>: thread count, then the arguments) ---- */\n");
-    if (out->s) each_fn(out->s, add_wrapper, out);
+    if (out->s) {
+        /* add_wrapper appends to `out`, which may move its text: walk a copy (reading out->s while
+         * it grows was a use-after-free that crashed compiles at random). */
+        char *text = lt_mem_strdup(out->s);
+        if (!text) return lt_error(ctx, LT_ERR_NOMEM, "out of memory writing the prelude library");
+        each_fn(text, add_wrapper, out);
+        lt_mem_free(text);
+    }
     if (out->failed) return lt_error(ctx, LT_ERR_NOMEM, "out of memory writing the prelude library");
     return LT_OK;
 }
