@@ -1,12 +1,17 @@
 /* test_gemm.c — the prelude's GEMM and convolution microkernels (src/codegen/prelude/gemm.h,
  * conv.h) against naive double-precision references on random data.
  *
- * Covers: M/N/K in {1, 7, 33, 257} and tails around the register tile, every operand mode (plain,
- * transposed, pre-packed), alpha/beta, every epilogue part (bias per column/row, residual before
- * and after the activation, each activation), batched GEMM with broadcast strides, workspace sizes
- * from none (stack path) to full, K = 0, the flat entry points; convolutions with pads, strides,
- * dilations, groups, depthwise (3x3 fast path, edges, 5x5, channel multiplier), 1x1 fast path, and
- * the activation functions against libm. Tolerance: |got - ref| <= 1e-4 |ref| + 1e-5 sum|terms|.
+ * Covers: M/N/K in {1, 7, 33, 257} and tails around the register tile, every operand mode (plain
+ * A read in place, transposed A packed, pre-packed; B packed, read in place, transposed through
+ * the 16x16 register transpose), attention-like and small-N shapes, alpha/beta, every epilogue
+ * part (bias per column/row, residual before and after the activation, each activation), batched
+ * GEMM with broadcast strides, workspace sizes from none (stack path) to full, K = 0, the flat
+ * entry points; convolutions with pads, strides, dilations, groups: the direct kernels
+ * (channel-major and pixel-major, 8- and 16-channel weight panels, x as the slab for 1x1, strided
+ * phase planes, K blocks, two threads), the implicit-im2col GEMM (no workspace), depthwise (the
+ * AVX-512 3x3 band kernel at every band width, strides 1/2, pads 0..2, multipliers; 5x5 and
+ * dilated on the generic path), and the activation functions against libm.
+ * Tolerance: |got - ref| <= 1e-4 |ref| + 1e-5 sum|terms|.
  *
  * The prelude compiles to the instruction set of its translation unit, so this program runs its
  * checks in-process (the build's flags: usually the portable kernel), then recompiles itself with
@@ -327,6 +332,8 @@ static void test_conv(void) {
         {1, 3, 2, 2, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 3, 1, 1, LT_ACT_GELU, 0},       /* 2x2 image */
         {1, 3, 1, 17, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 3, 1, 2, LT_ACT_HARD_SIGMOID, 0}, /* one row */
         {1, 2, 20, 16, 2, 3, 3, 1, 1, 2, 1, 0, 1, 1, 1, 2, 1, 2, LT_ACT_TANH, 0},     /* uneven pads */
+        {1, 2, 5, 90, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2, 1, 1, LT_ACT_CLIP, 0},      /* 6 vectors: 7-wide */
+        {1, 2, 7, 150, 2, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 2, 1, 0, LT_ACT_NONE, 0},     /* s2, 5 vectors */
         /* direct convolution (AVX-512, conv_direct.h): channel-major on larger images, pixel-major
          * on small ones with 16-channel weight panels; x as the slab for 1x1 */
         {1, 20, 7, 7, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, LT_ACT_RELU, 0},    /* pixel-major 3x3 */

@@ -1,5 +1,6 @@
-/* conv.h — 2-D convolution, NCHW float32, for generated code: implicit-im2col GEMM for dense and
- * grouped convolutions, a direct SIMD kernel for depthwise ones, the GEMM's fused epilogue.
+/* conv.h — 2-D convolution, NCHW float32, for generated code: direct kernels (conv_direct.h) or an
+ * implicit-im2col GEMM for dense and grouped convolutions, a direct SIMD kernel for depthwise ones
+ * (conv_dw.h), the GEMM's fused epilogue.
  *
  * Pasted by the emitter after gemm.h (included below) when a kernel calls these functions. All
  * `static`, named lt_*; no allocation, printing or aborting.
@@ -27,16 +28,23 @@
  *                        res_mode /0 none, 1 before act, 2 after act/, act, act_a, act_b, ws_floats)
  *
  * ---- Design -------------------------------------------------------------------------------------
- * Dense / grouped: per image n and group g, C_g[OC/G, OH*OW] = W_g[OC/G, K] * im2col(x_g)[K, OH*OW]
- * with K = C/G*KH*KW. The weights are the pre-packed A operand; B is never materialised: the GEMM
- * driver asks this file's packer for each K block x N chunk of panels, gathered straight from x
- * (a 1x1 stride-1 unpadded convolution reads x as a plain [C, H*W] matrix). Images and groups are
- * the GEMM's two batch levels, so threads share out (image, group, N chunk) work items.
- * Depthwise (G == C, OC a multiple of C): one output row at a time, SIMD over OW; the 3x3 case is
- * specialised (nine taps from three row pointers in one pass, vectorised by the compiler), other
- * sizes (and rows at the top and bottom edges) loop over the taps; columns whose taps leave the
- * image take a bounds-checked path. Planes
- * (n, oc) are shared out among threads. The depthwise "packed" weights are a plain copy.
+ * Dense / grouped: per image n and group g, C_g[OC/G, OH*OW] = W_g[OC/G, K] * B[K, OH*OW] with
+ * K = C/G*KH*KW and B = im2col(x_g). The weights are packed once as the GEMM's A operand, in
+ * panels of 16 output channels with AVX-512 when OC/G % 16 == 0 (lt_conv2d_pw_: the same size as
+ * MR-row panels; conv_direct.h's pixel-major kernel loads them as vectors), else of MR rows.
+ *  - AVX-512 (conv_direct.h): B is never gathered into panels. The input is copied once per chunk
+ *    of output rows into a slab of zero-padded (stride 2: phase-split) planes in which every row
+ *    of B is a contiguous run at a per-k offset, and the kernels load B from it directly
+ *    (channel-major tiles: 8 channels x 48 pixels; pixel-major tiles on small images: 8 pixels x
+ *    48 channels). A 1x1 stride-1 convolution reads x as its slab; on a large image with more
+ *    than twice as many output as input channels it goes to the GEMM with x as B instead.
+ *  - Otherwise: the GEMM driver asks this file's packer for each K block x N chunk of B panels,
+ *    gathered straight from x (a 1x1 stride-1 unpadded convolution reads x as a plain [C, H*W]
+ *    matrix). Images and groups are the GEMM's two batch levels, so threads share out (image,
+ *    group, N chunk) work items.
+ * Depthwise (G == C, OC a multiple of C; conv_dw.h): AVX-512 3x3 stride 1/2 bands of 16-column
+ * vectors rolling down the rows, else one output row at a time vectorized by the compiler. The
+ * depthwise "packed" weights are a plain copy.
  */
 #ifndef LT_PRELUDE_CONV_H
 #define LT_PRELUDE_CONV_H

@@ -10,9 +10,9 @@
  * Design. A convolution is C[oc, p] = sum_k W[oc, k] B[k, p] with k = (ci, kh, kw) and p an output
  * pixel. Instead of gathering B into packed panels (an im2col pass as large as B, paid on every
  * run), the input is copied once into a "slab" in which every row k of B is a contiguous run:
- *   - the slab holds, per input channel, the SH x SW phase planes of the zero-padded input
- *     (phase (a, b) = padded rows a, a+SH, ... and columns b, b+SW, ...; one plane when the stride
- *     is 1), each Wq = OW + (KW-1)*DW/SW columns wide;
+ *   - the slab holds, per input channel, the phase planes of the zero-padded input that the taps
+ *     use (phase (a, b) = padded rows a, a+SH, ... and columns b, b+SW, ...; one plane when the
+ *     stride is 1 or the kernel 1x1), each Wq = OW + (KW-1)*DW/SW columns wide;
  *   - output pixel (oh, ow) is lane q = oh*Wq + ow of a "q space" (Wq - OW columns of every row
  *     are padding lanes whose results are dropped), and B[k, q] = slab[off[k] + q] with
  *     off[k] = ci*cstride + phase(kh*DH % SH, kw*DW % SW)*pstride + (kh*DH/SH)*Wq + kw*DW/SW.
@@ -41,6 +41,7 @@
 #define LT_CD_QT 48       /* lanes in a tile */
 #define LT_CD_MAXQT 128   /* tiles in a chunk of rows (q lanes <= 6144) */
 #define LT_CD_SLAB 98304  /* target slab size in floats (384 KiB: in L2 beside the weight panels) */
+#define LT_CD_MAXS 16     /* largest stride */
 
 typedef struct lt_cd_plan {
     const lt_conv2d_geom *g;
@@ -53,15 +54,22 @@ typedef struct lt_cd_plan {
     int64_t ws_per;                    /* workspace floats per thread: slab, then off[K] */
     int T;                             /* threads */
     int pix;                           /* 1: the pixel-major kernel, 0: the channel-major one */
+    int na, nb;                        /* phases the taps use: row phases a[], column phases b[] */
+    int8_t pa[LT_CD_MAXS], pb[LT_CD_MAXS]; /* the used phases in order; ia[phase], ib[phase]: their */
+    int8_t ia[LT_CD_MAXS], ib[LT_CD_MAXS]; /* index among them (-1: unused, never filled) */
     int xslab;                         /* 1: x is the slab (1x1, stride 1, no padding) */
 } lt_cd_plan;
 
 /* Floats per thread for chunks of `rows` output rows. */
 /* Floats per thread for chunks of `rows` output rows (xslab: the offsets only). */
 LT_FN int64_t lt_cd_thread_floats_(const lt_cd_plan *p, int64_t rows) {
-    const lt_conv2d_geom *g = p->g;
     if (p->xslab) return p->K + 16;
-    return p->cg * g->SH * g->SW * (rows + p->ex) * p->Wq + p->Wq + 64 + (p->K + 16);
+    return p->cg * p->na * p->nb * (rows + p->ex) * p->Wq + p->Wq + 64 + (p->K + 16);
+}
+
+/* Floats of B data a chunk of `rows` output rows reads (what the slab holds). */
+LT_FN int64_t lt_cd_chunk_floats_(const lt_cd_plan *p, int64_t rows) {
+    return p->cg * p->na * p->nb * (rows + p->ex) * p->Wq;
 }
 
 LT_FN int lt_cd_plan_(lt_cd_plan *p, const lt_conv2d_geom *g, int64_t ws_floats, int threads) {
@@ -76,19 +84,36 @@ LT_FN int lt_cd_plan_(lt_cd_plan *p, const lt_conv2d_geom *g, int64_t ws_floats,
     p->pw = lt_conv2d_pw_(p->ocg);
     p->mpad = lt_gemm_cdiv_(p->ocg, p->pw) * p->pw;
     p->per = lt_sgemm_packed_a_size(p->ocg, p->K);
+    if (g->SH > LT_CD_MAXS || g->SW > LT_CD_MAXS) return 0;
+    /* the phases the taps use (stride 2, 1x1: only (0, 0); 3x3: all four) */
+    for (int i = 0; i < LT_CD_MAXS; i++) p->ia[i] = p->ib[i] = -1;
+    for (int64_t kh = 0; kh < g->KH; kh++) {
+        int a = (int)(kh * g->DH % g->SH);
+        if (p->ia[a] < 0) p->ia[a] = (int8_t)p->na, p->pa[p->na++] = (int8_t)a;
+    }
+    for (int64_t kw = 0; kw < g->KW; kw++) {
+        int b = (int)(kw * g->DW % g->SW);
+        if (p->ib[b] < 0) p->ib[b] = (int8_t)p->nb, p->pb[p->nb++] = (int8_t)b;
+    }
     p->Wq = g->OW + (g->KW - 1) * g->DW / g->SW;
     p->ex = (g->KH - 1) * g->DH / g->SH;
     if (p->Wq > LT_CD_QT * LT_CD_MAXQT) return 0;
-    /* the share of useful lanes in q space; below 0.9 the pixel-major kernel does better */
+    /* the pixel-major kernel: when q space wastes lanes (below 90% useful), and on images up to
+     * 32x32, 16x16 for 1x1 stride 1 (measured: 3x3 runs faster pixel-major at 28x28 and 14x14,
+     * channel-major at 56x56; 1x1 pixel-major at 14x14, not at 28x28) */
     double qlanes = (double)lt_gemm_cdiv_((g->OH - 1) * p->Wq + g->OW, 16) * 16;
-    p->pix = p->pw == 16 && (double)(g->OH * g->OW) < 0.9 * qlanes;
-    if (is1x1 && !p->pix) return 0; /* x is B already: gemm.h */
+    p->pix = p->pw == 16 && ((double)(g->OH * g->OW) < 0.9 * qlanes || g->OH * g->OW <= (is1x1 ? 256 : 1024));
+    /* a 1x1 convolution reads x in place either way; with many output channels per input channel
+     * the GEMM's packed B panels (streamed past more weight rows) pay for their copy */
+    if (is1x1 && !p->pix && p->ocg > 2 * p->K) return 0;
     p->xslab = is1x1;
-    int64_t one = lt_cd_thread_floats_(p, 1);
-    if (one > (int64_t)1 << 30) return 0; /* offsets are int32 */
-    int64_t rows = 1, cap = one > LT_CD_SLAB ? one : LT_CD_SLAB;
-    while (rows < g->OH && (rows + 1) * p->Wq <= LT_CD_QT * LT_CD_MAXQT && lt_cd_thread_floats_(p, rows + 1) <= cap)
+    if (lt_cd_thread_floats_(p, 1) > (int64_t)1 << 30) return 0; /* offsets are int32 */
+    /* rows per chunk: the chunk's B data (the slab, or x's rows) stays in L2 while every weight
+     * panel passes over it; twice as much when the weights are larger still (read once a chunk) */
+    int64_t rows = 1, cap = LT_CD_SLAB * (p->ocg * p->K > LT_CD_SLAB ? 2 : 1);
+    while (rows < g->OH && (rows + 1) * p->Wq <= LT_CD_QT * LT_CD_MAXQT && lt_cd_chunk_floats_(p, rows + 1) <= cap)
         rows++;
+    rows = lt_gemm_cdiv_(g->OH, lt_gemm_cdiv_(g->OH, rows)); /* balanced chunks */
     /* threads: enough work items (at least 2 per thread), splitting rows before channels */
     int T = threads > 0 ? threads : 1;
     double flops = 2.0 * (double)g->N * (double)g->OC * (double)g->OH * (double)g->OW * (double)p->K;
@@ -113,7 +138,7 @@ LT_FN int lt_cd_plan_(lt_cd_plan *p, const lt_conv2d_geom *g, int64_t ws_floats,
         p->pstride = p->cstride = g->H * g->W, p->slab = 0;
     } else {
         p->pstride = (rows + p->ex) * p->Wq;
-        p->cstride = g->SH * g->SW * p->pstride;
+        p->cstride = p->na * p->nb * p->pstride;
         p->slab = p->cg * p->cstride + p->Wq + 64;
     }
     p->ws_per = lt_cd_thread_floats_(p, rows);
@@ -135,11 +160,12 @@ LT_FN void lt_cd_fill_(const lt_cd_plan *p, const float *x, int64_t n, int64_t g
     for (int64_t ci = 0; ci < p->cg; ci++) {
         const float *xc = xg + ci * H * W;
         float *sc = slab + ci * p->cstride;
-        for (int64_t a = 0; a < SH; a++)
+        for (int ua = 0; ua < p->na; ua++)
             for (int64_t i = 0; i < rq; i++) {
-                int64_t ih = (r0 + i) * SH + a - g->PH0;
-                for (int64_t b = 0; b < SW; b++) {
-                    float *d = sc + (a * SW + b) * p->pstride + i * Wq;
+                int64_t ih = (r0 + i) * SH + p->pa[ua] - g->PH0;
+                for (int ub = 0; ub < p->nb; ub++) {
+                    int64_t b = p->pb[ub];
+                    float *d = sc + (ua * p->nb + ub) * p->pstride + i * Wq;
                     if (ih < 0 || ih >= H) {
                         memset(d, 0, (size_t)Wq * sizeof(float));
                         continue;
@@ -173,7 +199,7 @@ LT_FN void lt_cd_offsets_(const lt_cd_plan *p, int32_t *off) {
         for (int64_t kh = 0; kh < g->KH; kh++)
             for (int64_t kw = 0; kw < g->KW; kw++) {
                 int64_t dh = kh * g->DH, dw = kw * g->DW;
-                int64_t o = ci * p->cstride + ((dh % g->SH) * g->SW + dw % g->SW) * p->pstride +
+                int64_t o = ci * p->cstride + (p->ia[dh % g->SH] * p->nb + p->ib[dw % g->SW]) * p->pstride +
                             (dh / g->SH) * p->Wq + dw / g->SW;
                 off[k++] = (int32_t)o;
             }
@@ -183,6 +209,8 @@ LT_FN void lt_cd_offsets_(const lt_cd_plan *p, int32_t *off) {
  * first pixel) of the first one; the lanes' output indices are consecutive. */
 typedef struct lt_cd_tile {
     __mmask16 m[LT_CD_NV];
+    __mmask16 lm[LT_CD_NV]; /* lanes inside q space (< nq): the B loads (x as the slab ends there) */
+    int masked;             /* x is the slab and the tile has lanes beyond q space: masked loads */
     int64_t pos[LT_CD_NV];
     int64_t first, count; /* output index of the first valid lane of the tile; valid lanes */
 } lt_cd_tile;
@@ -192,12 +220,13 @@ LT_FN void lt_cd_tiles_(const lt_cd_plan *p, int64_t nr, lt_cd_tile *tl, int64_t
     for (int64_t t = 0; t < ntiles; t++) {
         lt_cd_tile *e = tl + t;
         int64_t q = t * LT_CD_QT, r = q / Wq, c = q % Wq;
-        e->first = -1, e->count = 0;
+        e->first = -1, e->count = 0, e->masked = 0;
         for (int v = 0; v < LT_CD_NV; v++) {
-            unsigned m = 0;
+            unsigned m = 0, lm = 0;
             e->pos[v] = 0;
             int have = 0;
             for (int l = 0; l < 16; l++, q++) {
+                if (q < nq) lm |= 1u << l;
                 if (q < nq && c < OW) {
                     if (!have) e->pos[v] = r * OW + c, have = 1;
                     if (e->first < 0) e->first = r * OW + c;
@@ -206,7 +235,8 @@ LT_FN void lt_cd_tiles_(const lt_cd_plan *p, int64_t nr, lt_cd_tile *tl, int64_t
                 }
                 if (++c == Wq) c = 0, r++;
             }
-            e->m[v] = (__mmask16)m;
+            e->m[v] = (__mmask16)m, e->lm[v] = (__mmask16)lm;
+            if (p->xslab && lm != 0xffffu) e->masked = 1;
         }
     }
 }
@@ -244,7 +274,7 @@ static __attribute__((noinline, unused)) void lt_cd_post_(const lt_cd_args *A, i
 
 /* 8 x NV_ tile over all of K (every K block of the packed weights), then the epilogue of its first
  * A->mr rows (the packed panels are zero-padded, so the rows beyond are computed and dropped). */
-LT_GEMM_AI void lt_cd_kernel_(const int NV_, const lt_cd_args *A) {
+LT_GEMM_AI void lt_cd_kernel_(const int NV_, const int MASKED, const lt_cd_args *A) {
     const int MR_ = LT_GEMM_MR, mr = A->mr;
     __m512 acc[LT_GEMM_MR][LT_CD_NV];
 #pragma GCC unroll 8
@@ -252,6 +282,9 @@ LT_GEMM_AI void lt_cd_kernel_(const int NV_, const lt_cd_args *A) {
 #pragma GCC unroll 3
         for (int v = 0; v < NV_; v++) acc[i][v] = _mm512_setzero_ps();
     const float *bq = A->bq;
+    __mmask16 lm[LT_CD_NV];
+#pragma GCC unroll 3
+    for (int v = 0; v < NV_; v++) lm[v] = A->tile->lm[v];
     for (int64_t p0 = 0; p0 < A->K; p0 += A->kb) {
         int64_t kc = lt_gemm_min_(A->kb, A->K - p0);
         /* panel t: 8 rows of a pw-wide panel (pw = 8 or 16) */
@@ -268,7 +301,7 @@ LT_GEMM_AI void lt_cd_kernel_(const int NV_, const lt_cd_args *A) {
             }
             __m512 bv[LT_CD_NV];
 #pragma GCC unroll 3
-            for (int v = 0; v < NV_; v++) bv[v] = _mm512_loadu_ps(b + 16 * v);
+            for (int v = 0; v < NV_; v++) bv[v] = MASKED ? _mm512_maskz_loadu_ps(lm[v], b + 16 * v) : _mm512_loadu_ps(b + 16 * v);
 #pragma GCC unroll 8
             for (int i = 0; i < MR_; i++) {
                 __m512 av = _mm512_set1_ps(a[i]);
@@ -316,11 +349,14 @@ LT_GEMM_AI void lt_cd_kernel_(const int NV_, const lt_cd_args *A) {
     if (!in_regs) lt_cd_post_(A, mr);
 }
 
-/* one instance per tile width (a ragged last row of channels runs the 8-row kernel) */
-static __attribute__((noinline, unused)) void lt_cd_k_1(const lt_cd_args *A) { lt_cd_kernel_(1, A); }
-static __attribute__((noinline, unused)) void lt_cd_k_2(const lt_cd_args *A) { lt_cd_kernel_(2, A); }
-static __attribute__((noinline, unused)) void lt_cd_k_3(const lt_cd_args *A) { lt_cd_kernel_(3, A); }
-static void (*const lt_cd_table[3])(const lt_cd_args *) __attribute__((unused)) = {lt_cd_k_1, lt_cd_k_2, lt_cd_k_3};
+/* one instance per tile width (a ragged last row of channels runs the 8-row kernel), and with
+ * masked B loads for the tiles that reach past the end of x read in place */
+#define LT_CD_FN(nv)                                                                                   \
+    static __attribute__((noinline, unused)) void lt_cd_k_##nv(const lt_cd_args *A) { lt_cd_kernel_(nv, 0, A); } \
+    static __attribute__((noinline, unused)) void lt_cd_km_##nv(const lt_cd_args *A) { lt_cd_kernel_(nv, 1, A); }
+LT_CD_FN(1) LT_CD_FN(2) LT_CD_FN(3)
+static void (*const lt_cd_table[2][3])(const lt_cd_args *) __attribute__((unused)) = {
+    {lt_cd_k_1, lt_cd_k_2, lt_cd_k_3}, {lt_cd_km_1, lt_cd_km_2, lt_cd_km_3}};
 
 /* ---- pixel-major kernel: 8 output pixels x 48 output channels ---- */
 typedef struct lt_cp_args {
@@ -400,8 +436,8 @@ static __attribute__((noinline, unused)) void lt_cp_store16_(const lt_cp_args *A
     }
 }
 
-/* MRP (1, 2, 4 or 8) pixel rows computed, the first A->mrp of them stored; rows beyond read
- * pixel 0's values. */
+/* MRP (1, 4 or 8) pixel rows computed, the first A->mrp of them stored; rows beyond read pixel 0's
+ * values. */
 LT_GEMM_AI void lt_cp_kernel_(const int MRP, const int NV_, const lt_cp_args *A) {
     const int mrp = A->mrp;
     __m512 acc[8][LT_CD_NV];
@@ -452,11 +488,11 @@ LT_GEMM_AI void lt_cp_kernel_(const int MRP, const int NV_, const lt_cp_args *A)
         lt_cp_kernel_(mr, nv, A);                                                              \
     }
 #define LT_CP_ROW(mr) LT_CP_FN(mr, 1) LT_CP_FN(mr, 2) LT_CP_FN(mr, 3)
-LT_CP_ROW(1) LT_CP_ROW(2) LT_CP_ROW(4) LT_CP_ROW(8)
+LT_CP_ROW(1) LT_CP_ROW(4) LT_CP_ROW(8)
 #define LT_CP_R(mr) {lt_cp_k_##mr##_1, lt_cp_k_##mr##_2, lt_cp_k_##mr##_3}
-/* by pixels: 1, 2, 3-4, 5-8 */
+/* by pixels: 1 (7x7 images: 49 = 6*8 + 1), 2-4 (14x14: 196 = 24*8 + 4), 5-8 */
 static void (*const lt_cp_table[8][3])(const lt_cp_args *) __attribute__((unused)) = {
-    LT_CP_R(1), LT_CP_R(2), LT_CP_R(4), LT_CP_R(4), LT_CP_R(8), LT_CP_R(8), LT_CP_R(8), LT_CP_R(8),
+    LT_CP_R(1), LT_CP_R(4), LT_CP_R(4), LT_CP_R(4), LT_CP_R(8), LT_CP_R(8), LT_CP_R(8), LT_CP_R(8),
 };
 
 /* ---- the driver ---- */
@@ -478,7 +514,7 @@ LT_FN void lt_cd_item_cm_(const lt_cd_plan *p, lt_cd_args *A, const float *slab,
             A->bq = slab + q * LT_CD_QT;
             A->tile = tiles + q;
             A->mr = mr;
-            lt_cd_table[nv - 1](A);
+            lt_cd_table[tiles[q].masked][nv - 1](A);
         }
     }
 }

@@ -5,17 +5,22 @@
  * depthwise "packed" weights are a plain copy), ep the epilogue of gemm.h (bias per output
  * channel, residual of y's shape before or after the activation). No workspace, no allocation.
  *
- * Design. Output planes (n, oc) are shared out among threads (each reads one input plane).
- *  - AVX-512, 3x3, stride 1 or 2, no dilation (MobileNet's shapes): a block of R output rows at a
- *    time, SIMD over 16 output columns. Each input row of the block is loaded once per vector
- *    column and feeds the (up to 3) output rows it touches, so R = 4 rows at stride 1 read 6 input
- *    rows instead of 12. Left/right padding and the ragged right edge are masked loads (lanes
- *    outside the row read as zero, nothing outside it is touched); rows above and below the image
- *    are skipped. Stride 2 loads 32 contiguous input columns and deinterleaves them with two
- *    vpermt2ps (even columns: tap 0, odd: tap 1; the same from 2 columns on: tap 2), so no strided
- *    gathers. The epilogue runs in registers: bias is the accumulators' initial value, residual
- *    (before) is a masked load, relu / clip / leaky relu are min/max; other activations (and a
- *    residual after them) run over the stored rows.
+ * Design. Output planes (n, oc) are shared out among threads (each reads one input plane), in
+ * runs taken from a shared counter.
+ *  - AVX-512, 3x3, stride 1 or 2, no dilation (MobileNet's shapes): the plane is cut into bands of
+ *    up to 7 vectors of 16 output columns (112: a MobileNet row), and a band walks down the rows
+ *    with its state in registers: each input row is loaded once and feeds every output row it
+ *    belongs to (stride 1: as kernel rows 2, 1, 0 of three consecutive outputs, two partial sums
+ *    per vector carried; stride 2: the row two outputs share, one carried), so an output vector
+ *    costs 3 loads (stride 1) or 4 loads + 3 permutes per input row (stride 2), 9 FMAs and one
+ *    store, and memory is read and written row by row (the prefetchers follow). Left/right
+ *    padding and the ragged right edge are masked loads (lanes outside the row read as zero,
+ *    nothing outside it is touched); rows above and below the image read as zero. Stride 2 loads
+ *    32 contiguous input columns and deinterleaves them with vpermt2ps (even columns: tap 0, odd:
+ *    tap 1; the same from 2 columns on: tap 2), so no strided gathers. The epilogue runs in
+ *    registers: bias is the sums' initial value, residual (before) is a masked load, relu / clip /
+ *    leaky relu are min/max; other activations (and a residual after them) run over the stored
+ *    plane. One function per stride and band width (1, 2, 4 or 7 vectors), chosen through a table.
  *  - Everything else (other sizes, dilations, strides, no AVX-512): one output row at a time, the
  *    taps vectorized by the compiler over the interior columns, bounds-checked taps at the edges.
  */
@@ -317,12 +322,12 @@ LT_FN void lt_conv2d_depthwise_(const lt_conv2d_geom *g, const float *x, const f
         e.in_regs = act == LT_ACT_NONE || act == LT_ACT_RELU || act == LT_ACT_CLIP || act == LT_ACT_LEAKY_RELU;
         e.res_mode = res ? (res_after ? 2 : 1) : 0;
 #ifdef _OPENMP
-        if (T > 1) {
+        if (T > 1) { /* runs of planes from a shared counter: a thread the OS delays is covered */
+            int64_t next = 0, run = lt_gemm_cdiv_(planes, 4 * (int64_t)T);
 #pragma omp parallel num_threads(T)
-            {
-                int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
-                lt_dw3_planes_(g, x, w, y, bias, res, &e, planes * t / nt, planes * (t + 1) / nt);
-            }
+            for (int64_t p0 = __atomic_fetch_add(&next, run, __ATOMIC_RELAXED); p0 < planes;
+                 p0 = __atomic_fetch_add(&next, run, __ATOMIC_RELAXED))
+                lt_dw3_planes_(g, x, w, y, bias, res, &e, p0, lt_gemm_min_(p0 + run, planes));
             return;
         }
 #endif
