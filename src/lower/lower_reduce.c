@@ -104,6 +104,8 @@ typedef struct acc_pass {
     acc_kind kind;
     lt_lvar *acc;
     lt_lnode *shift; /* A_EXP_SUM: x - shift; A_CENTERED_SQ: (x - shift)^2 */
+    lt_lbuf *save;   /* A_EXP_SUM with lanes: also store each exp term here (softmax's output), at
+                      * the input's flat index */
 } acc_pass;
 
 /* exp(d) for d = x - max <= 0 (softmax, log-sum-exp), with results below FLT_MIN flushed to 0:
@@ -187,7 +189,18 @@ static lt_status acc_pass_lanes(rnest *rn, acc_pass *ap, lt_lnode *init, int L, 
     LT_TRY(lt_lower_value(lc, rn->n->in[0], full, &x));
     x = lt_lower_conv(lc, x, dt);
     lt_lnode *pl = lt_l_var(K, lane);
-    lt_lnode *body = lt_l_store(K, part, pl, acc_combine(lc, ap->kind, lt_l_load(K, part, pl), x, ap->shift));
+    lt_lnode *body;
+    if (ap->save && ap->kind == A_EXP_SUM) { /* e = exp(x - shift): stored, and summed */
+        lt_lvar *ev = lt_kernel_var(K, "e", dt);
+        if (!ev) return lt_lower_nomem(lc);
+        lt_lnode *three[3];
+        three[0] = lt_l_let(K, ev, exp_ftz(lc, lt_l_binary(K, LT_LOP_SUB, x, ap->shift)));
+        three[1] = lt_l_store(K, ap->save, lt_lower_flat(lc, rn->rank, rn->dims, full), lt_l_var(K, ev));
+        three[2] = lt_l_store(K, part, pl, lt_l_add(K, lt_l_load(K, part, pl), lt_l_var(K, ev)));
+        body = lt_l_seq(K, 3, three);
+    } else {
+        body = lt_l_store(K, part, pl, acc_combine(lc, ap->kind, lt_l_load(K, part, pl), x, ap->shift));
+    }
     body = lt_l_for(K, lane, lt_l_int(K, 0), lt_l_int(K, L), LT_LOOP_SERIAL, body);
     body = lt_l_for(K, ro, lt_l_int(K, 0), lt_l_int(K, rn->dims[last] / L), LT_LOOP_SERIAL, body);
     for (int d = last - 1; d >= 0; d--)
@@ -203,10 +216,10 @@ static lt_status acc_pass_lanes(rnest *rn, acc_pass *ap, lt_lnode *init, int L, 
 }
 
 /* LET acc = init; passes over the reduced dims. Appends two statements to s. */
-static lt_status accumulate(rnest *rn, acc_kind kind, lt_dtype dt, lt_lnode *init, lt_lnode *shift,
-                            const char *name, lt_lvar **acc, lt_lnode **s, int *ns) {
+static lt_status accumulate_save(rnest *rn, acc_kind kind, lt_dtype dt, lt_lnode *init, lt_lnode *shift,
+                                 const char *name, lt_lbuf *save, lt_lvar **acc, lt_lnode **s, int *ns) {
     lt_lctx *lc = rn->lc;
-    acc_pass ap = {kind, lt_kernel_var(K, name, dt), shift};
+    acc_pass ap = {kind, lt_kernel_var(K, name, dt), shift, save};
     if (!ap.acc || !init) return lt_lower_nomem(lc);
     s[(*ns)++] = lt_l_let(K, ap.acc, init);
     int L = acc_lanes(rn);
@@ -215,6 +228,11 @@ static lt_status accumulate(rnest *rn, acc_kind kind, lt_dtype dt, lt_lnode *ini
     (*ns)++;
     *acc = ap.acc;
     return LT_OK;
+}
+
+static lt_status accumulate(rnest *rn, acc_kind kind, lt_dtype dt, lt_lnode *init, lt_lnode *shift,
+                            const char *name, lt_lvar **acc, lt_lnode **s, int *ns) {
+    return accumulate_save(rn, kind, dt, init, shift, name, NULL, acc, s, ns);
 }
 
 /* LET name = value; returns VAR name */
@@ -406,11 +424,17 @@ static bool softmax_mask(const lt_node *n, bool *mask) {
 typedef struct norm_pass {
     lt_lnode *m, *inv, *ls; /* max, 1/sum (softmax) or log-sum (log-softmax) */
     bool log;
+    lt_lbuf *saved;         /* softmax: the output already holds exp(x - max): scale it in place */
 } norm_pass;
 
 static lt_status softmax_store(rnest *rn, lt_lnode *const *full, void *user, lt_lnode **body) {
     lt_lctx *lc = rn->lc;
     norm_pass *np = user;
+    if (np->saved) {
+        lt_lnode *off = lt_lower_flat(lc, rn->rank, rn->dims, full);
+        *body = lt_l_store(K, np->saved, off, lt_l_mul(K, lt_l_load(K, np->saved, off), np->inv));
+        return LT_LNN(lc, *body);
+    }
     lt_lnode *x;
     LT_TRY(lt_lower_value(lc, rn->n->in[0], full, &x));
     x = lt_lower_conv(lc, x, np->m->dtype);
@@ -431,8 +455,14 @@ static lt_status l_softmax(lt_lctx *lc, const lt_node *n, lt_lnode **res) {
     lt_lvar *mx, *sum;
     LT_TRY(accumulate(&rn, A_MAX, dt, lt_lower_lowest(lc, dt), NULL, "mx", &mx, s, &ns));
     lt_lnode *m = lt_l_var(K, mx);
-    LT_TRY(accumulate(&rn, A_EXP_SUM, dt, lt_lower_imm(lc, dt, 0), m, "sum", &sum, s, &ns));
-    norm_pass np = {.m = m, .log = n->op == LT_OP_LogSoftmax};
+    /* softmax with no epilogue, stored as float: the sum pass stores exp(x - max) into the output
+     * and the last pass scales it (one exp per element instead of two) */
+    const lt_value *fin = NULL;
+    lt_lbuf *ob = lt_lower_out_buf(lc, n->out[0], &fin);
+    lt_lbuf *save = n->op == LT_OP_Softmax && ob && fin == n->out[0] && ob->dtype == LT_FLOAT && dt == LT_FLOAT &&
+                            acc_lanes(&rn) ? ob : NULL;
+    LT_TRY(accumulate_save(&rn, A_EXP_SUM, dt, lt_lower_imm(lc, dt, 0), m, "sum", save, &sum, s, &ns));
+    norm_pass np = {.m = m, .log = n->op == LT_OP_LogSoftmax, .saved = save};
     if (np.log) np.ls = bind(lc, "lsum", lt_l_unary(K, LT_LOP_LOG, lt_l_var(K, sum)), s, &ns);
     else np.inv = bind(lc, "inv", lt_l_binary(K, LT_LOP_DIV, lt_lower_imm(lc, dt, 1), lt_l_var(K, sum)), s, &ns);
     if (!np.ls && !np.inv) return lt_lower_nomem(lc);

@@ -272,8 +272,8 @@ lt_status lt_sched_default(lt_ctx *ctx, const lt_group *g, const lt_kernel *k, c
             /* work inside the kept loops: what is under the last kept loop */
             int kept = 0;
             while (kept < nl && (loops[kept]->var->name[0] == 'o' || loops[kept]->var->name[0] == 'b')) kept++;
-            int64_t inner = kept ? work_of(loops[kept - 1]->kids[2]) : 1;
-            LT_TRY(sched_kept(&b, loops, nl, inner, opt->gpu));
+            int64_t inner_work = kept ? work_of(loops[kept - 1]->kids[2]) : 1;
+            LT_TRY(sched_kept(&b, loops, nl, inner_work, opt->gpu));
             if (!opt->gpu) LT_TRY(sched_inner_vectors(&b, st));
         }
     }
