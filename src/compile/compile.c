@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "../backend/cpu/cpu.h"
 #include "../codegen/codegen.h"
@@ -45,6 +46,13 @@ int lt_compile_host_lanes(void) {
     if (__builtin_cpu_supports("avx2")) return 8;
 #endif
     return 4;
+}
+
+/* Threads the plan's kernels may use (sizes per-thread scratch): the option, else the CPUs online. */
+static int plan_threads(int threads) {
+    if (threads > 0) return threads;
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > 256 ? 256 : (int)n;
 }
 
 /* ---- dumps ---- */
@@ -210,7 +218,9 @@ lt_status lt_compile(lt_ctx *ctx, lt_model *m, const lt_compile_options *opt, lt
     /* 3. lowering (host fallback per group) */
     t = now_s();
     lt_lower_options lo = {.vector_lanes = opt->vector_lanes > 0 ? opt->vector_lanes : lt_compile_host_lanes(),
-                           .no_microkernels = opt->no_microkernels};
+                           .no_microkernels = opt->no_microkernels,
+                           .scratch = true, /* the plan binds lt_lscratch buffers in its workspace */
+                           .threads = plan_threads(opt->threads)};
     lt_lowered *lowered = lt_arena_alloc(arena, sizeof *lowered * (size_t)(gs->n + 1));
     if (!lowered) { s = lt_error(ctx, LT_ERR_NOMEM, "out of memory (lowered kernels)"); goto fail; }
     int n_emit = 0;

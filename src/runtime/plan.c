@@ -233,6 +233,33 @@ static bool is_packed_arg(const lt_lowered *lw, int arg, int *pack) {
     return false;
 }
 
+/* Scratch argument j of kernel step i (lt_lscratch: GEMM packing buffers, im2col): a WORKSPACE slot of
+ * no graph value, defined and dead at step i, so the memory plan shares it with everything not live
+ * there. */
+static lt_status bind_scratch(lt_ctx *ctx, lt_plan *p, const lt_lowered *lw, lt_plan_step *st, int i, int j) {
+    const lt_lscratch *sc = NULL;
+    for (int k = 0; k < lw->n_scratch && !sc; k++)
+        if (lw->scratch[k].arg == j) sc = &lw->scratch[k];
+    if (!sc || sc->size < 0 || lt_dtype_size(sc->dtype) <= 0)
+        return lt_error(ctx, LT_ERR_INTERNAL, "plan: kernel %s argument %d has no value and is no scratch buffer",
+                        st->name, j);
+    int sl = new_slot(ctx, p, NULL, LT_SLOT_WORKSPACE);
+    if (sl < 0) return ctx->status ? ctx->status : LT_ERR_NOMEM;
+    lt_plan_slot *S = &p->slots[sl];
+    S->dtype = sc->dtype;
+    S->rank = 1;
+    S->dims[0] = sc->size;
+    S->numel = sc->size;
+    S->bytes = sc->size * (int64_t)lt_dtype_size(sc->dtype);
+    S->def_step = i;
+    S->last_step = i;
+    S->scratch = true;
+    p->rt[sl].is_static = true;
+    p->rt[sl].kernel_use = true;
+    st->arg_slots[j] = sl;
+    return LT_OK;
+}
+
 /* Slots of every step's values, live ranges, packed weights. */
 static lt_status bind_values(lt_ctx *ctx, lt_plan *p, const lt_lowered *lowered_by_step_group) {
     const lt_graph *g = p->model->graph;
@@ -269,6 +296,10 @@ static lt_status bind_values(lt_ctx *ctx, lt_plan *p, const lt_lowered *lowered_
                     pp->src_slot = src;
                     pp->kernel = lp->kernel;
                     s = p->backend->vt->load(p->backend, ctx, p->module, lp->kernel->name, (lt_bkernel **)&pp->bk);
+                    continue;
+                }
+                if (!lw->arg_values[j]) { /* scratch: workspace live during this step only */
+                    s = bind_scratch(ctx, p, lw, st, i, j);
                     continue;
                 }
                 int sl = slot_of(ctx, p, lw->arg_values[j]);
@@ -931,7 +962,7 @@ const char *lt_plan_memory_summary(const lt_plan *p, char *buf, size_t n) {
 static void print_slot_ref(const lt_plan *p, int sl, lt_strbuf *out) {
     if (sl < 0) { lt_sb_printf(out, "-"); return; }
     const lt_plan_slot *S = &p->slots[sl];
-    lt_sb_printf(out, "%s", S->value ? S->value->name : "?");
+    lt_sb_printf(out, "%s", S->value ? S->value->name : S->scratch ? "scratch" : "?");
     if (S->alias_of >= 0 && p->slots[S->alias_of].kind != LT_SLOT_WORKSPACE)
         lt_sb_printf(out, "=%s", p->slots[S->alias_of].value->name);
     else if (S->kind == LT_SLOT_WORKSPACE) lt_sb_printf(out, "@%lld%s", (long long)S->offset, S->inplace ? "*" : "");

@@ -100,6 +100,8 @@ typedef struct lt_plan_slot {
     bool inplace;           /* shares the memory of the slot it was computed from (in-place) */
     int alias_of;           /* -1, or the slot whose memory this view shares (a Reshape-like step's
                              * output: same bytes, no copy); chains point at their root */
+    bool scratch;           /* WORKSPACE of no graph value (value NULL): a kernel's scratch buffer
+                             * (lt_lscratch), live during its step only */
 } lt_plan_slot;
 
 typedef enum lt_step_kind { LT_STEP_KERNEL, LT_STEP_HOST } lt_step_kind;
