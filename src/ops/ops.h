@@ -77,7 +77,7 @@ const lt_op_hooks *lt_op_hooks_get(int op); /* never NULL; fields NULL when not 
 
 /* Family tables, each ended by an entry with op 0. */
 extern const lt_op_reg lt_ops_elementwise[], lt_ops_reduce[], lt_ops_shape[], lt_ops_nn[],
-    lt_ops_control[], lt_ops_recurrent[], lt_ops_image[], lt_ops_misc[];
+    lt_ops_control[], lt_ops_recurrent[], lt_ops_image[], lt_ops_misc[], lt_ops_nchwc[];
 
 /* ---- running subgraphs (If, Loop, Scan, SequenceMap) ----
  * Binds inputs[i] to g->inputs[i] (n_inputs may be fewer than g->n_inputs only if the rest have
