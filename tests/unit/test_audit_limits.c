@@ -8,118 +8,60 @@
  *   - every allocation failure during a load with external data is an error, never a leak.
  * Files go to a fresh mkdtemp folder under /tmp, removed at the end. Exits non-zero on failure. */
 #include "onnx/onnx.h"
+#include "test_pb.h"
+#include "test_util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-static int failures;
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);               \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
-#define CHECK_MSG(ctx, sub)                                                                        \
-    do {                                                                                           \
-        if (!strstr((ctx).msg, (sub))) {                                                           \
-            fprintf(stderr, "%s:%d: message '%s' lacks '%s'\n", __FILE__, __LINE__, (ctx).msg, (sub)); \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
-
-/* ---- a minimal protobuf writer (plain malloc; aborts only on the test's own OOM) ---- */
-typedef struct buf {
-    uint8_t *p;
-    size_t n, cap;
-} buf;
-
-static void put(buf *b, const void *d, size_t n) {
-    if (b->n + n > b->cap) {
-        size_t cap = (b->n + n) * 2 + 64;
-        uint8_t *p = realloc(b->p, cap);
-        if (!p) {
-            fprintf(stderr, "test_audit_limits: out of memory\n");
-            exit(2);
-        }
-        b->p = p;
-        b->cap = cap;
-    }
-    if (n) memcpy(b->p + b->n, d, n);
-    b->n += n;
-}
-static void w_varint(buf *b, uint64_t v) {
-    do {
-        uint8_t c = (uint8_t)(v & 0x7f);
-        v >>= 7;
-        if (v) c |= 0x80;
-        put(b, &c, 1);
-    } while (v);
-}
-static void w_int(buf *b, int field, uint64_t v) {
-    w_varint(b, (uint64_t)field << 3);
-    w_varint(b, v);
-}
-static void w_bytes(buf *b, int field, const void *d, size_t n) {
-    w_varint(b, (uint64_t)field << 3 | 2);
-    w_varint(b, n);
-    put(b, d, n);
-}
-static void w_str(buf *b, int field, const char *s) { w_bytes(b, field, s, strlen(s)); }
-static void w_msg(buf *b, int field, buf *m) { /* appends and frees m */
-    w_bytes(b, field, m->p, m->n);
-    free(m->p);
-    memset(m, 0, sizeof *m);
-}
-
 /* ValueInfoProto "name": float[4]. Depth below it: Type(+1) Tensor(+2) Shape(+3) Dimension(+4). */
-static void w_value_info(buf *b, int field, const char *name) {
-    buf dim = {0}, shape = {0}, tensor = {0}, type = {0}, v = {0};
-    w_int(&dim, 1, 4);
-    w_msg(&shape, 1, &dim);
-    w_int(&tensor, 1, 1);
-    w_msg(&tensor, 2, &shape);
-    w_msg(&type, 1, &tensor);
-    w_str(&v, 1, name);
-    w_msg(&v, 2, &type);
-    w_msg(b, field, &v);
+static void w_value_info(pb *b, int field, const char *name) {
+    pb dim = {0}, shape = {0}, tensor = {0}, type = {0}, v = {0};
+    fv(&dim, 1, 4);
+    fmsg(&shape, 1, &dim);
+    fv(&tensor, 1, 1);
+    fmsg(&tensor, 2, &shape);
+    fmsg(&type, 1, &tensor);
+    fs(&v, 1, name);
+    fmsg(&v, 2, &type);
+    fmsg(b, field, &v);
 }
 
 /* y = x + w, w a float[4] initializer: raw_data, or external data at `location` (offset 0). */
-static buf model_bytes(const char *location) {
-    buf node = {0}, init = {0}, graph = {0}, opset = {0}, model = {0};
-    w_str(&node, 1, "x");
-    w_str(&node, 1, "w");
-    w_str(&node, 2, "y");
-    w_str(&node, 3, "add");
-    w_str(&node, 4, "Add");
-    w_int(&init, 1, 4);
-    w_int(&init, 2, 1);
-    w_str(&init, 8, "w");
+static pb model_bytes(const char *location) {
+    pb node = {0}, init = {0}, graph = {0}, opset = {0}, model = {0};
+    fs(&node, 1, "x");
+    fs(&node, 1, "w");
+    fs(&node, 2, "y");
+    fs(&node, 3, "add");
+    fs(&node, 4, "Add");
+    fv(&init, 1, 4);
+    fv(&init, 2, 1);
+    fs(&init, 8, "w");
     if (location) {
-        buf e1 = {0}, e2 = {0};
-        w_str(&e1, 1, "location");
-        w_str(&e1, 2, location);
-        w_msg(&init, 13, &e1);
-        w_str(&e2, 1, "length");
-        w_str(&e2, 2, "16");
-        w_msg(&init, 13, &e2);
-        w_int(&init, 14, 1);
+        pb e1 = {0}, e2 = {0};
+        fs(&e1, 1, "location");
+        fs(&e1, 2, location);
+        fmsg(&init, 13, &e1);
+        fs(&e2, 1, "length");
+        fs(&e2, 2, "16");
+        fmsg(&init, 13, &e2);
+        fv(&init, 14, 1);
     } else {
         const float w[4] = {1, 2, 3, 4};
-        w_bytes(&init, 9, w, sizeof w);
+        fbytes(&init, 9, w, sizeof w);
     }
-    w_msg(&graph, 1, &node);
-    w_str(&graph, 2, "g");
-    w_msg(&graph, 5, &init);
+    fmsg(&graph, 1, &node);
+    fs(&graph, 2, "g");
+    fmsg(&graph, 5, &init);
     w_value_info(&graph, 11, "x");
     w_value_info(&graph, 12, "y");
-    w_int(&model, 1, 8);
-    w_int(&opset, 2, 17);
-    w_msg(&model, 8, &opset);
-    w_msg(&model, 7, &graph);
+    fv(&model, 1, 8);
+    fv(&opset, 2, 17);
+    fmsg(&model, 8, &opset);
+    fmsg(&model, 7, &graph);
     return model;
 }
 
@@ -148,7 +90,7 @@ static int mapped(const char *needle) {
 }
 
 static void test_max_bytes(void) {
-    buf mb = model_bytes(NULL);
+    pb mb = model_bytes(NULL);
     lt_model *m = NULL;
     lt_ctx ctx = {0};
     CHECK(lt_onnx_load_memory(&ctx, mb.p, mb.n, NULL, NULL, &m) == LT_OK);
@@ -175,7 +117,7 @@ static void test_max_bytes(void) {
     free(mb.p);
 
     /* an external-data file larger than max_bytes is refused before it is mapped */
-    buf me = model_bytes("big.bin");
+    pb me = model_bytes("big.bin");
     write_file("ext.onnx", me.p, me.n);
     static uint8_t big[8192];
     write_file("big.bin", big, sizeof big);
@@ -209,7 +151,7 @@ static void test_max_bytes(void) {
 
 static void test_max_depth(void) {
     /* Deepest message: Model(0) > Graph(1) > ValueInfo(2) > Type(3) > Tensor(4) > Shape(5) > Dimension(6). */
-    buf mb = model_bytes(NULL);
+    pb mb = model_bytes(NULL);
     lt_model *m = NULL;
     lt_load_options opt = {.max_depth = 6};
     lt_ctx c1 = {0};
@@ -234,37 +176,16 @@ static void test_max_depth(void) {
 }
 
 /* ---- allocation failures during a load with external data ---- */
-static long g_fail_at = -1, g_calls, g_live;
-static void *f_alloc(void *u, size_t n) {
-    (void)u;
-    if (g_fail_at >= 0 && g_calls++ == g_fail_at) return NULL;
-    void *p = malloc(n ? n : 1);
-    if (p) g_live++;
-    return p;
-}
-static void *f_realloc(void *u, void *p, size_t n) {
-    (void)u;
-    if (g_fail_at >= 0 && g_calls++ == g_fail_at) return NULL;
-    void *q = realloc(p, n ? n : 1);
-    if (q && !p) g_live++;
-    return q;
-}
-static void f_free(void *u, void *p) {
-    (void)u;
-    if (p) g_live--;
-    free(p);
-}
 
 static void test_alloc_failures_external(void) {
-    buf me = model_bytes("w.bin");
+    pb me = model_bytes("w.bin");
     write_file("alloc.onnx", me.p, me.n);
     free(me.p);
     const float w[4] = {5, 6, 7, 8};
     write_file("w.bin", w, sizeof w);
     char path[256];
     snprintf(path, sizeof path, "%s/alloc.onnx", g_dir);
-    static const lt_allocator a = {f_alloc, f_realloc, f_free, NULL};
-    lt_set_allocator(&a);
+    lt_set_allocator(&g_test_alloc);
     long ok_at = -1;
     for (long k = 0; k < 10000 && ok_at < 0; k++) {
         g_fail_at = k;
@@ -309,10 +230,5 @@ int main(void) {
     test_max_depth();
     test_alloc_failures_external();
     cleanup();
-    if (failures) {
-        fprintf(stderr, "test_audit_limits: %d failure(s)\n", failures);
-        return 1;
-    }
-    printf("test_audit_limits: ok\n");
-    return 0;
+    return test_report("test_audit_limits");
 }

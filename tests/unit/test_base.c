@@ -3,36 +3,12 @@
 #include "base/base.h"
 #include "base/dtype.h"
 #include "base/tensor.h"
+#include "test_util.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int failures;
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);               \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
-
-/* An allocator that fails the Nth allocation (and all after it when sticky). */
-static long g_countdown = -1;
-static void *failing_alloc(void *u, size_t n) {
-    (void)u;
-    if (g_countdown == 0) return NULL;
-    if (g_countdown > 0) g_countdown--;
-    return malloc(n ? n : 1);
-}
-static void *failing_realloc(void *u, void *p, size_t n) {
-    (void)u;
-    if (g_countdown == 0) return NULL;
-    if (g_countdown > 0) g_countdown--;
-    return realloc(p, n ? n : 1);
-}
-static void plain_free(void *u, void *p) { (void)u; free(p); }
 
 static void test_checked(void) {
     int64_t r;
@@ -119,8 +95,7 @@ static void test_dtypes(void) {
 }
 
 static void test_tensors_under_failing_allocator(void) {
-    lt_allocator a = {failing_alloc, failing_realloc, plain_free, NULL};
-    lt_set_allocator(&a);
+    lt_set_allocator(&g_test_alloc);
     int64_t dims[2] = {3, 4};
     for (long n = 0; n < 20; n++) {
         lt_ctx c = {0};
@@ -150,10 +125,5 @@ int main(void) {
     test_ctx();
     test_dtypes();
     test_tensors_under_failing_allocator();
-    if (failures) {
-        fprintf(stderr, "test_base: %d failure(s)\n", failures);
-        return 1;
-    }
-    printf("test_base: ok\n");
-    return 0;
+    return test_report("test_base");
 }

@@ -9,21 +9,13 @@
 #include "backend/cuda/nvrtc.h"
 #include "codegen/codegen.h"
 #include "loop/loop.h"
+#include "test_util.h"
 
 #include <dlfcn.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int failures;
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);               \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
 
 static int count(const char *hay, const char *needle) {
     int n = 0;
@@ -599,20 +591,6 @@ out:
 }
 
 /* ---- out of memory at every allocation: a status, never a crash ---- */
-static long g_countdown = -1;
-static void *f_alloc(void *u, size_t n) {
-    (void)u;
-    if (g_countdown == 0) return NULL;
-    if (g_countdown > 0) g_countdown--;
-    return malloc(n ? n : 1);
-}
-static void *f_realloc(void *u, void *p, size_t n) {
-    (void)u;
-    if (g_countdown == 0) return NULL;
-    if (g_countdown > 0) g_countdown--;
-    return realloc(p, n ? n : 1);
-}
-static void f_free(void *u, void *p) { (void)u; free(p); }
 
 static void test_oom(void) {
     lt_arena ar;
@@ -620,7 +598,6 @@ static void test_oom(void) {
     lt_kernel *k1, *k2;
     cuda_kernels(&ar, &k1, &k2);
     lt_emit_kernel ks[2] = {{tiny(&ar, "lt_t", NULL), "b"}, {k1, "a"}};
-    lt_allocator fa = {f_alloc, f_realloc, f_free, NULL};
     for (int lang = 0; lang < 2; lang++) {
         bool ok = false;
         long n = 0;
@@ -628,7 +605,7 @@ static void test_oom(void) {
             lt_ctx ctx = {0};
             lt_strbuf o = {0};
             g_countdown = n;
-            lt_set_allocator(&fa);
+            lt_set_allocator(&g_test_alloc);
             lt_status s = lt_emit_module(&ctx, lang ? &lt_lang_cuda : &lt_lang_c, ks + lang, 1, NULL, &o);
             lt_set_allocator(NULL);
             g_countdown = -1;
@@ -654,10 +631,5 @@ int main(void) {
     test_cuda();
     test_cuda_run();
     test_oom();
-    if (failures) {
-        fprintf(stderr, "test_codegen: %d failure(s)\n", failures);
-        return 1;
-    }
-    printf("test_codegen: all passed\n");
-    return 0;
+    return test_report("test_codegen");
 }

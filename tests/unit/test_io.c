@@ -4,35 +4,12 @@
  * failures), each of which must be an error, never a crash. Exits non-zero on the first failure. */
 #define _GNU_SOURCE /* memmem */
 #include "io/io.h"
+#include "test_util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
-
-static int failures;
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);               \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
-
-static long g_countdown = -1;
-static void *failing_alloc(void *u, size_t n) {
-    (void)u;
-    if (g_countdown == 0) return NULL;
-    if (g_countdown > 0) g_countdown--;
-    return malloc(n ? n : 1);
-}
-static void *failing_realloc(void *u, void *p, size_t n) {
-    (void)u;
-    if (g_countdown == 0) return NULL;
-    if (g_countdown > 0) g_countdown--;
-    return realloc(p, n ? n : 1);
-}
-static void plain_free(void *u, void *p) { (void)u; free(p); }
 
 static bool same_tensor(const lt_tensor *a, const lt_tensor *b) {
     if (a->dtype != b->dtype || a->rank != b->rank || a->numel != b->numel) return false;
@@ -305,8 +282,7 @@ static void test_npz(void) {
     lt_mem_free(npy);
 
     /* allocation failures at every step: error, no leak, no crash */
-    lt_allocator fa = {failing_alloc, failing_realloc, plain_free, NULL};
-    lt_set_allocator(&fa);
+    lt_set_allocator(&g_test_alloc);
     for (long k = 0; k < 40; k++) {
         g_countdown = k;
         lt_ctx c = {0};
@@ -379,10 +355,5 @@ int main(void) {
     test_headers();
     test_npz();
     test_bind();
-    if (failures) {
-        fprintf(stderr, "test_io: %d failure(s)\n", failures);
-        return 1;
-    }
-    printf("test_io: ok\n");
-    return 0;
+    return test_report("test_io");
 }

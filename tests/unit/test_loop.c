@@ -4,20 +4,12 @@
  * random data, and out-of-memory behaviour of the builders. Exits non-zero on the first failure. */
 #include "loop/leval.h"
 #include "loop/loop.h"
+#include "test_util.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int failures;
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);               \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
 
 static void check_text(const char *got, const char *want, int line) {
     if (!got || strcmp(got, want)) {
@@ -382,30 +374,11 @@ static void test_leval(void) {
 }
 
 /* Allocation failures: builders return NULL (never crash), the verifier / cost / simplify cope. */
-static long countdown = -1;
-static void *fail_alloc(void *u, size_t n) {
-    (void)u;
-    if (countdown == 0) return NULL;
-    if (countdown > 0) countdown--;
-    return malloc(n ? n : 1);
-}
-static void *fail_realloc(void *u, void *p, size_t n) {
-    (void)u;
-    if (countdown == 0) return NULL;
-    if (countdown > 0) countdown--;
-    return realloc(p, n ? n : 1);
-}
-static void plain_free(void *u, void *p) {
-    (void)u;
-    free(p);
-}
-
 static void test_oom(void) {
-    lt_allocator al = {fail_alloc, fail_realloc, plain_free, NULL};
-    lt_set_allocator(&al);
+    lt_set_allocator(&g_test_alloc);
     bool succeeded = false;
     for (long n = 0; n < 200 && !succeeded; n++) {
-        countdown = n;
+        g_countdown = n;
         lt_arena a;
         lt_arena_init(&a);
         lt_kernel *k = build_add(&a);
@@ -420,7 +393,7 @@ static void test_oom(void) {
         }
         lt_arena_free(&a);
     }
-    countdown = -1;
+    g_countdown = -1;
     lt_set_allocator(NULL);
     CHECK(succeeded);
 }
@@ -433,10 +406,5 @@ int main(void) {
     test_cost_verify();
     test_leval();
     test_oom();
-    if (failures) {
-        fprintf(stderr, "test_loop: %d failure(s)\n", failures);
-        return 1;
-    }
-    printf("test_loop: ok\n");
-    return 0;
+    return test_report("test_loop");
 }

@@ -9,151 +9,12 @@
  * hooks. Exits non-zero on any failure. */
 #include "ops/misc_impl.h"
 #include "ops/ops.h"
+#include "test_node.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int failures;
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);               \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
-
-/* ---- a counting allocator that can fail the Nth allocation ---- */
-static long g_live, g_countdown = -1;
-static void *count_alloc(void *u, size_t n) {
-    (void)u;
-    if (g_countdown == 0) return NULL;
-    if (g_countdown > 0) g_countdown--;
-    void *p = malloc(n ? n : 1);
-    if (p) g_live++;
-    return p;
-}
-static void *count_realloc(void *u, void *p, size_t n) {
-    (void)u;
-    if (g_countdown == 0) return NULL;
-    if (g_countdown > 0) g_countdown--;
-    void *q = realloc(p, n ? n : 1);
-    if (q && !p) g_live++;
-    return q;
-}
-static void count_free(void *u, void *p) {
-    (void)u;
-    if (p) g_live--;
-    free(p);
-}
-
-/* ---- a hand-built node ---- */
-#define MAXIO 4
-typedef struct tnode {
-    lt_node node;
-    lt_value vin[MAXIO], vout[MAXIO];
-    lt_value *pin[MAXIO], *pout[MAXIO];
-    lt_dim dims[MAXIO][LT_MAX_RANK];
-    lt_datum *in[MAXIO], *out[MAXIO];
-    lt_attr attrs[16];
-    lt_ctx ctx;
-    lt_arena arena;
-} tnode;
-
-static void tn_init(tnode *t, const char *domain, const char *op_type, int opset, int n_out) {
-    memset(t, 0, sizeof *t);
-    lt_arena_init(&t->arena);
-    t->node.name = "t";
-    t->node.op_type = op_type;
-    t->node.domain = domain;
-    t->node.op = lt_op_lookup(domain, op_type);
-    t->node.opset = opset;
-    t->node.in = t->pin;
-    t->node.out = t->pout;
-    t->node.attrs = t->attrs;
-    t->node.n_out = n_out;
-    for (int i = 0; i < n_out; i++) {
-        t->vout[i].name = "y";
-        t->pout[i] = &t->vout[i];
-    }
-}
-
-static lt_tensor *tn_input(tnode *t, lt_dtype dt, int rank, const int64_t *dims, const double *vals) {
-    int i = t->node.n_in++;
-    lt_tensor *x;
-    if (lt_tensor_new(&t->ctx, dt, rank, dims, &x)) return NULL;
-    for (int64_t k = 0; vals && k < x->numel; k++) lt_store_f64(x->data, dt, k, vals[k]);
-    lt_datum_tensor(&t->ctx, x, &t->in[i]);
-    for (int d = 0; d < rank; d++) t->dims[i][d] = (lt_dim){dims[d], NULL};
-    t->vin[i].name = "x";
-    lt_type_set_tensor(&t->vin[i].type, dt, rank, t->dims[i]);
-    t->vin[i].is_input = true;
-    t->pin[i] = &t->vin[i];
-    return x;
-}
-static void tn_i64_in(tnode *t, const int64_t *v, int64_t n) {
-    lt_tensor *x = tn_input(t, LT_INT64, 1, &n, NULL);
-    if (x && n) memcpy(x->data, v, (size_t)n * sizeof *v);
-}
-static void tn_str_in(tnode *t, int64_t n, const char *const *strs) {
-    lt_tensor *x = tn_input(t, LT_STRING, 1, &n, NULL);
-    for (int64_t k = 0; x && k < n; k++) lt_tensor_set_string(&t->ctx, x, k, strs[k], strlen(strs[k]));
-}
-static lt_attr *tn_attr(tnode *t, const char *name, lt_attr_type ty) {
-    if (t->node.n_attr >= 16) abort(); /* a test bug, not a library one */
-    lt_attr *a = &t->attrs[t->node.n_attr++];
-    a->name = name;
-    a->type = ty;
-    return a;
-}
-static void tn_int(tnode *t, const char *name, int64_t v) { tn_attr(t, name, LT_AT_INT)->i = v; }
-static void tn_float(tnode *t, const char *name, float v) { tn_attr(t, name, LT_AT_FLOAT)->f = v; }
-static void tn_str(tnode *t, const char *name, const char *s) {
-    lt_attr *a = tn_attr(t, name, LT_AT_STRING);
-    a->s = s;
-    a->s_len = (int64_t)strlen(s);
-}
-static void tn_ints(tnode *t, const char *name, int64_t *v, int n) {
-    lt_attr *a = tn_attr(t, name, LT_AT_INTS);
-    a->ints = v;
-    a->n = n;
-}
-static void tn_strs(tnode *t, const char *name, const char **v, int n) {
-    lt_attr *a = tn_attr(t, name, LT_AT_STRINGS);
-    a->strings = v;
-    a->n = n;
-}
-
-static void tn_clear_out(tnode *t) {
-    for (int i = 0; i < MAXIO; i++) {
-        lt_datum_release(t->out[i]);
-        t->out[i] = NULL;
-    }
-}
-static lt_status tn_eval(tnode *t) {
-    lt_eval ev = {&t->ctx, 1, NULL, NULL};
-    tn_clear_out(t);
-    lt_ctx_clear(&t->ctx);
-    return lt_op_hooks_get(t->node.op)->eval(&ev, &t->node, t->in, t->out);
-}
-static lt_status tn_infer(tnode *t) {
-    lt_infer ic = {&t->ctx, &t->arena};
-    lt_ctx_clear(&t->ctx);
-    return lt_op_hooks_get(t->node.op)->infer(&ic, &t->node);
-}
-static const lt_tensor *tn_out(tnode *t, int i) { return t->out[i] ? t->out[i]->tensor : NULL; }
-static double outf(tnode *t, int i, int64_t k) { return lt_load_f64(tn_out(t, i)->data, tn_out(t, i)->dtype, k); }
-static int64_t outi(tnode *t, int i, int64_t k) { return lt_load_i64(tn_out(t, i)->data, tn_out(t, i)->dtype, k); }
-static const char *outs(tnode *t, int i, int64_t k) { return ((char *const *)tn_out(t, i)->data)[k]; }
-static bool msg_has(tnode *t, const char *s) { return strstr(t->ctx.msg, s) != NULL; }
-static void tn_free(tnode *t) {
-    for (int i = 0; i < MAXIO; i++) {
-        lt_datum_release(t->in[i]);
-        lt_datum_release(t->out[i]);
-    }
-    lt_arena_free(&t->arena);
-}
 
 /* ---- Cast and strings ---- */
 static void test_cast_strings(void) {
@@ -161,16 +22,16 @@ static void test_cast_strings(void) {
     int64_t n8 = 8;
     const double v[8] = {0.1, 1e20, 1.0, 1e-5, 123456789.0, NAN, -INFINITY, -0.0};
     const char *want32[8] = {"0.1", "1e+20", "1.0", "1e-05", "123456790.0", "nan", "-inf", "-0.0"};
-    tn_init(&t, "", "Cast", 21, 1);
-    tn_input(&t, LT_FLOAT, 1, &n8, v);
+    tn_init_named(&t, "", "Cast", 21, 1);
+    tn_input(&t, LT_FLOAT, 1, &n8, v, false);
     tn_int(&t, "to", LT_STRING);
     CHECK(tn_eval(&t) == LT_OK);
     for (int k = 0; k < 8 && tn_out(&t, 0); k++) CHECK(strcmp(outs(&t, 0, k), want32[k]) == 0);
     tn_free(&t);
 
     const char *want64[8] = {"0.1", "1e+20", "1.0", "1e-05", "123456789.0", "nan", "-inf", "-0.0"};
-    tn_init(&t, "", "Cast", 21, 1);
-    tn_input(&t, LT_DOUBLE, 1, &n8, v);
+    tn_init_named(&t, "", "Cast", 21, 1);
+    tn_input(&t, LT_DOUBLE, 1, &n8, v, false);
     tn_int(&t, "to", LT_STRING);
     CHECK(tn_eval(&t) == LT_OK);
     for (int k = 0; k < 8 && tn_out(&t, 0); k++) CHECK(strcmp(outs(&t, 0, k), want64[k]) == 0);
@@ -178,15 +39,15 @@ static void test_cast_strings(void) {
 
     /* float16 65504 prints as its shortest digits, "65500.0"; bool as True/False */
     int64_t n2 = 2;
-    tn_init(&t, "", "Cast", 21, 1);
-    tn_input(&t, LT_FLOAT16, 1, &n2, (double[]){65504, 0.1});
+    tn_init_named(&t, "", "Cast", 21, 1);
+    tn_input(&t, LT_FLOAT16, 1, &n2, (double[]){65504, 0.1}, false);
     tn_int(&t, "to", LT_STRING);
     CHECK(tn_eval(&t) == LT_OK && strcmp(outs(&t, 0, 0), "65500.0") == 0 && strcmp(outs(&t, 0, 1), "0.1") == 0);
     tn_free(&t);
 
     const char *in[6] = {" 1.5 ", "-INF", "NaN", "1e5", "+Inf", "7"};
-    tn_init(&t, "", "Cast", 21, 1);
-    tn_str_in(&t, 6, in);
+    tn_init_named(&t, "", "Cast", 21, 1);
+    tn_str_in(&t, 1, (int64_t[]){6}, in);
     tn_int(&t, "to", LT_FLOAT);
     CHECK(tn_eval(&t) == LT_OK);
     if (tn_out(&t, 0)) {
@@ -196,22 +57,22 @@ static void test_cast_strings(void) {
     tn_free(&t);
 
     const char *badf[2] = {"1.5x", "2"};
-    tn_init(&t, "", "Cast", 21, 1);
-    tn_str_in(&t, 2, badf);
+    tn_init_named(&t, "", "Cast", 21, 1);
+    tn_str_in(&t, 1, (int64_t[]){2}, badf);
     tn_int(&t, "to", LT_DOUBLE);
     CHECK(tn_eval(&t) == LT_ERR_INVALID && msg_has(&t, "cannot parse '1.5x'"));
     tn_free(&t);
 
     const char *ints[3] = {"-12", " 40 ", "3"};
-    tn_init(&t, "", "Cast", 21, 1);
-    tn_str_in(&t, 3, ints);
+    tn_init_named(&t, "", "Cast", 21, 1);
+    tn_str_in(&t, 1, (int64_t[]){3}, ints);
     tn_int(&t, "to", LT_INT8);
     CHECK(tn_eval(&t) == LT_OK && outi(&t, 0, 0) == -12 && outi(&t, 0, 1) == 40 && outi(&t, 0, 2) == 3);
     tn_free(&t);
 
     /* opset 1 spells `to` as a string */
-    tn_init(&t, "", "Cast", 1, 1);
-    tn_input(&t, LT_FLOAT, 1, &n2, (double[]){2.7, -2.7});
+    tn_init_named(&t, "", "Cast", 1, 1);
+    tn_input(&t, LT_FLOAT, 1, &n2, (double[]){2.7, -2.7}, false);
     tn_str(&t, "to", "INT32");
     CHECK(tn_infer(&t) == LT_OK && t.vout[0].type.dtype == LT_INT32);
     CHECK(tn_eval(&t) == LT_OK && outi(&t, 0, 0) == 2 && outi(&t, 0, 1) == -2);
@@ -245,9 +106,9 @@ static void test_narrow_floats(void) {
 static void test_int_arith(void) {
     tnode t;
     int64_t a[5] = {INT64_MIN, 7, -7, 7, -7}, b[5] = {-1, 0, 2, -2, -2};
-    tn_init(&t, "", "Div", 14, 1);
-    tn_i64_in(&t, a, 5);
-    tn_i64_in(&t, b, 5);
+    tn_init_named(&t, "", "Div", 14, 1);
+    tn_ints_in(&t, a, 5, false);
+    tn_ints_in(&t, b, 5, false);
     CHECK(tn_eval(&t) == LT_OK);
     if (tn_out(&t, 0)) {
         const int64_t *y = tn_out(&t, 0)->data;
@@ -256,9 +117,9 @@ static void test_int_arith(void) {
     tn_free(&t);
 
     for (int fm = 0; fm < 2; fm++) {
-        tn_init(&t, "", "Mod", 13, 1);
-        tn_i64_in(&t, a, 5);
-        tn_i64_in(&t, b, 5);
+        tn_init_named(&t, "", "Mod", 13, 1);
+        tn_ints_in(&t, a, 5, false);
+        tn_ints_in(&t, b, 5, false);
         tn_int(&t, "fmod", fm);
         CHECK(tn_eval(&t) == LT_OK);
         if (tn_out(&t, 0)) {
@@ -271,16 +132,16 @@ static void test_int_arith(void) {
 
     /* shifts by the width or more give 0 */
     int64_t n3 = 3;
-    tn_init(&t, "", "BitShift", 11, 1);
-    tn_input(&t, LT_UINT8, 1, &n3, (double[]){1, 255, 3});
-    tn_input(&t, LT_UINT8, 1, &n3, (double[]){7, 8, 200});
+    tn_init_named(&t, "", "BitShift", 11, 1);
+    tn_input(&t, LT_UINT8, 1, &n3, (double[]){1, 255, 3}, false);
+    tn_input(&t, LT_UINT8, 1, &n3, (double[]){7, 8, 200}, false);
     tn_str(&t, "direction", "LEFT");
     CHECK(tn_eval(&t) == LT_OK && outi(&t, 0, 0) == 128 && outi(&t, 0, 1) == 0 && outi(&t, 0, 2) == 0);
     tn_free(&t);
 
-    tn_init(&t, "", "BitShift", 11, 1);
-    tn_input(&t, LT_UINT8, 1, &n3, (double[]){1, 255, 3});
-    tn_input(&t, LT_UINT8, 1, &n3, (double[]){7, 8, 200});
+    tn_init_named(&t, "", "BitShift", 11, 1);
+    tn_input(&t, LT_UINT8, 1, &n3, (double[]){1, 255, 3}, false);
+    tn_input(&t, LT_UINT8, 1, &n3, (double[]){7, 8, 200}, false);
     tn_str(&t, "direction", "UP");
     CHECK(tn_eval(&t) == LT_ERR_INVALID && msg_has(&t, "LEFT or RIGHT"));
     tn_free(&t);
@@ -290,24 +151,24 @@ static void test_int_arith(void) {
 static void test_legacy(void) {
     tnode t;
     int64_t d23[2] = {2, 3}, d2[1] = {2};
-    tn_init(&t, "", "Add", 6, 1); /* B of shape [2] broadcast along axis 0 of A [2,3] */
-    tn_input(&t, LT_FLOAT, 2, d23, (double[]){0, 1, 2, 3, 4, 5});
-    tn_input(&t, LT_FLOAT, 1, d2, (double[]){10, 20});
+    tn_init_named(&t, "", "Add", 6, 1); /* B of shape [2] broadcast along axis 0 of A [2,3] */
+    tn_input(&t, LT_FLOAT, 2, d23, (double[]){0, 1, 2, 3, 4, 5}, false);
+    tn_input(&t, LT_FLOAT, 1, d2, (double[]){10, 20}, false);
     tn_int(&t, "broadcast", 1);
     tn_int(&t, "axis", 0);
     CHECK(tn_infer(&t) == LT_OK && t.vout[0].type.rank == 2);
     CHECK(tn_eval(&t) == LT_OK && outf(&t, 0, 0) == 10 && outf(&t, 0, 2) == 12 && outf(&t, 0, 3) == 23);
     tn_free(&t);
 
-    tn_init(&t, "", "Add", 6, 1);
-    tn_input(&t, LT_FLOAT, 2, d23, NULL);
-    tn_input(&t, LT_FLOAT, 1, (int64_t[]){4}, NULL);
+    tn_init_named(&t, "", "Add", 6, 1);
+    tn_input(&t, LT_FLOAT, 2, d23, NULL, false);
+    tn_input(&t, LT_FLOAT, 1, (int64_t[]){4}, NULL, false);
     tn_int(&t, "broadcast", 1);
     CHECK(tn_eval(&t) == LT_ERR_INVALID && msg_has(&t, "legacy broadcast"));
     tn_free(&t);
 
-    tn_init(&t, "", "Clip", 6, 1);
-    tn_input(&t, LT_FLOAT, 2, d23, (double[]){-5, 0, 1, 2, 3, 9});
+    tn_init_named(&t, "", "Clip", 6, 1);
+    tn_input(&t, LT_FLOAT, 2, d23, (double[]){-5, 0, 1, 2, 3, 9}, false);
     tn_float(&t, "min", 0.5f);
     tn_float(&t, "max", 2.5f);
     CHECK(tn_eval(&t) == LT_OK && outf(&t, 0, 0) == 0.5 && outf(&t, 0, 2) == 1 && outf(&t, 0, 5) == 2.5);
@@ -349,9 +210,9 @@ static void test_misc_errors(void) {
     tnode t;
     int64_t d23[2] = {2, 3};
     int64_t idx[2] = {0, 3};
-    tn_init(&t, "ai.onnx.ml", "ArrayFeatureExtractor", 1, 1);
-    tn_input(&t, LT_FLOAT, 2, d23, NULL);
-    tn_i64_in(&t, idx, 2);
+    tn_init_named(&t, "ai.onnx.ml", "ArrayFeatureExtractor", 1, 1);
+    tn_input(&t, LT_FLOAT, 2, d23, NULL, false);
+    tn_ints_in(&t, idx, 2, false);
     CHECK(tn_eval(&t) == LT_ERR_INVALID && msg_has(&t, "index 3 out of range [0, 3)") && msg_has(&t, "'t'"));
     tn_free(&t);
 
@@ -359,8 +220,8 @@ static void test_misc_errors(void) {
     int64_t tids[2] = {0, 0}, nids[2] = {0, 1}, feats[2] = {0, 0}, tn[2] = {1, 0}, fn[2] = {1, 0};
     int64_t tt[1] = {0}, tnn[1] = {1}, tid[1] = {0};
     const char *modes[2] = {"BRANCH_LEQ", "BRANCH_GT"};
-    tn_init(&t, "ai.onnx.ml", "TreeEnsembleRegressor", 3, 1);
-    tn_input(&t, LT_FLOAT, 2, d23, (double[]){1, 1, 1, 1, 1, 1});
+    tn_init_named(&t, "ai.onnx.ml", "TreeEnsembleRegressor", 3, 1);
+    tn_input(&t, LT_FLOAT, 2, d23, (double[]){1, 1, 1, 1, 1, 1}, false);
     tn_ints(&t, "nodes_treeids", tids, 2);
     tn_ints(&t, "nodes_nodeids", nids, 2);
     tn_ints(&t, "nodes_featureids", feats, 2);
@@ -387,10 +248,9 @@ static void test_misc_errors(void) {
 
 /* ---- out of memory: every allocation of these evaluations fails in turn, nothing leaks ---- */
 static void oom_case(const char *label, void (*build)(tnode *)) {
-    lt_allocator al = {count_alloc, count_realloc, count_free, NULL};
     for (long k = 0; k < 400; k++) {
         tnode t;
-        lt_set_allocator(&al);
+        lt_set_allocator(&g_test_alloc);
         g_live = 0;
         g_countdown = -1;
         build(&t);
@@ -412,35 +272,35 @@ static void oom_case(const char *label, void (*build)(tnode *)) {
 
 static void build_cast_str(tnode *t) {
     int64_t n = 3;
-    tn_init(t, "", "Cast", 21, 1);
-    tn_input(t, LT_FLOAT, 1, &n, (double[]){1.5, 2, 3});
+    tn_init_named(t, "", "Cast", 21, 1);
+    tn_input(t, LT_FLOAT, 1, &n, (double[]){1.5, 2, 3}, false);
     tn_int(t, "to", LT_STRING);
 }
 static void build_split(tnode *t) {
     static const char *s[3] = {"a b c", "d", ""};
-    tn_init(t, "", "StringSplit", 20, 2);
-    tn_str_in(t, 3, s);
+    tn_init_named(t, "", "StringSplit", 20, 2);
+    tn_str_in(t, 1, (int64_t[]){3}, s);
 }
 static void build_regex(tnode *t) {
     static const char *s[2] = {"abc", "x"};
-    tn_init(t, "", "RegexFullMatch", 20, 1);
-    tn_str_in(t, 2, s);
+    tn_init_named(t, "", "RegexFullMatch", 20, 1);
+    tn_str_in(t, 1, (int64_t[]){2}, s);
     tn_str(t, "pattern", "(a|b)+c?");
 }
 static void build_where(tnode *t) {
     static const char *s[2] = {"yes", "no"};
     int64_t n2 = 2;
-    tn_init(t, "", "Where", 16, 1);
-    tn_input(t, LT_BOOL, 1, &n2, (double[]){1, 0});
-    tn_str_in(t, 2, s);
-    tn_str_in(t, 2, s);
+    tn_init_named(t, "", "Where", 16, 1);
+    tn_input(t, LT_BOOL, 1, &n2, (double[]){1, 0}, false);
+    tn_str_in(t, 1, (int64_t[]){2}, s);
+    tn_str_in(t, 1, (int64_t[]){2}, s);
 }
 static void build_sum(tnode *t) {
     int64_t d[2] = {2, 1}, e[1] = {3};
-    tn_init(t, "", "Sum", 13, 1);
-    tn_input(t, LT_FLOAT, 2, d, NULL);
-    tn_input(t, LT_FLOAT, 1, e, NULL);
-    tn_input(t, LT_FLOAT, 1, e, NULL);
+    tn_init_named(t, "", "Sum", 13, 1);
+    tn_input(t, LT_FLOAT, 2, d, NULL, false);
+    tn_input(t, LT_FLOAT, 1, e, NULL, false);
+    tn_input(t, LT_FLOAT, 1, e, NULL, false);
 }
 
 int main(void) {
@@ -455,10 +315,5 @@ int main(void) {
     oom_case("RegexFullMatch", build_regex);
     oom_case("Where (strings)", build_where);
     oom_case("Sum", build_sum);
-    if (failures) {
-        fprintf(stderr, "test_ops_elementwise: %d failure(s)\n", failures);
-        return 1;
-    }
-    printf("test_ops_elementwise: ok\n");
-    return 0;
+    return test_report("test_ops_elementwise");
 }

@@ -6,6 +6,7 @@
  * allocation. Nodes are built by hand and run through the hooks in the op table.
  * Exits non-zero on any failure. */
 #include "ops/ops.h"
+#include "test_node.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -13,118 +14,6 @@
 #include <string.h>
 #include <zlib.h>
 
-static int failures;
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);               \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
-
-/* ---- a hand-built node ---- */
-#define MAXIO 6
-typedef struct tnode {
-    lt_node node;
-    lt_value vin[MAXIO], vout[MAXIO];
-    lt_value *pin[MAXIO], *pout[MAXIO];
-    lt_dim dims[MAXIO][LT_MAX_RANK];
-    lt_datum *in[MAXIO], *out[MAXIO];
-    lt_attr attrs[8];
-    lt_ctx ctx;
-    lt_arena arena;
-} tnode;
-
-static void tn_init(tnode *t, int op, const char *op_type, int opset) {
-    memset(t, 0, sizeof *t);
-    lt_arena_init(&t->arena);
-    t->node.name = "t";
-    t->node.op_type = op_type;
-    t->node.domain = "";
-    t->node.op = op;
-    t->node.opset = opset;
-    t->node.in = t->pin;
-    t->node.out = t->pout;
-    t->node.attrs = t->attrs;
-    t->node.n_out = 1;
-    t->vout[0].name = "y";
-    t->pout[0] = &t->vout[0];
-}
-
-/* Append an input tensor (values as doubles, or NULL: zeros); const_init: also an initializer. */
-static lt_tensor *tn_input(tnode *t, lt_dtype dt, int rank, const int64_t *dims, const double *vals, bool const_init) {
-    int i = t->node.n_in++;
-    lt_tensor *x;
-    if (lt_tensor_new(&t->ctx, dt, rank, dims, &x)) return NULL;
-    for (int64_t k = 0; vals && k < x->numel; k++) lt_store_f64(x->data, dt, k, vals[k]);
-    lt_datum_tensor(&t->ctx, x, &t->in[i]);
-    for (int d = 0; d < rank; d++) t->dims[i][d] = (lt_dim){dims[d], NULL};
-    t->vin[i].name = "x";
-    lt_type_set_tensor(&t->vin[i].type, dt, rank, t->dims[i]);
-    if (const_init) t->vin[i].init = x;
-    else t->vin[i].is_input = true;
-    t->pin[i] = &t->vin[i];
-    return x;
-}
-static lt_tensor *tn_bytes(tnode *t, const uint8_t *b, size_t n) {
-    int64_t d[1] = {(int64_t)n};
-    lt_tensor *x = tn_input(t, LT_UINT8, 1, d, NULL, false);
-    if (x && n) memcpy(x->data, b, n);
-    return x;
-}
-static void tn_skip_input(tnode *t) { t->node.n_in++; }
-
-static lt_attr *tn_attr(tnode *t, const char *name, lt_attr_type ty) {
-    lt_attr *a = &t->attrs[t->node.n_attr++];
-    a->name = name;
-    a->type = ty;
-    return a;
-}
-static void tn_int(tnode *t, const char *name, int64_t v) { tn_attr(t, name, LT_AT_INT)->i = v; }
-static void tn_ints(tnode *t, const char *name, int64_t *v, int n) {
-    lt_attr *a = tn_attr(t, name, LT_AT_INTS);
-    a->ints = v;
-    a->n = n;
-}
-static void tn_floats(tnode *t, const char *name, float *v, int n) {
-    lt_attr *a = tn_attr(t, name, LT_AT_FLOATS);
-    a->floats = v;
-    a->n = n;
-}
-static void tn_str(tnode *t, const char *name, const char *s) {
-    lt_attr *a = tn_attr(t, name, LT_AT_STRING);
-    a->s = s;
-    a->s_len = (int64_t)strlen(s);
-}
-
-static lt_status tn_eval(tnode *t) {
-    lt_eval ev = {&t->ctx, 1, NULL, NULL};
-    for (int i = 0; i < MAXIO; i++) {
-        lt_datum_release(t->out[i]);
-        t->out[i] = NULL;
-    }
-    return lt_op_hooks_get(t->node.op)->eval(&ev, &t->node, t->in, t->out);
-}
-static lt_status tn_infer(tnode *t) {
-    lt_infer ic = {&t->ctx, &t->arena};
-    return lt_op_hooks_get(t->node.op)->infer(&ic, &t->node);
-}
-static const lt_tensor *tn_out(tnode *t) { return t->out[0] ? t->out[0]->tensor : NULL; }
-static double outf(tnode *t, int64_t k) { return lt_load_f64(tn_out(t)->data, tn_out(t)->dtype, k); }
-static bool shape_is(tnode *t, int rank, const int64_t *dims) {
-    const lt_tensor *y = tn_out(t);
-    if (!y || y->rank != rank) return false;
-    for (int d = 0; d < rank; d++)
-        if (y->dims[d] != dims[d]) return false;
-    return true;
-}
-static void tn_free(tnode *t) {
-    for (int i = 0; i < MAXIO; i++) {
-        lt_datum_release(t->in[i]);
-        lt_datum_release(t->out[i]);
-    }
-    lt_arena_free(&t->arena);
-}
 static bool near(double a, double b) { return fabs(a - b) <= 1e-5 + 1e-5 * fabs(b); }
 
 /* ---- MaxRoiPool ---- */
@@ -136,22 +25,22 @@ static void test_maxroipool(void) {
                               0, 1, 1, 2, 2, /* the center 2x2 */
                               0, 9, 9, 12, 12 /* outside: empty bins give 0 */};
     for (int i = 0; i < 16; i++) x[i] = i;
-    tn_init(&t, LT_OP_MaxRoiPool, "MaxRoiPool", 1);
+    tn_init(&t, LT_OP_MaxRoiPool, "MaxRoiPool", 1, 1);
     tn_input(&t, LT_FLOAT, 4, xd, x, false);
     tn_input(&t, LT_FLOAT, 2, rd, rois, false);
     tn_ints(&t, "pooled_shape", ps, 2);
     CHECK(tn_eval(&t) == LT_OK);
     int64_t od[4] = {3, 1, 2, 2};
-    CHECK(shape_is(&t, 4, od));
-    if (shape_is(&t, 4, od)) {
-        CHECK(outf(&t, 0) == 5 && outf(&t, 1) == 7 && outf(&t, 2) == 13 && outf(&t, 3) == 15);
-        CHECK(outf(&t, 4) == 5 && outf(&t, 5) == 6 && outf(&t, 6) == 9 && outf(&t, 7) == 10);
-        CHECK(outf(&t, 8) == 0 && outf(&t, 11) == 0);
+    CHECK(out_shape(&t, 0, 4, od));
+    if (out_shape(&t, 0, 4, od)) {
+        CHECK(outf(&t, 0, 0) == 5 && outf(&t, 0, 1) == 7 && outf(&t, 0, 2) == 13 && outf(&t, 0, 3) == 15);
+        CHECK(outf(&t, 0, 4) == 5 && outf(&t, 0, 5) == 6 && outf(&t, 0, 6) == 9 && outf(&t, 0, 7) == 10);
+        CHECK(outf(&t, 0, 8) == 0 && outf(&t, 0, 11) == 0);
     }
     CHECK(tn_infer(&t) == LT_OK && t.vout[0].type.rank == 4 && t.vout[0].type.dims[2].value == 2);
     tn_free(&t);
     /* batch index out of range */
-    tn_init(&t, LT_OP_MaxRoiPool, "MaxRoiPool", 1);
+    tn_init(&t, LT_OP_MaxRoiPool, "MaxRoiPool", 1, 1);
     tn_input(&t, LT_FLOAT, 4, xd, x, false);
     int64_t rd1[2] = {1, 5};
     double bad[5] = {1, 0, 0, 1, 1};
@@ -168,15 +57,15 @@ static void test_resize_legacy(void) {
     int64_t xd[2] = {2, 4}, sd[1] = {2};
     double x[8] = {1, 2, 3, 4, 5, 6, 7, 8}, sc[2] = {0.6, 0.6};
     /* Resize-10 nearest downsampling: asymmetric, ceil when downsampling -> [[1, 3]] */
-    tn_init(&t, LT_OP_Resize, "Resize", 10);
+    tn_init(&t, LT_OP_Resize, "Resize", 10, 1);
     tn_input(&t, LT_FLOAT, 2, xd, x, false);
     tn_input(&t, LT_FLOAT, 1, sd, sc, false);
     CHECK(tn_eval(&t) == LT_OK);
     int64_t od[2] = {1, 2};
-    CHECK(shape_is(&t, 2, od) && outf(&t, 0) == 1 && outf(&t, 1) == 3);
+    CHECK(out_shape(&t, 0, 2, od) && outf(&t, 0, 0) == 1 && outf(&t, 0, 1) == 3);
     tn_free(&t);
     /* Upsample-7 (attribute scales), nearest: repeat */
-    tn_init(&t, LT_OP_Upsample, "Upsample", 7);
+    tn_init(&t, LT_OP_Upsample, "Upsample", 7, 1);
     int64_t d1[2] = {1, 2};
     double v[2] = {1, 2};
     float scales[2] = {1.0f, 3.0f};
@@ -184,18 +73,18 @@ static void test_resize_legacy(void) {
     tn_floats(&t, "scales", scales, 2);
     CHECK(tn_eval(&t) == LT_OK);
     int64_t o6[2] = {1, 6};
-    CHECK(shape_is(&t, 2, o6) && outf(&t, 2) == 1 && outf(&t, 3) == 2 && outf(&t, 5) == 2);
+    CHECK(out_shape(&t, 0, 2, o6) && outf(&t, 0, 2) == 1 && outf(&t, 0, 3) == 2 && outf(&t, 0, 5) == 2);
     CHECK(tn_infer(&t) == LT_OK && t.vout[0].type.dims[1].value == 6);
     tn_free(&t);
     /* Upsample-9 linear: asymmetric, edge clamped -> [1, 1.5, 2, 2] */
-    tn_init(&t, LT_OP_Upsample, "Upsample", 9);
+    tn_init(&t, LT_OP_Upsample, "Upsample", 9, 1);
     double s2[2] = {1, 2};
     tn_input(&t, LT_FLOAT, 2, d1, v, false);
     tn_input(&t, LT_FLOAT, 1, sd, s2, true);
     tn_str(&t, "mode", "linear");
     CHECK(tn_eval(&t) == LT_OK);
     int64_t o4[2] = {1, 4};
-    CHECK(shape_is(&t, 2, o4) && outf(&t, 0) == 1 && outf(&t, 1) == 1.5 && outf(&t, 2) == 2 && outf(&t, 3) == 2);
+    CHECK(out_shape(&t, 0, 2, o4) && outf(&t, 0, 0) == 1 && outf(&t, 0, 1) == 1.5 && outf(&t, 0, 2) == 2 && outf(&t, 0, 3) == 2);
     CHECK(tn_infer(&t) == LT_OK && t.vout[0].type.rank == 2 && t.vout[0].type.dims[1].value == 4);
     tn_free(&t);
 }
@@ -203,7 +92,7 @@ static void test_resize_legacy(void) {
 static void test_resize_exact(void) {
     tnode t;
     /* int64 nearest: values beyond 2^53 come through exactly */
-    tn_init(&t, LT_OP_Resize, "Resize", 19);
+    tn_init(&t, LT_OP_Resize, "Resize", 19, 1);
     int64_t xd[1] = {2}, sd[1] = {1};
     lt_tensor *x = tn_input(&t, LT_INT64, 1, xd, NULL, false);
     ((int64_t *)x->data)[0] = ((int64_t)1 << 60) + 1;
@@ -213,7 +102,7 @@ static void test_resize_exact(void) {
     double sz[1] = {4};
     tn_input(&t, LT_INT64, 1, sd, sz, true);
     CHECK(tn_eval(&t) == LT_OK);
-    const lt_tensor *y = tn_out(&t);
+    const lt_tensor *y = tn_out(&t, 0);
     CHECK(y && y->numel == 4);
     if (y && y->numel == 4) {
         const int64_t *yd = y->data;
@@ -222,7 +111,7 @@ static void test_resize_exact(void) {
     CHECK(tn_infer(&t) == LT_OK && t.vout[0].type.dims[0].value == 4 && t.vout[0].type.dtype == LT_INT64);
     tn_free(&t);
     /* strings: nearest copies them; linear is refused */
-    tn_init(&t, LT_OP_Resize, "Resize", 19);
+    tn_init(&t, LT_OP_Resize, "Resize", 19, 1);
     lt_tensor *s = tn_input(&t, LT_STRING, 1, xd, NULL, false);
     lt_tensor_set_string(&t.ctx, s, 0, "ab", 2);
     lt_tensor_set_string(&t.ctx, s, 1, "cde", 3);
@@ -230,13 +119,13 @@ static void test_resize_exact(void) {
     tn_skip_input(&t);
     tn_input(&t, LT_INT64, 1, sd, sz, false);
     CHECK(tn_eval(&t) == LT_OK);
-    y = tn_out(&t);
+    y = tn_out(&t, 0);
     CHECK(y && y->numel == 4 && strcmp(((char **)y->data)[1], "ab") == 0 && strcmp(((char **)y->data)[2], "cde") == 0);
     tn_str(&t, "mode", "linear");
     CHECK(tn_eval(&t) == LT_ERR_UNSUPPORTED);
     tn_free(&t);
     /* uint8 cubic saturates instead of wrapping */
-    tn_init(&t, LT_OP_Resize, "Resize", 19);
+    tn_init(&t, LT_OP_Resize, "Resize", 19, 1);
     int64_t d4[1] = {4};
     double v[4] = {0, 255, 255, 0}, sc[1] = {2};
     tn_input(&t, LT_UINT8, 1, d4, v, false);
@@ -244,10 +133,10 @@ static void test_resize_exact(void) {
     tn_input(&t, LT_FLOAT, 1, sd, sc, false);
     tn_str(&t, "mode", "cubic");
     CHECK(tn_eval(&t) == LT_OK);
-    y = tn_out(&t);
+    y = tn_out(&t, 0);
     bool in_range = y && y->numel == 8;
-    for (int64_t k = 0; in_range && k < 8; k++) in_range = outf(&t, k) >= 0 && outf(&t, k) <= 255;
-    CHECK(in_range && outf(&t, 3) == 255);
+    for (int64_t k = 0; in_range && k < 8; k++) in_range = outf(&t, 0, k) >= 0 && outf(&t, 0, k) <= 255;
+    CHECK(in_range && outf(&t, 0, 3) == 255);
     tn_free(&t);
 }
 
@@ -298,7 +187,7 @@ static void make_png(buf *b, uint32_t w, uint32_t h, int depth, int ctype, const
 }
 
 static lt_status decode(const buf *b, const char *fmt, tnode *t) {
-    tn_init(t, LT_OP_ImageDecoder, "ImageDecoder", 20);
+    tn_init(t, LT_OP_ImageDecoder, "ImageDecoder", 20, 1);
     tn_bytes(t, b->b, b->n);
     tn_str(t, "pixel_format", fmt);
     return tn_eval(t);
@@ -313,9 +202,9 @@ static void test_image_decoder(void) {
     make_png(&b, 4, 2, 2, 3, raw, 4, plte, 12);
     CHECK(decode(&b, "RGB", &t) == LT_OK);
     int64_t od[3] = {2, 4, 3};
-    CHECK(shape_is(&t, 3, od));
-    if (shape_is(&t, 3, od)) {
-        const uint8_t *y = tn_out(&t)->data;
+    CHECK(out_shape(&t, 0, 3, od));
+    if (out_shape(&t, 0, 3, od)) {
+        const uint8_t *y = tn_out(&t, 0)->data;
         CHECK(y[0] == 255 && y[1] == 0 && y[3] == 0 && y[4] == 255 && y[9] == 10 && y[11] == 30);
         CHECK(memcmp(y, y + 12, 12) == 0); /* filter 2 (Up) with zero deltas repeats the row */
     }
@@ -325,16 +214,16 @@ static void test_image_decoder(void) {
     make_png(&b, 2, 1, 16, 0, raw16, 5, NULL, 0);
     CHECK(decode(&b, "Grayscale", &t) == LT_OK);
     int64_t og[3] = {1, 2, 1};
-    CHECK(shape_is(&t, 3, og) && outf(&t, 0) == 0x12 && outf(&t, 1) == 0x22);
+    CHECK(out_shape(&t, 0, 3, og) && outf(&t, 0, 0) == 0x12 && outf(&t, 0, 1) == 0x22);
     tn_free(&t);
     /* RGBA PNG -> BGR drops alpha and swaps; Grayscale uses Pillow's weights */
     const uint8_t rgba[5] = {0, 200, 100, 50, 7};
     make_png(&b, 1, 1, 8, 6, rgba, 5, NULL, 0);
     CHECK(decode(&b, "BGR", &t) == LT_OK);
-    CHECK(tn_out(&t) && outf(&t, 0) == 50 && outf(&t, 1) == 100 && outf(&t, 2) == 200);
+    CHECK(tn_out(&t, 0) && outf(&t, 0, 0) == 50 && outf(&t, 0, 1) == 100 && outf(&t, 0, 2) == 200);
     tn_free(&t);
     CHECK(decode(&b, "Grayscale", &t) == LT_OK);
-    CHECK(tn_out(&t) && outf(&t, 0) == ((200 * 19595u + 100 * 38470u + 50 * 7471u + 0x8000u) >> 16));
+    CHECK(tn_out(&t, 0) && outf(&t, 0, 0) == ((200 * 19595u + 100 * 38470u + 50 * 7471u + 0x8000u) >> 16));
     tn_free(&t);
     /* a corrupted CRC and a truncated file are invalid; an unknown format is unsupported */
     make_png(&b, 1, 1, 8, 6, rgba, 5, NULL, 0);
@@ -363,7 +252,7 @@ static void test_image_decoder(void) {
     put(&b, px, 4);
     CHECK(decode(&b, "RGB", &t) == LT_OK);
     int64_t ob[3] = {1, 3, 3};
-    CHECK(shape_is(&t, 3, ob) && outf(&t, 0) == 10 && outf(&t, 2) == 30 && outf(&t, 3) == 3 && outf(&t, 5) == 1);
+    CHECK(out_shape(&t, 0, 3, ob) && outf(&t, 0, 0) == 10 && outf(&t, 0, 2) == 30 && outf(&t, 0, 3) == 3 && outf(&t, 0, 5) == 1);
     tn_free(&t);
     /* palette index beyond the palette */
     b.b[b.n - 4] = 7;
@@ -375,7 +264,7 @@ static void test_image_decoder(void) {
     put(&b, "P5\n# c\n2 1\n255\n\x05\xfa", 17);
     CHECK(decode(&b, "RGB", &t) == LT_OK);
     int64_t op[3] = {1, 2, 3};
-    CHECK(shape_is(&t, 3, op) && outf(&t, 0) == 5 && outf(&t, 2) == 5 && outf(&t, 5) == 250);
+    CHECK(out_shape(&t, 0, 3, op) && outf(&t, 0, 0) == 5 && outf(&t, 0, 2) == 5 && outf(&t, 0, 5) == 250);
     tn_free(&t);
     b.n = 16; /* raster cut short */
     CHECK(decode(&b, "RGB", &t) == LT_ERR_INVALID);
@@ -397,11 +286,11 @@ static void test_image_decoder(void) {
     put(&b, "\x00\xf0", 2);
     CHECK(decode(&b, "Grayscale", &t) == LT_OK);
     int64_t ot[3] = {1, 2, 1};
-    CHECK(shape_is(&t, 3, ot) && outf(&t, 0) == 255 && outf(&t, 1) == 15);
+    CHECK(out_shape(&t, 0, 3, ot) && outf(&t, 0, 0) == 255 && outf(&t, 0, 1) == 15);
     tn_free(&t);
 
     /* infer: channels from pixel_format */
-    tn_init(&t, LT_OP_ImageDecoder, "ImageDecoder", 20);
+    tn_init(&t, LT_OP_ImageDecoder, "ImageDecoder", 20, 1);
     tn_bytes(&t, b.b, b.n);
     tn_str(&t, "pixel_format", "Grayscale");
     CHECK(tn_infer(&t) == LT_OK && t.vout[0].type.rank == 3 && t.vout[0].type.dims[2].value == 1 &&
@@ -413,20 +302,20 @@ static void test_image_decoder(void) {
 
 static void test_nms_defaults(void) {
     tnode t;
-    tn_init(&t, LT_OP_NonMaxSuppression, "NonMaxSuppression", 11);
+    tn_init(&t, LT_OP_NonMaxSuppression, "NonMaxSuppression", 11, 1);
     int64_t bd[3] = {1, 2, 4}, sd[3] = {1, 1, 2};
     double boxes[8] = {0, 0, 1, 1, 0, 0, 1, 1}, scores[2] = {0.5, 0.9};
     tn_input(&t, LT_FLOAT, 3, bd, boxes, false);
     tn_input(&t, LT_FLOAT, 3, sd, scores, false);
     CHECK(tn_eval(&t) == LT_OK); /* max_output_boxes_per_class defaults to 0: nothing selected */
     int64_t e[2] = {0, 3};
-    CHECK(shape_is(&t, 2, e));
+    CHECK(out_shape(&t, 0, 2, e));
     int64_t md[1] = {1};
     double mo[1] = {5};
     tn_input(&t, LT_INT64, 1, md, mo, false);
     CHECK(tn_eval(&t) == LT_OK); /* identical boxes, iou threshold 0: only the best one */
     int64_t e1[2] = {1, 3};
-    CHECK(shape_is(&t, 2, e1) && outf(&t, 2) == 1);
+    CHECK(out_shape(&t, 0, 2, e1) && outf(&t, 0, 2) == 1);
     tn_free(&t);
 }
 
@@ -442,7 +331,7 @@ static void test_dft_irfft_odd(void) {
         spec[2 * k] = re, spec[2 * k + 1] = im;
     }
     tnode t;
-    tn_init(&t, LT_OP_DFT, "DFT", 20);
+    tn_init(&t, LT_OP_DFT, "DFT", 20, 1);
     int64_t xd[3] = {1, 3, 2}, sd[1] = {1};
     double len[1] = {5};
     tn_input(&t, LT_DOUBLE, 3, xd, spec, false);
@@ -451,13 +340,13 @@ static void test_dft_irfft_odd(void) {
     tn_int(&t, "onesided", 1);
     CHECK(tn_eval(&t) == LT_OK);
     int64_t od[3] = {1, 5, 1};
-    CHECK(shape_is(&t, 3, od));
-    for (int j = 0; j < 5 && shape_is(&t, 3, od); j++) CHECK(near(outf(&t, j), x[j]));
+    CHECK(out_shape(&t, 0, 3, od));
+    for (int j = 0; j < 5 && out_shape(&t, 0, 3, od); j++) CHECK(near(outf(&t, 0, j), x[j]));
     CHECK(tn_infer(&t) == LT_OK && t.vout[0].type.rank == 3 && t.vout[0].type.dims[1].value == 5 &&
           t.vout[0].type.dims[2].value == 1);
     tn_free(&t);
     /* the last axis cannot be the signal axis */
-    tn_init(&t, LT_OP_DFT, "DFT", 17);
+    tn_init(&t, LT_OP_DFT, "DFT", 17, 1);
     tn_input(&t, LT_FLOAT, 3, xd, spec, false);
     tn_int(&t, "axis", 2);
     CHECK(tn_eval(&t) == LT_ERR_INVALID);
@@ -466,48 +355,13 @@ static void test_dft_irfft_odd(void) {
 
 /* ---- out of memory ---- */
 
-static long g_countdown = -1;
-static void *failing_alloc(void *u, size_t n) {
-    (void)u;
-    if (g_countdown == 0) return NULL;
-    if (g_countdown > 0) g_countdown--;
-    return malloc(n ? n : 1);
-}
-static void *failing_realloc(void *u, void *p, size_t n) {
-    (void)u;
-    if (g_countdown == 0) return NULL;
-    if (g_countdown > 0) g_countdown--;
-    return realloc(p, n ? n : 1);
-}
-static void plain_free(void *u, void *p) {
-    (void)u;
-    free(p);
-}
-
-/* Every allocation of an eval fails in turn: the op reports NOMEM (never crashes or leaks). */
-static void oom_sweep(tnode *t) {
-    lt_allocator a = {failing_alloc, failing_realloc, plain_free, NULL};
-    bool ok = false;
-    for (long n = 0; n < 64 && !ok; n++) {
-        lt_ctx_clear(&t->ctx);
-        lt_set_allocator(&a);
-        g_countdown = n;
-        lt_status s = tn_eval(t);
-        lt_set_allocator(NULL);
-        g_countdown = -1;
-        CHECK(s == LT_OK || s == LT_ERR_NOMEM);
-        ok = s == LT_OK;
-    }
-    CHECK(ok);
-}
-
 static void test_oom(void) {
     double v[64];
     for (int i = 0; i < 64; i++) v[i] = (i * 7) % 11 - 5;
     tnode t;
     int64_t xd[4] = {1, 2, 4, 4}, sd[1] = {4};
     double sc[4] = {1, 1, 1.5, 0.5};
-    tn_init(&t, LT_OP_Resize, "Resize", 19);
+    tn_init(&t, LT_OP_Resize, "Resize", 19, 1);
     tn_input(&t, LT_FLOAT, 4, xd, v, false);
     tn_skip_input(&t);
     tn_input(&t, LT_FLOAT, 1, sd, sc, false);
@@ -516,7 +370,7 @@ static void test_oom(void) {
     oom_sweep(&t);
     tn_free(&t);
 
-    tn_init(&t, LT_OP_GridSample, "GridSample", 20);
+    tn_init(&t, LT_OP_GridSample, "GridSample", 20, 1);
     int64_t gd[4] = {1, 2, 2, 2};
     double g[8] = {-1, -1, 0.3, 0.2, 1.5, -0.7, 0, 0};
     tn_input(&t, LT_FLOAT, 4, xd, v, false);
@@ -524,7 +378,7 @@ static void test_oom(void) {
     oom_sweep(&t);
     tn_free(&t);
 
-    tn_init(&t, LT_OP_NonMaxSuppression, "NonMaxSuppression", 11);
+    tn_init(&t, LT_OP_NonMaxSuppression, "NonMaxSuppression", 11, 1);
     int64_t bd[3] = {1, 3, 4}, scd[3] = {1, 2, 3}, md[1] = {1};
     double boxes[12] = {0, 0, 1, 1, 0, 0.1, 1, 1.1, 5, 5, 6, 6}, scores[6] = {0.9, 0.8, 0.7, 0.1, 0.2, 0.3}, mo[1] = {2};
     tn_input(&t, LT_FLOAT, 3, bd, boxes, false);
@@ -533,13 +387,13 @@ static void test_oom(void) {
     oom_sweep(&t);
     tn_free(&t);
 
-    tn_init(&t, LT_OP_DFT, "DFT", 20);
+    tn_init(&t, LT_OP_DFT, "DFT", 20, 1);
     int64_t dd[3] = {2, 12, 1};
     tn_input(&t, LT_FLOAT, 3, dd, v, false);
     oom_sweep(&t);
     tn_free(&t);
 
-    tn_init(&t, LT_OP_MelWeightMatrix, "MelWeightMatrix", 17);
+    tn_init(&t, LT_OP_MelWeightMatrix, "MelWeightMatrix", 17, 1);
     int64_t s0[1] = {1};
     double a[5][1] = {{4}, {16}, {8000}, {0}, {4000}};
     for (int i = 0; i < 3; i++) tn_input(&t, LT_INT64, 0, s0, a[i], false);
@@ -550,7 +404,7 @@ static void test_oom(void) {
     buf b;
     const uint8_t raw[7] = {0, 1, 2, 3, 4, 5, 6};
     make_png(&b, 2, 1, 8, 2, raw, 7, NULL, 0);
-    tn_init(&t, LT_OP_ImageDecoder, "ImageDecoder", 20);
+    tn_init(&t, LT_OP_ImageDecoder, "ImageDecoder", 20, 1);
     tn_bytes(&t, b.b, b.n);
     oom_sweep(&t);
     tn_free(&t);
@@ -564,10 +418,5 @@ int main(void) {
     test_nms_defaults();
     test_dft_irfft_odd();
     test_oom();
-    if (failures) {
-        fprintf(stderr, "test_ops_image: %d failure(s)\n", failures);
-        return 1;
-    }
-    printf("test_ops_image: ok\n");
-    return 0;
+    return test_report("test_ops_image");
 }

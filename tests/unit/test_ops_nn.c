@@ -4,20 +4,12 @@
  * products beyond 2^53, old-opset attribute forms, error paths (bad indices, bad shapes, bad
  * equations) and out-of-memory on every allocation. Exits non-zero on any failure. */
 #include "ops/nn_internal.h"
+#include "test_node.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int failures;
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);               \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
 
 static uint64_t g_rng = 12345;
 static int64_t rnd_int(int64_t lo, int64_t hi) { /* [lo, hi] */
@@ -203,107 +195,13 @@ static void test_conv_kernels(void) {
     }
 }
 
-/* ---- a hand-built node ---- */
-#define MAXIO 9
-typedef struct tnode {
-    lt_node node;
-    lt_value vin[MAXIO], vout[MAXIO];
-    lt_value *pin[MAXIO], *pout[MAXIO];
-    lt_dim dims[MAXIO][LT_MAX_RANK];
-    lt_datum *in[MAXIO], *out[MAXIO];
-    lt_attr attrs[8];
-    lt_ctx ctx;
-    lt_arena arena;
-} tnode;
-
-static void tn_init(tnode *t, int op, const char *op_type, int opset, int n_out) {
-    memset(t, 0, sizeof *t);
-    lt_arena_init(&t->arena);
-    t->node.name = "t";
-    t->node.op_type = op_type;
-    t->node.domain = "";
-    t->node.op = op;
-    t->node.opset = opset;
-    t->node.in = t->pin;
-    t->node.out = t->pout;
-    t->node.attrs = t->attrs;
-    t->node.n_out = n_out;
-    for (int i = 0; i < n_out; i++) {
-        t->vout[i].name = "y";
-        t->pout[i] = &t->vout[i];
-    }
-}
-
-static lt_tensor *tn_input(tnode *t, lt_dtype dt, int rank, const int64_t *dims, const double *vals) {
-    int i = t->node.n_in++;
-    lt_tensor *x;
-    if (lt_tensor_new(&t->ctx, dt, rank, dims, &x)) return NULL;
-    for (int64_t k = 0; vals && k < x->numel; k++) lt_store_f64(x->data, dt, k, vals[k]);
-    lt_datum_tensor(&t->ctx, x, &t->in[i]);
-    for (int d = 0; d < rank; d++) t->dims[i][d] = (lt_dim){dims[d], NULL};
-    t->vin[i].name = "x";
-    lt_type_set_tensor(&t->vin[i].type, dt, rank, t->dims[i]);
-    t->vin[i].is_input = true;
-    t->pin[i] = &t->vin[i];
-    return x;
-}
-static void tn_skip_input(tnode *t) { t->node.n_in++; }
-static void tn_int(tnode *t, const char *name, int64_t v) {
-    lt_attr *a = &t->attrs[t->node.n_attr++];
-    a->name = name;
-    a->type = LT_AT_INT;
-    a->i = v;
-}
-static void tn_float(tnode *t, const char *name, float v) {
-    lt_attr *a = &t->attrs[t->node.n_attr++];
-    a->name = name;
-    a->type = LT_AT_FLOAT;
-    a->f = v;
-}
-static void tn_ints(tnode *t, const char *name, int64_t *v, int n) {
-    lt_attr *a = &t->attrs[t->node.n_attr++];
-    a->name = name;
-    a->type = LT_AT_INTS;
-    a->ints = v;
-    a->n = n;
-}
-static void tn_str(tnode *t, const char *name, const char *s) {
-    lt_attr *a = &t->attrs[t->node.n_attr++];
-    a->name = name;
-    a->type = LT_AT_STRING;
-    a->s = s;
-    a->s_len = (int64_t)strlen(s);
-}
-static lt_status tn_eval(tnode *t) {
-    lt_eval ev = {&t->ctx, 1, NULL, NULL};
-    for (int i = 0; i < MAXIO; i++) {
-        lt_datum_release(t->out[i]);
-        t->out[i] = NULL;
-    }
-    return lt_op_hooks_get(t->node.op)->eval(&ev, &t->node, t->in, t->out);
-}
-static lt_status tn_infer(tnode *t) {
-    lt_infer ic = {&t->ctx, &t->arena};
-    return lt_op_hooks_get(t->node.op)->infer(&ic, &t->node);
-}
-static const lt_tensor *tn_out(tnode *t, int i) { return t->out[i] ? t->out[i]->tensor : NULL; }
-static double outf(tnode *t, int i, int64_t k) { return lt_load_f64(tn_out(t, i)->data, tn_out(t, i)->dtype, k); }
-static int64_t outi(tnode *t, int i, int64_t k) { return lt_load_i64(tn_out(t, i)->data, tn_out(t, i)->dtype, k); }
-static void tn_free(tnode *t) {
-    for (int i = 0; i < MAXIO; i++) {
-        lt_datum_release(t->in[i]);
-        lt_datum_release(t->out[i]);
-    }
-    lt_arena_free(&t->arena);
-}
-
 /* ---- hook tests ---- */
 
 static void test_int64_exact(void) {
     tnode t;
     tn_init(&t, LT_OP_MatMul, "MatMul", 13, 1);
     int64_t da[2] = {1, 2}, db[2] = {2, 1};
-    lt_tensor *a = tn_input(&t, LT_INT64, 2, da, NULL), *b = tn_input(&t, LT_INT64, 2, db, NULL);
+    lt_tensor *a = tn_input(&t, LT_INT64, 2, da, NULL, false), *b = tn_input(&t, LT_INT64, 2, db, NULL, false);
     int64_t *ad = a->data, *bd = b->data;
     ad[0] = ((int64_t)1 << 60) + 1, ad[1] = 3, bd[0] = 1, bd[1] = -((int64_t)1 << 40) - 1;
     CHECK(tn_eval(&t) == LT_OK);
@@ -311,10 +209,10 @@ static void test_int64_exact(void) {
     tn_free(&t);
 
     tn_init(&t, LT_OP_Gemm, "Gemm", 13, 1);
-    a = tn_input(&t, LT_INT64, 2, da, NULL);
-    b = tn_input(&t, LT_INT64, 2, db, NULL);
+    a = tn_input(&t, LT_INT64, 2, da, NULL, false);
+    b = tn_input(&t, LT_INT64, 2, db, NULL, false);
     int64_t dc[1] = {1};
-    lt_tensor *c = tn_input(&t, LT_INT64, 1, dc, NULL);
+    lt_tensor *c = tn_input(&t, LT_INT64, 1, dc, NULL, false);
     ad = a->data, bd = b->data;
     ad[0] = ((int64_t)1 << 60) + 1, ad[1] = 0, bd[0] = 1, bd[1] = 5;
     ((int64_t *)c->data)[0] = 2;
@@ -329,7 +227,7 @@ static void test_pool_details(void) {
     tn_init(&t, LT_OP_MaxPool, "MaxPool", 12, 2);
     int64_t dx[4] = {1, 1, 2, 3};
     double v[6] = {1, 7, 7, 2, 0, 7};
-    tn_input(&t, LT_FLOAT, 4, dx, v);
+    tn_input(&t, LT_FLOAT, 4, dx, v, false);
     int64_t ks[2] = {2, 2};
     tn_ints(&t, "kernel_shape", ks, 2);
     tn_int(&t, "storage_order", 1);
@@ -345,7 +243,7 @@ static void test_pool_details(void) {
     tn_init(&t, LT_OP_LpPool, "LpPool", 1, 1);
     int64_t d1[3] = {1, 1, 2};
     double w[2] = {3, -4};
-    tn_input(&t, LT_FLOAT, 3, d1, w);
+    tn_input(&t, LT_FLOAT, 3, d1, w, false);
     int64_t k2[1] = {2};
     tn_ints(&t, "kernel_shape", k2, 1);
     tn_float(&t, "p", 2.0f);
@@ -357,7 +255,7 @@ static void test_pool_details(void) {
     tn_init(&t, LT_OP_AveragePool, "AveragePool", 19, 1);
     int64_t d5[3] = {1, 1, 5};
     double u[5] = {1, 2, 3, 4, 10};
-    tn_input(&t, LT_FLOAT, 3, d5, u);
+    tn_input(&t, LT_FLOAT, 3, d5, u, false);
     tn_ints(&t, "kernel_shape", k2, 1);
     tn_ints(&t, "strides", k2, 1);
     tn_int(&t, "ceil_mode", 1);
@@ -373,9 +271,9 @@ static void test_quant_rounding(void) {
     int64_t d[1] = {6}, one[1] = {1};
     double x[6] = {0.5, 1.5, 2.5, -0.5, -1.5, 1000};
     double s[1] = {1}, z[1] = {0};
-    tn_input(&t, LT_FLOAT, 1, d, x);
-    tn_input(&t, LT_FLOAT, 1, one, s);
-    tn_input(&t, LT_INT8, 1, one, z);
+    tn_input(&t, LT_FLOAT, 1, d, x, false);
+    tn_input(&t, LT_FLOAT, 1, one, s, false);
+    tn_input(&t, LT_INT8, 1, one, z, false);
     CHECK(tn_eval(&t) == LT_OK);
     CHECK(tn_out(&t, 0)->dtype == LT_INT8);
     CHECK(outi(&t, 0, 0) == 0 && outi(&t, 0, 1) == 2 && outi(&t, 0, 2) == 2 && outi(&t, 0, 3) == 0 &&
@@ -383,8 +281,8 @@ static void test_quant_rounding(void) {
     tn_free(&t);
     /* opset 10: no zero point -> uint8 */
     tn_init(&t, LT_OP_QuantizeLinear, "QuantizeLinear", 10, 1);
-    tn_input(&t, LT_FLOAT, 1, d, x);
-    tn_input(&t, LT_FLOAT, 0, NULL, s);
+    tn_input(&t, LT_FLOAT, 1, d, x, false);
+    tn_input(&t, LT_FLOAT, 0, NULL, s, false);
     CHECK(tn_eval(&t) == LT_OK);
     CHECK(tn_out(&t, 0)->dtype == LT_UINT8 && outi(&t, 0, 3) == 0 && outi(&t, 0, 5) == 255);
     CHECK(tn_infer(&t) == LT_OK && t.vout[0].type.dtype == LT_UINT8);
@@ -397,7 +295,7 @@ static void test_einsum(void) {
     int64_t d[3] = {2, 2, 3};
     double v[12];
     for (int i = 0; i < 12; i++) v[i] = i;
-    tn_input(&t, LT_INT64, 3, d, v);
+    tn_input(&t, LT_INT64, 3, d, v, false);
     tn_str(&t, "equation", "iij"); /* implicit output "j": sum of the diagonal over i */
     CHECK(tn_eval(&t) == LT_OK);
     CHECK(tn_out(&t, 0)->rank == 1 && tn_out(&t, 0)->dims[0] == 3);
@@ -407,7 +305,7 @@ static void test_einsum(void) {
     const char *bad[] = {"ij", "i..jk", "ijk->l", "ijk->jj", "i#k", "...->", "ijk,ijk", "ij-k"};
     for (size_t b = 0; b < sizeof bad / sizeof *bad; b++) {
         tn_init(&t, LT_OP_Einsum, "Einsum", 12, 1);
-        tn_input(&t, LT_INT64, 3, d, v);
+        tn_input(&t, LT_INT64, 3, d, v, false);
         tn_str(&t, "equation", bad[b]);
         CHECK(tn_eval(&t) == LT_ERR_INVALID);
         tn_free(&t);
@@ -420,8 +318,8 @@ static void test_errors(void) {
     tn_init(&t, LT_OP_MaxUnpool, "MaxUnpool", 11, 1);
     int64_t dx[4] = {1, 1, 1, 2}, ks[2] = {2, 2};
     double xv[2] = {1, 2}, iv[2] = {3, 8};
-    tn_input(&t, LT_FLOAT, 4, dx, xv);
-    tn_input(&t, LT_INT64, 4, dx, iv);
+    tn_input(&t, LT_FLOAT, 4, dx, xv, false);
+    tn_input(&t, LT_INT64, 4, dx, iv, false);
     tn_ints(&t, "kernel_shape", ks, 2);
     tn_ints(&t, "strides", ks, 2);
     CHECK(tn_eval(&t) == LT_ERR_INVALID);
@@ -430,25 +328,25 @@ static void test_errors(void) {
     /* Conv: channels do not match the group */
     tn_init(&t, LT_OP_Conv, "Conv", 11, 1);
     int64_t dxc[4] = {1, 3, 4, 4}, dw[4] = {2, 2, 1, 1};
-    tn_input(&t, LT_FLOAT, 4, dxc, NULL);
-    tn_input(&t, LT_FLOAT, 4, dw, NULL);
+    tn_input(&t, LT_FLOAT, 4, dxc, NULL, false);
+    tn_input(&t, LT_FLOAT, 4, dw, NULL, false);
     CHECK(tn_eval(&t) == LT_ERR_INVALID);
     tn_free(&t);
     /* Gemm: C cannot broadcast */
     tn_init(&t, LT_OP_Gemm, "Gemm", 13, 1);
     int64_t da[2] = {2, 3}, db[2] = {3, 4}, dcc[1] = {3};
-    tn_input(&t, LT_FLOAT, 2, da, NULL);
-    tn_input(&t, LT_FLOAT, 2, db, NULL);
-    tn_input(&t, LT_FLOAT, 1, dcc, NULL);
+    tn_input(&t, LT_FLOAT, 2, da, NULL, false);
+    tn_input(&t, LT_FLOAT, 2, db, NULL, false);
+    tn_input(&t, LT_FLOAT, 1, dcc, NULL, false);
     CHECK(tn_eval(&t) == LT_ERR_INVALID);
     tn_free(&t);
     /* Pool without kernel_shape; bad strides */
     tn_init(&t, LT_OP_AveragePool, "AveragePool", 11, 1);
-    tn_input(&t, LT_FLOAT, 4, dxc, NULL);
+    tn_input(&t, LT_FLOAT, 4, dxc, NULL, false);
     CHECK(tn_eval(&t) == LT_ERR_INVALID);
     tn_free(&t);
     tn_init(&t, LT_OP_MaxPool, "MaxPool", 11, 1);
-    tn_input(&t, LT_FLOAT, 4, dxc, NULL);
+    tn_input(&t, LT_FLOAT, 4, dxc, NULL, false);
     int64_t k1[2] = {1, 1}, s0[2] = {0, 1};
     tn_ints(&t, "kernel_shape", k1, 2);
     tn_ints(&t, "strides", s0, 2);
@@ -457,141 +355,110 @@ static void test_errors(void) {
     /* QuantizeLinear: per-axis scale of the wrong length */
     tn_init(&t, LT_OP_QuantizeLinear, "QuantizeLinear", 13, 1);
     int64_t d2[1] = {2};
-    tn_input(&t, LT_FLOAT, 2, da, NULL);
-    tn_input(&t, LT_FLOAT, 1, d2, NULL);
+    tn_input(&t, LT_FLOAT, 2, da, NULL, false);
+    tn_input(&t, LT_FLOAT, 1, d2, NULL, false);
     CHECK(tn_eval(&t) == LT_ERR_INVALID);
     tn_free(&t);
 }
 
 /* Every allocation of an eval fails in turn: the op reports NOMEM (never crashes or leaks). */
-static long g_countdown = -1;
-static void *failing_alloc(void *u, size_t n) {
-    (void)u;
-    if (g_countdown == 0) return NULL;
-    if (g_countdown > 0) g_countdown--;
-    return malloc(n ? n : 1);
-}
-static void *failing_realloc(void *u, void *p, size_t n) {
-    (void)u;
-    if (g_countdown == 0) return NULL;
-    if (g_countdown > 0) g_countdown--;
-    return realloc(p, n ? n : 1);
-}
-static void plain_free(void *u, void *p) { (void)u; free(p); }
-
-static void oom_sweep(tnode *t) {
-    lt_allocator a = {failing_alloc, failing_realloc, plain_free, NULL};
-    bool ok = false;
-    for (long n = 0; n < 64 && !ok; n++) {
-        lt_ctx_clear(&t->ctx);
-        lt_set_allocator(&a);
-        g_countdown = n;
-        lt_status s = tn_eval(t);
-        lt_set_allocator(NULL);
-        g_countdown = -1;
-        CHECK(s == LT_OK || s == LT_ERR_NOMEM);
-        ok = s == LT_OK;
-    }
-    CHECK(ok);
-}
-
 static void test_oom(void) {
     double v[96];
     for (int i = 0; i < 96; i++) v[i] = (i * 7) % 11 - 5;
     tnode t;
     int64_t dx[4] = {1, 2, 4, 4}, dw[4] = {3, 2, 3, 3}, db[1] = {3}, pads[4] = {1, 1, 1, 1};
     tn_init(&t, LT_OP_Conv, "Conv", 11, 1);
-    tn_input(&t, LT_FLOAT16, 4, dx, v);
-    tn_input(&t, LT_FLOAT16, 4, dw, v);
-    tn_input(&t, LT_FLOAT16, 1, db, v);
+    tn_input(&t, LT_FLOAT16, 4, dx, v, false);
+    tn_input(&t, LT_FLOAT16, 4, dw, v, false);
+    tn_input(&t, LT_FLOAT16, 1, db, v, false);
     tn_ints(&t, "pads", pads, 4);
     oom_sweep(&t);
     tn_free(&t);
 
     int64_t dwt[4] = {2, 3, 3, 3};
     tn_init(&t, LT_OP_ConvTranspose, "ConvTranspose", 11, 1);
-    tn_input(&t, LT_FLOAT, 4, dx, v);
-    tn_input(&t, LT_FLOAT, 4, dwt, v);
+    tn_input(&t, LT_FLOAT, 4, dx, v, false);
+    tn_input(&t, LT_FLOAT, 4, dwt, v, false);
     oom_sweep(&t);
     tn_free(&t);
 
     int64_t dq[4] = {1, 1, 3, 3}, dqw[4] = {2, 1, 2, 2}, one[1] = {1}, two[1] = {2};
     tn_init(&t, LT_OP_QLinearConv, "QLinearConv", 10, 1);
-    tn_input(&t, LT_UINT8, 4, dq, v + 10);
-    tn_input(&t, LT_FLOAT, 0, one, v + 9);
-    tn_input(&t, LT_UINT8, 0, one, v + 9);
-    tn_input(&t, LT_UINT8, 4, dqw, v + 10);
-    tn_input(&t, LT_FLOAT, 1, two, v + 9);
-    tn_input(&t, LT_UINT8, 1, two, v + 9);
-    tn_input(&t, LT_FLOAT, 0, one, v + 9);
-    tn_input(&t, LT_UINT8, 0, one, v + 9);
-    tn_input(&t, LT_INT32, 1, two, v);
+    tn_input(&t, LT_UINT8, 4, dq, v + 10, false);
+    tn_input(&t, LT_FLOAT, 0, one, v + 9, false);
+    tn_input(&t, LT_UINT8, 0, one, v + 9, false);
+    tn_input(&t, LT_UINT8, 4, dqw, v + 10, false);
+    tn_input(&t, LT_FLOAT, 1, two, v + 9, false);
+    tn_input(&t, LT_UINT8, 1, two, v + 9, false);
+    tn_input(&t, LT_FLOAT, 0, one, v + 9, false);
+    tn_input(&t, LT_UINT8, 0, one, v + 9, false);
+    tn_input(&t, LT_INT32, 1, two, v, false);
     oom_sweep(&t);
     tn_free(&t);
 
     int64_t dm[3] = {2, 3, 4}, dn[2] = {4, 5};
     tn_init(&t, LT_OP_MatMul, "MatMul", 13, 1);
-    tn_input(&t, LT_BFLOAT16, 3, dm, v);
-    tn_input(&t, LT_BFLOAT16, 2, dn, v);
+    tn_input(&t, LT_BFLOAT16, 3, dm, v, false);
+    tn_input(&t, LT_BFLOAT16, 2, dn, v, false);
     oom_sweep(&t);
     tn_free(&t);
 
     int64_t ga[2] = {12, 4}, gb[2] = {5, 4};
     tn_init(&t, LT_OP_Gemm, "Gemm", 13, 1);
-    tn_input(&t, LT_FLOAT16, 2, ga, v);
-    tn_input(&t, LT_FLOAT16, 2, gb, v);
+    tn_input(&t, LT_FLOAT16, 2, ga, v, false);
+    tn_input(&t, LT_FLOAT16, 2, gb, v, false);
     tn_int(&t, "transB", 1);
     oom_sweep(&t);
     tn_free(&t);
 
     tn_init(&t, LT_OP_MatMulInteger, "MatMulInteger", 10, 1);
-    tn_input(&t, LT_UINT8, 3, dm, v + 10);
-    tn_input(&t, LT_UINT8, 2, dn, v + 10);
-    tn_input(&t, LT_UINT8, 1, one, v + 9);
+    tn_input(&t, LT_UINT8, 3, dm, v + 10, false);
+    tn_input(&t, LT_UINT8, 2, dn, v + 10, false);
+    tn_input(&t, LT_UINT8, 1, one, v + 9, false);
     oom_sweep(&t);
     tn_free(&t);
 
     tn_init(&t, LT_OP_Einsum, "Einsum", 12, 1);
-    tn_input(&t, LT_FLOAT, 3, dm, v);
-    tn_input(&t, LT_FLOAT, 2, dn, v);
+    tn_input(&t, LT_FLOAT, 3, dm, v, false);
+    tn_input(&t, LT_FLOAT, 2, dn, v, false);
     tn_str(&t, "equation", "bij,jk->bik");
     oom_sweep(&t);
     tn_free(&t);
 
     int64_t ks[2] = {2, 2};
     tn_init(&t, LT_OP_MaxPool, "MaxPool", 12, 2);
-    tn_input(&t, LT_FLOAT, 4, dx, v);
+    tn_input(&t, LT_FLOAT, 4, dx, v, false);
     tn_ints(&t, "kernel_shape", ks, 2);
     oom_sweep(&t);
     tn_free(&t);
 
     tn_init(&t, LT_OP_GlobalLpPool, "GlobalLpPool", 2, 1);
-    tn_input(&t, LT_FLOAT, 4, dx, v);
+    tn_input(&t, LT_FLOAT, 4, dx, v, false);
     oom_sweep(&t);
     tn_free(&t);
 
     int64_t dd[4] = {1, 2, 3, 3}, dwd[4] = {1, 2, 2, 2}, doff[4] = {1, 8, 2, 2}, dmask[4] = {1, 4, 2, 2};
     tn_init(&t, LT_OP_DeformConv, "DeformConv", 19, 1);
-    tn_input(&t, LT_FLOAT, 4, dd, v);
-    tn_input(&t, LT_FLOAT, 4, dwd, v);
-    tn_input(&t, LT_FLOAT, 4, doff, v);
+    tn_input(&t, LT_FLOAT, 4, dd, v, false);
+    tn_input(&t, LT_FLOAT, 4, dwd, v, false);
+    tn_input(&t, LT_FLOAT, 4, doff, v, false);
     tn_skip_input(&t);
-    tn_input(&t, LT_FLOAT, 4, dmask, v);
+    tn_input(&t, LT_FLOAT, 4, dmask, v, false);
     oom_sweep(&t);
     tn_free(&t);
 
     int64_t dc[3] = {1, 4, 4}, i2[1] = {2};
     double img[2] = {3, 3}, blk[2] = {2, 2};
     tn_init(&t, LT_OP_Col2Im, "Col2Im", 18, 1);
-    tn_input(&t, LT_FLOAT, 3, dc, v);
-    tn_input(&t, LT_INT64, 1, i2, img);
-    tn_input(&t, LT_INT64, 1, i2, blk);
+    tn_input(&t, LT_FLOAT, 3, dc, v, false);
+    tn_input(&t, LT_INT64, 1, i2, img, false);
+    tn_input(&t, LT_INT64, 1, i2, blk, false);
     oom_sweep(&t);
     tn_free(&t);
 
     tn_init(&t, LT_OP_Det, "Det", 11, 1);
     int64_t ddet[3] = {2, 3, 3};
-    tn_input(&t, LT_DOUBLE, 3, ddet, v);
+    tn_input(&t, LT_DOUBLE, 3, ddet, v, false);
     oom_sweep(&t);
     tn_free(&t);
 }
@@ -605,10 +472,5 @@ int main(void) {
     test_einsum();
     test_errors();
     test_oom();
-    if (failures) {
-        fprintf(stderr, "test_ops_nn: %d failure(s)\n", failures);
-        return 1;
-    }
-    printf("test_ops_nn: ok\n");
-    return 0;
+    return test_report("test_ops_nn");
 }

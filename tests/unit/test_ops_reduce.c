@@ -4,113 +4,12 @@
  * shapes) and out-of-memory on every allocation. Nodes are built by hand and run through the hooks
  * in the op table. Exits non-zero on any failure. */
 #include "ops/ops.h"
+#include "test_node.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int failures;
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);               \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
-
-/* ---- a hand-built node ---- */
-#define MAXIO 6
-typedef struct tnode {
-    lt_node node;
-    lt_value vin[MAXIO], vout[MAXIO];
-    lt_value *pin[MAXIO], *pout[MAXIO];
-    lt_dim dims[MAXIO][LT_MAX_RANK];
-    lt_datum *in[MAXIO], *out[MAXIO];
-    lt_attr attrs[8];
-    lt_ctx ctx;
-    lt_arena arena;
-} tnode;
-
-static void tn_init(tnode *t, int op, const char *op_type, int opset, int n_out) {
-    memset(t, 0, sizeof *t);
-    lt_arena_init(&t->arena);
-    t->node.name = "t";
-    t->node.op_type = op_type;
-    t->node.domain = "";
-    t->node.op = op;
-    t->node.opset = opset;
-    t->node.in = t->pin;
-    t->node.out = t->pout;
-    t->node.attrs = t->attrs;
-    t->node.n_out = n_out;
-    for (int i = 0; i < n_out; i++) {
-        t->vout[i].name = "y";
-        t->pout[i] = &t->vout[i];
-    }
-}
-
-/* Append input: a tensor of doubles (or NULL data: omitted input). const_init: also an initializer. */
-static lt_tensor *tn_input(tnode *t, lt_dtype dt, int rank, const int64_t *dims, const double *vals, bool const_init) {
-    int i = t->node.n_in++;
-    lt_tensor *x;
-    if (lt_tensor_new(&t->ctx, dt, rank, dims, &x)) return NULL;
-    for (int64_t k = 0; vals && k < x->numel; k++) lt_store_f64(x->data, dt, k, vals[k]);
-    lt_datum_tensor(&t->ctx, x, &t->in[i]);
-    for (int d = 0; d < rank; d++) t->dims[i][d] = (lt_dim){dims[d], NULL};
-    t->vin[i].name = "x";
-    lt_type_set_tensor(&t->vin[i].type, dt, rank, t->dims[i]);
-    if (const_init) t->vin[i].init = x;
-    else t->vin[i].is_input = true;
-    t->pin[i] = &t->vin[i];
-    return x;
-}
-static void tn_skip_input(tnode *t) { t->node.n_in++; }
-
-static void tn_int(tnode *t, const char *name, int64_t v) {
-    lt_attr *a = &t->attrs[t->node.n_attr++];
-    a->name = name;
-    a->type = LT_AT_INT;
-    a->i = v;
-}
-static void tn_ints(tnode *t, const char *name, int64_t *v, int n) {
-    lt_attr *a = &t->attrs[t->node.n_attr++];
-    a->name = name;
-    a->type = LT_AT_INTS;
-    a->ints = v;
-    a->n = n;
-}
-static void tn_str(tnode *t, const char *name, const char *s) {
-    lt_attr *a = &t->attrs[t->node.n_attr++];
-    a->name = name;
-    a->type = LT_AT_STRING;
-    a->s = s;
-    a->s_len = (int64_t)strlen(s);
-}
-
-static lt_status tn_eval(tnode *t) {
-    lt_eval ev = {&t->ctx, 1, NULL, NULL};
-    for (int i = 0; i < MAXIO; i++) {
-        lt_datum_release(t->out[i]);
-        t->out[i] = NULL;
-    }
-    return lt_op_hooks_get(t->node.op)->eval(&ev, &t->node, t->in, t->out);
-}
-static lt_status tn_infer(tnode *t) {
-    lt_infer ic = {&t->ctx, &t->arena};
-    return lt_op_hooks_get(t->node.op)->infer(&ic, &t->node);
-}
-static const lt_tensor *tn_out(tnode *t, int i) { return t->out[i] ? t->out[i]->tensor : NULL; }
-static double outf(tnode *t, int i, int64_t k) { return lt_load_f64(tn_out(t, i)->data, tn_out(t, i)->dtype, k); }
-static int64_t outi(tnode *t, int i, int64_t k) { return lt_load_i64(tn_out(t, i)->data, tn_out(t, i)->dtype, k); }
-
-static void tn_free(tnode *t) {
-    for (int i = 0; i < MAXIO; i++) {
-        lt_datum_release(t->in[i]);
-        lt_datum_release(t->out[i]);
-    }
-    lt_arena_free(&t->arena);
-}
 
 static bool near(double a, double b) { return fabs(a - b) <= 1e-6 + 1e-5 * fabs(b); }
 
@@ -290,37 +189,6 @@ static void test_errors(void) {
 }
 
 /* Every allocation of an eval fails in turn: the op reports NOMEM (never crashes or leaks). */
-static long g_countdown = -1;
-static void *failing_alloc(void *u, size_t n) {
-    (void)u;
-    if (g_countdown == 0) return NULL;
-    if (g_countdown > 0) g_countdown--;
-    return malloc(n ? n : 1);
-}
-static void *failing_realloc(void *u, void *p, size_t n) {
-    (void)u;
-    if (g_countdown == 0) return NULL;
-    if (g_countdown > 0) g_countdown--;
-    return realloc(p, n ? n : 1);
-}
-static void plain_free(void *u, void *p) { (void)u; free(p); }
-
-static void oom_sweep(tnode *t) {
-    lt_allocator a = {failing_alloc, failing_realloc, plain_free, NULL};
-    bool ok = false;
-    for (long n = 0; n < 64 && !ok; n++) {
-        lt_ctx_clear(&t->ctx);
-        lt_set_allocator(&a);
-        g_countdown = n;
-        lt_status s = tn_eval(t);
-        lt_set_allocator(NULL);
-        g_countdown = -1;
-        CHECK(s == LT_OK || s == LT_ERR_NOMEM);
-        ok = s == LT_OK;
-    }
-    CHECK(ok);
-}
-
 static void test_oom(void) {
     int64_t dims[3] = {2, 3, 4}, kd[1] = {1}, cd[1] = {3};
     double v[24], k[1] = {2}, ax[1] = {1}, c[3] = {1, 2, 3};
@@ -360,10 +228,5 @@ int main(void) {
     test_losses();
     test_errors();
     test_oom();
-    if (failures) {
-        fprintf(stderr, "test_ops_reduce: %d failure(s)\n", failures);
-        return 1;
-    }
-    printf("test_ops_reduce: ok\n");
-    return 0;
+    return test_report("test_ops_reduce");
 }

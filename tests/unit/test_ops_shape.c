@@ -6,180 +6,11 @@
  * nothing leaks. Nodes are built by hand and run through the hooks in the op table. Exits non-zero
  * on any failure. */
 #include "ops/ops.h"
+#include "test_node.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int failures;
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);               \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
-
-/* ---- a counting allocator that can fail the Nth allocation ---- */
-static long g_live, g_countdown = -1;
-static void *count_alloc(void *u, size_t n) {
-    (void)u;
-    if (g_countdown == 0) return NULL;
-    if (g_countdown > 0) g_countdown--;
-    void *p = malloc(n ? n : 1);
-    if (p) g_live++;
-    return p;
-}
-static void *count_realloc(void *u, void *p, size_t n) {
-    (void)u;
-    if (g_countdown == 0) return NULL;
-    if (g_countdown > 0) g_countdown--;
-    void *q = realloc(p, n ? n : 1);
-    if (q && !p) g_live++;
-    return q;
-}
-static void count_free(void *u, void *p) {
-    (void)u;
-    if (p) g_live--;
-    free(p);
-}
-
-/* ---- a hand-built node ---- */
-#define MAXIO 6
-typedef struct tnode {
-    lt_node node;
-    lt_value vin[MAXIO], vout[MAXIO];
-    lt_value *pin[MAXIO], *pout[MAXIO];
-    lt_dim dims[MAXIO][LT_MAX_RANK];
-    lt_datum *in[MAXIO], *out[MAXIO];
-    lt_attr attrs[8];
-    lt_ctx ctx;
-    lt_arena arena;
-} tnode;
-
-static void tn_init(tnode *t, const char *op_type, int opset, int n_out) {
-    memset(t, 0, sizeof *t);
-    lt_arena_init(&t->arena);
-    t->node.name = "t";
-    t->node.op_type = op_type;
-    t->node.domain = "";
-    t->node.op = lt_op_lookup("", op_type);
-    t->node.opset = opset;
-    t->node.in = t->pin;
-    t->node.out = t->pout;
-    t->node.attrs = t->attrs;
-    t->node.n_out = n_out;
-    for (int i = 0; i < n_out; i++) {
-        t->vout[i].name = "y";
-        t->pout[i] = &t->vout[i];
-    }
-}
-
-/* Append an input tensor (values as doubles, NULL: zeros). const_init: an initializer too. */
-static lt_tensor *tn_input(tnode *t, lt_dtype dt, int rank, const int64_t *dims, const double *vals, bool const_init) {
-    int i = t->node.n_in++;
-    lt_tensor *x;
-    if (lt_tensor_new(&t->ctx, dt, rank, dims, &x)) return NULL;
-    for (int64_t k = 0; vals && k < x->numel; k++) lt_store_f64(x->data, dt, k, vals[k]);
-    lt_datum_tensor(&t->ctx, x, &t->in[i]);
-    for (int d = 0; d < rank; d++) t->dims[i][d] = (lt_dim){dims[d], NULL};
-    t->vin[i].name = "x";
-    lt_type_set_tensor(&t->vin[i].type, dt, rank, t->dims[i]);
-    if (const_init) t->vin[i].init = x;
-    else t->vin[i].is_input = true;
-    t->pin[i] = &t->vin[i];
-    return x;
-}
-/* A 1-D int64 input. */
-static void tn_ints_in(tnode *t, const int64_t *v, int n, bool const_init) {
-    int64_t d = n;
-    lt_tensor *x = tn_input(t, LT_INT64, 1, &d, NULL, const_init);
-    if (x && n) memcpy(x->data, v, (size_t)n * sizeof *v);
-}
-/* A string input holding strs[0..numel). */
-static void tn_str_in(tnode *t, int rank, const int64_t *dims, const char *const *strs) {
-    lt_tensor *x = tn_input(t, LT_STRING, rank, dims, NULL, false);
-    for (int64_t k = 0; x && k < x->numel; k++) lt_tensor_set_string(&t->ctx, x, k, strs[k], strlen(strs[k]));
-}
-static void tn_skip_input(tnode *t) { t->node.n_in++; }
-
-static void tn_int(tnode *t, const char *name, int64_t v) {
-    lt_attr *a = &t->attrs[t->node.n_attr++];
-    a->name = name;
-    a->type = LT_AT_INT;
-    a->i = v;
-}
-static void tn_ints(tnode *t, const char *name, int64_t *v, int n) {
-    lt_attr *a = &t->attrs[t->node.n_attr++];
-    a->name = name;
-    a->type = LT_AT_INTS;
-    a->ints = v;
-    a->n = n;
-}
-static void tn_float(tnode *t, const char *name, float v) {
-    lt_attr *a = &t->attrs[t->node.n_attr++];
-    a->name = name;
-    a->type = LT_AT_FLOAT;
-    a->f = v;
-}
-static void tn_str(tnode *t, const char *name, const char *s) {
-    lt_attr *a = &t->attrs[t->node.n_attr++];
-    a->name = name;
-    a->type = LT_AT_STRING;
-    a->s = s;
-    a->s_len = (int64_t)strlen(s);
-}
-
-static void tn_clear_out(tnode *t) {
-    for (int i = 0; i < MAXIO; i++) {
-        lt_datum_release(t->out[i]);
-        t->out[i] = NULL;
-    }
-}
-static lt_status tn_eval(tnode *t) {
-    lt_eval ev = {&t->ctx, 1, NULL, NULL};
-    tn_clear_out(t);
-    lt_ctx_clear(&t->ctx);
-    return lt_op_hooks_get(t->node.op)->eval(&ev, &t->node, t->in, t->out);
-}
-static lt_status tn_infer(tnode *t) {
-    lt_infer ic = {&t->ctx, &t->arena};
-    lt_ctx_clear(&t->ctx);
-    return lt_op_hooks_get(t->node.op)->infer(&ic, &t->node);
-}
-static const lt_tensor *tn_out(tnode *t, int i) { return t->out[i] ? t->out[i]->tensor : NULL; }
-static double outf(tnode *t, int i, int64_t k) { return lt_load_f64(tn_out(t, i)->data, tn_out(t, i)->dtype, k); }
-static const char *outs(tnode *t, int i, int64_t k) { return ((char *const *)tn_out(t, i)->data)[k]; }
-static bool out_shape(tnode *t, int i, int rank, const int64_t *dims) {
-    const lt_tensor *y = tn_out(t, i);
-    if (!y || y->rank != rank) return false;
-    for (int d = 0; d < rank; d++)
-        if (y->dims[d] != dims[d]) return false;
-    return true;
-}
-static bool out_vals(tnode *t, int i, const double *v, int64_t n) {
-    const lt_tensor *y = tn_out(t, i);
-    if (!y || y->numel != n) return false;
-    for (int64_t k = 0; k < n; k++)
-        if (outf(t, i, k) != v[k]) return false;
-    return true;
-}
-static bool msg_has(tnode *t, const char *s) { return strstr(t->ctx.msg, s) != NULL; }
-static bool infer_dims(tnode *t, int i, int rank, const int64_t *dims) {
-    const lt_type *ty = &t->vout[i].type;
-    if (ty->kind != LT_TK_TENSOR || ty->rank != rank) return false;
-    for (int d = 0; d < rank; d++)
-        if ((ty->dims ? ty->dims[d].value : -1) != dims[d]) return false;
-    return true;
-}
-
-static void tn_free(tnode *t) {
-    for (int i = 0; i < MAXIO; i++) {
-        lt_datum_release(t->in[i]);
-        lt_datum_release(t->out[i]);
-    }
-    lt_arena_free(&t->arena);
-}
 
 static const double k_iota[24] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23};
 
@@ -188,20 +19,20 @@ static void test_old_opsets(void) {
     tnode t;
     int64_t d23[2] = {2, 3}, d6[1] = {6};
 
-    tn_init(&t, "Reshape", 4, 1); /* shape attribute */
+    tn_init_named(&t, "", "Reshape", 4, 1); /* shape attribute */
     tn_input(&t, LT_FLOAT, 2, d23, k_iota, false);
     int64_t sh[2] = {3, -1};
     tn_ints(&t, "shape", sh, 2);
     CHECK(tn_eval(&t) == LT_OK && out_shape(&t, 0, 2, (int64_t[]){3, 2}) && out_vals(&t, 0, k_iota, 6));
     tn_free(&t);
 
-    tn_init(&t, "Squeeze", 11, 1); /* empty axes attribute: all ones */
+    tn_init_named(&t, "", "Squeeze", 11, 1); /* empty axes attribute: all ones */
     tn_input(&t, LT_FLOAT, 3, (int64_t[]){1, 3, 1}, k_iota, false);
     tn_ints(&t, "axes", NULL, 0);
     CHECK(tn_eval(&t) == LT_OK && out_shape(&t, 0, 1, (int64_t[]){3}));
     tn_free(&t);
 
-    tn_init(&t, "Unsqueeze", 11, 1);
+    tn_init_named(&t, "", "Unsqueeze", 11, 1);
     tn_input(&t, LT_FLOAT, 1, d6, k_iota, false);
     int64_t ax[2] = {-1, 0};
     tn_ints(&t, "axes", ax, 2);
@@ -209,7 +40,7 @@ static void test_old_opsets(void) {
     CHECK(tn_infer(&t) == LT_OK && infer_dims(&t, 0, 3, (int64_t[]){1, 6, 1}));
     tn_free(&t);
 
-    tn_init(&t, "Slice", 9, 1); /* attributes, clamped ends */
+    tn_init_named(&t, "", "Slice", 9, 1); /* attributes, clamped ends */
     tn_input(&t, LT_FLOAT, 2, d23, k_iota, false);
     int64_t st[2] = {1, -2}, en[2] = {1000, -1}, sa[2] = {1, 0};
     tn_ints(&t, "starts", st, 2);
@@ -219,7 +50,7 @@ static void test_old_opsets(void) {
     CHECK(tn_infer(&t) == LT_OK && infer_dims(&t, 0, 2, (int64_t[]){1, 2}));
     tn_free(&t);
 
-    tn_init(&t, "Pad", 2, 1); /* pads and value attributes */
+    tn_init_named(&t, "", "Pad", 2, 1); /* pads and value attributes */
     tn_input(&t, LT_INT32, 1, (int64_t[]){2}, k_iota + 4, false);
     int64_t pads[2] = {1, 2};
     tn_ints(&t, "pads", pads, 2);
@@ -227,7 +58,7 @@ static void test_old_opsets(void) {
     CHECK(tn_eval(&t) == LT_OK && out_vals(&t, 0, (double[]){9, 4, 5, 9, 9}, 5));
     tn_free(&t);
 
-    tn_init(&t, "Split", 2, 2); /* split attribute */
+    tn_init_named(&t, "", "Split", 2, 2); /* split attribute */
     tn_input(&t, LT_FLOAT, 1, d6, k_iota, false);
     int64_t sp[2] = {4, 2};
     tn_ints(&t, "split", sp, 2);
@@ -235,18 +66,18 @@ static void test_old_opsets(void) {
     CHECK(tn_infer(&t) == LT_OK && infer_dims(&t, 1, 1, (int64_t[]){2}));
     tn_free(&t);
 
-    tn_init(&t, "Split", 13, 4); /* opset 13 without split: equal parts only */
+    tn_init_named(&t, "", "Split", 13, 4); /* opset 13 without split: equal parts only */
     tn_input(&t, LT_FLOAT, 1, d6, k_iota, false);
     CHECK(tn_eval(&t) == LT_ERR_INVALID && msg_has(&t, "evenly"));
     tn_free(&t);
 
-    tn_init(&t, "Split", 18, 4); /* num_outputs: last chunk smaller */
+    tn_init_named(&t, "", "Split", 18, 4); /* num_outputs: last chunk smaller */
     tn_input(&t, LT_FLOAT, 1, (int64_t[]){7}, k_iota, false);
     tn_int(&t, "num_outputs", 4);
     CHECK(tn_eval(&t) == LT_OK && out_vals(&t, 3, k_iota + 6, 1) && out_vals(&t, 2, k_iota + 4, 2));
     tn_free(&t);
 
-    tn_init(&t, "Tile", 1, 1); /* Tile-1: tiles and axis inputs */
+    tn_init_named(&t, "", "Tile", 1, 1); /* Tile-1: tiles and axis inputs */
     tn_input(&t, LT_FLOAT, 2, d23, k_iota, false);
     tn_input(&t, LT_INT64, 0, NULL, (double[]){2}, false);
     tn_input(&t, LT_INT64, 0, NULL, (double[]){1}, false);
@@ -254,12 +85,12 @@ static void test_old_opsets(void) {
           out_vals(&t, 0, (double[]){0, 1, 2, 0, 1, 2, 3, 4, 5, 3, 4, 5}, 12));
     tn_free(&t);
 
-    tn_init(&t, "Concat", 1, 1); /* Concat-1: axis defaults to 1 */
+    tn_init_named(&t, "", "Concat", 1, 1); /* Concat-1: axis defaults to 1 */
     tn_input(&t, LT_FLOAT, 2, d23, k_iota, false);
     tn_input(&t, LT_FLOAT, 2, d23, k_iota, false);
     CHECK(tn_eval(&t) == LT_OK && out_shape(&t, 0, 2, (int64_t[]){2, 6}));
     tn_free(&t);
-    tn_init(&t, "Concat", 13, 1); /* ... and is required later */
+    tn_init_named(&t, "", "Concat", 13, 1); /* ... and is required later */
     tn_input(&t, LT_FLOAT, 2, d23, k_iota, false);
     CHECK(tn_eval(&t) == LT_ERR_INVALID && msg_has(&t, "axis"));
     tn_free(&t);
@@ -271,13 +102,13 @@ static void test_strings(void) {
     int64_t d23[2] = {2, 3};
     tnode t;
 
-    tn_init(&t, "Transpose", 13, 1);
+    tn_init_named(&t, "", "Transpose", 13, 1);
     tn_str_in(&t, 2, d23, s6);
     CHECK(tn_eval(&t) == LT_OK && out_shape(&t, 0, 2, (int64_t[]){3, 2}) && strcmp(outs(&t, 0, 1), "dddd") == 0 &&
           strcmp(outs(&t, 0, 4), "") == 0);
     tn_free(&t);
 
-    tn_init(&t, "Slice", 13, 1); /* negative step over strings */
+    tn_init_named(&t, "", "Slice", 13, 1); /* negative step over strings */
     tn_str_in(&t, 2, d23, s6);
     int64_t st[1] = {-1}, en[1] = {INT64_MIN}, ax[1] = {1}, sp[1] = {-2};
     tn_ints_in(&t, st, 1, true);
@@ -289,7 +120,7 @@ static void test_strings(void) {
     CHECK(tn_infer(&t) == LT_OK && infer_dims(&t, 0, 2, (int64_t[]){2, 2}));
     tn_free(&t);
 
-    tn_init(&t, "Pad", 19, 1); /* wrap mode over strings, pads wider than the axis */
+    tn_init_named(&t, "", "Pad", 19, 1); /* wrap mode over strings, pads wider than the axis */
     tn_str_in(&t, 1, (int64_t[]){3}, s6);
     int64_t pads[2] = {4, 2};
     tn_ints_in(&t, pads, 2, true);
@@ -300,14 +131,14 @@ static void test_strings(void) {
     CHECK(tn_infer(&t) == LT_OK && infer_dims(&t, 0, 1, (int64_t[]){9}));
     tn_free(&t);
 
-    tn_init(&t, "Unique", 11, 4);
+    tn_init_named(&t, "", "Unique", 11, 4);
     tn_str_in(&t, 1, (int64_t[]){5}, (const char *const[]){"b", "a", "b", "", "a"});
     CHECK(tn_eval(&t) == LT_OK && out_shape(&t, 0, 1, (int64_t[]){3}) && strcmp(outs(&t, 0, 0), "") == 0 &&
           strcmp(outs(&t, 0, 2), "b") == 0 && out_vals(&t, 1, (double[]){3, 1, 0}, 3) &&
           out_vals(&t, 2, (double[]){2, 1, 2, 0, 1}, 5) && out_vals(&t, 3, (double[]){1, 2, 2}, 3));
     tn_free(&t);
 
-    tn_init(&t, "ScatterND", 18, 1);
+    tn_init_named(&t, "", "ScatterND", 18, 1);
     tn_str_in(&t, 1, (int64_t[]){3}, s6);
     tn_input(&t, LT_INT64, 2, (int64_t[]){1, 1}, (double[]){-1}, false);
     tn_str_in(&t, 1, (int64_t[]){1}, (const char *const[]){"new"});
@@ -320,20 +151,20 @@ static void test_errors(void) {
     tnode t;
     int64_t d23[2] = {2, 3};
 
-    tn_init(&t, "Gather", 13, 1);
+    tn_init_named(&t, "", "Gather", 13, 1);
     tn_input(&t, LT_FLOAT, 2, d23, k_iota, false);
     tn_input(&t, LT_INT64, 1, (int64_t[]){2}, (double[]){0, -4}, false);
     tn_int(&t, "axis", 1);
     CHECK(tn_eval(&t) == LT_ERR_INVALID && msg_has(&t, "index -4 out of range [-3, 3) at indices[1]"));
     tn_free(&t);
 
-    tn_init(&t, "GatherND", 13, 1);
+    tn_init_named(&t, "", "GatherND", 13, 1);
     tn_input(&t, LT_FLOAT, 2, d23, k_iota, false);
     tn_input(&t, LT_INT64, 2, (int64_t[]){1, 2}, (double[]){2, 0}, false);
     CHECK(tn_eval(&t) == LT_ERR_INVALID && msg_has(&t, "index 2 out of range [-2, 2)"));
     tn_free(&t);
 
-    tn_init(&t, "ScatterElements", 18, 1);
+    tn_init_named(&t, "", "ScatterElements", 18, 1);
     tn_input(&t, LT_FLOAT, 2, d23, k_iota, false);
     tn_input(&t, LT_INT32, 2, (int64_t[]){1, 1}, (double[]){3}, false);
     tn_input(&t, LT_FLOAT, 2, (int64_t[]){1, 1}, k_iota, false);
@@ -341,17 +172,17 @@ static void test_errors(void) {
     CHECK(tn_eval(&t) == LT_ERR_INVALID && msg_has(&t, "out of range"));
     tn_free(&t);
 
-    tn_init(&t, "ConstantOfShape", 21, 1);
+    tn_init_named(&t, "", "ConstantOfShape", 21, 1);
     tn_ints_in(&t, (int64_t[]){4, -1}, 2, false);
     CHECK(tn_eval(&t) == LT_ERR_INVALID && msg_has(&t, "negative dimension"));
     tn_free(&t);
 
-    tn_init(&t, "ConstantOfShape", 21, 1); /* 2^60 floats: refused, not attempted */
+    tn_init_named(&t, "", "ConstantOfShape", 21, 1); /* 2^60 floats: refused, not attempted */
     tn_ints_in(&t, (int64_t[]){1 << 30, 1 << 30}, 2, false);
     CHECK(tn_eval(&t) == LT_ERR_NOMEM);
     tn_free(&t);
 
-    tn_init(&t, "Range", 21, 1);
+    tn_init_named(&t, "", "Range", 21, 1);
     tn_input(&t, LT_INT64, 0, NULL, NULL, false);
     lt_tensor *lim = tn_input(&t, LT_INT64, 0, NULL, NULL, false);
     tn_input(&t, LT_INT64, 0, NULL, (double[]){1}, false);
@@ -359,7 +190,7 @@ static void test_errors(void) {
     CHECK(tn_eval(&t) == LT_ERR_INVALID && msg_has(&t, "too large"));
     tn_free(&t);
 
-    tn_init(&t, "Range", 21, 1); /* exact int64 count near the type's limits */
+    tn_init_named(&t, "", "Range", 21, 1); /* exact int64 count near the type's limits */
     lt_tensor *s0 = tn_input(&t, LT_INT64, 0, NULL, NULL, false);
     lim = tn_input(&t, LT_INT64, 0, NULL, NULL, false);
     lt_tensor *dl = tn_input(&t, LT_INT64, 0, NULL, NULL, false);
@@ -372,40 +203,40 @@ static void test_errors(void) {
           ((int64_t *)tn_out(&t, 0)->data)[2] == INT64_MAX - 1);
     tn_free(&t);
 
-    tn_init(&t, "Expand", 13, 1);
+    tn_init_named(&t, "", "Expand", 13, 1);
     tn_input(&t, LT_FLOAT, 2, d23, k_iota, false);
     tn_ints_in(&t, (int64_t[]){2, 2}, 2, true);
     CHECK(tn_eval(&t) == LT_ERR_INVALID && msg_has(&t, "cannot be expanded"));
     CHECK(tn_infer(&t) == LT_ERR_INVALID);
     tn_free(&t);
 
-    tn_init(&t, "Reshape", 14, 1);
+    tn_init_named(&t, "", "Reshape", 14, 1);
     tn_input(&t, LT_FLOAT, 2, d23, k_iota, false);
     tn_ints_in(&t, (int64_t[]){4, -1}, 2, true);
     CHECK(tn_eval(&t) == LT_ERR_INVALID && msg_has(&t, "cannot reshape [2,3]"));
     tn_free(&t);
 
-    tn_init(&t, "Pad", 18, 1);
+    tn_init_named(&t, "", "Pad", 18, 1);
     tn_input(&t, LT_FLOAT, 2, d23, k_iota, false);
     tn_ints_in(&t, (int64_t[]){0, -2, 0, -2}, 4, true);
     CHECK(tn_eval(&t) == LT_ERR_INVALID);
     tn_free(&t);
 
-    tn_init(&t, "TensorScatter", 24, 1);
+    tn_init_named(&t, "", "TensorScatter", 24, 1);
     tn_input(&t, LT_FLOAT, 3, (int64_t[]){2, 3, 1}, k_iota, false);
     tn_input(&t, LT_FLOAT, 3, (int64_t[]){2, 2, 1}, k_iota, false);
     tn_input(&t, LT_INT64, 1, (int64_t[]){2}, (double[]){0, 2}, false);
     CHECK(tn_eval(&t) == LT_ERR_INVALID && msg_has(&t, "write_indices[1]"));
     tn_free(&t);
 
-    tn_init(&t, "Squeeze", 13, 1);
+    tn_init_named(&t, "", "Squeeze", 13, 1);
     tn_input(&t, LT_FLOAT, 2, d23, k_iota, false);
     tn_ints_in(&t, (int64_t[]){1}, 1, true);
     CHECK(tn_eval(&t) == LT_ERR_INVALID && msg_has(&t, "cannot squeeze"));
     CHECK(tn_infer(&t) == LT_ERR_INVALID);
     tn_free(&t);
 
-    tn_init(&t, "Identity", 13, 1);
+    tn_init_named(&t, "", "Identity", 13, 1);
     tn_skip_input(&t);
     CHECK(tn_eval(&t) == LT_ERR_INVALID);
     tn_free(&t);
@@ -414,27 +245,27 @@ static void test_errors(void) {
 /* ---- infer hooks on constant inputs ---- */
 static void test_infer(void) {
     tnode t;
-    tn_init(&t, "Reshape", 14, 1);
+    tn_init_named(&t, "", "Reshape", 14, 1);
     tn_input(&t, LT_FLOAT, 3, (int64_t[]){2, 3, 4}, NULL, false);
     tn_ints_in(&t, (int64_t[]){0, -1}, 2, true);
     CHECK(tn_infer(&t) == LT_OK && infer_dims(&t, 0, 2, (int64_t[]){2, 12}));
     tn_free(&t);
 
-    tn_init(&t, "Gather", 13, 1);
+    tn_init_named(&t, "", "Gather", 13, 1);
     tn_input(&t, LT_FLOAT, 3, (int64_t[]){2, 3, 4}, NULL, false);
     tn_input(&t, LT_INT64, 2, (int64_t[]){5, 6}, NULL, false);
     tn_int(&t, "axis", -2);
     CHECK(tn_infer(&t) == LT_OK && infer_dims(&t, 0, 4, (int64_t[]){2, 5, 6, 4}));
     tn_free(&t);
 
-    tn_init(&t, "Range", 21, 1);
+    tn_init_named(&t, "", "Range", 21, 1);
     tn_input(&t, LT_FLOAT, 0, NULL, (double[]){1}, true);
     tn_input(&t, LT_FLOAT, 0, NULL, (double[]){2}, true);
     tn_input(&t, LT_FLOAT, 0, NULL, (double[]){0.25}, true);
     CHECK(tn_infer(&t) == LT_OK && infer_dims(&t, 0, 1, (int64_t[]){4}));
     tn_free(&t);
 
-    tn_init(&t, "Shape", 21, 1);
+    tn_init_named(&t, "", "Shape", 21, 1);
     tn_input(&t, LT_FLOAT, 3, (int64_t[]){2, 3, 4}, NULL, false);
     tn_int(&t, "start", -2);
     tn_int(&t, "end", 100);
@@ -442,7 +273,7 @@ static void test_infer(void) {
     CHECK(tn_eval(&t) == LT_OK && out_vals(&t, 0, (double[]){3, 4}, 2));
     tn_free(&t);
 
-    tn_init(&t, "Concat", 13, 1);
+    tn_init_named(&t, "", "Concat", 13, 1);
     tn_input(&t, LT_FLOAT, 2, (int64_t[]){2, 3}, NULL, false);
     tn_input(&t, LT_FLOAT, 2, (int64_t[]){2, 5}, NULL, false);
     tn_int(&t, "axis", -1);
@@ -455,29 +286,29 @@ typedef void (*build_fn)(tnode *t);
 
 static void b_transpose(tnode *t) {
     static const char *const s[6] = {"a", "bb", "c", "d", "e", "f"};
-    tn_init(t, "Transpose", 13, 1);
+    tn_init_named(t, "", "Transpose", 13, 1);
     tn_str_in(t, 2, (int64_t[]){2, 3}, s);
 }
 static void b_split(tnode *t) {
-    tn_init(t, "Split", 18, 3);
+    tn_init_named(t, "", "Split", 18, 3);
     tn_input(t, LT_FLOAT, 1, (int64_t[]){7}, k_iota, false);
     tn_int(t, "num_outputs", 3);
 }
 static void b_pad(tnode *t) {
-    tn_init(t, "Pad", 18, 1);
+    tn_init_named(t, "", "Pad", 18, 1);
     tn_input(t, LT_FLOAT, 2, (int64_t[]){2, 3}, k_iota, false);
     tn_ints_in(t, (int64_t[]){1, 2, 3, 1}, 4, true);
     tn_str(t, "mode", "reflect");
 }
 static void b_unique(tnode *t) {
-    tn_init(t, "Unique", 11, 4);
+    tn_init_named(t, "", "Unique", 11, 4);
     tn_input(t, LT_FLOAT, 2, (int64_t[]){3, 2}, (double[]){1, 2, 1, 2, 0, 0}, false);
     tn_int(t, "axis", 0);
 }
 static void b_constant_strings(tnode *t) {
     static const char *const s[3] = {"x", "", "zz"};
     static int64_t lens[3] = {1, 0, 2};
-    tn_init(t, "Constant", 13, 1);
+    tn_init_named(t, "", "Constant", 13, 1);
     lt_attr *a = &t->attrs[t->node.n_attr++];
     a->name = "value_strings";
     a->type = LT_AT_STRINGS;
@@ -487,13 +318,13 @@ static void b_constant_strings(tnode *t) {
 }
 static void b_gather_strings(tnode *t) {
     static const char *const s[4] = {"p", "q", "r", "s"};
-    tn_init(t, "Gather", 13, 1);
+    tn_init_named(t, "", "Gather", 13, 1);
     tn_str_in(t, 1, (int64_t[]){4}, s);
     tn_input(t, LT_INT64, 1, (int64_t[]){3}, (double[]){3, -4, 1}, false);
 }
 static void b_onehot(tnode *t) {
     static const char *const s[2] = {"off", "on"};
-    tn_init(t, "OneHot", 11, 1);
+    tn_init_named(t, "", "OneHot", 11, 1);
     tn_input(t, LT_INT64, 1, (int64_t[]){3}, (double[]){0, -1, 7}, false);
     tn_input(t, LT_INT64, 0, NULL, (double[]){3}, false);
     tn_str_in(t, 1, (int64_t[]){2}, s);
@@ -502,8 +333,7 @@ static void b_onehot(tnode *t) {
 static void test_oom(void) {
     static const build_fn builds[] = {b_transpose, b_split, b_pad, b_unique, b_constant_strings, b_gather_strings,
                                       b_onehot};
-    lt_allocator a = {count_alloc, count_realloc, count_free, NULL};
-    lt_set_allocator(&a);
+    lt_set_allocator(&g_test_alloc);
     for (size_t b = 0; b < sizeof builds / sizeof *builds; b++) {
         bool done = false;
         for (long fail_at = 0; fail_at < 200 && !done; fail_at++) {
@@ -532,7 +362,5 @@ int main(void) {
     test_errors();
     test_infer();
     test_oom();
-    if (failures) fprintf(stderr, "%d check(s) failed\n", failures);
-    else printf("test_ops_shape: all checks passed\n");
-    return failures ? 1 : 0;
+    return test_report("test_ops_shape");
 }

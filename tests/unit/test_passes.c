@@ -505,35 +505,11 @@ static void test_verify_reports(void) {
 }
 
 /* Out-of-memory on every allocation of a full -O3 run: an error or success, never a crash or a leak. */
-static long g_live, g_countdown = -1;
-static void *count_alloc(void *u, size_t n) {
-    (void)u;
-    if (g_countdown == 0) return NULL;
-    if (g_countdown > 0) g_countdown--;
-    void *p = malloc(n ? n : 1);
-    if (p) g_live++;
-    return p;
-}
-static void *count_realloc(void *u, void *p, size_t n) {
-    (void)u;
-    if (g_countdown == 0) return NULL;
-    if (g_countdown > 0) g_countdown--;
-    void *q = realloc(p, n ? n : 1);
-    if (q && !p) g_live++;
-    return q;
-}
-static void count_free(void *u, void *p) {
-    (void)u;
-    if (p) g_live--;
-    free(p);
-}
-
 static void test_oom(void) {
-    lt_allocator al = {count_alloc, count_realloc, count_free, NULL};
     int ok_runs = 0;
     long fail_at = 0;
     for (; fail_at < 4000; fail_at++) {
-        lt_set_allocator(&al); /* count everything, the model's own allocations too */
+        lt_set_allocator(&g_test_alloc); /* count everything, the model's own allocations too */
         long before = g_live;
         tb b;
         build_busy(&b);
@@ -580,10 +556,5 @@ int main(void) {
     test_manager_options();
     test_verify_reports();
     test_oom();
-    if (failures) {
-        fprintf(stderr, "test_passes: %d failure(s)\n", failures);
-        return 1;
-    }
-    printf("test_passes: all passed\n");
-    return 0;
+    return test_report("test_passes");
 }

@@ -501,10 +501,5 @@ int main(void) {
     test_batchnorm_training_kept();
     test_patterns();
     test_patterns_negative();
-    if (failures) {
-        fprintf(stderr, "test_passes_simplify: %d failure(s)\n", failures);
-        return 1;
-    }
-    printf("test_passes_simplify: all passed\n");
-    return 0;
+    return test_report("test_passes_simplify");
 }

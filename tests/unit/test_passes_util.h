@@ -11,6 +11,7 @@
 #include "interp/interp.h"
 #include "ops/ops.h"
 #include "passes/pass.h"
+#include "test_util.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -18,14 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int failures;
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);               \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
 #define CHECK_OK(expr, ctxp)                                                                       \
     do {                                                                                           \
         lt_status s_ = (expr);                                                                     \

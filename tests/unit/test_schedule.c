@@ -7,20 +7,12 @@
  * text format round trip, and allocation failures. Exits non-zero on failure. */
 #include "loop/leval.h"
 #include "loop/schedule.h"
+#include "test_util.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int failures;
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);               \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
 
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
 static uint64_t next(void) {
@@ -548,32 +540,13 @@ static void test_format(void) {
 }
 
 /* Allocation failures while scheduling: NOMEM or success, never a crash or another status. */
-static long countdown = -1;
-static void *fail_alloc(void *u, size_t n) {
-    (void)u;
-    if (countdown == 0) return NULL;
-    if (countdown > 0) countdown--;
-    return malloc(n ? n : 1);
-}
-static void *fail_realloc(void *u, void *p, size_t n) {
-    (void)u;
-    if (countdown == 0) return NULL;
-    if (countdown > 0) countdown--;
-    return realloc(p, n ? n : 1);
-}
-static void plain_free(void *u, void *p) {
-    (void)u;
-    free(p);
-}
-
 static void test_oom(void) {
     static const char *steps[] = {"tile i j 4 10", "cache C j.o local", "fuse i.o j.o", "microkernel i.i mac"};
-    lt_allocator al = {fail_alloc, fail_realloc, plain_free, NULL};
-    lt_set_allocator(&al);
+    lt_set_allocator(&g_test_alloc);
     bool done = false;
     int nomem = 0;
     for (long n = 0; n < 400 && !done; n++) {
-        countdown = n;
+        g_countdown = n;
         lt_arena a;
         lt_arena_init(&a);
         lt_kernel *k = build_mm(&a);
@@ -592,7 +565,7 @@ static void test_oom(void) {
         done = s == LT_OK;
         lt_arena_free(&a);
     }
-    countdown = -1;
+    g_countdown = -1;
     lt_set_allocator(NULL);
     CHECK(done && nomem > 0);
 }
@@ -606,10 +579,5 @@ int main(void) {
     test_random();
     test_format();
     test_oom();
-    if (failures) {
-        fprintf(stderr, "test_schedule: %d failure(s)\n", failures);
-        return 1;
-    }
-    printf("test_schedule: ok\n");
-    return 0;
+    return test_report("test_schedule");
 }

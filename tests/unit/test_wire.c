@@ -8,85 +8,13 @@
 #include "onnx/onnx.h"
 #include "onnx/wire.h"
 #include "ops/ops.h"
+#include "test_pb.h"
+#include "test_util.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int g_failures;
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);               \
-            g_failures++;                                                                          \
-        }                                                                                          \
-    } while (0)
-#define CHECK_MSG(ctx, sub)                                                                        \
-    do {                                                                                           \
-        if (!strstr((ctx).msg, sub)) {                                                             \
-            fprintf(stderr, "%s:%d: message '%s' lacks '%s'\n", __FILE__, __LINE__, (ctx).msg, sub); \
-            g_failures++;                                                                          \
-        }                                                                                          \
-    } while (0)
-
-/* ---- a tiny protobuf writer (plain malloc: not subject to the failing allocator) ---- */
-typedef struct pb {
-    uint8_t *p;
-    size_t n, cap;
-} pb;
-
-static void put(pb *b, const void *d, size_t n) {
-    if (b->n + n > b->cap) {
-        b->cap = (b->n + n) * 2 + 64;
-        b->p = realloc(b->p, b->cap);
-        if (!b->p) abort();
-    }
-    if (n) memcpy(b->p + b->n, d, n);
-    b->n += n;
-}
-static void varint(pb *b, uint64_t v) {
-    do {
-        uint8_t c = (uint8_t)(v & 0x7f);
-        v >>= 7;
-        if (v) c |= 0x80;
-        put(b, &c, 1);
-    } while (v);
-}
-static void key(pb *b, int f, int wt) { varint(b, (uint64_t)f << 3 | (uint64_t)wt); }
-static void fv(pb *b, int f, uint64_t v) { key(b, f, 0); varint(b, v); }
-static void fbytes(pb *b, int f, const void *d, size_t n) { key(b, f, 2); varint(b, n); put(b, d, n); }
-static void fs(pb *b, int f, const char *s) { fbytes(b, f, s, strlen(s)); }
-static void fmsg(pb *b, int f, pb *m) { /* consumes m */
-    fbytes(b, f, m->p, m->n);
-    free(m->p);
-    memset(m, 0, sizeof *m);
-}
-static void ff32(pb *b, int f, float x) { key(b, f, 5); put(b, &x, 4); }
-static void pfree(pb *b) { free(b->p); memset(b, 0, sizeof *b); }
-
-/* ---- a counting allocator that can fail the Nth allocation ---- */
-static long g_fail_at = -1, g_calls, g_live;
-static void *t_alloc(void *u, size_t n) {
-    (void)u;
-    if (g_fail_at >= 0 && g_calls++ == g_fail_at) return NULL;
-    void *p = malloc(n ? n : 1);
-    if (p) g_live++;
-    return p;
-}
-static void *t_realloc(void *u, void *p, size_t n) {
-    (void)u;
-    if (g_fail_at >= 0 && g_calls++ == g_fail_at) return NULL;
-    void *q = realloc(p, n ? n : 1);
-    if (q && !p) g_live++;
-    return q;
-}
-static void t_free(void *u, void *p) {
-    (void)u;
-    if (p) g_live--;
-    free(p);
-}
-static const lt_allocator g_test_alloc = {t_alloc, t_realloc, t_free, NULL};
 
 /* ---- wire reader ---- */
 static void test_wire_basics(void) {
@@ -1104,13 +1032,13 @@ static void fail_each_allocation(const char *what, job_fn job, pb *in) {
         lt_status st = job(&ctx, in);
         if (g_live != 0) {
             fprintf(stderr, "%s: allocation %ld failed: %ld blocks leaked (status %d: %s)\n", what, k, g_live, st, ctx.msg);
-            g_failures++;
+            failures++;
             break;
         }
         if (g_calls <= k) { /* the failure was never reached: the whole job ran */
             if (st != LT_OK) {
                 fprintf(stderr, "%s: failed without an injected failure: %s\n", what, ctx.msg);
-                g_failures++;
+                failures++;
             }
             n_ok = k;
             break;
@@ -1118,7 +1046,7 @@ static void fail_each_allocation(const char *what, job_fn job, pb *in) {
         if (st == LT_OK) continue; /* the failed allocation was optional (e.g. a cache) */
         if (ctx.status == LT_OK || !ctx.msg[0]) {
             fprintf(stderr, "%s: allocation %ld failed with status %d but no message\n", what, k, st);
-            g_failures++;
+            failures++;
         }
     }
     g_fail_at = -1;
@@ -1174,10 +1102,5 @@ int main(void) {
     test_functions();
     test_sparse();
     test_alloc_failures();
-    if (g_failures) {
-        fprintf(stderr, "test_wire: %d failure(s)\n", g_failures);
-        return 1;
-    }
-    printf("test_wire: all passed\n");
-    return 0;
+    return test_report("test_wire");
 }
