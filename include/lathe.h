@@ -214,7 +214,7 @@ typedef struct lathe_compile_options {
     /* Optimization level: 0 = the default (3); 1, 2, 3 = -O1..-O3; -1 = -O0 (no graph passes, one
      * kernel per node). */
     int opt_level;
-    /* Backend: NULL = "cpu". */
+    /* Backend: NULL = "cpu"; "cuda" compiles for the GPU (LATHE_ERR_UNSUPPORTED without one). */
     const char *backend;
     /* Threads of the parallel loops: 0 = every CPU (the OpenMP default). */
     int threads;
@@ -226,6 +226,10 @@ typedef struct lathe_compile_options {
     const char *cc;
     /* Folder to write the generated C, the loop IR and the plan into (NULL: none). */
     const char *dump_code_dir;
+    /* Backend "cuda": the NVRTC library tried before libnvrtc.so.13 and .12 (NULL: only those; the
+     * CLI and the Python binding pass $LATHE_NVRTC). The plan then runs on the GPU: weights
+     * uploaded once, inputs and outputs copied per run, kernels replayed as a CUDA graph. */
+    const char *nvrtc;
 } lathe_compile_options;
 
 /* Load and compile an ONNX model file for the shapes its inputs have after `load` (declared dims,

@@ -1,13 +1,17 @@
 /* cli_compile.c — the compile options the compiled-path commands share (run, compile, profile,
  * conformance): -O0..-O3, --backend, pass manager flags, dumps, threads, cache, compiler; their
  * defaults from the environment (the CLI is the only part of lathe that reads it: CC for the
- * compiler, LATHE_CACHE_DIR / XDG_CACHE_HOME / HOME for the cache directory), and one call that
+ * compiler, LATHE_CACHE_DIR / XDG_CACHE_HOME / HOME for the cache directory, LATHE_NVRTC for the
+ * NVRTC library the CUDA backend tries first, overridden by --nvrtc), and one call that
  * compiles a model and prints what the flags asked for (pass dumps and timings on stderr).
  */
 #include "cli_compile.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 void cli_compile_init(cli_compile_args *ca, const char *default_backend) {
     memset(ca, 0, sizeof *ca);
@@ -21,6 +25,8 @@ void cli_compile_init(cli_compile_args *ca, const char *default_backend) {
     else if (xdg && *xdg) cli_fmt(ca->cache_dir, sizeof ca->cache_dir, "%s/lathe", xdg);
     else if (home && *home) cli_fmt(ca->cache_dir, sizeof ca->cache_dir, "%s/.cache/lathe", home);
     ca->o.cache_dir = ca->cache_dir[0] ? ca->cache_dir : NULL;
+    const char *nvrtc = getenv("LATHE_NVRTC");
+    if (nvrtc && *nvrtc) ca->o.nvrtc = nvrtc;
 }
 
 static int disable_add(cli_compile_args *ca, const char *cmd, const char *name) {
@@ -49,6 +55,7 @@ int cli_compile_opt(const char *cmd, int argc, char **argv, int *i, cli_compile_
         {"--no-inplace", offsetof(lt_compile_options, no_inplace)},
         {"--all-host", offsetof(lt_compile_options, all_host)},
         {"--strict", offsetof(lt_compile_options, strict)},
+        {"--no-graphs", offsetof(lt_compile_options, no_graphs)},
     };
     for (size_t k = 0; k < sizeof flags / sizeof *flags; k++)
         if (strcmp(a, flags[k].name) == 0) {
@@ -109,6 +116,18 @@ int cli_compile_opt(const char *cmd, int argc, char **argv, int *i, cli_compile_
         ca->no_cache = false;
         return 1;
     }
+    if ((r = cli_opt_value(cmd, argc, argv, i, "--nvrtc", &v))) {
+        if (r < 0) return -1;
+        ca->o.nvrtc = v;
+        return 1;
+    }
+    if ((r = cli_opt_value(cmd, argc, argv, i, "--device", &v))) {
+        int64_t n;
+        if (r < 0) return -1;
+        if (!cli_parse_i64(v, &n) || n > 1024) return cli_usage(cmd, "--device needs a device ordinal, got '%s'", v), -1;
+        ca->o.device = (int)n;
+        return 1;
+    }
     if ((r = cli_opt_value(cmd, argc, argv, i, "--cc", &v))) {
         if (r < 0) return -1;
         ca->o.cc = v;
@@ -122,7 +141,7 @@ int cli_compile_check_backend(const cli_compile_args *ca, bool allow_interp) {
     if (lt_backend_find(ca->backend)) { /* registered: can it start here (a driver, a device)? */
         lt_ctx ctx = {0};
         lt_backend *b = NULL;
-        lt_backend_options bo = {.cc = ca->o.cc, .threads = ca->o.threads};
+        lt_backend_options bo = {.cc = ca->o.cc, .threads = ca->o.threads, .device = ca->o.device, .nvrtc = ca->o.nvrtc};
         if (lt_backend_create(&ctx, ca->backend, &bo, &b) != LT_OK) return cli_fail(&ctx);
         lt_backend_destroy(b);
         return 0;
@@ -133,6 +152,27 @@ int cli_compile_check_backend(const cli_compile_args *ca, bool allow_interp) {
         off += (size_t)snprintf(names + off, sizeof names - off, "%s%s", off ? ", " : "", *n);
     if (allow_interp && off < sizeof names) snprintf(names + off, sizeof names - off, "%sinterp", off ? ", " : "");
     cli_error("backend '%s' is not available (backends: %s)", ca->backend, names);
+    return CLI_EXIT_UNSUPPORTED;
+}
+
+int cli_compile_check_backend_forked(const cli_compile_args *ca, bool allow_interp) {
+    if ((allow_interp && strcmp(ca->backend, "interp") == 0) || strcmp(ca->backend, "cpu") == 0)
+        return cli_compile_check_backend(ca, allow_interp);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        cli_error("fork: %s", strerror(errno));
+        return CLI_EXIT_INVALID;
+    }
+    if (pid == 0) _exit(cli_compile_check_backend(ca, allow_interp));
+    int ws = 0;
+    while (waitpid(pid, &ws, 0) < 0)
+        if (errno != EINTR) {
+            cli_error("waitpid: %s", strerror(errno));
+            return CLI_EXIT_INVALID;
+        }
+    if (WIFEXITED(ws)) return WEXITSTATUS(ws);
+    cli_error("backend '%s': the check crashed (signal %d)", ca->backend, WIFSIGNALED(ws) ? WTERMSIG(ws) : 0);
     return CLI_EXIT_UNSUPPORTED;
 }
 

@@ -24,6 +24,9 @@ void cli_compile_init(cli_compile_args *ca, const char *default_backend);
 int cli_compile_opt(const char *cmd, int argc, char **argv, int *i, cli_compile_args *ca);
 /* 0 when ca->backend is a backend (or "interp" when allowed); else prints and returns exit 3. */
 int cli_compile_check_backend(const cli_compile_args *ca, bool allow_interp);
+/* The same, checked in a forked child, so this process never initializes the device (CUDA does not
+ * survive fork: commands that fork workers use this). */
+int cli_compile_check_backend_forked(const cli_compile_args *ca, bool allow_interp);
 /* Compile m for inputs `in` (per graph input; non-NULL ones are given: an input with an initializer
  * that is not given is frozen to it). in may be NULL (nothing given). Pass dumps and --time-passes on stderr, fallback warnings). Exit code; on 0 *out and
  * *rep are set (free rep with lt_compile_report_free). */
@@ -45,6 +48,9 @@ void cli_compile_print_report(const lt_compile_report *rep, FILE *f);
     "  --cache-dir DIR       compiled-module cache (default $LATHE_CACHE_DIR, $XDG_CACHE_HOME/lathe or\n"  \
     "                        ~/.cache/lathe); --no-cache builds in a temporary folder\n"                   \
     "  --cc CMD              C compiler (default $CC, else cc)\n"                                          \
+    "  --device N            CUDA device ordinal (default 0)\n"                                            \
+    "  --nvrtc PATH          NVRTC library tried before libnvrtc.so.13 / .12 (default $LATHE_NVRTC)\n"     \
+    "  --no-graphs           CUDA: launch kernels one by one instead of replaying a captured CUDA graph\n" \
     "  --no-fusion, --no-epilogues, --no-microkernels, --no-inplace, --all-host, --strict\n"               \
     "                        debugging: one kernel per node, no epilogue fusion, plain loops for\n"        \
     "                        GEMM/conv, no in-place buffers, every node on the interpreter, compiler\n"    \

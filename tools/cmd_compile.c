@@ -3,6 +3,8 @@
  * to the sum of all intermediates); with -o DIR (--target c, the default) also export it as
  * standalone C (src/runtime/export.h): DIR/model.c, model.h, model_main.c and model.weights (or
  * weights embedded in model.c under 1 MiB). --print-plan lists the plan's steps and buffers.
+ * --target cuda -o DIR writes the CUDA translation unit (DIR/model.cu, with the Loop IR and groups)
+ * with no GPU needed, and DIR/model.cubin when NVRTC is found (--arch, default sm_90).
  * Exit codes: 0 ok, 1 usage, 2 bad model, 3 unsupported (backend, or host steps in an export).
  */
 #include "cli_compile.h"
@@ -10,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/cuda/cuda.h"
 #include "graph/infer.h"
 #include "runtime/export.h"
 
@@ -22,7 +25,10 @@ static const char HELP[] =
     "\n"
     "options:\n"
     "  -o, --output DIR      export into DIR (created if missing)\n"
-    "  --target c            what -o writes (c: model.c, model.h, model_main.c, model.weights)\n"
+    "  --target c|cuda       what -o writes (c: model.c, model.h, model_main.c, model.weights; cuda:\n"
+    "                        model.cu, kernels.txt, groups.txt and, when NVRTC is found, model.cubin;\n"
+    "                        needs no GPU)\n"
+    "  --arch SM             --target cuda: the cubin's target (default sm_90)\n"
     "  --name NAME           C prefix and file stem of the export (default model)\n"
     "  --embed-limit BYTES   embed the weights in model.c when smaller (default 1048576; 0 never)\n"
     "  --shapes NAME:DIMS[,NAME:DIMS]  fix input shapes (repeatable)\n"
@@ -34,8 +40,57 @@ static const char HELP[] =
     "\n"
     "Exit status: 0 ok, 1 usage error, 2 bad model, 3 unsupported (an export with host steps).\n";
 
+/* --target cuda: DIR/model.cu is written; compile it to DIR/model.cubin when NVRTC is here. */
+static int write_cubin(const char *dir, const char *arch, const char *nvrtc, const lt_compile_report *rep) {
+    char path[4096];
+    cli_fmt(path, sizeof path, "%s/model.cu", dir);
+    printf("cuda: %d kernels (+%d weight packing), %d host groups; wrote %s (%zu bytes), kernels.txt, groups.txt\n",
+           rep->n_kernels, rep->n_pack_kernels, rep->n_host_groups, path, rep->source_bytes);
+    lt_ctx ctx = {0};
+    lt_nvrtc *nv = NULL;
+    if (lt_nvrtc_open_path(&ctx, nvrtc, &nv) != LT_OK) {
+        cli_warn("no cubin: %s", ctx.msg);
+        return 0;
+    }
+    char *src = NULL;
+    size_t len = 0;
+    FILE *f = fopen(path, "rb");
+    if (f) {
+        fseek(f, 0, SEEK_END);
+        long n = ftell(f);
+        fseek(f, 0, SEEK_SET);
+        src = n >= 0 ? malloc((size_t)n + 1) : NULL;
+        len = src ? fread(src, 1, (size_t)n, f) : 0;
+        if (src) src[len] = 0;
+        fclose(f);
+    }
+    int rc = 0;
+    lt_cuda_image img = {0};
+    lt_cuda_compile_options co = {.name = "model.cu"};
+    if (!src) {
+        cli_error("%s: cannot read back", path);
+        rc = CLI_EXIT_INVALID;
+    } else if (lt_cuda_build(&ctx, nv, src, arch, NULL, &co, &img) != LT_OK) {
+        rc = cli_fail(&ctx);
+    } else {
+        cli_fmt(path, sizeof path, "%s/model.%s", dir, img.is_cubin ? "cubin" : "ptx");
+        FILE *o = fopen(path, "wb");
+        if (!o || fwrite(img.data, 1, img.size, o) != img.size) {
+            cli_error("%s: cannot write", path);
+            rc = CLI_EXIT_INVALID;
+        } else {
+            printf("cuda: wrote %s (%zu bytes, %s, NVRTC %.2f s)\n", path, img.size, arch, img.seconds);
+        }
+        if (o) fclose(o);
+    }
+    lt_cuda_image_free(&img);
+    free(src);
+    lt_nvrtc_close(nv);
+    return rc;
+}
+
 int cmd_compile(int argc, char **argv) {
-    const char *model = NULL, *outdir = NULL, *target = "c", *name = NULL;
+    const char *model = NULL, *outdir = NULL, *target = "c", *name = NULL, *arch = "sm_90";
     const char **shapes = calloc((size_t)argc, sizeof *shapes), **dims = calloc((size_t)argc, sizeof *dims);
     int n_shapes = 0, n_dims = 0, rc = CLI_EXIT_OK;
     int64_t embed = -1;
@@ -61,6 +116,9 @@ int cmd_compile(int argc, char **argv) {
         } else if ((r = cli_opt_value("compile", argc, argv, &i, "--target", &v))) {
             if (r < 0) { rc = CLI_EXIT_USAGE; goto out; }
             target = v;
+        } else if ((r = cli_opt_value("compile", argc, argv, &i, "--arch", &v))) {
+            if (r < 0) { rc = CLI_EXIT_USAGE; goto out; }
+            arch = v;
         } else if ((r = cli_opt_value("compile", argc, argv, &i, "--name", &v))) {
             if (r < 0) { rc = CLI_EXIT_USAGE; goto out; }
             name = v;
@@ -85,8 +143,14 @@ int cmd_compile(int argc, char **argv) {
         }
     }
     if (!model) { rc = cli_usage("compile", "missing MODEL"); goto out; }
-    if (strcmp(target, "c") != 0) { rc = cli_usage("compile", "--target must be c, not '%s'", target); goto out; }
-    if ((rc = cli_compile_check_backend(&ca, false))) goto out;
+    bool cuda = strcmp(target, "cuda") == 0;
+    if (!cuda && strcmp(target, "c") != 0) { rc = cli_usage("compile", "--target must be c or cuda, not '%s'", target); goto out; }
+    if (cuda && !outdir) { rc = cli_usage("compile", "--target cuda needs -o DIR"); goto out; }
+    if (cuda) { /* emit only: no device needed */
+        ca.backend = "cuda";
+        ca.o.emit_only = true;
+        ca.o.dump_code_dir = outdir;
+    } else if ((rc = cli_compile_check_backend(&ca, false))) goto out;
     if ((rc = cli_load_model(model, n_shapes, shapes, n_dims, dims, &m))) goto out;
     lt_ctx ctx = {0};
     if (lt_model_check_supported(&ctx, m) != LT_OK) { rc = cli_fail(&ctx); goto out; }
@@ -100,6 +164,10 @@ int cmd_compile(int argc, char **argv) {
     }
     if ((rc = cli_compile_model(&ca, m, NULL, &plan, &rep))) goto out;
     have_rep = true;
+    if (cuda) {
+        rc = write_cubin(outdir, arch, ca.o.nvrtc, &rep);
+        goto out;
+    }
     printf("model: %s\n", model);
     cli_compile_print_report(&rep, stdout);
     if (rep.source_path[0]) printf("generated: %s\n", rep.source_path);

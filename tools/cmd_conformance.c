@@ -55,8 +55,9 @@ static const char HELP[] =
     "Prints one line per failing test and ends with 'N passed, N failed, N skipped'.\n"
     "\n"
     "options:\n"
-    "  --backend NAME   backend to test: interp (default, the reference interpreter) or cpu (compiled\n"
-    "                   for each data set's input shapes; compile options below apply)\n"
+    "  --backend NAME   backend to test: interp (default, the reference interpreter), cpu or cuda\n"
+    "                   (compiled for each data set's input shapes; compile options below apply; on\n"
+    "                   cuda, nodes with no GPU lowering run as host steps)\n"
     "  --suite DIR      folder of test folders (default: $LATHE_ONNX_SUITE, else the 'node' tests of\n"
     "                   the onnx Python package found with $LATHE_PYTHON or python3; generated\n"
     "                   with that package's own generator when it ships no test files)\n"
@@ -65,12 +66,13 @@ static const char HELP[] =
     "  -j, --jobs N     tests to run in parallel (default: number of CPUs)\n"
     "  --timeout SEC    per-test time limit in seconds (default 60, 300 with --backend cpu: compiling\n"
     "                   counts; 0 = none)\n"
-    "  --mem-limit MB   per-test address-space limit in MiB (default 4096; 0 = none)\n"
+    "  --mem-limit MB   per-test address-space limit in MiB (default 4096, none for --backend cuda;\n"
+    "                   0 = none)\n"
     "  --rtol X         relative tolerance (default 1e-3, the suite's own)\n"
     "  --atol X         absolute tolerance (default 1e-7)\n"
     "  --verbose        also print passing and skipped tests\n"
     "  -h, --help       show this help\n"
-    "compile options (--backend cpu):\n"
+    "compile options (--backend cpu, cuda):\n"
     CLI_COMPILE_HELP
     "\n"
     "Exit status: 0 when the run completed (whatever the results), 1 on a usage error,\n"
@@ -478,6 +480,7 @@ int cmd_conformance(int argc, char **argv) {
     cli_compile_init(&ca, "interp");
     int64_t jobs = sysconf(_SC_NPROCESSORS_ONLN);
     double timeout = -1, rtol = RTOL, atol = ATOL;
+    bool mem_given = false;
 #ifdef CLI_ASAN
     int64_t mem_mb = 0; /* the sanitizer reserves huge address ranges */
 #else
@@ -516,6 +519,7 @@ int cmd_conformance(int argc, char **argv) {
                 return cli_usage("conformance", "--timeout needs a number of seconds, got '%s'", v);
         } else if ((r = cli_opt_value("conformance", argc, argv, &i, "--mem-limit", &v))) {
             if (r < 0) return CLI_EXIT_USAGE;
+            mem_given = true;
             if (!cli_parse_i64(v, &mem_mb) || mem_mb > ((int64_t)1 << 40))
                 return cli_usage("conformance", "--mem-limit needs a number of MiB, got '%s'", v);
         } else if ((r = cli_opt_value("conformance", argc, argv, &i, "--rtol", &v))) {
@@ -530,8 +534,11 @@ int cmd_conformance(int argc, char **argv) {
             return cli_usage("conformance", "unexpected argument '%s'", a);
         }
     }
-    if ((r_backend = cli_compile_check_backend(&ca, true))) return r_backend;
+    /* in a child: the tests run in forked children, and CUDA initialized here would not survive fork */
+    if ((r_backend = cli_compile_check_backend_forked(&ca, true))) return r_backend;
     const cli_compile_args *cargs = strcmp(ca.backend, "interp") == 0 ? NULL : &ca;
+    if (!mem_given && cargs && !lt_backend_find(ca.backend)->host_memory)
+        mem_mb = 0; /* a device driver reserves address space far beyond 4 GiB (CUDA: tens of GiB) */
     if (ca.o.threads == 0) ca.o.threads = 1; /* tests run in parallel: one thread each */
     if (timeout < 0) timeout = cargs ? 300 : 60;   /* a compile (cache miss) counts in the test's time */
     regex_t re;

@@ -6,6 +6,9 @@
  * plan step; print the roofline table (per kernel: median time, static FLOPs and bytes from the
  * Loop IR, GFLOP/s, GB/s, the roofline bound, % of it and which ceiling binds) sorted by time, the
  * whole-run median, and optionally a Chrome/Perfetto trace of the median run (--trace FILE.json).
+ * --backend cuda: ceilings are the device's (measured copy bandwidth, FP32 and tensor-core rates,
+ * cuda_ceil.c) and kernel times come from CUDA events around each launch (kernels launched one by
+ * one, not as the replayed graph; the whole-run time is the wall time including copies).
  * Exit codes: 0 ok, 1 usage, 2 bad model or input, 3 unsupported.
  */
 #include "cli_compile.h"
@@ -15,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "backend/cuda/cuda.h"
 #include "graph/infer.h"
 #include "profile/profile.h"
 
@@ -25,6 +29,8 @@ static const char CEIL_HELP[] =
     "the roofline `lathe profile` compares kernels with.\n"
     "\n"
     "options:\n"
+    "  --backend NAME    cpu (default) or cuda: the GPU's copy bandwidth, FP32 and tensor-core (f16\n"
+    "                    mma) rates, measured now (--device N, --nvrtc PATH as for run)\n"
     "  --threads N       threads to measure with (default: all CPUs this process may use)\n"
     "  --remeasure       measure again and replace the cached numbers\n"
     "  --cache-dir DIR   where the numbers are cached (default as for compiled modules)\n"
@@ -36,6 +42,7 @@ static const char PROF_HELP[] =
     "Compile MODEL, time each kernel over several runs and print a roofline table: median time,\n"
     "FLOPs and bytes (static, from the loop IR), GFLOP/s, GB/s, the roofline bound, % of the bound and\n"
     "which ceiling binds (compute or memory), against this machine's ceilings (lathe ceilings).\n"
+    "With --backend cuda, kernel times are CUDA event times and the ceilings the GPU's.\n"
     "\n"
     "options:\n"
     "  --runs N              timed runs after one warm-up (default 10)\n"
@@ -63,6 +70,38 @@ static const char *step_kind(const lt_plan_step *st) {
     return lt_pattern_name(st->pattern);
 }
 
+/* The GPU's ceilings (measured by the CUDA backend). */
+static int cuda_ceilings(lt_backend *b, lt_cuda_ceilings *out, const char **name) {
+    lt_ctx ctx = {0};
+    lt_cuda *cu = lt_backend_cuda_device(b);
+    if (!cu) {
+        cli_error("backend '%s' has no CUDA device", b->vt->name);
+        return CLI_EXIT_UNSUPPORTED;
+    }
+    if (lt_cuda_ceilings_get(cu, &ctx, out) != LT_OK) return cli_fail(&ctx);
+    *name = lt_cuda_get_info(cu)->name;
+    return 0;
+}
+
+static int ceilings_device(cli_compile_args *ca) {
+    lt_ctx ctx = {0};
+    lt_backend *b = NULL;
+    lt_backend_options bo = {.device = ca->o.device, .nvrtc = ca->o.nvrtc, .cache_dir = ca->o.cache_dir};
+    if (lt_backend_create(&ctx, ca->backend, &bo, &b) != LT_OK) return cli_fail(&ctx);
+    lt_cuda_ceilings c;
+    const char *name = "?";
+    int rc = cuda_ceilings(b, &c, &name);
+    if (!rc) {
+        printf("device: %s\n", name);
+        printf("copy bandwidth: %.1f GB/s (device to device, read + write; spec %.1f GB/s)\n", c.copy_gbps,
+               c.spec_mem_gbps);
+        printf("FP32 FMA rate: %.1f GFLOP/s (spec %.1f GFLOP/s)\n", c.fp32_gflops, c.spec_fp32_gflops);
+        printf("tensor cores (mma.sync f16 -> f32): %.1f TFLOP/s\n", c.tc_f16_tflops);
+    }
+    lt_backend_destroy(b);
+    return rc;
+}
+
 int cmd_ceilings(int argc, char **argv) {
     cli_compile_args ca;
     cli_compile_init(&ca, "cpu");
@@ -73,6 +112,11 @@ int cmd_ceilings(int argc, char **argv) {
         int r;
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) { fputs(CEIL_HELP, stdout); return 0; }
         if (strcmp(a, "--remeasure") == 0) { remeasure = true; i++; continue; }
+        if (strcmp(a, "--backend") == 0 || strncmp(a, "--backend=", 10) == 0 || strcmp(a, "--device") == 0 ||
+            strncmp(a, "--device=", 9) == 0 || strcmp(a, "--nvrtc") == 0 || strncmp(a, "--nvrtc=", 8) == 0) {
+            if (cli_compile_opt("ceilings", argc, argv, &i, &ca) < 0) return CLI_EXIT_USAGE;
+            continue;
+        }
         if ((r = cli_opt_value("ceilings", argc, argv, &i, "--threads", &v))) {
             if (r < 0) return CLI_EXIT_USAGE;
             if (!cli_parse_i64(v, &threads) || threads > 4096)
@@ -83,6 +127,13 @@ int cmd_ceilings(int argc, char **argv) {
         } else {
             return cli_usage("ceilings", "unknown option '%s'", a);
         }
+    }
+    if (strcmp(ca.backend, "cpu") != 0) {
+        if (!lt_backend_find(ca.backend) || lt_backend_find(ca.backend)->host_memory) {
+            cli_error("ceilings: --backend must be cpu or cuda, not '%s'", ca.backend);
+            return CLI_EXIT_UNSUPPORTED;
+        }
+        return ceilings_device(&ca);
     }
     lt_ctx ctx = {0};
     lt_ceilings c;
@@ -176,11 +227,22 @@ int cmd_profile(int argc, char **argv) {
     if ((rc = cli_compile_model(&ca, m, in, &plan, &rep))) goto out;
     have_rep = true;
 
-    /* ceilings for the thread count the kernels use */
+    /* ceilings for the thread count the kernels use, or the GPU's */
     lt_ceilings ceil;
     bool cached = false;
     int threads = ca.o.threads > 0 ? ca.o.threads : lt_cpu_count();
-    if (lt_ceilings_get(&ctx, ca.cache_dir[0] ? ca.cache_dir : NULL, threads, remeasure, &ceil, &cached) != LT_OK) {
+    lt_cuda_ceilings gc = {0};
+    const char *gpu = NULL;
+    if (rep.plan.device) {
+        if ((rc = cuda_ceilings(lt_plan_backend(plan), &gc, &gpu))) goto out;
+        memset(&ceil, 0, sizeof ceil);
+        ceil.peak_gflops = gc.fp32_gflops;
+        ceil.mem_gbps = gc.copy_gbps;
+        ceil.copy_gbps = gc.copy_gbps;
+        ceil.threads = 1;
+        cli_fmt(ceil.isa, sizeof ceil.isa, "cuda");
+        cli_fmt(ceil.cpu, sizeof ceil.cpu, "%s", gpu);
+    } else if (lt_ceilings_get(&ctx, ca.cache_dir[0] ? ca.cache_dir : NULL, threads, remeasure, &ceil, &cached) != LT_OK) {
         rc = cli_fail(&ctx);
         goto out;
     }
@@ -222,8 +284,12 @@ int cmd_profile(int argc, char **argv) {
         if (fabs(total[r] - med_total) < fabs(total[med_run] - med_total)) med_run = r;
 
     char title[512];
-    cli_fmt(title, sizeof title, "profile of %s: %d steps (%d kernels, %d host), median of %lld runs, %d thread%s", model,
-            ns, rep.plan.n_kernels, rep.plan.n_host, (long long)runs, threads, threads == 1 ? "" : "s");
+    if (gpu)
+        cli_fmt(title, sizeof title, "profile of %s: %d steps (%d kernels, %d host), median of %lld runs, %s (CUDA event "
+                "times per kernel)", model, ns, rep.plan.n_kernels, rep.plan.n_host, (long long)runs, gpu);
+    else
+        cli_fmt(title, sizeof title, "profile of %s: %d steps (%d kernels, %d host), median of %lld runs, %d thread%s", model,
+                ns, rep.plan.n_kernels, rep.plan.n_host, (long long)runs, threads, threads == 1 ? "" : "s");
     lt_profile_options popt = {.sort_by_time = true, .top = (int)top, .show_detail = detail, .title = title};
     lt_strbuf b = {0};
     lt_profile_totals tot;
@@ -236,8 +302,12 @@ int cmd_profile(int argc, char **argv) {
     lt_sb_free(&b);
     printf("run: median %.3f ms for the whole run; the steps' medians add up to %.3f ms\n", med_total * 1e3,
            tot.time_s * 1e3);
-    printf("ceilings: %.1f GFLOP/s, %.1f GB/s (%s, %s)\n", ceil.peak_gflops, ceil.mem_gbps, ceil.isa,
-           cached ? "cached" : "measured now");
+    if (gpu)
+        printf("ceilings: %.1f GFLOP/s FP32, %.1f TFLOP/s tensor cores (f16 mma), %.1f GB/s copy (%s, measured now)\n",
+               ceil.peak_gflops, gc.tc_f16_tflops, ceil.mem_gbps, gpu);
+    else
+        printf("ceilings: %.1f GFLOP/s, %.1f GB/s (%s, %s)\n", ceil.peak_gflops, ceil.mem_gbps, ceil.isa,
+               cached ? "cached" : "measured now");
     if (trace) {
         double ts = 0;
         int ne = 0;

@@ -1,9 +1,12 @@
 /* cmd_run.c — `lathe run MODEL`: bind inputs from .npy / .npz / .pb files (or fill them), compile the
- * model for the CPU (the default backend; `--backend interp` runs the reference interpreter), run it,
+ * model for the CPU (the default backend; `--backend cuda` for the GPU, `--backend interp` runs the
+ * reference interpreter), run it,
  * print a summary per output and optionally write every output to an .npz. Inputs must match the
  * declared dtype and shape (symbolic dims bind to the data and must agree across inputs); the model
  * is compiled for the shapes of the data. The output file is written atomically, so a failed run
- * leaves none behind. --bench N prints the median of N runs after a warm-up run.
+ * leaves none behind. --bench N prints the median of N runs after a warm-up run (on a device backend
+ * also the median device time of the steps, from backend events: the replayed CUDA graph without
+ * the input and output copies, next to the wall time that includes them).
  * Exit codes: 0 ok, 1 usage, 2 bad model or input, 3 unsupported op or backend.
  */
 #include "cli_compile.h"
@@ -20,8 +23,8 @@
 static const char HELP[] =
     "usage: lathe run MODEL [options]\n"
     "\n"
-    "Compile an ONNX model for the CPU (or run it on the reference interpreter), run it and print a\n"
-    "summary of every output.\n"
+    "Compile an ONNX model for the CPU or a CUDA GPU (or run it on the reference interpreter), run it\n"
+    "and print a summary of every output.\n"
     "\n"
     "options:\n"
     "  --input NAME=FILE     data for input NAME from FILE: .npy (format 1-3), .npz (the member named\n"
@@ -35,8 +38,10 @@ static const char HELP[] =
     "  --seed N              seed for --fill random and random ops (default 0)\n"
     "  --output FILE.npz     write all outputs to an .npz (numpy.load reads it)\n"
     "  --values N            how many leading values to print per output (default 8)\n"
-    "  --backend NAME        cpu (default: compiled) or interp (the reference interpreter)\n"
-    "  --bench N             time N runs after a warm-up run and print the median (and min, max)\n"
+    "  --backend NAME        cpu (default: compiled), cuda (compiled for the GPU; nodes with no GPU\n"
+    "                        lowering run on the host) or interp (the reference interpreter)\n"
+    "  --bench N             time N runs after a warm-up run and print the median (and min, max);\n"
+    "                        cuda: also the median device time of the replayed plan (CUDA events)\n"
     "  --verbose             print the compile report: stage times, kernels, host steps, memory plan\n"
     CLI_COMPILE_HELP
     "  -h, --help            show this help\n"
@@ -174,9 +179,9 @@ static int cmp_double(const void *a, const void *b) {
 
 /* One run on the chosen backend (outs receives new references). */
 static lt_status run_once(lt_ctx *ctx, const char *backend, lt_model *m, lt_plan *plan, uint64_t seed,
-                          lt_datum **in, lt_datum **outs) {
+                          lt_datum **in, lt_datum **outs, double *device_s) {
     if (plan) {
-        lt_plan_run_options po = {.seed = seed};
+        lt_plan_run_options po = {.seed = seed, .device_seconds = device_s};
         return lt_plan_run(ctx, plan, &po, in, outs);
     }
     (void)backend;
@@ -285,7 +290,7 @@ int cmd_run(int argc, char **argv) {
         if (verbose) cli_compile_print_report(&rep, stdout);
     }
     double t0 = now_ms();
-    if (run_once(&ctx, ca.backend, m, plan, (uint64_t)seed, in, outs) != LT_OK) { rc = cli_fail(&ctx); goto out; }
+    if (run_once(&ctx, ca.backend, m, plan, (uint64_t)seed, in, outs, NULL) != LT_OK) { rc = cli_fail(&ctx); goto out; }
     double t1 = now_ms();
     for (int k = 0; k < g->n_outputs; k++) {
         char label[1024];
@@ -296,25 +301,36 @@ int cmd_run(int argc, char **argv) {
     else printf("time: %.3f ms (%s, first run; compile %.3f s%s)\n", t1 - t0, ca.backend, compile_ms / 1e3,
                 rep.n_kernels ? (rep.cache_hit ? ", cached" : "") : "");
     if (bench > 0) {
-        times = calloc((size_t)bench, sizeof *times);
+        lt_plan_stats ps = {0};
+        if (plan) lt_plan_get_stats(plan, &ps);
+        times = calloc((size_t)bench * 2, sizeof *times);
+        double *dev = times ? times + bench : NULL;
         lt_datum **tmp = calloc((size_t)g->n_outputs + 1, sizeof *tmp);
         if (!times || !tmp) { free(tmp); cli_error("out of memory"); rc = CLI_EXIT_INVALID; goto out; }
         for (int64_t r = 0; r < bench; r++) {
-            double b0 = now_ms();
-            lt_status st = run_once(&ctx, ca.backend, m, plan, (uint64_t)seed, in, tmp);
+            double b0 = now_ms(), ds = 0;
+            lt_status st = run_once(&ctx, ca.backend, m, plan, (uint64_t)seed, in, tmp, ps.device ? &ds : NULL);
             times[r] = now_ms() - b0;
+            dev[r] = ds * 1e3;
             for (int k = 0; k < g->n_outputs; k++) { lt_datum_release(tmp[k]); tmp[k] = NULL; }
             if (st != LT_OK) { free(tmp); rc = cli_fail(&ctx); goto out; }
         }
         free(tmp);
         qsort(times, (size_t)bench, sizeof *times, cmp_double);
+        qsort(dev, (size_t)bench, sizeof *dev, cmp_double);
         double med = bench % 2 ? times[bench / 2] : 0.5 * (times[bench / 2 - 1] + times[bench / 2]);
+        double dmed = bench % 2 ? dev[bench / 2] : 0.5 * (dev[bench / 2 - 1] + dev[bench / 2]);
         char thr[32];
-        if (interp) snprintf(thr, sizeof thr, "1 thread");
+        if (ps.device) snprintf(thr, sizeof thr, "%d graph%s, %d host step%s", ps.n_graphs, ps.n_graphs == 1 ? "" : "s",
+                                ps.n_host, ps.n_host == 1 ? "" : "s");
+        else if (interp) snprintf(thr, sizeof thr, "1 thread");
         else if (ca.o.threads > 0) snprintf(thr, sizeof thr, "%d thread%s", ca.o.threads, ca.o.threads == 1 ? "" : "s");
         else snprintf(thr, sizeof thr, "default threads");
         printf("bench: median %.3f ms over %lld runs (min %.3f, max %.3f; %s, %s)\n", med, (long long)bench,
                times[0], times[bench - 1], ca.backend, thr);
+        if (ps.device)
+            printf("bench: device median %.3f ms (min %.3f, max %.3f; CUDA events around the steps, input and output "
+                   "copies excluded; the wall time above includes them)\n", dmed, dev[0], dev[bench - 1]);
     }
     if (output) {
         bool skipped = false, widened = false;

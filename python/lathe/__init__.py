@@ -73,7 +73,8 @@ def library_path():
 
 
 def backends():
-    """Backends this library offers: ["cpu", "interp"] (just ["interp"] for a library without a compiler)."""
+    """Backends this library offers: ["cpu", "interp"] (just ["interp"] for a library without a compiler).
+    "cuda" is not listed but is accepted by compile() where a GPU, its driver and NVRTC are present."""
     return (["cpu"] if _capi.has("lathe_compile") else []) + ["interp"]
 
 
@@ -155,7 +156,7 @@ class Model:
             self.outputs = [_info(lib, "lathe_compiled_output", handle, i) for i in range(n_out)]
         self._names = [t.name for t in self.inputs]
         # the zero-copy path: every input and output a static, non-string tensor
-        self._buffers = backend == "cpu" and all(
+        self._buffers = backend in ("cpu", "cuda") and all(
             t.dtype is not None and t.dtype != np.object_ and t.shape is not None and
             all(isinstance(d, int) for d in t.shape) for t in self.inputs + self.outputs)
 
@@ -343,22 +344,25 @@ class Model:
 
 
 def compile(path, shapes=None, backend="cpu", threads=None, opt_level=None, *, dims=None, seed=0, cache_dir=None,
-            cc=None, dump_code_dir=None):
+            cc=None, dump_code_dir=None, nvrtc=None):
     """Load (and for backend "cpu", compile) the ONNX model at `path`; returns a Model.
 
     shapes: {"input": (1, 3, 224, 224), ...} or "input:1x3x224x224" — fixes input shapes.
     dims: {"batch": 1, "sequence": 128} or "batch=1,sequence=128" — binds symbolic dims everywhere.
-    backend: "cpu" (compiled, the default) or "interp" (the reference interpreter).
+    backend: "cpu" (compiled, the default), "cuda" (compiled for the GPU: weights uploaded once, inputs and
+      outputs copied per run, the kernels replayed as a CUDA graph; nodes with no GPU lowering run on the host)
+      or "interp" (the reference interpreter).
     threads: threads of the compiled kernels (None or 0: every CPU).
     opt_level: 0..3 (None: the library's default, -O3, the same as the CLI).
     seed: seed of the model's random-number operators.
     cache_dir: the compiled-code cache (None: $XDG_CACHE_HOME/lathe or ~/.cache/lathe; False: no cache).
-    cc: the C compiler command (None: $CC, else "cc"). dump_code_dir: write the generated C here.
+    cc: the C compiler command (None: $CC, else "cc"). dump_code_dir: write the generated C (or CUDA) here.
+    nvrtc: for backend "cuda", the NVRTC library tried first (None: $LATHE_NVRTC, then libnvrtc.so.13 / .12).
     Raises LatheError (with .status) when the model cannot be loaded or compiled.
     """
     lib = _capi.load()
     path = os.fspath(path)
-    if backend not in ("cpu", "interp"):
+    if backend not in ("cpu", "cuda", "interp"):
         raise LatheError(f"backend '{backend}' is not available (backends: {', '.join(backends())})", "unsupported")
     if seed is None or int(seed) < 0:
         raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
@@ -393,7 +397,9 @@ def compile(path, shapes=None, backend="cpu", threads=None, opt_level=None, *, d
         cache_dir = None
     if cc is None:
         cc = os.environ.get("CC") or None
-    co = _capi.CompileOptions(level, b"cpu", n, _enc(cache_dir), _enc(cc), _enc(dump_code_dir))
+    if nvrtc is None:
+        nvrtc = os.environ.get("LATHE_NVRTC") or None
+    co = _capi.CompileOptions(level, _enc(backend), n, _enc(cache_dir), _enc(cc), _enc(dump_code_dir), _enc(nvrtc))
     st = lib.lathe_compile(_enc(path), ctypes.byref(lo), ctypes.byref(co), ctypes.byref(h), err, len(err))
     if st != 0:
         raise LatheError(err.value.decode(errors="replace"), _capi.status_name(st))

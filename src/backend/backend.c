@@ -1,15 +1,28 @@
-/* backend.c — the backend registry: one line per backend (the CUDA backend of issue 4 adds its
- * line here), lookup by name, and the create/destroy wrappers. */
+/* backend.c — the backend registry: one line per backend, lookup by name, lt_backend_register for
+ * backends added at run time (tests), and the create/destroy wrappers. */
 #include "backend.h"
 
 #include <stdio.h>
 #include <string.h>
 
-static const lt_backend_vtbl *const registry[] = {
+enum { LT_BACKEND_MAX = 8 };
+static const lt_backend_vtbl *registry[LT_BACKEND_MAX + 1] = {
     &lt_backend_cpu,
     &lt_backend_cuda,
     NULL,
 };
+
+lt_status lt_backend_register(lt_ctx *ctx, const lt_backend_vtbl *vt) {
+    if (!vt || !vt->name) return lt_error(ctx, LT_ERR_USAGE, "lt_backend_register: no backend");
+    int n = 0;
+    for (; registry[n]; n++)
+        if (strcmp(registry[n]->name, vt->name) == 0)
+            return registry[n] == vt ? LT_OK : lt_error(ctx, LT_ERR_USAGE, "backend '%s' is already registered", vt->name);
+    if (n >= LT_BACKEND_MAX) return lt_error(ctx, LT_ERR_USAGE, "backend registry full (%d backends)", n);
+    registry[n] = vt;
+    registry[n + 1] = NULL;
+    return LT_OK;
+}
 
 const lt_backend_vtbl *lt_backend_find(const char *name) {
     for (int i = 0; name && registry[i]; i++)

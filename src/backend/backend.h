@@ -8,6 +8,12 @@
  * docs/COMPILER.md: pointers in the kernel's argument order), sync, and ceilings (peak FP32 rate and
  * memory bandwidth, for the roofline). Backends never see graph ops: everything reaches them as
  * source emitted from Loop IR with their `lang` table.
+ * host_memory says whether the backend's memory is host memory the runtime may read and write
+ * directly (CPU: yes; CUDA: no, it is reached only through copy and launch). Device backends may
+ * add the optional calls (NULL when absent): copy_async (queued in order with launches; the host
+ * side must stay valid and unchanged until the next sync), graph capture and replay of a launch
+ * sequence, and events for device-side timing. The runtime's plan (src/runtime/plan.h) drives
+ * every device through these calls only.
  * Every call returns a status with the message on ctx; results go through out-parameters, untouched
  * on failure. On the CPU "device" memory is host memory (64-byte aligned), copies are memcpy, launch
  * is a direct call and sync does nothing (kernels run synchronously, parallel inside with OpenMP).
@@ -36,6 +42,8 @@ typedef struct lt_backend_options {
     int threads;             /* CPU: threads of parallel loops (0 = OpenMP default) */
     int device;              /* CUDA: device ordinal */
     const char *arch;        /* CUDA: NVRTC target, e.g. "sm_90" (NULL = the device's) */
+    const char *nvrtc;       /* CUDA: NVRTC library tried before libnvrtc.so.13 / .12 (NULL: none;
+                              * the CLI passes --nvrtc or $LATHE_NVRTC) */
 } lt_backend_options;
 
 typedef struct lt_backend_ceilings {
@@ -46,6 +54,7 @@ typedef struct lt_backend_ceilings {
 typedef struct lt_backend_vtbl {
     const char *name;    /* "cpu", "cuda" */
     const lt_lang *lang; /* language table the emitter uses for this backend */
+    bool host_memory;    /* alloc returns host memory the runtime may dereference (CPU) */
     lt_status (*create)(lt_ctx *ctx, const lt_backend_options *opt, lt_backend **out);
     void (*destroy)(lt_backend *b);
     /* source: one translation unit from lt_emit_module(lang); cached by content hash */
@@ -60,6 +69,23 @@ typedef struct lt_backend_vtbl {
     lt_status (*launch)(lt_backend *b, lt_ctx *ctx, const lt_bkernel *k, void *const *args, int n_args);
     lt_status (*sync)(lt_backend *b, lt_ctx *ctx);
     lt_status (*ceilings)(lt_backend *b, lt_ctx *ctx, lt_backend_ceilings *out);
+
+    /* ---- optional (NULL: not available; device backends) ---- */
+    /* copy queued in order with launches; returns before it completes: the host memory must stay
+     * valid and unchanged until the next sync. NULL: the runtime uses copy. */
+    lt_status (*copy_async)(lt_backend *b, lt_ctx *ctx, void *dst, const void *src, size_t bytes, lt_copy_dir dir);
+    /* Graphs: graph_begin .. graph_end records the launches enqueued in between (nothing runs)
+     * into a replayable graph; graph_launch replays it with the argument values captured. graph_end
+     * also ends a capture after an error, so the backend is usable again. */
+    lt_status (*graph_begin)(lt_backend *b, lt_ctx *ctx);
+    lt_status (*graph_end)(lt_backend *b, lt_ctx *ctx, void **graph);
+    lt_status (*graph_launch)(lt_backend *b, lt_ctx *ctx, void *graph);
+    void (*graph_free)(lt_backend *b, void *graph);
+    /* Events: a timestamp recorded in order with the launches; elapsed waits for `end`. */
+    lt_status (*event_new)(lt_backend *b, lt_ctx *ctx, void **event);
+    lt_status (*event_record)(lt_backend *b, lt_ctx *ctx, void *event);
+    lt_status (*event_elapsed)(lt_backend *b, lt_ctx *ctx, void *start, void *end, double *seconds);
+    void (*event_free)(lt_backend *b, void *event);
 } lt_backend_vtbl;
 
 /* Every instance starts with this header; the backend's own state follows. */
@@ -72,6 +98,9 @@ extern const lt_backend_vtbl lt_backend_cuda; /* src/backend/cuda/cuda_backend.c
 
 /* The registered backend called `name` ("cpu"), NULL if none. */
 const lt_backend_vtbl *lt_backend_find(const char *name);
+/* Register one more backend (tests: a device backend wrapping the CPU). Not thread-safe: call it
+ * before any lookup runs concurrently. LT_ERR_USAGE for a name taken or a full registry. */
+lt_status lt_backend_register(lt_ctx *ctx, const lt_backend_vtbl *vt);
 /* Names of all registered backends, NULL-terminated. */
 const char *const *lt_backend_names(void);
 /* Find + create; LT_ERR_UNSUPPORTED naming the known backends when `name` is not one. */

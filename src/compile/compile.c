@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "../backend/cpu/cpu.h"
+#include "../backend/cuda/cuda.h"
 #include "../codegen/codegen.h"
 #include "../graph/infer.h"
 #include "../runtime/onnx_writer.h"
@@ -207,9 +208,11 @@ lt_status lt_compile(lt_ctx *ctx, lt_model *m, const lt_compile_options *opt, lt
     t = now_s();
     lt_groups *gs = lt_arena_alloc(arena, sizeof *gs);
     if (!gs) { s = lt_error(ctx, LT_ERR_NOMEM, "out of memory (groups)"); goto fail; }
+    bool gpu = vt->lang && vt->lang->block_index[0] != NULL; /* the target binds GPU blocks (CUDA) */
     lt_fuse_options fo = {.no_fusion = opt->no_fusion || opt->opt_level == 0,
                           .no_epilogues = opt->no_epilogues,
-                          .all_host = opt->all_host};
+                          .all_host = opt->all_host,
+                          .gpu = gpu};
     if ((s = lt_fuse(ctx, m, arena, &fo, gs)) != LT_OK) goto fail;
     r->n_groups = gs->n;
     r->n_host_groups = gs->n_host;
@@ -220,7 +223,8 @@ lt_status lt_compile(lt_ctx *ctx, lt_model *m, const lt_compile_options *opt, lt
     lt_lower_options lo = {.vector_lanes = opt->vector_lanes > 0 ? opt->vector_lanes : lt_compile_host_lanes(),
                            .no_microkernels = opt->no_microkernels,
                            .scratch = true, /* the plan binds lt_lscratch buffers in its workspace */
-                           .threads = plan_threads(opt->threads)};
+                           .threads = plan_threads(opt->threads),
+                           .gpu = gpu};
     lt_lowered *lowered = lt_arena_alloc(arena, sizeof *lowered * (size_t)(gs->n + 1));
     if (!lowered) { s = lt_error(ctx, LT_ERR_NOMEM, "out of memory (lowered kernels)"); goto fail; }
     int n_emit = 0;
@@ -308,7 +312,7 @@ lt_status lt_compile(lt_ctx *ctx, lt_model *m, const lt_compile_options *opt, lt
         lt_strbuf gdump = {0};
         lt_groups_print(gs, &gdump);
         s = make_dir(ctx, opt->dump_code_dir);
-        if (s == LT_OK) s = write_text(ctx, opt->dump_code_dir, "model.c", src.s ? src.s : "", src.len);
+        if (s == LT_OK) s = write_text(ctx, opt->dump_code_dir, gpu ? "model.cu" : "model.c", src.s ? src.s : "", src.len);
         if (s == LT_OK) s = write_text(ctx, opt->dump_code_dir, "kernels.txt", kdump.s ? kdump.s : "", kdump.len);
         if (s == LT_OK) s = write_text(ctx, opt->dump_code_dir, "groups.txt", gdump.s ? gdump.s : "", gdump.len);
         if (s == LT_OK && (kdump.failed || gdump.failed)) s = lt_error(ctx, LT_ERR_NOMEM, "out of memory (code dump)");
@@ -316,11 +320,21 @@ lt_status lt_compile(lt_ctx *ctx, lt_model *m, const lt_compile_options *opt, lt
     }
     lt_sb_free(&kdump);
     if (s != LT_OK) goto fail;
+    if (opt->emit_only) {
+        r->total_seconds = now_s() - t_start;
+        lt_arena_free(arena);
+        lt_mem_free(arena);
+        lt_sb_free(&src);
+        lt_mem_free(ek);
+        if (!report) lt_compile_report_free(&local);
+        *out = NULL;
+        return LT_OK;
+    }
 
     /* 6. backend compile (cached) */
     t = now_s();
     lt_backend_options bo = {.cc = opt->cc, .cache_dir = opt->cache_dir, .extra_flags = opt->extra_cflags,
-                             .threads = opt->threads};
+                             .threads = opt->threads, .device = opt->device, .nvrtc = opt->nvrtc};
     if ((s = lt_backend_create(ctx, bname, &bo, &backend)) != LT_OK) goto fail;
     if (ne > 0) {
         if ((s = backend->vt->compile(backend, ctx, src.s, &module)) != LT_OK) goto fail;
@@ -329,6 +343,12 @@ lt_status lt_compile(lt_ctx *ctx, lt_model *m, const lt_compile_options *opt, lt
             r->cache_hit = mi->cache_hit;
             snprintf(r->cache_key, sizeof r->cache_key, "%s", mi->key);
             snprintf(r->source_path, sizeof r->source_path, "%s", mi->source_path ? mi->source_path : "");
+        } else if (vt == &lt_backend_cuda) {
+            const lt_cuda_image *img = lt_cuda_module_image((const lt_cuda_module *)module);
+            if (img) {
+                r->cache_hit = img->cache_hit;
+                snprintf(r->cache_key, sizeof r->cache_key, "%s", img->key);
+            }
         }
     }
     r->stage_seconds[LT_STAGE_BACKEND] = now_s() - t;
@@ -337,6 +357,7 @@ lt_status lt_compile(lt_ctx *ctx, lt_model *m, const lt_compile_options *opt, lt
     t = now_s();
     lt_plan_build_args pa = {.model = m, .arena = arena, .groups = gs, .lowered = lowered, .backend = backend,
                              .module = module, .threads = opt->threads, .no_inplace = opt->no_inplace,
+                             .no_graphs = opt->no_graphs,
                              .n_api_inputs = n_api, .api_input_names = api_names, .api_input_frozen = api_frozen};
     arena = NULL;
     backend = NULL;
@@ -408,4 +429,12 @@ void lt_compile_report_print(const lt_compile_report *r, lt_strbuf *out) {
     human(p->weight_bytes + p->packed_bytes, d, sizeof d);
     lt_sb_printf(out, "memory: workspace %s peak vs %s sum of %d intermediates (%d in place, %d views; live peak %s); "
                  "weights %s\n", a, b, p->n_workspace_slots, p->n_inplace, p->n_views, c, d);
+    if (p->device) {
+        human(p->device_const_bytes, a, sizeof a);
+        human(p->io_bytes, b, sizeof b);
+        human(p->staging_bytes, c, sizeof c);
+        lt_sb_printf(out, "device: %d kernel segment(s), %d replayed as graphs; %d copies per run (inputs, outputs, "
+                     "host-step crossings); constants %s uploaded once, input/output buffers %s, host staging %s\n",
+                     p->n_segments, p->n_graphs, p->n_transfers, a, b, c);
+    }
 }

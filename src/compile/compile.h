@@ -3,12 +3,14 @@
  *   lt_compile(ctx, model, options, &plan, &report):
  *     1. passes     graph passes at the -O level (src/passes: verify, dump, time, disable, stop-after)
  *     2. fuse       partition the main graph into kernel groups (src/lower: lt_fuse)
- *     3. lower      each compiled group to a Loop IR kernel (lt_lower_group); a group the lowering
+ *     3. lower      each compiled group to a Loop IR kernel (lt_lower_group; GPU schedules when the
+ *                   backend's language binds GPU blocks, as CUDA does); a group the lowering
  *                   rejects (LT_ERR_UNSUPPORTED) falls back to host steps, one per node, and is
  *                   counted in the report (options.strict makes it an error instead)
  *     4. schedule   the default schedule of each group's pattern (lt_lower_apply_schedule)
  *     5. emit       ONE translation unit holding every kernel and pack kernel (src/codegen)
- *     6. backend    compile + load it (CPU: cc -> .so -> dlopen, cached by content hash)
+ *     6. backend    compile + load it (CPU: cc -> .so -> dlopen; CUDA: NVRTC -> cubin -> driver;
+ *                   cached by content hash)
  *     7. plan       steps, slots, static memory plan, workspace, packed weights (src/runtime/plan.h)
  *   Each stage is timed in the report. The model is rewritten by the passes (answers unchanged) and
  *   must outlive the plan (weights are used in place).
@@ -30,11 +32,14 @@
 
 typedef struct lt_compile_options {
     int opt_level;              /* 0..3 (lt_compile_options_init: LT_COMPILE_DEFAULT_LEVEL) */
-    const char *backend;        /* "cpu" (NULL = "cpu") */
+    const char *backend;        /* "cpu", "cuda" (NULL = "cpu") */
     const char *cache_dir;      /* compiled-module cache (NULL: none, built in a temporary folder) */
     const char *cc;             /* C compiler command (NULL = "cc") */
     const char *extra_cflags;   /* appended to the backend's flags */
     int threads;                /* threads of parallel loops (0: backend default) */
+    int device;                 /* CUDA: device ordinal */
+    const char *nvrtc;          /* CUDA: NVRTC library tried first (the CLI: --nvrtc or $LATHE_NVRTC) */
+    bool no_graphs;             /* device backends: launch kernels one by one, no captured graph */
     /* Graph inputs that have an initializer (every weight of an IR < 4 model is one) are frozen:
      * they become constants, so what is computed from them folds and compiles, except those named
      * in given_inputs (NULL-terminated), which the caller will provide at run time.
@@ -59,9 +64,12 @@ typedef struct lt_compile_options {
     bool strict;                /* a group the lowering rejects is an error, not a host fallback */
     int vector_lanes;           /* 0: detected from the CPU (16 AVX-512, 8 AVX2, 4 otherwise) */
     /* dumps */
-    const char *dump_code_dir;  /* write model.c (the translation unit), kernels.txt (Loop IR per
+    const char *dump_code_dir;  /* write model.c (model.cu for CUDA: the translation unit), kernels.txt (Loop IR per
                                  * kernel before/after scheduling), groups.txt, plan.txt here */
     const char *dump_graph;     /* write the optimized graph as ONNX to this path */
+    bool emit_only;             /* stop after emitting (and dumping) the translation unit: no backend
+                                 * instance, no plan (*out = NULL). Needs no device: CUDA source for
+                                 * `lathe compile --target cuda` on a machine without a GPU */
 } lt_compile_options;
 
 void lt_compile_options_init(lt_compile_options *o);

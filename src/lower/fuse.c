@@ -102,6 +102,7 @@ typedef struct fuse_state {
     const char **why; /* node -> host reason */
     int *root;        /* node -> root node index of its group (-1 unset) */
     int *anchor;      /* root node -> anchor node index (-1 none) */
+    bool gpu;         /* lt_fuse_options.gpu */
 } fuse_state;
 
 static void mark_outer_uses(const lt_graph *sub, int *cons, const lt_graph *main) {
@@ -270,6 +271,8 @@ static void grow_epilogue(fuse_state *s, int a, int *chain) {
          * over its output after the call: when the rest of the chain feeds a softmax or a norm, it
          * is better read there, as that reduction's prologue (masked attention scores) */
         if (pat(an) == LT_PK_OUT_EW_FUSABLE && !call_absorbs(e) && !reads_bytes(e) && feeds_reduce(s, c)) break;
+        /* on the GPU a CUDA entry applies the epilogue: nothing after it but what it absorbs */
+        if (s->gpu && pat(an) == LT_PK_OUT_EW_FUSABLE && !call_absorbs(e)) break;
         chain[nc++] = cur = c;
     }
     int root = chain[nc - 1];
@@ -434,7 +437,7 @@ lt_status lt_fuse(lt_ctx *ctx, const lt_model *m, lt_arena *arena, const lt_fuse
         const lt_value *v = g->values[i];
         if (v->id != i) return lt_error(ctx, LT_ERR_INTERNAL, "fusion: value '%s' has id %d at %d", v->name, v->id, i);
     }
-    fuse_state s = {.g = g};
+    fuse_state s = {.g = g, .gpu = opt->gpu};
     s.cons = lt_arena_alloc(arena, sizeof(int) * (size_t)(nv + 1));
     s.ok = lt_arena_alloc(arena, sizeof(bool) * (size_t)(nn + 1));
     s.why = lt_arena_alloc(arena, sizeof(char *) * (size_t)(nn + 1));
@@ -456,7 +459,7 @@ lt_status lt_fuse(lt_ctx *ctx, const lt_model *m, lt_arena *arena, const lt_fuse
             s.ok[i] = false;
             snprintf(why, sizeof why, "all nodes on the host");
         } else {
-            s.ok[i] = lt_lower_supported(n, why, sizeof why);
+            s.ok[i] = lt_lower_supported(n, why, sizeof why) || (opt->gpu && lt_lower_gpu_supported(n, why, sizeof why));
         }
         if (!s.ok[i]) {
             s.why[i] = lt_arena_strdup(arena, why);

@@ -102,6 +102,10 @@ typedef struct lt_fuse_options {
     bool no_fusion;        /* every compilable node is its own group (-O0/-O1, bisecting) */
     bool no_epilogues;     /* do not fuse elementwise epilogues into anchors */
     bool all_host;         /* every node is a host group (the interpreter through the plan) */
+    bool gpu;              /* for the CUDA backend: MatMul/Gemm/Conv also compile in float16 and
+                            * bfloat16 (lt_lower_gpu_supported), and take into their group only the
+                            * epilogue nodes their CUDA entry applies (bias/residual Add, scalar
+                            * Mul/Div, activations, reshapes): the rest starts a new group */
 } lt_fuse_options;
 
 /* Partition m->graph (the main graph) into groups. opt may be NULL (defaults: full fusion). The
@@ -122,6 +126,9 @@ const char *lt_pattern_name(lt_pattern p);
 /* Can node n (of the main graph, types inferred) be compiled? On false, writes the reason (for
  * the host group) into why. */
 bool lt_lower_supported(const lt_node *n, char *why, size_t why_size);
+/* On the GPU only (lower_gpu_gemm.c): a float16/bfloat16 MatMul, Gemm or 2-D Conv that would
+ * compile in float32. False (why set when it says something) otherwise. */
+bool lt_lower_gpu_supported(const lt_node *n, char *why, size_t why_size);
 
 /* ---------------------------------------------------------------------------------------------
  * Lowering

@@ -8,13 +8,19 @@
  *     operands pre-packed once at plan build (lt_lpack: an eval of lt_sgemm_pack_a/_b) and a
  *     scratch buffer for the packing of the other operand (lt_lscratch); any other epilogue runs
  *     as a Loop IR nest over C after the call;
- *   - or, with opt->no_microkernels or opt->gpu, the same computation as plain Loop IR:
+ *   - with opt->gpu, lt_lower_gpu_gemm (lower_gpu_gemm.c): a call of a CUDA prelude tile entry
+ *     (cuda_gemm.h, tensor cores or SIMT) bound to GPU blocks and threads, or, when no entry fits
+ *     (an operand without a unit stride, an epilogue the entry cannot apply, Gemm's beta*C), the
+ *     naive GPU nest of lt_lower_gemm_gpu_loops: one thread per output, float accumulation, the
+ *     whole epilogue applied before the store (loops "gblk", "gthr", "gk");
+ *   - or, with opt->no_microkernels, the same computation as plain Loop IR:
  *       for b..: for mb: { zero C block; for i: for j: for k: C += A*B; epilogue nest }
  *     the reference form the evaluator runs in tests (and the nest the `microkernel` schedule step
  *     could replace).
  * Loop names the default schedule relies on: "b0".. batch, "mb" row blocks, "zi"/"zj" zeroing,
  * "i"/"j"/"k" the product, "ei"/"ej" (and "eb0"..) the epilogue.
  */
+#include "lower_gpu.h"
 #include "lower_impl.h"
 
 #include <stdio.h>
@@ -172,6 +178,43 @@ static lt_status gemm_loops(lt_lctx *lc, const lt_gemm_desc *g, lt_lnode **res) 
     return LT_LNN(lc, *res);
 }
 
+/* ---- naive GPU nest: one thread per output ---- */
+
+lt_status lt_lower_gemm_gpu_loops(lt_lctx *lc, const lt_gemm_desc *g, lt_lnode **res) {
+    enum { THREADS = 256 };
+    int64_t dims[LT_MAX_RANK + 2], total = g->M * g->N;
+    for (int d = 0; d < g->nb; d++) dims[d] = g->bext[d], total *= g->bext[d];
+    dims[g->nb] = g->M, dims[g->nb + 1] = g->N;
+    int64_t blocks = (total + THREADS - 1) / THREADS;
+    if (blocks > 0x7fffffffLL) return lt_lower_error(lc, g->n, LT_ERR_UNSUPPORTED, "%lld outputs are too many for one grid", (long long)total);
+    lt_lvar *blk = lt_kernel_var(K_, "gblk", LT_INT64), *thr = lt_kernel_var(K_, "gthr", LT_INT64);
+    lt_lvar *k = lt_kernel_var(K_, "gk", LT_INT64), *acc = lt_kernel_var(K_, "acc", LT_FLOAT);
+    if (!blk || !thr || !k || !acc) return lt_lower_nomem(lc);
+    lt_lnode *flat = add(lc, mulc(lc, V(lc, blk), THREADS), V(lc, thr)), *idx[LT_MAX_RANK + 2];
+    LT_TRY(lt_lower_unflat(lc, flat, g->nb + 2, dims, idx));
+    lt_lnode *ab = I(lc, 0), *bb = I(lc, 0);
+    for (int d = 0; d < g->nb; d++) {
+        if (g->bsa[d]) ab = add(lc, ab, mulc(lc, idx[d], g->bsa[d]));
+        if (g->bsb[d]) bb = add(lc, bb, mulc(lc, idx[d], g->bsb[d]));
+    }
+    lt_lnode *i = idx[g->nb], *j = idx[g->nb + 1];
+    lt_lnode *aoff = add(lc, add(lc, ab, mulc(lc, i, g->ai)), mulc(lc, V(lc, k), g->ak));
+    lt_lnode *boff = add(lc, add(lc, bb, mulc(lc, V(lc, k), g->bk)), mulc(lc, j, g->bj));
+    lt_lnode *prod = lt_l_mul(K_, lt_lower_conv(lc, lt_l_load(K_, g->A, aoff), LT_FLOAT),
+                              lt_lower_conv(lc, lt_l_load(K_, g->B, boff), LT_FLOAT));
+    lt_lnode *s[3], *st;
+    s[0] = lt_l_let(K_, acc, F(lc, 0));
+    s[1] = loop(lc, k, I(lc, g->K), lt_l_assign(K_, acc, lt_l_add(K_, V(lc, acc), prod)));
+    epi_flags f = {true, true, true};
+    LT_TRY(epi_store(lc, g, &f, NULL, idx, i, j, V(lc, acc), &st));
+    s[2] = st;
+    lt_lnode *body = lt_l_if(K_, lt_l_binary(K_, LT_LOP_LT, flat, I(lc, total)), lt_l_seq(K_, 3, s), NULL);
+    body = lt_l_for(K_, blk, I(lc, 0), I(lc, blocks), LT_LOOP_GPU_BLOCK,
+                    lt_l_for(K_, thr, I(lc, 0), I(lc, THREADS), LT_LOOP_GPU_THREAD, body));
+    *res = body;
+    return LT_LNN(lc, body);
+}
+
 /* ---- epilogue matching for the call ---- */
 
 /* v (aligned right to the output) equals the output over dims [a, b) and is 1 elsewhere */
@@ -195,8 +238,8 @@ static bool spans(const lt_gemm_desc *g, const lt_value *v, int a, int b) {
 static bool const_scalar(const lt_node *n, int i, double *out) {
     if (i >= n->n_in || !n->in[i]) return false;
     const lt_tensor *t = lt_lower_const(n->in[i]);
-    if (!t || t->numel != 1 || t->dtype != LT_FLOAT) return false;
-    *out = ((const float *)t->data)[0];
+    if (!t || t->numel != 1 || !lt_dtype_is_float(t->dtype)) return false;
+    *out = lt_load_f64(t->data, t->dtype, 0);
     return true;
 }
 
@@ -254,7 +297,7 @@ static bool match_chain(lt_lctx *lc, const lt_gemm_desc *g, lt_call_epi *ce) {
         } else if (e->op == LT_OP_Add && e->n_in == 2) {
             const lt_value *w = e->in[0] == cur ? e->in[1] : e->in[0];
             if (w == cur || (e->in[0] != cur && e->in[1] != cur) || lt_lower_is_imm(w) || !lc->vbuf[w->id] ||
-                w->type.dtype != LT_FLOAT)
+                w->type.dtype != g->C->dtype) /* read as C's type (float32 on the CPU) */
                 return false;
             if (!ce->act && !ce->bias && !ce->res && spans(g, w, g->col_dim0, g->out_rank) &&
                 !spans(g, w, 0, g->out_rank))
@@ -431,7 +474,8 @@ static lt_status gemm_call(lt_lctx *lc, const lt_gemm_desc *g, lt_lnode **res) {
 
 lt_status lt_lower_gemm(lt_lctx *lc, const lt_gemm_desc *g, lt_lnode **res) {
     if (!g->C || !g->A || !g->B) return lt_lower_error(lc, g->n, LT_ERR_INTERNAL, "operand buffers missing");
-    if (lc->opt->no_microkernels || lc->opt->gpu || g->C->dtype != LT_FLOAT) return gemm_loops(lc, g, res);
+    if (lc->opt->gpu) return lt_lower_gpu_gemm(lc, g, res);
+    if (lc->opt->no_microkernels || g->C->dtype != LT_FLOAT) return gemm_loops(lc, g, res);
     return gemm_call(lc, g, res);
 }
 

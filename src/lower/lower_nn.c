@@ -6,6 +6,7 @@
  * loops "o0" (image), "o1" (channel), "o2".. (positions), reduction loops "r0" (input channel),
  * "r1".. (kernel taps), padding by clamped loads under a select. Pooling has the same shape.
  */
+#include "lower_gpu.h"
 #include "lower_impl.h"
 
 #include "../ops/nn_internal.h"
@@ -177,6 +178,11 @@ static lt_status l_conv(lt_lctx *lc, const lt_node *n, lt_lnode **res) {
     conv_info ci;
     char why[256];
     if (!conv_geom(n, &ci, why, sizeof why)) return lt_lower_error(lc, n, LT_ERR_INVALID, "%s", why);
+    if (lc->opt->gpu && ci.nsp == 2) { /* a CUDA prelude entry (lower_gpu_conv.c) when one fits */
+        bool handled;
+        LT_TRY(lt_lower_gpu_conv(lc, n, &handled, res));
+        if (handled) return LT_OK;
+    }
     if (conv_is_pointwise(&ci)) return l_conv_pointwise(lc, n, &ci, res);
     if (ci.nsp == 2 && !lc->opt->no_microkernels && !lc->opt->no_packing && !lc->opt->gpu &&
         (lt_lower_const(lt_lower_mem_value(lc, n->in[1])) || lc->opt->scratch))

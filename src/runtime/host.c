@@ -3,7 +3,8 @@
  * Inputs are datums: CONST slots a datum over the initializer, INPUT slots the caller's datum,
  * DYNAMIC slots the datum an earlier host step produced, and fixed buffers (WORKSPACE, OUTPUT,
  * PACKED) a borrowed tensor over the buffer, made once at plan build (its data pointer is updated at
- * each run for the caller's memory). Outputs go back either into the fixed buffer of their slot
+ * each run for the caller's memory; on a device plan, over the host copy: lt_plan_host_addr).
+ * Outputs go back either into the fixed buffer (or host copy) of their slot
  * (copied, after checking dtype and shape against the plan) or, for DYNAMIC slots, kept as a datum —
  * detached first: any borrowed tensor inside (one of our buffer views, which an op such as Identity
  * may hand through) is copied, so no datum outlives the memory it points at.
@@ -41,7 +42,8 @@ lt_status lt_plan_host_prepare(lt_ctx *ctx, lt_plan *p) {
         if (!want_wrap) continue;
         /* INPUT / OUTPUT point at the caller's memory at run time; a placeholder until then */
         static char placeholder[LT_MEMPLAN_ALIGN] __attribute__((aligned(LT_MEMPLAN_ALIGN)));
-        void *data = S->ptr ? S->ptr : placeholder;
+        void *host = lt_plan_host_addr(p, sl);
+        void *data = host ? host : placeholder;
         LT_TRY(lt_tensor_borrow(ctx, S->dtype, S->rank, S->dims, data, &R->wrap));
         LT_TRY(lt_datum_tensor(ctx, lt_tensor_retain(R->wrap), &R->wrapd));
     }
@@ -59,6 +61,8 @@ void lt_plan_host_free(lt_plan *p) {
     lt_mem_free(p->env.vals);
     p->env.vals = NULL;
 }
+
+void *lt_plan_host_addr(const lt_plan *p, int sl) { return p->host_memory ? p->slots[sl].ptr : p->rt[sl].hptr; }
 
 lt_datum *lt_plan_slot_datum(lt_plan *p, int sl) {
     const lt_plan_slot *S = &p->slots[sl];
@@ -177,7 +181,11 @@ static lt_status store_output(lt_ctx *ctx, lt_plan *p, const lt_plan_step *st, i
                         t ? lt_tensor_describe(t, got, sizeof got) : "not a tensor", lt_dtype_name(S->dtype),
                         lt_shape_str(S->rank, S->dims, want, sizeof want));
     }
-    if (S->bytes > 0 && t->data != S->ptr) memmove(S->ptr, t->data, (size_t)S->bytes);
+    void *dst = lt_plan_host_addr(p, sl);
+    if (S->bytes > 0 && !dst)
+        return lt_error(ctx, LT_ERR_INTERNAL, "%s: output %d '%s' has no host memory", lt_node_label(st->node, label, sizeof label),
+                        k, S->value->name);
+    if (S->bytes > 0 && t->data != dst) memmove(dst, t->data, (size_t)S->bytes);
     lt_datum_release(*d);
     *d = NULL;
     return LT_OK;

@@ -13,6 +13,9 @@
  * Run (lt_plan_run / lt_plan_run_buffers): bind inputs, point outputs at the caller's memory (or
  * new tensors), patch argument arrays, run the steps in order (host steps in host.c), release
  * DYNAMIC datums after their last use, hand outputs back. Compiled steps allocate nothing.
+ * Device plans (backend memory not host memory) add plan_device.c's stages to the build (constants
+ * uploaded, fixed input/output buffers, staging, the copies of a run, graphs) and run their steps
+ * there; the caller's memory is then the host copy of inputs and outputs, and nothing is patched.
  */
 #include "plan_impl.h"
 
@@ -483,21 +486,42 @@ static lt_status plan_memory(lt_ctx *ctx, lt_plan *p, bool no_inplace) {
     return s;
 }
 
-/* Packed weights: allocate and fill once. */
+/* Packed weights: allocate and fill once, by the pack kernel on the backend. On a device, a source
+ * no kernel reads directly (so not uploaded with the constants) goes through one temporary buffer. */
 static lt_status fill_packs(lt_ctx *ctx, lt_plan *p) {
-    for (int i = 0; i < p->n_packs; i++) {
+    const lt_backend_vtbl *vt = p->backend->vt;
+    int64_t tmp_bytes = 0;
+    for (int i = 0; i < p->n_packs && !p->host_memory; i++) {
+        int src = p->packs[i].src_slot;
+        if (!p->rt[src].kernel_use && p->slots[src].bytes > tmp_bytes) tmp_bytes = p->slots[src].bytes;
+    }
+    void *tmp = NULL;
+    if (tmp_bytes > 0) LT_TRY(vt->alloc(p->backend, ctx, (size_t)tmp_bytes, &tmp));
+    lt_status s = LT_OK;
+    for (int i = 0; i < p->n_packs && s == LT_OK; i++) {
         lt_plan_pack *pk = &p->packs[i];
         lt_plan_slot *S = &p->slots[pk->slot];
-        LT_TRY(p->backend->vt->alloc(p->backend, ctx, (size_t)(S->bytes > 0 ? S->bytes : 1), &S->ptr));
-        void *args[2] = {S->ptr, p->slots[pk->src_slot].ptr};
-        LT_TRY(p->backend->vt->launch(p->backend, ctx, pk->bk, args, 2));
+        const lt_plan_slot *src = &p->slots[pk->src_slot];
+        s = vt->alloc(p->backend, ctx, (size_t)(S->bytes > 0 ? S->bytes : 1), &S->ptr);
+        if (s != LT_OK) break;
+        void *args[2] = {S->ptr, src->ptr};
+        if (!p->host_memory && !p->rt[pk->src_slot].kernel_use) {
+            s = vt->copy(p->backend, ctx, tmp, src->value->init->data, (size_t)src->bytes, LT_COPY_HOST_TO_DEVICE);
+            args[1] = tmp;
+        }
+        if (s == LT_OK) s = vt->launch(p->backend, ctx, pk->bk, args, 2);
+        if (s == LT_OK && tmp) s = vt->sync(p->backend, ctx); /* before the next upload reuses tmp */
         p->stats.packed_bytes += S->bytes;
     }
-    return LT_OK;
+    if (s == LT_OK && !p->host_memory) s = vt->sync(p->backend, ctx);
+    if (tmp) vt->free(p->backend, tmp);
+    return s;
 }
 
-/* Does slot sl live in the caller's memory (its address patched at each run)? */
+/* Does slot sl live in the caller's memory (its address patched at each run)? Never on a device:
+ * inputs and outputs have fixed device buffers there. */
 static bool patched(const lt_plan *p, int sl) {
+    if (!p->host_memory) return false;
     lt_slot_kind k = p->slots[root_of(p, sl)].kind;
     return k == LT_SLOT_INPUT || k == LT_SLOT_OUTPUT;
 }
@@ -573,7 +597,8 @@ lt_status lt_plan_build(lt_ctx *ctx, const lt_plan_build_args *a, lt_plan **out)
     p->backend = a->backend;
     p->module = a->module;
     p->threads = a->threads;
-    p->host_memory = a->backend && strcmp(a->backend->vt->name, "cpu") == 0;
+    p->host_memory = a->backend && a->backend->vt->host_memory;
+    p->use_graphs = !a->no_graphs;
     const lt_graph *g = a->model->graph;
     const lt_groups *gs = a->groups;
     lt_status s = LT_OK;
@@ -586,11 +611,6 @@ lt_status lt_plan_build(lt_ctx *ctx, const lt_plan_build_args *a, lt_plan **out)
     if (!p->value_slot || !p->input_slot || !p->output_slot) { s = lt_error(ctx, LT_ERR_NOMEM, "out of memory (plan)"); goto fail; }
     for (int i = 0; i < g->n_values; i++) p->value_slot[i] = -1;
     if (!p->backend) { s = lt_error(ctx, LT_ERR_USAGE, "lt_plan_build: no backend"); goto fail; }
-    if (!p->host_memory) {
-        s = lt_error(ctx, LT_ERR_UNSUPPORTED, "plan: backend '%s' is not supported by the runtime yet (host memory only)",
-                     p->backend->vt->name);
-        goto fail;
-    }
 
     /* 1. steps */
     for (int gi = 0; gi < gs->n && s == LT_OK; gi++) {
@@ -622,9 +642,11 @@ lt_status lt_plan_build(lt_ctx *ctx, const lt_plan_build_args *a, lt_plan **out)
     find_views(p);
     /* 5. memory plan + workspace; 4. packed weights */
     if ((s = plan_memory(ctx, p, a->no_inplace)) != LT_OK) goto fail;
+    if (!p->host_memory && (s = lt_plan_device_prepare(ctx, p)) != LT_OK) goto fail;
     if ((s = fill_packs(ctx, p)) != LT_OK) goto fail;
     if ((s = prepare_args(ctx, p)) != LT_OK) goto fail;
     if ((s = lt_plan_host_prepare(ctx, p)) != LT_OK) goto fail;
+    if (!p->host_memory && (s = lt_plan_device_capture(ctx, p)) != LT_OK) goto fail;
     lt_plan_set_threads(p, a->threads);
 
     /* stats */
@@ -660,6 +682,7 @@ fail:
 void lt_plan_free(lt_plan *p) {
     if (!p) return;
     lt_plan_host_free(p);
+    if (p->backend && !p->host_memory) lt_plan_device_free(p);
     if (p->backend) {
         for (int i = 0; i < p->n_packs; i++)
             if (p->slots && p->slots[p->packs[i].slot].ptr) p->backend->vt->free(p->backend, p->slots[p->packs[i].slot].ptr);
@@ -684,8 +707,16 @@ static void patch_one(lt_plan *p, int sl) {
     if (R->wrap) R->wrap->data = p->slots[sl].ptr;
 }
 
-/* Slot sl got a new address for this run: its argument entries, its host view, and its views'. */
-static void patch(lt_plan *p, int sl) {
+/* Slot sl (INPUT / OUTPUT) is at `host` in the caller's memory for this run. Host-memory plans: its
+ * argument entries, its host view and its views' follow; device plans: it is the host copy (the
+ * device buffer is fixed). */
+static void bind_host(lt_plan *p, int sl, void *host) {
+    if (!p->host_memory) {
+        p->rt[sl].hptr = host;
+        if (p->rt[sl].wrap) p->rt[sl].wrap->data = host;
+        return;
+    }
+    p->slots[sl].ptr = host;
     patch_one(p, sl);
     for (int a = p->rt[sl].first_alias; a >= 0; a = p->rt[a].next_alias) {
         p->slots[a].ptr = p->slots[sl].ptr;
@@ -697,7 +728,10 @@ static void release_run(lt_plan *p) {
     for (int sl = 0; sl < p->n_slots; sl++) {
         lt_datum_release(p->rt[sl].cur);
         p->rt[sl].cur = NULL;
-        if (p->slots[sl].kind == LT_SLOT_INPUT || p->slots[sl].kind == LT_SLOT_OUTPUT) p->slots[sl].ptr = NULL;
+        if (p->slots[sl].kind == LT_SLOT_INPUT || p->slots[sl].kind == LT_SLOT_OUTPUT) {
+            if (p->host_memory) p->slots[sl].ptr = NULL;
+            else p->rt[sl].hptr = NULL;
+        }
     }
 }
 
@@ -709,6 +743,8 @@ static bool same_shape(const lt_plan_slot *S, const lt_tensor *t) {
 }
 
 static lt_status run_steps(lt_ctx *ctx, lt_plan *p, const lt_plan_run_options *opt) {
+    if (!p->host_memory) return lt_plan_device_run_steps(ctx, p, opt);
+    double t_run = opt && opt->device_seconds ? now_s() : 0;
     p->rng = opt ? opt->seed : 0;
     double *secs = opt ? opt->step_seconds : NULL;
     const lt_backend_vtbl *vt = p->backend->vt;
@@ -729,6 +765,7 @@ static lt_status run_steps(lt_ctx *ctx, lt_plan *p, const lt_plan_run_options *o
                 }
             }
     }
+    if (opt && opt->device_seconds) *opt->device_seconds = now_s() - t_run;
     return LT_OK;
 }
 
@@ -764,8 +801,7 @@ static lt_status bind_input_datum(lt_ctx *ctx, lt_plan *p, int i, lt_datum *d) {
                             lt_dtype_name(d->tensor->dtype));
     }
     R->cur = lt_datum_retain(d);
-    S->ptr = d->kind == LT_DK_TENSOR ? d->tensor->data : NULL;
-    patch(p, sl);
+    bind_host(p, sl, d->kind == LT_DK_TENSOR ? d->tensor->data : NULL);
     return LT_OK;
 }
 
@@ -788,10 +824,7 @@ lt_status lt_plan_run(lt_ctx *ctx, lt_plan *p, const lt_plan_run_options *opt, l
         lt_tensor *t = NULL;
         s = lt_tensor_new(ctx, S->dtype, S->rank, S->dims, &t);
         if (s == LT_OK) s = lt_datum_tensor(ctx, t, &p->rt[sl].cur);
-        if (s == LT_OK) {
-            S->ptr = p->rt[sl].cur->tensor->data;
-            patch(p, sl);
-        }
+        if (s == LT_OK) bind_host(p, sl, p->rt[sl].cur->tensor->data);
     }
     if (s == LT_OK) s = run_steps(ctx, p, opt);
     /* hand the outputs back */
@@ -852,15 +885,13 @@ lt_status lt_plan_run_buffers(lt_ctx *ctx, lt_plan *p, const lt_plan_run_options
             s = lt_error(ctx, LT_ERR_UNSUPPORTED, "input %d '%s' has no static shape: use lt_plan_run", i, S->value->name);
             break;
         }
-        S->ptr = (void *)src;
-        patch(p, sl);
+        bind_host(p, sl, (void *)src);
         R->cur = lt_datum_retain(R->wrapd);
     }
     for (int sl = 0; sl < p->n_slots && s == LT_OK; sl++) {
         lt_plan_slot *S = &p->slots[sl];
         if (S->kind != LT_SLOT_OUTPUT) continue;
-        S->ptr = outputs[S->io_index];
-        patch(p, sl);
+        bind_host(p, sl, outputs[S->io_index]);
         if (p->rt[sl].wrapd) p->rt[sl].cur = lt_datum_retain(p->rt[sl].wrapd);
     }
     if (s == LT_OK) s = run_steps(ctx, p, opt);
@@ -871,7 +902,7 @@ lt_status lt_plan_run_buffers(lt_ctx *ctx, lt_plan *p, const lt_plan_run_options
         const void *src = NULL;
         int64_t bytes = lt_plan_output_bytes(p, k);
         lt_datum *d = S->kind == LT_SLOT_CONST ? p->rt[sl].wrapd : p->rt[sl].cur;
-        if (S->kind == LT_SLOT_OUTPUT) src = S->ptr;
+        if (S->kind == LT_SLOT_OUTPUT) src = lt_plan_host_addr(p, sl);
         else if (d && d->kind == LT_DK_TENSOR && same_shape(S, d->tensor)) src = d->tensor->data;
         if (!src) {
             s = lt_error(ctx, LT_ERR_INVALID, "output %d '%s': the value computed has not the static shape expected", k,

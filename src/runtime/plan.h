@@ -20,6 +20,18 @@
  * compiled steps allocates nothing; host steps allocate what their eval hook allocates, and values
  * without a static shape (DYNAMIC slots) are held as reference-counted datums during the run.
  *
+ * Device plans. When the backend's memory is not host memory (vtbl host_memory false: CUDA), the
+ * same plan lives on the device, driven only through the backend's calls (plan_device.c): constants
+ * a kernel reads are uploaded once at build (one allocation), pack kernels run on the device, the
+ * workspace is device memory, kernel-used graph inputs and outputs get plan-owned device buffers
+ * (one allocation) so every kernel argument is fixed at build. A run copies the inputs host->device
+ * first and the outputs device->host last, with one sync at the end; a value crossing between a
+ * kernel and a host step is copied (device->host before the host step that reads it, host->device
+ * right after the host step that wrote it) through host staging allocated at build. Slot ptr is
+ * then the device address; host steps use the host copy. Kernel steps between host steps form
+ * segments, each captured once at build as a backend graph and replayed at each run (one graph for
+ * a plan without host steps), unless no_graphs.
+ *
  * Invariants: steps are in a topological order of the main graph; a slot is written by exactly one
  * step (or bound as an input / constant); two WORKSPACE slots whose live ranges [def, last] overlap
  * never overlap in memory unless one is the declared in-place successor of the other; the plan never
@@ -132,7 +144,12 @@ typedef struct lt_plan_step {
 /* Per-run options (NULL: defaults). */
 typedef struct lt_plan_run_options {
     uint64_t seed;          /* random ops in host steps */
-    double *step_seconds;   /* if set: n_steps entries; each step's wall time is ADDED to its entry */
+    double *step_seconds;   /* if set: n_steps entries; each step's time is ADDED to its entry (wall
+                             * time; device plans: kernel steps' device time from backend events,
+                             * launched one by one instead of as graphs) */
+    double *device_seconds; /* if set: the time of the steps, from the first to the last (device
+                             * plans: measured with backend events, copies of the inputs and outputs
+                             * excluded, host steps in between included; else wall time) */
 } lt_plan_run_options;
 
 typedef struct lt_plan lt_plan; /* opaque; read it through the accessors below */
@@ -149,6 +166,14 @@ typedef struct lt_plan_stats {
     int64_t packed_bytes;           /* persistent packed weights */
     int64_t weight_bytes;           /* initializers referenced in place */
     int threads;
+    /* device plans (backend memory is not host memory) */
+    bool device;
+    int n_graphs;                   /* kernel segments replayed as captured graphs */
+    int n_segments;                 /* maximal runs of kernel steps between host steps */
+    int n_transfers;                /* copies per run: inputs, outputs, host-step crossings */
+    int64_t device_const_bytes;     /* constants uploaded once */
+    int64_t io_bytes;               /* device buffers of graph inputs and outputs */
+    int64_t staging_bytes;          /* host copies of values crossing to host steps */
 } lt_plan_stats;
 
 /* Build inputs: what lt_compile hands to lt_plan_build. The plan takes over `arena` (a heap
@@ -165,6 +190,8 @@ typedef struct lt_plan_build_args {
     lt_bmodule *module;           /* NULL when there is no kernel */
     int threads;
     bool no_inplace;              /* disable in-place reuse (debugging) */
+    bool no_graphs;               /* device plans: launch kernels one by one, never as a captured
+                                   * graph (profiling, debugging) */
     /* The graph inputs as the caller knew them before compiling (lt_compile may turn inputs that
      * have an initializer into constants, "frozen"): the order lt_plan_run's inputs[] follows.
      * NULL: the model's current graph inputs. */

@@ -1,6 +1,7 @@
 /* plan_impl.h — the runtime's private view of a plan: the struct behind lt_plan and the helpers
- * shared by plan.c (build, run, accessors), host.c (host steps through the eval hooks) and
- * export.c (standalone C). Nothing outside src/runtime includes it.
+ * shared by plan.c (build, run, accessors), host.c (host steps through the eval hooks),
+ * plan_device.c (plans on a backend whose memory is not host memory) and export.c (standalone C).
+ * Nothing outside src/runtime includes it.
  */
 #ifndef LT_PLAN_IMPL_H
 #define LT_PLAN_IMPL_H
@@ -36,7 +37,26 @@ typedef struct lt_slot_rt {
     int mp_index;            /* index in the memory plan's buffer list (WORKSPACE), else -1 */
     int next_alias;          /* next slot viewing the same root (list from the root's first_alias) */
     int first_alias;         /* root: first slot viewing it, -1 */
+    void *hptr;              /* device plans: the host copy host steps read and write (CONST: the
+                              * initializer; INPUT / OUTPUT: the caller's memory, per run; WORKSPACE
+                              * crossing to a host step: its staging buffer); NULL when none */
 } lt_slot_rt;
+
+/* Device plans: one copy between a slot's device buffer and its host copy (hptr), made before step
+ * `pos` (pos == n_steps: after the last step). */
+typedef struct lt_plan_xfer {
+    int pos;
+    int slot;
+    lt_copy_dir dir;         /* LT_COPY_HOST_TO_DEVICE or LT_COPY_DEVICE_TO_HOST */
+} lt_plan_xfer;
+
+/* Device plans: a maximal run of kernel steps [first, end) with no host step and no copy inside,
+ * captured once as a backend graph (NULL: launched one by one). */
+typedef struct lt_plan_segment {
+    int first, end;
+    int n_launches;          /* kernel steps that launch (views do not) */
+    void *graph;
+} lt_plan_segment;
 
 struct lt_plan {
     const lt_model *model;
@@ -44,7 +64,7 @@ struct lt_plan {
     const lt_groups *groups;
     lt_backend *backend;
     lt_bmodule *module;
-    bool host_memory;        /* the backend's memory is host memory (CPU) */
+    bool host_memory;        /* the backend's memory is host memory (CPU); else a device plan */
     int threads;
 
     int n_steps;
@@ -74,6 +94,20 @@ struct lt_plan {
     lt_mp_result mem;
     lt_plan_stats stats;
     uint64_t rng;            /* run time: random ops' state */
+
+    /* device plans (plan_device.c) */
+    bool use_graphs;         /* replay segments as backend graphs (lt_plan_build_args.no_graphs off) */
+    void *dev_consts;        /* constants kernels read, uploaded once (one allocation) */
+    void *dev_io;            /* device buffers of kernel-used graph inputs and outputs (one allocation) */
+    void *staging;           /* host copies of workspace values crossing to host steps (one allocation) */
+    int n_xfers;
+    lt_plan_xfer *xfers;     /* sorted by pos */
+    int *xfer_first;         /* per position 0..n_steps: first index in xfers (n_steps + 2 entries) */
+    int n_segments;
+    lt_plan_segment *segments;
+    int *segment_at;         /* step -> segment starting there, -1 */
+    void *ev_run[2];         /* events around the steps (run option device_seconds) */
+    void **ev_steps;         /* 2 per step, made on the first run that times steps */
 };
 
 /* host.c */
@@ -88,5 +122,17 @@ lt_datum *lt_plan_slot_datum(lt_plan *p, int s);
  * replaced when anything was copied). */
 lt_status lt_plan_detach(lt_ctx *ctx, lt_datum **d);
 void lt_plan_host_free(lt_plan *p);
+/* The host address of slot sl's data for host steps: its buffer (host-memory plans) or its host copy. */
+void *lt_plan_host_addr(const lt_plan *p, int sl);
+
+/* plan_device.c (plans whose backend memory is not host memory) */
+/* After the memory plan: upload constants, allocate input/output buffers and staging, schedule the
+ * copies between device buffers and host copies. */
+lt_status lt_plan_device_prepare(lt_ctx *ctx, lt_plan *p);
+/* After the argument arrays: segments of kernel steps, each captured once as a graph (if enabled). */
+lt_status lt_plan_device_capture(lt_ctx *ctx, lt_plan *p);
+/* Run the steps with their copies; ends with one sync. */
+lt_status lt_plan_device_run_steps(lt_ctx *ctx, lt_plan *p, const lt_plan_run_options *opt);
+void lt_plan_device_free(lt_plan *p);
 
 #endif

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # tests/gpu/run.sh — THE script to run on a GPU machine (CUDA driver + toolkit; no internet needed).
 #
-# Builds lathe, runs the CUDA unit tests, `lathe conformance --backend cuda` (when the runtime has the
-# CUDA backend wired; else it says so), the model tests against onnxruntime's CPU outputs (when python3
-# has numpy, onnx and onnxruntime), and bench/gpu (lathe vs cuBLAS, and vs PyTorch eager and
+# Builds lathe, runs the CUDA unit tests, `lathe conformance --backend cuda` (every node test compiled
+# for the GPU and run there: plans upload weights once, copy inputs/outputs per run and replay their
+# kernels as a CUDA graph; nodes with no GPU lowering run as host steps), the model tests
+# (`lathe run --backend cuda` against onnxruntime's CPU outputs, when python3 has numpy, onnx and
+# onnxruntime), and bench/gpu (lathe vs cuBLAS, and vs PyTorch eager and
 # torch.compile when torch is installed), then prints a short summary table. Anything missing on the
 # machine is reported and skipped, never fatal.
 #
@@ -15,7 +17,8 @@
 # Environment: BUILD (default build-gpu), JOBS (default nproc), LATHE_CUDA_CACHE (cubin cache, default
 # $BUILD/cuda-cache), BENCH_ARGS (extra bench.py arguments, e.g. "--no-compile" or "--reps 10"),
 # CONFORMANCE_TIMEOUT (seconds, default 540), MODELS (default "quick"; "all" adds the big models),
-# LATHE_ONNX_SUITE (the ONNX node tests, when the onnx package is not installed).
+# LATHE_ONNX_SUITE (the ONNX node tests, when the onnx package is not installed), LATHE_NVRTC (the NVRTC
+# library; found under /usr/local/cuda* or a pip nvidia-cuda-nvrtc package when not on the loader path).
 set -u
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BUILD=${BUILD:-$ROOT/build-gpu}
@@ -26,6 +29,14 @@ SUMMARY=/dev/null # set per phase: $BUILD/gpu_summary.<phase>.txt
 PHASES=(env build unit conformance models bench)
 PY=${PYTHON:-python3}
 mkdir -p "$BUILD"
+# NVRTC off the loader path (a toolkit not in ld.so.conf, or pip's nvidia-cuda-nvrtc): tell lathe
+if [ -z "${LATHE_NVRTC:-}" ] && ! ldconfig -p 2>/dev/null | grep -q 'libnvrtc\.so\.1[23]'; then
+    LATHE_NVRTC=$(find /usr/local/cuda*/ /usr/lib /opt -name 'libnvrtc.so.1[23]' 2>/dev/null | head -1)
+    if [ -n "$LATHE_NVRTC" ]; then
+        export LATHE_NVRTC
+        export LD_LIBRARY_PATH=$(dirname "$LATHE_NVRTC")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} # its builtins library
+    fi
+fi
 
 row() { printf '%-28s %-8s %s\n' "$1" "$2" "$3" | tee -a "$SUMMARY"; }
 have_py() { command -v "$PY" >/dev/null 2>&1; }
@@ -89,7 +100,7 @@ phase_build() {
 phase_unit() {
     echo "== CUDA unit tests"
     local t
-    for t in test_cuda_nogpu test_cuda_nvrtc test_cuda_gpu test_codegen; do
+    for t in test_cuda_nogpu test_cuda_nvrtc test_cuda_gpu test_codegen test_plan_device; do
         if [ ! -x "$BUILD/$t" ]; then row "$t" "MISSING" "not built"; continue; fi
         local t0 log="$BUILD/$t.log"; t0=$(date +%s)
         (cd "$ROOT" && timeout 600 "$BUILD/$t") >"$log" 2>&1
@@ -114,8 +125,8 @@ phase_conformance() {
         return
     fi
     local t0 out="$BUILD/conformance_cuda.txt"; t0=$(date +%s)
-    timeout "${CONFORMANCE_TIMEOUT:-540}" "$lathe" conformance --backend cuda --json "$BUILD/conformance_cuda.json" \
-        >"$out" 2>&1
+    timeout "${CONFORMANCE_TIMEOUT:-540}" "$lathe" conformance --backend cuda -j "$JOBS" --timeout 120 \
+        --cache-dir "$LATHE_CUDA_CACHE" --json "$BUILD/conformance_cuda.json" >"$out" 2>&1
     rc=$?
     local counts; counts=$(grep -E '^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped' "$out" | tail -1)
     if [ -n "$counts" ]; then row "conformance cuda" "ran" "$counts ($(secs "$t0") s); failures in $out"

@@ -130,6 +130,7 @@ static lt_status cpu_ceilings(lt_backend *b, lt_ctx *ctx, lt_backend_ceilings *o
 const lt_backend_vtbl lt_backend_cpu = {
     .name = "cpu",
     .lang = &lt_lang_c,
+    .host_memory = true,
     .create = cpu_create,
     .destroy = cpu_destroy,
     .compile = cpu_compile,

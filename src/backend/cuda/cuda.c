@@ -103,6 +103,7 @@ static void close_partial(lt_cuda *cu) {
     if (cu->context) cu->api.primary_release(cu->dev);
     if (cu->lib) dlclose(cu->lib);
     lt_mem_free(cu->cache_dir);
+    lt_mem_free(cu->nvrtc_path);
     lt_mem_free(cu);
 }
 
@@ -183,6 +184,8 @@ lt_status lt_cuda_open(lt_ctx *ctx, const lt_cuda_options *opt, lt_cuda **out) {
                      in->cc_major == 9 && in->cc_minor == 0 ? "a" : "");
         if (opt->cache_dir && !(cu->cache_dir = lt_mem_strdup(opt->cache_dir)))
             s = lt_error(ctx, LT_ERR_NOMEM, "out of memory (CUDA cache directory name)");
+        if (s == LT_OK && opt->nvrtc && *opt->nvrtc && !(cu->nvrtc_path = lt_mem_strdup(opt->nvrtc)))
+            s = lt_error(ctx, LT_ERR_NOMEM, "out of memory (NVRTC library name)");
     }
     if (s != LT_OK) {
         close_partial(cu);
@@ -204,7 +207,7 @@ const lt_cuda_info *lt_cuda_get_info(const lt_cuda *cu) { return cu ? &cu->info 
 void *lt_cuda_native_stream(const lt_cuda *cu) { return cu ? (void *)cu->stream : NULL; }
 
 lt_status lt_cuda_nvrtc(lt_cuda *cu, lt_ctx *ctx, lt_nvrtc **out) {
-    if (!cu->nv) LT_TRY(lt_nvrtc_open(ctx, &cu->nv));
+    if (!cu->nv) LT_TRY(lt_nvrtc_open_path(ctx, cu->nvrtc_path, &cu->nv));
     *out = cu->nv;
     return LT_OK;
 }
@@ -238,6 +241,25 @@ lt_status lt_cuda_copy(lt_cuda *cu, lt_ctx *ctx, void *dst, const void *src, siz
     case LT_COPY_DEVICE_TO_HOST:
         CU_CALL(cu, ctx, a->memcpy_dtoh_async(dst, dptr(src), bytes, cu->stream), "cuMemcpyDtoHAsync", "%zu bytes", bytes);
         CU_CALL(cu, ctx, a->stream_sync(cu->stream), "cuStreamSynchronize", "after a %zu-byte download", bytes);
+        return LT_OK;
+    case LT_COPY_DEVICE_TO_DEVICE:
+        CU_CALL(cu, ctx, a->memcpy_dtod_async(dptr(dst), dptr(src), bytes, cu->stream), "cuMemcpyDtoDAsync", "%zu bytes", bytes);
+        return LT_OK;
+    }
+    return lt_error(ctx, LT_ERR_USAGE, "CUDA copy: unknown direction %d", (int)dir);
+}
+
+lt_status lt_cuda_copy_async(lt_cuda *cu, lt_ctx *ctx, void *dst, const void *src, size_t bytes, lt_copy_dir dir) {
+    if (!bytes) return LT_OK;
+    if (!dst || !src) return lt_error(ctx, LT_ERR_USAGE, "CUDA copy of %zu bytes with a NULL pointer", bytes);
+    LT_TRY(lt_cuda_bind_(cu, ctx));
+    const cu_api *a = &cu->api;
+    switch (dir) {
+    case LT_COPY_HOST_TO_DEVICE:
+        CU_CALL(cu, ctx, a->memcpy_htod_async(dptr(dst), src, bytes, cu->stream), "cuMemcpyHtoDAsync", "%zu bytes", bytes);
+        return LT_OK;
+    case LT_COPY_DEVICE_TO_HOST:
+        CU_CALL(cu, ctx, a->memcpy_dtoh_async(dst, dptr(src), bytes, cu->stream), "cuMemcpyDtoHAsync", "%zu bytes", bytes);
         return LT_OK;
     case LT_COPY_DEVICE_TO_DEVICE:
         CU_CALL(cu, ctx, a->memcpy_dtod_async(dptr(dst), dptr(src), bytes, cu->stream), "cuMemcpyDtoDAsync", "%zu bytes", bytes);

@@ -52,6 +52,7 @@ typedef struct lt_cuda_options {
     const char *libcuda;   /* driver library to load (NULL: "libcuda.so.1" through the loader) */
     const char *cache_dir; /* cubin cache directory, created 0700 if absent (NULL: no cache) */
     const char *arch;      /* NVRTC target override, e.g. "sm_90" (NULL: the device's own) */
+    const char *nvrtc;     /* NVRTC library tried first (NULL: only the default names) */
 } lt_cuda_options;
 
 typedef struct lt_cuda_info {
@@ -81,6 +82,8 @@ lt_status lt_cuda_nvrtc(lt_cuda *cu, lt_ctx *ctx, lt_nvrtc **out);
 lt_status lt_cuda_alloc(lt_cuda *cu, lt_ctx *ctx, size_t bytes, void **out); /* 256-byte aligned */
 void lt_cuda_free(lt_cuda *cu, void *p);                                     /* NULL is fine */
 lt_status lt_cuda_copy(lt_cuda *cu, lt_ctx *ctx, void *dst, const void *src, size_t bytes, lt_copy_dir dir);
+/* Queued on the stream, returns at once: the host side must stay valid until lt_cuda_sync. */
+lt_status lt_cuda_copy_async(lt_cuda *cu, lt_ctx *ctx, void *dst, const void *src, size_t bytes, lt_copy_dir dir);
 lt_status lt_cuda_memset(lt_cuda *cu, lt_ctx *ctx, void *p, unsigned char byte, size_t bytes);
 lt_status lt_cuda_mem_info(lt_cuda *cu, lt_ctx *ctx, size_t *free_bytes, size_t *total_bytes);
 lt_status lt_cuda_sync(lt_cuda *cu, lt_ctx *ctx); /* wait for everything queued on the stream */

@@ -6,7 +6,11 @@
  * load = the kernel by name, with the launch shape and parameter count the emitter wrote in the
  * source; launch = cuLaunchKernel with those dimensions on the n buffer pointers (checked against
  * the parameter count); alloc/free/copy = device memory; sync waits for the stream. Ceilings: the
- * measured copy bandwidth and FP32 rate (cuda_ceil.c), measured once per instance.
+ * measured copy bandwidth and FP32 rate (cuda_ceil.c), measured once per instance. Device memory is
+ * not host memory (host_memory false); the optional calls are all here: copy_async (queued on the
+ * stream), graphs (stream capture -> instantiated CUDA graph, replayed with cuGraphLaunch) and
+ * events (cuEventRecord / cuEventElapsedTime), so the runtime's plan uploads constants once, keeps
+ * its workspace on the device and replays its kernel sequence as CUDA graphs.
  * Entry points: lt_backend_cuda, lt_backend_cuda_device.
  */
 #include "cuda_impl.h"
@@ -27,7 +31,7 @@ static void be_destroy(lt_backend *b) {
 }
 
 static lt_status be_create(lt_ctx *ctx, const lt_backend_options *opt, lt_backend **out) {
-    lt_cuda_options o = {.device = opt->device, .cache_dir = opt->cache_dir, .arch = opt->arch};
+    lt_cuda_options o = {.device = opt->device, .cache_dir = opt->cache_dir, .arch = opt->arch, .nvrtc = opt->nvrtc};
     lt_cuda *cu = NULL;
     LT_TRY(lt_cuda_open(ctx, &o, &cu));
     cuda_backend *c = lt_calloc(ctx, 1, sizeof *c, "CUDA backend");
@@ -76,6 +80,45 @@ static lt_status be_launch(lt_backend *b, lt_ctx *ctx, const lt_bkernel *k, void
 
 static lt_status be_sync(lt_backend *b, lt_ctx *ctx) { return lt_cuda_sync(((cuda_backend *)b)->cu, ctx); }
 
+static lt_status be_copy_async(lt_backend *b, lt_ctx *ctx, void *dst, const void *src, size_t bytes, lt_copy_dir dir) {
+    return lt_cuda_copy_async(((cuda_backend *)b)->cu, ctx, dst, src, bytes, dir);
+}
+
+static lt_status be_graph_begin(lt_backend *b, lt_ctx *ctx) { return lt_cuda_graph_begin(((cuda_backend *)b)->cu, ctx); }
+
+static lt_status be_graph_end(lt_backend *b, lt_ctx *ctx, void **graph) {
+    lt_cuda_graph *g = NULL;
+    LT_TRY(lt_cuda_graph_end(((cuda_backend *)b)->cu, ctx, &g));
+    *graph = g;
+    return LT_OK;
+}
+
+static lt_status be_graph_launch(lt_backend *b, lt_ctx *ctx, void *graph) {
+    return lt_cuda_graph_launch(((cuda_backend *)b)->cu, ctx, (lt_cuda_graph *)graph);
+}
+
+static void be_graph_free(lt_backend *b, void *graph) { lt_cuda_graph_free(((cuda_backend *)b)->cu, (lt_cuda_graph *)graph); }
+
+static lt_status be_event_new(lt_backend *b, lt_ctx *ctx, void **event) {
+    lt_cuda_event *e = NULL;
+    LT_TRY(lt_cuda_event_new(((cuda_backend *)b)->cu, ctx, &e));
+    *event = e;
+    return LT_OK;
+}
+
+static lt_status be_event_record(lt_backend *b, lt_ctx *ctx, void *event) {
+    return lt_cuda_event_record(((cuda_backend *)b)->cu, ctx, (lt_cuda_event *)event);
+}
+
+static lt_status be_event_elapsed(lt_backend *b, lt_ctx *ctx, void *start, void *end, double *seconds) {
+    float ms = 0;
+    LT_TRY(lt_cuda_event_elapsed(((cuda_backend *)b)->cu, ctx, (lt_cuda_event *)start, (lt_cuda_event *)end, &ms));
+    *seconds = (double)ms * 1e-3;
+    return LT_OK;
+}
+
+static void be_event_free(lt_backend *b, void *event) { lt_cuda_event_free(((cuda_backend *)b)->cu, (lt_cuda_event *)event); }
+
 static lt_status be_ceilings(lt_backend *b, lt_ctx *ctx, lt_backend_ceilings *out) {
     lt_cuda_ceilings c;
     LT_TRY(lt_cuda_ceilings_get(((cuda_backend *)b)->cu, ctx, &c));
@@ -87,6 +130,7 @@ static lt_status be_ceilings(lt_backend *b, lt_ctx *ctx, lt_backend_ceilings *ou
 const lt_backend_vtbl lt_backend_cuda = {
     .name = "cuda",
     .lang = &lt_lang_cuda,
+    .host_memory = false,
     .create = be_create,
     .destroy = be_destroy,
     .compile = be_compile,
@@ -98,4 +142,13 @@ const lt_backend_vtbl lt_backend_cuda = {
     .launch = be_launch,
     .sync = be_sync,
     .ceilings = be_ceilings,
+    .copy_async = be_copy_async,
+    .graph_begin = be_graph_begin,
+    .graph_end = be_graph_end,
+    .graph_launch = be_graph_launch,
+    .graph_free = be_graph_free,
+    .event_new = be_event_new,
+    .event_record = be_event_record,
+    .event_elapsed = be_event_elapsed,
+    .event_free = be_event_free,
 };

@@ -99,6 +99,7 @@ struct lt_cuda {
     lt_cuda_info info;
     char *cache_dir;
     lt_nvrtc *nv;        /* opened on first compile */
+    char *nvrtc_path;    /* user-given NVRTC library tried first (lt_cuda_options.nvrtc), or NULL */
     bool capturing;
     bool have_ceilings;
     lt_cuda_ceilings ceil;

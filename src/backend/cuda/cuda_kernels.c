@@ -31,8 +31,9 @@ typedef struct gemm_params {
     long long stride_a, stride_b, stride_c, stride_r;
     int m, n, k, lda, ldb, ldc, ldr, bias_kind, act, res_after_act;
     float alpha, beta;
+    float act_a, act_b; /* the extra activations of compiled models; the launchers use none */
 } gemm_params;
-_Static_assert(sizeof(gemm_params) == 120, "gemm_params must match lt_cuda_gemm_params (cuda_gemm.h)");
+_Static_assert(sizeof(gemm_params) == 128, "gemm_params must match lt_cuda_gemm_params (cuda_gemm.h)");
 
 /* ---- compiled modules, by instantiation line ---- */
 typedef struct kmod {

@@ -31,9 +31,15 @@ static const char *const candidates[] = {
     "/usr/local/cuda/lib64/libnvrtc.so.12", NULL,
 };
 
-lt_status lt_nvrtc_open(lt_ctx *ctx, lt_nvrtc **out) {
+lt_status lt_nvrtc_open(lt_ctx *ctx, lt_nvrtc **out) { return lt_nvrtc_open_path(ctx, NULL, out); }
+
+lt_status lt_nvrtc_open_path(lt_ctx *ctx, const char *path, lt_nvrtc **out) {
     lt_nvrtc *nv = lt_calloc(ctx, 1, sizeof *nv, "NVRTC handle");
     if (!nv) return LT_ERR_NOMEM;
+    if (path && *path) {
+        nv->lib = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+        if (nv->lib) snprintf(nv->path, sizeof nv->path, "%s", path);
+    }
     for (int i = 0; candidates[i] && !nv->lib; i++) {
         /* NODELETE: NVRTC (and the C++ runtime it brings) stays mapped after lt_nvrtc_close: loading
          * it again is costly, and its runtime keeps allocations that are only reachable while mapped */
@@ -42,8 +48,9 @@ lt_status lt_nvrtc_open(lt_ctx *ctx, lt_nvrtc **out) {
     }
     if (!nv->lib) {
         lt_mem_free(nv);
-        return lt_error(ctx, LT_ERR_UNSUPPORTED, "NVRTC not found (tried libnvrtc.so.13, libnvrtc.so.12 and "
-                        "/usr/local/cuda/lib64)");
+        return lt_error(ctx, LT_ERR_UNSUPPORTED, "NVRTC not found (tried %s%s%slibnvrtc.so.13, libnvrtc.so.12 and "
+                        "/usr/local/cuda/lib64)", path && *path ? "the given " : "", path && *path ? path : "",
+                        path && *path ? ", " : "");
     }
     struct { void **slot; const char *name; } syms[] = {
         {(void **)&nv->get_error_string, "nvrtcGetErrorString"}, {(void **)&nv->version, "nvrtcVersion"},

@@ -23,7 +23,10 @@
  * 256 threads of 8x8 outputs, shared memory double-buffered through registers. Grid as above.
  * Kernels are instantiated by macros (LT_GEMM_TC, LT_GEMM_SIMT) placed after the prelude, one per
  * module, so a module compiles only what it uses; LT_CUDA_ENTRY_GEMM instantiates every one and
- * LT_CUDA_ENTRY_PEAK the peak-rate probes. The parameter struct is mirrored on the host
+ * LT_CUDA_ENTRY_PEAK the peak-rate probes. Compiled models call the same tile bodies through the
+ * __device__ entries lt_cuda_mm_<dt>_<nn|nt>_<128x128|64x64|simt> (static shared memory, block and
+ * thread indices as arguments; see "tile entry points" below), and cuda_conv.h reuses the MMA step,
+ * the epilogue and the SIMT tile. The parameter struct is mirrored on the host
  * (src/backend/cuda/cuda_kernels.c): keep the two in the same order.
  */
 #ifndef LT_PRELUDE_CUDA_GEMM_H
@@ -31,7 +34,8 @@
 
 #include "cuda_norm.h"
 
-enum { LT_ACT_NONE = 0, LT_ACT_RELU = 1, LT_ACT_GELU = 2, LT_ACT_GELU_TANH = 3, LT_ACT_SIGMOID = 4 };
+enum { LT_ACT_NONE = 0, LT_ACT_RELU = 1, LT_ACT_GELU = 2, LT_ACT_GELU_TANH = 3, LT_ACT_SIGMOID = 4,
+       LT_ACT_TANH = 5, LT_ACT_LEAKY_RELU = 6, LT_ACT_CLIP = 7, LT_ACT_HARD_SIGMOID = 8, LT_ACT_SILU = 9 };
 
 struct lt_cuda_gemm_params {
     void *c;
@@ -46,14 +50,23 @@ struct lt_cuda_gemm_params {
     int act;             /* LT_ACT_* */
     int res_after_act;   /* 1: act(v + bias) + R; 0: act(v + bias + R) */
     float alpha, beta;
+    float act_a, act_b;  /* LeakyRelu alpha; Clip min, max; HardSigmoid alpha, beta */
 };
 
-LT_FN float lt_gemm_act(int act, float v) {
+LT_FN float lt_gemm_act(int act, float a, float b, float v) {
     switch (act) {
     case LT_ACT_RELU: return v < 0.0f ? 0.0f : v; /* NaN stays NaN */
     case LT_ACT_GELU: return 0.5f * v * (1.0f + erff(v * 0.70710678118654752f));
     case LT_ACT_GELU_TANH: return 0.5f * v * (1.0f + tanhf(0.79788456080286536f * (v + 0.044715f * v * v * v)));
     case LT_ACT_SIGMOID: return lt_sigmoid_f32(v);
+    case LT_ACT_TANH: return tanhf(v);
+    case LT_ACT_LEAKY_RELU: return v < 0.0f ? a * v : v;
+    case LT_ACT_CLIP: return v < a ? a : (v > b ? b : v);
+    case LT_ACT_HARD_SIGMOID: {
+        const float h = a * v + b;
+        return h < 0.0f ? 0.0f : (h > 1.0f ? 1.0f : h);
+    }
+    case LT_ACT_SILU: return v * lt_sigmoid_f32(v);
     default: return v;
     }
 }
@@ -68,7 +81,7 @@ static __device__ __noinline__ float lt_gemm_epi(const lt_cuda_gemm_params &p, f
     float rv = 0.0f;
     if (p.res) rv = p.beta * lt_ld1<D>((const S *)p.res, z * p.stride_r + (long long)r * p.ldr + c);
     if (!p.res_after_act) v += rv;
-    v = lt_gemm_act(p.act, v);
+    v = lt_gemm_act(p.act, p.act_a, p.act_b, v);
     if (p.res_after_act) v += rv;
     return v;
 }
@@ -110,8 +123,82 @@ template <int CH> LT_FN int lt_swz(int r, int c) {
     return CH >= 8 ? (c ^ (r & 7)) : CH == 4 ? (c ^ ((r >> 1) & 3)) : CH == 2 ? (c ^ ((r >> 2) & 1)) : c;
 }
 
+/* One BK-deep step of a warp's WM x WN tile on tensor cores: A [BM][BK] and B ([BN][BK] when BT,
+ * else [BK][BN]) in shared memory at sa / sb, swizzled as lt_swz says. Shared by GEMM and conv. */
+template <typename D, int BM, int BN, int BK, int WM, int WN, bool BT>
+LT_FN void lt_tc_step(float (&acc)[WM / 16][WN / 8][4], uint32_t sa, uint32_t sb, int lane, int wm, int wn) {
+    enum { MT = WM / 16, NTL = WN / 8, CHA = BK / 8, CHB = BT ? BK / 8 : BN / 8 };
+#pragma unroll
+    for (int kk = 0; kk < BK / 16; kk++) {
+        uint32_t af[MT][4], bfr[NTL][2];
+#pragma unroll
+        for (int i = 0; i < MT; i++) {
+            const int row = wm * WM + i * 16 + (lane & 15), c = kk * 2 + (lane >> 4);
+            lt_ldsm_x4(af[i], sa + (uint32_t)(row * CHA + lt_swz<CHA>(row, c)) * 16u);
+        }
+#pragma unroll
+        for (int j = 0; j < NTL / 2; j++) {
+            uint32_t r[4];
+            if (BT) { /* [n][k]: rows are n; matrices (n lo, k lo), (n lo, k hi), (n hi, k lo), (n hi, k hi) */
+                const int row = wn * WN + j * 16 + (lane >> 4) * 8 + (lane & 7), c = kk * 2 + ((lane >> 3) & 1);
+                lt_ldsm_x4(r, sb + (uint32_t)(row * CHB + lt_swz<CHB>(row, c)) * 16u);
+            } else { /* [k][n]: rows are k, transposed on load; same matrix order */
+                const int row = kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8, c = (wn * WN + j * 16) / 8 + (lane >> 4);
+                lt_ldsm_x4_t(r, sb + (uint32_t)(row * CHB + lt_swz<CHB>(row, c)) * 16u);
+            }
+            bfr[2 * j][0] = r[0], bfr[2 * j][1] = r[1], bfr[2 * j + 1][0] = r[2], bfr[2 * j + 1][1] = r[3];
+        }
+#pragma unroll
+        for (int i = 0; i < MT; i++)
+#pragma unroll
+            for (int j = 0; j < NTL; j++) lt_mma16816(D(), acc[i][j], af[i], bfr[j]);
+    }
+}
+
+/* The epilogue of a warp's tile: thread (g, t) of a warp holds rows g, g + 8 and columns 2t, 2t + 1
+ * of each 16x8 tile. C already points at batch entry z (the residual is read at z * p.stride_r). Pairs are stored as one
+ * 32-bit word when the row start and ldc are even (always for the GEMMs: n % 8 == 0), else singly. */
+template <typename D, int WM, int WN>
+LT_FN void lt_tc_store(const lt_cuda_gemm_params &p, const float (&acc)[WM / 16][WN / 8][4], typename D::S *C,
+                       int r0, int c0, int lane, bool pairs, long long z) {
+    enum { MT = WM / 16, NTL = WN / 8 };
+    const int g = lane >> 2, t4 = lane & 3;
+    const bool plain = p.bias_kind == 0 && !p.res && p.act == LT_ACT_NONE;
+#pragma unroll
+    for (int i = 0; i < MT; i++)
+#pragma unroll
+        for (int j = 0; j < NTL; j++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                const int r = r0 + i * 16 + g + h * 8, c = c0 + j * 8 + t4 * 2;
+                if (r >= p.m || c >= p.n) continue;
+                float v0 = acc[i][j][2 * h] * p.alpha, v1 = acc[i][j][2 * h + 1] * p.alpha;
+                if (!plain) {
+                    v0 = lt_gemm_epi<D>(p, acc[i][j][2 * h], r, c, z);
+                    if (c + 1 < p.n) v1 = lt_gemm_epi<D>(p, acc[i][j][2 * h + 1], r, c + 1, z);
+                }
+                if (pairs && c + 1 < p.n) {
+                    *(uint32_t *)(C + (long long)r * p.ldc + c) = lt_pack2(D(), v0, v1);
+                } else {
+                    lt_st1<D>(C, (long long)r * p.ldc + c, v0);
+                    if (c + 1 < p.n) lt_st1<D>(C, (long long)r * p.ldc + c + 1, v1);
+                }
+            }
+}
+
+/* Tile (m0, n0) of the tile order: groups of 8 tile-rows, down the rows first within a group (L2
+ * reuse of B). */
+LT_FN void lt_tile_origin(int bid, int M, int N, int BM, int BN, int *m0, int *n0) {
+    const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
+    const int per_group = 8 * tiles_n, grp = bid / per_group;
+    const int first_m = grp * 8, gm = min(tiles_m - first_m, 8), in_grp = bid - grp * per_group;
+    *m0 = (first_m + in_grp % gm) * BM, *n0 = (in_grp / gm) * BN;
+}
+
+/* Block `bid` (a tile, see lt_tile_origin) of batch entry z, computed by thread `tid` of
+ * (BM / WM) * (BN / WN) * 32; smem holds STAGES * (BM + BN) * BK * 2 bytes. */
 template <typename D, int BM, int BN, int BK, int WM, int WN, int STAGES, bool BT>
-LT_FN void lt_gemm_tc(const lt_cuda_gemm_params &p, char *smem) {
+LT_FN void lt_gemm_tc(const lt_cuda_gemm_params &p, char *smem, int bid, long long z, int tid) {
     typedef typename D::S S;
     enum {
         WARPS_N = BN / WN, NT = 32 * (BM / WM) * (BN / WN), MT = WM / 16, NTL = WN / 8,
@@ -123,15 +210,11 @@ LT_FN void lt_gemm_tc(const lt_cuda_gemm_params &p, char *smem) {
     };
     static_assert(BM * CHA % NT == 0 && RB * CHB % NT == 0 && NT % CHA == 0 && NT % CHB == 0, "tile loads");
     static_assert(NTL % 2 == 0 && BK % 16 == 0 && WM % 16 == 0, "warp tile");
-    const int tid = (int)threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int lane = tid & 31, warp = tid >> 5;
     const int wm = warp / WARPS_N, wn = warp % WARPS_N;
     const int M = p.m, N = p.n, K = p.k;
-    /* tile order: groups of 8 tile-rows, down the rows first within a group (L2 reuse of B) */
-    const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
-    const int per_group = 8 * tiles_n, bid = (int)blockIdx.x, grp = bid / per_group;
-    const int first_m = grp * 8, gm = min(tiles_m - first_m, 8), in_grp = bid - grp * per_group;
-    const int m0 = (first_m + in_grp % gm) * BM, n0 = (in_grp / gm) * BN;
-    const long long z = blockIdx.y;
+    int m0, n0;
+    lt_tile_origin(bid, M, N, BM, BN, &m0, &n0);
     const S *A = (const S *)p.a + z * p.stride_a;
     const S *B = (const S *)p.b + z * p.stride_b;
     const uint32_t sbase = lt_smem_u32(smem);
@@ -179,84 +262,28 @@ LT_FN void lt_gemm_tc(const lt_cuda_gemm_params &p, char *smem) {
         __syncthreads();                 /* everyone's have; and stage (kt - 1) % STAGES is free */
         if (kt + STAGES - 1 < KT) load_tile((kt + STAGES - 1) % STAGES, kt + STAGES - 1);
         lt_cp_async_commit();
-        const uint32_t sa = sbase + (kt % STAGES) * STAGE_BYTES, sb = sa + A_BYTES;
-#pragma unroll
-        for (int kk = 0; kk < BK / 16; kk++) {
-            uint32_t af[MT][4], bfr[NTL][2];
-#pragma unroll
-            for (int i = 0; i < MT; i++) {
-                const int row = wm * WM + i * 16 + (lane & 15), c = kk * 2 + (lane >> 4);
-                lt_ldsm_x4(af[i], sa + (uint32_t)(row * CHA + lt_swz<CHA>(row, c)) * 16u);
-            }
-#pragma unroll
-            for (int j = 0; j < NTL / 2; j++) {
-                uint32_t r[4];
-                if (BT) { /* [n][k]: rows are n; matrices (n lo, k lo), (n lo, k hi), (n hi, k lo), (n hi, k hi) */
-                    const int row = wn * WN + j * 16 + (lane >> 4) * 8 + (lane & 7), c = kk * 2 + ((lane >> 3) & 1);
-                    lt_ldsm_x4(r, sb + (uint32_t)(row * CHB + lt_swz<CHB>(row, c)) * 16u);
-                } else { /* [k][n]: rows are k, transposed on load; same matrix order */
-                    const int row = kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8, c = (wn * WN + j * 16) / 8 + (lane >> 4);
-                    lt_ldsm_x4_t(r, sb + (uint32_t)(row * CHB + lt_swz<CHB>(row, c)) * 16u);
-                }
-                bfr[2 * j][0] = r[0], bfr[2 * j][1] = r[1], bfr[2 * j + 1][0] = r[2], bfr[2 * j + 1][1] = r[3];
-            }
-#pragma unroll
-            for (int i = 0; i < MT; i++)
-#pragma unroll
-                for (int j = 0; j < NTL; j++) lt_mma16816(D(), acc[i][j], af[i], bfr[j]);
-        }
+        const uint32_t sa = sbase + (kt % STAGES) * STAGE_BYTES;
+        lt_tc_step<D, BM, BN, BK, WM, WN, BT>(acc, sa, sa + A_BYTES, lane, wm, wn);
     }
     lt_cp_async_wait<0>();
 
-    /* epilogue: thread (g, t) of a warp holds rows g, g + 8 and columns 2t, 2t + 1 of each 16x8 tile */
-    S *C = (S *)p.c + z * p.stride_c;
-    const int g = lane >> 2, t4 = lane & 3;
-    const bool plain = p.bias_kind == 0 && !p.res && p.act == LT_ACT_NONE;
-#pragma unroll
-    for (int i = 0; i < MT; i++)
-#pragma unroll
-        for (int j = 0; j < NTL; j++)
-#pragma unroll
-            for (int h = 0; h < 2; h++) {
-                const int r = m0 + wm * WM + i * 16 + g + h * 8, c = n0 + wn * WN + j * 8 + t4 * 2;
-                if (r < M && c < N) { /* n % 8 == 0: c + 1 < N too */
-                    float v0 = acc[i][j][2 * h] * p.alpha, v1 = acc[i][j][2 * h + 1] * p.alpha;
-                    if (!plain) {
-                        v0 = lt_gemm_epi<D>(p, acc[i][j][2 * h], r, c, z);
-                        v1 = lt_gemm_epi<D>(p, acc[i][j][2 * h + 1], r, c + 1, z);
-                    }
-                    *(uint32_t *)(C + (long long)r * p.ldc + c) = lt_pack2(D(), v0, v1);
-                }
-            }
+    lt_tc_store<D, WM, WN>(p, acc, (S *)p.c + z * p.stride_c, m0 + wm * WM, n0 + wn * WN, lane, true, z);
 }
 
 /* ---- SIMT: any shape, any alignment (float32, and narrow types the tensor-core path refuses) ---- */
-template <typename D, bool BT> LT_FN void lt_gemm_simt(const lt_cuda_gemm_params &p) {
-    typedef typename D::S S;
+/* The 128x128x8 tile at (m0, n0) of C (batch entry z: the residual is read at z * p.stride_r), 256 threads of 8x8 outputs. fetch(k0, ra, rb)
+ * loads this thread's share of the k0 step into registers: ra[e] = A[m0 + (tid >> 1)][k0 + (tid & 1) * 4
+ * + e]; rb[e] = B[k0 + (tid >> 5)][n0 + (tid & 31) * 4 + e] (nn), or B^T[n0 + (tid >> 1)][k0 +
+ * (tid & 1) * 4 + e] (BT); zero outside. Shared with the implicit-GEMM convolution. */
+template <typename D, bool BT, typename Fetch>
+LT_FN void lt_simt_tile(const lt_cuda_gemm_params &p, typename D::S *C, int m0, int n0, int tid, long long z, Fetch fetch) {
     enum { BM = 128, BN = 128, BK = 8, NT = 256 };
     __shared__ __align__(16) float As[2][BK][BM + 4];
     __shared__ __align__(16) float Bs[2][BK][BN + 4];
-    const int tid = (int)threadIdx.x, tx = tid & 15, ty = tid >> 4;
+    const int tx = tid & 15, ty = tid >> 4;
     const int M = p.m, N = p.n, K = p.k;
-    const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
-    const int per_group = 8 * tiles_n, bid = (int)blockIdx.x, grp = bid / per_group;
-    const int first_m = grp * 8, gm = min(tiles_m - first_m, 8), in_grp = bid - grp * per_group;
-    const int m0 = (first_m + in_grp % gm) * BM, n0 = (in_grp / gm) * BN;
-    const long long z = blockIdx.y;
-    const S *A = (const S *)p.a + z * p.stride_a;
-    const S *B = (const S *)p.b + z * p.stride_b;
-    /* this thread's share of a tile load: A row ar, k aq..aq+3; B (nn) k-row bk, n bq..bq+3, (nt) n-row ar */
     const int ar = tid >> 1, aq = (tid & 1) * 4, bk = tid >> 5, bq = (tid & 31) * 4;
     float ra[4], rb[4];
-    auto fetch = [&](int k0) {
-#pragma unroll
-        for (int e = 0; e < 4; e++) {
-            const int k = k0 + aq + e;
-            ra[e] = (m0 + ar < M && k < K) ? lt_ld1<D>(A, (long long)(m0 + ar) * p.lda + k) : 0.0f;
-            if (BT) rb[e] = (n0 + ar < N && k < K) ? lt_ld1<D>(B, (long long)(n0 + ar) * p.ldb + k) : 0.0f;
-            else rb[e] = (k0 + bk < K && n0 + bq + e < N) ? lt_ld1<D>(B, (long long)(k0 + bk) * p.ldb + n0 + bq + e) : 0.0f;
-        }
-    };
     auto stash = [&](int buf) {
 #pragma unroll
         for (int e = 0; e < 4; e++) {
@@ -271,12 +298,12 @@ template <typename D, bool BT> LT_FN void lt_gemm_simt(const lt_cuda_gemm_params
 #pragma unroll
         for (int j = 0; j < 8; j++) acc[i][j] = 0.0f;
     const int KT = (K + BK - 1) / BK;
-    fetch(0);
+    fetch(0, ra, rb);
     stash(0);
     __syncthreads();
     for (int kt = 0; kt < KT; kt++) {
         const int buf = kt & 1;
-        if (kt + 1 < KT) fetch((kt + 1) * BK);
+        if (kt + 1 < KT) fetch((kt + 1) * BK, ra, rb);
 #pragma unroll
         for (int k = 0; k < BK; k++) {
             float a[8], b[8];
@@ -292,7 +319,6 @@ template <typename D, bool BT> LT_FN void lt_gemm_simt(const lt_cuda_gemm_params
         if (kt + 1 < KT) stash(buf ^ 1);
         __syncthreads();
     }
-    S *C = (S *)p.c + z * p.stride_c;
 #pragma unroll
     for (int i = 0; i < 8; i++) {
         const int r = m0 + (i < 4 ? ty * 4 + i : 64 + ty * 4 + i - 4);
@@ -305,6 +331,93 @@ template <typename D, bool BT> LT_FN void lt_gemm_simt(const lt_cuda_gemm_params
     }
 }
 
+/* GEMM block `bid` of batch entry z on the SIMT cores, thread tid of 256. */
+template <typename D, bool BT> LT_FN void lt_gemm_simt(const lt_cuda_gemm_params &p, int bid, long long z, int tid) {
+    typedef typename D::S S;
+    int m0, n0;
+    lt_tile_origin(bid, p.m, p.n, 128, 128, &m0, &n0);
+    const S *A = (const S *)p.a + z * p.stride_a;
+    const S *B = (const S *)p.b + z * p.stride_b;
+    const int M = p.m, N = p.n, K = p.k;
+    const int ar = tid >> 1, aq = (tid & 1) * 4, bk = tid >> 5, bq = (tid & 31) * 4;
+    auto fetch = [&](int k0, float *ra, float *rb) {
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            const int k = k0 + aq + e;
+            ra[e] = (m0 + ar < M && k < K) ? lt_ld1<D>(A, (long long)(m0 + ar) * p.lda + k) : 0.0f;
+            if (BT) rb[e] = (n0 + ar < N && k < K) ? lt_ld1<D>(B, (long long)(n0 + ar) * p.ldb + k) : 0.0f;
+            else rb[e] = (k0 + bk < K && n0 + bq + e < N) ? lt_ld1<D>(B, (long long)(k0 + bk) * p.ldb + n0 + bq + e) : 0.0f;
+        }
+    };
+    lt_simt_tile<D, BT>(p, (S *)p.c + z * p.stride_c, m0, n0, tid, z, fetch);
+}
+
+/* ---- tile entry points for compiled models: a lowered MatMul/Gemm kernel is
+ *   for GPU_BLOCK blk in [0, nblocks): for GPU_THREAD t in [0, threads): lt_cuda_mm_<cfg>(..., blk, nblocks, t)
+ * with static shared memory (at most 48 KiB). Arguments: C, A, B, bias (per column: bias_kind 1, per
+ * row: 2), residual R (read with C's strides; res_mode 1 before the activation, 2 after), two batch
+ * dims b1 x b2 with element strides per operand (0: shared), m, n, k, leading dimensions, the
+ * activation (LT_ACT_*) with its parameters, alpha; then the block index, the block count (any:
+ * blocks loop over the tiles of every batch entry) and the thread index. Threads: 128 for the
+ * tensor-core tiles (4 warps), 256 for SIMT. The tensor-core entries need what LT_GEMM_TC needs
+ * (k % 8, n % 8, leading dimensions and batch strides multiples of 8, 16-byte aligned operands);
+ * the lowering checks that statically. Function templates with a defaulted parameter, so a module
+ * instantiates only the entries it calls. ---- */
+#define LT_MM_ARGS                                                                                 \
+    void *c, const void *a, const void *b, const void *bias, const void *res, long long b1, long long b2, int m,  \
+        int n, int k, int lda, long long sa1, long long sa2, int ldb, long long sb1, long long sb2, int ldc,      \
+        long long sc1, long long sc2, int bias_kind, int res_mode, int act, float act_a, float act_b, float alpha, \
+        long long block, long long nblocks, long long thread
+
+template <typename D, int BM, int BN, typename Tile>
+LT_FN void lt_mm_run(LT_MM_ARGS, Tile tile) {
+    typedef typename D::S S;
+    lt_cuda_gemm_params p;
+    p.c = c, p.a = a, p.b = b, p.bias = bias, p.res = res_mode ? res : 0;
+    p.stride_a = p.stride_b = p.stride_c = p.stride_r = 0;
+    p.m = m, p.n = n, p.k = k, p.lda = lda, p.ldb = ldb, p.ldc = ldc, p.ldr = ldc;
+    p.bias_kind = bias_kind, p.act = act, p.res_after_act = res_mode == 2;
+    p.alpha = alpha, p.beta = 1.0f, p.act_a = act_a, p.act_b = act_b;
+    const long long tiles = (long long)((m + BM - 1) / BM) * ((n + BN - 1) / BN), total = tiles * b1 * b2;
+    for (long long t = block; t < total; t += nblocks) {
+        const long long z = t / tiles, z1 = z / b2, z2 = z - z1 * b2;
+        lt_cuda_gemm_params q = p;
+        q.c = (S *)c + z1 * sc1 + z2 * sc2;
+        q.a = (const S *)a + z1 * sa1 + z2 * sa2;
+        q.b = (const S *)b + z1 * sb1 + z2 * sb2;
+        if (q.res) q.res = (const S *)res + z1 * sc1 + z2 * sc2;
+        tile(q, (int)(t - z * tiles), (int)thread);
+        __syncthreads(); /* shared memory is reused by the next tile */
+    }
+}
+#define LT_MM_PASS                                                                                 \
+    c, a, b, bias, res, b1, b2, m, n, k, lda, sa1, sa2, ldb, sb1, sb2, ldc, sc1, sc2, bias_kind, res_mode, act, act_a, \
+        act_b, alpha, block, nblocks, thread
+/* 3 stages of BK 32: 128x128 tiles take 48 KiB, 64x64 tiles 24 KiB */
+#define LT_MM_TC_BODY(dt, BT, BM, BN, WM, WN)                                                      \
+    __shared__ __align__(128) char smem[3 * (BM + BN) * 32 * 2];                                   \
+    lt_mm_run<lt_dt_##dt, BM, BN>(LT_MM_PASS, [&](const lt_cuda_gemm_params &q, int bid, int tid) { \
+        lt_gemm_tc<lt_dt_##dt, BM, BN, 32, WM, WN, 3, BT>(q, smem, bid, 0, tid);                   \
+    });
+#define LT_MM_SIMT_BODY(dt, BT)                                                                    \
+    lt_mm_run<lt_dt_##dt, 128, 128>(LT_MM_PASS, [&](const lt_cuda_gemm_params &q, int bid, int tid) { \
+        lt_gemm_simt<lt_dt_##dt, BT>(q, bid, 0, tid);                                              \
+    });
+template <int I_ = 0> LT_FN void lt_cuda_mm_f16_nn_128x128(LT_MM_ARGS) { LT_MM_TC_BODY(f16, false, 128, 128, 64, 64) }
+template <int I_ = 0> LT_FN void lt_cuda_mm_f16_nt_128x128(LT_MM_ARGS) { LT_MM_TC_BODY(f16, true, 128, 128, 64, 64) }
+template <int I_ = 0> LT_FN void lt_cuda_mm_bf16_nn_128x128(LT_MM_ARGS) { LT_MM_TC_BODY(bf16, false, 128, 128, 64, 64) }
+template <int I_ = 0> LT_FN void lt_cuda_mm_bf16_nt_128x128(LT_MM_ARGS) { LT_MM_TC_BODY(bf16, true, 128, 128, 64, 64) }
+template <int I_ = 0> LT_FN void lt_cuda_mm_f16_nn_64x64(LT_MM_ARGS) { LT_MM_TC_BODY(f16, false, 64, 64, 32, 32) }
+template <int I_ = 0> LT_FN void lt_cuda_mm_f16_nt_64x64(LT_MM_ARGS) { LT_MM_TC_BODY(f16, true, 64, 64, 32, 32) }
+template <int I_ = 0> LT_FN void lt_cuda_mm_bf16_nn_64x64(LT_MM_ARGS) { LT_MM_TC_BODY(bf16, false, 64, 64, 32, 32) }
+template <int I_ = 0> LT_FN void lt_cuda_mm_bf16_nt_64x64(LT_MM_ARGS) { LT_MM_TC_BODY(bf16, true, 64, 64, 32, 32) }
+template <int I_ = 0> LT_FN void lt_cuda_mm_f32_nn_simt(LT_MM_ARGS) { LT_MM_SIMT_BODY(f32, false) }
+template <int I_ = 0> LT_FN void lt_cuda_mm_f32_nt_simt(LT_MM_ARGS) { LT_MM_SIMT_BODY(f32, true) }
+template <int I_ = 0> LT_FN void lt_cuda_mm_f16_nn_simt(LT_MM_ARGS) { LT_MM_SIMT_BODY(f16, false) }
+template <int I_ = 0> LT_FN void lt_cuda_mm_f16_nt_simt(LT_MM_ARGS) { LT_MM_SIMT_BODY(f16, true) }
+template <int I_ = 0> LT_FN void lt_cuda_mm_bf16_nn_simt(LT_MM_ARGS) { LT_MM_SIMT_BODY(bf16, false) }
+template <int I_ = 0> LT_FN void lt_cuda_mm_bf16_nt_simt(LT_MM_ARGS) { LT_MM_SIMT_BODY(bf16, true) }
+
 /* ---- entry points: a macro instantiates one kernel (the host compiles each one it needs as its own
  * small module); LT_CUDA_ENTRY_GEMM instantiates them all (the NVRTC test) ---- */
 extern __shared__ __align__(128) char lt_gemm_dyn_smem[];
@@ -312,12 +425,12 @@ extern __shared__ __align__(128) char lt_gemm_dyn_smem[];
 #define LT_GEMM_TC(dt, lay, BT, BM, BN, BK, WM, WN, ST, MINB)                                      \
     extern "C" __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, MINB)                 \
         lt_cuda_gemm_##dt##_##lay##_##BM##x##BN##x##BK(lt_cuda_gemm_params p) {                    \
-        lt_gemm_tc<lt_dt_##dt, BM, BN, BK, WM, WN, ST, BT>(p, lt_gemm_dyn_smem);                   \
+        lt_gemm_tc<lt_dt_##dt, BM, BN, BK, WM, WN, ST, BT>(p, lt_gemm_dyn_smem, (int)blockIdx.x, blockIdx.y, (int)threadIdx.x);                   \
     }
 /* lt_cuda_gemm_<dt>_<nn|nt>_simt */
 #define LT_GEMM_SIMT(dt, lay, BT)                                                                  \
     extern "C" __global__ void __launch_bounds__(256) lt_cuda_gemm_##dt##_##lay##_simt(lt_cuda_gemm_params p) { \
-        lt_gemm_simt<lt_dt_##dt, BT>(p);                                                           \
+        lt_gemm_simt<lt_dt_##dt, BT>(p, (int)blockIdx.x, blockIdx.y, (int)threadIdx.x);            \
     }
 /* The tensor-core configurations (the host's table in cuda_kernels.c lists the same):
  * BM, BN, BK, warp tile WM x WN, stages, min blocks per SM. */

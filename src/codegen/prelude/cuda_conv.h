@@ -1,0 +1,253 @@
+/* cuda_conv.h — CUDA prelude: 2-D convolution (NCHW, any stride / padding / dilation / group) with a
+ * fused epilogue, for compiled models. Three kinds of kernel body, each a tile entry point a lowered
+ * Conv kernel calls as
+ *   for GPU_BLOCK blk in [0, nblocks): for GPU_THREAD t in [0, threads):
+ *       lt_cuda_conv_<dt>_<kind>(y, x, w, bias, res, geometry..., blk, nblocks, t)
+ * with static shared memory only:
+ *   - implicit GEMM on tensor cores (float16 / bfloat16, mma.sync m16n8k16, float32 accumulation),
+ *     `tc<BM>x<BN>`, 128 threads: per image and group, Y[oc, p] = W[oc, k] * im2col(X)[k, p] with
+ *     k = (c, kh, kw); the W tile comes by cp.async (rows of W are contiguous: needs Cg*KH*KW % 8 == 0
+ *     and a 16-byte aligned W), the im2col tile is gathered into registers while the tensor cores
+ *     work on the previous one (two shared stages) and stored swizzled as the GEMM's [BK][BN] B tile,
+ *     so the MMA step and the epilogue are cuda_gemm.h's (lt_tc_step, lt_tc_store);
+ *   - implicit GEMM on the SIMT cores (`simt`, 256 threads, any dtype, float32 without tf32): the
+ *     GEMM's 128x128x8 SIMT tile with the same gather;
+ *   - direct (`direct`, 256 threads): one output per thread, for depthwise and narrow groups
+ *     (fewer than 16 output channels a group), where a GEMM tile would be mostly empty.
+ * Blocks loop over (image, group, tile) so any grid is correct. Epilogue per output (cuda_gemm.h's
+ * lt_gemm_epi): bias[oc] (has_bias), residual R of Y's shape before (res_mode 1) or after (2) the
+ * activation (LT_ACT_* with act_a / act_b). Accumulation is float32 throughout.
+ * Function templates with a defaulted parameter: a module instantiates only the entries it calls.
+ */
+#ifndef LT_PRELUDE_CUDA_CONV_H
+#define LT_PRELUDE_CUDA_CONV_H
+
+#include "cuda_gemm.h"
+
+struct lt_cuda_conv_geom {
+    int C, H, W, KH, KW, sh, sw, ph, pw, dh, dw, OW;
+};
+
+#define LT_CONV_ARGS                                                                               \
+    void *y, const void *x, const void *w, const void *bias, const void *res, int N, int C, int H, int W, int OC, \
+        int KH, int KW, int sh, int sw, int ph, int pw, int dh, int dw, int G, int OH, int OW, int has_bias,        \
+        int res_mode, int act, float act_a, float act_b, long long block, long long nblocks, long long thread
+#define LT_CONV_PASS                                                                               \
+    y, x, w, bias, res, N, C, H, W, OC, KH, KW, sh, sw, ph, pw, dh, dw, G, OH, OW, has_bias, res_mode, act, act_a, \
+        act_b, block, nblocks, thread
+
+/* The implicit GEMM of (image, group) z: m = OC / G, n = OH * OW, k = C / G * KH * KW; p.a = W of
+ * the group (lda k), p.b = the image's channels of the group, p.c = Y of both (ldc n). */
+template <typename D, int BM, int BN, typename Tile>
+LT_FN void lt_conv_run(LT_CONV_ARGS, Tile tile) {
+    typedef typename D::S S;
+    const int Cg = C / G, OCg = OC / G, P = OH * OW, Kg = Cg * KH * KW;
+    lt_cuda_gemm_params p;
+    p.c = y, p.a = w, p.b = x, p.bias = bias, p.res = 0;
+    p.stride_a = p.stride_b = p.stride_c = p.stride_r = 0;
+    p.m = OCg, p.n = P, p.k = Kg, p.lda = Kg, p.ldb = P, p.ldc = P, p.ldr = P;
+    p.bias_kind = has_bias ? 2 : 0, p.act = act, p.res_after_act = res_mode == 2;
+    p.alpha = 1.0f, p.beta = 1.0f, p.act_a = act_a, p.act_b = act_b;
+    lt_cuda_conv_geom g;
+    g.C = C, g.H = H, g.W = W, g.KH = KH, g.KW = KW, g.sh = sh, g.sw = sw, g.ph = ph, g.pw = pw, g.dh = dh, g.dw = dw;
+    g.OW = OW;
+    const long long tiles = (long long)((OCg + BM - 1) / BM) * ((P + BN - 1) / BN), total = tiles * N * G;
+    for (long long t = block; t < total; t += nblocks) {
+        const long long z = t / tiles, ni = z / G, gi = z - ni * G;
+        const long long yoff = (ni * OC + gi * OCg) * (long long)P;
+        lt_cuda_gemm_params q = p;
+        q.c = (S *)y + yoff;
+        q.a = (const S *)w + gi * OCg * (long long)Kg;
+        q.b = (const S *)x + (ni * C + gi * Cg) * (long long)H * W;
+        if (has_bias) q.bias = (const S *)bias + gi * OCg;
+        if (res_mode) q.res = (const S *)res + yoff;
+        tile(q, g, (int)(t - z * tiles), (int)thread);
+        __syncthreads(); /* shared memory is reused by the next tile */
+    }
+}
+
+/* Input origin (ih, iw at kh = kw = 0) of output column pcol; far outside for columns past n. */
+LT_FN void lt_conv_origin(const lt_cuda_conv_geom &g, int pcol, int n, int *ih0, int *iw0) {
+    if (pcol < n) {
+        const int oh = pcol / g.OW, ow = pcol - oh * g.OW;
+        *ih0 = oh * g.sh - g.ph, *iw0 = ow * g.sw - g.pw;
+    } else {
+        *ih0 = -(1 << 29), *iw0 = -(1 << 29);
+    }
+}
+
+/* ---- tensor cores ---- */
+template <typename D, int BM, int BN, int WM, int WN>
+LT_FN void lt_conv_tc(const lt_cuda_gemm_params &p, const lt_cuda_conv_geom &g, char *smem, int bid, int tid) {
+    typedef typename D::S S;
+    enum {
+        BK = 32, WARPS_N = BN / WN, NT = 32 * (BM / WM) * (BN / WN), MT = WM / 16, NTL = WN / 8, CHA = BK / 8,
+        CHB = BN / 8, A_BYTES = BM * BK * 2, STAGE_BYTES = (BM + BN) * BK * 2, A_PER = BM * CHA / NT,
+        B_PER = BK * CHB / NT
+    };
+    static_assert(BM * CHA % NT == 0 && BK * CHB % NT == 0 && NT % CHA == 0 && NT % CHB == 0, "tile loads");
+    const int lane = tid & 31, warp = tid >> 5, wm = warp / WARPS_N, wn = warp % WARPS_N;
+    const int M = p.m, N = p.n, K = p.k, KHW = g.KH * g.KW;
+    int m0, n0;
+    lt_tile_origin(bid, M, N, BM, BN, &m0, &n0);
+    const S *A = (const S *)p.a, *X = (const S *)p.b;
+    const uint32_t sbase = lt_smem_u32(smem);
+    const int KT = (K + BK - 1) / BK;
+    /* this thread's 16-byte chunk of every B row: 8 fixed output columns */
+    const int cb = tid % CHB;
+    int ih0[8], iw0[8];
+#pragma unroll
+    for (int e = 0; e < 8; e++) lt_conv_origin(g, n0 + cb * 8 + e, N, &ih0[e], &iw0[e]);
+    uint32_t breg[B_PER][4];
+
+    auto load_a = [&](int stage, int kt) {
+        const uint32_t sa = sbase + stage * STAGE_BYTES;
+        const int k0 = kt * BK;
+#pragma unroll
+        for (int i = 0; i < A_PER; i++) {
+            const int row = tid / CHA + i * (NT / CHA), c = tid % CHA;
+            const bool ok = m0 + row < M && k0 + c * 8 < K;
+            const S *src = ok ? A + (long long)(m0 + row) * p.lda + k0 + c * 8 : A;
+            lt_cp_async16(sa + (uint32_t)(row * CHA + lt_swz<CHA>(row, c)) * 16u, src, ok);
+        }
+    };
+    auto gather = [&](int kt) {
+#pragma unroll
+        for (int i = 0; i < B_PER; i++) {
+            const int row = tid / CHB + i * (NT / CHB), k = kt * BK + row;
+            uint32_t v[8];
+#pragma unroll
+            for (int e = 0; e < 8; e++) v[e] = 0;
+            if (k < K) {
+                const int c = k / KHW, r = k - c * KHW, kh = r / g.KW, kw = r - kh * g.KW;
+                const S *xc = X + (long long)c * g.H * g.W;
+#pragma unroll
+                for (int e = 0; e < 8; e++) {
+                    const int ih = ih0[e] + kh * g.dh, iw = iw0[e] + kw * g.dw;
+                    if ((unsigned)ih < (unsigned)g.H && (unsigned)iw < (unsigned)g.W) v[e] = xc[ih * g.W + iw];
+                }
+            }
+#pragma unroll
+            for (int q = 0; q < 4; q++) breg[i][q] = v[2 * q] | (v[2 * q + 1] << 16);
+        }
+    };
+    auto store_b = [&](int stage) {
+#pragma unroll
+        for (int i = 0; i < B_PER; i++) {
+            const int row = tid / CHB + i * (NT / CHB);
+            *(uint4 *)(smem + stage * STAGE_BYTES + A_BYTES + (row * CHB + lt_swz<CHB>(row, cb)) * 16) =
+                make_uint4(breg[i][0], breg[i][1], breg[i][2], breg[i][3]);
+        }
+    };
+
+    float acc[MT][NTL][4];
+#pragma unroll
+    for (int i = 0; i < MT; i++)
+#pragma unroll
+        for (int j = 0; j < NTL; j++) acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0.0f;
+    load_a(0, 0);
+    lt_cp_async_commit();
+    gather(0);
+    store_b(0);
+    for (int kt = 0; kt < KT; kt++) {
+        const int cur = kt & 1;
+        lt_cp_async_wait<0>();
+        __syncthreads(); /* tile kt is in stage cur; everyone is done with stage cur ^ 1 */
+        if (kt + 1 < KT) {
+            load_a(cur ^ 1, kt + 1);
+            lt_cp_async_commit();
+            gather(kt + 1); /* global loads in flight while the tensor cores work */
+        }
+        const uint32_t sa = sbase + cur * STAGE_BYTES;
+        lt_tc_step<D, BM, BN, BK, WM, WN, false>(acc, sa, sa + A_BYTES, lane, wm, wn);
+        if (kt + 1 < KT) store_b(cur ^ 1);
+    }
+    const bool pairs = (p.ldc & 1) == 0 && ((unsigned long long)p.c & 3) == 0;
+    lt_tc_store<D, WM, WN>(p, acc, (S *)p.c, m0 + wm * WM, n0 + wn * WN, lane, pairs, 0);
+}
+
+/* ---- SIMT ---- */
+template <typename D>
+LT_FN void lt_conv_simt(const lt_cuda_gemm_params &p, const lt_cuda_conv_geom &g, int bid, int tid) {
+    typedef typename D::S S;
+    int m0, n0;
+    lt_tile_origin(bid, p.m, p.n, 128, 128, &m0, &n0);
+    const S *A = (const S *)p.a, *X = (const S *)p.b;
+    const int M = p.m, N = p.n, K = p.k, KHW = g.KH * g.KW;
+    const int ar = tid >> 1, aq = (tid & 1) * 4, bk = tid >> 5, bq = (tid & 31) * 4;
+    int ih0[4], iw0[4];
+#pragma unroll
+    for (int e = 0; e < 4; e++) lt_conv_origin(g, n0 + bq + e, N, &ih0[e], &iw0[e]);
+    auto fetch = [&](int k0, float *ra, float *rb) {
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            const int k = k0 + aq + e;
+            ra[e] = (m0 + ar < M && k < K) ? lt_ld1<D>(A, (long long)(m0 + ar) * p.lda + k) : 0.0f;
+            rb[e] = 0.0f;
+        }
+        const int k = k0 + bk;
+        if (k < K) {
+            const int c = k / KHW, r = k - c * KHW, kh = r / g.KW, kw = r - kh * g.KW;
+            const S *xc = X + (long long)c * g.H * g.W;
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int ih = ih0[e] + kh * g.dh, iw = iw0[e] + kw * g.dw;
+                if ((unsigned)ih < (unsigned)g.H && (unsigned)iw < (unsigned)g.W) rb[e] = lt_ld1<D>(xc, ih * g.W + iw);
+            }
+        }
+    };
+    lt_simt_tile<D, false>(p, (S *)p.c, m0, n0, tid, 0, fetch);
+}
+
+/* ---- direct: one output per thread (256 a block) ---- */
+template <typename D> LT_FN void lt_conv_direct(LT_CONV_ARGS) {
+    typedef typename D::S S;
+    const int Cg = C / G, OCg = OC / G, P = OH * OW;
+    lt_cuda_gemm_params p;
+    p.bias = bias, p.res = res_mode ? res : 0, p.stride_r = (long long)OC * P, p.ldr = P;
+    p.bias_kind = has_bias ? 2 : 0, p.act = act, p.res_after_act = res_mode == 2;
+    p.alpha = 1.0f, p.beta = 1.0f, p.act_a = act_a, p.act_b = act_b;
+    const S *X = (const S *)x, *Wt = (const S *)w;
+    const long long total = (long long)N * OC * P;
+    for (long long i = block * 256 + thread; i < total; i += nblocks * 256) {
+        const long long ni = i / ((long long)OC * P);
+        const int rem = (int)(i - ni * OC * P), oc = rem / P, pp = rem - oc * P, oh = pp / OW, ow = pp - oh * OW;
+        const int gi = oc / OCg;
+        const S *xb = X + (ni * C + (long long)gi * Cg) * H * W, *wb = Wt + (long long)oc * Cg * KH * KW;
+        float acc = 0.0f;
+        for (int c = 0; c < Cg; c++)
+            for (int kh = 0; kh < KH; kh++) {
+                const int ih = oh * sh - ph + kh * dh;
+                if ((unsigned)ih >= (unsigned)H) continue;
+                for (int kw = 0; kw < KW; kw++) {
+                    const int iw = ow * sw - pw + kw * dw;
+                    if ((unsigned)iw < (unsigned)W)
+                        acc = fmaf(lt_ld1<D>(xb, ((long long)c * H + ih) * W + iw), lt_ld1<D>(wb, (c * KH + kh) * KW + kw), acc);
+                }
+            }
+        lt_st1<D>((S *)y, i, lt_gemm_epi<D>(p, acc, oc, pp, ni));
+    }
+}
+
+/* ---- entry points ---- */
+#define LT_CONV_TC_BODY(dt, BM, BN, WM, WN)                                                        \
+    __shared__ __align__(128) char smem[2 * (BM + BN) * 32 * 2];                                   \
+    lt_conv_run<lt_dt_##dt, BM, BN>(LT_CONV_PASS, [&](const lt_cuda_gemm_params &q, const lt_cuda_conv_geom &g, int bid, \
+                                                       int tid) { lt_conv_tc<lt_dt_##dt, BM, BN, WM, WN>(q, g, smem, bid, tid); });
+#define LT_CONV_SIMT_BODY(dt)                                                                      \
+    lt_conv_run<lt_dt_##dt, 128, 128>(LT_CONV_PASS, [&](const lt_cuda_gemm_params &q, const lt_cuda_conv_geom &g, int bid, \
+                                                        int tid) { lt_conv_simt<lt_dt_##dt>(q, g, bid, tid); });
+template <int I_ = 0> LT_FN void lt_cuda_conv_f16_tc128x128(LT_CONV_ARGS) { LT_CONV_TC_BODY(f16, 128, 128, 64, 64) }
+template <int I_ = 0> LT_FN void lt_cuda_conv_bf16_tc128x128(LT_CONV_ARGS) { LT_CONV_TC_BODY(bf16, 128, 128, 64, 64) }
+template <int I_ = 0> LT_FN void lt_cuda_conv_f16_tc64x128(LT_CONV_ARGS) { LT_CONV_TC_BODY(f16, 64, 128, 32, 64) }
+template <int I_ = 0> LT_FN void lt_cuda_conv_bf16_tc64x128(LT_CONV_ARGS) { LT_CONV_TC_BODY(bf16, 64, 128, 32, 64) }
+template <int I_ = 0> LT_FN void lt_cuda_conv_f16_tc64x64(LT_CONV_ARGS) { LT_CONV_TC_BODY(f16, 64, 64, 32, 32) }
+template <int I_ = 0> LT_FN void lt_cuda_conv_bf16_tc64x64(LT_CONV_ARGS) { LT_CONV_TC_BODY(bf16, 64, 64, 32, 32) }
+template <int I_ = 0> LT_FN void lt_cuda_conv_f32_simt(LT_CONV_ARGS) { LT_CONV_SIMT_BODY(f32) }
+template <int I_ = 0> LT_FN void lt_cuda_conv_f16_simt(LT_CONV_ARGS) { LT_CONV_SIMT_BODY(f16) }
+template <int I_ = 0> LT_FN void lt_cuda_conv_bf16_simt(LT_CONV_ARGS) { LT_CONV_SIMT_BODY(bf16) }
+template <int I_ = 0> LT_FN void lt_cuda_conv_f32_direct(LT_CONV_ARGS) { lt_conv_direct<lt_dt_f32>(LT_CONV_PASS); }
+template <int I_ = 0> LT_FN void lt_cuda_conv_f16_direct(LT_CONV_ARGS) { lt_conv_direct<lt_dt_f16>(LT_CONV_PASS); }
+template <int I_ = 0> LT_FN void lt_cuda_conv_bf16_direct(LT_CONV_ARGS) { lt_conv_direct<lt_dt_bf16>(LT_CONV_PASS); }
+
+#endif

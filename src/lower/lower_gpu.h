@@ -1,0 +1,35 @@
+/* lower_gpu.h — GPU lowering of the GEMM-shaped anchors (lower_gpu_gemm.c: MatMul, Gemm, pointwise
+ * Conv) and of 2-D convolution (lower_gpu_conv.c) to calls of the CUDA prelude's tile entry points
+ * (codegen/prelude/cuda_gemm.h, cuda_conv.h), used with lt_lower_options.gpu.
+ *
+ * A lowered kernel is
+ *     for GPU_BLOCK gb1 (axis z), gb0 (axis y): batch dims beyond the two the entry takes, if any
+ *       for GPU_BLOCK gblk in [0, blocks) (axis x):
+ *         for GPU_THREAD gthr in [0, threads):
+ *           eval lt_cuda_mm_<dt>_<nn|nt>_<tile>(...) / lt_cuda_conv_<dt>_<kind>(...)
+ * with the group's epilogue fused into the entry (scale, bias, residual, one activation). The
+ * configuration is chosen here from static shapes, dtypes and strides: tensor cores for float16 /
+ * bfloat16 when k, n, the leading dimensions and batch strides are multiples of 8 (buffers are
+ * 64-byte aligned by the plan), else SIMT (float32 always: no tf32). The loop names ("g...") are
+ * none the default schedule touches, so the kernel is used as lowered.
+ * When no entry fits (see lower_gemm.c) the GEMM falls back to lt_lower_gemm_gpu_loops and the
+ * convolution to lower_nn.c's direct loops (lt_lower_gpu_conv leaves *handled false).
+ */
+#ifndef LT_LOWER_GPU_H
+#define LT_LOWER_GPU_H
+
+#include "lower_impl.h"
+
+lt_status lt_lower_gpu_gemm(lt_lctx *lc, const lt_gemm_desc *g, lt_lnode **res);
+/* The naive GPU GEMM nest (lower_gemm.c): any strides, dtypes and epilogue. */
+lt_status lt_lower_gemm_gpu_loops(lt_lctx *lc, const lt_gemm_desc *g, lt_lnode **res);
+/* 2-D Conv n on the GPU; *handled false: lower it otherwise (a pointwise conv the GEMM entries
+ * take as it is, or an epilogue the entries cannot apply). */
+lt_status lt_lower_gpu_conv(lt_lctx *lc, const lt_node *n, bool *handled, lt_lnode **res);
+/* GPU activation code (cuda_gemm.h LT_ACT_*) of a call epilogue's activation (lt_call_epi.act,
+ * gemm.h's codes); -1 when the CUDA prelude lacks it. */
+int lt_lower_gpu_act(int call_act);
+/* Binds loop f (a fresh GPU_BLOCK / GPU_THREAD loop) to axis 0..2. */
+lt_lnode *lt_lower_gpu_loop(lt_lctx *lc, lt_lvar *v, int64_t extent, lt_loop_kind kind, int axis, lt_lnode *body);
+
+#endif

@@ -1,0 +1,478 @@
+/* test_plan_device.c — device plans (src/runtime/plan_device.c) on the CPU, with no GPU: a test
+ * backend "testdev" wraps the CPU backend (same C kernels) but declares that its memory is not host
+ * memory. Its allocations are mmap'ed PROT_NONE and opened only inside its own copy and launch calls,
+ * so any host access of device memory by the runtime crashes the test. It counts copies per
+ * direction (bytes and calls), allocations, launches, syncs, and records graphs (launch lists
+ * replayed with the argument values captured: a plan that changed an argument after capture would
+ * compute garbage).
+ * Checks, per model (host steps between kernels: NonZero, CumSum, ReduceSum on a dynamic shape, a
+ * Loop reading a kernel output from its body; and models with no host step, with packed weights and
+ * scratch): outputs equal the interpreter's on random data (1e-4), through lt_plan_run and
+ * lt_plan_run_buffers, over several runs; a run allocates no device memory; its copies are exactly
+ * the kernel-read inputs and host-written values read by kernels (host->device) and the
+ * kernel-written values host steps read plus the kernel-written outputs (device->host); a plan
+ * without host steps replays one graph, makes no other launch and syncs once; no_graphs launches the
+ * kernels one by one.
+ * Runs from the source root (tests/data). Exits non-zero on failure. */
+#include "compile/compile.h"
+#include "interp/interp.h"
+#include "onnx/onnx.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+static int failures;
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);               \
+            failures++;                                                                            \
+        }                                                                                          \
+    } while (0)
+
+/* ---- the test backend ---- */
+
+typedef struct counts {
+    int64_t h2d_bytes, d2h_bytes;
+    int h2d, d2h, allocs, launches, graph_launches, syncs;
+} counts;
+static counts C;
+
+enum { MAX_ALLOCS = 256, MAX_REC = 4096 };
+static struct { void *p; size_t n; } allocs[MAX_ALLOCS];
+static size_t page;
+
+typedef struct rec_launch {
+    const lt_bkernel *k;
+    int n;
+    void *args[64];
+} rec_launch;
+typedef struct tgraph {
+    int n;
+    rec_launch *l;
+} tgraph;
+static tgraph *capturing;
+
+typedef struct tdev {
+    lt_backend base;
+    lt_backend *cpu;
+} tdev;
+static const lt_backend_vtbl tdev_vt;
+
+static void open_all(int prot) {
+    for (int i = 0; i < MAX_ALLOCS; i++)
+        if (allocs[i].p && mprotect(allocs[i].p, allocs[i].n, prot) != 0) abort();
+}
+
+static lt_status td_create(lt_ctx *ctx, const lt_backend_options *opt, lt_backend **out) {
+    tdev *t = calloc(1, sizeof *t);
+    if (!t) return lt_error(ctx, LT_ERR_NOMEM, "testdev");
+    if (lt_backend_cpu.create(ctx, opt, &t->cpu) != LT_OK) { free(t); return ctx->status; }
+    t->base.vt = &tdev_vt;
+    *out = &t->base;
+    return LT_OK;
+}
+static void td_destroy(lt_backend *b) {
+    tdev *t = (tdev *)b;
+    lt_backend_destroy(t->cpu);
+    free(t);
+}
+static lt_backend *cpu_of(lt_backend *b) { return ((tdev *)b)->cpu; }
+static lt_status td_compile(lt_backend *b, lt_ctx *ctx, const char *src, lt_bmodule **out) {
+    return lt_backend_cpu.compile(cpu_of(b), ctx, src, out);
+}
+static void td_module_free(lt_backend *b, lt_bmodule *m) { lt_backend_cpu.module_free(cpu_of(b), m); }
+static lt_status td_load(lt_backend *b, lt_ctx *ctx, lt_bmodule *m, const char *name, lt_bkernel **out) {
+    return lt_backend_cpu.load(cpu_of(b), ctx, m, name, out);
+}
+static lt_status td_alloc(lt_backend *b, lt_ctx *ctx, size_t bytes, void **out) {
+    (void)b;
+    size_t n = (bytes + page - 1) / page * page;
+    if (!n) n = page;
+    void *p = mmap(NULL, n, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return lt_error(ctx, LT_ERR_NOMEM, "testdev: mmap of %zu bytes", n);
+    for (int i = 0; i < MAX_ALLOCS; i++)
+        if (!allocs[i].p) {
+            allocs[i].p = p;
+            allocs[i].n = n;
+            C.allocs++;
+            *out = p;
+            return LT_OK;
+        }
+    munmap(p, n);
+    return lt_error(ctx, LT_ERR_NOMEM, "testdev: too many allocations");
+}
+static void td_free(lt_backend *b, void *p) {
+    (void)b;
+    for (int i = 0; p && i < MAX_ALLOCS; i++)
+        if (allocs[i].p == p) {
+            munmap(p, allocs[i].n);
+            allocs[i].p = NULL;
+        }
+}
+static lt_status td_copy(lt_backend *b, lt_ctx *ctx, void *dst, const void *src, size_t bytes, lt_copy_dir dir) {
+    (void)b;
+    (void)ctx;
+    if (capturing) abort(); /* copies are never captured */
+    open_all(PROT_READ | PROT_WRITE);
+    memcpy(dst, src, bytes);
+    open_all(PROT_NONE);
+    if (dir == LT_COPY_HOST_TO_DEVICE) C.h2d++, C.h2d_bytes += (int64_t)bytes;
+    if (dir == LT_COPY_DEVICE_TO_HOST) C.d2h++, C.d2h_bytes += (int64_t)bytes;
+    return LT_OK;
+}
+static lt_status run_kernel(lt_backend *b, lt_ctx *ctx, const lt_bkernel *k, void *const *args, int n) {
+    open_all(PROT_READ | PROT_WRITE);
+    lt_status s = lt_backend_cpu.launch(cpu_of(b), ctx, k, args, n);
+    open_all(PROT_NONE);
+    return s;
+}
+static lt_status td_launch(lt_backend *b, lt_ctx *ctx, const lt_bkernel *k, void *const *args, int n) {
+    if (capturing) {
+        if (n > 64 || capturing->n >= MAX_REC) return lt_error(ctx, LT_ERR_UNSUPPORTED, "testdev: graph too big");
+        rec_launch *r = &capturing->l[capturing->n++];
+        r->k = k;
+        r->n = n;
+        memcpy(r->args, args, sizeof(void *) * (size_t)n);
+        return LT_OK;
+    }
+    C.launches++;
+    return run_kernel(b, ctx, k, args, n);
+}
+static lt_status td_sync(lt_backend *b, lt_ctx *ctx) {
+    (void)b;
+    (void)ctx;
+    C.syncs++;
+    return LT_OK;
+}
+static lt_status td_ceilings(lt_backend *b, lt_ctx *ctx, lt_backend_ceilings *out) {
+    return lt_backend_cpu.ceilings(cpu_of(b), ctx, out);
+}
+static lt_status td_graph_begin(lt_backend *b, lt_ctx *ctx) {
+    (void)b;
+    capturing = calloc(1, sizeof *capturing);
+    if (capturing) capturing->l = calloc(MAX_REC, sizeof *capturing->l);
+    return capturing && capturing->l ? LT_OK : lt_error(ctx, LT_ERR_NOMEM, "testdev graph");
+}
+static lt_status td_graph_end(lt_backend *b, lt_ctx *ctx, void **g) {
+    (void)b;
+    (void)ctx;
+    *g = capturing;
+    capturing = NULL;
+    return LT_OK;
+}
+static lt_status td_graph_launch(lt_backend *b, lt_ctx *ctx, void *g) {
+    tgraph *t = g;
+    C.graph_launches++;
+    for (int i = 0; i < t->n; i++) LT_TRY(run_kernel(b, ctx, t->l[i].k, t->l[i].args, t->l[i].n));
+    return LT_OK;
+}
+static void td_graph_free(lt_backend *b, void *g) {
+    (void)b;
+    tgraph *t = g;
+    if (t) free(t->l);
+    free(t);
+}
+
+/* events: launches run synchronously here, so the wall clock at record time is the device time */
+static lt_status td_event_new(lt_backend *b, lt_ctx *ctx, void **e) {
+    (void)b;
+    *e = calloc(1, sizeof(double));
+    return *e ? LT_OK : lt_error(ctx, LT_ERR_NOMEM, "testdev event");
+}
+static lt_status td_event_record(lt_backend *b, lt_ctx *ctx, void *e) {
+    (void)b;
+    (void)ctx;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    *(double *)e = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+    return LT_OK;
+}
+static lt_status td_event_elapsed(lt_backend *b, lt_ctx *ctx, void *a, void *e, double *s) {
+    (void)b;
+    (void)ctx;
+    *s = *(double *)e - *(double *)a;
+    return LT_OK;
+}
+static void td_event_free(lt_backend *b, void *e) {
+    (void)b;
+    free(e);
+}
+
+static const lt_backend_vtbl tdev_vt = {
+    .name = "testdev", .lang = &lt_lang_c, .host_memory = false,
+    .create = td_create, .destroy = td_destroy, .compile = td_compile, .module_free = td_module_free,
+    .load = td_load, .alloc = td_alloc, .free = td_free, .copy = td_copy, .launch = td_launch,
+    .sync = td_sync, .ceilings = td_ceilings, .copy_async = td_copy,
+    .graph_begin = td_graph_begin, .graph_end = td_graph_end, .graph_launch = td_graph_launch,
+    .graph_free = td_graph_free, .event_new = td_event_new, .event_record = td_event_record,
+    .event_elapsed = td_event_elapsed, .event_free = td_event_free,
+};
+
+/* ---- models, inputs, references ---- */
+
+static uint64_t rng = 0x2545F4914F6CDD1Dull;
+static double frand(void) { /* in [-1, -0.1] u [0.1, 1]: never zero */
+    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+    double v = 0.1 + 0.9 * (double)(rng >> 11) / 9007199254740992.0;
+    return (rng >> 3) & 1 ? v : -v;
+}
+
+static lt_model *load(const char *path) {
+    lt_ctx ctx = {0};
+    lt_model *m = NULL;
+    if (lt_onnx_load_file(&ctx, path, NULL, &m) != LT_OK) {
+        fprintf(stderr, "%s: %s\n", path, ctx.msg);
+        failures++;
+        return NULL;
+    }
+    return m;
+}
+
+static lt_datum **make_inputs(const lt_model *m) {
+    const lt_graph *g = m->graph;
+    lt_datum **in = calloc((size_t)g->n_inputs + 1, sizeof *in);
+    lt_ctx ctx = {0};
+    for (int i = 0; in && i < g->n_inputs; i++) {
+        const lt_value *v = g->inputs[i];
+        if (v->init) continue;
+        int64_t dims[LT_MAX_RANK];
+        for (int k = 0; k < v->type.rank; k++) dims[k] = v->type.dims[k].value;
+        lt_tensor *t = NULL;
+        if (lt_tensor_new(&ctx, v->type.dtype, v->type.rank, dims, &t) != LT_OK) break;
+        for (int64_t e = 0; e < t->numel; e++) {
+            if (v->type.dtype == LT_FLOAT) ((float *)t->data)[e] = (float)frand();
+            else if (v->type.dtype == LT_INT64) ((int64_t *)t->data)[e] = (int64_t)(fabs(frand()) * 3.99);
+            else if (v->type.dtype == LT_BOOL) ((uint8_t *)t->data)[e] = frand() > 0;
+        }
+        lt_datum_tensor(&ctx, t, &in[i]);
+    }
+    return in;
+}
+
+static void free_datums(lt_datum **d, int n) {
+    for (int i = 0; d && i < n; i++) lt_datum_release(d[i]);
+    free(d);
+}
+
+static bool close_tensor(const lt_tensor *x, const lt_tensor *y) {
+    if (x->dtype != y->dtype || x->rank != y->rank || x->numel != y->numel) return false;
+    for (int k = 0; k < x->rank; k++)
+        if (x->dims[k] != y->dims[k]) return false;
+    for (int64_t i = 0; i < x->numel; i++) {
+        double p = lt_load_f64(x->data, x->dtype, i), q = lt_load_f64(y->data, y->dtype, i);
+        if (!(fabs(p - q) <= 1e-4 * (1 + fabs(q)) || (isnan(p) && isnan(q)))) return false;
+    }
+    return true;
+}
+
+static lt_datum **reference(const lt_model *m, lt_datum **in) {
+    lt_ctx ctx = {0};
+    lt_datum **out = calloc((size_t)m->graph->n_outputs + 1, sizeof *out);
+    if (!out || lt_interp_run(&ctx, m, NULL, in, out) != LT_OK) {
+        fprintf(stderr, "interpreter: %s\n", ctx.msg);
+        failures++;
+    }
+    return out;
+}
+
+/* ---- expected copies of one run, from the public plan ---- */
+
+static bool reads(const lt_plan_step *st, int sl) {
+    if (st->kind == LT_STEP_KERNEL) {
+        for (int j = st->group->n_outputs; j < st->n_args; j++)
+            if (st->arg_slots[j] == sl) return true;
+        return false;
+    }
+    for (int k = 0; k < st->n_in; k++)
+        if (st->in_slots[k] == sl) return true;
+    return false;
+}
+
+/* Host->device: inputs kernels read, and static values host steps write that kernels read.
+ * Device->host: kernel-written values host steps read, and kernel-written outputs not read by one. */
+static void expected_copies(const lt_plan *p, int64_t *h2d, int64_t *d2h, int *n_h2d, int *n_d2h) {
+    *h2d = *d2h = 0;
+    *n_h2d = *n_d2h = 0;
+    int ns = lt_plan_n_steps(p);
+    for (int sl = 0; sl < lt_plan_n_slots(p); sl++) {
+        const lt_plan_slot *S = lt_plan_get_slot(p, sl);
+        bool by_kernel_read = false, by_host_read = false;
+        for (int i = 0; i < ns; i++) {
+            const lt_plan_step *st = lt_plan_get_step(p, i);
+            if (!reads(st, sl)) continue;
+            if (st->kind == LT_STEP_KERNEL) by_kernel_read = true;
+            else by_host_read = true;
+        }
+        bool host_written = S->def_step >= 0 && lt_plan_get_step(p, S->def_step)->kind == LT_STEP_HOST;
+        bool kernel_written = S->def_step >= 0 && !host_written;
+        if ((S->kind == LT_SLOT_INPUT || (host_written && S->kind != LT_SLOT_DYNAMIC)) && by_kernel_read)
+            *h2d += S->bytes, ++*n_h2d;
+        if (kernel_written && !S->scratch && S->kind != LT_SLOT_PACKED && (by_host_read || S->kind == LT_SLOT_OUTPUT))
+            *d2h += S->bytes, ++*n_d2h;
+    }
+}
+
+/* ---- one model ---- */
+
+static void check_model(const char *path, bool no_graphs, const char *cache) {
+    lt_model *ref = load(path), *m = load(path);
+    if (!ref || !m) { lt_model_free(ref); lt_model_free(m); return; }
+    int no = m->graph->n_outputs, ni = m->graph->n_inputs;
+    lt_compile_options o;
+    lt_compile_options_init(&o);
+    o.backend = "testdev";
+    o.cache_dir = cache;
+    o.no_graphs = no_graphs;
+    lt_ctx ctx = {0};
+    lt_plan *p = NULL;
+    lt_compile_report rep = {0};
+    memset(&C, 0, sizeof C);
+    if (lt_compile(&ctx, m, &o, &p, &rep) != LT_OK) {
+        fprintf(stderr, "%s: compile on testdev: %s\n", path, ctx.msg);
+        failures++;
+        lt_compile_report_free(&rep);
+        lt_model_free(ref);
+        lt_model_free(m);
+        return;
+    }
+    lt_plan_stats st;
+    lt_plan_get_stats(p, &st);
+    CHECK(st.device);
+    int64_t want_h2d, want_d2h;
+    int want_nh2d, want_nd2h;
+    expected_copies(p, &want_h2d, &want_d2h, &want_nh2d, &want_nd2h);
+    int launching = 0;
+    for (int i = 0; i < lt_plan_n_steps(p); i++)
+        launching += lt_plan_get_step(p, i)->kind == LT_STEP_KERNEL && !lt_plan_get_step(p, i)->view;
+    printf("%s%s: %d steps (%d host), %d segments, %d graphs; per run %d+%d copies, %lld+%lld bytes; "
+           "constants %lld bytes on the device\n", path, no_graphs ? " (no graphs)" : "", st.n_steps, st.n_host,
+           st.n_segments, st.n_graphs, want_nh2d, want_nd2h, (long long)want_h2d, (long long)want_d2h,
+           (long long)st.device_const_bytes);
+    CHECK(st.n_transfers == want_nh2d + want_nd2h);
+    CHECK(no_graphs ? st.n_graphs == 0 : st.n_graphs == st.n_segments);
+    for (int r = 0; r < 3; r++) {
+        lt_datum **in = make_inputs(ref);
+        lt_datum **want = reference(ref, in);
+        lt_datum **got = calloc((size_t)no + 1, sizeof *got);
+        lt_ctx c2 = {0};
+        memset(&C, 0, sizeof C);
+        double dev_s = -1;
+        lt_plan_run_options ro = {.device_seconds = &dev_s};
+        if (lt_plan_run(&c2, p, &ro, in, got) != LT_OK) {
+            fprintf(stderr, "%s: run %d: %s\n", path, r, c2.msg);
+            failures++;
+        } else {
+            for (int k = 0; k < no; k++)
+                if (!got[k] || !want[k] || got[k]->kind != LT_DK_TENSOR || !close_tensor(got[k]->tensor, want[k]->tensor)) {
+                    fprintf(stderr, "%s: run %d: output %d '%s' differs from the interpreter\n", path, r, k,
+                            m->graph->outputs[k]->name);
+                    failures++;
+                }
+            CHECK(C.allocs == 0);
+            CHECK(C.h2d_bytes == want_h2d && C.d2h_bytes == want_d2h);
+            CHECK(C.h2d == want_nh2d && C.d2h == want_nd2h);
+            CHECK(dev_s >= 0);
+            if (st.n_host == 0) CHECK(C.syncs == 1); /* the run's one sync */
+            if (no_graphs) CHECK(C.launches == launching && C.graph_launches == 0);
+            else CHECK(C.launches == 0 && C.graph_launches == st.n_graphs);
+            if (C.h2d_bytes != want_h2d || C.d2h_bytes != want_d2h)
+                fprintf(stderr, "  copies: %d h2d %lld bytes, %d d2h %lld bytes\n", C.h2d, (long long)C.h2d_bytes, C.d2h,
+                        (long long)C.d2h_bytes);
+        }
+        /* caller memory */
+        bool all_static = true;
+        for (int k = 0; k < no; k++) all_static &= lt_plan_output_bytes(p, k) >= 0;
+        if (all_static && r == 0) {
+            void **ob = calloc((size_t)no + 1, sizeof *ob);
+            const void **ib = calloc((size_t)ni + 1, sizeof *ib);
+            for (int i = 0; i < ni; i++) ib[i] = in[i] ? in[i]->tensor->data : NULL;
+            for (int k = 0; k < no; k++) ob[k] = calloc(1, (size_t)lt_plan_output_bytes(p, k) + 1);
+            lt_ctx c3 = {0};
+            memset(&C, 0, sizeof C);
+            CHECK(lt_plan_run_buffers(&c3, p, NULL, ib, ob) == LT_OK);
+            CHECK(C.allocs == 0 && C.h2d_bytes == want_h2d && C.d2h_bytes == want_d2h);
+            for (int k = 0; k < no; k++) {
+                const lt_tensor *w = want[k]->tensor;
+                lt_tensor *t = NULL;
+                if (lt_tensor_borrow(&c3, w->dtype, w->rank, w->dims, ob[k], &t) == LT_OK && !close_tensor(t, w)) {
+                    fprintf(stderr, "%s: buffers: output %d differs from the interpreter\n", path, k);
+                    failures++;
+                }
+                lt_tensor_release(t);
+                free(ob[k]);
+            }
+            free(ob);
+            free(ib);
+        }
+        free_datums(got, no);
+        free_datums(want, no);
+        free_datums(in, ni);
+    }
+    /* step times through the plan (no graphs while timing steps) */
+    double *secs = calloc((size_t)lt_plan_n_steps(p) + 1, sizeof *secs);
+    lt_datum **in = make_inputs(ref), **got = calloc((size_t)no + 1, sizeof *got);
+    lt_plan_run_options ro = {.step_seconds = secs};
+    memset(&C, 0, sizeof C);
+    CHECK(lt_plan_run(&ctx, p, &ro, in, got) == LT_OK);
+    CHECK(C.graph_launches == 0 && C.launches == launching);
+    free(secs);
+    free_datums(got, no);
+    free_datums(in, ni);
+    lt_plan_free(p);
+    lt_compile_report_free(&rep);
+    lt_model_free(ref);
+    lt_model_free(m);
+}
+
+int main(void) {
+    if (system("cc --version >/dev/null 2>&1") != 0) {
+        printf("test_plan_device: SKIP (no C compiler for the CPU kernels)\n");
+        return 0;
+    }
+    page = (size_t)sysconf(_SC_PAGESIZE);
+    lt_ctx ctx = {0};
+    CHECK(lt_backend_register(&ctx, &tdev_vt) == LT_OK);
+    CHECK(lt_backend_register(&ctx, &tdev_vt) == LT_OK); /* the same one again: fine */
+    lt_backend_vtbl other = tdev_vt;
+    lt_ctx uc = {0};
+    CHECK(lt_backend_register(&uc, &other) == LT_ERR_USAGE && strstr(uc.msg, "already registered")); /* same name */
+    CHECK(lt_backend_find("testdev") == &tdev_vt);
+    char cache[512];
+    snprintf(cache, sizeof cache, "%s/lathe-test-plan-device-%d", P_tmpdir, (int)getuid());
+    static const char *const models[] = {"tests/data/dev_mix.onnx",   "tests/data/dev_loop.onnx",
+                                         "tests/data/lower_host.onnx", "tests/data/lower_mlp.onnx",
+                                         "tests/data/lower_conv.onnx", "tests/data/lower_attn.onnx", NULL};
+    for (int i = 0; models[i]; i++) {
+        check_model(models[i], false, cache);
+        check_model(models[i], true, cache);
+    }
+    /* the models with host steps in the middle really cross both ways */
+    lt_model *m = load("tests/data/dev_mix.onnx");
+    lt_compile_options o;
+    lt_compile_options_init(&o);
+    o.backend = "testdev";
+    o.cache_dir = cache;
+    lt_plan *p = NULL;
+    if (m && lt_compile(&ctx, m, &o, &p, NULL) == LT_OK) {
+        int64_t h2d, d2h;
+        int nh, nd;
+        expected_copies(p, &h2d, &d2h, &nh, &nd);
+        lt_plan_stats st;
+        lt_plan_get_stats(p, &st);
+        CHECK(nh >= 3 && nd >= 3 && st.n_host >= 3 && st.n_segments >= 3 && st.staging_bytes > 0);
+    } else {
+        fprintf(stderr, "dev_mix: %s\n", ctx.msg);
+        failures++;
+    }
+    lt_plan_free(p);
+    lt_model_free(m);
+    if (failures) fprintf(stderr, "test_plan_device: %d failure(s)\n", failures);
+    else printf("test_plan_device: ok\n");
+    return failures ? 1 : 0;
+}
