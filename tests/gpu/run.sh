@@ -5,17 +5,18 @@
 # for the GPU and run there: plans upload weights once, copy inputs/outputs per run and replay their
 # kernels as a CUDA graph; nodes with no GPU lowering run as host steps), the model tests
 # (`lathe run --backend cuda` against onnxruntime's CPU outputs, when python3 has numpy, onnx and
-# onnxruntime), and bench/gpu (lathe vs cuBLAS, and vs PyTorch eager and
+# onnxruntime), bench/gpu (kernels: lathe vs cuBLAS; models: bench_models.py), vs PyTorch eager and
 # torch.compile when torch is installed), then prints a short summary table. Anything missing on the
 # machine is reported and skipped, never fatal.
 #
-# usage: tests/gpu/run.sh [PHASE...]       PHASE: env build unit conformance models bench summary
+# usage: tests/gpu/run.sh [PHASE...]       PHASE: env build unit conformance models bench bench_models summary
 #                                          (default: all of them, in that order)
 # Each phase writes its rows to $BUILD/gpu_summary.<phase>.txt (replacing its previous ones), so phases
 # run in separate invocations (each under 10 minutes on an H100: build ~1-2 min, unit ~2 min, bench
 # ~5 min with torch.compile) still end with one table: `tests/gpu/run.sh summary` prints it.
 # Environment: BUILD (default build-gpu), JOBS (default nproc), LATHE_CUDA_CACHE (cubin cache, default
 # $BUILD/cuda-cache), BENCH_ARGS (extra bench.py arguments, e.g. "--no-compile" or "--reps 10"),
+# BENCH_MODELS_ARGS (extra bench_models.py arguments, e.g. "--models resnet50_b1_fp32 --no-compile"),
 # CONFORMANCE_TIMEOUT (seconds, default 540), MODELS (default "quick"; "all" adds the big models),
 # LATHE_ONNX_SUITE (the ONNX node tests, when the onnx package is not installed), LATHE_NVRTC (the NVRTC
 # library; found under /usr/local/cuda* or a pip nvidia-cuda-nvrtc package when not on the loader path).
@@ -26,7 +27,7 @@ case "$BUILD" in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 4)}
 export LATHE_CUDA_CACHE=${LATHE_CUDA_CACHE:-$BUILD/cuda-cache}
 SUMMARY=/dev/null # set per phase: $BUILD/gpu_summary.<phase>.txt
-PHASES=(env build unit conformance models bench)
+PHASES=(env build unit conformance models bench bench_models)
 PY=${PYTHON:-python3}
 mkdir -p "$BUILD"
 # NVRTC off the loader path (a toolkit not in ld.so.conf, or pip's nvidia-cuda-nvrtc): tell lathe
@@ -162,6 +163,17 @@ phase_bench() {
     else row "bench/gpu" "ok" "$(secs "$t0") s; full output in $BUILD/bench_gpu.txt"; fi
 }
 
+phase_bench_models() {
+    echo "== bench/gpu/bench_models.py (ResNet-50, BERT-base: lathe vs PyTorch eager / torch.compile)"
+    if ! py_has torch; then row "bench models" "SKIP" "python3 lacks torch"; return; fi
+    if [ ! -x "$BUILD/lathe" ]; then row "bench models" "SKIP" "lathe not built"; return; fi
+    local t0; t0=$(date +%s)
+    # shellcheck disable=SC2086
+    "$PY" "$ROOT/bench/gpu/bench_models.py" --lathe "$BUILD/lathe" --workdir "$BUILD/bench_models" \
+        --summary "$SUMMARY" ${BENCH_MODELS_ARGS:-} 2>&1 | tee "$BUILD/bench_models.txt"
+    echo "(bench models: $(secs "$t0") s)"
+}
+
 phase_summary() {
     echo
     echo "================ tests/gpu/run.sh summary ================"
@@ -173,14 +185,14 @@ phase_summary() {
 }
 
 phases=("$@")
-[ ${#phases[@]} -eq 0 ] && phases=(env build unit conformance models bench summary)
+[ ${#phases[@]} -eq 0 ] && phases=(env build unit conformance models bench bench_models summary)
 for p in "${phases[@]}"; do
     case "$p" in
-    env | build | unit | conformance | models | bench)
+    env | build | unit | conformance | models | bench | bench_models)
         SUMMARY=$BUILD/gpu_summary.$p.txt
         : >"$SUMMARY"
         "phase_$p" || { [ "$p" = build ] && phase_summary && exit 1; } ;;
     summary) phase_summary ;;
-    *) echo "unknown phase '$p' (env build unit conformance models bench summary)"; exit 1 ;;
+    *) echo "unknown phase '$p' (env build unit conformance models bench bench_models summary)"; exit 1 ;;
     esac
 done
