@@ -196,6 +196,8 @@ lt_status lt_compile(lt_ctx *ctx, lt_model *m, const lt_compile_options *opt, lt
         .time_passes = opt->time_passes,
         .disable = opt->disable,
         .stop_after = opt->stop_after,
+        .target = bname,
+        .no_microkernels = opt->no_microkernels,
     };
     r->nodes_before = m->graph->n_nodes;
     if ((s = lt_pass_options_check(ctx, &po)) != LT_OK) goto fail;

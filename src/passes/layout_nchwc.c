@@ -17,11 +17,15 @@
  *   - NchwcReorderIn(NchwcReorderOut(z)) of z's block size is z (a pair left by other rewrites).
  * Subgraphs are left alone. Level -O3, once, after the simplification group.
  *
- * Status: NOT in the pipeline yet (pipeline.c). Measured on this machine at 1 thread (lathe profile,
- * same run): MobileNetV2 18.6 ms of kernels blocked vs 12.3 ms NCHW: the NCHW conv microkernels
- * (conv.h / conv_direct.h / conv_dw.h) reach ~60 GFLOP/s on the 1x1 layers where the blocked
- * kernel reaches 10-40, and the reorders add ~0.5 ms. Callers (tests) run the descriptor directly;
- * it joins the pipeline with one line there once the blocked kernels win.
+ * Runs only for the CPU target without --no-microkernels (enabled hook: lt_pass_options.target,
+ * .no_microkernels); a rewritten model imports the "lathe" opset (version 1).
+ *
+ * Status: NOT in the pipeline yet (pipeline.c). Measured on this machine at 1 thread (lathe
+ * profile, same session, alternating runs): MobileNetV2 10.0 ms blocked vs 9.06 ms NCHW, ResNet-50
+ * 91.6 vs 81.9 ms. Blocked wins only on channel-reducing 1x1 convs; dense 3x3 is even, 1x1
+ * expansions of few channels and depthwise lose (docs/PASSES.md has the per-layer picture), and
+ * these layers alternate inside one chain. Callers (tests) run the descriptor directly; it joins
+ * the pipeline with one line there once the blocked kernels win.
  */
 #include "util.h"
 
@@ -252,19 +256,40 @@ static lt_status run_graph(nchwc_state *s, bool *changed) {
     return st;
 }
 
+/* The model imports the "lathe" domain (version 1) once it has lathe nodes, so that a written
+ * model (--dump-graph) declares every domain it uses. */
+static lt_status import_domain(lt_ctx *ctx, lt_model *m) {
+    if (lt_model_opset(m, "lathe")) return LT_OK;
+    lt_opset *o = lt_arena_alloc(&m->arena, sizeof *o * (size_t)(m->n_opsets + 1));
+    if (!o) return lt_error(ctx, LT_ERR_NOMEM, "out of memory (layout_nchwc)");
+    if (m->n_opsets) memcpy(o, m->opsets, sizeof *o * (size_t)m->n_opsets);
+    o[m->n_opsets] = (lt_opset){.domain = "lathe", .version = 1};
+    m->opsets = o;
+    m->n_opsets++;
+    return LT_OK;
+}
+
 static lt_status run(lt_ctx *ctx, lt_model *m, const lt_pass_options *opt, bool *changed) {
     (void)opt;
     int64_t B = host_block();
     if (!B || !m->graph) return LT_OK;
     nchwc_state s = {.ctx = ctx, .g = m->graph, .B = B};
-    lt_status st = run_graph(&s, changed);
+    bool ch = false;
+    lt_status st = run_graph(&s, &ch);
     lt_mem_free(s.blk);
+    if (st == LT_OK && ch) st = import_domain(ctx, m);
+    if (ch) *changed = true;
     return st;
 }
+
+/* Only when compiling for the host CPU with microkernels: the blocked ops lower to CPU prelude
+ * calls only (no plain Loop IR form), so --no-microkernels keeps the model in NCHW. */
+static bool enabled(const lt_pass_options *opt) { return lt_pass_targets_cpu(opt) && !opt->no_microkernels; }
 
 const lt_pass lt_pass_layout_nchwc = {
     .name = "layout_nchwc",
     .min_level = 3,
     .run = run,
+    .enabled = enabled,
     .summary = "convolution chains in the channel-blocked NCHW{B}c layout (CPU, AVX2/AVX-512)",
 };

@@ -40,6 +40,8 @@ bool lt_pass_is_enabled(const lt_pass_options *opt, const lt_pass *p) {
     return opt && opt->level >= p->min_level && !in_list(opt->disable, p->name) && (!p->enabled || p->enabled(opt));
 }
 
+bool lt_pass_targets_cpu(const lt_pass_options *opt) { return opt && (!opt->target || !strcmp(opt->target, "cpu")); }
+
 lt_status lt_pass_options_check(lt_ctx *ctx, const lt_pass_options *opt) {
     if (opt->level < 0 || opt->level > 3)
         return lt_error(ctx, LT_ERR_USAGE, "optimization level %d: expected 0 to 3", opt->level);

@@ -12,9 +12,10 @@
  * max_rounds). After every pass that changed the graph the manager drops dead values
  * (lt_graph_compact) and re-runs shape inference (lt_graph_infer), so the next pass sees fresh types.
  *
- * Manager options: level (0 runs nothing), verify_each, dump_after ("all" or a pass name: the graph
- * is printed after that pass only when it changed, into a callback or a string buffer — the
- * library never prints), time_passes, disabled pass names, stop_after N pass runs (bisecting).
+ * Manager options: level (0 runs nothing), target (the backend compiled for), no_microkernels,
+ * verify_each, dump_after ("all" or a pass name: the graph is printed after that pass only when it
+ * changed, into a callback or a string buffer — the library never prints), time_passes, disabled
+ * pass names, stop_after N pass runs (bisecting).
  * Entry point: lt_passes_run(ctx, model, &opts, &report).
  */
 #ifndef LT_PASS_H
@@ -43,6 +44,12 @@ typedef struct lt_pass_options {
      * pass makes them plain initializers (removed from the main graph's inputs: callers can no longer
      * bind them), which lets weights fold. */
     bool freeze_inputs;
+    /* The backend the model is compiled for ("cpu", "cuda", ...; NULL: the host CPU). Passes that
+     * rewrite into CPU-only ops (layout_nchwc) run only for "cpu" (lt_pass_targets_cpu). */
+    const char *target;
+    /* Lowering without microkernel calls (--no-microkernels): passes whose ops lower only to
+     * prelude calls (layout_nchwc) do not run, the model keeps its plain ops. */
+    bool no_microkernels;
 } lt_pass_options;
 
 typedef lt_status (*lt_pass_fn)(lt_ctx *ctx, lt_model *m, const lt_pass_options *opt, bool *changed);
@@ -87,6 +94,8 @@ typedef struct lt_pass_report {
 
 /* Would the manager run p under these options (level, disable list, the pass's enabled hook)? */
 bool lt_pass_is_enabled(const lt_pass_options *opt, const lt_pass *p);
+/* Is the compilation target the host CPU (opt->target NULL or "cpu")? */
+bool lt_pass_targets_cpu(const lt_pass_options *opt);
 /* Check the option values (level range, dump_after / disable name existing passes): usage errors. */
 lt_status lt_pass_options_check(lt_ctx *ctx, const lt_pass_options *opt);
 /* Run the pipeline on m. report may be NULL; when given it is filled (zero it first) even when a

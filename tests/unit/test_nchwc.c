@@ -9,6 +9,8 @@
  *      blocked conv kernel (1x1 / 3x3 / 7x7, stride 1 / 2, padding, dilation, bias, relu, clip,
  *      residual, depthwise, channel counts that are not multiples of the block), the pools and the
  *      reorders, with the group epilogues fused into the calls.
+ *   4. the pass's enabled hook: -O3, CPU target only, off with --no-microkernels; a rewritten model
+ *      imports the "lathe" opset (written models declare the domain).
  * The pass runs through its descriptor (it is not in the default pipeline yet, see layout_nchwc.c).
  * On a host without AVX2 the pass does nothing and parts 1-3 only check that.
  */
@@ -215,6 +217,9 @@ static void test_cases(void) {
         {40, 40, 12, 10, 3, 2, 1, 1, 40, false, false, false, true}, /* depthwise stride 2, 40 = 2.5 blocks */
         {64, 64, 3, 3, 3, 1, 1, 1, 1, true, true, true, true},      /* tiny image: edges only */
         {32, 32, 5, 40, 5, 2, 0, 1, 1, true, true, false, false},   /* no padding, 5x5 stride 2 */
+        {32, 32, 7, 30, 3, 1, 1, 1, 32, true, true, true, false},   /* depthwise: 12-pixel strips + rest */
+        {48, 48, 9, 29, 3, 2, 1, 1, 48, true, false, false, false}, /* depthwise stride 2, wide */
+        {24, 24, 8, 27, 5, 1, 4, 2, 24, false, true, true, false},  /* depthwise 5x5 dilation 2 */
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         tb b;
@@ -226,7 +231,7 @@ static void test_cases(void) {
         CHECK(changed == (host_B() != 0));
         char what[64];
         snprintf(what, sizeof what, "case %zu", i);
-        if (host_B()) CHECK(ir_has(&b, "lathe.NchwcConv"));
+        if (host_B()) CHECK(ir_has(&b, "lathe.NchwcConv") && lt_model_opset(b.m, "lathe") == 1);
         check_compiled(&b, &s, what);
         check_interp_after(&b, &s, what);
         tb_free(&b);
@@ -251,10 +256,22 @@ static void test_errors(void) {
     tb_free(&b);
 }
 
+/* The pass runs only at -O3, for the CPU target, with microkernels (its ops lower to calls only). */
+static void test_enabled(void) {
+    const lt_pass *p = &lt_pass_layout_nchwc;
+    CHECK(lt_pass_is_enabled(&(lt_pass_options){.level = 3}, p));
+    CHECK(lt_pass_is_enabled(&(lt_pass_options){.level = 3, .target = "cpu"}, p));
+    CHECK(!lt_pass_is_enabled(&(lt_pass_options){.level = 3, .target = "cuda"}, p));
+    CHECK(!lt_pass_is_enabled(&(lt_pass_options){.level = 3, .no_microkernels = true}, p));
+    CHECK(!lt_pass_is_enabled(&(lt_pass_options){.level = 2}, p));
+    CHECK(!lt_pass_is_enabled(&(lt_pass_options){.level = 3, .disable = "layout_nchwc"}, p));
+}
+
 int main(void) {
     const char *tmp = getenv("TMPDIR");
     snprintf(cache_dir, sizeof cache_dir, "%s/lathe-test-cache-%ld", tmp && *tmp ? tmp : "/tmp", (long)getuid());
     int64_t B = host_B();
+    test_enabled();
     test_ir(B);
     test_cases();
     test_errors();

@@ -27,7 +27,9 @@
  * 2*NP FMAs per 2 loads + NP broadcasts. Rows clip the kernel rows that fall in the padding; the
  * columns whose window leaves the image run one pixel at a time with clipped taps, the interior in
  * full tiles (a 1x1 stride-1 unpadded conv is one long row). Work items (image, channel-block
- * pair, output row) are shared by the threads. Depthwise: one vector per pixel, taps clipped.
+ * pair, output row) are shared by the threads. Depthwise: strips of up to LT_NCDWP (12) interior
+ * pixels of a row in registers, each tap one weight vector and one FMA per pixel (the input vector
+ * a memory operand); the border columns one pixel at a time with clipped taps.
  */
 #ifndef LT_PRELUDE_CONV_NCHWC_H
 #define LT_PRELUDE_CONV_NCHWC_H
@@ -37,9 +39,11 @@
 #if defined(__AVX512F__)
 #define LT_NCB 16
 #define LT_NCNP 12
+#define LT_NCDWP 12
 #else
 #define LT_NCB 8
 #define LT_NCNP 6
+#define LT_NCDWP 12
 #endif
 typedef float lt_ncv __attribute__((vector_size(LT_NCB * 4)));
 typedef int32_t lt_nci __attribute__((vector_size(LT_NCB * 4)));
@@ -204,7 +208,34 @@ LT_FN void lt_nchwc_conv_row_(const lt_nchwc_geom_ *g, const float *x, const flo
     }
 }
 
-/* Depthwise: one output row of block cb. */
+/* Depthwise: NP consecutive interior pixels (every column tap inside) of row oh in registers,
+ * kernel rows [kh0, kh1): one weight vector per tap, NP input vectors and FMAs against it. */
+LT_FN __attribute__((always_inline)) void lt_nchwc_dw_strip_(const lt_nchwc_geom_ *g, const float *xc, const float *wc,
+                                                             lt_ncv b0, float *y, const float *res, int np, int64_t oh,
+                                                             int64_t ow0, int64_t kh0, int64_t kh1) {
+    const int64_t B = LT_NCB, xs = g->SW * B;
+    lt_ncv acc[LT_NCDWP];
+#pragma GCC unroll 16
+    for (int j = 0; j < np; j++) acc[j] = b0;
+    const float *x0 = xc + (ow0 * g->SW - g->PW) * B;
+    for (int64_t kh = kh0; kh < kh1; kh++) {
+        const float *xr = x0 + (oh * g->SH - g->PH + kh * g->DH) * g->W * B;
+        const float *wr = wc + kh * g->KW * B;
+        for (int64_t kw = 0; kw < g->KW; kw++) {
+            lt_ncv wv = LT_NCLOAD(wr + kw * B);
+            const float *xk = xr + kw * g->DW * B;
+#pragma GCC unroll 16
+            for (int j = 0; j < np; j++) acc[j] += LT_NCLOAD(xk + j * xs) * wv;
+        }
+    }
+#pragma GCC unroll 16
+    for (int j = 0; j < np; j++) lt_nchwc_store_(g, acc[j], y + j * B, res ? res + j * B : NULL);
+}
+
+#define LT_NCDW_CASE(NP)                                                                            \
+    case NP: lt_nchwc_dw_strip_(g, xc, wc, b0, y + off, res ? res + off : NULL, NP, oh, ow, kh0, kh1); break;
+
+/* Depthwise: one output row of block cb (y, res: the image's). */
 LT_FN void lt_nchwc_dw_row_(const lt_nchwc_geom_ *g, const float *x, const float *wp, const float *bias, float *y,
                             const float *res, int64_t cb, int64_t oh) {
     const int64_t B = LT_NCB;
@@ -213,7 +244,21 @@ LT_FN void lt_nchwc_dw_row_(const lt_nchwc_geom_ *g, const float *x, const float
     lt_nchwc_clip_(oh * g->SH - g->PH, g->DH, g->KH, g->H, &kh0, &kh1);
     lt_ncv b0 = {0};
     if (bias) memcpy(&b0, bias + cb * B, sizeof b0);
+    int64_t lo = 0, hi = g->OW; /* interior columns */
+    while (lo < g->OW && lo * g->SW - g->PW < 0) lo++;
+    while (hi > lo && (hi - 1) * g->SW - g->PW + (g->KW - 1) * g->DW >= g->W) hi--;
     for (int64_t ow = 0; ow < g->OW; ow++) {
+        int64_t off = ((cb * g->OH + oh) * g->OW + ow) * B;
+        if (ow >= lo && ow < hi) {
+            int np = (int)(hi - ow < LT_NCDWP ? hi - ow : LT_NCDWP);
+            switch (np) {
+            LT_NCDW_CASE(1) LT_NCDW_CASE(2) LT_NCDW_CASE(3) LT_NCDW_CASE(4) LT_NCDW_CASE(5) LT_NCDW_CASE(6)
+            LT_NCDW_CASE(7) LT_NCDW_CASE(8) LT_NCDW_CASE(9) LT_NCDW_CASE(10) LT_NCDW_CASE(11) LT_NCDW_CASE(12)
+            default: break;
+            }
+            ow += np - 1;
+            continue;
+        }
         int64_t kw0, kw1, iw0 = ow * g->SW - g->PW;
         lt_nchwc_clip_(iw0, g->DW, g->KW, g->W, &kw0, &kw1);
         lt_ncv acc = b0;
@@ -222,10 +267,10 @@ LT_FN void lt_nchwc_dw_row_(const lt_nchwc_geom_ *g, const float *x, const float
             for (int64_t kw = kw0; kw < kw1; kw++)
                 acc += LT_NCLOAD(xr + (iw0 + kw * g->DW) * B) * LT_NCLOAD(wc + (kh * g->KW + kw) * B);
         }
-        int64_t off = ((cb * g->OH + oh) * g->OW + ow) * B;
         lt_nchwc_store_(g, acc, y + off, res ? res + off : NULL);
     }
 }
+#undef LT_NCDW_CASE
 
 /* Any B: plain loops (the generated code was built for another vector width). */
 LT_FN void lt_nchwc_conv_any_(const lt_nchwc_geom_ *g, int64_t N, int64_t B, int64_t dw, const float *x, const float *wp,
