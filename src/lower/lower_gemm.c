@@ -58,15 +58,16 @@ static lt_status epi_store(lt_lctx *lc, const lt_gemm_desc *g, const epi_flags *
     lt_lnode *v = acc;
     if (f->alpha && g->alpha != 1) v = lt_l_mul(K_, F(lc, g->alpha), v);
     if (f->bias && g->bias) {
-        /* the bias spans the columns (mode 1: [.., N]) or the rows (mode 2: [.., M, 1]), right-aligned
-         * to the output, with leading 1s: index its own rank */
+        /* a vector bias: [N] per column (mode 1) or [M] per row (mode 2, e.g. a convolution's); or a
+         * matrix-shaped one, right-aligned to the output with leading 1s: [.., 1, N] or [.., M, 1] */
         int br;
         int64_t bd[LT_MAX_RANK];
-        if (!lt_lower_shape(g->bias, &br, bd) || br < 1 || (g->bias_mode == 2 && br < 2))
+        if (!lt_lower_shape(g->bias, &br, bd) || br < 1)
             return lt_lower_error(lc, g->n, LT_ERR_INTERNAL, "bias '%s' has no static shape", g->bias->name);
         lt_lnode *b, *bidx2[LT_MAX_RANK];
         for (int d = 0; d < br; d++) bidx2[d] = I(lc, 0);
-        if (g->bias_mode == 2) bidx2[br - 2] = i;
+        if (br == 1) bidx2[0] = g->bias_mode == 2 ? i : j;
+        else if (g->bias_mode == 2) bidx2[br - 2] = i;
         else bidx2[br - 1] = j;
         LT_TRY(lt_lower_value(lc, g->bias, bidx2, &b));
         v = add(lc, v, b);
