@@ -3,10 +3,13 @@
  *
  * Rows (32768 x 4096 by default, float32 / float16 / bfloat16):
  *   copy       device-to-device cuMemcpy of the fp32 tensor's size: the bandwidth ceiling (100%)
- *   ew_chain   y = max(x * 1.5 + 0.25, 0) * x, emitted from Loop IR by lathe's shared emitter and
- *              launched through the backend's launch-shape path (the compiler's own code, no prelude)
- *   rowsum, softmax, layernorm, rmsnorm   the prelude row kernels (cuda_norm.h): the variant lathe
- *              picks, and the best of all variants that fit (to guide the default)
+ *   ew_chain   y = max(x * 1.5 + 0.25, 0) * x as a compiled model gets it: a small graph through
+ *              fusion, lowering, the default GPU schedule and the shared emitter (cuda_emitted.h),
+ *              launched through the backend's launch-shape path; variant "emitted vV" (vector lanes)
+ *   rowsum, softmax, layernorm, rmsnorm   two rows each: the hand-written prelude row kernel
+ *              (cuda_norm.h; the variant lathe picks, and the best of all variants that fit), and the
+ *              kernel the compiler emits for the ONNX op (ReduceSum, Softmax, LayerNormalization,
+ *              RMSNormalization over the last axis; variant "emitted tT vV": T threads per row)
  *   gemm       float16 / bfloat16 at 4096^3 and 8192^3 (cuda_gemm.h, mma.sync): every tensor-core
  *              configuration, lathe's pick, and cuBLAS (cublasGemmEx, fp32 accumulation) on the same
  *              stream; outputs compared with cuBLAS's at 4096 sampled points
@@ -21,6 +24,8 @@
 #include "base/dtype.h"
 #include "codegen/codegen.h"
 #include "loop/loop.h"
+
+#include "../../tests/unit/cuda_emitted.h"
 
 #include <dlfcn.h>
 #include <math.h>
@@ -118,43 +123,54 @@ static lt_status run_copy(lt_ctx *ctx, void *u) {
     return lt_cuda_copy(cu, ctx, j->b, j->a, j->bytes, LT_COPY_DEVICE_TO_DEVICE);
 }
 
-/* ---- the emitted elementwise chain ---- */
-typedef struct ew_job {
+/* ---- kernels emitted by the compiler (lowering + default GPU schedule + emitter) ---- */
+typedef struct emitted_job {
     lt_cuda_func *f;
-    void *args[2];
-} ew_job;
-static lt_status run_ew(lt_ctx *ctx, void *u) {
-    ew_job *j = u;
-    return lt_cuda_launch_args(cu, ctx, j->f, j->args, 2);
+    void *args[8];
+    int n;
+} emitted_job;
+static lt_status run_emitted(lt_ctx *ctx, void *u) {
+    emitted_job *j = u;
+    return lt_cuda_launch_args(cu, ctx, j->f, j->args, j->n);
 }
-static lt_cuda_module *ew_module(lt_dtype t, int64_t n, lt_cuda_func **f) {
-    enum { T = 256, U = 4 };
-    lt_arena ar;
-    lt_arena_init(&ar);
-    lt_kernel *k = lt_kernel_new(&ar, "lt_ew_chain");
-    lt_lbuf *y = lt_kernel_arg(k, "y", t, n), *x = lt_kernel_arg(k, "x", t, n);
-    lt_lvar *b = lt_kernel_var(k, "b", LT_INT64), *th = lt_kernel_var(k, "t", LT_INT64), *u = lt_kernel_var(k, "u", LT_INT64);
-    lt_lnode *idx = lt_l_add(k, lt_l_mul(k, lt_l_add(k, lt_l_mul(k, lt_l_var(k, b), lt_l_int(k, U)), lt_l_var(k, u)), lt_l_int(k, T)),
-                             lt_l_var(k, th));
-    lt_lnode *xv = lt_l_load(k, x, idx);
-    if (t != LT_FLOAT) xv = lt_l_cast(k, LT_FLOAT, xv);
-    lt_lnode *v = lt_l_binary(k, LT_LOP_ADD, lt_l_binary(k, LT_LOP_MUL, xv, lt_l_float(k, LT_FLOAT, 1.5)), lt_l_float(k, LT_FLOAT, 0.25));
-    v = lt_l_binary(k, LT_LOP_MUL, lt_l_binary(k, LT_LOP_MAX, v, lt_l_float(k, LT_FLOAT, 0)), xv);
-    if (t != LT_FLOAT) v = lt_l_cast(k, t, v);
-    lt_lnode *ul = lt_l_for(k, u, lt_l_int(k, 0), lt_l_int(k, U), LT_LOOP_UNROLLED, lt_l_store(k, y, idx, v));
-    ul->ival = U;
-    k->body = lt_l_for(k, b, lt_l_int(k, 0), lt_l_int(k, n / (T * U)), LT_LOOP_GPU_BLOCK,
-                       lt_l_for(k, th, lt_l_int(k, 0), lt_l_int(k, T), LT_LOOP_GPU_THREAD, ul));
+static void bench_emitted(em_op op, lt_dtype t, int64_t rows, int cols, void *y, void *x, void *g, void *bb, double bytes) {
     lt_ctx ctx = {0};
-    lt_strbuf src = {0};
-    lt_emit_kernel ek = {k, "Mul, Add, Max, Mul (bench)"};
+    em_kernel k;
     lt_cuda_module *m = NULL;
-    if (lt_emit_module(&ctx, &lt_lang_cuda, &ek, 1, NULL, &src) || lt_cuda_module_compile(cu, &ctx, src.s, NULL, &m) ||
-        lt_cuda_module_func(cu, &ctx, m, "lt_ew_chain", f))
+    emitted_job j = {0};
+    void *consts[8] = {0};
+    if (em_build(&ctx, op, t, rows, cols, &k) || lt_cuda_module_compile(cu, &ctx, k.src.s, NULL, &m) ||
+        lt_cuda_module_func(cu, &ctx, m, k.kernel, &j.f))
         DIE(&ctx);
-    lt_sb_free(&src);
-    lt_arena_free(&ar);
-    return m;
+    for (int a = 0; a < k.n_args; a++) {
+        switch (k.role[a]) {
+        case EM_Y: j.args[a] = y; break;
+        case EM_X: j.args[a] = x; break;
+        case EM_GAMMA: j.args[a] = g; break;
+        case EM_BETA: j.args[a] = bb; break;
+        default: { /* a constant (float16 scalars stay kernel arguments) */
+            size_t nb = (size_t)k.cval[a]->numel * (size_t)lt_dtype_size(k.cval[a]->dtype);
+            if (lt_cuda_alloc(cu, &ctx, nb, &consts[a]) ||
+                lt_cuda_copy(cu, &ctx, consts[a], k.cval[a]->data, nb, LT_COPY_HOST_TO_DEVICE))
+                DIE(&ctx);
+            j.args[a] = consts[a];
+        }
+        }
+    }
+    j.n = k.n_args;
+    /* the variant: what the schedule chose ("emitted t256 v4": threads per row, vector lanes) */
+    char variant[64] = "emitted";
+    const char *rr = strstr(k.schedule, "rowreduce ");
+    long long th = 0, vl = 0;
+    if (rr && sscanf(rr, "rowreduce %*s %lld %lld", &th, &vl) == 2)
+        snprintf(variant, sizeof variant, "emitted t%lld v%lld", th, vl);
+    else if (strstr(k.schedule, "vectorize") && sscanf(k.schedule, "split %*s %lld", &vl) == 1)
+        snprintf(variant, sizeof variant, "emitted v%lld", vl);
+    row_bw(em_op_names[op], lt_dtype_name(t), variant, time_ms(run_emitted, &j, reps), bytes, NULL);
+    for (int a = 0; a < 8; a++)
+        if (consts[a]) lt_cuda_free(cu, consts[a]);
+    lt_cuda_module_free(cu, m);
+    em_free(&k);
 }
 
 /* ---- row kernels ---- */
@@ -170,10 +186,7 @@ static void bench_rows(lt_dtype t, int64_t rows, int cols) {
     void *x = device_random(t, n, 3.0f), *g = device_random(t, (size_t)cols, 1.0f), *bb = device_random(t, (size_t)cols, 1.0f);
     void *y = NULL;
     if (lt_cuda_alloc(cu, &ctx, n * es, &y)) DIE(&ctx);
-    ew_job ej = {NULL, {y, x}};
-    lt_cuda_module *em = ew_module(t, (int64_t)n, &ej.f);
-    row_bw("ew_chain", dt, "emitted", time_ms(run_ew, &ej, reps), 2.0 * (double)n * es, NULL);
-    lt_cuda_module_free(cu, em);
+    bench_emitted(EM_EW_CHAIN, t, rows, cols, y, x, g, bb, 2.0 * (double)n * es);
 
     static const lt_cuda_norm_op ops[] = {LT_CUDA_ROWSUM, LT_CUDA_SOFTMAX, LT_CUDA_LAYERNORM, LT_CUDA_RMSNORM};
     static const char *names[] = {"rowsum", "softmax", "layernorm", "rmsnorm"};
@@ -207,6 +220,8 @@ static void bench_rows(lt_dtype t, int64_t rows, int cols) {
             snprintf(note, sizeof note, "best variant %s: %.0f GB/s (%.1f%%)", best_name, bytes / (best * 1e-3) / 1e9,
                      copy_gbps > 0 ? 100 * bytes / (best * 1e-3) / 1e9 / copy_gbps : 0);
         row_bw(names[o], dt, auto_name, ms_auto, bytes, note);
+        static const em_op emitted[] = {EM_ROWSUM, EM_SOFTMAX, EM_LAYERNORM, EM_RMSNORM};
+        bench_emitted(emitted[o], t, rows, cols, y, x, g, bb, bytes);
     }
     lt_cuda_free(cu, x), lt_cuda_free(cu, g), lt_cuda_free(cu, bb), lt_cuda_free(cu, y);
 }

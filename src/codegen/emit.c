@@ -13,6 +13,8 @@
  * store indexed by the loop variable, a buffer both loaded and stored only at the same index, outer
  * variables only accumulated with + or *); otherwise it is a plain loop that the C compiler may still
  * vectorize. A PARALLEL loop that assigns a variable declared outside it is rejected (a data race).
+ * Targets with vector_memory (CUDA) give a VECTORIZED loop a vector path: contiguous, aligned loads
+ * and stores as whole 4/8/16-byte accesses into register arrays (see "explicit vector memory").
  * Entry points: lt_emit_function, lt_emit_launch_dims, lt_emit_kernels_ (for module.c).
  */
 #include "codegen.h"
@@ -81,7 +83,13 @@ static const char *const reserved_words[] = {
     "protected", "virtual", "friend", "using", "throw", "try", "catch", "args", "main", "errno",
     "int8_t", "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t", "uint32_t", "uint64_t",
     "size_t", "NULL", "isnan", "isinf", "memcpy", "blockIdx", "threadIdx", "blockDim", "gridDim",
-    "asm", "half", "min", "max", NULL,
+    "asm", "half", "min", "max",
+    /* C++ (CUDA is compiled as C++): alternative operator tokens and the other keywords */
+    "and", "and_eq", "bitand", "bitor", "compl", "not", "not_eq", "or", "or_eq", "xor", "xor_eq",
+    "alignas", "alignof", "char8_t", "char16_t", "char32_t", "concept", "consteval", "constexpr",
+    "constinit", "const_cast", "co_await", "co_return", "co_yield", "decltype", "dynamic_cast",
+    "explicit", "export", "mutable", "noexcept", "nullptr", "reinterpret_cast", "requires",
+    "static_assert", "static_cast", "thread_local", "typeid", "wchar_t", NULL,
 };
 
 /* ---- emitter state ---- */
@@ -97,6 +105,10 @@ typedef struct em {
     int ind;
     lt_status st;
     int64_t grid[3], block[3]; /* CUDA launch shape of the kernel being emitted */
+    /* vector_memory targets: the register arrays of the VECTORIZED loop being emitted (vector path) */
+    const struct vacc *vac;
+    int n_vac;
+    const lt_lnode *no_vec; /* the VECTORIZED loop being emitted as its plain fallback */
 } em;
 
 static lt_status fail(em *e, lt_status s, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -448,7 +460,18 @@ static void ex_cast(em *e, const lt_lnode *n, int maxp) {
     }
 }
 
+static const struct vacc *vacc_find(const em *e, const lt_lbuf *b, const lt_lnode *index, bool store);
+static const char *vacc_reg(const struct vacc *a);
+
 static void ex_load(em *e, const lt_lnode *n) {
+    const struct vacc *va = vacc_find(e, n->buf, n->kids[0], false);
+    if (va) { /* a lane of a vector loaded before the lane loop */
+        if (n->buf->dtype == LT_FLOAT16) OUT("lt_h2f(");
+        else if (n->buf->dtype == LT_BFLOAT16) OUT("lt_bf2f(");
+        OUT("%s", vacc_reg(va));
+        if (is_narrow_float(n->buf->dtype)) OUT(")");
+        return;
+    }
     const char *name = bname(e, n->buf);
     if (n->buf->dtype == LT_FLOAT16) OUT("lt_h2f(");
     else if (n->buf->dtype == LT_BFLOAT16) OUT("lt_bf2f(");
@@ -627,6 +650,309 @@ static void block(em *e, const lt_lnode *body) {
     e->ind--;
 }
 
+/* ---- explicit vector memory accesses (targets with vector_memory: CUDA) ----
+ * A VECTORIZED loop `for v in [0, V)` whose body is a chain of guards (IF without else) around
+ * statements with no loop gets a vector path. Every load and store of a global buffer whose index
+ * is base + v, with base a multiple of V (so the V elements are contiguous and aligned to V
+ * elements), at a place the lanes always reach (not under an IF, a select branch or the right side
+ * of && / ||), becomes one V-element register array filled (loads, before the lane loop) or written
+ * back (stores, after it) in pieces of 4, 8 or 16 bytes (LT_COPY16/8/4); the lanes then run
+ * unrolled on the registers, and other accesses stay per lane. Guards must be uniform (free of v)
+ * or `base + v < bound` (true for every lane when true for lane V-1). A buffer the body stores must
+ * be loaded and stored at one index only, and is redirected only when every store of it is
+ * unconditional, so the order of lanes cannot matter. The path runs when the guards hold for all
+ * lanes and the buffers' addresses are aligned (checked at run time); otherwise the plain loop runs.
+ * Index math is assumed non-negative (flattened element offsets), as everywhere in Loop IR. */
+#define VACC_MAX 16
+
+typedef struct vacc {
+    const lt_lbuf *buf;
+    const lt_lnode *index; /* as written in the loop body */
+    bool store;
+    const char *reg;       /* register array name */
+    const char *lane;      /* the lane variable's name */
+    char text[200];        /* "reg[lane]" */
+} vacc;
+
+typedef struct vscan {
+    const lt_lvar *v;
+    int64_t V;
+    const bool *inner; /* by var id: declared inside the loop body */
+} vscan;
+
+static const vacc *vacc_find(const em *e, const lt_lbuf *b, const lt_lnode *index, bool store) {
+    for (int i = 0; i < e->n_vac; i++)
+        if (e->vac[i].buf == b && e->vac[i].store == store && lt_lequal(e->vac[i].index, index)) return &e->vac[i];
+    return NULL;
+}
+static const char *vacc_reg(const vacc *a) { return a->text; }
+
+static bool vmult(const vscan *s, const lt_lnode *n);
+
+/* Coefficient of v in the index expression n: 0 (free of v), 1 (base + v), -1 (anything else). */
+static int vcoef(const vscan *s, const lt_lnode *n) {
+    int64_t c;
+    switch (n->kind) {
+    case LT_L_INT: case LT_L_FLOAT: return 0;
+    case LT_L_VAR: return n->var == s->v ? 1 : s->inner[n->var->id] ? -1 : 0;
+    case LT_L_BINARY: {
+        int a = vcoef(s, n->kids[0]), b = vcoef(s, n->kids[1]);
+        if (a < 0 || b < 0) return -1;
+        if (!a && !b) return 0;
+        if (!is_int(n->dtype)) return -1;
+        switch (n->op) {
+        case LT_LOP_ADD: return a + b == 1 ? 1 : -1;
+        case LT_LOP_SUB: return b == 0 ? a : -1;
+        case LT_LOP_MUL:
+            return (a && lt_lis_int(n->kids[1], &c) && c == 1) || (b && lt_lis_int(n->kids[0], &c) && c == 1) ? 1 : -1;
+        case LT_LOP_DIV: /* (mV + v) / (kV) == mV / (kV) for 0 <= v < V */
+            return b == 0 && lt_lis_int(n->kids[1], &c) && c > 0 && c % s->V == 0 && vmult(s, n->kids[0]) ? 0 : -1;
+        case LT_LOP_MOD: /* (mV + v) % (kV) == (mV) % (kV) + v */
+            return b == 0 && lt_lis_int(n->kids[1], &c) && c > 0 && c % s->V == 0 && vmult(s, n->kids[0]) ? 1 : -1;
+        default: return -1;
+        }
+    }
+    default:
+        for (int i = 0; i < n->n; i++)
+            if (vcoef(s, n->kids[i]) != 0) return -1;
+        return 0;
+    }
+}
+
+/* Is the value of n at v = 0 a multiple of V? (false when unknown) */
+static bool vmult(const vscan *s, const lt_lnode *n) {
+    int64_t c;
+    switch (n->kind) {
+    case LT_L_INT: return n->ival % s->V == 0;
+    case LT_L_VAR: return n->var == s->v;
+    case LT_L_BINARY:
+        if (!is_int(n->dtype)) return false;
+        switch (n->op) {
+        case LT_LOP_ADD: case LT_LOP_SUB: return vmult(s, n->kids[0]) && vmult(s, n->kids[1]);
+        case LT_LOP_MUL: return vmult(s, n->kids[0]) || vmult(s, n->kids[1]);
+        case LT_LOP_MOD: return lt_lis_int(n->kids[1], &c) && c > 0 && c % s->V == 0 && vmult(s, n->kids[0]);
+        default: return false;
+        }
+    default: return false;
+    }
+}
+
+/* Bytes of one vector access of buffer b, or 0 when b cannot take one. */
+static int64_t vbytes(const vscan *s, const lt_lbuf *b) {
+    int64_t bytes = s->V * lt_dtype_size(b->dtype);
+    if (b->scope != LT_SCOPE_GLOBAL || b->arg < 0 || bytes < 4 || bytes > 64 || (bytes & (bytes - 1))) return 0;
+    return bytes;
+}
+static bool vaccess(const vscan *s, const lt_lbuf *b, const lt_lnode *index) {
+    return vbytes(s, b) && vcoef(s, index) == 1 && vmult(s, index);
+}
+
+typedef struct vplan {
+    vscan s;
+    vacc acc[VACC_MAX];
+    int n;
+    bool reject;
+    /* stored buffers: their one index, and whether some store of them is conditional */
+    const lt_lbuf *sbuf[VACC_MAX];
+    const lt_lnode *sidx[VACC_MAX];
+    bool scond[VACC_MAX];
+    int ns;
+} vplan;
+
+static void vmark_inner(const lt_lnode *n, bool *inner) {
+    if (!n) return;
+    if ((n->kind == LT_L_LET || n->kind == LT_L_FOR) && n->var) inner[n->var->id] = true;
+    for (int i = 0; i < n->n; i++) vmark_inner(n->kids[i], inner);
+}
+
+/* Stores of the body: one index per buffer (else reject), conditional or not. */
+static void vstores(vplan *p, const lt_lnode *n, bool cond) {
+    if (!n || p->reject) return;
+    if (n->kind == LT_L_FOR || n->kind == LT_L_ALLOC) { p->reject = true; return; }
+    if (n->kind == LT_L_STORE) {
+        int i = 0;
+        while (i < p->ns && p->sbuf[i] != n->buf) i++;
+        if (i == p->ns) {
+            if (p->ns == VACC_MAX) { p->reject = true; return; }
+            p->sbuf[i] = n->buf, p->sidx[i] = n->kids[0], p->scond[i] = cond, p->ns++;
+        } else if (!lt_lequal(p->sidx[i], n->kids[0])) {
+            p->reject = true;
+            return;
+        }
+        p->scond[i] |= cond;
+    }
+    if (n->kind == LT_L_IF) {
+        vstores(p, n->kids[0], cond);
+        for (int i = 1; i < n->n; i++) vstores(p, n->kids[i], true);
+        return;
+    }
+    for (int i = 0; i < n->n; i++) vstores(p, n->kids[i], cond);
+}
+
+static void vadd(vplan *p, const lt_lbuf *b, const lt_lnode *index, bool store) {
+    for (int i = 0; i < p->n; i++)
+        if (p->acc[i].buf == b && p->acc[i].store == store && lt_lequal(p->acc[i].index, index)) return;
+    if (p->n == VACC_MAX) return; /* the rest stay per lane */
+    vacc *a = &p->acc[p->n++];
+    memset(a, 0, sizeof *a);
+    a->buf = b, a->index = index, a->store = store;
+}
+
+/* Loads (and unconditional stores) that become vector accesses. */
+static void vloads(vplan *p, const lt_lnode *n, bool cond) {
+    if (!n || p->reject) return;
+    if (n->kind == LT_L_LOAD) {
+        for (int i = 0; i < p->ns; i++)
+            if (p->sbuf[i] == n->buf && !lt_lequal(p->sidx[i], n->kids[0])) { p->reject = true; return; }
+        if (!cond && vaccess(&p->s, n->buf, n->kids[0])) vadd(p, n->buf, n->kids[0], false);
+    }
+    if (n->kind == LT_L_STORE && !cond && vaccess(&p->s, n->buf, n->kids[0])) {
+        int i = 0;
+        while (i < p->ns && p->sbuf[i] != n->buf) i++;
+        if (i < p->ns && !p->scond[i]) vadd(p, n->buf, n->kids[0], true);
+    }
+    bool branchy = n->kind == LT_L_IF || n->kind == LT_L_SELECT ||
+                   (n->kind == LT_L_BINARY && (n->op == LT_LOP_AND || n->op == LT_LOP_OR));
+    for (int i = 0; i < n->n; i++) vloads(p, n->kids[i], cond || (branchy && i > 0));
+}
+
+static lt_lnode *vsub(em *e, const lt_lnode *n, const lt_lvar *v, int64_t val) {
+    lt_kernel *k = (lt_kernel *)e->k; /* new index nodes live in the kernel's arena */
+    lt_lnode *r = lt_lsubstitute(k, (lt_lnode *)n, v, lt_l_int(k, val));
+    return r ? lt_lsimplify(k, r) : NULL;
+}
+
+static void st_for(em *e, const lt_lnode *n);
+
+/* The copies of one vector access: LT_COPYn(&reg[j], &buf[base + j]) for each piece. */
+static void vcopies(em *e, const vplan *p, const vacc *a, const lt_lnode *base) {
+    int64_t bytes = vbytes(&p->s, a->buf), piece = bytes < 16 ? bytes : 16;
+    int64_t per = piece / lt_dtype_size(a->buf->dtype);
+    lt_kernel *k = (lt_kernel *)e->k;
+    for (int64_t j = 0; j * per < p->s.V && e->st == LT_OK; j++) {
+        lt_lnode *at = j ? lt_lsimplify(k, lt_l_add(k, (lt_lnode *)base, lt_l_int(k, j * per))) : (lt_lnode *)base;
+        if (!at) { fail(e, LT_ERR_NOMEM, "out of memory"); return; }
+        put_indent(e);
+        OUT("LT_COPY%lld(", (long long)piece);
+        if (a->store) {
+            OUT("&%s[", bname(e, a->buf));
+            ex(e, at, P_ANY);
+            OUT("], &%s[%lld]);\n", a->reg, (long long)(j * per));
+        } else {
+            OUT("&%s[%lld], &%s[", a->reg, (long long)(j * per), bname(e, a->buf));
+            ex(e, at, P_ANY);
+            OUT("]);\n");
+        }
+    }
+}
+
+/* Emit the vector path of VECTORIZED loop n with its plain loop as the fallback; false when the
+ * loop does not qualify (nothing written). */
+static bool st_for_vector(em *e, const lt_lnode *n) {
+    int64_t lo, V;
+    if (e->vac || !lt_lis_int(n->kids[0], &lo) || lo != 0 || !lt_lis_int(n->kids[1], &V) || V < 2 || V > 64) return false;
+    /* peel the guards */
+    const lt_lnode *guards[16], *body = n->kids[2];
+    int ng = 0;
+    for (;;) {
+        while (body->kind == LT_L_SEQ && body->n == 1) body = body->kids[0];
+        if (body->kind != LT_L_IF || (body->n > 2 && body->kids[2] && !lt_lis_empty(body->kids[2])) || ng == 16) break;
+        guards[ng++] = body->kids[0];
+        body = body->kids[1];
+    }
+    bool *inner = lt_mem_calloc((size_t)e->k->n_vars + 1, sizeof *inner);
+    vplan *p = lt_mem_calloc(1, sizeof *p);
+    lt_lnode **gx = lt_mem_calloc((size_t)ng + 1, sizeof *gx);
+    bool done = false;
+    if (!inner || !p || !gx) { fail(e, LT_ERR_NOMEM, "out of memory analysing loop %s", n->var->name); done = true; goto out; }
+    vmark_inner(body, inner);
+    p->s = (vscan){n->var, V, inner};
+    for (int i = 0; i < ng && !p->reject; i++) {
+        const lt_lnode *c = guards[i];
+        int cc = vcoef(&p->s, c);
+        if (cc == 0) gx[i] = (lt_lnode *)c;
+        else if (c->kind == LT_L_BINARY && (c->op == LT_LOP_LT || c->op == LT_LOP_LE) &&
+                 vcoef(&p->s, c->kids[0]) == 1 && vcoef(&p->s, c->kids[1]) == 0)
+            gx[i] = vsub(e, c, n->var, V - 1); /* lane V-1 in bounds: every lane is */
+        else p->reject = true;
+        if (!p->reject && !gx[i]) { fail(e, LT_ERR_NOMEM, "out of memory"); done = true; goto out; }
+    }
+    vstores(p, body, false);
+    vloads(p, body, false);
+    if (p->reject || p->n == 0) goto out;
+    done = true;
+    const char *lane = vname(e, n->var);
+    for (int i = 0; i < p->n; i++) {
+        char raw[96];
+        snprintf(raw, sizeof raw, "%s_%s", p->acc[i].buf->name, p->acc[i].store ? "out" : "in");
+        p->acc[i].reg = mangle(e, raw, 0);
+        p->acc[i].lane = lane;
+        snprintf(p->acc[i].text, sizeof p->acc[i].text, "%s[%s]", p->acc[i].reg, lane);
+    }
+    /* condition: aligned buffers, guards true for every lane */
+    put_indent(e);
+    OUT("if (");
+    bool first = true;
+    for (int i = 0; i < p->n; i++) {
+        bool seen = false;
+        for (int j = 0; j < i; j++) seen |= p->acc[j].buf == p->acc[i].buf;
+        if (seen) continue;
+        int64_t bytes = vbytes(&p->s, p->acc[i].buf);
+        OUT("%sLT_ALIGNED(%s, %lld)", first ? "" : " && ", bname(e, p->acc[i].buf), (long long)(bytes < 16 ? bytes : 16));
+        first = false;
+    }
+    for (int i = 0; i < ng; i++) {
+        OUT(" && ");
+        ex(e, gx[i], P_LAND - 1);
+    }
+    OUT(") { /* vectorized %s: %lld lanes, whole-vector loads and stores */\n", n->var->name, (long long)V);
+    e->ind++;
+    for (int i = 0; i < p->n && e->st == LT_OK; i++) {
+        put_indent(e);
+        OUT("LT_VREG(%s, %s, %lld);\n", storage_type(e, p->acc[i].buf->dtype), p->acc[i].reg, (long long)V);
+        if (p->acc[i].store) continue;
+        lt_lnode *base = vsub(e, p->acc[i].index, n->var, 0);
+        if (!base) { fail(e, LT_ERR_NOMEM, "out of memory"); goto out; }
+        vcopies(e, p, &p->acc[i], base);
+    }
+    if (e->L->unroll_pragma) {
+        put_indent(e);
+        OUT(e->L->unroll_pragma, (int)V);
+        OUT("\n");
+    }
+    put_indent(e);
+    OUT("for (%s %s = 0; %s < %lld; %s++) {\n", compute_type(e, n->var->dtype), lane, lane, (long long)V, lane);
+    e->vac = p->acc;
+    e->n_vac = p->n;
+    block(e, body);
+    e->vac = NULL;
+    e->n_vac = 0;
+    put_indent(e);
+    OUT("}\n");
+    for (int i = 0; i < p->n && e->st == LT_OK; i++) {
+        if (!p->acc[i].store) continue;
+        lt_lnode *base = vsub(e, p->acc[i].index, n->var, 0);
+        if (!base) { fail(e, LT_ERR_NOMEM, "out of memory"); goto out; }
+        vcopies(e, p, &p->acc[i], base);
+    }
+    e->ind--;
+    put_indent(e);
+    OUT("} else {\n");
+    e->ind++;
+    const lt_lnode *saved = e->no_vec;
+    e->no_vec = n;
+    st_for(e, n);
+    e->no_vec = saved;
+    e->ind--;
+    put_indent(e);
+    OUT("}\n");
+out:
+    lt_mem_free(inner);
+    lt_mem_free(p);
+    lt_mem_free(gx);
+    return done;
+}
+
 static void st_for(em *e, const lt_lnode *n) {
     const char *v = vname(e, n->var);
     const lt_lnode *lo = n->kids[0], *ext = n->kids[1];
@@ -668,6 +994,8 @@ static void st_for(em *e, const lt_lnode *n) {
         OUT("}\n");
         return;
     }
+
+    if (kind == LT_LOOP_VECTORIZED && e->L->vector_memory && e->no_vec != n && st_for_vector(e, n)) return;
 
     char pragma[256] = "";
     if (kind == LT_LOOP_PARALLEL) {
@@ -743,11 +1071,25 @@ static void st_store(em *e, const lt_lnode *n) {
     }
     if (!check_dtype(e, n->buf->dtype, "stored buffer")) return;
     put_indent(e);
-    OUT("%s[", bname(e, n->buf));
-    ex(e, idx, P_ANY);
-    OUT("] = ");
+    const struct vacc *va = vacc_find(e, n->buf, idx, true);
+    if (va) { /* a lane of a vector stored after the lane loop */
+        OUT("%s = ", vacc_reg(va));
+    } else {
+        OUT("%s[", bname(e, n->buf));
+        ex(e, idx, P_ANY);
+        OUT("] = ");
+    }
     lt_dtype bt = n->buf->dtype;
-    if (bt == LT_FLOAT16 || bt == LT_BFLOAT16) {
+    if (e->L->vector_memory && is_narrow_float(bt) && val->kind == LT_L_LOAD && val->buf->dtype == bt) {
+        /* a copy between float16 (bfloat16) buffers: the bits, no round trip through float */
+        const struct vacc *vl = vacc_find(e, val->buf, val->kids[0], false);
+        if (vl) OUT("%s", vacc_reg(vl));
+        else {
+            OUT("%s[", bname(e, val->buf));
+            ex(e, val->kids[0], P_ANY);
+            OUT("]");
+        }
+    } else if (bt == LT_FLOAT16 || bt == LT_BFLOAT16) {
         const char *fn = bt == LT_FLOAT16 ? "lt_f2h" : "lt_f2bf";
         bool dbl = compute_dt(val->dtype) == LT_DOUBLE;
         OUT("%s(%s", fn, dbl ? "lt_d2f_odd(" : "");

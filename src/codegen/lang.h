@@ -49,6 +49,8 @@ typedef struct lt_lang {
     const char *thread_index[3];          /* GPU_THREAD axis x/y/z */
     int64_t max_block_threads;            /* product of the block's thread extents (CUDA 1024) */
     bool vector_types;                    /* lanes > 1 through GCC vector extensions */
+    bool vector_memory;                   /* VECTORIZED loops load/store whole vectors through the
+                                             prelude's LT_COPY16/8/4 when the accesses allow (emit.c) */
 
     /* buffers */
     const char *shared_qualifier;         /* declaration prefix of SHARED buffers ("__shared__ ") */

@@ -3,8 +3,10 @@
  * Generated CUDA is compiled by NVRTC (src/backend/cuda/nvrtc.c) with no headers beyond the
  * prelude (cuda_core.h). Kernels are `extern "C" __global__` with one pointer parameter per
  * buffer; GPU_BLOCK / GPU_THREAD loops become blockIdx / threadIdx (the launch shape comes from
- * lt_emit_launch_dims); PARALLEL loops are rejected (bind them instead); VECTORIZED loops run as
- * plain per-thread loops; SHARED buffers are __shared__ arrays; BARRIER is __syncthreads().
+ * lt_emit_launch_dims); PARALLEL loops are rejected (bind them instead); VECTORIZED loops load
+ * and store whole vectors (up to 16 bytes per access) into register arrays when their accesses are
+ * contiguous and aligned (vector_memory, see emit.c), with the plain per-thread loop as the fallback;
+ * SHARED buffers are __shared__ arrays; BARRIER is __syncthreads().
  * Accurate math by default; with fast_math the __expf family of intrinsics.
  */
 #include "lang.h"
@@ -63,6 +65,7 @@ const lt_lang lt_lang_cuda = {
     .thread_index = {"threadIdx.x", "threadIdx.y", "threadIdx.z"},
     .max_block_threads = 1024,
     .vector_types = false,
+    .vector_memory = true,
     .shared_qualifier = "__shared__ ",
     .local_attr = "",
     .max_local_bytes = 48 * 1024,

@@ -1,5 +1,6 @@
 /* schedule.c — schedule steps on Loop IR: split, reorder, tile, fuse, vectorize, unroll, parallel,
  * bind, cache (stage a buffer into a local/shared copy) and microkernel (replace a nest by a call),
+ * rowreduce (GPU rows over threads: sched_rows.c),
  * plus the one-line text format of steps. Semantics and the microkernel calling convention are
  * documented in schedule.h.
  *
@@ -21,7 +22,7 @@
 #define AFF_MAXR 8  /* base terms (made of outer variables) of one index */
 
 static const char *const step_names[LT_S_COUNT] = {"split", "reorder", "tile", "fuse", "vectorize", "unroll",
-                                                    "parallel", "bind", "cache", "microkernel"};
+                                                    "parallel", "bind", "cache", "microkernel", "rowreduce"};
 
 const char *lt_sstep_kind_name(lt_sstep_kind k) { return (unsigned)k < LT_S_COUNT ? step_names[k] : "?"; }
 
@@ -740,6 +741,7 @@ lt_status lt_sched_apply(lt_ctx *ctx, lt_kernel *k, const lt_sstep *step) {
         return mark(&s, step->factor ? LT_LOOP_GPU_THREAD : LT_LOOP_GPU_BLOCK, step->factor2);
     case LT_S_CACHE: return cache(&s);
     case LT_S_MICROKERNEL: return microkernel(&s);
+    case LT_S_ROWREDUCE: return lt_sched_rowreduce_(ctx, k, step);
     case LT_S_COUNT: break;
     }
     return lt_error(ctx, LT_ERR_INVALID, "schedule step of unknown kind %d on kernel %s", (int)step->kind, k->name);
@@ -772,6 +774,7 @@ void lt_sstep_format(const lt_sstep *s, char *buf, size_t n) {
         break;
     case LT_S_CACHE: snprintf(buf, n, "%s %s %s %s", kw, s->loop, s->loop2, f ? "shared" : "local"); break;
     case LT_S_MICROKERNEL: snprintf(buf, n, "%s %s %s", kw, s->loop, s->name); break;
+    case LT_S_ROWREDUCE: snprintf(buf, n, "%s %s %lld %lld", kw, s->loop, f, f2); break;
     default: snprintf(buf, n, "? kind %d", (int)s->kind); break;
     }
 }
@@ -809,7 +812,7 @@ lt_status lt_sstep_parse(lt_ctx *ctx, const char *line, lt_sstep *out) {
         if (!strcmp(words[0], step_names[i])) kind = i;
     if (kind < 0) return lt_error(ctx, LT_ERR_INVALID, "schedule step '%s': unknown step '%s'", line, words[0]);
     s.kind = (lt_sstep_kind)kind;
-    static const int want[LT_S_COUNT] = {3, 3, 5, 3, 2, 3, 2, 4, 4, 3};
+    static const int want[LT_S_COUNT] = {3, 3, 5, 3, 2, 3, 2, 4, 4, 3, 4};
     if (nw != want[kind])
         return lt_error(ctx, LT_ERR_INVALID, "schedule step '%s': '%s' takes %d words, got %d", line, words[0], want[kind] - 1,
                         nw - 1);
@@ -834,6 +837,7 @@ lt_status lt_sstep_parse(lt_ctx *ctx, const char *line, lt_sstep *out) {
         else ok = false;
         break;
     case LT_S_MICROKERNEL: ok &= copy_word(s.name, words[2]); break;
+    case LT_S_ROWREDUCE: ok &= parse_int(words[2], &s.factor) && parse_int(words[3], &s.factor2); break;
     default: break;
     }
     if (!ok) return lt_error(ctx, LT_ERR_INVALID, "schedule step '%s': bad argument (names < 64 chars, integers, block|thread, x|y|z, local|shared)", line);

@@ -38,6 +38,13 @@
  *  microkernel L name   replace the loop nest rooted at L by `eval name(args)`; see below.
  *                                                  text: "microkernel i lt_sgemm"
  *
+ *  rowreduce L T V   GPU only (sched_rows.c): each iteration of L (a row of a reduction) runs on T
+ *                  threads (new loop "L.t" bound to threads x); the serial nests in its body are
+ *                  flattened and distributed as f = (j*T + L.t)*V + v with v a vectorized loop of V
+ *                  lanes; their accumulators (a = a OP e) combine across the threads through the
+ *                  CUDA prelude's lt_warp_* (T = 32) / lt_block_* reductions; STOREs outside the
+ *                  nests run in thread 0.                              text: "rowreduce o0 256 4"
+ *
  * Microkernel calling convention. The nest's loops are every FOR in L's subtree in pre-order (outer
  * first): l_0 = L, ..., l_{n-1}; their bounds may not depend on each other. Its buffers are
  * b_0..b_{m-1} in order of first appearance in a pre-order walk (a STORE's buffer comes before the
@@ -73,6 +80,7 @@ typedef enum lt_sstep_kind {
     LT_S_BIND,        /* mark loop GPU block (factor 0) or thread (factor 1), axis factor2 */
     LT_S_CACHE,       /* stage buffer `loop` into a LOCAL (factor 0) or SHARED (factor 1) copy at loop2 */
     LT_S_MICROKERNEL, /* replace the loop nest at `loop` with a call to microkernel `name` */
+    LT_S_ROWREDUCE,   /* spread each iteration of `loop` over factor GPU threads, factor2 lanes (sched_rows.c) */
     LT_S_COUNT
 } lt_sstep_kind;
 
@@ -96,5 +104,11 @@ const char *lt_sstep_kind_name(lt_sstep_kind k); /* "split", "reorder", ... */
  * NUL-terminated line (truncated to n); parse fails with LT_ERR_INVALID naming the line. */
 void lt_sstep_format(const lt_sstep *s, char *buf, size_t n);
 lt_status lt_sstep_parse(lt_ctx *ctx, const char *line, lt_sstep *out);
+
+/* Would "rowreduce loop threads lanes" apply to k? On false, why (may be NULL) says what is in the
+ * way. lt_sched_rowreduce_ is the step itself (lt_sched_apply calls it). */
+bool lt_sched_rowreduce_check(const lt_kernel *k, const char *loop, int64_t threads, int64_t lanes, char *why,
+                              size_t why_n);
+lt_status lt_sched_rowreduce_(lt_ctx *ctx, lt_kernel *k, const lt_sstep *step);
 
 #endif

@@ -17,7 +17,9 @@
  *     epilogue nest ("eb0".., "ei", "ej") is scheduled as an elementwise nest;
  *   plain GEMM nests (lower_gemm.c with no_microkernels): "parallel mb" (or the outermost batch
  *     loop), the init and epilogue loops vectorized along j.
- * With opt->gpu, nests are fused and bound to blocks and threads instead (the CUDA backend).
+ * With opt->gpu, nests are bound to blocks and threads instead (the CUDA backend): see "GPU
+ * schedules" below (vectorized grid-stride elementwise nests; reductions a warp or a block per row
+ * through the rowreduce step, or a thread per output).
  */
 #include "lower_impl.h"
 
@@ -31,6 +33,7 @@ typedef struct sched_b {
     lt_ctx *ctx;
     lt_schedule *s;
     int lanes;
+    const lt_kernel *k;
 } sched_b;
 
 static lt_status push(sched_b *b, lt_sstep_kind kind, const char *loop, const char *loop2, const char *name,
@@ -100,6 +103,177 @@ static lt_status parallel_outer(sched_b *b, nest_names *nn, int64_t total, int l
     return push(b, LT_S_PARALLEL, nn->name[0], NULL, NULL, 0, 0);
 }
 
+/* ---- GPU schedules (opt->gpu) ----
+ * Elementwise nests: one flat loop, split by the vector width V (16 bytes of the widest stored
+ * element: 4 float32, 8 float16) into a vectorized loop (the CUDA emitter makes its contiguous
+ * accesses 16-byte loads and stores, the tail lanes guarded), then GPU_THREADS threads per block;
+ * when that makes more than GPU_STRIDE_BLOCKS blocks, each thread handles GPU_PER_THREAD vectors
+ * one grid apart (a grid-stride loop of fixed trip count, unrolled).
+ * Reductions: the kept loops fused into one row loop; when the reduced elements of a row are
+ * contiguous (a load steps by 1 along the innermost reduced loop) and at least GPU_ROW_MIN, the row
+ * runs on a warp (rows of up to 32*4 vectors, GPU_WARP_ROWS rows per block, threads y) or on a block
+ * (threads = a quarter of the row's vectors, 64..1024) through the rowreduce step (warp-shuffle and
+ * shared-memory reductions, vector loads); otherwise one thread per output (a column reduction
+ * reads consecutive outputs' elements side by side).
+ * Nests already bound by the lowering (GPU GEMM / conv kernels) are left alone. */
+#define GPU_THREADS 256
+#define GPU_PER_THREAD 4
+#define GPU_STRIDE_BLOCKS 4096
+#define GPU_ROW_MIN 128
+#define GPU_WARP_ROWS 4
+
+static bool gpu_bound(const lt_lnode *n) {
+    if (!n || !lt_lnode_info_get(n->kind)->is_stmt) return false;
+    if (n->kind == LT_L_FOR && (n->op == LT_LOOP_GPU_BLOCK || n->op == LT_LOOP_GPU_THREAD)) return true;
+    for (int i = 0; i < n->n; i++)
+        if (gpu_bound(n->kids[i])) return true;
+    return false;
+}
+
+/* Elements in 16 bytes of the widest argument (written ones only when `written`). */
+static int64_t gpu_lanes(const lt_kernel *k, bool written) {
+    int64_t w = 0;
+    for (int i = 0; i < k->n_args; i++) {
+        const lt_lbuf *a = k->args[i];
+        int64_t sz = lt_dtype_size(a->dtype);
+        if ((!written || a->written) && sz > w) w = sz;
+    }
+    return w <= 0 || w > 16 ? 1 : 16 / w;
+}
+
+static void name2(char *out, size_t n, const char *a, const char *b) { /* a + b (empty if too long) */
+    size_t la = strlen(a), lb = strlen(b);
+    if (la + lb >= n) {
+        out[0] = 0;
+        return;
+    }
+    memcpy(out, a, la);
+    memcpy(out + la, b, lb + 1);
+}
+
+static lt_status gpu_elementwise(sched_b *b, nest_names *nn, int64_t total) {
+    while (nn->n > 1) LT_TRY(fuse_pair(b, nn, 0));
+    if (strlen(nn->name[0]) + 10 >= 64) return LT_OK; /* names too long for steps: leave it serial */
+    char cur[80], o[80], in[80], oo[80], oi[80];
+    snprintf(cur, sizeof cur, "%s", nn->name[0]);
+    int64_t V = gpu_lanes(b->k, true), n = total;
+    if (V > 1 && total >= V) {
+        LT_TRY(push(b, LT_S_SPLIT, cur, NULL, NULL, V, 0));
+        name2(in, sizeof in, cur, ".i");
+        LT_TRY(push(b, LT_S_VECTORIZE, in, NULL, NULL, 0, 0));
+        name2(cur, sizeof cur, nn->name[0], ".o");
+        n = (total + V - 1) / V;
+    }
+    int64_t T = n >= GPU_THREADS ? GPU_THREADS : (n + 31) / 32 * 32;
+    LT_TRY(push(b, LT_S_SPLIT, cur, NULL, NULL, T, 0));
+    name2(o, sizeof o, cur, ".o");
+    name2(in, sizeof in, cur, ".i");
+    int64_t blocks = (n + T - 1) / T;
+    if (blocks >= GPU_STRIDE_BLOCKS) { /* grid-stride: o = s*NB + blk, s innermost of the three */
+        int64_t nb = (blocks + GPU_PER_THREAD - 1) / GPU_PER_THREAD;
+        LT_TRY(push(b, LT_S_SPLIT, o, NULL, NULL, nb, 0));
+        name2(oo, sizeof oo, o, ".o");
+        name2(oi, sizeof oi, o, ".i");
+        LT_TRY(push(b, LT_S_REORDER, oo, oi, NULL, 0, 0));
+        LT_TRY(push(b, LT_S_REORDER, oo, in, NULL, 0, 0));
+        LT_TRY(push(b, LT_S_BIND, oi, NULL, NULL, 0, 0));
+        LT_TRY(push(b, LT_S_BIND, in, NULL, NULL, 1, 0));
+        return push(b, LT_S_UNROLL, oo, NULL, NULL, GPU_PER_THREAD, 0);
+    }
+    LT_TRY(push(b, LT_S_BIND, o, NULL, NULL, 0, 0));
+    return push(b, LT_S_BIND, in, NULL, NULL, 1, 0);
+}
+
+/* The first FOR reachable through SEQ / IF statements of a row body. */
+static const lt_lnode *first_nest(const lt_lnode *n) {
+    if (!n) return NULL;
+    if (n->kind == LT_L_FOR) return n;
+    if (n->kind != LT_L_SEQ && n->kind != LT_L_IF) return NULL;
+    for (int i = n->kind == LT_L_IF ? 1 : 0; i < n->n; i++) {
+        const lt_lnode *f = first_nest(n->kids[i]);
+        if (f) return f;
+    }
+    return NULL;
+}
+
+/* Coefficient of v in an affine index (false when not affine in v). */
+static bool coef_of(const lt_lnode *n, const lt_lvar *v, int64_t *c) {
+    int64_t a, b, k;
+    switch (n->kind) {
+    case LT_L_INT: *c = 0; return true;
+    case LT_L_VAR: *c = n->var == v; return true;
+    case LT_L_BINARY:
+        if (n->op == LT_LOP_ADD || n->op == LT_LOP_SUB) {
+            if (!coef_of(n->kids[0], v, &a) || !coef_of(n->kids[1], v, &b)) return false;
+            *c = n->op == LT_LOP_ADD ? a + b : a - b;
+            return true;
+        }
+        if (n->op == LT_LOP_MUL) {
+            if (lt_lis_int(n->kids[1], &k) && coef_of(n->kids[0], v, &a)) { *c = a * k; return true; }
+            if (lt_lis_int(n->kids[0], &k) && coef_of(n->kids[1], v, &a)) { *c = a * k; return true; }
+        }
+        if (!lt_luses_var(n, v)) { *c = 0; return true; }
+        return false;
+    default:
+        if (lt_luses_var(n, v)) return false;
+        *c = 0;
+        return true;
+    }
+}
+
+static bool steps_by_one(const lt_lnode *n, const lt_lvar *v) {
+    if (!n) return false;
+    int64_t c;
+    if (n->kind == LT_L_LOAD && coef_of(n->kids[0], v, &c) && c == 1) return true;
+    for (int i = 0; i < n->n; i++)
+        if (steps_by_one(n->kids[i], v)) return true;
+    return false;
+}
+
+static lt_status gpu_reduce(sched_b *b, nest_names *nn, const lt_lnode *row) {
+    while (nn->n > 1) LT_TRY(fuse_pair(b, nn, 0));
+    if (strlen(nn->name[0]) + 10 >= 64) return LT_OK;
+    char o[80], oo[80], oi[80];
+    snprintf(o, sizeof o, "%s", nn->name[0]);
+    int64_t rows = nn->ext[0];
+    /* the reduced elements of a row: the first nest of the row body */
+    const lt_lnode *f = first_nest(row->kids[2]), *last = f;
+    int64_t C = 1;
+    for (const lt_lnode *x = f; x && x->kind == LT_L_FOR;) {
+        int64_t e = extent(x);
+        C = e > 0 && C > 0 ? C * e : -1;
+        last = x;
+        x = x->kids[2];
+        while (x && x->kind == LT_L_SEQ && x->n == 1) x = x->kids[0];
+    }
+    int64_t V = gpu_lanes(b->k, false);
+    if (f && C >= GPU_ROW_MIN && steps_by_one(last->kids[2], last->var)) {
+        int64_t nv = (C + V - 1) / V;
+        if (nv <= 32 * 4 && rows >= GPU_WARP_ROWS &&
+            lt_sched_rowreduce_check(b->k, row->var->name, 32, V, NULL, 0)) { /* a warp per row */
+            LT_TRY(push(b, LT_S_SPLIT, o, NULL, NULL, GPU_WARP_ROWS, 0));
+            name2(oo, sizeof oo, o, ".o");
+            name2(oi, sizeof oi, o, ".i");
+            LT_TRY(push(b, LT_S_BIND, oo, NULL, NULL, 0, 0));
+            LT_TRY(push(b, LT_S_BIND, oi, NULL, NULL, 1, 1));
+            return push(b, LT_S_ROWREDUCE, oi, NULL, NULL, 32, V);
+        }
+        int64_t T = 64;
+        while (T < 1024 && T * 4 < nv) T *= 2;
+        if (lt_sched_rowreduce_check(b->k, row->var->name, T, V, NULL, 0)) { /* a block per row */
+            LT_TRY(push(b, LT_S_BIND, o, NULL, NULL, 0, 0));
+            return push(b, LT_S_ROWREDUCE, o, NULL, NULL, T, V);
+        }
+    }
+    /* one thread per output */
+    int64_t T = rows >= GPU_THREADS ? GPU_THREADS : (rows + 31) / 32 * 32;
+    LT_TRY(push(b, LT_S_SPLIT, o, NULL, NULL, T, 0));
+    name2(oo, sizeof oo, o, ".o");
+    name2(oi, sizeof oi, o, ".i");
+    LT_TRY(push(b, LT_S_BIND, oo, NULL, NULL, 0, 0));
+    return push(b, LT_S_BIND, oi, NULL, NULL, 1, 0);
+}
+
 /* Elementwise nest: all loops are output loops. */
 static lt_status sched_elementwise(sched_b *b, const lt_lnode **loops, int nl, bool gpu) {
     nest_names nn = {0};
@@ -111,15 +285,7 @@ static lt_status sched_elementwise(sched_b *b, const lt_lnode **loops, int nl, b
         total *= nn.ext[i];
     }
     nn.n = nl;
-    if (gpu) {
-        while (nn.n > 1) LT_TRY(fuse_pair(b, &nn, 0));
-        LT_TRY(push(b, LT_S_SPLIT, nn.name[0], NULL, NULL, 256, 0));
-        char o[72], in[72];
-        snprintf(o, sizeof o, "%s.o", nn.name[0]);
-        snprintf(in, sizeof in, "%s.i", nn.name[0]);
-        LT_TRY(push(b, LT_S_BIND, o, NULL, NULL, 0, 0));
-        return push(b, LT_S_BIND, in, NULL, NULL, 1, 0);
-    }
+    if (gpu) return gpu_elementwise(b, &nn, total);
     while (nn.n > 1 && nn.ext[nn.n - 1] < 2 * b->lanes) LT_TRY(fuse_pair(b, &nn, nn.n - 2));
     int inner = nn.n - 1;
     bool vec = nn.ext[inner] >= b->lanes && nn.ext[inner] % b->lanes == 0 && b->lanes > 1;
@@ -151,10 +317,7 @@ static lt_status sched_kept(sched_b *b, const lt_lnode **loops, int nl, int64_t 
     }
     nn.n = kept;
     if (!kept) return LT_OK;
-    if (gpu) {
-        while (nn.n > 1) LT_TRY(fuse_pair(b, &nn, 0));
-        return push(b, LT_S_BIND, nn.name[0], NULL, NULL, 0, 0);
-    }
+    if (gpu) return gpu_reduce(b, &nn, loops[kept - 1]);
     return parallel_outer(b, &nn, total, kept - 1);
 }
 
@@ -247,7 +410,7 @@ lt_status lt_sched_default(lt_ctx *ctx, const lt_group *g, const lt_kernel *k, c
     static const lt_lower_options dflt = {0};
     if (!opt) opt = &dflt;
     memset(out, 0, sizeof *out);
-    sched_b b = {ctx, out, opt->vector_lanes > 0 ? opt->vector_lanes : 16};
+    sched_b b = {ctx, out, opt->vector_lanes > 0 ? opt->vector_lanes : 16, k};
     const lt_lnode *body = k->body;
     if (!body) return LT_OK;
     /* GEMM-shaped kernels (MatMul, Gemm, pointwise Conv) */
@@ -264,6 +427,7 @@ lt_status lt_sched_default(lt_ctx *ctx, const lt_group *g, const lt_kernel *k, c
         const lt_lnode *inner = nl ? loops[nl - 1]->kids[2] : NULL;
         while (inner && inner->kind == LT_L_SEQ && inner->n == 1) inner = inner->kids[0];
         if (inner && inner->kind == LT_L_EVAL) continue;
+        if (opt->gpu && gpu_bound(st)) continue; /* bound by the lowering (GPU GEMM / conv kernels) */
         bool epilogue = st->var->name[0] == 'e';
         bool chain = epilogue || g->pattern == LT_PK_ELEMWISE || g->pattern == LT_PK_BROADCAST ||
                      g->pattern == LT_PK_INJECTIVE;

@@ -8,14 +8,22 @@
  *   front end) with every .entry.
  * - The per-kernel modules the launchers build (instantiation lines after the prelude) compile.
  * - A module emitted from Loop IR by the shared emitter compiles through lt_cuda_build.
+ * - The kernels a compiled model gets (cuda_emitted.h: elementwise chain, row sum, softmax,
+ *   LayerNorm, RMSNorm; float32/float16/bfloat16; long rows, short rows, odd sizes) carry the GPU
+ *   schedule (vector lanes, rowreduce), use 16-byte accesses where the shape allows, and compile for
+ *   sm_90a with no stack frame (the vector register arrays live in registers).
  * - The cubin cache: a miss, then a hit with the same key and bytes; other options, another key;
  *   the source is kept next to the cubin; an NVRTC error names the program.
- * Without NVRTC the test says so and passes (nothing to check). Exits non-zero on failure.
+ * - The rowreduce schedule step (sched_rows.c) as data: text form, the nest it builds, its errors
+ *   (checked with or without NVRTC).
+ * Without NVRTC the test says so and passes (nothing to compile). Exits non-zero on failure.
  */
 #include "backend/cuda/cuda.h"
 #include "backend/cuda/cuda_kernels.h"
 #include "codegen/codegen.h"
 #include "loop/loop.h"
+
+#include "cuda_emitted.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -213,6 +221,105 @@ static void test_emitted(lt_nvrtc *nv, const char *cache) {
     CHECK(lt_cuda_build(&uc, NULL, "x", "sm_90", NULL, NULL, &c) == LT_ERR_USAGE);
 }
 
+/* Does the ptxas -v log say kernel `name` uses no stack frame? */
+static bool no_stack(const char *log, const char *name) {
+    char want[96];
+    snprintf(want, sizeof want, "Function properties for %s", name);
+    const char *p = log ? strstr(log, want) : NULL;
+    const char *sf = p ? strstr(p, "bytes stack frame") : NULL;
+    if (!sf) return false;
+    while (sf > p && sf[-1] == ' ') sf--;
+    while (sf > p && sf[-1] >= '0' && sf[-1] <= '9') sf--;
+    return atoi(sf) == 0;
+}
+
+static void test_emitted_rows(lt_nvrtc *nv) {
+    static const lt_dtype dts[] = {LT_FLOAT, LT_FLOAT16, LT_BFLOAT16};
+    static const struct { int64_t rows, cols; bool aligned; } shapes[] = {{64, 4096, true}, {1001, 256, true}, {33, 1001, false}};
+    static const char *const verbose[] = {"--ptxas-options=-v"};
+    int n = 0;
+    double secs = 0;
+    for (int op = 0; op < EM_N_OPS; op++)
+        for (int d = 0; d < 3; d++)
+            for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++) {
+                lt_ctx ctx = {0};
+                em_kernel k;
+                lt_status s = em_build(&ctx, (em_op)op, dts[d], shapes[sh].rows, shapes[sh].cols, &k);
+                if (s != LT_OK) fprintf(stderr, "%s %s: %s\n", em_op_names[op], lt_dtype_name(dts[d]), ctx.msg);
+                CHECK(s == LT_OK && k.src.s);
+                if (s != LT_OK || !k.src.s) { em_free(&k); continue; }
+                bool rows = op != EM_EW_CHAIN;
+                CHECK(strstr(k.schedule, rows ? "rowreduce" : "vectorize") != NULL);
+                if (shapes[sh].aligned) CHECK(strstr(k.src.s, "LT_COPY16(") != NULL);
+                lt_cuda_image img = {0};
+                lt_cuda_compile_options o = {.name = "lathe_emitted_rows.cu", .extra = verbose, .n_extra = 1};
+                s = lt_cuda_build(&ctx, nv, k.src.s, "sm_90a", NULL, &o, &img);
+                if (s != LT_OK) fprintf(stderr, "%s %s %lldx%lld:\n%s\n", em_op_names[op], lt_dtype_name(dts[d]),
+                                        (long long)shapes[sh].rows, (long long)shapes[sh].cols, ctx.msg);
+                CHECK(s == LT_OK && has_bytes(img.data, img.size, k.kernel));
+                if (s == LT_OK && !no_stack(img.log, k.kernel)) {
+                    fprintf(stderr, "%s %s: kernel %s has a stack frame:\n%s\n", em_op_names[op], lt_dtype_name(dts[d]),
+                            k.kernel, img.log ? img.log : "(no log)");
+                    failures++;
+                }
+                secs += img.seconds;
+                n++;
+                lt_cuda_image_free(&img);
+                em_free(&k);
+            }
+    printf("test_cuda_nvrtc: %d emitted row/elementwise kernels (GPU schedules) -> sm_90a in %.1f s\n", n, secs);
+}
+
+/* The rowreduce step as data (no NVRTC needed): text round trip, what it builds, and its errors. */
+static void test_rowreduce_step(void) {
+    lt_ctx ctx = {0};
+    lt_sstep st;
+    char text[128];
+    CHECK(lt_sstep_parse(&ctx, "rowreduce o0 256 4", &st) == LT_OK && st.kind == LT_S_ROWREDUCE && st.factor == 256 &&
+          st.factor2 == 4);
+    lt_sstep_format(&st, text, sizeof text);
+    CHECK(strcmp(text, "rowreduce o0 256 4") == 0);
+    CHECK(lt_sstep_parse(&ctx, "rowreduce o0 256", &st) == LT_ERR_INVALID);
+    lt_ctx_clear(&ctx);
+    /* y[o] = sum_r x[o*100 + r]: a block of 64 threads per row, 4 lanes, guarded tail (100 % 256) */
+    lt_arena ar;
+    lt_arena_init(&ar);
+    lt_kernel *k = lt_kernel_new(&ar, "lt_k0");
+    lt_lbuf *y = lt_kernel_arg(k, "y", LT_FLOAT, 8), *x = lt_kernel_arg(k, "x", LT_FLOAT, 800);
+    lt_lvar *o = lt_kernel_var(k, "o0", LT_INT64), *r = lt_kernel_var(k, "r0", LT_INT64), *acc = lt_kernel_var(k, "acc", LT_FLOAT);
+    lt_lnode *ld = lt_l_load(k, x, lt_l_add(k, lt_l_mul(k, lt_l_var(k, o), lt_l_int(k, 100)), lt_l_var(k, r)));
+    lt_lnode *s3[3] = {lt_l_let(k, acc, lt_l_float(k, LT_FLOAT, 0)),
+                       lt_l_for(k, r, lt_l_int(k, 0), lt_l_int(k, 100), LT_LOOP_SERIAL,
+                                lt_l_assign(k, acc, lt_l_add(k, lt_l_var(k, acc), ld))),
+                       lt_l_store(k, y, lt_l_var(k, o), lt_l_var(k, acc))};
+    k->body = lt_l_for(k, o, lt_l_int(k, 0), lt_l_int(k, 8), LT_LOOP_SERIAL, lt_l_seq(k, 3, s3));
+    CHECK(lt_sched_rowreduce_check(k, "o0", 64, 4, NULL, 0));
+    char why[200] = "";
+    CHECK(!lt_sched_rowreduce_check(k, "o0", 48, 4, why, sizeof why) && strstr(why, "48"));
+    CHECK(lt_sstep_parse(&ctx, "bind o0 block x", &st) == LT_OK && lt_sched_apply(&ctx, k, &st) == LT_OK);
+    CHECK(lt_sstep_parse(&ctx, "rowreduce o0 64 4", &st) == LT_OK && lt_sched_apply(&ctx, k, &st) == LT_OK);
+    CHECK(lt_kernel_verify(&ctx, k) == LT_OK);
+    lt_strbuf p = {0};
+    lt_kernel_print(k, &p);
+    CHECK(p.s && strstr(p.s, "lt_block_sum_f32(acc_part, 64)") && strstr(p.s, "vectorized(4) for r0.v") &&
+          strstr(p.s, "< 100"));
+    if (failures && p.s) fprintf(stderr, "%s\n", p.s);
+    lt_sb_free(&p);
+    /* a loop with something other than an accumulation in its nests: an error naming the variable */
+    lt_kernel *k2 = lt_kernel_new(&ar, "lt_k1");
+    lt_lbuf *y2 = lt_kernel_arg(k2, "y", LT_FLOAT, 8), *x2 = lt_kernel_arg(k2, "x", LT_FLOAT, 800);
+    lt_lvar *o2 = lt_kernel_var(k2, "o0", LT_INT64), *r2 = lt_kernel_var(k2, "r0", LT_INT64), *b2 = lt_kernel_var(k2, "best", LT_FLOAT);
+    lt_lnode *ld2 = lt_l_load(k2, x2, lt_l_add(k2, lt_l_mul(k2, lt_l_var(k2, o2), lt_l_int(k2, 100)), lt_l_var(k2, r2)));
+    lt_lnode *t3[3] = {lt_l_let(k2, b2, lt_l_float(k2, LT_FLOAT, 0)),
+                       lt_l_for(k2, r2, lt_l_int(k2, 0), lt_l_int(k2, 100), LT_LOOP_SERIAL, lt_l_assign(k2, b2, ld2)),
+                       lt_l_store(k2, y2, lt_l_var(k2, o2), lt_l_var(k2, b2))};
+    k2->body = lt_l_for(k2, o2, lt_l_int(k2, 0), lt_l_int(k2, 8), LT_LOOP_SERIAL, lt_l_seq(k2, 3, t3));
+    lt_ctx ec = {0};
+    CHECK(lt_sched_apply(&ec, k2, &st) == LT_ERR_INVALID && strstr(ec.msg, "rowreduce o0 64 4") && strstr(ec.msg, "best"));
+    lt_arena_free(&ar);
+    printf("test_cuda_nvrtc: rowreduce step ok\n");
+}
+
 static void rm_rf(const char *dir) {
     char cmd[700];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
@@ -222,6 +329,7 @@ static void rm_rf(const char *dir) {
 int main(void) {
     lt_ctx ctx = {0};
     lt_nvrtc *nv = NULL;
+    test_rowreduce_step();
     if (lt_nvrtc_open(&ctx, &nv) != LT_OK) {
         printf("test_cuda_nvrtc: SKIP (nothing compiled): %s\n", ctx.msg);
         return 0;
@@ -237,6 +345,7 @@ int main(void) {
     char cache[600];
     snprintf(cache, sizeof cache, "%s/cache/sub", dir); /* created on demand, with its parents */
     test_emitted(nv, cache);
+    test_emitted_rows(nv);
     test_prelude(nv);
     rm_rf(dir);
     lt_nvrtc_close(nv);
