@@ -230,6 +230,10 @@ typedef struct lathe_compile_options {
      * CLI and the Python binding pass $LATHE_NVRTC). The plan then runs on the GPU: weights
      * uploaded once, inputs and outputs copied per run, kernels replayed as a CUDA graph. */
     const char *nvrtc;
+    /* Graph passes that are off by default to run too, comma-separated (e.g. "layout_nchwc": CPU
+     * convolutions in the channel-blocked layout); NULL = none. An unknown name is LATHE_ERR_USAGE
+     * (the message lists the passes). */
+    const char *enable_passes;
 } lathe_compile_options;
 
 /* Load and compile an ONNX model file for the shapes its inputs have after `load` (declared dims,

@@ -29,11 +29,12 @@ void cli_compile_init(cli_compile_args *ca, const char *default_backend) {
     if (nvrtc && *nvrtc) ca->o.nvrtc = nvrtc;
 }
 
-static int disable_add(cli_compile_args *ca, const char *cmd, const char *name) {
-    size_t len = strlen(ca->disable);
-    if (len + strlen(name) + 2 >= sizeof ca->disable) return cli_usage(cmd, "too many --disable-pass names");
-    cli_fmt(ca->disable + len, sizeof ca->disable - len, "%s%s", len ? "," : "", name);
-    ca->o.disable = ca->disable;
+/* Append name to a comma-joined list of --disable-pass / --enable-pass names (checked at compile). */
+static int name_add(char *list, size_t size, const char *cmd, const char *flag, const char *name) {
+    size_t len = strlen(list);
+    if (!*name || strchr(name, ',')) return cli_usage(cmd, "%s needs one pass name, got '%s'", flag, name);
+    if (len + strlen(name) + 2 >= size) return cli_usage(cmd, "too many %s names", flag);
+    cli_fmt(list + len, size - len, "%s%s", len ? "," : "", name);
     return 0;
 }
 
@@ -82,7 +83,15 @@ int cli_compile_opt(const char *cmd, int argc, char **argv, int *i, cli_compile_
     }
     if ((r = cli_opt_value(cmd, argc, argv, i, "--disable-pass", &v))) {
         if (r < 0) return -1;
-        return disable_add(ca, cmd, v) ? -1 : 1;
+        if (name_add(ca->disable, sizeof ca->disable, cmd, "--disable-pass", v)) return -1;
+        ca->o.disable = ca->disable;
+        return 1;
+    }
+    if ((r = cli_opt_value(cmd, argc, argv, i, "--enable-pass", &v))) {
+        if (r < 0) return -1;
+        if (name_add(ca->enable, sizeof ca->enable, cmd, "--enable-pass", v)) return -1;
+        ca->o.enable = ca->enable;
+        return 1;
     }
     if ((r = cli_opt_value(cmd, argc, argv, i, "--stop-after", &v))) {
         int64_t n;

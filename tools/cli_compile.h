@@ -15,6 +15,7 @@ typedef struct cli_compile_args {
     bool backend_given;
     bool no_cache;
     char disable[4096];     /* --disable-pass names, comma-joined */
+    char enable[4096];      /* --enable-pass names, comma-joined */
     char cache_dir[4096];   /* default: $LATHE_CACHE_DIR, $XDG_CACHE_HOME/lathe, ~/.cache/lathe */
 } cli_compile_args;
 
@@ -41,6 +42,7 @@ void cli_compile_print_report(const lt_compile_report *rep, FILE *f);
     "  --dump-after PASS|all print the graph after PASS (or every pass) when it changed, on stderr\n"      \
     "  --time-passes         print each pass's time on stderr\n"                                           \
     "  --disable-pass NAME   do not run pass NAME (repeatable)\n"                                          \
+    "  --enable-pass NAME    run pass NAME though it is off by default, e.g. layout_nchwc (repeatable)\n"   \
     "  --stop-after N        run at most N passes (bisecting)\n"                                           \
     "  --dump-code DIR       write the generated C (model.c), Loop IR (kernels.txt), groups and plan\n"    \
     "  --dump-graph OUT.onnx write the optimized graph as ONNX (Netron opens it)\n"                        \

@@ -344,7 +344,7 @@ class Model:
 
 
 def compile(path, shapes=None, backend="cpu", threads=None, opt_level=None, *, dims=None, seed=0, cache_dir=None,
-            cc=None, dump_code_dir=None, nvrtc=None):
+            cc=None, dump_code_dir=None, nvrtc=None, enable_passes=None):
     """Load (and for backend "cpu", compile) the ONNX model at `path`; returns a Model.
 
     shapes: {"input": (1, 3, 224, 224), ...} or "input:1x3x224x224" — fixes input shapes.
@@ -358,6 +358,8 @@ def compile(path, shapes=None, backend="cpu", threads=None, opt_level=None, *, d
     cache_dir: the compiled-code cache (None: $XDG_CACHE_HOME/lathe or ~/.cache/lathe; False: no cache).
     cc: the C compiler command (None: $CC, else "cc"). dump_code_dir: write the generated C (or CUDA) here.
     nvrtc: for backend "cuda", the NVRTC library tried first (None: $LATHE_NVRTC, then libnvrtc.so.13 / .12).
+    enable_passes: names of graph passes that are off by default to run too, e.g. ["layout_nchwc"]
+      (the CLI's --enable-pass); an unknown name raises LatheError (status "usage") listing the passes.
     Raises LatheError (with .status) when the model cannot be loaded or compiled.
     """
     lib = _capi.load()
@@ -375,6 +377,8 @@ def compile(path, shapes=None, backend="cpu", threads=None, opt_level=None, *, d
             raise LatheError("threads: the interpreter runs on one thread", "usage")
         if opt_level not in (None, 0):
             raise LatheError("opt_level: the interpreter runs the graph as written (use backend='cpu')", "usage")
+        if enable_passes:
+            raise LatheError("enable_passes: the interpreter runs the graph as written (use backend='cpu')", "usage")
         st = lib.lathe_model_load(_enc(path), ctypes.byref(lo), ctypes.byref(h), err, len(err))
         if st != 0:
             raise LatheError(err.value.decode(errors="replace"), _capi.status_name(st))
@@ -399,7 +403,14 @@ def compile(path, shapes=None, backend="cpu", threads=None, opt_level=None, *, d
         cc = os.environ.get("CC") or None
     if nvrtc is None:
         nvrtc = os.environ.get("LATHE_NVRTC") or None
-    co = _capi.CompileOptions(level, _enc(backend), n, _enc(cache_dir), _enc(cc), _enc(dump_code_dir), _enc(nvrtc))
+    if isinstance(enable_passes, str):
+        enable_passes = [enable_passes]
+    enable = list(enable_passes or ())
+    for name in enable:
+        if not isinstance(name, str) or not name or "," in name:
+            raise ValueError(f"enable_passes: expected pass names, got {name!r}")
+    co = _capi.CompileOptions(level, _enc(backend), n, _enc(cache_dir), _enc(cc), _enc(dump_code_dir), _enc(nvrtc),
+                              _enc(",".join(enable) if enable else None))
     st = lib.lathe_compile(_enc(path), ctypes.byref(lo), ctypes.byref(co), ctypes.byref(h), err, len(err))
     if st != 0:
         raise LatheError(err.value.decode(errors="replace"), _capi.status_name(st))

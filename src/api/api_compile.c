@@ -84,6 +84,7 @@ lathe_status lathe_compile(const char *path, const lathe_load_options *load, con
         co.cc = opts->cc;
         co.dump_code_dir = opts->dump_code_dir;
         co.nvrtc = opts->nvrtc;
+        co.enable = opts->enable_passes;
     }
     co.given_inputs = given;
     if (lt_compile(&ctx, c->m, &co, &c->plan, &rep) != LT_OK) goto fail;

@@ -195,6 +195,7 @@ lt_status lt_compile(lt_ctx *ctx, lt_model *m, const lt_compile_options *opt, lt
         .dump = opt->dump_cb ? NULL : &r->pass_dump,
         .time_passes = opt->time_passes,
         .disable = opt->disable,
+        .enable = opt->enable,
         .stop_after = opt->stop_after,
         .target = bname,
         .no_microkernels = opt->no_microkernels,

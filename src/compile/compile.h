@@ -54,6 +54,7 @@ typedef struct lt_compile_options {
     void *dump_user;
     bool time_passes;
     const char *disable;        /* comma-separated pass names */
+    const char *enable;         /* comma-separated pass names run though off by default (layout_nchwc) */
     int stop_after;             /* > 0: run at most N passes */
     /* code generation */
     bool no_fusion;             /* every compilable node its own kernel */

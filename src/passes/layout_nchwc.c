@@ -20,12 +20,11 @@
  * Runs only for the CPU target without --no-microkernels (enabled hook: lt_pass_options.target,
  * .no_microkernels); a rewritten model imports the "lathe" opset (version 1).
  *
- * Status: NOT in the pipeline yet (pipeline.c). Measured on this machine at 1 thread (lathe
- * profile, same session, alternating runs): MobileNetV2 10.0 ms blocked vs 9.06 ms NCHW, ResNet-50
- * 91.6 vs 81.9 ms. Blocked wins only on channel-reducing 1x1 convs; dense 3x3 is even, 1x1
- * expansions of few channels and depthwise lose (docs/PASSES.md has the per-layer picture), and
- * these layers alternate inside one chain. Callers (tests) run the descriptor directly; it joins
- * the pipeline with one line there once the blocked kernels win.
+ * Status: in the pipeline but off by default (LT_PIPE_OFF in pipeline.c): runs only when enabled by
+ * name (--enable-pass layout_nchwc, lt_pass_options.enable). Measured here at 1 thread (lathe
+ * profile, same session): MobileNetV2 0.84-0.92x of NCHW's time, but 1.08-1.18x at 2 threads, and
+ * ResNet-50 1.1-1.4x slower (dense 3x3 at 14x14 / 7x7 loses); docs/PASSES.md has the per-layer
+ * picture. Tests also run the descriptor directly.
  */
 #include "util.h"
 

@@ -37,10 +37,36 @@ static bool in_list(const char *list, const char *name) {
 }
 
 bool lt_pass_is_enabled(const lt_pass_options *opt, const lt_pass *p) {
-    return opt && opt->level >= p->min_level && !in_list(opt->disable, p->name) && (!p->enabled || p->enabled(opt));
+    if (!opt || opt->level < 1 || in_list(opt->disable, p->name)) return false;
+    bool on = in_list(opt->enable, p->name) || (opt->level >= p->min_level && !lt_pass_off_by_default(p));
+    return on && (!p->enabled || p->enabled(opt));
 }
 
 bool lt_pass_targets_cpu(const lt_pass_options *opt) { return opt && (!opt->target || !strcmp(opt->target, "cpu")); }
+
+/* Every name of the comma-separated list names a pass (and none is in `other`, the disable list). */
+static lt_status check_names(lt_ctx *ctx, const char *list, const char *what, const char *other) {
+    for (const char *p = list; p && *p;) {
+        while (*p == ',' || *p == ' ') p++;
+        const char *e = p;
+        while (*e && *e != ',' && *e != ' ') e++;
+        if (e > p) {
+            char name[128];
+            size_t len = (size_t)(e - p) < sizeof name - 1 ? (size_t)(e - p) : sizeof name - 1;
+            memcpy(name, p, len);
+            name[len] = 0;
+            if (!lt_pass_find(name)) {
+                char known[1024];
+                lt_pass_names(known, sizeof known);
+                return lt_error(ctx, LT_ERR_USAGE, "%s pass '%s': no pass has that name (passes: %s)", what, name, known);
+            }
+            if (in_list(other, name))
+                return lt_error(ctx, LT_ERR_USAGE, "pass '%s' is both disabled and enabled", name);
+        }
+        p = e;
+    }
+    return LT_OK;
+}
 
 lt_status lt_pass_options_check(lt_ctx *ctx, const lt_pass_options *opt) {
     if (opt->level < 0 || opt->level > 3)
@@ -51,21 +77,8 @@ lt_status lt_pass_options_check(lt_ctx *ctx, const lt_pass_options *opt) {
     if (opt->dump_after && strcmp(opt->dump_after, "all") != 0 && !lt_pass_find(opt->dump_after))
         return lt_error(ctx, LT_ERR_USAGE, "--dump-after=%s: no pass has that name (try 'all' or one of the passes)",
                         opt->dump_after);
-    if (opt->disable) {
-        for (const char *p = opt->disable; *p;) {
-            while (*p == ',' || *p == ' ') p++;
-            const char *e = p;
-            while (*e && *e != ',' && *e != ' ') e++;
-            if (e > p) {
-                char name[128];
-                size_t len = (size_t)(e - p) < sizeof name - 1 ? (size_t)(e - p) : sizeof name - 1;
-                memcpy(name, p, len);
-                name[len] = 0;
-                if (!lt_pass_find(name)) return lt_error(ctx, LT_ERR_USAGE, "disabled pass '%s': no pass has that name", name);
-            }
-            p = e;
-        }
-    }
+    LT_TRY(check_names(ctx, opt->disable, "disabled", NULL));
+    LT_TRY(check_names(ctx, opt->enable, "enabled", opt->disable));
     return LT_OK;
 }
 

@@ -12,10 +12,13 @@
  * max_rounds). After every pass that changed the graph the manager drops dead values
  * (lt_graph_compact) and re-runs shape inference (lt_graph_infer), so the next pass sees fresh types.
  *
+ * Pipeline entries marked LT_PIPE_OFF (off by default: layout_nchwc) run only when named in the
+ * options' enable list; they then run at their position in the pipeline.
+ *
  * Manager options: level (0 runs nothing), target (the backend compiled for), no_microkernels,
  * verify_each, dump_after ("all" or a pass name: the graph is printed after that pass only when it
  * changed, into a callback or a string buffer — the library never prints), time_passes, disabled
- * pass names, stop_after N pass runs (bisecting).
+ * and enabled pass names, stop_after N pass runs (bisecting).
  * Entry point: lt_passes_run(ctx, model, &opts, &report).
  */
 #ifndef LT_PASS_H
@@ -36,6 +39,10 @@ typedef struct lt_pass_options {
     lt_strbuf *dump;
     bool time_passes;         /* record each run's wall time in the report */
     const char *disable;      /* comma-separated pass names not to run ("cse,simplify"), or NULL */
+    /* comma-separated pass names to run even when off by default (LT_PIPE_OFF) or above the -O level
+     * (level >= 1 still needed; the pass's enabled hook still applies); naming one in both lists is
+     * a usage error */
+    const char *enable;
     int stop_after;           /* > 0: run at most this many passes, then stop (bisecting); 0: no limit */
     int max_rounds;           /* fixed-point rounds of the simplification group (0: LT_PASS_DEFAULT_ROUNDS) */
     int64_t fold_max_bytes;   /* constant folding: largest output folded (0: LT_PASS_DEFAULT_FOLD_BYTES) */
@@ -65,13 +72,18 @@ typedef struct lt_pass {
 
 /* Pipeline entries (pipeline.c). */
 enum { LT_PIPE_ONCE = 0, LT_PIPE_FIXPOINT = 1 };
+enum { LT_PIPE_ON = 0, LT_PIPE_OFF = 1 };
 typedef struct lt_pipeline_entry {
     const lt_pass *pass;
-    int group; /* LT_PIPE_ONCE or LT_PIPE_FIXPOINT */
+    int group;   /* LT_PIPE_ONCE or LT_PIPE_FIXPOINT */
+    int state;   /* LT_PIPE_ON (0: runs at its level), or LT_PIPE_OFF: runs only when enabled by name (.enable) */
 } lt_pipeline_entry;
 int lt_pipeline_size(void);
 const lt_pipeline_entry *lt_pipeline_get(int i); /* NULL out of range */
 const lt_pass *lt_pass_find(const char *name);   /* NULL if no pass has that name */
+bool lt_pass_off_by_default(const lt_pass *p);   /* its pipeline entry is LT_PIPE_OFF */
+/* The pipeline's pass names, comma-separated, into buf (for "unknown pass" messages). */
+void lt_pass_names(char *buf, size_t size);
 
 /* One pass run. */
 typedef struct lt_pass_record {
@@ -92,11 +104,13 @@ typedef struct lt_pass_report {
     int nodes_before, nodes_after;
 } lt_pass_report;
 
-/* Would the manager run p under these options (level, disable list, the pass's enabled hook)? */
+/* Would the manager run p under these options (level, disable and enable lists, off-by-default
+ * entries, the pass's enabled hook)? */
 bool lt_pass_is_enabled(const lt_pass_options *opt, const lt_pass *p);
 /* Is the compilation target the host CPU (opt->target NULL or "cpu")? */
 bool lt_pass_targets_cpu(const lt_pass_options *opt);
-/* Check the option values (level range, dump_after / disable name existing passes): usage errors. */
+/* Check the option values (level range, dump_after / disable / enable name existing passes, no pass
+ * both disabled and enabled): usage errors listing the known passes. */
 lt_status lt_pass_options_check(lt_ctx *ctx, const lt_pass_options *opt);
 /* Run the pipeline on m. report may be NULL; when given it is filled (zero it first) even when a
  * pass fails (the runs so far). On error the model may be partly rewritten but stays valid unless

@@ -2,23 +2,27 @@
  *
  * Consecutive LT_PIPE_FIXPOINT entries form the simplification group, repeated until a whole round
  * changes nothing (lt_pass_options.max_rounds bounds it). A pass runs when the -O level is at least
- * its min_level (see each pass file). Adding a pass: one file exporting `const lt_pass lt_pass_X`,
- * its declaration in pass.h, one line here.
+ * its min_level (see each pass file). An entry marked LT_PIPE_OFF is off by default: it runs, at its
+ * position here, only when named in lt_pass_options.enable (the CLI's --enable-pass). Adding a pass:
+ * one file exporting `const lt_pass lt_pass_X`, its declaration in pass.h, one line here.
  */
 #include "pass.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static const lt_pipeline_entry pipeline[] = {
-    {&lt_pass_freeze_inputs, LT_PIPE_ONCE},      /* opt-in: weights listed as inputs -> constants (-O1) */
+    {&lt_pass_freeze_inputs, LT_PIPE_ONCE, LT_PIPE_ON},      /* opt-in: weights listed as inputs -> constants (-O1) */
     /* simplification group: each pass exposes work for the others */
-    {&lt_pass_fold_shapes, LT_PIPE_FIXPOINT},    /* Shape/Size of static shapes -> constants     (-O1) */
-    {&lt_pass_fold_constants, LT_PIPE_FIXPOINT}, /* nodes of constants -> initializers (eval)    (-O1) */
-    {&lt_pass_simplify, LT_PIPE_FIXPOINT},       /* identities, chains, constant Where           (-O2) */
-    {&lt_pass_fold_batchnorm, LT_PIPE_FIXPOINT}, /* Conv/Gemm/MatMul(+Add) + BatchNorm -> weights (-O2) */
-    {&lt_pass_patterns, LT_PIPE_FIXPOINT},       /* decomposed LayerNorm / GELU -> one op         (-O3) */
-    {&lt_pass_cse, LT_PIPE_FIXPOINT},            /* identical nodes and small constants merge     (-O2) */
-    {&lt_pass_dce, LT_PIPE_FIXPOINT},            /* unused nodes and initializers go              (-O1) */
+    {&lt_pass_fold_shapes, LT_PIPE_FIXPOINT, LT_PIPE_ON},    /* Shape/Size of static shapes -> constants     (-O1) */
+    {&lt_pass_fold_constants, LT_PIPE_FIXPOINT, LT_PIPE_ON}, /* nodes of constants -> initializers (eval)    (-O1) */
+    {&lt_pass_simplify, LT_PIPE_FIXPOINT, LT_PIPE_ON},       /* identities, chains, constant Where           (-O2) */
+    {&lt_pass_fold_batchnorm, LT_PIPE_FIXPOINT, LT_PIPE_ON}, /* Conv/Gemm/MatMul(+Add) + BatchNorm -> weights (-O2) */
+    {&lt_pass_patterns, LT_PIPE_FIXPOINT, LT_PIPE_ON},       /* decomposed LayerNorm / GELU -> one op         (-O3) */
+    {&lt_pass_cse, LT_PIPE_FIXPOINT, LT_PIPE_ON},            /* identical nodes and small constants merge     (-O2) */
+    {&lt_pass_dce, LT_PIPE_FIXPOINT, LT_PIPE_ON},            /* unused nodes and initializers go              (-O1) */
+    /* after simplification: convolution chains in NCHW{B}c (CPU); off by default, see layout_nchwc.c */
+    {&lt_pass_layout_nchwc, LT_PIPE_ONCE, LT_PIPE_OFF},                                            /* (-O3) */
 };
 
 int lt_pipeline_size(void) { return (int)(sizeof pipeline / sizeof *pipeline); }
@@ -29,4 +33,21 @@ const lt_pass *lt_pass_find(const char *name) {
     for (int i = 0; i < lt_pipeline_size(); i++)
         if (strcmp(pipeline[i].pass->name, name) == 0) return pipeline[i].pass;
     return NULL;
+}
+
+bool lt_pass_off_by_default(const lt_pass *p) {
+    for (int i = 0; i < lt_pipeline_size(); i++)
+        if (pipeline[i].pass == p) return pipeline[i].state == LT_PIPE_OFF;
+    return false;
+}
+
+void lt_pass_names(char *buf, size_t size) {
+    size_t len = 0;
+    if (!size) return;
+    buf[0] = 0;
+    for (int i = 0; i < lt_pipeline_size(); i++) {
+        int k = snprintf(buf + len, size - len, "%s%s", i ? ", " : "", pipeline[i].pass->name);
+        if (k < 0 || (size_t)k >= size - len) break;
+        len += (size_t)k;
+    }
 }

@@ -256,15 +256,33 @@ static void test_errors(void) {
     tb_free(&b);
 }
 
-/* The pass runs only at -O3, for the CPU target, with microkernels (its ops lower to calls only). */
+/* The pass is off by default (LT_PIPE_OFF in pipeline.c): it runs only when enabled by name, then at
+ * any level >= 1, and only for the CPU target with microkernels (its ops lower to calls only). */
 static void test_enabled(void) {
     const lt_pass *p = &lt_pass_layout_nchwc;
-    CHECK(lt_pass_is_enabled(&(lt_pass_options){.level = 3}, p));
-    CHECK(lt_pass_is_enabled(&(lt_pass_options){.level = 3, .target = "cpu"}, p));
-    CHECK(!lt_pass_is_enabled(&(lt_pass_options){.level = 3, .target = "cuda"}, p));
-    CHECK(!lt_pass_is_enabled(&(lt_pass_options){.level = 3, .no_microkernels = true}, p));
-    CHECK(!lt_pass_is_enabled(&(lt_pass_options){.level = 2}, p));
+    CHECK(lt_pass_find("layout_nchwc") == p && lt_pass_off_by_default(p));
+    CHECK(!lt_pass_is_enabled(&(lt_pass_options){.level = 3}, p));
+    CHECK(!lt_pass_is_enabled(&(lt_pass_options){.level = 3, .target = "cpu"}, p));
+    CHECK(lt_pass_is_enabled(&(lt_pass_options){.level = 3, .enable = "layout_nchwc"}, p));
+    CHECK(lt_pass_is_enabled(&(lt_pass_options){.level = 1, .target = "cpu", .enable = "cse,layout_nchwc"}, p));
+    CHECK(!lt_pass_is_enabled(&(lt_pass_options){.level = 0, .enable = "layout_nchwc"}, p));
+    CHECK(!lt_pass_is_enabled(&(lt_pass_options){.level = 3, .target = "cuda", .enable = "layout_nchwc"}, p));
+    CHECK(!lt_pass_is_enabled(&(lt_pass_options){.level = 3, .no_microkernels = true, .enable = "layout_nchwc"}, p));
     CHECK(!lt_pass_is_enabled(&(lt_pass_options){.level = 3, .disable = "layout_nchwc"}, p));
+    /* a default-on pass is not affected by the list; enabling one runs it below its level */
+    CHECK(lt_pass_is_enabled(&(lt_pass_options){.level = 3, .enable = "layout_nchwc"}, &lt_pass_cse));
+    CHECK(!lt_pass_is_enabled(&(lt_pass_options){.level = 1}, &lt_pass_cse));
+    CHECK(lt_pass_is_enabled(&(lt_pass_options){.level = 1, .enable = "cse"}, &lt_pass_cse));
+    /* option checks: unknown names (message lists the passes), both lists */
+    lt_ctx c = {0};
+    CHECK(lt_pass_options_check(&c, &(lt_pass_options){.level = 3, .enable = "layout_nchwc,nope"}) == LT_ERR_USAGE);
+    CHECK(strstr(c.msg, "'nope'") && strstr(c.msg, "layout_nchwc") && strstr(c.msg, "simplify"));
+    lt_ctx c2 = {0};
+    CHECK(lt_pass_options_check(&c2, &(lt_pass_options){.level = 3, .enable = "layout_nchwc",
+                                                         .disable = "layout_nchwc"}) == LT_ERR_USAGE);
+    CHECK(strstr(c2.msg, "both disabled and enabled") != NULL);
+    lt_ctx c3 = {0};
+    CHECK(lt_pass_options_check(&c3, &(lt_pass_options){.level = 3, .enable = "layout_nchwc"}) == LT_OK);
 }
 
 int main(void) {

@@ -26,8 +26,11 @@
  * and input lane i it loads the 2 weight vectors [i][0..B) and broadcasts each pixel's input lane:
  * 2*NP FMAs per 2 loads + NP broadcasts. Rows clip the kernel rows that fall in the padding; the
  * columns whose window leaves the image run one pixel at a time with clipped taps, the interior in
- * full tiles (a 1x1 stride-1 unpadded conv is one long row). Work items (image, channel-block
- * pair, output row) are shared by the threads. Depthwise: strips of up to LT_NCDWP (12) interior
+ * full tiles. Work items (image, channel-block pair, output row) are shared by the threads. A 1x1
+ * stride-1 unpadded conv is a GEMM over pixels: work items are chunks of LT_NCPC pixels (their input
+ * stays in L1) that meet every output block pair in turn. The epilogue (bias, residual before or
+ * after the activation) is unrolled over the tile so the accumulators stay in registers; none /
+ * ReLU / Clip are one max and one min (a spilled, per-vector switch cost ~15 cycles per vector). Depthwise: strips of up to LT_NCDWP (12) interior
  * pixels of a row in registers, each tap one weight vector and one FMA per pixel (the input vector
  * a memory operand); the border columns one pixel at a time with clipped taps.
  */
@@ -40,10 +43,12 @@
 #define LT_NCB 16
 #define LT_NCNP 12
 #define LT_NCDWP 12
+#define LT_NCPC 48
 #else
 #define LT_NCB 8
 #define LT_NCNP 6
 #define LT_NCDWP 12
+#define LT_NCPC 48
 #endif
 typedef float lt_ncv __attribute__((vector_size(LT_NCB * 4)));
 typedef int32_t lt_nci __attribute__((vector_size(LT_NCB * 4)));
@@ -73,16 +78,33 @@ LT_FN void lt_nchwc_conv_pack(float *dst, const float *w, int64_t M, int64_t C, 
 }
 
 /* ---- epilogue of one output vector ---- */
+/* max(lo, v) / min(hi, v) with v's NaN kept: x86's max/min return the second operand when one is
+ * NaN, i.e. exactly v < lo ? lo : v (one instruction instead of a compare and a blend). */
+LT_FN lt_ncv lt_nchwc_max_(lt_ncv lo, lt_ncv v) {
+#if defined(__AVX512F__)
+    return (lt_ncv)_mm512_max_ps((__m512)lo, (__m512)v);
+#elif defined(__AVX2__) && defined(__FMA__)
+    return (lt_ncv)_mm256_max_ps((__m256)lo, (__m256)v);
+#else
+    return LT_NCSEL(v < lo, lo, v);
+#endif
+}
+LT_FN lt_ncv lt_nchwc_min_(lt_ncv hi, lt_ncv v) {
+#if defined(__AVX512F__)
+    return (lt_ncv)_mm512_min_ps((__m512)hi, (__m512)v);
+#elif defined(__AVX2__) && defined(__FMA__)
+    return (lt_ncv)_mm256_min_ps((__m256)hi, (__m256)v);
+#else
+    return LT_NCSEL(v > hi, hi, v);
+#endif
+}
+
 LT_FN lt_ncv lt_nchwc_act_(lt_ncv v, int act, float a, float b) {
     lt_ncv zero = {0};
     switch (act) {
     case LT_ACT_NONE: return v;
-    case LT_ACT_RELU: return LT_NCSEL(v < zero, zero, v); /* NaN stays NaN */
-    case LT_ACT_CLIP: {
-        lt_ncv lo = zero + a, hi = zero + b;
-        v = LT_NCSEL(v < lo, lo, v);
-        return LT_NCSEL(v > hi, hi, v);
-    }
+    case LT_ACT_RELU: return lt_nchwc_max_(zero, v); /* NaN stays NaN */
+    case LT_ACT_CLIP: return lt_nchwc_min_(zero + b, lt_nchwc_max_(zero + a, v));
     default: {
         float t[LT_NCB];
         memcpy(t, &v, sizeof t);
@@ -106,6 +128,33 @@ LT_FN void lt_nchwc_store_(const lt_nchwc_geom_ *g, lt_ncv v, float *yp, const f
     LT_NCSTORE(yp, v);
 }
 
+/* The epilogue of n accumulators (output vectors y + j*B, residual res + j*B), unrolled so they stay
+ * in registers: no activation, ReLU and Clip are one max and one min (bounds -inf/+inf where there
+ * is none), branch-free per vector; other activations go through lt_nchwc_store_. */
+LT_FN __attribute__((always_inline)) void lt_nchwc_store_n_(const lt_nchwc_geom_ *g, const lt_ncv *acc, int n, float *y,
+                                                            const float *res) {
+    const int64_t B = LT_NCB;
+    if (g->act == LT_ACT_NONE || g->act == LT_ACT_RELU || g->act == LT_ACT_CLIP) {
+        lt_ncv lo = {0}, hi = {0};
+        lo += g->act == LT_ACT_NONE ? -LT_INF_F32 : g->act == LT_ACT_RELU ? 0.0f : g->act_a;
+        hi += g->act == LT_ACT_CLIP ? g->act_b : LT_INF_F32;
+        if (!res) {
+#pragma GCC unroll 16
+            for (int j = 0; j < n; j++) LT_NCSTORE(y + j * B, lt_nchwc_min_(hi, lt_nchwc_max_(lo, acc[j])));
+        } else if (g->res_mode == 1) {
+#pragma GCC unroll 16
+            for (int j = 0; j < n; j++)
+                LT_NCSTORE(y + j * B, lt_nchwc_min_(hi, lt_nchwc_max_(lo, acc[j] + LT_NCLOAD(res + j * B))));
+        } else {
+#pragma GCC unroll 16
+            for (int j = 0; j < n; j++)
+                LT_NCSTORE(y + j * B, lt_nchwc_min_(hi, lt_nchwc_max_(lo, acc[j])) + LT_NCLOAD(res + j * B));
+        }
+        return;
+    }
+    for (int j = 0; j < n; j++) lt_nchwc_store_(g, acc[j], y + j * B, res ? res + j * B : NULL);
+}
+
 /* Dense tile: NOB (1, 2) channel blocks x np pixels starting at column ow0 of row oh, taps rows
  * [kh0, kh1), columns [kw0, kw1) (np == 1 when clipped). x, y, res: image base; w: block ob's. */
 LT_FN __attribute__((always_inline)) void lt_nchwc_tile_(const lt_nchwc_geom_ *g, const float *x, const float *w,
@@ -113,6 +162,7 @@ LT_FN __attribute__((always_inline)) void lt_nchwc_tile_(const lt_nchwc_geom_ *g
                                                          int nob, int np, int64_t oh, int64_t ow0, int64_t kh0,
                                                          int64_t kh1, int64_t kw0, int64_t kw1) {
     lt_ncv acc[2][LT_NCNP];
+#pragma GCC unroll 2
     for (int o = 0; o < nob; o++) {
         lt_ncv b0 = {0};
         if (bias) memcpy(&b0, bias + (ob + o) * LT_NCB, sizeof b0);
@@ -140,10 +190,10 @@ LT_FN __attribute__((always_inline)) void lt_nchwc_tile_(const lt_nchwc_geom_ *g
             }
         }
     }
+#pragma GCC unroll 2
     for (int o = 0; o < nob; o++) {
         int64_t off = (((ob + o) * g->OH + oh) * g->OW + ow0) * B;
-#pragma GCC unroll 16
-        for (int j = 0; j < np; j++) lt_nchwc_store_(g, acc[o][j], y + off + j * B, res ? res + off + j * B : NULL);
+        lt_nchwc_store_n_(g, acc[o], np, y + off, res ? res + off : NULL);
     }
 }
 
@@ -228,8 +278,7 @@ LT_FN __attribute__((always_inline)) void lt_nchwc_dw_strip_(const lt_nchwc_geom
             for (int j = 0; j < np; j++) acc[j] += LT_NCLOAD(xk + j * xs) * wv;
         }
     }
-#pragma GCC unroll 16
-    for (int j = 0; j < np; j++) lt_nchwc_store_(g, acc[j], y + j * B, res ? res + j * B : NULL);
+    lt_nchwc_store_n_(g, acc, np, y, res);
 }
 
 #define LT_NCDW_CASE(NP)                                                                            \
@@ -327,10 +376,31 @@ LT_FN void lt_nchwc_conv_f32(float *y, const float *x, const float *wp, const fl
         lt_nchwc_conv_any_(&g, N, B, dw, x, wp, bp, y, res);
         return;
     }
-    if (!dw && KH == 1 && KW == 1 && SH == 1 && SW == 1 && PH == 0 && PW == 0 && OH == H && OW == W)
-        g.W = g.OW = H * W, g.H = g.OH = 1; /* one long row */
-    int64_t xim = g.Cb * g.H * g.W * B, yim = g.Mb * g.OH * g.OW * B;
+    int64_t xim = g.Cb * H * W * B, yim = g.Mb * OH * OW * B;
     int T = lt_nthreads();
+    if (!dw && KH == 1 && KW == 1 && SH == 1 && SW == 1 && PH == 0 && PW == 0 && OH == H && OW == W) {
+        /* 1x1: a GEMM over pixels. A chunk of LT_NCPC pixels (its input, Cb lines per pixel, stays
+         * in L1) meets every output block pair in turn (the weights, Cb KiB per block pair). */
+        int64_t HW = H * W, chunks = lt_nchwc_cdiv_(HW, LT_NCPC), items = N * chunks, pairs = (g.Mb + 1) / 2;
+        g.W = g.OW = HW, g.H = g.OH = 1;
+#pragma omp parallel for schedule(static) num_threads(T) if (T > 1 && items > 1)
+        for (int64_t it = 0; it < items; it++) {
+            int64_t n = it / chunks, p0 = it % chunks * LT_NCPC, p1 = p0 + LT_NCPC < HW ? p0 + LT_NCPC : HW;
+            const float *xn = x + n * xim;
+            float *yn = y + n * yim;
+            const float *rn = res ? res + n * yim : NULL;
+            for (int64_t pr = 0; pr < pairs; pr++) {
+                int64_t ob = pr * 2;
+                int nob = ob + 1 < g.Mb ? 2 : 1;
+                const float *w = wp + ob * g.Cb * LT_NCB * LT_NCB;
+                for (int64_t p = p0; p < p1; p += LT_NCNP) {
+                    int np = (int)(p1 - p < LT_NCNP ? p1 - p : LT_NCNP);
+                    lt_nchwc_tiles_(&g, xn, w, bp, yn, rn, ob, nob, np, 0, p, 0, 1);
+                }
+            }
+        }
+        return;
+    }
     if (dw) {
         int64_t items = N * g.Mb * g.OH;
 #pragma omp parallel for schedule(static) num_threads(T) if (T > 1 && items > 1)
@@ -409,7 +479,12 @@ LT_FN void lt_nchwc_reorder_in_f32(float *y, const float *x, int64_t N, int64_t 
         int64_t n = it / Cb, cb = it % Cb, c0 = cb * B, nc = C - c0 < B ? C - c0 : B;
         const float *xs = x + (n * C + c0) * HW;
         float *yd = y + it * HW * B;
-        for (int64_t p0 = 0; p0 < HW; p0 += 16) { /* 16 pixels x B channels: a transposed tile */
+        int64_t p0 = 0;
+#if defined(__AVX512F__)
+        if (B == 16 && nc == 16) /* whole blocks: 16 x 16 register transposes */
+            for (; p0 + 16 <= HW; p0 += 16) lt_gemm_tr16_(yd + p0 * B, B, xs + p0, HW);
+#endif
+        for (; p0 < HW; p0 += 16) { /* 16 pixels x B channels: a transposed tile */
             int64_t np = HW - p0 < 16 ? HW - p0 : 16;
             for (int64_t p = 0; p < np; p++)
                 for (int64_t l = nc; l < B; l++) yd[(p0 + p) * B + l] = 0.0f;
@@ -427,7 +502,12 @@ LT_FN void lt_nchwc_reorder_out_f32(float *y, const float *x, int64_t N, int64_t
         int64_t n = it / Cb, cb = it % Cb, c0 = cb * B, nc = C - c0 < B ? C - c0 : B;
         const float *xs = x + it * HW * B;
         float *yd = y + (n * C + c0) * HW;
-        for (int64_t p0 = 0; p0 < HW; p0 += 16) {
+        int64_t p0 = 0;
+#if defined(__AVX512F__)
+        if (B == 16 && nc == 16)
+            for (; p0 + 16 <= HW; p0 += 16) lt_gemm_tr16_(yd + p0, HW, xs + p0 * B, B);
+#endif
+        for (; p0 < HW; p0 += 16) {
             int64_t np = HW - p0 < 16 ? HW - p0 : 16;
             for (int64_t l = 0; l < nc; l++)
                 for (int64_t p = 0; p < np; p++) yd[l * HW + p0 + p] = xs[(p0 + p) * B + l];
