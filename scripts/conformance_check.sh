@@ -3,10 +3,13 @@
 # floor committed in tests/conformance_floor.txt (a ratchet: raise it as the count goes up).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# BACKEND cuda-compile: every test compiled for the GPU (emitted CUDA built with NVRTC), not run.
 bin=$1 backend=$2
 floor=$(awk -v b="$backend" '$1 == b {print $2}' tests/conformance_floor.txt)
+args=(--backend "$backend")
+[ "$backend" = cuda-compile ] && args=(--backend cuda --compile-only)
 out=$(mktemp)
-"$bin" conformance --backend "$backend" -j "$(nproc)" --cache-dir "${LATHE_CI_CACHE:-build/ci-cache}" | tee "$out" | tail -n 40
+"$bin" conformance "${args[@]}" -j "$(nproc)" --cache-dir "${LATHE_CI_CACHE:-build/ci-cache}" | tee "$out" | tail -n 40
 summary=$(grep -E '^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$' "$out" | tail -n 1)
 rm -f "$out"
 passed=${summary%% passed*}

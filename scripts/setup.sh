@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # setup.sh — install what lathe needs on a fresh Debian machine: a C toolchain, CMake, zlib, clang
-# with its sanitizer/fuzzer runtime, and the pinned Python packages (onnx 1.22.0 for the conformance
-# suite, numpy, pytest). Safe to run again: it installs only what is missing.
+# with its sanitizer/fuzzer runtime, the pinned Python packages (onnx 1.22.0 for the conformance
+# suite, numpy, pytest), and NVRTC (CUDA's runtime compiler, from PyPI when the system has none: the
+# tests compile every generated CUDA kernel with it; no GPU needed). Safe to run again: it installs
+# only what is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -34,4 +36,12 @@ PYEOF
 then
   echo "setup: installing Python packages from requirements.txt"
   "$PY" -m pip install -q -r requirements.txt || "$PY" -m pip install -q --break-system-packages -r requirements.txt
+fi
+
+# NVRTC: the system's (a CUDA toolkit) if ldconfig knows it, else the pinned wheel (scripts/nvrtc_path.sh
+# finds it for the tests)
+if [ -z "${LATHE_NVRTC:-}" ] && ! ldconfig -p 2>/dev/null | grep -qE 'libnvrtc\.so\.1[23] ' &&
+   [ -z "$(scripts/nvrtc_path.sh)" ]; then
+  echo "setup: installing NVRTC (nvidia-cuda-nvrtc==13.0.88)"
+  "$PY" -m pip install -q nvidia-cuda-nvrtc==13.0.88 || "$PY" -m pip install -q --break-system-packages nvidia-cuda-nvrtc==13.0.88
 fi

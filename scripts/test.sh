@@ -1,12 +1,18 @@
 #!/usr/bin/env bash
 # test.sh — the whole test run (what CI runs): set up, build with -Werror, unit tests, CLI and
-# bad-input tests, the 9 light models, the ONNX conformance suite against its committed floor, then
+# bad-input tests, the 9 light models, the ONNX conformance suite against its committed floor (and
+# every test's CUDA code compiled with NVRTC), then
 # the same unit tests and the interpreter's conformance run under AddressSanitizer + UndefinedBehaviorSanitizer,
 # and a bounded run of the import fuzzer.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 jobs=$(nproc)
+# NVRTC from pip when the system has none (setup.sh installed it)
+if [ -z "${LATHE_NVRTC:-}" ] && ! ldconfig -p 2>/dev/null | grep -qE 'libnvrtc\.so\.1[23] '; then
+  LATHE_NVRTC=$(scripts/nvrtc_path.sh)
+  export LATHE_NVRTC
+fi
 
 echo "== build"
 scripts/build.sh build
@@ -17,6 +23,8 @@ LATHE_BIN=build/lathe python3 -m pytest -q -n "$jobs" tests
 echo "== conformance (interp, and cpu: the compiled path)"
 scripts/conformance_check.sh build/lathe interp
 scripts/conformance_check.sh build/lathe cpu
+echo "== CUDA code generation: every conformance test compiled for the GPU with NVRTC (no GPU needed)"
+scripts/conformance_check.sh build/lathe cuda-compile
 
 echo "== ASan+UBSan build"
 scripts/build.sh build-asan -DLATHE_SANITIZE=ON -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug

@@ -10,6 +10,8 @@
  * The child sends its verdict to the parent through a pipe as three lines: status letter (P/F),
  * reason, comma-separated ops. Results are printed in test-name order as soon as every earlier test
  * has finished; the last line is exactly "N passed, N failed, N skipped".
+ * --compile-only (cuda): each data set's model is compiled as above but only emitted, and the CUDA
+ * translation unit built with NVRTC (no device needed); nothing runs.
  */
 #include "cli_compile.h"
 
@@ -27,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backend/cuda/cuda.h"
 #include "graph/infer.h"
 #include "interp/interp.h"
 #include "io/io.h"
@@ -71,6 +74,10 @@ static const char HELP[] =
     "  --rtol X         relative tolerance (default 1e-3, the suite's own)\n"
     "  --atol X         absolute tolerance (default 1e-7)\n"
     "  --verbose        also print passing and skipped tests\n"
+    "  --compile-only   --backend cuda: compile every test for the GPU (emit + NVRTC for --arch, cubins\n"
+    "                   cached in the cache dir) without running it: needs NVRTC, no GPU. A test\n"
+    "                   passes when its CUDA translation unit compiles (CI checks the emitter so)\n"
+    "  --arch SM        --compile-only: the NVRTC target (default sm_90)\n"
     "  -h, --help       show this help\n"
     "compile options (--backend cpu, cuda):\n"
     CLI_COMPILE_HELP
@@ -198,7 +205,25 @@ static int list_datasets(const char *dir, char ***out) {
     return n;
 }
 
-/* Compile m for the shapes of `inputs` (cpu backend): fix the input shapes, compile. */
+/* --compile-only: the NVRTC target; NULL when tests run */
+static const char *g_compile_only_arch;
+
+/* Compile m for the shapes of `inputs` (cpu backend): fix the input shapes, compile. With
+ * --compile-only, emit the CUDA translation unit and build it with NVRTC instead (*plan stays NULL). */
+/* --compile-only: build one emitted CUDA translation unit with NVRTC (cubins cached in cache_dir). */
+static lt_status nvrtc_build(lt_ctx *ctx, const char *src, const cli_compile_args *ca, child_out *co) {
+    const char *cache_dir = ca->no_cache ? "" : ca->cache_dir;
+    lt_nvrtc *nv = NULL;
+    lt_status s = lt_nvrtc_open_path(ctx, ca->o.nvrtc, &nv);
+    lt_cuda_image img = {0};
+    lt_cuda_compile_options copt = {.name = "model.cu"};
+    if (s == LT_OK) s = lt_cuda_build(ctx, nv, src, g_compile_only_arch, cache_dir[0] ? cache_dir : NULL, &copt, &img);
+    if (s != LT_OK) cli_fmt(co->reason, REASON_MAX, "NVRTC: %s", ctx->msg[0] ? ctx->msg : lt_status_name(s));
+    lt_cuda_image_free(&img);
+    lt_nvrtc_close(nv);
+    return s;
+}
+
 static bool compile_for(lt_model *m, lt_datum *const *inputs, const cli_compile_args *ca, lt_plan **plan,
                         child_out *co) {
     lt_ctx ctx = {0};
@@ -225,13 +250,21 @@ static bool compile_for(lt_model *m, lt_datum *const *inputs, const cli_compile_
     o.dump_after = NULL;
     o.time_passes = false;
     lt_compile_report rep = {0};
+    lt_strbuf src = {0};
+    if (g_compile_only_arch) {
+        o.emit_only = true;
+        o.emit_source = &src;
+    }
     lt_status s = lt_compile(&ctx, m, &o, plan, &rep);
     lt_compile_report_free(&rep);
     if (s != LT_OK) {
         cli_fmt(co->reason, REASON_MAX, "compile: %s", ctx.msg[0] ? ctx.msg : lt_status_name(ctx.status));
+        lt_sb_free(&src);
         return false;
     }
-    return true;
+    if (g_compile_only_arch && src.len) s = nvrtc_build(&ctx, src.s, ca, co);
+    lt_sb_free(&src);
+    return s == LT_OK;
 }
 
 static bool run_dataset(const lt_model *m0, const char *model_path, const char *ds, double rtol, double atol,
@@ -270,6 +303,10 @@ static bool run_dataset(const lt_model *m0, const char *model_path, const char *
     }
     if (ca) {
         if (!compile_for(own, inputs, ca, &plan, co)) goto done;
+        if (g_compile_only_arch) { /* compiled: nothing to run */
+            ok = true;
+            goto done;
+        }
         lt_plan_run_options po = {0};
         if (lt_plan_run(&ctx, plan, &po, inputs, outputs) != LT_OK) {
             cli_fmt(co->reason, REASON_MAX, "%s", ctx.msg[0] ? ctx.msg : lt_status_name(ctx.status));
@@ -486,18 +523,23 @@ int cmd_conformance(int argc, char **argv) {
 #else
     int64_t mem_mb = 4096;
 #endif
-    bool verbose = false;
+    bool verbose = false, compile_only = false;
+    const char *arch = NULL;
     int r_backend;
     for (int i = 1; i < argc;) {
         const char *v = NULL, *a = argv[i];
         int r;
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) { fputs(HELP, stdout); return 0; }
         if (strcmp(a, "--verbose") == 0 || strcmp(a, "-v") == 0) { verbose = true; i++; continue; }
+        if (strcmp(a, "--compile-only") == 0) { compile_only = true; i++; continue; }
         if ((r = cli_compile_opt("conformance", argc, argv, &i, &ca))) {
             if (r < 0) return CLI_EXIT_USAGE;
         } else if ((r = cli_opt_value("conformance", argc, argv, &i, "--suite", &v))) {
             if (r < 0) return CLI_EXIT_USAGE;
             suite_arg = v;
+        } else if ((r = cli_opt_value("conformance", argc, argv, &i, "--arch", &v))) {
+            if (r < 0) return CLI_EXIT_USAGE;
+            arch = v;
         } else if ((r = cli_opt_value("conformance", argc, argv, &i, "--filter", &v))) {
             if (r < 0) return CLI_EXIT_USAGE;
             filter = v;
@@ -534,8 +576,21 @@ int cmd_conformance(int argc, char **argv) {
             return cli_usage("conformance", "unexpected argument '%s'", a);
         }
     }
+    if (compile_only) { /* no device: the emitter and NVRTC only */
+        if (strcmp(ca.backend, "cuda") != 0) return cli_usage("conformance", "--compile-only needs --backend cuda");
+        lt_ctx nctx = {0};
+        lt_nvrtc *nv = NULL;
+        if (lt_nvrtc_open_path(&nctx, ca.o.nvrtc, &nv) != LT_OK) {
+            cli_error("--compile-only: %s", nctx.msg);
+            return CLI_EXIT_UNSUPPORTED;
+        }
+        lt_nvrtc_close(nv);
+        g_compile_only_arch = arch ? arch : "sm_90";
+    } else if (arch) {
+        return cli_usage("conformance", "--arch is for --compile-only");
+    }
     /* in a child: the tests run in forked children, and CUDA initialized here would not survive fork */
-    if ((r_backend = cli_compile_check_backend_forked(&ca, true))) return r_backend;
+    if (!compile_only && (r_backend = cli_compile_check_backend_forked(&ca, true))) return r_backend;
     const cli_compile_args *cargs = strcmp(ca.backend, "interp") == 0 ? NULL : &ca;
     if (!mem_given && cargs && !lt_backend_find(ca.backend)->host_memory)
         mem_mb = 0; /* a device driver reserves address space far beyond 4 GiB (CUDA: tens of GiB) */

@@ -323,6 +323,10 @@ lt_status lt_compile(lt_ctx *ctx, lt_model *m, const lt_compile_options *opt, lt
     }
     lt_sb_free(&kdump);
     if (s != LT_OK) goto fail;
+    if (opt->emit_source && src.len) {
+        lt_sb_printf(opt->emit_source, "%.*s", (int)src.len, src.s);
+        if (opt->emit_source->failed) { s = lt_error(ctx, LT_ERR_NOMEM, "out of memory (emitted source)"); goto fail; }
+    }
     if (opt->emit_only) {
         r->total_seconds = now_s() - t_start;
         lt_arena_free(arena);

@@ -71,6 +71,8 @@ typedef struct lt_compile_options {
     bool emit_only;             /* stop after emitting (and dumping) the translation unit: no backend
                                  * instance, no plan (*out = NULL). Needs no device: CUDA source for
                                  * `lathe compile --target cuda` on a machine without a GPU */
+    lt_strbuf *emit_source;     /* when set, the emitted translation unit is appended here (the
+                                 * caller frees it): with emit_only, to build it elsewhere */
 } lt_compile_options;
 
 void lt_compile_options_init(lt_compile_options *o);
