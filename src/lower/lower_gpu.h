@@ -29,6 +29,9 @@ lt_status lt_lower_gpu_conv(lt_lctx *lc, const lt_node *n, bool *handled, lt_lno
 /* GPU activation code (cuda_gemm.h LT_ACT_*) of a call epilogue's activation (lt_call_epi.act,
  * gemm.h's codes); -1 when the CUDA prelude lacks it. */
 int lt_lower_gpu_act(int call_act);
+/* Edge of the SIMT GEMM tile (128, 64 or 32: cuda_gemm.h lt_cuda_mm_*_simt, _simt64, _simt32) for an
+ * m x n output over `batch` entries: the largest giving at least ~one block per SM, else 32. */
+int lt_lower_gpu_simt_tile(int64_t m, int64_t n, int64_t batch);
 /* Binds loop f (a fresh GPU_BLOCK / GPU_THREAD loop) to axis 0..2. */
 lt_lnode *lt_lower_gpu_loop(lt_lctx *lc, lt_lvar *v, int64_t extent, lt_loop_kind kind, int axis, lt_lnode *body);
 

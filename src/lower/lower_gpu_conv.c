@@ -5,7 +5,8 @@
  * Kind, from static shapes: fewer than 16 output channels a group (depthwise) -> `direct`, one output
  * per thread; float16 / bfloat16 with Cg*KH*KW % 8 == 0 -> implicit GEMM on tensor cores, 128x128
  * tiles (64x128 when a group has at most 64 output channels; 64x64 when that gives the GPU fewer than
- * 120 blocks); otherwise the SIMT implicit GEMM. A pointwise conv whose GEMM (k = C, n = OH*OW)
+ * 120 blocks); otherwise the SIMT implicit GEMM (128x128 tiles, or sliced-K 64x64 / 32x32 ones for
+ * small grids: lt_lower_gpu_simt_tile). A pointwise conv whose GEMM (k = C, n = OH*OW)
  * the GEMM entries take as it is (float32, or both multiples of 8) is left to lower_nn.c's GEMM
  * path (*handled false), as is a conv whose epilogue the entries cannot apply.
  */
@@ -85,8 +86,10 @@ lt_status lt_lower_gpu_conv(lt_lctx *lc, const lt_node *n, bool *handled, lt_lno
         threads = 128;
         blocks = ((OCg + bm - 1) / bm) * ((P + bn - 1) / bn) * N * G;
     } else {
-        snprintf(fn, sizeof fn, "lt_cuda_conv_%s_simt", dn);
-        blocks = ((OCg + 127) / 128) * ((P + 127) / 128) * N * G;
+        int t = lt_lower_gpu_simt_tile(OCg, P, N * G);
+        if (t == 128) snprintf(fn, sizeof fn, "lt_cuda_conv_%s_simt", dn);
+        else snprintf(fn, sizeof fn, "lt_cuda_conv_%s_simt%d", dn, t);
+        blocks = ((OCg + t - 1) / t) * ((P + t - 1) / t) * N * G;
     }
     if (blocks > MAX_BLOCKS) blocks = MAX_BLOCKS; /* the entry loops over the rest */
     lt_lvar *blk = lt_kernel_var(K_, "gblk", LT_INT64), *thr = lt_kernel_var(K_, "gthr", LT_INT64);

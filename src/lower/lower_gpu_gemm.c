@@ -5,9 +5,11 @@
  * operand), A row-major (lda, unit k stride), B as [k, n] (nn, unit n stride) or [n, k] (nt, unit k
  * stride), C with unit column stride; outer batch dims become GPU_BLOCK loops on axes y and z.
  * Configuration: float16 / bfloat16 with k, n, lda, ldb, ldc and every batch stride multiples of 8
- * go to the tensor cores, 128x128 tiles when they give the GPU enough blocks (>= 120), else 64x64;
- * everything else to the SIMT 128x128 tile. Whatever the entries cannot take (no unit-stride
- * layout, Gemm's beta*C matrix, an epilogue rest, more than 4 batch dims, mixed dtypes) falls back
+ * go to the tensor cores, 128x128 tiles when they give the GPU enough blocks (>= 120) (64x128 when
+ * m <= 64), else 64x64;
+ * everything else to the SIMT tiles: 128x128, or the sliced-K 64x64 / 32x32 ones when the larger
+ * tile leaves the GPU too few blocks (lt_lower_gpu_simt_tile). Whatever the entries cannot take
+ * (no unit-stride layout, Gemm's beta*C matrix, an epilogue rest, more than 4 batch dims, mixed dtypes) falls back
  * to lt_lower_gemm_gpu_loops. Also lt_lower_gpu_supported: which nodes compile on the GPU only.
  */
 #include "lower_gpu.h"
@@ -38,6 +40,15 @@ static const char *dt_name(lt_dtype dt) {
 }
 
 static bool mult8(int64_t v) { return v % 8 == 0; }
+
+int lt_lower_gpu_simt_tile(int64_t m, int64_t n, int64_t batch) {
+    static const int tiles[] = {128, 64};
+    for (size_t i = 0; i < sizeof tiles / sizeof *tiles; i++) {
+        int64_t t = tiles[i];
+        if (((m + t - 1) / t) * ((n + t - 1) / t) * batch >= MIN_BLOCKS) return (int)t;
+    }
+    return 32;
+}
 
 lt_status lt_lower_gpu_gemm(lt_lctx *lc, const lt_gemm_desc *g, lt_lnode **res) {
     lt_dtype dt = g->C->dtype;
@@ -71,16 +82,20 @@ lt_status lt_lower_gpu_gemm(lt_lctx *lc, const lt_gemm_desc *g, lt_lnode **res) 
     /* configuration */
     bool tc = dt != LT_FLOAT && mult8(g->K) && mult8(g->N) && mult8(lda) && mult8(ldb) && mult8(ldc);
     for (int d = 0; d < g->nb && tc; d++) tc = mult8(g->bsa[d]) && mult8(g->bsb[d]) && mult8(g->bsc[d]);
-    int tile = 128, threads = 256;
+    int tile = 128, tile_m = 0, threads = 256; /* tile_m: rows of the tile when not `tile` */
     char fn[64];
     if (tc) {
         int64_t big = ((g->M + 127) / 128) * ((g->N + 127) / 128) * b1 * b2 * outer_n;
         tile = big >= MIN_BLOCKS ? 128 : 64, threads = 128;
-        snprintf(fn, sizeof fn, "lt_cuda_mm_%s_%s_%dx%d", dn, bt ? "nt" : "nn", tile, tile);
+        tile_m = g->M <= 64 && tile == 128 ? 64 : tile; /* a 128-row tile would be half empty */
+        snprintf(fn, sizeof fn, "lt_cuda_mm_%s_%s_%dx%d", dn, bt ? "nt" : "nn", tile_m, tile);
     } else {
-        snprintf(fn, sizeof fn, "lt_cuda_mm_%s_%s_simt", dn, bt ? "nt" : "nn");
+        tile = lt_lower_gpu_simt_tile(g->M, g->N, b1 * b2 * outer_n);
+        if (tile == 128) snprintf(fn, sizeof fn, "lt_cuda_mm_%s_%s_simt", dn, bt ? "nt" : "nn");
+        else snprintf(fn, sizeof fn, "lt_cuda_mm_%s_%s_simt%d", dn, bt ? "nt" : "nn", tile);
     }
-    int64_t blocks = ((g->M + tile - 1) / tile) * ((g->N + tile - 1) / tile) * b1 * b2;
+    if (!tile_m) tile_m = tile;
+    int64_t blocks = ((g->M + tile_m - 1) / tile_m) * ((g->N + tile - 1) / tile) * b1 * b2;
     if (blocks > MAX_BLOCKS) blocks = MAX_BLOCKS; /* the entry loops over the rest */
     if (blocks < 1) blocks = 1;
     /* outer batch offsets */

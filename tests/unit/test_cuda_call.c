@@ -76,8 +76,8 @@ static bool make_case(int i, tb *b, tcase *c) {
         y = tb_node(b, "Sigmoid", "y", 1, g->out[0])->out[0];
         break;
     }
-    case 2: { /* float32 MatMul + residual before Gelu, SIMT; 4-D batch (outer dim on blockIdx.y) */
-        *c = (tcase){"matmul f32 residual gelu", "lt_cuda_mm_f32_nn_simt(", LT_FLOAT};
+    case 2: { /* float32 MatMul + residual before Gelu, SIMT 32x32 sliced-K tiles (6 blocks at 128x128); 4-D batch (outer dim on blockIdx.y) */
+        *c = (tcase){"matmul f32 residual gelu", "lt_cuda_mm_f32_nn_simt32(", LT_FLOAT};
         int64_t da[4] = {2, 3, 70, 33}, db[2] = {33, 50}, dr[4] = {2, 3, 70, 50};
         lt_value *a = tb_input(b, "a", c->dt, 4, da), *w = tb_input(b, "w", c->dt, 2, db), *r = tb_input(b, "r", c->dt, 4, dr);
         lt_value *m = tb_node(b, "MatMul", "m", 2, a, w)->out[0];
@@ -110,8 +110,8 @@ static bool make_case(int i, tb *b, tcase *c) {
         y = conv(b, x, w, NULL, 3, 2, 2, 2, 1)->out[0];
         break;
     }
-    case 6: { /* 7x7 stride 2 stem, float32 SIMT, Clip (an activation with parameters) */
-        *c = (tcase){"conv f32 7x7 stem clip", "lt_cuda_conv_f32_simt(", LT_FLOAT};
+    case 6: { /* 7x7 stride 2 stem, float32 SIMT (32x32 sliced-K tiles), Clip (an activation with parameters) */
+        *c = (tcase){"conv f32 7x7 stem clip", "lt_cuda_conv_f32_simt32(", LT_FLOAT};
         lt_value *x = in4(b, "x", c->dt, 2, 3, 20, 20), *w = in4(b, "w", c->dt, 16, 3, 7, 7), *bias = in1(b, "bias", c->dt, 16);
         lt_value *cv = conv(b, x, w, bias, 7, 2, 3, 1, 1)->out[0];
         lt_node *cl = tb_node(b, "Clip", "y", 1, cv);
@@ -145,8 +145,8 @@ static bool make_case(int i, tb *b, tcase *c) {
         y = conv(b, x, w, NULL, 3, 1, 1, 1, 2)->out[0];
         break;
     }
-    case 11: { /* k = 3*3*3 = 27 (not a multiple of 8): float16 on SIMT */
-        *c = (tcase){"conv f16 k27 simt", "lt_cuda_conv_f16_simt(", LT_FLOAT16};
+    case 11: { /* k = 3*3*3 = 27 (not a multiple of 8): float16 on SIMT (32x32 sliced-K tiles) */
+        *c = (tcase){"conv f16 k27 simt", "lt_cuda_conv_f16_simt32(", LT_FLOAT16};
         lt_value *x = in4(b, "x", c->dt, 2, 3, 11, 11), *w = in4(b, "w", c->dt, 16, 3, 3, 3);
         lt_value *cv = conv(b, x, w, NULL, 3, 1, 0, 1, 1)->out[0];
         y = tb_node(b, "Tanh", "y", 1, cv)->out[0];
@@ -158,6 +158,54 @@ static bool make_case(int i, tb *b, tcase *c) {
         lt_value *a = tb_input(b, "a", c->dt, 2, da), *w = tb_input(b, "w", c->dt, 2, db);
         lt_value *m = tb_node(b, "MatMul", "m", 2, a, w)->out[0];
         y = tb_node(b, "Mul", "y", 2, m, tb_scalar(b, "half", c->dt, 0.5))->out[0];
+        break;
+    }
+    case 13: { /* float32 with enough blocks (120) for the 128x128 SIMT tile; k = 40: a partial k step */
+        *c = (tcase){"matmul f32 simt 128x128", "lt_cuda_mm_f32_nn_simt(", LT_FLOAT};
+        int64_t da[2] = {1536, 40}, db[2] = {40, 1280};
+        lt_value *a = tb_input(b, "a", c->dt, 2, da), *w = tb_input(b, "w", c->dt, 2, db);
+        y = tb_node(b, "MatMul", "y", 2, a, w)->out[0];
+        break;
+    }
+    case 14: { /* float32 Gemm transB + bias + Relu: 30 blocks at 128x128, 120 at 64x64 (sliced K, nt) */
+        *c = (tcase){"gemm f32 transB simt64", "lt_cuda_mm_f32_nt_simt64(", LT_FLOAT};
+        int64_t da[2] = {768, 100}, db[2] = {640, 100};
+        lt_value *a = tb_input(b, "a", c->dt, 2, da), *w = tb_input(b, "w", c->dt, 2, db), *bias = in1(b, "bias", c->dt, 640);
+        lt_node *g = tb_node(b, "Gemm", "m", 3, a, w, bias);
+        lt_node_set_attr_int(&b->ctx, g, "transB", 1);
+        y = tb_node(b, "Relu", "y", 1, g->out[0])->out[0];
+        break;
+    }
+    case 15: { /* small float32 Gemm transB with a long k (the BERT b1 shape, scaled down): 32x32 nt */
+        *c = (tcase){"gemm f32 transB simt32 long k", "lt_cuda_mm_f32_nt_simt32(", LT_FLOAT};
+        int64_t da[2] = {100, 300}, db[2] = {40, 300};
+        lt_value *a = tb_input(b, "a", c->dt, 2, da), *w = tb_input(b, "w", c->dt, 2, db), *bias = in1(b, "bias", c->dt, 40);
+        lt_node *g = tb_node(b, "Gemm", "y", 3, a, w, bias);
+        lt_node_set_attr_int(&b->ctx, g, "transB", 1);
+        y = g->out[0];
+        break;
+    }
+    case 16: { /* float32 3x3 conv + bias + Relu, 28x28: 42 blocks at 128x128, 130 at 64x64 (sliced K) */
+        *c = (tcase){"conv f32 3x3 simt64", "lt_cuda_conv_f32_simt64(", LT_FLOAT};
+        lt_value *x = in4(b, "x", c->dt, 2, 8, 28, 28), *w = in4(b, "w", c->dt, 320, 8, 3, 3), *bias = in1(b, "bias", c->dt, 320);
+        lt_value *cv = conv(b, x, w, bias, 3, 1, 1, 1, 1)->out[0];
+        y = tb_node(b, "Relu", "y", 1, cv)->out[0];
+        break;
+    }
+    case 17: { /* pointwise conv of 64 output channels over 32 images: the GEMM entry's 64x128 tile */
+        *c = (tcase){"conv f16 1x1 64 channels (64x128)", "lt_cuda_mm_f16_nn_64x128(", LT_FLOAT16};
+        lt_value *x = in4(b, "x", c->dt, 32, 16, 32, 32), *w = in4(b, "w", c->dt, 64, 16, 1, 1), *bias = in1(b, "bias", c->dt, 64);
+        lt_value *cv = conv(b, x, w, bias, 1, 1, 0, 1, 1)->out[0];
+        y = tb_node(b, "Relu", "y", 1, cv)->out[0];
+        break;
+    }
+    case 18: { /* bfloat16 Gemm transB, m = 40 <= 64, 120 column tiles: 64x128 nt */
+        *c = (tcase){"gemm bf16 transB 64x128", "lt_cuda_mm_bf16_nt_64x128(", LT_BFLOAT16};
+        int64_t da[2] = {40, 32}, db[2] = {15360, 32};
+        lt_value *a = tb_input(b, "a", c->dt, 2, da), *w = tb_input(b, "w", c->dt, 2, db), *bias = in1(b, "bias", c->dt, 15360);
+        lt_node *g = tb_node(b, "Gemm", "y", 3, a, w, bias);
+        lt_node_set_attr_int(&b->ctx, g, "transB", 1);
+        y = g->out[0];
         break;
     }
     default: tb_free(b); return false;

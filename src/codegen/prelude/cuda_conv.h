@@ -76,6 +76,24 @@ LT_FN void lt_conv_origin(const lt_cuda_conv_geom &g, int pcol, int n, int *ih0,
     }
 }
 
+/* Position (c, kh, kw) of row k of the im2col matrix, advanced by a fixed stride without dividing:
+ * the gathers visit k, k + S, k + 2S, ... so each thread decomposes its rows once a tile. */
+struct lt_conv_kpos {
+    int c, kh, kw;
+};
+LT_FN lt_conv_kpos lt_conv_kpos_of(const lt_cuda_conv_geom &g, int k) {
+    lt_conv_kpos q;
+    const int khw = g.KH * g.KW, r = k % khw;
+    q.c = k / khw, q.kh = r / g.KW, q.kw = r - q.kh * g.KW;
+    return q;
+}
+/* q += s (s a stride decomposed by lt_conv_kpos_of: s.kh < KH, s.kw < KW, so one carry each) */
+LT_FN void lt_conv_kpos_add(const lt_cuda_conv_geom &g, lt_conv_kpos &q, const lt_conv_kpos &s) {
+    q.kw += s.kw, q.kh += s.kh, q.c += s.c;
+    if (q.kw >= g.KW) q.kw -= g.KW, q.kh++;
+    if (q.kh >= g.KH) q.kh -= g.KH, q.c++;
+}
+
 /* ---- tensor cores ---- */
 template <typename D, int BM, int BN, int WM, int WN>
 LT_FN void lt_conv_tc(const lt_cuda_gemm_params &p, const lt_cuda_conv_geom &g, char *smem, int bid, int tid) {
@@ -87,7 +105,7 @@ LT_FN void lt_conv_tc(const lt_cuda_gemm_params &p, const lt_cuda_conv_geom &g, 
     };
     static_assert(BM * CHA % NT == 0 && BK * CHB % NT == 0 && NT % CHA == 0 && NT % CHB == 0, "tile loads");
     const int lane = tid & 31, warp = tid >> 5, wm = warp / WARPS_N, wn = warp % WARPS_N;
-    const int M = p.m, N = p.n, K = p.k, KHW = g.KH * g.KW;
+    const int M = p.m, N = p.n, K = p.k;
     int m0, n0;
     lt_tile_origin(bid, M, N, BM, BN, &m0, &n0);
     const S *A = (const S *)p.a, *X = (const S *)p.b;
@@ -99,6 +117,10 @@ LT_FN void lt_conv_tc(const lt_cuda_gemm_params &p, const lt_cuda_conv_geom &g, 
 #pragma unroll
     for (int e = 0; e < 8; e++) lt_conv_origin(g, n0 + cb * 8 + e, N, &ih0[e], &iw0[e]);
     uint32_t breg[B_PER][4];
+    lt_conv_kpos kp[B_PER]; /* the position of each of this thread's B rows in the next gather */
+    const lt_conv_kpos kstep = lt_conv_kpos_of(g, BK);
+#pragma unroll
+    for (int i = 0; i < B_PER; i++) kp[i] = lt_conv_kpos_of(g, tid / CHB + i * (NT / CHB));
 
     auto load_a = [&](int stage, int kt) {
         const uint32_t sa = sbase + stage * STAGE_BYTES;
@@ -111,6 +133,7 @@ LT_FN void lt_conv_tc(const lt_cuda_gemm_params &p, const lt_cuda_conv_geom &g, 
             lt_cp_async16(sa + (uint32_t)(row * CHA + lt_swz<CHA>(row, c)) * 16u, src, ok);
         }
     };
+    /* called for kt = 0, 1, 2, ... in order (kp advances a step each call) */
     auto gather = [&](int kt) {
 #pragma unroll
         for (int i = 0; i < B_PER; i++) {
@@ -119,14 +142,15 @@ LT_FN void lt_conv_tc(const lt_cuda_gemm_params &p, const lt_cuda_conv_geom &g, 
 #pragma unroll
             for (int e = 0; e < 8; e++) v[e] = 0;
             if (k < K) {
-                const int c = k / KHW, r = k - c * KHW, kh = r / g.KW, kw = r - kh * g.KW;
-                const S *xc = X + (long long)c * g.H * g.W;
+                const int kh = kp[i].kh * g.dh, kw = kp[i].kw * g.dw;
+                const S *xc = X + (long long)kp[i].c * g.H * g.W;
 #pragma unroll
                 for (int e = 0; e < 8; e++) {
-                    const int ih = ih0[e] + kh * g.dh, iw = iw0[e] + kw * g.dw;
+                    const int ih = ih0[e] + kh, iw = iw0[e] + kw;
                     if ((unsigned)ih < (unsigned)g.H && (unsigned)iw < (unsigned)g.W) v[e] = xc[ih * g.W + iw];
                 }
             }
+            lt_conv_kpos_add(g, kp[i], kstep);
 #pragma unroll
             for (int q = 0; q < 4; q++) breg[i][q] = v[2 * q] | (v[2 * q + 1] << 16);
         }
@@ -199,6 +223,47 @@ LT_FN void lt_conv_simt(const lt_cuda_gemm_params &p, const lt_cuda_conv_geom &g
     lt_simt_tile<D, false>(p, (S *)p.c, m0, n0, tid, 0, fetch);
 }
 
+/* SIMT with sliced K (cuda_gemm.h lt_simt_sk_tile): BM x BN tiles for grids too small for 128x128.
+ * Each thread's B column (output position) is fixed, so its input origin is found once a tile. */
+template <typename D, int BM, int BN, int TM, int TN>
+LT_FN void lt_conv_simt_sk(const lt_cuda_gemm_params &p, const lt_cuda_conv_geom &g, int bid, int tid) {
+    typedef typename D::S S;
+    enum { NT = 256, KC = 8 * (NT / ((BM / TM) * (BN / TN))), APT = BM * KC / NT, BPT = BN * KC / NT };
+    int m0, n0;
+    lt_tile_origin(bid, p.m, p.n, BM, BN, &m0, &n0);
+    const S *A = (const S *)p.a, *X = (const S *)p.b;
+    const int M = p.m, N = p.n, K = p.k;
+    const int kq = tid % KC, rq = tid / KC, bc = tid % BN, bkr = tid / BN;
+    int ih0, iw0;
+    lt_conv_origin(g, n0 + bc, N, &ih0, &iw0);
+    /* the position of this thread's first B row in the next fetch; its rows are NT / BN apart */
+    lt_conv_kpos kp = lt_conv_kpos_of(g, bkr);
+    const lt_conv_kpos kstep = lt_conv_kpos_of(g, KC), estep = lt_conv_kpos_of(g, NT / BN);
+    /* called for k0 = 0, KC, 2 KC, ... in order (kp advances a step each call) */
+    auto fetch = [&](int k0, float *ra, float *rb) {
+        const int ka = k0 + kq;
+#pragma unroll
+        for (int e = 0; e < APT; e++) {
+            const int r = m0 + rq + e * (NT / KC);
+            ra[e] = (r < M && ka < K) ? lt_ld1<D>(A, (long long)r * p.lda + ka) : 0.0f;
+        }
+        lt_conv_kpos q = kp;
+#pragma unroll
+        for (int e = 0; e < BPT; e++) {
+            const int k = k0 + bkr + e * (NT / BN);
+            rb[e] = 0.0f;
+            if (k < K) {
+                const int ih = ih0 + q.kh * g.dh, iw = iw0 + q.kw * g.dw;
+                if ((unsigned)ih < (unsigned)g.H && (unsigned)iw < (unsigned)g.W)
+                    rb[e] = lt_ld1<D>(X, ((long long)q.c * g.H + ih) * g.W + iw);
+            }
+            lt_conv_kpos_add(g, q, estep);
+        }
+        lt_conv_kpos_add(g, kp, kstep);
+    };
+    lt_simt_sk_tile<D, false, BM, BN, TM, TN>(p, (S *)p.c, m0, n0, tid, 0, fetch);
+}
+
 /* ---- direct: one output per thread (256 a block) ---- */
 template <typename D> LT_FN void lt_conv_direct(LT_CONV_ARGS) {
     typedef typename D::S S;
@@ -237,6 +302,9 @@ template <typename D> LT_FN void lt_conv_direct(LT_CONV_ARGS) {
 #define LT_CONV_SIMT_BODY(dt)                                                                      \
     lt_conv_run<lt_dt_##dt, 128, 128>(LT_CONV_PASS, [&](const lt_cuda_gemm_params &q, const lt_cuda_conv_geom &g, int bid, \
                                                         int tid) { lt_conv_simt<lt_dt_##dt>(q, g, bid, tid); });
+#define LT_CONV_SIMT_SK_BODY(dt, T, TT)                                                            \
+    lt_conv_run<lt_dt_##dt, T, T>(LT_CONV_PASS, [&](const lt_cuda_gemm_params &q, const lt_cuda_conv_geom &g, int bid, \
+                                                    int tid) { lt_conv_simt_sk<lt_dt_##dt, T, T, TT, TT>(q, g, bid, tid); });
 template <int I_ = 0> LT_FN void lt_cuda_conv_f16_tc128x128(LT_CONV_ARGS) { LT_CONV_TC_BODY(f16, 128, 128, 64, 64) }
 template <int I_ = 0> LT_FN void lt_cuda_conv_bf16_tc128x128(LT_CONV_ARGS) { LT_CONV_TC_BODY(bf16, 128, 128, 64, 64) }
 template <int I_ = 0> LT_FN void lt_cuda_conv_f16_tc64x128(LT_CONV_ARGS) { LT_CONV_TC_BODY(f16, 64, 128, 32, 64) }
@@ -246,6 +314,12 @@ template <int I_ = 0> LT_FN void lt_cuda_conv_bf16_tc64x64(LT_CONV_ARGS) { LT_CO
 template <int I_ = 0> LT_FN void lt_cuda_conv_f32_simt(LT_CONV_ARGS) { LT_CONV_SIMT_BODY(f32) }
 template <int I_ = 0> LT_FN void lt_cuda_conv_f16_simt(LT_CONV_ARGS) { LT_CONV_SIMT_BODY(f16) }
 template <int I_ = 0> LT_FN void lt_cuda_conv_bf16_simt(LT_CONV_ARGS) { LT_CONV_SIMT_BODY(bf16) }
+template <int I_ = 0> LT_FN void lt_cuda_conv_f32_simt64(LT_CONV_ARGS) { LT_CONV_SIMT_SK_BODY(f32, 64, 8) }
+template <int I_ = 0> LT_FN void lt_cuda_conv_f32_simt32(LT_CONV_ARGS) { LT_CONV_SIMT_SK_BODY(f32, 32, 4) }
+template <int I_ = 0> LT_FN void lt_cuda_conv_f16_simt64(LT_CONV_ARGS) { LT_CONV_SIMT_SK_BODY(f16, 64, 8) }
+template <int I_ = 0> LT_FN void lt_cuda_conv_f16_simt32(LT_CONV_ARGS) { LT_CONV_SIMT_SK_BODY(f16, 32, 4) }
+template <int I_ = 0> LT_FN void lt_cuda_conv_bf16_simt64(LT_CONV_ARGS) { LT_CONV_SIMT_SK_BODY(bf16, 64, 8) }
+template <int I_ = 0> LT_FN void lt_cuda_conv_bf16_simt32(LT_CONV_ARGS) { LT_CONV_SIMT_SK_BODY(bf16, 32, 4) }
 template <int I_ = 0> LT_FN void lt_cuda_conv_f32_direct(LT_CONV_ARGS) { lt_conv_direct<lt_dt_f32>(LT_CONV_PASS); }
 template <int I_ = 0> LT_FN void lt_cuda_conv_f16_direct(LT_CONV_ARGS) { lt_conv_direct<lt_dt_f16>(LT_CONV_PASS); }
 template <int I_ = 0> LT_FN void lt_cuda_conv_bf16_direct(LT_CONV_ARGS) { lt_conv_direct<lt_dt_bf16>(LT_CONV_PASS); }

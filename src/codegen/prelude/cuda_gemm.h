@@ -24,7 +24,7 @@
  * Kernels are instantiated by macros (LT_GEMM_TC, LT_GEMM_SIMT) placed after the prelude, one per
  * module, so a module compiles only what it uses; LT_CUDA_ENTRY_GEMM instantiates every one and
  * LT_CUDA_ENTRY_PEAK the peak-rate probes. Compiled models call the same tile bodies through the
- * __device__ entries lt_cuda_mm_<dt>_<nn|nt>_<128x128|64x64|simt> (static shared memory, block and
+ * __device__ entries lt_cuda_mm_<dt>_<nn|nt>_<128x128|64x128|64x64|simt|simt64|simt32> (static shared memory, block and
  * thread indices as arguments; see "tile entry points" below), and cuda_conv.h reuses the MMA step,
  * the epilogue and the SIMT tile. The parameter struct is mirrored on the host
  * (src/backend/cuda/cuda_kernels.c): keep the two in the same order.
@@ -331,6 +331,133 @@ LT_FN void lt_simt_tile(const lt_cuda_gemm_params &p, typename D::S *C, int m0, 
     }
 }
 
+/* SIMT with sliced K, for grids too small for 128x128 tiles: the BM x BN tile at (m0, n0), 256
+ * threads in SL = 256 / ((BM / TM) * (BN / TN)) slices of TM x TN outputs a thread. K advances KC = 8 * SL
+ * at a time (shared memory double-buffered through registers); slice s multiplies k rows
+ * [8s, 8s + 8) of each step, and the slices' partial tiles are summed through shared memory before
+ * slice 0 applies the epilogue. fetch(k0, ra, rb) loads this thread's share of the k0 step:
+ * ra[e] = A[m0 + tid / KC + e * (256 / KC)][k0 + tid % KC] (e < BM * KC / 256);
+ * rb[e] = B[k0 + tid / BN + e * (256 / BN)][n0 + tid % BN] (nn), or
+ * B^T[n0 + tid / KC + e * (256 / KC)][k0 + tid % KC] (BT) (e < BN * KC / 256); zero outside. */
+template <typename D, bool BT, int BM, int BN, int TM, int TN, typename Fetch>
+LT_FN void lt_simt_sk_tile(const lt_cuda_gemm_params &p, typename D::S *C, int m0, int n0, int tid, long long z,
+                           Fetch fetch) {
+    enum {
+        NT = 256, TX = BN / TN, TY = BM / TM, GROUP = TX * TY, SL = NT / GROUP, KC = 8 * SL,
+        APT = BM * KC / NT, BPT = BN * KC / NT, RQ = TM / 4, CQ = TN / 4
+    };
+    static_assert(NT % GROUP == 0 && SL >= 1 && TM % 4 == 0 && TN % 4 == 0, "slices");
+    static_assert(BM * KC % NT == 0 && BN * KC % NT == 0 && NT % KC == 0 && NT % BN == 0, "tile loads");
+    static_assert(BM * BN <= KC * (BM + 4) * 2, "reduction buffer");
+    __shared__ __align__(16) float As[2][KC][BM + 4];
+    __shared__ __align__(16) float Bs[2][KC][BN + 4];
+    const int sl = tid / GROUP, t = tid - sl * GROUP, tx = t % TX, ty = t / TX;
+    const int M = p.m, N = p.n, K = p.k;
+    float ra[APT], rb[BPT];
+    auto stash = [&](int buf) {
+#pragma unroll
+        for (int e = 0; e < APT; e++) As[buf][tid % KC][tid / KC + e * (NT / KC)] = ra[e];
+#pragma unroll
+        for (int e = 0; e < BPT; e++) {
+            if (BT) Bs[buf][tid % KC][tid / KC + e * (NT / KC)] = rb[e];
+            else Bs[buf][tid / BN + e * (NT / BN)][tid % BN] = rb[e];
+        }
+    };
+    float acc[TM][TN];
+#pragma unroll
+    for (int i = 0; i < TM; i++)
+#pragma unroll
+        for (int j = 0; j < TN; j++) acc[i][j] = 0.0f;
+    const int KT = (K + KC - 1) / KC;
+    fetch(0, ra, rb);
+    stash(0);
+    __syncthreads();
+    for (int kt = 0; kt < KT; kt++) {
+        const int buf = kt & 1;
+        if (kt + 1 < KT) fetch((kt + 1) * KC, ra, rb);
+#pragma unroll
+        for (int kk = 0; kk < 8; kk++) {
+            const int k = sl * 8 + kk;
+            float a[TM], b[TN];
+#pragma unroll
+            for (int q = 0; q < RQ; q++) {
+                const float4 v = *(const float4 *)&As[buf][k][q * (BM / RQ) + ty * 4];
+                a[4 * q] = v.x, a[4 * q + 1] = v.y, a[4 * q + 2] = v.z, a[4 * q + 3] = v.w;
+            }
+#pragma unroll
+            for (int q = 0; q < CQ; q++) {
+                const float4 v = *(const float4 *)&Bs[buf][k][q * (BN / CQ) + tx * 4];
+                b[4 * q] = v.x, b[4 * q + 1] = v.y, b[4 * q + 2] = v.z, b[4 * q + 3] = v.w;
+            }
+#pragma unroll
+            for (int i = 0; i < TM; i++)
+#pragma unroll
+                for (int j = 0; j < TN; j++) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+        }
+        if (kt + 1 < KT) stash(buf ^ 1);
+        __syncthreads();
+    }
+    /* sum the slices into slice 0, one slice at a time, through As (free after the last sync) */
+    float *red = &As[0][0][0];
+    for (int s = SL - 1; s >= 1; s--) {
+        if (sl == s)
+#pragma unroll
+            for (int i = 0; i < TM; i++)
+#pragma unroll
+                for (int j = 0; j < TN; j++) red[(i * TN + j) * GROUP + t] = acc[i][j];
+        __syncthreads();
+        if (sl == 0)
+#pragma unroll
+            for (int i = 0; i < TM; i++)
+#pragma unroll
+                for (int j = 0; j < TN; j++) acc[i][j] += red[(i * TN + j) * GROUP + t];
+        __syncthreads();
+    }
+    if (sl != 0) return;
+#pragma unroll
+    for (int i = 0; i < TM; i++) {
+        const int r = m0 + (i >> 2) * (BM / RQ) + ty * 4 + (i & 3);
+        if (r >= M) continue;
+#pragma unroll
+        for (int j = 0; j < TN; j++) {
+            const int c = n0 + (j >> 2) * (BN / CQ) + tx * 4 + (j & 3);
+            if (c < N) lt_st1<D>(C, (long long)r * p.ldc + c, lt_gemm_epi<D>(p, acc[i][j], r, c, z));
+        }
+    }
+}
+
+/* GEMM block `bid` of batch entry z on the SIMT cores with sliced K (lt_simt_sk_tile), thread tid of 256. */
+template <typename D, bool BT, int BM, int BN, int TM, int TN>
+LT_FN void lt_gemm_simt_sk(const lt_cuda_gemm_params &p, int bid, long long z, int tid) {
+    typedef typename D::S S;
+    enum { NT = 256, KC = 8 * (NT / ((BM / TM) * (BN / TN))), APT = BM * KC / NT, BPT = BN * KC / NT };
+    int m0, n0;
+    lt_tile_origin(bid, p.m, p.n, BM, BN, &m0, &n0);
+    const S *A = (const S *)p.a + z * p.stride_a;
+    const S *B = (const S *)p.b + z * p.stride_b;
+    const int M = p.m, N = p.n, K = p.k;
+    const int kq = tid % KC, rq = tid / KC, bc = tid % BN, bkr = tid / BN;
+    auto fetch = [&](int k0, float *ra, float *rb) {
+        const int k = k0 + kq;
+#pragma unroll
+        for (int e = 0; e < APT; e++) {
+            const int r = m0 + rq + e * (NT / KC);
+            ra[e] = (r < M && k < K) ? lt_ld1<D>(A, (long long)r * p.lda + k) : 0.0f;
+        }
+#pragma unroll
+        for (int e = 0; e < BPT; e++) {
+            if (BT) {
+                const int c = n0 + rq + e * (NT / KC);
+                rb[e] = (c < N && k < K) ? lt_ld1<D>(B, (long long)c * p.ldb + k) : 0.0f;
+            } else {
+                const int kb = k0 + bkr + e * (NT / BN), c = n0 + bc;
+                rb[e] = (kb < K && c < N) ? lt_ld1<D>(B, (long long)kb * p.ldb + c) : 0.0f;
+            }
+        }
+    };
+    lt_simt_sk_tile<D, BT, BM, BN, TM, TN>(p, (S *)p.c + z * p.stride_c, m0, n0, tid, z, fetch);
+}
+
 /* GEMM block `bid` of batch entry z on the SIMT cores, thread tid of 256. */
 template <typename D, bool BT> LT_FN void lt_gemm_simt(const lt_cuda_gemm_params &p, int bid, long long z, int tid) {
     typedef typename D::S S;
@@ -359,7 +486,8 @@ template <typename D, bool BT> LT_FN void lt_gemm_simt(const lt_cuda_gemm_params
  * dims b1 x b2 with element strides per operand (0: shared), m, n, k, leading dimensions, the
  * activation (LT_ACT_*) with its parameters, alpha; then the block index, the block count (any:
  * blocks loop over the tiles of every batch entry) and the thread index. Threads: 128 for the
- * tensor-core tiles (4 warps), 256 for SIMT. The tensor-core entries need what LT_GEMM_TC needs
+ * tensor-core tiles (4 warps; 64x128 for m <= 64, e.g. 1x1 convs of 64 channels), 256 for SIMT
+ * (128x128; the sliced-K 64x64 and 32x32 tiles for small grids). The tensor-core entries need what LT_GEMM_TC needs
  * (k % 8, n % 8, leading dimensions and batch strides multiples of 8, 16-byte aligned operands);
  * the lowering checks that statically. Function templates with a defaulted parameter, so a module
  * instantiates only the entries it calls. ---- */
@@ -393,11 +521,16 @@ LT_FN void lt_mm_run(LT_MM_ARGS, Tile tile) {
 #define LT_MM_PASS                                                                                 \
     c, a, b, bias, res, b1, b2, m, n, k, lda, sa1, sa2, ldb, sb1, sb2, ldc, sc1, sc2, bias_kind, res_mode, act, act_a, \
         act_b, alpha, block, nblocks, thread
-/* 3 stages of BK 32: 128x128 tiles take 48 KiB, 64x64 tiles 24 KiB */
+/* 3 stages of BK 32: 128x128 tiles take 48 KiB, 64x128 tiles 36 KiB, 64x64 tiles 24 KiB */
 #define LT_MM_TC_BODY(dt, BT, BM, BN, WM, WN)                                                      \
     __shared__ __align__(128) char smem[3 * (BM + BN) * 32 * 2];                                   \
     lt_mm_run<lt_dt_##dt, BM, BN>(LT_MM_PASS, [&](const lt_cuda_gemm_params &q, int bid, int tid) { \
         lt_gemm_tc<lt_dt_##dt, BM, BN, 32, WM, WN, 3, BT>(q, smem, bid, 0, tid);                   \
+    });
+/* sliced-K SIMT tiles: 64x64 (8x8 a thread) and 32x32 (4x4 a thread), 4 slices of K each */
+#define LT_MM_SIMT_SK_BODY(dt, BT, T, TT)                                                          \
+    lt_mm_run<lt_dt_##dt, T, T>(LT_MM_PASS, [&](const lt_cuda_gemm_params &q, int bid, int tid) {  \
+        lt_gemm_simt_sk<lt_dt_##dt, BT, T, T, TT, TT>(q, bid, 0, tid);                             \
     });
 #define LT_MM_SIMT_BODY(dt, BT)                                                                    \
     lt_mm_run<lt_dt_##dt, 128, 128>(LT_MM_PASS, [&](const lt_cuda_gemm_params &q, int bid, int tid) { \
@@ -407,6 +540,10 @@ template <int I_ = 0> LT_FN void lt_cuda_mm_f16_nn_128x128(LT_MM_ARGS) { LT_MM_T
 template <int I_ = 0> LT_FN void lt_cuda_mm_f16_nt_128x128(LT_MM_ARGS) { LT_MM_TC_BODY(f16, true, 128, 128, 64, 64) }
 template <int I_ = 0> LT_FN void lt_cuda_mm_bf16_nn_128x128(LT_MM_ARGS) { LT_MM_TC_BODY(bf16, false, 128, 128, 64, 64) }
 template <int I_ = 0> LT_FN void lt_cuda_mm_bf16_nt_128x128(LT_MM_ARGS) { LT_MM_TC_BODY(bf16, true, 128, 128, 64, 64) }
+template <int I_ = 0> LT_FN void lt_cuda_mm_f16_nn_64x128(LT_MM_ARGS) { LT_MM_TC_BODY(f16, false, 64, 128, 32, 64) }
+template <int I_ = 0> LT_FN void lt_cuda_mm_f16_nt_64x128(LT_MM_ARGS) { LT_MM_TC_BODY(f16, true, 64, 128, 32, 64) }
+template <int I_ = 0> LT_FN void lt_cuda_mm_bf16_nn_64x128(LT_MM_ARGS) { LT_MM_TC_BODY(bf16, false, 64, 128, 32, 64) }
+template <int I_ = 0> LT_FN void lt_cuda_mm_bf16_nt_64x128(LT_MM_ARGS) { LT_MM_TC_BODY(bf16, true, 64, 128, 32, 64) }
 template <int I_ = 0> LT_FN void lt_cuda_mm_f16_nn_64x64(LT_MM_ARGS) { LT_MM_TC_BODY(f16, false, 64, 64, 32, 32) }
 template <int I_ = 0> LT_FN void lt_cuda_mm_f16_nt_64x64(LT_MM_ARGS) { LT_MM_TC_BODY(f16, true, 64, 64, 32, 32) }
 template <int I_ = 0> LT_FN void lt_cuda_mm_bf16_nn_64x64(LT_MM_ARGS) { LT_MM_TC_BODY(bf16, false, 64, 64, 32, 32) }
@@ -417,6 +554,18 @@ template <int I_ = 0> LT_FN void lt_cuda_mm_f16_nn_simt(LT_MM_ARGS) { LT_MM_SIMT
 template <int I_ = 0> LT_FN void lt_cuda_mm_f16_nt_simt(LT_MM_ARGS) { LT_MM_SIMT_BODY(f16, true) }
 template <int I_ = 0> LT_FN void lt_cuda_mm_bf16_nn_simt(LT_MM_ARGS) { LT_MM_SIMT_BODY(bf16, false) }
 template <int I_ = 0> LT_FN void lt_cuda_mm_bf16_nt_simt(LT_MM_ARGS) { LT_MM_SIMT_BODY(bf16, true) }
+template <int I_ = 0> LT_FN void lt_cuda_mm_f32_nn_simt64(LT_MM_ARGS) { LT_MM_SIMT_SK_BODY(f32, false, 64, 8) }
+template <int I_ = 0> LT_FN void lt_cuda_mm_f32_nn_simt32(LT_MM_ARGS) { LT_MM_SIMT_SK_BODY(f32, false, 32, 4) }
+template <int I_ = 0> LT_FN void lt_cuda_mm_f32_nt_simt64(LT_MM_ARGS) { LT_MM_SIMT_SK_BODY(f32, true, 64, 8) }
+template <int I_ = 0> LT_FN void lt_cuda_mm_f32_nt_simt32(LT_MM_ARGS) { LT_MM_SIMT_SK_BODY(f32, true, 32, 4) }
+template <int I_ = 0> LT_FN void lt_cuda_mm_f16_nn_simt64(LT_MM_ARGS) { LT_MM_SIMT_SK_BODY(f16, false, 64, 8) }
+template <int I_ = 0> LT_FN void lt_cuda_mm_f16_nn_simt32(LT_MM_ARGS) { LT_MM_SIMT_SK_BODY(f16, false, 32, 4) }
+template <int I_ = 0> LT_FN void lt_cuda_mm_f16_nt_simt64(LT_MM_ARGS) { LT_MM_SIMT_SK_BODY(f16, true, 64, 8) }
+template <int I_ = 0> LT_FN void lt_cuda_mm_f16_nt_simt32(LT_MM_ARGS) { LT_MM_SIMT_SK_BODY(f16, true, 32, 4) }
+template <int I_ = 0> LT_FN void lt_cuda_mm_bf16_nn_simt64(LT_MM_ARGS) { LT_MM_SIMT_SK_BODY(bf16, false, 64, 8) }
+template <int I_ = 0> LT_FN void lt_cuda_mm_bf16_nn_simt32(LT_MM_ARGS) { LT_MM_SIMT_SK_BODY(bf16, false, 32, 4) }
+template <int I_ = 0> LT_FN void lt_cuda_mm_bf16_nt_simt64(LT_MM_ARGS) { LT_MM_SIMT_SK_BODY(bf16, true, 64, 8) }
+template <int I_ = 0> LT_FN void lt_cuda_mm_bf16_nt_simt32(LT_MM_ARGS) { LT_MM_SIMT_SK_BODY(bf16, true, 32, 4) }
 
 /* ---- entry points: a macro instantiates one kernel (the host compiles each one it needs as its own
  * small module); LT_CUDA_ENTRY_GEMM instantiates them all (the NVRTC test) ---- */
