@@ -4,6 +4,10 @@ the totals, passed/total per operator, and every failing or skipped test with it
 
     scripts/gen_conformance_doc.py results.json [-o docs/CONFORMANCE.md]
     scripts/gen_conformance_doc.py --run build/lathe [-j N] [-o docs/CONFORMANCE.md]   # run, then write
+    ... --also "cuda (H200)=cuda.json" --also ...   # other backends' runs: totals + their failures
+
+The per-operator table is the first run's; each --also run adds a row to the "Per backend" table
+and lists the tests whose verdict differs from the first run's.
 
 Each test counts toward one operator: the op its model uses whose name (case and underscores
 ignored) is the longest prefix of the test name (test_reduce_sum_keepdims -> ReduceSum); for an
@@ -99,7 +103,22 @@ def cell(s, limit=400):
     return s if len(s) <= limit else s[: limit - 3] + "..."
 
 
-def write_doc(results, out_path):
+def backend_section(results, also):
+    """The 'Per backend' table: totals of each run, and the tests whose verdict differs from the first."""
+    lines = ["## Per backend", "",
+             "| Backend | Passed | Failed | Skipped | Tests that differ from the first row |",
+             "|---|---:|---:|---:|---|"]
+    base = {t["name"]: t["status"] for t in results["tests"]}
+    runs = [(results.get("backend", "interp"), results)] + also
+    for name, r in runs:
+        diff = sorted(t["name"] + (" (" + t["status"] + ")") for t in r["tests"]
+                      if base.get(t["name"]) != t["status"]) if r is not results else []
+        lines.append(f"| {cell(name, 80)} | {r['passed']} | {r['failed']} | {r['skipped']} | "
+                     f"{cell(', '.join(diff), 600) if diff else 'none'} |")
+    return lines + [""]
+
+
+def write_doc(results, out_path, also=()):
     tests = results["tests"]
     suite = results.get("suite", "")
     all_ops = known_ops()
@@ -120,6 +139,7 @@ def write_doc(results, out_path):
         f"onnx node tests: **{passed} passed**, {failed} failed, {skipped} skipped of {total}"
         + (f" ({100.0 * passed / total:.1f}% passing)." if total else "."),
         "",
+        *(backend_section(results, list(also)) if also else []),
         "## Per operator",
         "",
         "Each test is counted once, under the operator it tests.",
@@ -158,6 +178,8 @@ def main(argv=None):
     ap.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1, help="parallel tests with --run")
     ap.add_argument("--backend", default="interp", help="backend for --run (default interp)")
     ap.add_argument("-o", "--output", default=os.path.join(ROOT, "docs", "CONFORMANCE.md"))
+    ap.add_argument("--also", action="append", default=[], metavar="NAME=JSON",
+                    help="another backend's run: a row of the per-backend table (repeatable)")
     a = ap.parse_args(argv)
     if bool(a.results) == bool(a.run):
         ap.error("give either RESULTS.json or --run LATHE")
@@ -171,7 +193,14 @@ def main(argv=None):
             sys.exit(f"lathe conformance exited with {r.returncode}")
     with open(path, encoding="utf-8") as f:
         results = json.load(f)
-    write_doc(results, a.output)
+    also = []
+    for spec in a.also:
+        name, _, file = spec.partition("=")
+        if not file:
+            ap.error(f"--also needs NAME=JSON, got '{spec}'")
+        with open(file, encoding="utf-8") as f:
+            also.append((name, json.load(f)))
+    write_doc(results, a.output, also)
     print(f"wrote {a.output}: {results['passed']} passed, {results['failed']} failed, {results['skipped']} skipped")
     if tmpdir:
         os.remove(path)

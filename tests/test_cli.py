@@ -451,3 +451,6 @@ def test_conformance_missing_suite(tmp_path):
     assert r.returncode == 2 and "setup" in r.stderr
     r = lathe("conformance", "--backend", "tpu")
     assert r.returncode == 3 and "backend 'tpu' is not available" in r.stderr
+    (tmp_path / "empty").mkdir()  # a suite folder with no tests (a failed generation) is an error, not "0 passed"
+    r = lathe("conformance", "--suite", tmp_path / "empty")
+    assert r.returncode == 2 and "holds no test folders" in r.stderr and r.stdout == ""

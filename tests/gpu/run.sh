@@ -130,7 +130,9 @@ phase_conformance() {
         --cache-dir "$LATHE_CUDA_CACHE" --json "$BUILD/conformance_cuda.json" >"$out" 2>&1
     rc=$?
     local counts; counts=$(grep -E '^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped' "$out" | tail -1)
-    if [ -n "$counts" ]; then row "conformance cuda" "ran" "$counts ($(secs "$t0") s); failures in $out"
+    if [ "${counts%% skipped*}" = "0 passed, 0 failed, 0" ]; then
+        row "conformance cuda" "FAILED" "no tests found: give the onnx 1.22.0 node tests with LATHE_ONNX_SUITE=DIR"
+    elif [ -n "$counts" ]; then row "conformance cuda" "ran" "$counts ($(secs "$t0") s); failures in $out"
     elif [ $rc -eq 124 ]; then row "conformance cuda" "TIMEOUT" "after ${CONFORMANCE_TIMEOUT:-540} s (raise CONFORMANCE_TIMEOUT)"
     else row "conformance cuda" "FAILED" "exit $rc: $(tail -1 "$out" | cut -c1-100)"; fi
 }
