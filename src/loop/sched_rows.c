@@ -242,7 +242,7 @@ static char *suffixed(lt_kernel *k, const char *a, const char *b) {
  *     variables are renamed to the first's): the row is read from memory once (softmax: max, sum,
  *     normalize; the norms: statistics, then the store);
  *   - expressions: a floating subexpression of a later nest holding a transcendental op (exp, log,
- *     tanh, erf, pow, ...) that an earlier nest of the same structure computes unconditionally, when
+ *     tanh, erf, pow, a prelude math call, ...) that an earlier nest of the same structure computes unconditionally, when
  *     no variable it reads is assigned from that nest on: softmax's exp(x - max) is computed once.
  * Only while the arrays fit: J*V <= RR_CACHE_ELEMS per array, RR_CACHE_TOTAL elements in all. */
 
@@ -289,6 +289,7 @@ static bool transcendental(const lt_lnode *n) {
         n->op != LT_LOP_ISNAN && n->op != LT_LOP_ISINF && n->op != LT_LOP_RECIP)
         return true;
     if (n->kind == LT_L_BINARY && n->op == LT_LOP_POW) return true;
+    if (n->kind == LT_L_CALL && n->dtype != LT_UNDEFINED) return true; /* a prelude math function (exp2f form) */
     for (int i = 0; i < n->n; i++)
         if (transcendental(n->kids[i])) return true;
     return false;

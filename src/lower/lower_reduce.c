@@ -112,6 +112,8 @@ typedef struct acc_pass {
  * computing a subnormal result costs x86 cores a microcode assist (~5x slower kernels when masked
  * attention scores sit at -inf or -1e4), and a value below 1.2e-38 changes no sum it is added to. */
 static lt_lnode *exp_ftz(lt_lctx *lc, lt_lnode *d) {
+    if (lc->opt->gpu && d && d->dtype == LT_FLOAT) /* the CUDA prelude's exp2f form (cuda_core.h) */
+        return lt_l_call(K, LT_FLOAT, "lt_exp_nonpos_f32", 1, &d);
     lt_lnode *e = lt_l_unary(K, LT_LOP_EXP, d);
     if (!e || d->dtype != LT_FLOAT) return e;
     lt_lnode *tiny = lt_l_binary(K, LT_LOP_LT, d, lt_l_float(K, LT_FLOAT, -87.33654475));

@@ -51,6 +51,11 @@ typedef unsigned long long uint64_t;
 #define LT_COPY4(dst, src) (*(uint32_t *)(dst) = *(const uint32_t *)(src))
 #define LT_VREG(T, name, n) T name[n] __attribute__((aligned(16)))
 
+/* exp(d) for d = x - max <= 0 (softmax, log-sum-exp sums): exp2f of the pre-scaled argument, one
+ * FMA-class multiply and the SFU's ex2 (expf's argument reduction costs more, and row kernels at the
+ * memory roofline are bound by it in fp16/bf16); relative error ~|d| * 2^-24 beyond exp2f's 2 ulp */
+LT_FN float lt_exp_nonpos_f32(float d) { return exp2f(d * 1.4426950408889634f); }
+
 LT_FN float lt_radd_f32(float a, float b) { return a + b; }
 LT_FN float lt_rmul_f32(float a, float b) { return a * b; }
 LT_FN double lt_radd_f64(double a, double b) { return a + b; }
