@@ -11,14 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static int failures;
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);               \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
+#include "test_util.h"
 
 static lathe_tensor *make_f32(int rank, const int64_t *dims, float start, float step) {
     lathe_tensor *t = NULL;

@@ -35,14 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int failures;
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);               \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
+#include "test_util.h"
 #define CHECK_OK(ctx, expr)                                                                        \
     do {                                                                                           \
         lt_status s_ = (expr);                                                                     \

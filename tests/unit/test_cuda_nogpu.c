@@ -23,14 +23,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static int failures;
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);               \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
+#include "test_util.h"
 
 /* ---- an allocator that counts live blocks ---- */
 static long g_live;

@@ -31,14 +31,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static int failures;
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);               \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
+#include "test_util.h"
 
 static bool has_bytes(const void *hay, size_t n, const char *needle) {
     size_t m = strlen(needle);

@@ -19,14 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static int failures;
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);               \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
+#include "test_util.h"
 
 static const char *const MODELS[] = {"tests/data/lower_ew.onnx",  "tests/data/lower_ln.onnx",
                                      "tests/data/lower_attn.onnx", "tests/data/lower_mlp.onnx",
