@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "test_util.h"
+#include "test_models.h"
 
 static const char *const MODELS[] = {"tests/data/lower_ew.onnx",  "tests/data/lower_ln.onnx",
                                      "tests/data/lower_attn.onnx", "tests/data/lower_mlp.onnx",
@@ -29,49 +30,7 @@ static const char *const MODELS[] = {"tests/data/lower_ew.onnx",  "tests/data/lo
 /* Compiled modules are cached across runs of this test (content-addressed: always safe). */
 static char cache_dir[512];
 
-static uint64_t rng = 0x9E3779B97F4A7C15ull;
-static double frand(void) { /* in [-1, -0.1] u [0.1, 1]: never zero */
-    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
-    double v = 0.1 + 0.9 * (double)(rng >> 11) / 9007199254740992.0;
-    return (rng >> 3) & 1 ? v : -v;
-}
-
-static lt_model *load(const char *path) {
-    lt_ctx ctx = {0};
-    lt_model *m = NULL;
-    if (lt_onnx_load_file(&ctx, path, NULL, &m) != LT_OK) {
-        fprintf(stderr, "%s: %s\n", path, ctx.msg);
-        failures++;
-        return NULL;
-    }
-    return m;
-}
-
-/* Random inputs for every graph input without an initializer (static shapes in these models). */
-static lt_datum **make_inputs(const lt_model *m) {
-    const lt_graph *g = m->graph;
-    lt_datum **in = calloc((size_t)g->n_inputs + 1, sizeof *in);
-    lt_ctx ctx = {0};
-    for (int i = 0; in && i < g->n_inputs; i++) {
-        const lt_value *v = g->inputs[i];
-        if (v->init) continue;
-        int64_t dims[LT_MAX_RANK];
-        for (int k = 0; k < v->type.rank; k++) dims[k] = v->type.dims[k].value;
-        lt_tensor *t = NULL;
-        if (lt_tensor_new(&ctx, v->type.dtype, v->type.rank, dims, &t) != LT_OK) break;
-        for (int64_t e = 0; e < t->numel; e++) {
-            if (v->type.dtype == LT_FLOAT) ((float *)t->data)[e] = (float)frand();
-            else if (v->type.dtype == LT_INT64) ((int64_t *)t->data)[e] = (int64_t)(fabs(frand()) * 3.99);
-        }
-        lt_datum_tensor(&ctx, t, &in[i]);
-    }
-    return in;
-}
-
-static void free_datums(lt_datum **d, int n) {
-    for (int i = 0; d && i < n; i++) lt_datum_release(d[i]);
-    free(d);
-}
+static uint64_t rng = 0x9E3779B97F4A7C15ull; /* the random inputs' sequence (test_models.h) */
 
 static bool close_datum(const lt_datum *a, const lt_datum *b, double tol) {
     if (!a || !b || a->kind != b->kind) return false;
@@ -132,7 +91,7 @@ static void check_plan_memory(const lt_plan *p) {
 /* Compile a fresh copy of `path` with `o`, run it twice on `in`, compare with `want`. */
 static int compiled_vs_reference(const char *path, lt_compile_options *o, lt_datum **in, lt_datum **want,
                                  double tol, const char *what) {
-    lt_model *m = load(path);
+    lt_model *m = test_load_model(path);
     if (!m) return 0;
     lt_ctx ctx = {0};
     lt_plan *p = NULL;
@@ -156,7 +115,7 @@ static int compiled_vs_reference(const char *path, lt_compile_options *o, lt_dat
                         m->graph->outputs[k]->name, c2.msg);
                 failures++;
             }
-        free_datums(out, no);
+        test_free_datums(out, no);
     }
     /* caller memory, when every output is static */
     bool all_static = true;
@@ -193,7 +152,7 @@ static int compiled_vs_reference(const char *path, lt_compile_options *o, lt_dat
 }
 
 static void roundtrip_onnx(const char *path, lt_datum **in, lt_datum **want) {
-    lt_model *m = load(path);
+    lt_model *m = test_load_model(path);
     if (!m) return;
     lt_ctx ctx = {0};
     lt_pass_options po = {.level = 3};
@@ -218,7 +177,7 @@ static void roundtrip_onnx(const char *path, lt_datum **in, lt_datum **want) {
                 fprintf(stderr, "%s: output %d of the written ONNX differs\n", path, k);
                 failures++;
             }
-        free_datums(out, m2->graph->n_outputs);
+        test_free_datums(out, m2->graph->n_outputs);
     }
     lt_model_free(m2);
     lt_mem_free(data);
@@ -228,7 +187,7 @@ static void roundtrip_onnx(const char *path, lt_datum **in, lt_datum **want) {
 /* A model whose weight W is a graph input with an initializer (IR < 4 style). */
 static void test_freeze(bool have_cc) {
     lt_ctx ctx = {0};
-    lt_model *m = load("tests/data/lower_mlp.onnx");
+    lt_model *m = test_load_model("tests/data/lower_mlp.onnx");
     if (!m) return;
     /* make every initializer a graph input too */
     lt_graph *g = m->graph;
@@ -245,7 +204,7 @@ static void test_freeze(bool have_cc) {
     g->inputs = ins;
     int n_before = g->n_inputs;
     g->n_inputs = n;
-    lt_datum **in = make_inputs(m);
+    lt_datum **in = test_random_inputs(m, &rng, false);
     lt_datum **want = reference(m, in);
     lt_compile_options o;
     lt_compile_options_init(&o);
@@ -260,7 +219,7 @@ static void test_freeze(bool have_cc) {
         lt_datum **out = calloc((size_t)g->n_outputs + 1, sizeof *out);
         CHECK(lt_plan_run(&ctx, p, NULL, in, out) == LT_OK);
         for (int k = 0; k < g->n_outputs; k++) CHECK(close_datum(out[k], want[k], 1e-4));
-        free_datums(out, g->n_outputs);
+        test_free_datums(out, g->n_outputs);
         /* giving a frozen input is an error naming it */
         lt_ctx c2 = {0};
         lt_datum *w = NULL;
@@ -271,13 +230,13 @@ static void test_freeze(bool have_cc) {
         lt_datum **out2 = calloc((size_t)g->n_outputs + 1, sizeof *out2);
         CHECK(lt_plan_run(&c2, p, NULL, in2, out2) == LT_ERR_INVALID && strstr(c2.msg, "frozen"));
         CHECK(out2[0] == NULL);
-        free_datums(out2, g->n_outputs);
-        free_datums(in2, n);
+        test_free_datums(out2, g->n_outputs);
+        test_free_datums(in2, n);
     }
     lt_plan_free(p);
     lt_compile_report_free(&rep);
-    free_datums(in, n);
-    free_datums(want, g->n_outputs);
+    test_free_datums(in, n);
+    test_free_datums(want, g->n_outputs);
     lt_model_free(m);
 }
 
@@ -289,14 +248,14 @@ static void f_free(void *u, void *p) { (void)u; free(p); }
 
 static void test_oom(void) {
     const char *path = "tests/data/lower_host.onnx";
-    lt_model *m0 = load(path);
+    lt_model *m0 = test_load_model(path);
     if (!m0) return;
-    lt_datum **in = make_inputs(m0);
+    lt_datum **in = test_random_inputs(m0, &rng, false);
     int nin = m0->graph->n_inputs, nout = m0->graph->n_outputs;
     lt_allocator al = {f_alloc, f_realloc, f_free, NULL};
     int nomem = 0, ok = 0;
     for (fail_at = 0; fail_at < 4000; fail_at += fail_at < 300 ? 1 : 7) {
-        lt_model *m = load(path);
+        lt_model *m = test_load_model(path);
         if (!m) break;
         calls = 0;
         lt_set_allocator(&al);
@@ -316,14 +275,14 @@ static void test_oom(void) {
             fprintf(stderr, "allocation failure %ld: unexpected status %s: %s\n", fail_at, lt_status_name(s), ctx.msg);
             failures++;
         }
-        free_datums(out, nout);
+        test_free_datums(out, nout);
         lt_plan_free(p);
         lt_compile_report_free(&rep);
         lt_model_free(m);
         if (s == LT_OK && calls <= fail_at) break; /* past the last allocation */
     }
     CHECK(nomem > 20 && ok >= 1);
-    free_datums(in, nin);
+    test_free_datums(in, nin);
     lt_model_free(m0);
 }
 
@@ -333,9 +292,9 @@ int main(void) {
     snprintf(cache_dir, sizeof cache_dir, "%s/lathe-test-cache-%ld", tmp && *tmp ? tmp : "/tmp", (long)getuid());
     if (!have_cc) printf("test_plan: no `cc` here: compiled plans are not tested\n");
     for (int i = 0; MODELS[i]; i++) {
-        lt_model *m = load(MODELS[i]);
+        lt_model *m = test_load_model(MODELS[i]);
         if (!m) continue;
-        lt_datum **in = make_inputs(m);
+        lt_datum **in = test_random_inputs(m, &rng, false);
         lt_datum **want = reference(m, in);
         lt_compile_options o;
         lt_compile_options_init(&o);
@@ -355,16 +314,16 @@ int main(void) {
             compiled_vs_reference(MODELS[i], &o, in, want, 1e-4, "compiled, -O1, strict, no in-place");
         }
         roundtrip_onnx(MODELS[i], in, want);
-        free_datums(in, m->graph->n_inputs);
-        free_datums(want, m->graph->n_outputs);
+        test_free_datums(in, m->graph->n_inputs);
+        test_free_datums(want, m->graph->n_outputs);
         lt_model_free(m);
     }
     if (have_cc) { /* one kernel per node: elementwise kernels reuse their dying input in place */
         int total = 0;
         for (int i = 0; MODELS[i]; i++) {
-            lt_model *m = load(MODELS[i]);
+            lt_model *m = test_load_model(MODELS[i]);
             if (!m) continue;
-            lt_datum **in = make_inputs(m);
+            lt_datum **in = test_random_inputs(m, &rng, false);
             lt_datum **want = reference(m, in);
             lt_compile_options o;
             lt_compile_options_init(&o);
@@ -372,8 +331,8 @@ int main(void) {
             o.no_fusion = true;
             o.strict = true;
             total += compiled_vs_reference(MODELS[i], &o, in, want, 1e-4, "compiled, no fusion, in place");
-            free_datums(in, m->graph->n_inputs);
-            free_datums(want, m->graph->n_outputs);
+            test_free_datums(in, m->graph->n_inputs);
+            test_free_datums(want, m->graph->n_outputs);
             lt_model_free(m);
         }
         CHECK(total >= 3);

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "test_util.h"
+#include "test_models.h"
 
 /* ---- the test backend ---- */
 
@@ -209,49 +210,7 @@ static const lt_backend_vtbl tdev_vt = {
 
 /* ---- models, inputs, references ---- */
 
-static uint64_t rng = 0x2545F4914F6CDD1Dull;
-static double frand(void) { /* in [-1, -0.1] u [0.1, 1]: never zero */
-    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
-    double v = 0.1 + 0.9 * (double)(rng >> 11) / 9007199254740992.0;
-    return (rng >> 3) & 1 ? v : -v;
-}
-
-static lt_model *load(const char *path) {
-    lt_ctx ctx = {0};
-    lt_model *m = NULL;
-    if (lt_onnx_load_file(&ctx, path, NULL, &m) != LT_OK) {
-        fprintf(stderr, "%s: %s\n", path, ctx.msg);
-        failures++;
-        return NULL;
-    }
-    return m;
-}
-
-static lt_datum **make_inputs(const lt_model *m) {
-    const lt_graph *g = m->graph;
-    lt_datum **in = calloc((size_t)g->n_inputs + 1, sizeof *in);
-    lt_ctx ctx = {0};
-    for (int i = 0; in && i < g->n_inputs; i++) {
-        const lt_value *v = g->inputs[i];
-        if (v->init) continue;
-        int64_t dims[LT_MAX_RANK];
-        for (int k = 0; k < v->type.rank; k++) dims[k] = v->type.dims[k].value;
-        lt_tensor *t = NULL;
-        if (lt_tensor_new(&ctx, v->type.dtype, v->type.rank, dims, &t) != LT_OK) break;
-        for (int64_t e = 0; e < t->numel; e++) {
-            if (v->type.dtype == LT_FLOAT) ((float *)t->data)[e] = (float)frand();
-            else if (v->type.dtype == LT_INT64) ((int64_t *)t->data)[e] = (int64_t)(fabs(frand()) * 3.99);
-            else if (v->type.dtype == LT_BOOL) ((uint8_t *)t->data)[e] = frand() > 0;
-        }
-        lt_datum_tensor(&ctx, t, &in[i]);
-    }
-    return in;
-}
-
-static void free_datums(lt_datum **d, int n) {
-    for (int i = 0; d && i < n; i++) lt_datum_release(d[i]);
-    free(d);
-}
+static uint64_t rng = 0x2545F4914F6CDD1Dull; /* the random inputs' sequence (test_models.h) */
 
 static bool close_tensor(const lt_tensor *x, const lt_tensor *y) {
     if (x->dtype != y->dtype || x->rank != y->rank || x->numel != y->numel) return false;
@@ -314,7 +273,7 @@ static void expected_copies(const lt_plan *p, int64_t *h2d, int64_t *d2h, int *n
 /* ---- one model ---- */
 
 static void check_model(const char *path, bool no_graphs, const char *cache) {
-    lt_model *ref = load(path), *m = load(path);
+    lt_model *ref = test_load_model(path), *m = test_load_model(path);
     if (!ref || !m) { lt_model_free(ref); lt_model_free(m); return; }
     int no = m->graph->n_outputs, ni = m->graph->n_inputs;
     lt_compile_options o;
@@ -350,7 +309,7 @@ static void check_model(const char *path, bool no_graphs, const char *cache) {
     CHECK(st.n_transfers == want_nh2d + want_nd2h);
     CHECK(no_graphs ? st.n_graphs == 0 : st.n_graphs == st.n_segments);
     for (int r = 0; r < 3; r++) {
-        lt_datum **in = make_inputs(ref);
+        lt_datum **in = test_random_inputs(ref, &rng, true);
         lt_datum **want = reference(ref, in);
         lt_datum **got = calloc((size_t)no + 1, sizeof *got);
         lt_ctx c2 = {0};
@@ -403,20 +362,20 @@ static void check_model(const char *path, bool no_graphs, const char *cache) {
             free(ob);
             free(ib);
         }
-        free_datums(got, no);
-        free_datums(want, no);
-        free_datums(in, ni);
+        test_free_datums(got, no);
+        test_free_datums(want, no);
+        test_free_datums(in, ni);
     }
     /* step times through the plan (no graphs while timing steps) */
     double *secs = calloc((size_t)lt_plan_n_steps(p) + 1, sizeof *secs);
-    lt_datum **in = make_inputs(ref), **got = calloc((size_t)no + 1, sizeof *got);
+    lt_datum **in = test_random_inputs(ref, &rng, true), **got = calloc((size_t)no + 1, sizeof *got);
     lt_plan_run_options ro = {.step_seconds = secs};
     memset(&C, 0, sizeof C);
     CHECK(lt_plan_run(&ctx, p, &ro, in, got) == LT_OK);
     CHECK(C.graph_launches == 0 && C.launches == launching);
     free(secs);
-    free_datums(got, no);
-    free_datums(in, ni);
+    test_free_datums(got, no);
+    test_free_datums(in, ni);
     lt_plan_free(p);
     lt_compile_report_free(&rep);
     lt_model_free(ref);
@@ -446,7 +405,7 @@ int main(void) {
         check_model(models[i], true, cache);
     }
     /* the models with host steps in the middle really cross both ways */
-    lt_model *m = load("tests/data/dev_mix.onnx");
+    lt_model *m = test_load_model("tests/data/dev_mix.onnx");
     lt_compile_options o;
     lt_compile_options_init(&o);
     o.backend = "testdev";
