@@ -125,13 +125,7 @@ LT_FN void lt_conv_tc(const lt_cuda_gemm_params &p, const lt_cuda_conv_geom &g, 
     auto load_a = [&](int stage, int kt) {
         const uint32_t sa = sbase + stage * STAGE_BYTES;
         const int k0 = kt * BK;
-#pragma unroll
-        for (int i = 0; i < A_PER; i++) {
-            const int row = tid / CHA + i * (NT / CHA), c = tid % CHA;
-            const bool ok = m0 + row < M && k0 + c * 8 < K;
-            const S *src = ok ? A + (long long)(m0 + row) * p.lda + k0 + c * 8 : A;
-            lt_cp_async16(sa + (uint32_t)(row * CHA + lt_swz<CHA>(row, c)) * 16u, src, ok);
-        }
+        lt_tc_load_a<S, BK, NT, A_PER>(sa, A, p.lda, m0, M, k0, K, tid);
     };
     /* called for kt = 0, 1, 2, ... in order (kp advances a step each call) */
     auto gather = [&](int kt) {

@@ -123,6 +123,21 @@ template <int CH> LT_FN int lt_swz(int r, int c) {
     return CH >= 8 ? (c ^ (r & 7)) : CH == 4 ? (c ^ ((r >> 1) & 3)) : CH == 2 ? (c ^ ((r >> 2) & 1)) : c;
 }
 
+/* cp.async of one A tile (BM rows x BK columns of a row-major [M, K] matrix, leading dimension lda)
+ * into the swizzled stage at sa; rows past M and columns past K are zero-filled. NT threads, thread
+ * tid copies A_PER 16-byte chunks. Shared by the GEMM and the implicit-GEMM convolution. */
+template <typename S, int BK, int NT, int A_PER>
+LT_FN void lt_tc_load_a(uint32_t sa, const S *A, long long lda, int m0, int M, int k0, int K, int tid) {
+    enum { CHA = BK / 8 };
+#pragma unroll
+    for (int i = 0; i < A_PER; i++) {
+        const int row = tid / CHA + i * (NT / CHA), c = tid % CHA;
+        const bool ok = m0 + row < M && k0 + c * 8 < K;
+        const S *src = ok ? A + (long long)(m0 + row) * lda + k0 + c * 8 : A;
+        lt_cp_async16(sa + (uint32_t)(row * CHA + lt_swz<CHA>(row, c)) * 16u, src, ok);
+    }
+}
+
 /* One BK-deep step of a warp's WM x WN tile on tensor cores: A [BM][BK] and B ([BN][BK] when BT,
  * else [BK][BN]) in shared memory at sa / sb, swizzled as lt_swz says. Shared by GEMM and conv. */
 template <typename D, int BM, int BN, int BK, int WM, int WN, bool BT>
@@ -223,13 +238,7 @@ LT_FN void lt_gemm_tc(const lt_cuda_gemm_params &p, char *smem, int bid, long lo
     auto load_tile = [&](int stage, int kt) {
         const uint32_t sa = sbase + stage * STAGE_BYTES, sb = sa + A_BYTES;
         const int k0 = kt * BK;
-#pragma unroll
-        for (int i = 0; i < A_PER; i++) {
-            const int row = tid / CHA + i * (NT / CHA), c = tid % CHA;
-            const bool ok = m0 + row < M && k0 + c * 8 < K;
-            const S *src = ok ? A + (long long)(m0 + row) * p.lda + k0 + c * 8 : A;
-            lt_cp_async16(sa + (uint32_t)(row * CHA + lt_swz<CHA>(row, c)) * 16u, src, ok);
-        }
+        lt_tc_load_a<S, BK, NT, A_PER>(sa, A, p.lda, m0, M, k0, K, tid);
 #pragma unroll
         for (int i = 0; i < B_PER; i++) {
             const int row = tid / CHB + i * (NT / CHB), c = tid % CHB;
