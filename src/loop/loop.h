@@ -188,6 +188,9 @@ void lt_kernel_print(const lt_kernel *k, lt_strbuf *out);
 /* Constant folding and algebraic identities on index math (x*1, x+0, (a*c1)*c2, min/max of
  * constants, division/modulo by 1, loops of extent 1 removed). Returns the same pointer if unchanged. */
 lt_lnode *lt_lsimplify(lt_kernel *k, lt_lnode *n);
+/* lt_lsimplify on the expressions of every statement only: the loop structure stays as it is (no
+ * loop of extent 1 removed), so loops a schedule names survive. NULL in, NULL out. */
+lt_lnode *lt_lsimplify_exprs(lt_kernel *k, lt_lnode *n);
 /* Static FLOPs and bytes moved (loads/stores of global buffers), counting loop trip counts.
  * FLOPs: UNARY/BINARY nodes on floating operands (× lanes). Loops with non-constant extents count
  * the extent's upper bound when lt_lbounds finds one, else 1; IF counts the larger branch; a

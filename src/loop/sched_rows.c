@@ -617,20 +617,6 @@ static lt_lnode *build_stmt(rr *r, lt_lnode *n) {
     }
 }
 
-static lt_lnode *simp_fn(lt_kernel *k, lt_lnode *n, void *user) {
-    (void)user;
-    if (!lt_lnode_info_get(n->kind)->is_stmt || !n->n) return n;
-    lt_lnode *small[16], **kids = small;
-    if (n->n > 16 && !(kids = lt_arena_alloc(k->arena, (size_t)n->n * sizeof *kids))) return NULL;
-    bool changed = false;
-    for (int i = 0; i < n->n; i++) {
-        kids[i] = n->kids[i];
-        if (!lt_lnode_info_get(kids[i]->kind)->is_stmt && !(kids[i] = lt_lsimplify(k, kids[i]))) return NULL;
-        changed |= kids[i] != n->kids[i];
-    }
-    return changed ? lt_l_with_kids(k, n, kids) : n;
-}
-
 bool lt_sched_rowreduce_check(const lt_kernel *k, const char *loop, int64_t threads, int64_t lanes, char *why,
                               size_t why_n) {
     rr r = {.k = (lt_kernel *)k, .T = threads, .V = lanes, .why = why, .why_n = why_n};
@@ -657,7 +643,7 @@ lt_status lt_sched_rowreduce_(lt_ctx *ctx, lt_kernel *k, const lt_sstep *step) {
         nl = tl ? lt_l_for(k, L->var, L->kids[0], L->kids[1], (lt_loop_kind)L->op, tl) : NULL;
         if (nl) nl->ival = L->ival;
         body = nl ? lt_lreplace(k, k->body, L, nl) : NULL;
-        body = body ? lt_lmutate(k, body, simp_fn, NULL) : NULL;
+        body = lt_lsimplify_exprs(k, body);
     }
     if (!body) return lt_error(ctx, LT_ERR_NOMEM, "out of memory applying schedule step '%s' on kernel %s", text, k->name);
     k->body = body;

@@ -86,26 +86,10 @@ static lt_lnode *mk_for_like(lt_kernel *k, const lt_lnode *f, lt_lnode *min, lt_
     return x;
 }
 
-/* Simplify the expressions of statements, leaving the loop structure alone. */
-static lt_lnode *simp_exprs_fn(lt_kernel *k, lt_lnode *n, void *user) {
-    (void)user;
-    if (!lt_lnode_info_get(n->kind)->is_stmt || !n->n) return n;
-    lt_lnode *small[8], **kids = small;
-    if (n->n > 8 && !(kids = lt_arena_alloc(k->arena, (size_t)n->n * sizeof *kids))) return NULL;
-    bool changed = false;
-    for (int i = 0; i < n->n; i++) {
-        kids[i] = n->kids[i];
-        if (!lt_lnode_info_get(kids[i]->kind)->is_stmt && !(kids[i] = lt_lsimplify(k, kids[i]))) return NULL;
-        changed |= kids[i] != n->kids[i];
-    }
-    return changed ? lt_l_with_kids(k, n, kids) : n;
-}
-
-static lt_lnode *simp_exprs(lt_kernel *k, lt_lnode *n) { return n ? lt_lmutate(k, n, simp_exprs_fn, NULL) : NULL; }
 
 /* Install `with` in place of `old` and simplify index math. */
 static lt_status commit(sctx *s, const lt_lnode *old, lt_lnode *with) {
-    lt_lnode *body = simp_exprs(s->k, lt_lreplace(s->k, s->k->body, old, with));
+    lt_lnode *body = lt_lsimplify_exprs(s->k, lt_lreplace(s->k, s->k->body, old, with));
     if (!body) return oom(s);
     s->k->body = body;
     return LT_OK;

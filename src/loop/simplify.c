@@ -392,3 +392,20 @@ static lt_lnode *simp(lt_kernel *k, lt_lnode *n, void *user) {
 }
 
 lt_lnode *lt_lsimplify(lt_kernel *k, lt_lnode *n) { return lt_lmutate(k, n, simp, NULL); }
+
+/* Statement nodes: their expression kids simplified, the statements themselves left as they are. */
+static lt_lnode *simp_exprs(lt_kernel *k, lt_lnode *n, void *user) {
+    (void)user;
+    if (!lt_lnode_info_get(n->kind)->is_stmt || !n->n) return n;
+    lt_lnode *small[16], **kids = small;
+    if (n->n > 16 && !(kids = lt_arena_alloc(k->arena, (size_t)n->n * sizeof *kids))) return NULL;
+    bool changed = false;
+    for (int i = 0; i < n->n; i++) {
+        kids[i] = n->kids[i];
+        if (!lt_lnode_info_get(kids[i]->kind)->is_stmt && !(kids[i] = lt_lsimplify(k, kids[i]))) return NULL;
+        changed |= kids[i] != n->kids[i];
+    }
+    return changed ? lt_l_with_kids(k, n, kids) : n;
+}
+
+lt_lnode *lt_lsimplify_exprs(lt_kernel *k, lt_lnode *n) { return n ? lt_lmutate(k, n, simp_exprs, NULL) : NULL; }
