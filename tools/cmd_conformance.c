@@ -205,25 +205,24 @@ static int list_datasets(const char *dir, char ***out) {
     return n;
 }
 
-/* --compile-only: the NVRTC target; NULL when tests run */
+/* --compile-only: the NVRTC target (NULL when tests run) and NVRTC, opened once by the parent (the
+ * forked test processes inherit it) */
 static const char *g_compile_only_arch;
+static lt_nvrtc *g_nvrtc;
 
-/* Compile m for the shapes of `inputs` (cpu backend): fix the input shapes, compile. With
- * --compile-only, emit the CUDA translation unit and build it with NVRTC instead (*plan stays NULL). */
 /* --compile-only: build one emitted CUDA translation unit with NVRTC (cubins cached in cache_dir). */
 static lt_status nvrtc_build(lt_ctx *ctx, const char *src, const cli_compile_args *ca, child_out *co) {
     const char *cache_dir = ca->no_cache ? "" : ca->cache_dir;
-    lt_nvrtc *nv = NULL;
-    lt_status s = lt_nvrtc_open_path(ctx, ca->o.nvrtc, &nv);
     lt_cuda_image img = {0};
     lt_cuda_compile_options copt = {.name = "model.cu"};
-    if (s == LT_OK) s = lt_cuda_build(ctx, nv, src, g_compile_only_arch, cache_dir[0] ? cache_dir : NULL, &copt, &img);
+    lt_status s = lt_cuda_build(ctx, g_nvrtc, src, g_compile_only_arch, cache_dir[0] ? cache_dir : NULL, &copt, &img);
     if (s != LT_OK) cli_fmt(co->reason, REASON_MAX, "NVRTC: %s", ctx->msg[0] ? ctx->msg : lt_status_name(s));
     lt_cuda_image_free(&img);
-    lt_nvrtc_close(nv);
     return s;
 }
 
+/* Compile m for the shapes of `inputs` (cpu backend): fix the input shapes, compile. With
+ * --compile-only, emit the CUDA translation unit and build it with NVRTC instead (*plan stays NULL). */
 static bool compile_for(lt_model *m, lt_datum *const *inputs, const cli_compile_args *ca, lt_plan **plan,
                         child_out *co) {
     lt_ctx ctx = {0};
@@ -579,12 +578,10 @@ int cmd_conformance(int argc, char **argv) {
     if (compile_only) { /* no device: the emitter and NVRTC only */
         if (strcmp(ca.backend, "cuda") != 0) return cli_usage("conformance", "--compile-only needs --backend cuda");
         lt_ctx nctx = {0};
-        lt_nvrtc *nv = NULL;
-        if (lt_nvrtc_open_path(&nctx, ca.o.nvrtc, &nv) != LT_OK) {
+        if (lt_nvrtc_open_path(&nctx, ca.o.nvrtc, &g_nvrtc) != LT_OK) {
             cli_error("--compile-only: %s", nctx.msg);
             return CLI_EXIT_UNSUPPORTED;
         }
-        lt_nvrtc_close(nv);
         g_compile_only_arch = arch ? arch : "sm_90";
     } else if (arch) {
         return cli_usage("conformance", "--arch is for --compile-only");
@@ -798,6 +795,8 @@ int cmd_conformance(int argc, char **argv) {
     free(slots);
     free(pfds);
     free(suite);
+    lt_nvrtc_close(g_nvrtc);
+    g_nvrtc = NULL;
     (void)done;
     return rc;
 }
