@@ -200,30 +200,30 @@ LT_FN __attribute__((always_inline)) void lt_nchwc_tile_(const lt_nchwc_geom_ *g
 /* Full tiles of every width, so each is unrolled with its accumulators in registers. */
 #define LT_NCTILE_CASE(NP)                                                                          \
     case NP: lt_nchwc_tile_(g, x, w, bias, y, res, ob, nob, NP, oh, ow, kh0, kh1, 0, g->KW); break;
+#if LT_NCNP > 6
+#define LT_NCTILE_MORE LT_NCTILE_CASE(7) LT_NCTILE_CASE(8) LT_NCTILE_CASE(9) LT_NCTILE_CASE(10) LT_NCTILE_CASE(11) LT_NCTILE_CASE(12)
+#else
+#define LT_NCTILE_MORE
+#endif
+#define LT_NCTILE_SWITCH                                                                            \
+    switch (np) {                                                                                   \
+        LT_NCTILE_CASE(1) LT_NCTILE_CASE(2) LT_NCTILE_CASE(3) LT_NCTILE_CASE(4) LT_NCTILE_CASE(5)    \
+        LT_NCTILE_CASE(6) LT_NCTILE_MORE                                                            \
+    default: break;                                                                                 \
+    }
 LT_FN void lt_nchwc_tiles_(const lt_nchwc_geom_ *g, const float *x, const float *w, const float *bias, float *y,
                            const float *res, int64_t ob, int nob, int np, int64_t oh, int64_t ow, int64_t kh0,
                            int64_t kh1) {
+    /* the same switch twice: in each branch nob is a constant the unrolled tile is specialized for */
     if (nob == 2) {
-        switch (np) {
-        LT_NCTILE_CASE(1) LT_NCTILE_CASE(2) LT_NCTILE_CASE(3) LT_NCTILE_CASE(4) LT_NCTILE_CASE(5) LT_NCTILE_CASE(6)
-#if LT_NCNP > 6
-        LT_NCTILE_CASE(7) LT_NCTILE_CASE(8) LT_NCTILE_CASE(9) LT_NCTILE_CASE(10) LT_NCTILE_CASE(11)
-        LT_NCTILE_CASE(12)
-#endif
-        default: break;
-        }
+        LT_NCTILE_SWITCH
     } else {
         nob = 1;
-        switch (np) {
-        LT_NCTILE_CASE(1) LT_NCTILE_CASE(2) LT_NCTILE_CASE(3) LT_NCTILE_CASE(4) LT_NCTILE_CASE(5) LT_NCTILE_CASE(6)
-#if LT_NCNP > 6
-        LT_NCTILE_CASE(7) LT_NCTILE_CASE(8) LT_NCTILE_CASE(9) LT_NCTILE_CASE(10) LT_NCTILE_CASE(11)
-        LT_NCTILE_CASE(12)
-#endif
-        default: break;
-        }
+        LT_NCTILE_SWITCH
     }
 }
+#undef LT_NCTILE_SWITCH
+#undef LT_NCTILE_MORE
 #undef LT_NCTILE_CASE
 
 /* Valid tap range [k0, k1) of a window starting at input position p0 (step d) in [0, n). */
