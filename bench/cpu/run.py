@@ -2,6 +2,7 @@
 """run.py — lathe against onnxruntime on the CPU, side by side, on the benchmark model set.
 
 usage: bench/cpu/run.py [--models a,b,...] [--threads 1,2] [--runs 10] [--warmup 3] [--md FILE]
+                        [--block 5] [--pause-ms 200] [--no-settle]
                         [--cache-dir DIR] [--ort-opt all|disable]
 
 For every model (default: resnet50, mobilenetv2, bert_base, gpt2_small and light_resnet50, built by
@@ -12,8 +13,14 @@ bench/models/build.py on first use) and every thread count T (default 1 and 2):
   - onnxruntime: an InferenceSession with intra_op_num_threads=T, inter_op_num_threads=1, sequential
     execution, all graph optimizations (what a user gets by default);
   - both run on the same inputs (bench/models/zoo.make_inputs), `warmup` untimed runs each, then
-    `runs` rounds that time one lathe run and one onnxruntime run back to back (interleaved, so load
-    from other processes on the machine hits both alike); the medians are reported;
+    the engines take turns until each has `runs` timed runs: a turn is a pause (--pause-ms), one
+    untimed run, then `block` timed runs of one engine. Turns, so load from other processes on the
+    machine hits both alike; the pause, because an engine's idle pool threads keep spinning after
+    its last run and take the cores from whatever runs next: onnxruntime's spin for tens of ms,
+    lathe's sleep at once. Measured on the 2-vCPU machine (MobileNetV2, 2 threads): lathe's first
+    runs after five onnxruntime runs took 13.7, 12.3, 12.4, 10.5, 9.1 ms, then 7.0-7.3; after a
+    100 ms pause 7.9-8.4 from the first. Strict alternation (--block 1 --pause-ms 0 --no-settle)
+    charges onnxruntime's spinning to lathe. The medians are reported;
   - lathe's outputs are checked against onnxruntime's (max |diff| / RMS; "MISMATCH" above 1e-3).
 Prints a markdown table (model, threads, ORT ms, lathe ms, lathe/ORT, compile cold/warm) with the
 geometric mean of the ratios per thread count, and writes it to --md (default bench/cpu/results.md)
@@ -74,7 +81,23 @@ def max_err(got, want):
     return worst
 
 
-def bench_model(lathe, name, threads_list, runs, warmup, cache_root, ort_opt, log):
+def timed_turns(engines, runs, block, pause_ms, settle):
+    """Time each engine (a callable) `runs` times, in turns of `block` timed runs, each turn after a
+    pause of pause_ms and one untimed settling run when `settle`; the times in ms, per engine."""
+    times = [[] for _ in engines]
+    while len(times[0]) < runs:
+        for fn, ts in zip(engines, times):
+            time.sleep(pause_ms / 1e3)
+            if settle:
+                fn()
+            for _ in range(min(block, runs - len(ts))):
+                a = time.perf_counter()
+                fn()
+                ts.append((time.perf_counter() - a) * 1e3)
+    return times
+
+
+def bench_model(lathe, name, threads_list, runs, warmup, cache_root, ort_opt, log, block=5, pause_ms=200, settle=True):
     path = zoo.ensure_built(name)
     feeds = zoo.make_inputs(name, seed=0)
     shapes = {k: v.shape for k, v in feeds.items()}
@@ -101,15 +124,7 @@ def bench_model(lathe, name, threads_list, runs, warmup, cache_root, ort_opt, lo
             want = dict(zip(out_names, sess.run(None, feeds)))
             got = model(feeds)
         err = max_err(got, want)
-        tl, to = [], []
-        for _ in range(runs):
-            a = time.perf_counter()
-            model(feeds)
-            b = time.perf_counter()
-            sess.run(None, feeds)
-            c = time.perf_counter()
-            tl.append((b - a) * 1e3)
-            to.append((c - b) * 1e3)
+        tl, to = timed_turns([lambda: model(feeds), lambda: sess.run(None, feeds)], runs, block, pause_ms, settle)
         ml, mo = statistics.median(tl), statistics.median(to)
         rows.append(dict(model=name, threads=t, ort=mo, lathe=ml, ratio=ml / mo, cold=cold, warm=warm, err=err,
                          lathe_min=min(tl), ort_min=min(to)))
@@ -147,6 +162,9 @@ def main():
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--runs", type=int, default=10, help="timed runs per engine (>= 10 for the PERF table)")
     ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--block", type=int, default=5, help="timed runs per engine per turn (1: strict alternation)")
+    ap.add_argument("--pause-ms", type=float, default=200, help="pause before each turn (idle pool threads park)")
+    ap.add_argument("--no-settle", action="store_true", help="no untimed run at the start of each turn")
     ap.add_argument("--md", default=os.path.join(HERE, "results.md"))
     ap.add_argument("--cache-dir", default=None, help="parent of the per-model cold caches (default: a temp dir)")
     ap.add_argument("--ort-opt", choices=["all", "disable"], default="all")
@@ -156,8 +174,8 @@ def main():
     bad = [n for n in names if n not in zoo.ALL]
     if bad:
         ap.error(f"unknown model(s) {', '.join(bad)}")
-    if a.runs < 1 or a.warmup < 1 or min(threads_list) < 1:
-        ap.error("--runs, --warmup and --threads must be >= 1")
+    if a.runs < 1 or a.warmup < 1 or a.block < 1 or a.pause_ms < 0 or min(threads_list) < 1:
+        ap.error("--runs, --warmup, --block and --threads must be >= 1")
 
     import lathe
     import onnxruntime as ort
@@ -174,14 +192,17 @@ def main():
         cc = "?"
     header = (f"CPU: {cpu_name()} ({os.cpu_count()} logical CPUs; load average at start {load}); "
               f"lathe {lathe.version()} ({cc}), onnxruntime {ort.__version__}; "
-              f"median of {a.runs} interleaved runs after {a.warmup} warm-up runs; "
+              f"median of {a.runs} runs in turns of {a.block} (each after a {a.pause_ms:g} ms pause"
+              f"{'' if a.no_settle else ' and a settling run'}), "
+              f"after {a.warmup} warm-up runs; "
               f"{datetime.date.today().isoformat()}.")
     log(header)
     rows, failed = [], []
     with tempfile.TemporaryDirectory(dir=a.cache_dir) as cache_root:
         for name in names:
             try:
-                rows += bench_model(lathe, name, threads_list, a.runs, a.warmup, cache_root, a.ort_opt, log)
+                rows += bench_model(lathe, name, threads_list, a.runs, a.warmup, cache_root, a.ort_opt, log,
+                                    a.block, a.pause_ms, not a.no_settle)
             except Exception as e:  # report every model, then fail
                 log(f"{name}: FAILED: {e}")
                 failed.append(name)
