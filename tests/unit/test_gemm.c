@@ -348,6 +348,11 @@ static void test_conv(void) {
         {1, 300, 10, 10, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, LT_ACT_RELU, 0},   /* K blocks, pixel */
         {1, 300, 20, 20, 24, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, LT_ACT_NONE, 0},   /* K blocks, channel */
         {1, 64, 14, 14, 64, 1, 1, 2, 2, 0, 0, 0, 0, 1, 1, 1, 1, 1, LT_ACT_RELU, 0},  /* 1x1 s2 (downsample) */
+        /* 1x1 pixel-major on 2 threads (>= 2 MFLOP): pixel ranges (2 channel groups), ragged 7x7 */
+        {1, 384, 14, 14, 96, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1, 1, LT_ACT_CLIP, 0},
+        {1, 960, 7, 7, 64, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 0, 2, LT_ACT_RELU, 0},
+        /* channel groups of 3 panels then 1 (10 panels) */
+        {1, 576, 7, 7, 160, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1, 0, LT_ACT_NONE, 0},
         {1, 3, 40, 40, 16, 7, 7, 2, 2, 3, 3, 3, 3, 1, 1, 1, 1, 0, LT_ACT_RELU, 0},   /* stem-like */
         {1, 3, 33, 33, 32, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1, 0, LT_ACT_CLIP, 0},   /* MobileNet stem */
     };

@@ -29,8 +29,12 @@
  * them instead: a tile is 8 output pixels x 48 output channels, each k broadcasts the 8 pixels'
  * slab values and loads 3 vectors of 16 channels' weights (all 48 lanes useful); the tile is
  * transposed on the way out. A 1x1 stride-1 convolution reads x itself as its slab.
- * Work items are (image, group, chunk of output rows, range of output channels), taken by threads
- * from a shared counter; a thread refills its slab only when its item's rows change.
+ * Work items are (image, group, chunk of output rows, range of pixels of the chunk, range of output
+ * channels), taken by threads from a shared counter; a thread refills its slab only when its item's
+ * rows change. A 1x1 convolution's pixel-major items split pixels (in 8-pixel tiles) when it has
+ * few channels, and channels in 48-channel groups: a 16- or 32-channel range runs the 1- or
+ * 2-vector tile, which loads a pixel's broadcast for 16 or 32 FMAs instead of 48 (mv2's 384->96 at
+ * 14x14 on 2 threads: 0.16 ms split in 16-channel ranges, 0.11 ms in pixel ranges).
  */
 #ifndef LT_PRELUDE_CONV_DIRECT_H
 #define LT_PRELUDE_CONV_DIRECT_H
@@ -50,6 +54,7 @@ typedef struct lt_cd_plan {
     int64_t pw;                        /* panel width of the packed weights (lt_conv2d_pw_) */
     int64_t Wq, ex;                    /* phase-plane row width; halo rows below a chunk's outputs */
     int64_t rows, nrc, nmc;            /* output rows per chunk, chunks per image, channel ranges */
+    int64_t npc;                       /* pixel ranges per chunk (the pixel-major kernel; else 1) */
     int64_t pstride, cstride, slab;    /* slab: floats per phase plane, per channel, in all (+ slack) */
     int64_t ws_per;                    /* workspace floats per thread: slab, then off[K] */
     int T;                             /* threads */
@@ -70,6 +75,18 @@ LT_FN int64_t lt_cd_thread_floats_(const lt_cd_plan *p, int64_t rows) {
 /* Floats of B data a chunk of `rows` output rows reads (what the slab holds). */
 LT_FN int64_t lt_cd_chunk_floats_(const lt_cd_plan *p, int64_t rows) {
     return p->cg * p->na * p->nb * (rows + p->ex) * p->Wq;
+}
+
+/* The units an item's channel range is counted in: 8-row tiles (channel-major), 16-channel panels
+ * (pixel-major), or groups of LT_CD_NV panels (pixel-major with x read in place and fewer than
+ * 24 panels: its ranges then keep the widest tile; with more, ranges are long anyway). */
+LT_FN int64_t lt_cd_channel_units_(const lt_cd_plan *p) {
+    if (!p->pix) return lt_gemm_cdiv_(p->ocg, LT_GEMM_MR);
+    return p->xslab && p->ocg / 16 < 24 ? lt_gemm_cdiv_(p->ocg / 16, LT_CD_NV) : p->ocg / 16;
+}
+/* Panels per channel unit of the pixel-major kernel. */
+LT_FN int64_t lt_cd_unit_panels_(const lt_cd_plan *p) {
+    return p->xslab && p->ocg / 16 < 24 ? LT_CD_NV : 1;
 }
 
 LT_FN int lt_cd_plan_(lt_cd_plan *p, const lt_conv2d_geom *g, int64_t ws_floats, int threads) {
@@ -118,13 +135,21 @@ LT_FN int lt_cd_plan_(lt_cd_plan *p, const lt_conv2d_geom *g, int64_t ws_floats,
     int T = threads > 0 ? threads : 1;
     double flops = 2.0 * (double)g->N * (double)g->OC * (double)g->OH * (double)g->OW * (double)p->K;
     if (flops < 2.0e6) T = 1;
-    int64_t nrc = lt_gemm_cdiv_(g->OH, rows), nmc = 1;
-    int64_t mp = p->pix ? p->ocg / 16 : lt_gemm_cdiv_(p->ocg, LT_GEMM_MR); /* channel units */
-    while (T > 1 && g->N * g->G * nrc * nmc < 2 * T) {
-        /* halve the rows while chunks keep 4 tiles of lanes, then split the channels */
-        if (rows > 1 && rows / 2 * p->Wq >= 4 * LT_CD_QT) rows = lt_gemm_cdiv_(rows, 2);
+    int64_t nrc = lt_gemm_cdiv_(g->OH, rows), nmc = 1, npc = 1;
+    int64_t mp = lt_cd_channel_units_(p); /* channel units an item's range is made of */
+    /* x read in place (1x1, stride 1), pixel-major: split pixels first when the channel units
+     * are fewer than 2 per thread, else channels (each thread then streams only its share of
+     * the weights: measured faster for mv2's 64->384 and 96->576 at 14x14). Otherwise halve the
+     * rows while chunks keep 4 tiles of lanes (each row chunk fills its own slab), then split
+     * the channels, then the rows further. */
+    const int px_split = p->pix && p->xslab, px_first = px_split && mp < 2 * T;
+    while (T > 1 && g->N * g->G * nrc * npc * nmc < 2 * T) {
+        int px_ok = px_split && lt_gemm_min_(rows, g->OH) * g->OW / (npc + 1) >= 16;
+        if (px_ok && px_first) npc++;
+        else if (!px_split && rows > 1 && rows / 2 * p->Wq >= 4 * LT_CD_QT) rows = lt_gemm_cdiv_(rows, 2);
         else if (nmc < mp) nmc++;
-        else if (rows > 1) rows = lt_gemm_cdiv_(rows, 2);
+        else if (px_ok) npc++;
+        else if (rows > 1) rows = lt_gemm_cdiv_(rows, 2), npc = 1;
         else break;
         nrc = lt_gemm_cdiv_(g->OH, rows);
     }
@@ -133,7 +158,7 @@ LT_FN int lt_cd_plan_(lt_cd_plan *p, const lt_conv2d_geom *g, int64_t ws_floats,
     while (rows > 1 && lt_cd_thread_floats_(p, rows) * T > ws_floats) rows--;
     while (T > 1 && lt_cd_thread_floats_(p, rows) * T > ws_floats) T--;
     if (lt_cd_thread_floats_(p, rows) * T > ws_floats) return 0;
-    p->rows = rows, p->nrc = lt_gemm_cdiv_(g->OH, rows), p->nmc = nmc, p->T = T;
+    p->rows = rows, p->nrc = lt_gemm_cdiv_(g->OH, rows), p->nmc = nmc, p->npc = npc, p->T = T;
     if (p->xslab) {
         p->pstride = p->cstride = g->H * g->W, p->slab = 0;
     } else {
@@ -519,16 +544,17 @@ LT_FN void lt_cd_item_cm_(const lt_cd_plan *p, lt_cd_args *A, const float *slab,
     }
 }
 
-/* Pixel-major tiles of one work item: 16-channel panels [u0, u1) over the chunk's nr*OW pixels. */
-LT_FN void lt_cd_item_pm_(const lt_cd_plan *p, lt_cp_args *A, const float *slab, int64_t nr, int64_t u0,
-                          int64_t u1, float *y0, const float *r0, const float *b0) {
+/* Pixel-major tiles of one work item: 16-channel panels [u0, u1) over pixels [q0, q1) of the
+ * chunk's nr*OW. */
+LT_FN void lt_cd_item_pm_(const lt_cd_plan *p, lt_cp_args *A, const float *slab, int64_t q0, int64_t q1,
+                          int64_t u0, int64_t u1, float *y0, const float *r0, const float *b0) {
     const lt_conv2d_geom *g = p->g;
-    int64_t OHW = g->OH * g->OW, npix = nr * g->OW;
+    int64_t OHW = g->OH * g->OW;
     for (int64_t u = u0; u < u1; u += LT_CD_NV) {
         int nv = (int)lt_gemm_min_(LT_CD_NV, u1 - u);
         A->u = u;
-        for (int64_t p0 = 0; p0 < npix; p0 += 8) {
-            int mrp = (int)lt_gemm_min_(8, npix - p0);
+        for (int64_t p0 = q0; p0 < q1; p0 += 8) {
+            int mrp = (int)lt_gemm_min_(8, q1 - p0);
             for (int r = 0; r < mrp; r++) {
                 int64_t q = (p0 + r) / g->OW * p->Wq + (p0 + r) % g->OW;
                 A->px[r] = slab + q;
@@ -550,8 +576,8 @@ LT_FN void lt_cd_worker_(const lt_cd_plan *p, const float *x, const float *wp, f
     lt_cd_offsets_(p, off);
     lt_cd_tile tiles[LT_CD_MAXQT];
     int64_t have = -1; /* the (image, group, chunk) in the slab */
-    int64_t mp = p->pix ? p->ocg / 16 : lt_gemm_cdiv_(p->ocg, LT_GEMM_MR), OHW = g->OH * g->OW;
-    int64_t total = g->N * g->G * p->nrc * p->nmc;
+    int64_t mp = lt_cd_channel_units_(p), OHW = g->OH * g->OW;
+    int64_t total = g->N * g->G * p->nrc * p->npc * p->nmc;
     int act = ep ? ep->act : LT_ACT_NONE, in_regs = lt_act_is_cheap(act);
     int res_mode = ep && ep->residual ? (ep->residual_after_act ? 2 : 1) : 0;
     float aa = ep ? ep->act_a : 0.0f, ab = ep ? ep->act_b : 0.0f;
@@ -567,7 +593,7 @@ LT_FN void lt_cd_worker_(const lt_cd_plan *p, const float *x, const float *wp, f
     const float *src = slab;
     for (int64_t u = __atomic_fetch_add(next, 1, __ATOMIC_RELAXED); u < total;
          u = __atomic_fetch_add(next, 1, __ATOMIC_RELAXED)) {
-        int64_t mc = u % p->nmc, s = u / p->nmc; /* s = (image, group, chunk) */
+        int64_t mc = u % p->nmc, pc = u / p->nmc % p->npc, s = u / p->nmc / p->npc; /* s = (image, group, chunk) */
         int64_t rc = s % p->nrc, gi = s / p->nrc % g->G, n = s / p->nrc / g->G;
         int64_t r0 = rc * p->rows;
         if (s != have) {
@@ -585,13 +611,16 @@ LT_FN void lt_cd_worker_(const lt_cd_plan *p, const float *x, const float *wp, f
             have = s;
         }
         int64_t c0 = mc * mp / p->nmc, c1 = (mc + 1) * mp / p->nmc; /* channel units of this item */
+        if (p->pix) c0 *= lt_cd_unit_panels_(p), c1 = lt_gemm_min_(c1 * lt_cd_unit_panels_(p), p->ocg / 16);
         int64_t oc0 = gi * p->ocg, cbase = (n * g->OC + oc0) * OHW + r0 * g->OW;
         float *y0 = y + cbase;
         const float *rs = res_mode ? ep->residual + cbase : 0;
         const float *bs = ep && ep->bias ? ep->bias + oc0 : 0;
         if (p->pix) {
             B.a = wp + gi * p->per;
-            lt_cd_item_pm_(p, &B, src, nr, c0, c1, y0, rs, bs);
+            int64_t tiles = lt_gemm_cdiv_(nr * g->OW, 8); /* pixel range pc of npc, in whole 8-pixel tiles */
+            int64_t q0 = pc * tiles / p->npc * 8, q1 = lt_gemm_min_((pc + 1) * tiles / p->npc * 8, nr * g->OW);
+            lt_cd_item_pm_(p, &B, src, q0, q1, c0, c1, y0, rs, bs);
         } else {
             A.a = wp + gi * p->per;
             lt_cd_item_cm_(p, &A, src, tiles, ntiles, nr, c0, c1, y0, rs, bs);
