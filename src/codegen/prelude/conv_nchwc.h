@@ -379,13 +379,18 @@ LT_FN void lt_nchwc_conv_f32(float *y, const float *x, const float *wp, const fl
     int64_t xim = g.Cb * H * W * B, yim = g.Mb * OH * OW * B;
     int T = lt_nthreads();
     if (!dw && KH == 1 && KW == 1 && SH == 1 && SW == 1 && PH == 0 && PW == 0 && OH == H && OW == W) {
-        /* 1x1: a GEMM over pixels. A chunk of LT_NCPC pixels (its input, Cb lines per pixel, stays
-         * in L1) meets every output block pair in turn (the weights, Cb KiB per block pair). */
-        int64_t HW = H * W, chunks = lt_nchwc_cdiv_(HW, LT_NCPC), items = N * chunks, pairs = (g.Mb + 1) / 2;
+        /* 1x1: a GEMM over pixels. A chunk of up to LT_NCPC pixels (its input, Cb lines per pixel,
+         * stays in L1) meets every output block pair in turn (the weights, Cb KiB per block pair).
+         * Chunks split an image evenly, in a multiple of the threads (7x7 in chunks of 48 and 1
+         * left one thread idle). */
+        int64_t HW = H * W, chunks = lt_nchwc_cdiv_(HW, LT_NCPC), pairs = (g.Mb + 1) / 2;
+        if (T > 1 && N % T != 0) chunks = lt_nchwc_cdiv_(chunks, T) * T;
+        if (chunks > HW) chunks = HW;
+        int64_t items = N * chunks;
         g.W = g.OW = HW, g.H = g.OH = 1;
 #pragma omp parallel for schedule(static) num_threads(T) if (T > 1 && items > 1)
         for (int64_t it = 0; it < items; it++) {
-            int64_t n = it / chunks, p0 = it % chunks * LT_NCPC, p1 = p0 + LT_NCPC < HW ? p0 + LT_NCPC : HW;
+            int64_t n = it / chunks, p0 = it % chunks * HW / chunks, p1 = (it % chunks + 1) * HW / chunks;
             const float *xn = x + n * xim;
             float *yn = y + n * yim;
             const float *rn = res ? res + n * yim : NULL;
