@@ -234,6 +234,11 @@ typedef struct lathe_compile_options {
      * convolutions in the channel-blocked layout); NULL = none. An unknown name is LATHE_ERR_USAGE
      * (the message lists the passes). */
     const char *enable_passes;
+    /* A tuning database file (`lathe tune` writes one): the CPU kernels it holds schedules for, for
+     * this CPU and thread count, take them instead of the default ones. NULL = the default
+     * schedules (the library reads no file unless told; the CLI and Python default to tune.tsv in the
+     * cache folder when it exists). A file that does not exist or does not parse is LATHE_ERR_INVALID. */
+    const char *tune_db;
 } lathe_compile_options;
 
 /* Load and compile an ONNX model file for the shapes its inputs have after `load` (declared dims,

@@ -118,6 +118,17 @@ int cli_compile_opt(const char *cmd, int argc, char **argv, int *i, cli_compile_
         ca->o.threads = (int)n;
         return 1;
     }
+    if (strcmp(a, "--no-tune-db") == 0) {
+        ca->no_tune_db = true;
+        (*i)++;
+        return 1;
+    }
+    if ((r = cli_opt_value(cmd, argc, argv, i, "--tune-db", &v))) {
+        if (r < 0) return -1;
+        cli_fmt(ca->tune_db, sizeof ca->tune_db, "%s", v);
+        ca->tune_db_given = true;
+        return 1;
+    }
     if ((r = cli_opt_value(cmd, argc, argv, i, "--cache-dir", &v))) {
         if (r < 0) return -1;
         cli_fmt(ca->cache_dir, sizeof ca->cache_dir, "%s", v);
@@ -191,11 +202,48 @@ static void dump_cb(void *user, const char *pass, int round, const char *ir) {
     else fprintf(stderr, "; after %s\n%s", pass, ir);
 }
 
+void cli_tune_db_path(const cli_compile_args *ca, char *buf, size_t n) {
+    buf[0] = 0;
+    if (ca->no_tune_db) return;
+    if (ca->tune_db_given) cli_fmt(buf, n, "%s", ca->tune_db);
+    else if (ca->o.cache_dir) cli_fmt(buf, n, "%s/tune.tsv", ca->o.cache_dir);
+}
+
+/* The tuning database's schedules for a CPU compile (unless the caller set a hook: lathe tune).
+ * A default database that does not exist is no database; a named one that does not exist is an
+ * error. */
+static int tune_db_open(cli_compile_args *ca, lt_tune_db **db) {
+    *db = NULL;
+    char path[4200];
+    cli_tune_db_path(ca, path, sizeof path);
+    if (ca->o.schedule_hook || !path[0] || strcmp(ca->backend, "cpu") != 0) return 0;
+    if (access(path, F_OK) != 0) {
+        if (!ca->tune_db_given) return 0;
+        cli_error("--tune-db %s: %s", path, strerror(errno));
+        return CLI_EXIT_INVALID;
+    }
+    lt_ctx ctx = {0};
+    if (lt_tune_db_new(&ctx, db) != LT_OK || lt_tune_db_load(&ctx, *db, path) != LT_OK) {
+        lt_tune_db_free(*db);
+        *db = NULL;
+        return cli_fail(&ctx);
+    }
+    memset(&ca->lookups, 0, sizeof ca->lookups);
+    ca->lookups.db = *db;
+    ca->o.schedule_hook = lt_tune_cpu_hook;
+    ca->o.schedule_user = &ca->lookups;
+    return 0;
+}
+
 int cli_compile_model(cli_compile_args *ca, lt_model *m, lt_datum *const *in, lt_plan **out, lt_compile_report *rep) {
     lt_ctx ctx = {0};
+    lt_tune_db *db = NULL;
+    int code = tune_db_open(ca, &db);
+    if (code) return code;
     const lt_graph *g = m->graph;
     const char **given = calloc((size_t)g->n_inputs + 1, sizeof *given);
     if (!given) {
+        lt_tune_db_free(db);
         cli_error("out of memory");
         return CLI_EXIT_INVALID;
     }
@@ -211,6 +259,10 @@ int cli_compile_model(cli_compile_args *ca, lt_model *m, lt_datum *const *in, lt
     lt_status s = lt_compile(&ctx, m, &ca->o, out, rep);
     ca->o.given_inputs = NULL;
     free(given);
+    if (db) { /* this compile's lookups only */
+        ca->o.schedule_hook = NULL, ca->o.schedule_user = NULL, ca->lookups.db = NULL;
+        lt_tune_db_free(db);
+    }
     if (ca->o.time_passes && rep->passes.n) {
         lt_strbuf b = {0};
         lt_pass_report_print(&rep->passes, &b);
@@ -218,7 +270,7 @@ int cli_compile_model(cli_compile_args *ca, lt_model *m, lt_datum *const *in, lt
         lt_sb_free(&b);
     }
     if (s != LT_OK) {
-        int code = cli_fail(&ctx);
+        code = cli_fail(&ctx);
         lt_compile_report_free(rep);
         return code;
     }

@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "compile/compile.h"
 #include "io/io.h"
+#include "tune/tune_cpu.h"
 
 typedef struct cli_compile_args {
     lt_compile_options o;
@@ -17,6 +18,10 @@ typedef struct cli_compile_args {
     char disable[4096];     /* --disable-pass names, comma-joined */
     char enable[4096];      /* --enable-pass names, comma-joined */
     char cache_dir[4096];   /* default: $LATHE_CACHE_DIR, $XDG_CACHE_HOME/lathe, ~/.cache/lathe */
+    char tune_db[4096];     /* --tune-db FILE (default: tune.tsv in the cache directory, if it exists) */
+    bool tune_db_given;
+    bool no_tune_db;        /* --no-tune-db: default schedules only */
+    lt_tune_cpu lookups;    /* the database's schedule hook during one cli_compile_model */
 } cli_compile_args;
 
 /* Defaults (level, backend, CC and cache directory from the environment). */
@@ -34,6 +39,10 @@ int cli_compile_check_backend_forked(const cli_compile_args *ca, bool allow_inte
 int cli_compile_model(cli_compile_args *ca, lt_model *m, lt_datum *const *in, lt_plan **out, lt_compile_report *rep);
 void cli_compile_print_report(const lt_compile_report *rep, FILE *f);
 
+/* The tuning database a compile reads: --tune-db FILE, else tune.tsv in the cache directory
+ * (written there by `lathe tune`); "" when --no-tune-db or there is no cache directory. */
+void cli_tune_db_path(const cli_compile_args *ca, char *buf, size_t n);
+
 /* The help lines of the shared compile options. */
 #define CLI_COMPILE_HELP                                                                               \
     "  -O0 .. -O3            optimization level (default -O3): -O0 no passes and no fusion, -O1 folding\n" \
@@ -50,6 +59,9 @@ void cli_compile_print_report(const lt_compile_report *rep, FILE *f);
     "  --cache-dir DIR       compiled-module cache (default $LATHE_CACHE_DIR, $XDG_CACHE_HOME/lathe or\n"  \
     "                        ~/.cache/lathe); --no-cache builds in a temporary folder\n"                   \
     "  --cc CMD              C compiler (default $CC, else cc)\n"                                          \
+    "  --tune-db FILE        CPU: take kernels' schedules from this tuning database (lathe tune writes it;\n" \
+    "                        default: tune.tsv in the cache directory when it exists); --no-tune-db: the\n" \
+    "                        default schedules\n"                                                           \
     "  --device N            CUDA device ordinal (default 0)\n"                                            \
     "  --nvrtc PATH          NVRTC library tried before libnvrtc.so.13 / .12 (default $LATHE_NVRTC)\n"     \
     "  --no-graphs           CUDA: launch kernels one by one instead of replaying a captured CUDA graph\n" \
@@ -66,6 +78,7 @@ int cli_inputs_fix_shapes(lt_model *m, lt_datum *const *in);
 
 int cmd_compile(int argc, char **argv);
 int cmd_profile(int argc, char **argv);
+int cmd_tune(int argc, char **argv);
 int cmd_ceilings(int argc, char **argv);
 
 #endif

@@ -19,6 +19,7 @@ static const char HELP[] =
     "  compile MODEL      compile a model, print the compile report; -o DIR exports standalone C\n"
     "  profile MODEL      time every kernel and compare it with the machine's roofline\n"
     "  ceilings           measure this machine's peak FLOP rate and memory bandwidth (cached)\n"
+    "  tune MODEL         search and measure faster schedules for MODEL's loop kernels on this CPU\n"
     "  inspect MODEL      describe a model and list the ops lathe does not support\n"
     "  conformance        run the ONNX backend node tests\n"
     "  help [COMMAND]     show this help, or a command's help\n"
@@ -39,6 +40,7 @@ static const command COMMANDS[] = {
     {"run", cmd_run},
     {"compile", cmd_compile},
     {"profile", cmd_profile},
+    {"tune", cmd_tune},
     {"ceilings", cmd_ceilings},
     {"inspect", cmd_inspect},
     {"conformance", cmd_conformance},

@@ -344,7 +344,7 @@ class Model:
 
 
 def compile(path, shapes=None, backend="cpu", threads=None, opt_level=None, *, dims=None, seed=0, cache_dir=None,
-            cc=None, dump_code_dir=None, nvrtc=None, enable_passes=None):
+            cc=None, dump_code_dir=None, nvrtc=None, enable_passes=None, tune_db=None):
     """Load (and for backend "cpu", compile) the ONNX model at `path`; returns a Model.
 
     shapes: {"input": (1, 3, 224, 224), ...} or "input:1x3x224x224" — fixes input shapes.
@@ -360,6 +360,9 @@ def compile(path, shapes=None, backend="cpu", threads=None, opt_level=None, *, d
     nvrtc: for backend "cuda", the NVRTC library tried first (None: $LATHE_NVRTC, then libnvrtc.so.13 / .12).
     enable_passes: names of graph passes that are off by default to run too, e.g. ["layout_nchwc"]
       (the CLI's --enable-pass); an unknown name raises LatheError (status "usage") listing the passes.
+    tune_db: a tuning database (`lathe tune` writes one): backend "cpu" kernels take its schedules for this
+      CPU and thread count (None: tune.tsv in the cache folder when it exists, as the CLI; False: the
+      default schedules; a path that does not exist raises LatheError).
     Raises LatheError (with .status) when the model cannot be loaded or compiled.
     """
     lib = _capi.load()
@@ -409,8 +412,15 @@ def compile(path, shapes=None, backend="cpu", threads=None, opt_level=None, *, d
     for name in enable:
         if not isinstance(name, str) or not name or "," in name:
             raise ValueError(f"enable_passes: expected pass names, got {name!r}")
+    if tune_db is None:
+        default = os.path.join(cache_dir, "tune.tsv") if cache_dir else None
+        tune_db = default if default and os.path.isfile(default) else None
+    elif tune_db is False:
+        tune_db = None
+    else:
+        tune_db = os.fspath(tune_db)
     co = _capi.CompileOptions(level, _enc(backend), n, _enc(cache_dir), _enc(cc), _enc(dump_code_dir), _enc(nvrtc),
-                              _enc(",".join(enable) if enable else None))
+                              _enc(",".join(enable) if enable else None), _enc(tune_db))
     st = lib.lathe_compile(_enc(path), ctypes.byref(lo), ctypes.byref(co), ctypes.byref(h), err, len(err))
     if st != 0:
         raise LatheError(err.value.decode(errors="replace"), _capi.status_name(st))

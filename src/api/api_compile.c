@@ -8,13 +8,16 @@
  */
 #include "api_impl.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "compile/compile.h"
 #include "graph/infer.h"
 #include "io/io.h"
 #include "onnx/onnx.h"
+#include "tune/tune_cpu.h"
 
 struct lathe_compiled {
     lt_model *m;
@@ -43,6 +46,7 @@ lathe_status lathe_compile(const char *path, const lathe_load_options *load, con
     lathe_compiled *c = NULL;
     const char **given = NULL;
     lt_compile_report rep = {0};
+    lt_tune_cpu tc = {0}; /* a tuning database's schedules (CPU), when opts->tune_db names one */
     if (!path || !out) {
         lt_error(&ctx, LT_ERR_USAGE, "lathe_compile: path and out must not be NULL");
         goto fail;
@@ -87,7 +91,19 @@ lathe_status lathe_compile(const char *path, const lathe_load_options *load, con
         co.enable = opts->enable_passes;
     }
     co.given_inputs = given;
-    if (lt_compile(&ctx, c->m, &co, &c->plan, &rep) != LT_OK) goto fail;
+    if (opts && opts->tune_db && (!co.backend || !strcmp(co.backend, "cpu"))) {
+        if (access(opts->tune_db, F_OK) != 0) {
+            lt_error(&ctx, LT_ERR_INVALID, "tune_db %s: %s", opts->tune_db, strerror(errno));
+            goto fail;
+        }
+        if (lt_tune_db_new(&ctx, &tc.db) != LT_OK || lt_tune_db_load(&ctx, tc.db, opts->tune_db) != LT_OK) goto fail;
+        co.schedule_hook = lt_tune_cpu_hook;
+        co.schedule_user = &tc;
+    }
+    lt_status cs = lt_compile(&ctx, c->m, &co, &c->plan, &rep);
+    lt_tune_db_free(tc.db);
+    tc.db = NULL;
+    if (cs != LT_OK) goto fail;
     for (int i = 0; i < c->n_in; i++) c->names[i] = lt_plan_input_name(c->plan, c->api_idx[i]);
     lt_strbuf b = {0};
     lt_compile_report_print(&rep, &b);
@@ -102,6 +118,7 @@ lathe_status lathe_compile(const char *path, const lathe_load_options *load, con
     *out = c;
     return LATHE_OK;
 fail:
+    lt_tune_db_free(tc.db);
     lt_compile_report_free(&rep);
     lt_mem_free(given);
     lathe_compiled_free(c);

@@ -268,7 +268,27 @@ lt_status lt_compile(lt_ctx *ctx, lt_model *m, const lt_compile_options *opt, lt
             }
         }
         lt_ctx c2 = {0};
-        lt_status ss = lt_lower_apply_schedule(&c2, lw);
+        lt_status ss = LT_OK;
+        bool applied = false;
+        if (opt->schedule_hook && !gpu) { /* a tuned schedule instead of the default? */
+            lt_schedule dflt = lw->schedule;
+            bool replaced = false;
+            if ((s = opt->schedule_hook(opt->schedule_user, ctx, lw, lo.threads, &replaced)) != LT_OK) {
+                lt_sb_free(&kdump);
+                goto fail;
+            }
+            lw->kernel->body = lw->body0; /* the hook may have tried schedules on it */
+            if (replaced) {
+                ss = lt_lower_apply_schedule(&c2, lw);
+                applied = ss == LT_OK || ss == LT_ERR_NOMEM;
+                if (ss == LT_OK) r->n_tuned++;
+                if (!applied) { /* a stale or foreign entry: the default schedule instead */
+                    lw->schedule = dflt, lw->kernel->body = lw->body0;
+                    c2 = (lt_ctx){0}, ss = LT_OK;
+                }
+            }
+        }
+        if (!applied) ss = lt_lower_apply_schedule(&c2, lw);
         if (ss != LT_OK) {
             if (ss == LT_ERR_NOMEM || opt->strict) {
                 s = lt_error(ctx, ss, "scheduling %s (group g%d): %s", lw->kernel->name, i, c2.msg);
@@ -426,6 +446,7 @@ void lt_compile_report_print(const lt_compile_report *r, lt_strbuf *out) {
     lt_sb_printf(out, "graph: %d nodes -> %d after passes; %d groups, %d kernels (+%d weight packing), %d host steps; "
                  "nodes compiled %d/%d (%d%%)\n", r->nodes_before, r->nodes_after, r->n_groups, r->n_kernels,
                  r->n_pack_kernels, p->n_host, p->n_nodes_compiled, p->n_nodes, pct);
+    if (r->n_tuned) lt_sb_printf(out, "tuned schedules: %d kernel(s)\n", r->n_tuned);
     if (r->n_fallback_groups || r->n_unscheduled)
         lt_sb_printf(out, "fallbacks: %d group(s) run as host steps, %d kernel(s) unscheduled; first: %s\n",
                      r->n_fallback_groups, r->n_unscheduled, r->fallback_first);

@@ -25,6 +25,7 @@
 #ifndef LT_COMPILE_H
 #define LT_COMPILE_H
 
+#include "../lower/lower.h"
 #include "../passes/pass.h"
 #include "../runtime/plan.h"
 
@@ -73,6 +74,14 @@ typedef struct lt_compile_options {
                                  * `lathe compile --target cuda` on a machine without a GPU */
     lt_strbuf *emit_source;     /* when set, the emitted translation unit is appended here (the
                                  * caller frees it): with emit_only, to build it elsewhere */
+    /* Schedules other than the default: before each kernel's schedule is applied, schedule_hook
+     * (when set) may replace lw->schedule (kernel unscheduled: lw->kernel->body == lw->body0;
+     * threads: the plan's thread count) and says so in *replaced. src/tune provides two: a tuning
+     * database lookup (lt_tune_lookup_hook: run, compile, profile) and a search that measures
+     * (lt_tune_search_hook: lathe tune). A replaced schedule that fails to apply falls back to the
+     * default; an error status from the hook fails the compile. */
+    lt_status (*schedule_hook)(void *user, lt_ctx *ctx, lt_lowered *lw, int threads, bool *replaced);
+    void *schedule_user;
 } lt_compile_options;
 
 void lt_compile_options_init(lt_compile_options *o);
@@ -93,6 +102,7 @@ typedef struct lt_compile_report {
     int n_groups, n_host_groups, n_kernels, n_pack_kernels;
     int n_fallback_groups;      /* compiled groups the lowering rejected, run as host steps */
     int n_unscheduled;          /* kernels whose default schedule failed to apply (left unscheduled) */
+    int n_tuned;                /* kernels whose schedule came from schedule_hook (a tuned one) */
     char fallback_first[512];   /* the first such message */
     size_t source_bytes;        /* the generated translation unit */
     bool cache_hit;

@@ -50,7 +50,8 @@ typedef struct lt_tune_key {
 /* key = SHA-256(text[0..len)), target, shapes (NULL = ""). Too-long target/shapes are an error. */
 lt_status lt_tune_key_make(lt_ctx *ctx, const void *text, size_t len, const char *target, const char *shapes,
                            lt_tune_key *out);
-/* key of a kernel: the hash of lt_kernel_print(k) -- call it on the UNSCHEDULED kernel. */
+/* key of a kernel: the hash of lt_kernel_print(k) with the kernel's and its buffers' names left
+ * out (a model's identical layers share one key) -- call it on the UNSCHEDULED kernel. */
 lt_status lt_tune_key_kernel(lt_ctx *ctx, const lt_kernel *k, const char *target, const char *shapes,
                              lt_tune_key *out);
 /* "cpu-<isa>" for this machine ("cpu-avx512f", "cpu-avx2", "cpu-portable"). */

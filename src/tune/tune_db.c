@@ -56,8 +56,30 @@ lt_status lt_tune_key_make(lt_ctx *ctx, const void *text, size_t len, const char
 
 lt_status lt_tune_key_kernel(lt_ctx *ctx, const lt_kernel *k, const char *target, const char *shapes,
                              lt_tune_key *out) {
+    /* printed with the kernel's and its buffers' names left out (buffers as b<id>): a model's
+     * identical layers, whose buffers carry their values' names, share the key. The names are
+     * swapped for the print and put back. */
     lt_strbuf b = {0};
-    lt_kernel_print(k, &b);
+    lt_kernel anon = *k;
+    anon.name = "kernel";
+    char (*ids)[16] = malloc(sizeof *ids * (size_t)(k->n_bufs + 1));
+    const char **names = malloc(sizeof *names * (size_t)(k->n_bufs + 1));
+    if (!ids || !names) {
+        free(ids);
+        free(names);
+        return lt_error(ctx, LT_ERR_NOMEM, "out of memory (tuning key of kernel %s)", k->name);
+    }
+    for (int i = 0; i < k->n_bufs; i++) {
+        lt_lbuf *buf = k->bufs[i];
+        names[i] = buf ? buf->name : NULL;
+        snprintf(ids[i], sizeof ids[i], "b%d", i);
+        if (buf) buf->name = ids[i];
+    }
+    lt_kernel_print(&anon, &b);
+    for (int i = 0; i < k->n_bufs; i++)
+        if (k->bufs[i]) k->bufs[i]->name = names[i];
+    free(ids);
+    free(names);
     if (b.failed || !b.s) {
         lt_sb_free(&b);
         return lt_error(ctx, LT_ERR_NOMEM, "out of memory (printing kernel %s for its tuning key)", k->name);

@@ -755,6 +755,32 @@ static lt_kernel *build_add(lt_arena *a) {
     return k;
 }
 
+/* The kernel key leaves names out: the same loops under other kernel and buffer names share a
+ * key (a model's identical layers), other loops do not, and the names are left as they were. */
+static void test_tune_key_names(void) {
+    lt_arena a1, a2;
+    lt_arena_init(&a1);
+    lt_arena_init(&a2);
+    lt_ctx ctx = {0};
+    lt_kernel *k1 = build_add(&a1), *k2 = build_add(&a2);
+    CHECK(k1 && k2);
+    if (k1 && k2) {
+        k2->name = "lt_k17";
+        k2->args[0]->name = "layer_7_output";
+        lt_tune_key x, y, z;
+        CHECK_OK(lt_tune_key_kernel(&ctx, k1, "cpu-avx512f", "threads=2", &x));
+        CHECK_OK(lt_tune_key_kernel(&ctx, k2, "cpu-avx512f", "threads=2", &y));
+        CHECK(strcmp(x.hash, y.hash) == 0);
+        CHECK(strcmp(k2->name, "lt_k17") == 0 && strcmp(k2->args[0]->name, "layer_7_output") == 0);
+        CHECK(strcmp(k1->args[1]->name, "A") == 0);
+        k2->args[0]->size = 1; /* other loops (a declared size differs): another key */
+        CHECK_OK(lt_tune_key_kernel(&ctx, k2, "cpu-avx512f", "threads=2", &z));
+        CHECK(strcmp(x.hash, z.hash) != 0);
+    }
+    lt_arena_free(&a1);
+    lt_arena_free(&a2);
+}
+
 typedef struct model_stats {
     int vec_width;      /* of the innermost vectorized loop */
     int par_depth;      /* depth of the parallel loop, -1 none */
@@ -1101,6 +1127,7 @@ int main(void) {
     test_trace();
     test_tune_db();
     test_tune_search();
+    test_tune_key_names();
     test_oom();
     test_ceilings();
     rm_rf(tmpdir);

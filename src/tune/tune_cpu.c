@@ -1,0 +1,240 @@
+/* tune_cpu.c — tuned schedules in the compile pipeline for the CPU (compile.h's schedule_hook):
+ * a database lookup for every compile (lathe run / compile / profile) and a measured search for
+ * `lathe tune` (tune.h).
+ *
+ * Key of a kernel: the hash of its unscheduled Loop IR (lt_tune_key_kernel: the name left out, so
+ * a model's identical layers share one entry), the target "cpu-<isa>" and "threads=<N>" (a schedule
+ * tuned for N threads is only looked up for N threads).
+ *
+ * Search (lt_tune_cpu.search): kernels built from plain loops only (no microkernel call: those have
+ * scratch buffers or packed weights, and their tile sizes are the microkernels' business) are tuned
+ * by lt_tune_kernel, starting from the default schedule, with a measure callback that
+ *   - emits the scheduled kernel as a module of its own (lt_emit_module, the C language table) and
+ *     builds it with the CPU backend's compiler driver (cached by content like every module);
+ *   - runs it on fixed random arguments (floats in [-1, 1); integers and bools zero, which is a
+ *     valid index for any gather), each argument restored from a pristine copy first;
+ *   - checks the outputs against the default schedule's (|got - want| <= 1e-4 (|want| + mean|want|)):
+ *     a schedule that computes something else is rejected, never stored;
+ *   - times it: runs batched to at least min_seconds, the median of 5 batches.
+ * The best schedule goes into the database (the caller saves it). A compile error of a candidate
+ * rejects it; other errors stop the search.
+ */
+#include "tune_cpu.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../backend/cpu/cpu.h"
+#include "../codegen/codegen.h"
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static lt_status kernel_key(lt_ctx *ctx, const lt_kernel *k, int threads, lt_tune_key *key) {
+    char target[64], shapes[32];
+    lt_tune_target_cpu(target, sizeof target);
+    snprintf(shapes, sizeof shapes, "threads=%d", threads);
+    return lt_tune_key_kernel(ctx, k, target, shapes, key);
+}
+
+/* Only loops: a kernel with scratch buffers or packed weights calls a microkernel. */
+static bool tunable(const lt_lowered *lw) { return lw->n_scratch == 0 && lw->n_packs == 0; }
+
+/* ---- measuring one kernel ---- */
+
+typedef struct measure_state {
+    lt_tune_cpu *tc;
+    int threads;
+    int n;                /* arguments */
+    void **arg;           /* working copies */
+    void **pristine;      /* the random inputs */
+    size_t *bytes;
+    float **want;         /* the default schedule's float outputs (NULL: not a float output) */
+    bool have_want;
+} measure_state;
+
+static void state_free(measure_state *m) {
+    for (int i = 0; i < m->n; i++) {
+        free(m->arg[i]);
+        free(m->pristine[i]);
+        if (m->want) free(m->want[i]);
+    }
+    free(m->arg);
+    free(m->pristine);
+    free(m->bytes);
+    free(m->want);
+    memset(m, 0, sizeof *m);
+}
+
+static lt_status state_init(lt_ctx *ctx, measure_state *m, const lt_kernel *k) {
+    m->n = k->n_args;
+    m->arg = calloc((size_t)m->n + 1, sizeof *m->arg);
+    m->pristine = calloc((size_t)m->n + 1, sizeof *m->pristine);
+    m->bytes = calloc((size_t)m->n + 1, sizeof *m->bytes);
+    m->want = calloc((size_t)m->n + 1, sizeof *m->want);
+    if (!m->arg || !m->pristine || !m->bytes || !m->want) return lt_error(ctx, LT_ERR_NOMEM, "out of memory (tuning)");
+    uint32_t seed = 0x9e3779b9u;
+    for (int i = 0; i < m->n; i++) {
+        const lt_lbuf *b = k->args[i];
+        size_t es = lt_dtype_size(b->dtype), nb = (size_t)(b->size > 0 ? b->size : 1) * (es ? es : 1);
+        m->bytes[i] = nb;
+        m->arg[i] = malloc(nb);
+        m->pristine[i] = calloc(1, nb);
+        if (!m->arg[i] || !m->pristine[i])
+            return lt_error(ctx, LT_ERR_NOMEM, "out of memory (tuning %s: argument %s, %zu bytes)", k->name, b->name, nb);
+        if (b->dtype == LT_FLOAT)
+            for (int64_t e = 0; e < b->size; e++) {
+                seed = seed * 1664525u + 1013904223u;
+                ((float *)m->pristine[i])[e] = (float)(seed >> 8) / 8388608.0f - 1.0f;
+            }
+    }
+    return LT_OK;
+}
+
+static void restore(measure_state *m) {
+    for (int i = 0; i < m->n; i++) memcpy(m->arg[i], m->pristine[i], m->bytes[i]);
+}
+
+/* Outputs against the default schedule's: true when they agree. The first call records them. */
+static bool check_outputs(measure_state *m, const lt_kernel *k) {
+    bool ok = true;
+    for (int i = 0; i < m->n; i++) {
+        const lt_lbuf *b = k->args[i];
+        if (!b->written) continue;
+        if (b->dtype != LT_FLOAT) { /* exact */
+            if (!m->have_want) {
+                m->want[i] = malloc(m->bytes[i]);
+                if (!m->want[i]) return false;
+                memcpy(m->want[i], m->arg[i], m->bytes[i]);
+            } else if (memcmp(m->want[i], m->arg[i], m->bytes[i]) != 0) {
+                ok = false;
+            }
+            continue;
+        }
+        const float *got = m->arg[i];
+        if (!m->have_want) {
+            m->want[i] = malloc(m->bytes[i]);
+            if (!m->want[i]) return false;
+            memcpy(m->want[i], got, m->bytes[i]);
+            continue;
+        }
+        double mean = 0;
+        for (int64_t e = 0; e < b->size; e++) mean += fabs((double)m->want[i][e]);
+        mean = b->size > 0 ? mean / (double)b->size : 0;
+        for (int64_t e = 0; e < b->size && ok; e++) {
+            double w = m->want[i][e], g = got[e];
+            if (w != w) ok = g != g;
+            else if (!(fabs(g - w) <= 1e-4 * (fabs(w) + mean))) ok = false;
+        }
+    }
+    m->have_want = true;
+    return ok;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static lt_status measure(void *user, lt_ctx *ctx, const lt_kernel *k, const lt_schedule *s, double *seconds) {
+    (void)s;
+    measure_state *m = user;
+    lt_tune_cpu *tc = m->tc;
+    *seconds = INFINITY;
+    lt_emit_kernel ek = {k, "lathe tune"};
+    lt_strbuf src = {0};
+    lt_status st = lt_emit_module(ctx, &lt_lang_c, &ek, 1, NULL, &src);
+    if (st == LT_OK && (src.failed || !src.s)) st = lt_error(ctx, LT_ERR_NOMEM, "out of memory (tuning %s)", k->name);
+    if (st != LT_OK) {
+        lt_sb_free(&src);
+        return st;
+    }
+    lt_cpu_options co = {.cc = tc->cc, .cache_dir = tc->cache_dir};
+    lt_cpu_module *mod = NULL;
+    lt_ctx c2 = {0};
+    st = lt_cpu_compile(&c2, src.s, &co, &mod);
+    lt_sb_free(&src);
+    if (st == LT_ERR_NOMEM || st == LT_ERR_UNSUPPORTED) return lt_error(ctx, st, "%s", c2.msg);
+    if (st != LT_OK) return LT_OK; /* this candidate does not compile: rejected */
+    int nk = 0;
+    const lt_cpu_kernel_desc *d = lt_cpu_module_kernels(mod, &nk);
+    if (!d || nk < 1 || d[0].n_args != m->n) {
+        lt_cpu_module_free(mod);
+        return lt_error(ctx, LT_ERR_INTERNAL, "tuning %s: the module's kernel table does not match", k->name);
+    }
+    lt_cpu_module_set_threads(mod, m->threads);
+    restore(m);
+    double t0 = now_s();
+    d[0].fn(m->arg);
+    double once = now_s() - t0;
+    tc->n_trials++;
+    if (!check_outputs(m, k)) {
+        tc->n_wrong++;
+        lt_cpu_module_free(mod);
+        return LT_OK; /* computes something else: rejected */
+    }
+    double min_s = tc->min_seconds > 0 ? tc->min_seconds : 0.02;
+    int64_t reps = once > 0 ? (int64_t)(min_s / 5 / once) + 1 : 1000;
+    if (reps > 100000) reps = 100000;
+    double t[5];
+    for (int b = 0; b < 5; b++) {
+        t0 = now_s();
+        for (int64_t r = 0; r < reps; r++) d[0].fn(m->arg);
+        t[b] = (now_s() - t0) / (double)reps;
+    }
+    lt_cpu_module_free(mod);
+    qsort(t, 5, sizeof *t, cmp_double);
+    *seconds = t[2] > 0 ? t[2] : 1e-9;
+    return LT_OK;
+}
+
+/* ---- the hook ---- */
+
+lt_status lt_tune_cpu_hook(void *user, lt_ctx *ctx, lt_lowered *lw, int threads, bool *replaced) {
+    lt_tune_cpu *tc = user;
+    *replaced = false;
+    if (!tc || !tc->db || !lw || !lw->kernel) return LT_OK;
+    lt_kernel *k = lw->kernel;
+    lt_tune_key key;
+    LT_TRY(kernel_key(ctx, k, threads, &key));
+    const lt_tune_entry *e = lt_tune_db_lookup(tc->db, &key);
+    if (e) {
+        lt_tune_entry_schedule(e, &lw->schedule);
+        tc->n_hits++;
+        *replaced = true;
+        return LT_OK;
+    }
+    if (!tc->search || !tunable(lw)) return LT_OK;
+    measure_state m = {.tc = tc, .threads = threads};
+    lt_status st = state_init(ctx, &m, k);
+    lt_tune_options o = tc->options;
+    o.base = &lw->schedule;
+    lt_tune_result res;
+    memset(&res, 0, sizeof res);
+    bool hit = false;
+    int wrong0 = tc->n_wrong;
+    if (st == LT_OK) st = lt_tune_kernel(ctx, tc->db, &key, k, &o, measure, &m, &res, &hit);
+    state_free(&m);
+    k->body = lw->body0;
+    if (st != LT_OK) return st;
+    tc->n_searched++;
+    if (tc->log) {
+        char line[1024];
+        lt_strbuf sb = {0};
+        lt_tune_schedule_format(&res.best, &sb);
+        snprintf(line, sizeof line, "%-8s %10.4f %10.4f %6.2fx %6d %6d  %s", k->name, res.base_s * 1e3,
+                 res.best_s * 1e3, res.best_s > 0 ? res.base_s / res.best_s : 0.0, res.trials, tc->n_wrong - wrong0,
+                 sb.s ? sb.s : "?");
+        lt_sb_free(&sb);
+        tc->log(tc->log_user, line);
+    }
+    lw->schedule = res.best;
+    *replaced = true;
+    return LT_OK;
+}

@@ -1,0 +1,190 @@
+"""test_tune.py — `lathe tune` and the tuning database the compiles read.
+
+A small model with loop kernels (softmax, LayerNorm, an elementwise chain, a row sum) is tuned into a
+fresh database (few trials, short timings): the run prints one row per searched kernel, the database
+holds one entry per kernel for this CPU and thread count, and a second tune finds them all there
+(nothing measured again). `lathe run --tune-db` then compiles with the tuned schedules (the compile
+report counts them) and gives the same outputs as the default schedules (--no-tune-db) and the
+interpreter; an entry whose schedule no longer applies falls back to the default (same outputs, not
+counted); a malformed database is an error naming the file and line; a missing --tune-db file is an
+error; --backend cuda is a usage error for tune. The default database is tune.tsv in the cache
+directory, read by `lathe run` without any flag.
+
+The binary comes from $LATHE_BIN (default build/lathe).
+"""
+import os
+import re
+import subprocess
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+LATHE = os.environ.get("LATHE_BIN", os.path.join(ROOT, "build", "lathe"))
+if not os.path.isabs(LATHE):
+    LATHE = os.path.join(ROOT, LATHE)
+
+
+def lathe(*args, timeout=600):
+    return subprocess.run([LATHE, *map(str, args)], capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory):
+    d = tmp_path_factory.mktemp("tune")
+    rng = np.random.default_rng(5)
+    f = lambda name, *shape: numpy_helper.from_array(rng.uniform(-1, 1, shape).astype(np.float32), name)  # noqa: E731
+    nodes = [
+        helper.make_node("Mul", ["x", "s"], ["a"]),
+        helper.make_node("Tanh", ["a"], ["t"]),
+        helper.make_node("Add", ["t", "x"], ["u"]),
+        helper.make_node("Softmax", ["u"], ["p"], axis=-1),
+        helper.make_node("LayerNormalization", ["p", "g", "b"], ["y"], axis=-1),
+        helper.make_node("ReduceSum", ["u", "ax"], ["r"], keepdims=0),
+    ]
+    graph = helper.make_graph(
+        nodes, "tune", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [96, 320])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [96, 320]),
+         helper.make_tensor_value_info("r", TensorProto.FLOAT, [96])],
+        initializer=[f("s", 320), f("g", 320), f("b", 320), numpy_helper.from_array(np.array([1], np.int64), "ax")])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    m.ir_version = 8
+    onnx.checker.check_model(m)
+    path = d / "tune.onnx"
+    onnx.save(m, str(path))
+    x = rng.uniform(-2, 2, (96, 320)).astype(np.float32)
+    np.save(d / "x.npy", x)
+    return d, str(path), str(d / "x.npy")
+
+
+def tune(path, db, cache, *extra):
+    return lathe("tune", path, "--db", db, "--cache-dir", cache, "--threads", 2, "--trials", 5, "--min-time", 1,
+                 *extra)
+
+
+def run_outputs(path, x, out, cache, *extra):
+    r = lathe("run", path, "--input", f"x={x}", "--output", out, "--cache-dir", cache, "--threads", 2, *extra)
+    assert r.returncode == 0, r.stderr
+    with np.load(out) as z:
+        return {k: z[k] for k in z.files}, r
+
+
+def db_entries(db):
+    with open(db) as fh:
+        return [line.rstrip("\n").split("\t") for line in fh if line.strip() and not line.startswith("#")]
+
+
+def test_tune_then_run(model):
+    d, path, x = model
+    cache, db = str(d / "cache"), str(d / "tune.tsv")
+    r = tune(path, db, cache)
+    assert r.returncode == 0, r.stderr
+    rows = [line for line in r.stdout.splitlines() if re.match(r"lt_k\d+\s", line)]
+    assert rows, r.stdout
+    m = re.search(r"tuned (\d+) kernel\(s\) \((\d+) measurements, (\d+) rejected as wrong\), (\d+) from the database",
+                  r.stdout)
+    assert m and int(m.group(1)) == len(rows) and int(m.group(2)) >= len(rows) and int(m.group(3)) == 0, r.stdout
+    entries = db_entries(db)
+    assert len(entries) == len(rows)
+    for e in entries:
+        assert len(e) == 5 and re.fullmatch(r"[0-9a-f]{64}", e[0]) and e[1].startswith("cpu-") and e[2] == "threads=2"
+        assert float(e[3]) > 0
+    # again: every kernel comes from the database, nothing is measured
+    r2 = tune(path, db, cache)
+    assert r2.returncode == 0, r2.stderr
+    assert re.search(rf"tuned 0 kernel\(s\) \(0 measurements, 0 rejected as wrong\), {len(rows)} from the database",
+                     r2.stdout), r2.stdout
+    assert len(db_entries(db)) == len(rows)
+
+    # the compile takes them (the report counts them) and computes the same as the default schedules
+    tuned, rt = run_outputs(path, x, str(d / "t.npz"), cache, "--tune-db", db, "--time-passes")
+    plain, _ = run_outputs(path, x, str(d / "p.npz"), cache, "--no-tune-db")
+    interp, _ = run_outputs(path, x, str(d / "i.npz"), cache, "--backend", "interp")
+    rep = lathe("compile", path, "--cache-dir", cache, "--threads", 2, "--tune-db", db, "-o", str(d / "out_c"))
+    assert rep.returncode == 0, rep.stderr
+    assert re.search(rf"tuned schedules: {len(rows)} kernel\(s\)", rep.stdout + rep.stderr), rep.stdout
+    for k in ("y", "r"):
+        np.testing.assert_allclose(tuned[k], plain[k], rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(tuned[k], interp[k], rtol=1e-4, atol=1e-5)
+    # another thread count has no entries
+    rep1 = lathe("compile", path, "--cache-dir", cache, "--threads", 1, "--tune-db", db, "-o", str(d / "out_c1"))
+    assert rep1.returncode == 0 and "tuned schedules" not in rep1.stdout + rep1.stderr
+
+    # the default database: tune.tsv in the cache directory, read without a flag
+    cache2 = str(d / "cache2")
+    os.makedirs(cache2)
+    with open(db) as src, open(os.path.join(cache2, "tune.tsv"), "w") as dst:
+        dst.write(src.read())
+    rep2 = lathe("compile", path, "--cache-dir", cache2, "--threads", 2, "-o", str(d / "out_c2"))
+    assert rep2.returncode == 0 and re.search(r"tuned schedules: \d+ kernel", rep2.stdout + rep2.stderr), rep2.stdout
+    rep3 = lathe("compile", path, "--cache-dir", cache2, "--threads", 2, "--no-tune-db", "-o", str(d / "out_c3"))
+    assert rep3.returncode == 0 and "tuned schedules" not in rep3.stdout + rep3.stderr
+
+
+def test_stale_entry_falls_back(model):
+    d, path, x = model
+    cache, db = str(d / "cache_s"), str(d / "stale.tsv")
+    r = tune(path, db, cache)
+    assert r.returncode == 0, r.stderr
+    lines = open(db).read().splitlines()
+    bad = [("\t".join(line.split("\t")[:4] + ["split no_such_loop 4"]) if not line.startswith("#") else line)
+           for line in lines]
+    with open(db, "w") as fh:
+        fh.write("\n".join(bad) + "\n")
+    got, _ = run_outputs(path, x, str(d / "s.npz"), cache, "--tune-db", db)
+    want, _ = run_outputs(path, x, str(d / "w.npz"), cache, "--no-tune-db")
+    for k in ("y", "r"):
+        np.testing.assert_allclose(got[k], want[k], rtol=1e-6, atol=0)
+    rep = lathe("compile", path, "--cache-dir", cache, "--threads", 2, "--tune-db", db, "-o", str(d / "out_s"))
+    assert rep.returncode == 0 and "tuned schedules" not in rep.stdout + rep.stderr
+
+
+def test_bad_databases(model, tmp_path):
+    d, path, x = model
+    cache = str(tmp_path / "c")
+    bad = tmp_path / "bad.tsv"
+    bad.write_text("# lathe tuning database v1\nnot a line\n")
+    r = lathe("run", path, "--cache-dir", cache, "--tune-db", bad)
+    assert r.returncode == 2 and "bad.tsv" in r.stderr and "2" in r.stderr, r.stderr
+    r = lathe("tune", path, "--cache-dir", cache, "--db", bad)
+    assert r.returncode == 2 and "bad.tsv" in r.stderr, r.stderr
+    missing = tmp_path / "missing.tsv"
+    r = lathe("run", path, "--cache-dir", cache, "--tune-db", missing)
+    assert r.returncode == 2 and "missing.tsv" in r.stderr, r.stderr
+    assert not missing.exists()
+    r = lathe("tune", path, "--backend", "cuda", "--db", tmp_path / "x.tsv")
+    assert r.returncode == 1 and "cpu" in r.stderr, r.stderr
+    r = lathe("tune")
+    assert r.returncode == 1 and "MODEL" in r.stderr
+
+
+def test_python_tune_db(model, tmp_path):
+    """lathe.compile(tune_db=...): the database's schedules (the report counts them), the same outputs;
+    None reads tune.tsv in the cache folder, False ignores it, a missing file raises."""
+    import sys
+    sys.path.insert(0, os.path.join(ROOT, "python"))
+    lathe_py = pytest.importorskip("lathe")
+    d, path, x = model
+    cache = tmp_path / "c"
+    cache.mkdir()
+    db = str(cache / "tune.tsv")
+    r = tune(path, db, str(cache))
+    assert r.returncode == 0, r.stderr
+    n = len(db_entries(db))
+    feeds = {"x": np.load(x)}
+    tuned = lathe_py.compile(path, threads=2, cache_dir=str(cache), tune_db=db)
+    dflt = lathe_py.compile(path, threads=2, cache_dir=str(cache))  # tune.tsv in the cache folder
+    plain = lathe_py.compile(path, threads=2, cache_dir=str(cache), tune_db=False)
+    assert f"tuned schedules: {n} kernel(s)" in tuned.report
+    assert f"tuned schedules: {n} kernel(s)" in dflt.report
+    assert "tuned schedules" not in plain.report
+    a, b = tuned(feeds), plain(feeds)
+    for k in ("y", "r"):
+        np.testing.assert_allclose(a[k], b[k], rtol=1e-4, atol=1e-5)
+    for m in (tuned, dflt, plain):
+        m.close()
+    with pytest.raises(lathe_py.LatheError, match="nope.tsv"):
+        lathe_py.compile(path, threads=2, cache_dir=str(cache), tune_db=str(tmp_path / "nope.tsv"))
