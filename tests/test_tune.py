@@ -8,7 +8,10 @@ report counts them) and gives the same outputs as the default schedules (--no-tu
 interpreter; an entry whose schedule no longer applies falls back to the default (same outputs, not
 counted); a malformed database is an error naming the file and line; a missing --tune-db file is an
 error; --backend cuda is a usage error for tune. The default database is tune.tsv in the cache
-directory, read by `lathe run` without any flag.
+directory, read by `lathe run` without any flag. Python's tune_db= does the same. For a model with
+convolutions, tune times the NCHW and channel-blocked layouts and records both; compiles turn the
+blocked layout on exactly when the recorded times say it was faster (times edited in the database
+to force each way), never against --disable-pass, with the same outputs.
 
 The binary comes from $LATHE_BIN (default build/lathe).
 """
@@ -188,3 +191,68 @@ def test_python_tune_db(model, tmp_path):
         m.close()
     with pytest.raises(lathe_py.LatheError, match="nope.tsv"):
         lathe_py.compile(path, threads=2, cache_dir=str(cache), tune_db=str(tmp_path / "nope.tsv"))
+
+
+@pytest.fixture(scope="module")
+def conv_model(tmp_path_factory):
+    d = tmp_path_factory.mktemp("tune_conv")
+    rng = np.random.default_rng(8)
+    f = lambda name, *shape: numpy_helper.from_array(rng.uniform(-0.3, 0.3, shape).astype(np.float32), name)  # noqa: E731
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c1"], ["r1"]),
+             helper.make_node("Conv", ["r1", "w2", "b2"], ["c2"], pads=[1, 1, 1, 1]),
+             helper.make_node("Add", ["c2", "r1"], ["y"])]
+    graph = helper.make_graph(nodes, "conv", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 32, 20, 20])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 32, 20, 20])],
+                              initializer=[f("w1", 32, 32, 3, 3), f("b1", 32), f("w2", 32, 32, 3, 3), f("b2", 32)])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    path = d / "conv.onnx"
+    onnx.save(m, str(path))
+    np.save(d / "x.npy", rng.uniform(-1, 1, (1, 32, 20, 20)).astype(np.float32))
+    return d, str(path), str(d / "x.npy")
+
+
+def test_layout_decision(conv_model):
+    """lathe tune times the model in NCHW and channel-blocked and records both; a compile turns the
+    blocked layout on when the database says it was faster (the report says so), never when it is
+    disabled by name, and the outputs are the same either way."""
+    d, path, x = conv_model
+    cache, db = str(d / "cache"), str(d / "db.tsv")
+    r = tune(path, db, cache, "--runs", 3)
+    assert r.returncode == 0, r.stderr
+    if "does not apply" in r.stdout:
+        pytest.skip("no channel-blocked kernels on this CPU (needs AVX2 or AVX-512)")
+    m = re.search(r"layout: NCHW ([\d.]+) ms, channel-blocked ([\d.]+) ms", r.stdout)
+    assert m, r.stdout
+    rows = {e[2]: e for e in db_entries(db) if e[2].startswith("threads=2 passes=")}
+    assert set(rows) == {"threads=2 passes=default", "threads=2 passes=layout_nchwc"}, rows
+    assert all(e[4] == "-" and float(e[3]) > 0 for e in rows.values())
+    def make_faster(variant):
+        lines = []
+        for line in open(db).read().splitlines():
+            p = line.split("\t")
+            if len(p) == 5 and p[2].startswith("threads=2 passes="):
+                p[3] = "0.001" if p[2].endswith("=" + variant) else "0.002"
+            lines.append("\t".join(p))
+        with open(db, "w") as fh:
+            fh.write("\n".join(lines) + "\n")
+
+    # make the blocked layout the faster one, then the slower one
+    for fast, want in (("layout_nchwc", True), ("default", False)):
+        make_faster(fast)
+        rep = lathe("compile", path, "--cache-dir", cache, "--threads", 2, "--tune-db", db, "-o", str(d / f"o_{fast}"))
+        assert rep.returncode == 0, rep.stderr
+        assert ("tuned passes: layout_nchwc" in rep.stdout) == want, rep.stdout
+    # blocked faster again: used by run; --disable-pass wins; outputs agree
+    make_faster("layout_nchwc")
+    off = lathe("compile", path, "--cache-dir", cache, "--threads", 2, "--tune-db", db, "--disable-pass",
+                "layout_nchwc", "-o", str(d / "o_off"))
+    assert off.returncode == 0 and "tuned passes" not in off.stdout, off.stdout
+    got, rr = run_outputs(path, x, str(d / "b.npz"), cache, "--tune-db", db, "--time-passes")
+    assert re.search(r"layout_nchwc.*yes", rr.stderr), rr.stderr
+    want, _ = run_outputs(path, x, str(d / "n.npz"), cache, "--no-tune-db")
+    np.testing.assert_allclose(got["y"], want["y"], rtol=1e-4, atol=1e-5)
+    # another thread count: no decision
+    rep1 = lathe("compile", path, "--cache-dir", cache, "--threads", 1, "--tune-db", db, "-o", str(d / "o_t1"))
+    assert rep1.returncode == 0 and "tuned passes" not in rep1.stdout

@@ -240,6 +240,13 @@ int cli_compile_model(cli_compile_args *ca, lt_model *m, lt_datum *const *in, lt
     lt_tune_db *db = NULL;
     int code = tune_db_open(ca, &db);
     if (code) return code;
+    const char *tuned_passes = "";
+    if (db && lt_tune_model_passes(&ctx, db, m, lt_compile_threads(ca->o.threads), &tuned_passes) != LT_OK) {
+        lt_tune_db_free(db);
+        ca->o.schedule_hook = NULL, ca->o.schedule_user = NULL, ca->lookups.db = NULL;
+        return cli_fail(&ctx);
+    }
+    ca->o.tuned_passes = tuned_passes;
     const lt_graph *g = m->graph;
     const char **given = calloc((size_t)g->n_inputs + 1, sizeof *given);
     if (!given) {
@@ -259,6 +266,7 @@ int cli_compile_model(cli_compile_args *ca, lt_model *m, lt_datum *const *in, lt
     lt_status s = lt_compile(&ctx, m, &ca->o, out, rep);
     ca->o.given_inputs = NULL;
     free(given);
+    ca->o.tuned_passes = NULL;
     if (db) { /* this compile's lookups only */
         ca->o.schedule_hook = NULL, ca->o.schedule_user = NULL, ca->lookups.db = NULL;
         lt_tune_db_free(db);

@@ -10,12 +10,18 @@
  * is saved (atomically) to --db FILE, default tune.tsv in the cache directory, which `lathe run`,
  * `compile` and `profile` read by default (--tune-db FILE / --no-tune-db there). Kernels already in
  * the database are not measured again, so tuning a model twice costs one compile.
+ * Then the layout: a model with convolutions is compiled a second time with the channel-blocked
+ * layout pass (layout_nchwc, off by default), both plans are timed in turns (--runs each, medians),
+ * and both times go into the database under the model's key; later compiles of this model turn the
+ * pass on when it was at least 2% faster (lt_tune_model_passes; the compile report says so).
+ * --no-layout skips this, as does --disable-pass layout_nchwc.
  * Exit codes: 0 ok, 1 usage, 2 bad model, input or database, 3 unsupported.
  */
 #include "cli_compile.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "graph/infer.h"
 #include "profile/profile.h"
@@ -35,9 +41,61 @@ static const char TUNE_HELP[] =
     "  --beam N              schedules kept per round of the search (default 2)\n"
     "  --depth N             rounds: steps added to the default schedule (default 3)\n"
     "  --min-time MS         time each candidate for at least MS milliseconds (default 20)\n"
+    "  --runs N              whole-model runs per layout when timing the blocked layout (default 10)\n"
+    "  --no-layout           do not time the channel-blocked layout (models with convolutions)\n"
     "  --input NAME=FILE, --shapes, --dim   shapes, as for `lathe run`\n"
     CLI_COMPILE_HELP
     "  -h, --help            show this help\n";
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Median times of plans a and b over `runs` runs each, in turns of one untimed run and 5 timed. */
+static int time_in_turns(lt_plan *const plans[2], lt_datum *const *in, int n_out, int runs, double med[2]) {
+    double *t = calloc((size_t)runs * 2 + 2, sizeof *t);
+    lt_datum **outs = calloc((size_t)n_out + 1, sizeof *outs);
+    int n[2] = {0, 0}, rc = 0;
+    if (!t || !outs) { cli_error("out of memory"); rc = CLI_EXIT_INVALID; goto out; }
+    while (n[0] < runs && !rc)
+        for (int v = 0; v < 2 && !rc; v++)
+            for (int k = -1; k < 5 && n[v] < runs; k++) { /* k = -1: the settling run */
+                lt_ctx ctx = {0};
+                double t0 = now_s();
+                if (lt_plan_run(&ctx, plans[v], NULL, in, outs) != LT_OK) { rc = cli_fail(&ctx); break; }
+                double dt = now_s() - t0;
+                for (int o = 0; o < n_out; o++) lt_datum_release(outs[o]), outs[o] = NULL;
+                if (k >= 0) t[v * runs + n[v]++] = dt;
+            }
+    for (int v = 0; v < 2 && !rc; v++) {
+        qsort(t + v * runs, (size_t)runs, sizeof *t, cmp_double);
+        med[v] = t[v * runs + runs / 2];
+    }
+out:
+    free(t);
+    free(outs);
+    return rc;
+}
+
+static bool has_conv(const lt_model *m) {
+    for (int i = 0; i < m->graph->n_nodes; i++)
+        if (m->graph->nodes[i]->op == LT_OP_Conv) return true;
+    return false;
+}
+
+/* Did the compile's layout_nchwc pass change the model? */
+static bool layout_ran(const lt_compile_report *rep) {
+    for (int i = 0; i < rep->passes.n; i++)
+        if (!strcmp(rep->passes.runs[i].name, "layout_nchwc") && rep->passes.runs[i].changed) return true;
+    return false;
+}
 
 static void log_line(void *user, const char *line) {
     (void)user;
@@ -50,13 +108,14 @@ int cmd_tune(int argc, char **argv) {
     const char **shapes = calloc((size_t)argc, sizeof *shapes), **dims = calloc((size_t)argc, sizeof *dims),
                **inputs = calloc((size_t)argc, sizeof *inputs);
     int n_shapes = 0, n_dims = 0, n_inputs = 0, rc = 0, n_in = 0;
-    int64_t trials = 12, beam = 2, depth = 3, min_ms = 20;
-    lt_model *m = NULL;
-    lt_plan *plan = NULL;
+    int64_t trials = 12, beam = 2, depth = 3, min_ms = 20, runs = 10;
+    bool no_layout = false;
+    lt_model *m = NULL, *m2 = NULL;
+    lt_plan *plan = NULL, *plan2 = NULL;
     lt_datum **in = NULL;
     lt_tune_db *db = NULL;
-    lt_compile_report rep = {0};
-    bool have_rep = false;
+    lt_compile_report rep = {0}, rep2 = {0};
+    bool have_rep = false, have_rep2 = false;
     cli_compile_args ca;
     cli_compile_init(&ca, "cpu");
     if (!shapes || !dims || !inputs) { cli_error("out of memory"); rc = CLI_EXIT_INVALID; goto out; }
@@ -64,19 +123,20 @@ int cmd_tune(int argc, char **argv) {
         const char *v = NULL, *a = argv[i];
         int r;
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) { fputs(TUNE_HELP, stdout); goto out; }
+        if (strcmp(a, "--no-layout") == 0) { no_layout = true; i++; continue; }
         r = cli_compile_opt("tune", argc, argv, &i, &ca);
         if (r < 0) { rc = CLI_EXIT_USAGE; goto out; }
         if (r > 0) continue;
-        static const char *const opts[] = {"--db", "--trials", "--beam", "--depth", "--min-time", "--input",
-                                           "--shapes", "--dim"};
+        static const char *const opts[] = {"--db", "--trials", "--beam", "--depth", "--min-time", "--runs",
+                                           "--input", "--shapes", "--dim"};
         int which = -1;
         for (int k = 0; k < (int)(sizeof opts / sizeof *opts) && which < 0; k++) {
             r = cli_opt_value("tune", argc, argv, &i, opts[k], &v);
             if (r < 0) { rc = CLI_EXIT_USAGE; goto out; }
             if (r > 0) which = k;
         }
-        int64_t *num[] = {NULL, &trials, &beam, &depth, &min_ms};
-        if (which >= 1 && which <= 4) {
+        int64_t *num[] = {NULL, &trials, &beam, &depth, &min_ms, &runs};
+        if (which >= 1 && which <= 5) {
             if (!cli_parse_i64(v, num[which]) || *num[which] < 1 || *num[which] > 100000) {
                 rc = cli_usage("tune", "%s needs a positive count, got '%s'", opts[which], v);
                 goto out;
@@ -85,9 +145,9 @@ int cmd_tune(int argc, char **argv) {
         }
         switch (which) {
         case 0: db_arg = v; break;
-        case 5: inputs[n_inputs++] = v; break;
-        case 6: shapes[n_shapes++] = v; break;
-        case 7: dims[n_dims++] = v; break;
+        case 6: inputs[n_inputs++] = v; break;
+        case 7: shapes[n_shapes++] = v; break;
+        case 8: dims[n_dims++] = v; break;
         default:
             if (a[0] == '-' && a[1]) { rc = cli_usage("tune", "unknown option '%s'", a); goto out; }
             if (model) { rc = cli_usage("tune", "only one MODEL may be given ('%s' and '%s')", model, a); goto out; }
@@ -131,8 +191,42 @@ int cmd_tune(int argc, char **argv) {
     printf("%-8s %10s %10s %7s %6s %6s  %s\n", "kernel", "default ms", "tuned ms", "speedup", "trials", "wrong",
            "schedule");
     fflush(stdout);
+    int threads = lt_compile_threads(ca.o.threads);
+    lt_tune_key kd, kb; /* the model's keys: before compiling, which rewrites it */
+    if (lt_tune_model_key(&ctx, m, threads, "default", &kd) != LT_OK ||
+        lt_tune_model_key(&ctx, m, threads, "layout_nchwc", &kb) != LT_OK) { rc = cli_fail(&ctx); goto out; }
+    bool try_layout = !no_layout && has_conv(m) && !strstr(ca.disable, "layout_nchwc") && !strstr(ca.enable, "layout_nchwc");
     if ((rc = cli_compile_model(&ca, m, in, &plan, &rep))) goto out;
     have_rep = true;
+    if (try_layout) { /* the same model in the channel-blocked layout */
+        if ((rc = cli_load_model(model, n_shapes, shapes, n_dims, dims, &m2))) goto out;
+        size_t len = strlen(ca.enable);
+        cli_fmt(ca.enable + len, sizeof ca.enable - len, "%slayout_nchwc", len ? "," : "");
+        ca.o.enable = ca.enable;
+        rc = cli_compile_model(&ca, m2, in, &plan2, &rep2);
+        ca.enable[len] = 0;
+        ca.o.enable = len ? ca.enable : NULL;
+        if (rc) goto out;
+        have_rep2 = true;
+        if (!layout_ran(&rep2)) {
+            printf("layout: the channel-blocked layout does not apply to this model here\n");
+        } else {
+            lt_plan *const plans[2] = {plan, plan2};
+            double med[2];
+            if ((rc = time_in_turns(plans, in, m->graph->n_outputs, (int)runs, med))) goto out;
+            lt_schedule none = {0};
+            bool stored;
+            if (lt_tune_db_insert(&ctx, db, &kd, &none, med[0], &stored) != LT_OK ||
+                lt_tune_db_insert(&ctx, db, &kb, &none, med[1], &stored) != LT_OK) { rc = cli_fail(&ctx); goto out; }
+            /* the database keeps each variant's best time over tunes: the decision compiles read */
+            const lt_tune_entry *ed = lt_tune_db_lookup(db, &kd), *eb = lt_tune_db_lookup(db, &kb);
+            bool pays = ed && eb && eb->time_s < 0.98 * ed->time_s;
+            printf("layout: NCHW %.3f ms, channel-blocked %.3f ms (medians of %d runs; best recorded %.3f / %.3f): %s\n",
+                   med[0] * 1e3, med[1] * 1e3, (int)runs, ed ? ed->time_s * 1e3 : 0.0, eb ? eb->time_s * 1e3 : 0.0,
+                   pays ? "compiles of this model will use the blocked layout"
+                        : "the blocked layout does not pay; compiles keep NCHW");
+        }
+    }
     if (lt_tune_db_save(&ctx, db, path) != LT_OK) { rc = cli_fail(&ctx); goto out; }
     printf("tuned %d kernel(s) (%d measurements, %d rejected as wrong), %d from the database; "
            "%d kernel(s) of %d use tuned schedules\n", tc.n_searched, tc.n_trials, tc.n_wrong, tc.n_hits, rep.n_tuned,
@@ -142,9 +236,12 @@ out:
     for (int i = 0; in && i < n_in; i++) lt_datum_release(in[i]);
     free(in);
     lt_plan_free(plan);
+    lt_plan_free(plan2);
     if (have_rep) lt_compile_report_free(&rep);
+    if (have_rep2) lt_compile_report_free(&rep2);
     lt_tune_db_free(db);
     lt_model_free(m);
+    lt_model_free(m2);
     free(shapes);
     free(dims);
     free(inputs);

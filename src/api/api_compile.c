@@ -99,6 +99,8 @@ lathe_status lathe_compile(const char *path, const lathe_load_options *load, con
         if (lt_tune_db_new(&ctx, &tc.db) != LT_OK || lt_tune_db_load(&ctx, tc.db, opts->tune_db) != LT_OK) goto fail;
         co.schedule_hook = lt_tune_cpu_hook;
         co.schedule_user = &tc;
+        if (lt_tune_model_passes(&ctx, tc.db, c->m, lt_compile_threads(co.threads), &co.tuned_passes) != LT_OK)
+            goto fail;
     }
     lt_status cs = lt_compile(&ctx, c->m, &co, &c->plan, &rep);
     lt_tune_db_free(tc.db);

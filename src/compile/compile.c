@@ -50,10 +50,43 @@ int lt_compile_host_lanes(void) {
 }
 
 /* Threads the plan's kernels may use (sizes per-thread scratch): the option, else the CPUs online. */
-static int plan_threads(int threads) {
+int lt_compile_threads(int threads) {
     if (threads > 0) return threads;
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     return n < 1 ? 1 : n > 256 ? 256 : (int)n;
+}
+
+/* Is `name` in the comma-separated list (NULL: empty)? */
+static bool list_has(const char *list, const char *name) {
+    size_t n = strlen(name);
+    for (const char *p = list; p && *p;) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len == n && strncmp(p, name, n) == 0) return true;
+        p = e ? e + 1 : NULL;
+    }
+    return false;
+}
+
+/* Append opt->tuned_passes' names to enable (unless disabled or already there); note them in r. */
+static lt_status add_tuned_passes(lt_ctx *ctx, const lt_compile_options *opt, char *enable, size_t size,
+                                  lt_compile_report *r) {
+    for (const char *p = opt->tuned_passes; p && *p;) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        char name[64];
+        if (len >= sizeof name) return lt_error(ctx, LT_ERR_USAGE, "tuned pass name '%.*s' too long", (int)len, p);
+        memcpy(name, p, len);
+        name[len] = 0;
+        p = e ? e + 1 : NULL;
+        if (!len || list_has(opt->disable, name) || list_has(enable, name)) continue;
+        size_t used = strlen(enable), rused = strlen(r->tuned_passes);
+        if (used + len + 2 > size || rused + len + 2 > sizeof r->tuned_passes)
+            return lt_error(ctx, LT_ERR_USAGE, "too many pass names (tuned passes)");
+        snprintf(enable + used, size - used, "%s%s", used ? "," : "", name);
+        snprintf(r->tuned_passes + rused, sizeof r->tuned_passes - rused, "%s%s", rused ? "," : "", name);
+    }
+    return LT_OK;
 }
 
 /* ---- dumps ---- */
@@ -185,7 +218,10 @@ lt_status lt_compile(lt_ctx *ctx, lt_model *m, const lt_compile_options *opt, lt
     if (!opt->keep_initializer_inputs && (s = freeze_inputs(ctx, m, opt->given_inputs, api_frozen, &r->n_frozen_inputs)) != LT_OK)
         goto fail;
 
-    /* 1. graph passes */
+    /* 1. graph passes (with the tuned ones not disabled by name) */
+    char enable[1024];
+    snprintf(enable, sizeof enable, "%s", opt->enable ? opt->enable : "");
+    if (opt->tuned_passes && (s = add_tuned_passes(ctx, opt, enable, sizeof enable, r)) != LT_OK) goto fail;
     lt_pass_options po = {
         .level = opt->opt_level,
         .verify_each = opt->verify_each,
@@ -195,7 +231,7 @@ lt_status lt_compile(lt_ctx *ctx, lt_model *m, const lt_compile_options *opt, lt
         .dump = opt->dump_cb ? NULL : &r->pass_dump,
         .time_passes = opt->time_passes,
         .disable = opt->disable,
-        .enable = opt->enable,
+        .enable = enable[0] ? enable : NULL,
         .stop_after = opt->stop_after,
         .target = bname,
         .no_microkernels = opt->no_microkernels,
@@ -226,7 +262,7 @@ lt_status lt_compile(lt_ctx *ctx, lt_model *m, const lt_compile_options *opt, lt
     lt_lower_options lo = {.vector_lanes = opt->vector_lanes > 0 ? opt->vector_lanes : lt_compile_host_lanes(),
                            .no_microkernels = opt->no_microkernels,
                            .scratch = true, /* the plan binds lt_lscratch buffers in its workspace */
-                           .threads = plan_threads(opt->threads),
+                           .threads = lt_compile_threads(opt->threads),
                            .gpu = gpu};
     lt_lowered *lowered = lt_arena_alloc(arena, sizeof *lowered * (size_t)(gs->n + 1));
     if (!lowered) { s = lt_error(ctx, LT_ERR_NOMEM, "out of memory (lowered kernels)"); goto fail; }
@@ -447,6 +483,7 @@ void lt_compile_report_print(const lt_compile_report *r, lt_strbuf *out) {
                  "nodes compiled %d/%d (%d%%)\n", r->nodes_before, r->nodes_after, r->n_groups, r->n_kernels,
                  r->n_pack_kernels, p->n_host, p->n_nodes_compiled, p->n_nodes, pct);
     if (r->n_tuned) lt_sb_printf(out, "tuned schedules: %d kernel(s)\n", r->n_tuned);
+    if (r->tuned_passes[0]) lt_sb_printf(out, "tuned passes: %s (measured faster for this model)\n", r->tuned_passes);
     if (r->n_fallback_groups || r->n_unscheduled)
         lt_sb_printf(out, "fallbacks: %d group(s) run as host steps, %d kernel(s) unscheduled; first: %s\n",
                      r->n_fallback_groups, r->n_unscheduled, r->fallback_first);

@@ -82,9 +82,15 @@ typedef struct lt_compile_options {
      * default; an error status from the hook fails the compile. */
     lt_status (*schedule_hook)(void *user, lt_ctx *ctx, lt_lowered *lw, int threads, bool *replaced);
     void *schedule_user;
+    /* Passes a tuning database found faster for this model (lt_tune_model_passes: "layout_nchwc"
+     * or ""), comma-separated: enabled like `enable`, except those named in `disable`; the report
+     * lists the ones that ran as tuned. NULL: none. */
+    const char *tuned_passes;
 } lt_compile_options;
 
 void lt_compile_options_init(lt_compile_options *o);
+/* The thread count a compile with options.threads = threads builds for (0: the online CPUs). */
+int lt_compile_threads(int threads);
 
 enum {
     LT_STAGE_PASSES, LT_STAGE_FUSE, LT_STAGE_LOWER, LT_STAGE_SCHEDULE, LT_STAGE_EMIT, LT_STAGE_BACKEND,
@@ -103,6 +109,7 @@ typedef struct lt_compile_report {
     int n_fallback_groups;      /* compiled groups the lowering rejected, run as host steps */
     int n_unscheduled;          /* kernels whose default schedule failed to apply (left unscheduled) */
     int n_tuned;                /* kernels whose schedule came from schedule_hook (a tuned one) */
+    char tuned_passes[128];     /* options.tuned_passes enabled by this compile ("" none) */
     char fallback_first[512];   /* the first such message */
     size_t source_bytes;        /* the generated translation unit */
     bool cache_hit;

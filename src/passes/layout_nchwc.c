@@ -20,11 +20,12 @@
  * Runs only for the CPU target without --no-microkernels (enabled hook: lt_pass_options.target,
  * .no_microkernels); a rewritten model imports the "lathe" opset (version 1).
  *
- * Status: in the pipeline but off by default (LT_PIPE_OFF in pipeline.c): runs only when enabled by
- * name (--enable-pass layout_nchwc, lt_pass_options.enable). Measured here at 1 thread (lathe
- * profile, same session): MobileNetV2 0.84-0.92x of NCHW's time, but 1.08-1.18x at 2 threads, and
- * ResNet-50 1.1-1.4x slower (dense 3x3 at 14x14 / 7x7 loses); docs/PASSES.md has the per-layer
- * picture. Tests also run the descriptor directly.
+ * Status: in the pipeline but off by default (LT_PIPE_OFF in pipeline.c): runs when enabled by name
+ * (--enable-pass layout_nchwc, lt_pass_options.enable), which compiles do for a model that `lathe
+ * tune` measured faster blocked on this machine (lt_compile_options.tuned_passes). On the
+ * development VM NCHW wins for every bench model (MobileNetV2 1 thread 9.5 vs 10.1 ms; dense 3x3 at
+ * 14x14 / 7x7 and depthwise stride 1 lose per layer); docs/PASSES.md has the per-layer picture.
+ * Tests also run the descriptor directly.
  */
 #include "util.h"
 

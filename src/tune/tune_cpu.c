@@ -29,6 +29,7 @@
 
 #include "../backend/cpu/cpu.h"
 #include "../codegen/codegen.h"
+#include "../graph/graph.h"
 
 static double now_s(void) {
     struct timespec ts;
@@ -236,5 +237,34 @@ lt_status lt_tune_cpu_hook(void *user, lt_ctx *ctx, lt_lowered *lw, int threads,
     }
     lw->schedule = res.best;
     *replaced = true;
+    return LT_OK;
+}
+
+/* ---- whole-model choices ---- */
+
+lt_status lt_tune_model_key(lt_ctx *ctx, const lt_model *m, int threads, const char *variant, lt_tune_key *key) {
+    if (!m || !m->graph) return lt_error(ctx, LT_ERR_USAGE, "tuning: no model graph");
+    char target[64], shapes[96];
+    lt_tune_target_cpu(target, sizeof target);
+    snprintf(shapes, sizeof shapes, "threads=%d passes=%s", threads, variant);
+    lt_strbuf b = {0};
+    lt_graph_print(m->graph, &b);
+    if (b.failed || !b.s) {
+        lt_sb_free(&b);
+        return lt_error(ctx, LT_ERR_NOMEM, "out of memory (printing the model for its tuning key)");
+    }
+    lt_status st = lt_tune_key_make(ctx, b.s, b.len, target, shapes, key);
+    lt_sb_free(&b);
+    return st;
+}
+
+lt_status lt_tune_model_passes(lt_ctx *ctx, const lt_tune_db *db, const lt_model *m, int threads, const char **out) {
+    *out = "";
+    if (!db) return LT_OK;
+    lt_tune_key kd, kb;
+    LT_TRY(lt_tune_model_key(ctx, m, threads, "default", &kd));
+    LT_TRY(lt_tune_model_key(ctx, m, threads, "layout_nchwc", &kb));
+    const lt_tune_entry *d = lt_tune_db_lookup(db, &kd), *b = lt_tune_db_lookup(db, &kb);
+    if (d && b && b->time_s < 0.98 * d->time_s) *out = "layout_nchwc";
     return LT_OK;
 }

@@ -6,6 +6,7 @@
  *     o.schedule_hook = lt_tune_cpu_hook, o.schedule_user = &tc;
  *     lt_tune_cpu tc = {.db = db, .search = true, .cc = cc, .cache_dir = dir,
  *                       .options = {.beam = 2, .depth = 2, .max_trials = 12}};   // lathe tune
+ * and, per model, whether the blocked layout pays (lt_tune_model_record / lt_tune_model_passes).
  */
 #ifndef LT_TUNE_CPU_H
 #define LT_TUNE_CPU_H
@@ -33,5 +34,15 @@ typedef struct lt_tune_cpu {
 
 /* compile.h's schedule_hook; user is an lt_tune_cpu. */
 lt_status lt_tune_cpu_hook(void *user, lt_ctx *ctx, lt_lowered *lw, int threads, bool *replaced);
+
+/* Whole-model choices: whether the channel-blocked layout (the layout_nchwc pass) pays for a model.
+ * `lathe tune` times the model both ways and inserts each time (no schedule steps) under the model's
+ * key, computed before compiling (compiling rewrites the model): the SHA-256 of its main graph as
+ * printed (structure, shapes, constants' names), target
+ * "cpu-<isa>", shapes "threads=N passes=<variant>" (variant "default" or "layout_nchwc"). */
+lt_status lt_tune_model_key(lt_ctx *ctx, const lt_model *m, int threads, const char *variant, lt_tune_key *key);
+/* The passes the database says pay for m at `threads`: "layout_nchwc" when both variants were
+ * timed and the blocked one was at least 2% faster; "" otherwise (nothing recorded, or NCHW won). */
+lt_status lt_tune_model_passes(lt_ctx *ctx, const lt_tune_db *db, const lt_model *m, int threads, const char **out);
 
 #endif
