@@ -235,7 +235,8 @@ typedef struct lathe_compile_options {
      * (the message lists the passes). */
     const char *enable_passes;
     /* A tuning database file (`lathe tune` writes one): the CPU kernels it holds schedules for, for
-     * this CPU and thread count, take them instead of the default ones. NULL = the default
+     * this CPU and thread count, take them instead of the default ones, and a model it timed faster
+     * in the channel-blocked layout is compiled in that layout (the report says so). NULL = the default
      * schedules (the library reads no file unless told; the CLI and Python default to tune.tsv in the
      * cache folder when it exists). A file that does not exist or does not parse is LATHE_ERR_INVALID. */
     const char *tune_db;
