@@ -256,3 +256,31 @@ def test_layout_decision(conv_model):
     # another thread count: no decision
     rep1 = lathe("compile", path, "--cache-dir", cache, "--threads", 1, "--tune-db", db, "-o", str(d / "o_t1"))
     assert rep1.returncode == 0 and "tuned passes" not in rep1.stdout
+
+
+def test_python_layout_decision(conv_model, tmp_path):
+    """Python's tune_db= carries the layout choice too."""
+    import sys
+    sys.path.insert(0, os.path.join(ROOT, "python"))
+    lathe_py = pytest.importorskip("lathe")
+    d, path, x = conv_model
+    cache, db = str(tmp_path / "c"), str(tmp_path / "db.tsv")
+    r = tune(path, db, cache, "--runs", 2)
+    assert r.returncode == 0, r.stderr
+    if "does not apply" in r.stdout:
+        pytest.skip("no channel-blocked kernels on this CPU (needs AVX2 or AVX-512)")
+    lines = []
+    for line in open(db).read().splitlines():
+        p = line.split("\t")
+        if len(p) == 5 and p[2].startswith("threads=2 passes="):
+            p[3] = "0.001" if p[2].endswith("=layout_nchwc") else "0.002"
+        lines.append("\t".join(p))
+    with open(db, "w") as fh:
+        fh.write("\n".join(lines) + "\n")
+    blocked = lathe_py.compile(path, threads=2, cache_dir=cache, tune_db=db)
+    plain = lathe_py.compile(path, threads=2, cache_dir=cache, tune_db=False)
+    assert "tuned passes: layout_nchwc" in blocked.report and "tuned passes" not in plain.report
+    feeds = {"x": np.load(x)}
+    np.testing.assert_allclose(blocked(feeds)["y"], plain(feeds)["y"], rtol=1e-4, atol=1e-5)
+    blocked.close()
+    plain.close()
