@@ -10,14 +10,17 @@
  *              (cuda_norm.h; the variant lathe picks, and the best of all variants that fit), and the
  *              kernel the compiler emits for the ONNX op (ReduceSum, Softmax, LayerNormalization,
  *              RMSNormalization over the last axis; variant "emitted tT vV": T threads per row)
- *   gemm       float16 / bfloat16 at 4096^3 and 8192^3 (cuda_gemm.h, mma.sync): every tensor-core
- *              configuration, lathe's pick, and cuBLAS (cublasGemmEx, fp32 accumulation) on the same
- *              stream; outputs compared with cuBLAS's at 4096 sampled points
+ *   gemm       float16 / bfloat16 at 4096^3 and 8192^3 (cuda_gemm.h: mma.sync, and wgmma on sm_90a):
+ *              every tensor-core configuration, lathe's pick, and cuBLAS (cublasGemmEx, fp32
+ *              accumulation) on the same stream; each configuration's output (NaN-poisoned before
+ *              it runs) compared with cuBLAS's at 4096 sampled points
  * Bandwidth = bytes a kernel must move (read + write) / median time; % = of the copy's.
  * Output: a table on stdout; with --json FILE, one JSON object per row (bench/gpu/bench.py merges
  * them with PyTorch's numbers). Build: see tests/gpu/run.sh (cc against liblathe.a).
  * Usage: bench_kernels [--rows R] [--cols C] [--reps N] [--gemm-sizes 4096,8192] [--json FILE] [--cache DIR]
- * (the cubin cache: --cache, else $LATHE_CUDA_CACHE, else none)
+ *                      [--no-rows] [--configs NAME,...]
+ * (the cubin cache: --cache, else $LATHE_CUDA_CACHE, else none; --no-rows: the GEMMs only; --configs:
+ * time only these GEMM configurations, e.g. wg128x256x64,128x256x32)
  */
 #include "backend/cuda/cuda.h"
 #include "backend/cuda/cuda_kernels.h"
@@ -236,6 +239,15 @@ typedef struct cublas {
                    const void *, void *, int, int, int, int);
 } cublas;
 static cublas cb;
+static const char *only_configs; /* --configs: comma-separated configuration names to time; NULL: all */
+
+static bool config_wanted(const char *name) {
+    if (!only_configs) return true;
+    size_t n = strlen(name);
+    for (const char *p = only_configs; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
+        if (strncmp(p, name, n) == 0 && (p[n] == ',' || p[n] == 0)) return true;
+    return false;
+}
 static const char *cublas_open(void) {
     static const char *libs[] = {"libcublas.so.13", "libcublas.so.12", "/usr/local/cuda/lib64/libcublas.so.13",
                                  "/usr/local/cuda/lib64/libcublas.so.12", NULL};
@@ -295,42 +307,55 @@ static void bench_gemm(lt_dtype t, int size, const char *cublas_missing) {
     double flops = 2.0 * size * (double)size * size;
     int n = size >= 8192 ? (reps < 10 ? reps : 10) : reps;
     gemm_job j = {{.dtype = t, .c = C, .a = A, .b = B, .m = size, .n = size, .k = size, .config = -1}, R};
+    /* cuBLAS first: its output R is the reference every configuration is compared with */
+    double tf_cublas = 0;
+    if (!cublas_missing) {
+        double ms = time_ms(run_cublas, &j, n);
+        tf_cublas = ms > 0 ? flops / (ms * 1e-3) / 1e12 : 0;
+        if (lt_cuda_sync(cu, &ctx)) DIE(&ctx);
+    }
     const char *kname = NULL;
     if (lt_cuda_gemm_prepare(cu, &ctx, &j.a, &kname)) DIE(&ctx);
     char auto_name[64];
     snprintf(auto_name, sizeof auto_name, "%s", kname + strlen("lt_cuda_gemm_"));
-    double ms_auto = time_ms(run_gemm, &j, n), best = ms_auto;
-    char best_name[64];
-    snprintf(best_name, sizeof best_name, "%s", auto_name);
-    char per[512] = "";
+    double ms_auto = -1, best = -1, err_auto = -1, worst_err = 0;
+    char best_name[64] = "", worst_name[64] = "";
+    char per[1024] = "";
     for (int c = 0; c + 1 < lt_cuda_gemm_n_configs(); c++) {
+        if (!config_wanted(lt_cuda_gemm_config_name(c))) continue;
         gemm_job jc = j;
         jc.a.config = c;
-        if (lt_cuda_gemm_prepare(cu, &ctx, &jc.a, &kname)) DIE(&ctx);
-        double ms = strcmp(kname + strlen("lt_cuda_gemm_"), auto_name) == 0 ? ms_auto : time_ms(run_gemm, &jc, n);
+        lt_ctx cc = {0};
+        if (lt_cuda_gemm_prepare(cu, &cc, &jc.a, &kname)) { /* not for this device (wgmma needs sm_90a) */
+            lt_ctx_clear(&cc);
+            continue;
+        }
+        const char *name = kname + strlen("lt_cuda_gemm_");
+        if (lt_cuda_memset(cu, &ctx, C, 0xff, n2 * es)) DIE(&ctx); /* NaN: an output left unwritten shows */
+        double ms = time_ms(run_gemm, &jc, n), err = -1;
+        if (!cublas_missing) { /* the output of the last timed run against cuBLAS's */
+            if (lt_cuda_sync(cu, &ctx)) DIE(&ctx);
+            err = compare_sampled(t, C, R, n2);
+            if (!(err <= worst_err)) worst_err = err, snprintf(worst_name, sizeof worst_name, "%s", name);
+        }
+        if (strcmp(name, auto_name) == 0) ms_auto = ms, err_auto = err;
         size_t len = strlen(per);
         snprintf(per + len, sizeof per - len, "%s%s %.0f", len ? ", " : "", lt_cuda_gemm_config_name(c),
                  ms > 0 ? flops / (ms * 1e-3) / 1e12 : 0);
-        if (ms > 0 && ms < best) best = ms, snprintf(best_name, sizeof best_name, "%s", kname + strlen("lt_cuda_gemm_"));
+        if (ms > 0 && (best < 0 || ms < best)) best = ms, snprintf(best_name, sizeof best_name, "%s", name);
     }
     double tf_auto = ms_auto > 0 ? flops / (ms_auto * 1e-3) / 1e12 : 0, tf_best = best > 0 ? flops / (best * 1e-3) / 1e12 : 0;
-    double tf_cublas = 0, err = -1;
-    if (!cublas_missing) {
-        double ms = time_ms(run_cublas, &j, n);
-        tf_cublas = ms > 0 ? flops / (ms * 1e-3) / 1e12 : 0;
-        /* correctness against cuBLAS: lathe's pick and cuBLAS on the same inputs */
-        if (lt_cuda_gemm(cu, &ctx, &j.a) || run_cublas(&ctx, &j) || lt_cuda_sync(cu, &ctx)) DIE(&ctx);
-        err = compare_sampled(t, C, R, n2);
-    }
     printf("gemm       %-5s %5d^3 %-18s %8.3f ms %7.1f TFLOP/s", dt, size, auto_name, ms_auto, tf_auto);
-    if (tf_cublas > 0) printf("  cuBLAS %.1f (lathe %.0f%%), max rel diff %.2g", tf_cublas, 100 * tf_auto / tf_cublas, err);
+    if (tf_cublas > 0)
+        printf("  cuBLAS %.1f (lathe %.0f%%), max rel diff %.2g (worst of all configs %.2g%s%s)", tf_cublas,
+               100 * tf_auto / tf_cublas, err_auto, worst_err, worst_name[0] ? ": " : "", worst_name);
     else printf("  cuBLAS: %s", cublas_missing);
     printf("\n           configs (TFLOP/s): %s; best %s %.1f\n", per, best_name, tf_best);
     if (json)
         fprintf(json, "{\"kind\": \"gemm\", \"name\": \"gemm\", \"dtype\": \"%s\", \"size\": %d, \"variant\": \"%s\", "
                 "\"ms\": %.5f, \"tflops\": %.2f, \"best_variant\": \"%s\", \"best_tflops\": %.2f, \"cublas_tflops\": %.2f, "
-                "\"max_rel_diff_vs_cublas\": %.3g}\n", dt, size, auto_name, ms_auto, tf_auto, best_name, tf_best, tf_cublas,
-                err);
+                "\"max_rel_diff_vs_cublas\": %.3g, \"worst_config_rel_diff\": %.3g}\n", dt, size, auto_name, ms_auto, tf_auto,
+                best_name, tf_best, tf_cublas, err_auto, worst_err);
     lt_cuda_free(cu, A), lt_cuda_free(cu, B), lt_cuda_free(cu, C), lt_cuda_free(cu, R);
 }
 
@@ -339,6 +364,7 @@ int main(int argc, char **argv) {
     int cols = 4096;
     char sizes[128] = "4096,8192";
     const char *json_path = NULL, *cache = NULL;
+    bool rows_too = true;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--rows") && i + 1 < argc) rows = atoll(argv[++i]);
         else if (!strcmp(argv[i], "--cols") && i + 1 < argc) cols = atoi(argv[++i]);
@@ -346,9 +372,11 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--gemm-sizes") && i + 1 < argc) snprintf(sizes, sizeof sizes, "%s", argv[++i]);
         else if (!strcmp(argv[i], "--json") && i + 1 < argc) json_path = argv[++i];
         else if (!strcmp(argv[i], "--cache") && i + 1 < argc) cache = argv[++i];
+        else if (!strcmp(argv[i], "--no-rows")) rows_too = false;
+        else if (!strcmp(argv[i], "--configs") && i + 1 < argc) only_configs = argv[++i];
         else {
             fprintf(stderr, "usage: bench_kernels [--rows R] [--cols C] [--reps N] [--gemm-sizes 4096,8192] [--json FILE] "
-                    "[--cache DIR]\n");
+                    "[--cache DIR] [--no-rows] [--configs NAME,...]\n");
             return 1;
         }
     }
@@ -390,7 +418,7 @@ int main(int argc, char **argv) {
     }
 
     static const lt_dtype dts[] = {LT_FLOAT, LT_FLOAT16, LT_BFLOAT16};
-    for (int d = 0; d < 3; d++) bench_rows(dts[d], rows, cols);
+    for (int d = 0; d < 3 && rows_too; d++) bench_rows(dts[d], rows, cols);
 
     const char *missing = cublas_open();
     for (const char *p = sizes; *p;) {

@@ -206,15 +206,23 @@ lt_status lt_cuda_norm(lt_cuda *cu, lt_ctx *ctx, const lt_cuda_norm_args *a) {
 /* ---- GEMM ---- */
 typedef struct tc_config {
     const char *name;
-    int bm, bn, bk, wm, wn, stages, minb;
+    bool wg; /* wgmma (sm_90a only) rather than mma.sync */
+    int bm, bn, bk, wm, wn, stages, minb; /* warp tile wm x wn: mma.sync only */
 } tc_config;
-/* the same list as LT_GEMM_TC_CONFIGS in cuda_gemm.h */
+/* the same lists as LT_GEMM_TC_CONFIGS and LT_GEMM_WG_CONFIGS in cuda_gemm.h */
 static const tc_config tc_configs[] = {
-    {"128x256x32", 128, 256, 32, 64, 64, 4, 1}, {"256x128x32", 256, 128, 32, 64, 64, 4, 1},
-    {"128x128x32", 128, 128, 32, 64, 64, 4, 2}, {"128x128x64", 128, 128, 64, 64, 64, 3, 2},
-    {"64x64x32", 64, 64, 32, 32, 32, 3, 4},
+    {"128x256x32", false, 128, 256, 32, 64, 64, 4, 1},    {"256x128x32", false, 256, 128, 32, 64, 64, 4, 1},
+    {"128x128x32", false, 128, 128, 32, 64, 64, 4, 2},    {"64x64x32", false, 64, 64, 32, 32, 32, 3, 4},
+    {"wg128x256x64", true, 128, 256, 64, 0, 0, 4, 1},     {"wg256x128x64", true, 256, 128, 64, 0, 0, 4, 1},
+    {"wg128x128x64", true, 128, 128, 64, 0, 0, 3, 2},
 };
 enum { N_TC = (int)(sizeof tc_configs / sizeof tc_configs[0]), SIMT = N_TC };
+
+static int config_index(const char *name) {
+    int i = 0;
+    while (i < N_TC && strcmp(tc_configs[i].name, name) != 0) i++;
+    return i;
+}
 
 int lt_cuda_gemm_n_configs(void) { return N_TC + 1; }
 const char *lt_cuda_gemm_config_name(int config) {
@@ -249,26 +257,31 @@ static lt_status gemm_choose(lt_cuda *cu, lt_ctx *ctx, const lt_cuda_gemm_args *
                  gp->ldc % 8 == 0 && (!a->res || (gp->ldr % 8 == 0 && aligned16(a->res) && a->stride_r % 8 == 0)) &&
                  aligned16(a->a) && aligned16(a->b) && aligned16(a->c) && a->stride_a % 8 == 0 && a->stride_b % 8 == 0 &&
                  a->stride_c % 8 == 0;
+    const bool wg_ok = strcmp(cu->info.arch, "sm_90a") == 0; /* the kernels are built for the device's own target */
     int cfg = a->config;
     if (cfg >= 0) {
         if (cfg > SIMT) return lt_error(ctx, LT_ERR_USAGE, "CUDA GEMM: config %d (0 .. %d)", cfg, SIMT);
         if (cfg < SIMT && !tc_ok)
             return lt_error(ctx, LT_ERR_UNSUPPORTED, "CUDA GEMM: the tensor-core kernels need float16/bfloat16 with k, n, "
                             "the leading dimensions and batch strides multiples of 8 and 16-byte aligned operands");
+        if (cfg < SIMT && tc_configs[cfg].wg && !wg_ok)
+            return lt_error(ctx, LT_ERR_UNSUPPORTED, "CUDA GEMM: config %s needs wgmma (sm_90a); the target is %s",
+                            tc_configs[cfg].name, cu->info.arch);
     } else if (!tc_ok) {
         cfg = SIMT;
-    } else { /* the preferred tile that still gives every SM a block */
-        /* Measured on an H100 (bench/gpu, 4096^3 and 8192^3): the 128x128 tiles beat 128x256 by
-         * 15-20%; 128x256 and 256x128 stay as alternatives for tuning. */
-        static const int preferred[] = {3, 2};
+    } else { /* the first preferred tile that still gives every SM a block, else the small one */
+        /* Measured on an H200 (bench/gpu, 4096^3 and 8192^3, fp16 and bf16, % of cuBLAS): wgmma
+         * 128x256x64 73-78, 256x128x64 70-75, 128x128x64 60-65; mma.sync 128x256x32 51-59,
+         * 128x128x32 50-54. */
+        static const char *const wgmma[] = {"wg128x256x64", "wg128x128x64"};
+        static const char *const mma[] = {"128x256x32", "128x128x32"};
+        const char *const *pref = wg_ok ? wgmma : mma;
         int64_t sms = cu->info.sm_count > 0 ? cu->info.sm_count : 1;
-        cfg = N_TC - 1;
-        for (int p = 0; p < (int)(sizeof preferred / sizeof preferred[0]); p++) {
-            int i = preferred[p];
-            int64_t t = (int64_t)((a->m + tc_configs[i].bm - 1) / tc_configs[i].bm) *
-                        ((a->n + tc_configs[i].bn - 1) / tc_configs[i].bn) * gp->batch;
-            if (t >= sms) {
-                cfg = i;
+        cfg = config_index("64x64x32");
+        for (int p = 0; p < 2; p++) {
+            const tc_config *t = &tc_configs[config_index(pref[p])];
+            if ((int64_t)((a->m + t->bm - 1) / t->bm) * ((a->n + t->bn - 1) / t->bn) * gp->batch >= sms) {
+                cfg = config_index(pref[p]);
                 break;
             }
         }
@@ -281,11 +294,19 @@ static lt_status gemm_choose(lt_cuda *cu, lt_ctx *ctx, const lt_cuda_gemm_args *
         gp->threads = 256, gp->smem = 0, gp->bm = 128, gp->bn = 128;
     } else {
         const tc_config *t = &tc_configs[cfg];
-        snprintf(gp->inst, sizeof gp->inst, "LT_GEMM_TC(%s, %s, %s, %d, %d, %d, %d, %d, %d, %d)", dt, lay,
-                 a->b_trans ? "true" : "false", t->bm, t->bn, t->bk, t->wm, t->wn, t->stages, t->minb);
+        const char *bt = a->b_trans ? "true" : "false";
+        if (t->wg) {
+            snprintf(gp->inst, sizeof gp->inst, "LT_GEMM_WG(%s, %s, %s, %d, %d, %d, %d, %d)", dt, lay, bt, t->bm, t->bn,
+                     t->bk, t->stages, t->minb);
+            gp->threads = t->bm / 64 * 128;
+            gp->smem = t->stages * (t->bm + t->bn) * t->bk * 2 + 1024; /* + 1024: the kernel aligns its stages */
+        } else {
+            snprintf(gp->inst, sizeof gp->inst, "LT_GEMM_TC(%s, %s, %s, %d, %d, %d, %d, %d, %d, %d)", dt, lay, bt, t->bm,
+                     t->bn, t->bk, t->wm, t->wn, t->stages, t->minb);
+            gp->threads = (t->bm / t->wm) * (t->bn / t->wn) * 32;
+            gp->smem = t->stages * (t->bm + t->bn) * t->bk * 2;
+        }
         snprintf(gp->name, sizeof gp->name, "lt_cuda_gemm_%s_%s_%s", dt, lay, t->name);
-        gp->threads = (t->bm / t->wm) * (t->bn / t->wn) * 32;
-        gp->smem = t->stages * (t->bm + t->bn) * t->bk * 2;
         gp->bm = t->bm, gp->bn = t->bn;
     }
     int64_t tiles = (int64_t)((a->m + gp->bm - 1) / gp->bm) * ((a->n + gp->bn - 1) / gp->bn);

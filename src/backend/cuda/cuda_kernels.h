@@ -59,8 +59,8 @@ typedef struct lt_cuda_gemm_args {
     bool res_after_act;     /* act(alpha * AB + bias) + beta * R, instead of act(... + beta * R) */
     float alpha, beta;      /* 0 is taken as 1 for both */
     int config;             /* -1: choose; 0 .. lt_cuda_gemm_n_configs() - 1: that one (the SIMT
-                               kernel is the last); a tensor-core config the operands do not fit
-                               is LT_ERR_UNSUPPORTED */
+                               kernel is the last); a tensor-core config the operands do not fit,
+                               or a wgmma one on a device other than sm_90a, is LT_ERR_UNSUPPORTED */
 } lt_cuda_gemm_args;
 
 lt_status lt_cuda_gemm(lt_cuda *cu, lt_ctx *ctx, const lt_cuda_gemm_args *a);

@@ -1,7 +1,7 @@
 /* cuda_gemm.h — CUDA prelude: matrix multiply C = epilogue(alpha * A @ B) for float16 and bfloat16
- * on tensor cores (mma.sync m16n8k16, float32 accumulation) and for float32 on the SIMT cores (no
- * tf32: results match an fp32 reference), batched, with a fused epilogue; plus the peak-rate probes
- * that lathe's ceilings use.
+ * on tensor cores (wgmma on sm_90a, mma.sync m16n8k16 everywhere; float32 accumulation) and for
+ * float32 on the SIMT cores (no tf32: results match an fp32 reference), batched, with a fused
+ * epilogue; plus the peak-rate probes that lathe's ceilings use.
  *
  * Layouts (row-major, leading dimensions in elements): A [m, k] (lda), B [k, n] (ldb) — or, in the
  * "nt" kernels, B given as [n, k] (a Linear/Gemm transB weight) — C [m, n] (ldc); batch z =
@@ -9,25 +9,32 @@
  * Epilogue per element: v = alpha * acc; v += bias (per column, or per row); then the residual
  * beta * R[z, r, c] is added before or after the activation (relu, gelu erf, gelu tanh, sigmoid).
  *
- * Tensor-core kernels lt_cuda_gemm_<f16|bf16>_<nn|nt>_<BM>x<BN>x<BK>: a block computes a BM x BN tile
- * with warps of 64x64 (32x32 for the 64x64 tile); K advances BK at a time through a STAGES-deep ring
- * of shared-memory buffers filled with cp.async (16-byte copies, zero-filled past the edges) while
- * the tensor cores work on an earlier stage. Shared tiles have 16-byte chunks XOR-swizzled by row,
- * so both the cp.async writes and the ldmatrix reads (x4; .trans for a [k, n] B) touch 32 distinct
- * banks: no padding, no conflicts. Tiles are visited in groups of 8 tile-rows for L2 reuse.
+ * Tensor-core kernels lt_cuda_gemm_<f16|bf16>_<nn|nt>_<BM>x<BN>x<BK> (mma.sync): a block computes a
+ * BM x BN tile with warps of 64x64 (32x32 for the 64x64 tile); K advances BK at a time through a
+ * STAGES-deep ring of shared-memory buffers filled with cp.async (16-byte copies, zero-filled past
+ * the edges) while the tensor cores work on an earlier stage; the ldmatrix fragments of the next
+ * 16-deep step are read while the MMAs of this one run. Shared tiles have 16-byte chunks
+ * XOR-swizzled by row, so both the cp.async writes and the ldmatrix reads (x4; .trans for a [k, n]
+ * B) touch 32 distinct banks: no padding, no conflicts. Tiles are visited in groups of 8 tile-rows
+ * for L2 reuse. Launch: block (BM / WM) * (BN / WN) * 32 threads, dynamic shared memory
+ * STAGES * (BM + BN) * BK * 2 bytes.
+ * lt_cuda_gemm_<f16|bf16>_<nn|nt>_wg<BM>x<BN>x<BK> (wgmma, sm_90a only): warpgroups of 128 threads
+ * each compute 64 x BN of the tile with wgmma m64nBNk16 reading both operands from shared memory,
+ * which holds them in the 128- or 64-byte swizzle layouts (the same XOR swizzle) filled by cp.async
+ * as above; see lt_gemm_wg. Launch: block BM / 64 * 128 threads, dynamic shared memory
+ * STAGES * (BM + BN) * BK * 2 + 1024 bytes.
+ * Both: grid (tiles_m * tiles_n, batch); shared memory above 48 KiB needs cuFuncSetAttribute.
  * Requirements (the host checks them, else it uses the SIMT kernel): k % 8 == 0, n % 8 == 0, lda,
- * ldb, ldc, ldr multiples of 8, A, B, C 16-byte aligned. Launch: grid (tiles_m * tiles_n, batch),
- * block (BM / WM) * (BN / WN) * 32 threads, dynamic shared memory STAGES * (BM + BN) * BK * 2 bytes
- * (above 48 KiB: opt in with cuFuncSetAttribute).
+ * ldb, ldc, ldr multiples of 8, A, B, C 16-byte aligned.
  * SIMT kernels lt_cuda_gemm_<f32|f16|bf16>_<nn|nt>_simt: any shape and alignment; 128x128x8 tiles,
  * 256 threads of 8x8 outputs, shared memory double-buffered through registers. Grid as above.
- * Kernels are instantiated by macros (LT_GEMM_TC, LT_GEMM_SIMT) placed after the prelude, one per
- * module, so a module compiles only what it uses; LT_CUDA_ENTRY_GEMM instantiates every one and
- * LT_CUDA_ENTRY_PEAK the peak-rate probes. Compiled models call the same tile bodies through the
- * __device__ entries lt_cuda_mm_<dt>_<nn|nt>_<128x128|64x128|64x64|simt|simt64|simt32> (static shared memory, block and
- * thread indices as arguments; see "tile entry points" below), and cuda_conv.h reuses the MMA step,
- * the epilogue and the SIMT tile. The parameter struct is mirrored on the host
- * (src/backend/cuda/cuda_kernels.c): keep the two in the same order.
+ * Kernels are instantiated by macros (LT_GEMM_TC, LT_GEMM_WG, LT_GEMM_SIMT) placed after the
+ * prelude, one per module, so a module compiles only what it uses; LT_CUDA_ENTRY_GEMM instantiates
+ * every one and LT_CUDA_ENTRY_PEAK the peak-rate probes. Compiled models call the mma.sync tile
+ * bodies through the __device__ entries lt_cuda_mm_<dt>_<nn|nt>_<128x128|64x128|64x64|simt|simt64|simt32>
+ * (static shared memory, block and thread indices as arguments; see "tile entry points" below), and
+ * cuda_conv.h reuses the A-tile loader, the MMA step, the epilogue and the SIMT tile. The parameter
+ * struct is mirrored on the host (src/backend/cuda/cuda_kernels.c): keep the two in the same order.
  */
 #ifndef LT_PRELUDE_CUDA_GEMM_H
 #define LT_PRELUDE_CUDA_GEMM_H
@@ -125,7 +132,8 @@ template <int CH> LT_FN int lt_swz(int r, int c) {
 
 /* cp.async of one A tile (BM rows x BK columns of a row-major [M, K] matrix, leading dimension lda)
  * into the swizzled stage at sa; rows past M and columns past K are zero-filled. NT threads, thread
- * tid copies A_PER 16-byte chunks. Shared by the GEMM and the implicit-GEMM convolution. */
+ * tid copies A_PER 16-byte chunks. Shared by the GEMMs (and the wgmma one's [n, k] B, stored alike)
+ * and the implicit-GEMM convolution. */
 template <typename S, int BK, int NT, int A_PER>
 LT_FN void lt_tc_load_a(uint32_t sa, const S *A, long long lda, int m0, int M, int k0, int K, int tid) {
     enum { CHA = BK / 8 };
@@ -138,35 +146,50 @@ LT_FN void lt_tc_load_a(uint32_t sa, const S *A, long long lda, int m0, int M, i
     }
 }
 
-/* One BK-deep step of a warp's WM x WN tile on tensor cores: A [BM][BK] and B ([BN][BK] when BT,
- * else [BK][BN]) in shared memory at sa / sb, swizzled as lt_swz says. Shared by GEMM and conv. */
-template <typename D, int BM, int BN, int BK, int WM, int WN, bool BT>
-LT_FN void lt_tc_step(float (&acc)[WM / 16][WN / 8][4], uint32_t sa, uint32_t sb, int lane, int wm, int wn) {
+/* The A and B fragments of the 16-deep k step kk of a warp's WM x WN tile: A [BM][BK] and B
+ * ([BN][BK] when BT, else [BK][BN]) in shared memory at sa / sb, swizzled as lt_swz says. */
+template <int BM, int BN, int BK, int WM, int WN, bool BT>
+LT_FN void lt_tc_frags(uint32_t (&af)[WM / 16][4], uint32_t (&bfr)[WN / 8][2], uint32_t sa, uint32_t sb, int kk,
+                       int lane, int wm, int wn) {
     enum { MT = WM / 16, NTL = WN / 8, CHA = BK / 8, CHB = BT ? BK / 8 : BN / 8 };
 #pragma unroll
+    for (int i = 0; i < MT; i++) {
+        const int row = wm * WM + i * 16 + (lane & 15), c = kk * 2 + (lane >> 4);
+        lt_ldsm_x4(af[i], sa + (uint32_t)(row * CHA + lt_swz<CHA>(row, c)) * 16u);
+    }
+#pragma unroll
+    for (int j = 0; j < NTL / 2; j++) {
+        uint32_t r[4];
+        if (BT) { /* [n][k]: rows are n; matrices (n lo, k lo), (n lo, k hi), (n hi, k lo), (n hi, k hi) */
+            const int row = wn * WN + j * 16 + (lane >> 4) * 8 + (lane & 7), c = kk * 2 + ((lane >> 3) & 1);
+            lt_ldsm_x4(r, sb + (uint32_t)(row * CHB + lt_swz<CHB>(row, c)) * 16u);
+        } else { /* [k][n]: rows are k, transposed on load; same matrix order */
+            const int row = kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8, c = (wn * WN + j * 16) / 8 + (lane >> 4);
+            lt_ldsm_x4_t(r, sb + (uint32_t)(row * CHB + lt_swz<CHB>(row, c)) * 16u);
+        }
+        bfr[2 * j][0] = r[0], bfr[2 * j][1] = r[1], bfr[2 * j + 1][0] = r[2], bfr[2 * j + 1][1] = r[3];
+    }
+}
+
+/* The MMAs of one 16-deep k step on fragments from lt_tc_frags. */
+template <typename D, int WM, int WN>
+LT_FN void lt_tc_mmas(float (&acc)[WM / 16][WN / 8][4], const uint32_t (&af)[WM / 16][4],
+                      const uint32_t (&bfr)[WN / 8][2]) {
+#pragma unroll
+    for (int i = 0; i < WM / 16; i++)
+#pragma unroll
+        for (int j = 0; j < WN / 8; j++) lt_mma16816(D(), acc[i][j], af[i], bfr[j]);
+}
+
+/* One BK-deep step of a warp's WM x WN tile on tensor cores (fragments loaded, then used). Used by
+ * the implicit-GEMM convolution; the GEMM pipelines the same two halves across steps. */
+template <typename D, int BM, int BN, int BK, int WM, int WN, bool BT>
+LT_FN void lt_tc_step(float (&acc)[WM / 16][WN / 8][4], uint32_t sa, uint32_t sb, int lane, int wm, int wn) {
+#pragma unroll
     for (int kk = 0; kk < BK / 16; kk++) {
-        uint32_t af[MT][4], bfr[NTL][2];
-#pragma unroll
-        for (int i = 0; i < MT; i++) {
-            const int row = wm * WM + i * 16 + (lane & 15), c = kk * 2 + (lane >> 4);
-            lt_ldsm_x4(af[i], sa + (uint32_t)(row * CHA + lt_swz<CHA>(row, c)) * 16u);
-        }
-#pragma unroll
-        for (int j = 0; j < NTL / 2; j++) {
-            uint32_t r[4];
-            if (BT) { /* [n][k]: rows are n; matrices (n lo, k lo), (n lo, k hi), (n hi, k lo), (n hi, k hi) */
-                const int row = wn * WN + j * 16 + (lane >> 4) * 8 + (lane & 7), c = kk * 2 + ((lane >> 3) & 1);
-                lt_ldsm_x4(r, sb + (uint32_t)(row * CHB + lt_swz<CHB>(row, c)) * 16u);
-            } else { /* [k][n]: rows are k, transposed on load; same matrix order */
-                const int row = kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8, c = (wn * WN + j * 16) / 8 + (lane >> 4);
-                lt_ldsm_x4_t(r, sb + (uint32_t)(row * CHB + lt_swz<CHB>(row, c)) * 16u);
-            }
-            bfr[2 * j][0] = r[0], bfr[2 * j][1] = r[1], bfr[2 * j + 1][0] = r[2], bfr[2 * j + 1][1] = r[3];
-        }
-#pragma unroll
-        for (int i = 0; i < MT; i++)
-#pragma unroll
-            for (int j = 0; j < NTL; j++) lt_mma16816(D(), acc[i][j], af[i], bfr[j]);
+        uint32_t af[WM / 16][4], bfr[WN / 8][2];
+        lt_tc_frags<BM, BN, BK, WM, WN, BT>(af, bfr, sa, sb, kk, lane, wm, wn);
+        lt_tc_mmas<D, WM, WN>(acc, af, bfr);
     }
 }
 
@@ -210,7 +233,7 @@ LT_FN void lt_tile_origin(int bid, int M, int N, int BM, int BN, int *m0, int *n
     *m0 = (first_m + in_grp % gm) * BM, *n0 = (in_grp / gm) * BN;
 }
 
-/* Block `bid` (a tile, see lt_tile_origin) of batch entry z, computed by thread `tid` of
+/* Block `bid` (a tile, see lt_tile_origin) of batch entry z on mma.sync, computed by thread `tid` of
  * (BM / WM) * (BN / WN) * 32; smem holds STAGES * (BM + BN) * BK * 2 bytes. */
 template <typename D, int BM, int BN, int BK, int WM, int WN, int STAGES, bool BT>
 LT_FN void lt_gemm_tc(const lt_cuda_gemm_params &p, char *smem, int bid, long long z, int tid) {
@@ -235,23 +258,20 @@ LT_FN void lt_gemm_tc(const lt_cuda_gemm_params &p, char *smem, int bid, long lo
     const uint32_t sbase = lt_smem_u32(smem);
     const int KT = (K + BK - 1) / BK;
 
+    /* B: this thread's chunks are rows tid / CHB + i * (NT / CHB), chunk tid % CHB of the tile; the
+     * copies of k tile kt start kt * BK columns (nt) or rows (nn) after b_src */
+    const int rb = tid / CHB, cb = tid % CHB;
+    const S *b_src = BT ? B + (long long)(n0 + rb) * p.ldb + cb * 8 : B + (long long)rb * p.ldb + n0 + cb * 8;
     auto load_tile = [&](int stage, int kt) {
         const uint32_t sa = sbase + stage * STAGE_BYTES, sb = sa + A_BYTES;
         const int k0 = kt * BK;
         lt_tc_load_a<S, BK, NT, A_PER>(sa, A, p.lda, m0, M, k0, K, tid);
 #pragma unroll
         for (int i = 0; i < B_PER; i++) {
-            const int row = tid / CHB + i * (NT / CHB), c = tid % CHB;
-            bool ok;
-            const S *src;
-            if (BT) {
-                ok = n0 + row < N && k0 + c * 8 < K;
-                src = B + (long long)(n0 + row) * p.ldb + k0 + c * 8;
-            } else {
-                ok = k0 + row < K && n0 + c * 8 < N;
-                src = B + (long long)(k0 + row) * p.ldb + n0 + c * 8;
-            }
-            lt_cp_async16(sb + (uint32_t)(row * CHB + lt_swz<CHB>(row, c)) * 16u, ok ? src : B, ok);
+            const int row = rb + i * (NT / CHB);
+            const bool ok = BT ? n0 + row < N && k0 + cb * 8 < K : k0 + row < K && n0 + cb * 8 < N;
+            const S *src = b_src + (long long)i * (NT / CHB) * p.ldb + (BT ? (long long)k0 : (long long)k0 * p.ldb);
+            lt_cp_async16(sb + (uint32_t)(row * CHB + lt_swz<CHB>(row, cb)) * 16u, ok ? src : B, ok);
         }
     };
 
@@ -266,17 +286,194 @@ LT_FN void lt_gemm_tc(const lt_cuda_gemm_params &p, char *smem, int bid, long lo
         if (s < KT) load_tile(s, s);
         lt_cp_async_commit();
     }
+    /* Software pipeline over the 16-deep k steps: the fragments of step kk + 1 are read from shared
+     * memory while the tensor cores work on step kk, across tile boundaries too (two fragment
+     * buffers). One barrier per BK tile, before the first fragments of the next tile are read: it
+     * says that tile's copies have landed, and that every warp is done with the stage the copies
+     * issued next (at kk == 0) overwrite. */
+    enum { KK = BK / 16 };
+    uint32_t af[2][MT][4], bfr[2][NTL][2];
+    lt_cp_async_wait<STAGES - 2>(); /* tile 0 has landed */
+    __syncthreads();
+    int rs = 0, ws = STAGES - 1; /* the stage being read; the stage the next copies go to */
+    lt_tc_frags<BM, BN, BK, WM, WN, BT>(af[0], bfr[0], sbase, sbase + A_BYTES, 0, lane, wm, wn);
     for (int kt = 0; kt < KT; kt++) {
-        lt_cp_async_wait<STAGES - 2>(); /* this thread's copies of tile kt have landed */
-        __syncthreads();                 /* everyone's have; and stage (kt - 1) % STAGES is free */
-        if (kt + STAGES - 1 < KT) load_tile((kt + STAGES - 1) % STAGES, kt + STAGES - 1);
-        lt_cp_async_commit();
-        const uint32_t sa = sbase + (kt % STAGES) * STAGE_BYTES;
-        lt_tc_step<D, BM, BN, BK, WM, WN, BT>(acc, sa, sa + A_BYTES, lane, wm, wn);
+#pragma unroll
+        for (int kk = 0; kk < KK; kk++) {
+            if (kk == KK - 1) { /* the next fragments come from tile kt + 1 */
+                lt_cp_async_wait<STAGES - 2>();
+                __syncthreads();
+                rs = rs + 1 == STAGES ? 0 : rs + 1;
+            }
+            const uint32_t sa = sbase + rs * STAGE_BYTES;
+            lt_tc_frags<BM, BN, BK, WM, WN, BT>(af[(kk + 1) & 1], bfr[(kk + 1) & 1], sa, sa + A_BYTES, (kk + 1) % KK,
+                                                lane, wm, wn);
+            if (kk == 0) {
+                if (kt + STAGES - 1 < KT) load_tile(ws, kt + STAGES - 1);
+                lt_cp_async_commit();
+                ws = ws + 1 == STAGES ? 0 : ws + 1;
+            }
+            lt_tc_mmas<D, WM, WN>(acc, af[kk & 1], bfr[kk & 1]);
+        }
     }
     lt_cp_async_wait<0>();
 
     lt_tc_store<D, WM, WN>(p, acc, (S *)p.c + z * p.stride_c, m0 + wm * WM, n0 + wn * WN, lane, true, z);
+}
+
+/* ---- warpgroup MMA (wgmma, sm_90a only): a 64 x N x 16 product per instruction, issued by a warpgroup
+ * (4 warps) with both operands read by the tensor cores straight from shared memory ---- */
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define LT_HAVE_WGMMA 1
+#endif
+LT_FN void lt_fence_async_smem(void) { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+LT_FN void lt_wg_fence(void) { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+LT_FN void lt_wg_commit(void) { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N> LT_FN void lt_wg_wait(void) {
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+/* Keeps the compiler from moving accesses of the accumulators across the asynchronous MMAs. */
+template <int NB> LT_FN void lt_wg_fence_acc(float (&d)[1][NB][4]) {
+#pragma unroll
+    for (int j = 0; j < NB; j++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) asm volatile("" : "+f"(d[0][j][e])::"memory");
+}
+/* Shared-memory matrix descriptor of a tile stored in swizzle atoms of 8 rows of RB bytes (RB 128 or
+ * 64: the 128- or 64-byte swizzle modes), 16-byte chunk c of row r at lt_swz<RB / 16>(r, c), atoms
+ * aligned to 8 * RB bytes. lbo, sbo: the byte strides the PTX ISA names leading and stride dimension
+ * byte offsets. */
+template <int RB> LT_FN uint64_t lt_wg_desc(uint32_t addr, uint32_t lbo, uint32_t sbo) {
+    return (uint64_t)((addr & 0x3FFFFu) >> 4) | (uint64_t)(lbo >> 4) << 16 | (uint64_t)(sbo >> 4) << 32 |
+           (RB == 128 ? 1ull : 2ull) << 62;
+}
+/* d[0][j][e] (j < N / 8) are the f32 accumulators of wgmma m64nNk16: element (16 * warp + g + 8 * (e >> 1),
+ * 8 * j + 2 * t + (e & 1)) of the warpgroup's 64 x N tile for lane 4 * g + t, the mma.sync C layout */
+#define LT_WG_D8(i)                                                                                \
+    "+f"(d[0][(i) / 4][0]), "+f"(d[0][(i) / 4][1]), "+f"(d[0][(i) / 4][2]), "+f"(d[0][(i) / 4][3]), \
+        "+f"(d[0][(i) / 4 + 1][0]), "+f"(d[0][(i) / 4 + 1][1]), "+f"(d[0][(i) / 4 + 1][2]), "+f"(d[0][(i) / 4 + 1][3])
+#define LT_WG_D64(i)                                                                               \
+    LT_WG_D8(i), LT_WG_D8(i + 8), LT_WG_D8(i + 16), LT_WG_D8(i + 24), LT_WG_D8(i + 32), LT_WG_D8(i + 40), \
+        LT_WG_D8(i + 48), LT_WG_D8(i + 56)
+#define LT_WG_R64 \
+    "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
+    "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
+    "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+#define LT_WG_R128 \
+    "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
+    "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
+    "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, " \
+    "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, " \
+    "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, " \
+    "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, " \
+    "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
+/* D += A * B, A K-major, B K-major (TB 0) or N-major (TB 1). Operands: the N / 2 accumulators (REGS),
+ * then the descriptors da, db, scale-d (1: accumulate) and TB, whose numbers I0 .. I3 are spelled out */
+#define LT_WGMMA_ASM(N, TY, REGS, I0, I1, I2, I3, ...)                                             \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" I2 ", 0;\nwgmma.mma_async.sync.aligned.m64n" #N "k16.f32." TY \
+                 "." TY " {" REGS "}, %" I0 ", %" I1 ", p, 1, 1, 0, %" I3 ";\n}\n"                    \
+                 : __VA_ARGS__                                                                     \
+                 : "l"(da), "l"(db), "r"(1), "n"(TB))
+template <int TB> LT_FN void lt_wgmma(lt_dt_f16, float (&d)[1][16][4], uint64_t da, uint64_t db) {
+    LT_WGMMA_ASM(128, "f16", LT_WG_R64, "64", "65", "66", "67", LT_WG_D64(0));
+}
+template <int TB> LT_FN void lt_wgmma(lt_dt_bf16, float (&d)[1][16][4], uint64_t da, uint64_t db) {
+    LT_WGMMA_ASM(128, "bf16", LT_WG_R64, "64", "65", "66", "67", LT_WG_D64(0));
+}
+template <int TB> LT_FN void lt_wgmma(lt_dt_f16, float (&d)[1][32][4], uint64_t da, uint64_t db) {
+    LT_WGMMA_ASM(256, "f16", LT_WG_R128, "128", "129", "130", "131", LT_WG_D64(0), LT_WG_D64(64));
+}
+template <int TB> LT_FN void lt_wgmma(lt_dt_bf16, float (&d)[1][32][4], uint64_t da, uint64_t db) {
+    LT_WGMMA_ASM(256, "bf16", LT_WG_R128, "128", "129", "130", "131", LT_WG_D64(0), LT_WG_D64(64));
+}
+
+/* Block `bid` (a tile, see lt_tile_origin) of batch entry z on wgmma: BM / 64 warpgroups of 128
+ * threads, each computing 64 x BN (BN 128 or 256) of the BM x BN tile; thread tid. K advances BK (64
+ * or 32) at a time through a STAGES-deep ring (STAGES >= 3) filled with cp.async by all threads. Rows
+ * of RB = 2 * BK bytes in swizzle atoms of 8 rows (lt_swz<BK / 8>: the 128- or 64-byte swizzle mode
+ * the descriptors name): a stage holds A as [BM][BK] and B as [BN][BK] (nt), both K-major, or B as
+ * [BN / AC][BK][AC] (nn: N-major atoms of AC = RB / 2 columns). Each k tile is one commit group of
+ * BK / 16 wgmma per warpgroup, left running while the next tile starts: copies go STAGES - 2 tiles
+ * ahead, into the stage of tile kt - 2, which every warpgroup is done with once past the barrier of
+ * tile kt. smem: STAGES * (BM + BN) * RB bytes + 1024 (alignment). */
+template <typename D, int BM, int BN, int BK, int STAGES, bool BT>
+LT_FN void lt_gemm_wg(const lt_cuda_gemm_params &p, char *smem, int bid, long long z, int tid) {
+#if LT_HAVE_WGMMA
+    typedef typename D::S S;
+    enum {
+        NT = BM / 64 * 128, RB = BK * 2, CH = BK / 8, AC = RB / 2, CHN = BN / 8, A_BYTES = BM * RB,
+        STAGE_BYTES = (BM + BN) * RB, A_PER = BM * CH / NT, B_PER = BN * CH / NT
+    };
+    static_assert(BM % 64 == 0 && (BN == 128 || BN == 256) && (BK == 32 || BK == 64) && STAGES >= 3 &&
+                      A_PER * NT == BM * CH && B_PER * NT == BN * CH,
+                  "wgmma tile");
+    const int warp = tid >> 5, wg = warp >> 2;
+    const int M = p.m, N = p.n, K = p.k;
+    int m0, n0;
+    lt_tile_origin(bid, M, N, BM, BN, &m0, &n0);
+    const S *A = (const S *)p.a + z * p.stride_a;
+    const S *B = (const S *)p.b + z * p.stride_b;
+    const uint32_t sbase = (lt_smem_u32(smem) + 1023u) & ~1023u;
+    const int KT = (K + BK - 1) / BK;
+
+    auto load_tile = [&](int stage, int kt) {
+        const uint32_t sa = sbase + stage * STAGE_BYTES, sb = sa + A_BYTES;
+        const int k0 = kt * BK;
+        lt_tc_load_a<S, BK, NT, A_PER>(sa, A, p.lda, m0, M, k0, K, tid);
+        if (BT) {
+            lt_tc_load_a<S, BK, NT, B_PER>(sb, B, p.ldb, n0, N, k0, K, tid); /* rows n, like A */
+        } else {
+#pragma unroll
+            for (int i = 0; i < B_PER; i++) { /* row k, chunk c (8 columns): consecutive threads along a row */
+                const int q = tid + i * NT, row = q / CHN, c = q % CHN;
+                const bool ok = k0 + row < K && n0 + c * 8 < N;
+                const S *src = ok ? B + (long long)(k0 + row) * p.ldb + n0 + c * 8 : B;
+                const int atom = c / (AC / 8), ca = c % (AC / 8);
+                lt_cp_async16(sb + (uint32_t)(atom * (BK * RB) + row * RB + lt_swz<CH>(row, ca) * 16), src, ok);
+            }
+        }
+    };
+
+    float acc[1][BN / 8][4];
+#pragma unroll
+    for (int j = 0; j < BN / 8; j++) acc[0][j][0] = acc[0][j][1] = acc[0][j][2] = acc[0][j][3] = 0.0f;
+
+#pragma unroll
+    for (int s = 0; s < STAGES - 2; s++) {
+        if (s < KT) load_tile(s, s);
+        lt_cp_async_commit();
+    }
+    for (int kt = 0; kt < KT; kt++) {
+        lt_cp_async_wait<STAGES - 3>(); /* this thread's copies of tile kt have landed */
+        lt_fence_async_smem();           /* ... visibly to the tensor cores (the async proxy) */
+        __syncthreads();                 /* everyone's have; every warpgroup is done with tile kt - 2 */
+        if (kt + STAGES - 2 < KT) load_tile((kt + STAGES - 2) % STAGES, kt + STAGES - 2);
+        lt_cp_async_commit();
+        const uint32_t sa = sbase + (kt % STAGES) * STAGE_BYTES, sb = sa + A_BYTES;
+        lt_wg_fence();
+        lt_wg_fence_acc(acc);
+#pragma unroll
+        for (int kk = 0; kk < BK / 16; kk++) {
+            /* A: this warpgroup's 64 rows; k step kk is 32 bytes into the rows */
+            const uint64_t da = lt_wg_desc<RB>(sa + wg * 64 * RB + kk * 32, 16, 8 * RB);
+            /* B: K-major like A, or N-major: 16 rows (k) further, atoms of AC columns BK * RB bytes apart */
+            const uint64_t db = BT ? lt_wg_desc<RB>(sb + kk * 32, 16, 8 * RB)
+                                   : lt_wg_desc<RB>(sb + kk * 16 * RB, BK * RB, 8 * RB);
+            lt_wgmma<BT ? 0 : 1>(D(), acc, da, db);
+        }
+        lt_wg_commit();
+        lt_wg_fence_acc(acc);
+        lt_wg_wait<1>(); /* tile kt - 1's MMAs are done */
+    }
+    lt_wg_wait<0>();
+    lt_wg_fence_acc(acc);
+    lt_cp_async_wait<0>();
+    lt_tc_store<D, 16, BN>(p, acc, (S *)p.c + z * p.stride_c, m0 + wg * 64 + (warp & 3) * 16, n0, tid & 31, true, z);
+#else
+    __trap(); /* wgmma needs sm_90a: the host picks these kernels only there */
+#endif
 }
 
 /* ---- SIMT: any shape, any alignment (float32, and narrow types the tensor-core path refuses) ---- */
@@ -590,19 +787,33 @@ extern __shared__ __align__(128) char lt_gemm_dyn_smem[];
     extern "C" __global__ void __launch_bounds__(256) lt_cuda_gemm_##dt##_##lay##_simt(lt_cuda_gemm_params p) { \
         lt_gemm_simt<lt_dt_##dt, BT>(p, (int)blockIdx.x, blockIdx.y, (int)threadIdx.x);            \
     }
-/* The tensor-core configurations (the host's table in cuda_kernels.c lists the same):
- * BM, BN, BK, warp tile WM x WN, stages, min blocks per SM. */
+/* lt_cuda_gemm_<dt>_<nn|nt>_wg<BM>x<BN>x<BK> (wgmma: sm_90a; elsewhere the body traps) */
+#define LT_GEMM_WG(dt, lay, BT, BM, BN, BK, ST, MINB)                                              \
+    extern "C" __global__ void __launch_bounds__(BM / 64 * 128, MINB)                              \
+        lt_cuda_gemm_##dt##_##lay##_wg##BM##x##BN##x##BK(lt_cuda_gemm_params p) {                  \
+        lt_gemm_wg<lt_dt_##dt, BM, BN, BK, ST, BT>(p, lt_gemm_dyn_smem, (int)blockIdx.x, blockIdx.y,            \
+                                                   (int)threadIdx.x);                              \
+    }
+/* The configurations (the host's table in cuda_kernels.c lists the same). mma.sync: BM, BN, BK, warp
+ * tile WM x WN, stages, min blocks per SM; wgmma: BM, BN, BK, stages, min blocks per SM. */
 #define LT_GEMM_TC_CONFIGS(X, dt, lay, BT)                                                         \
     X(dt, lay, BT, 128, 256, 32, 64, 64, 4, 1)                                                     \
     X(dt, lay, BT, 256, 128, 32, 64, 64, 4, 1)                                                     \
     X(dt, lay, BT, 128, 128, 32, 64, 64, 4, 2)                                                     \
-    X(dt, lay, BT, 128, 128, 64, 64, 64, 3, 2)                                                     \
     X(dt, lay, BT, 64, 64, 32, 32, 32, 3, 4)
+#define LT_GEMM_WG_CONFIGS(X, dt, lay, BT)                                                         \
+    X(dt, lay, BT, 128, 256, 64, 4, 1)                                                             \
+    X(dt, lay, BT, 256, 128, 64, 4, 1)                                                             \
+    X(dt, lay, BT, 128, 128, 64, 3, 2)
 #ifdef LT_CUDA_ENTRY_GEMM
 LT_GEMM_TC_CONFIGS(LT_GEMM_TC, f16, nn, false)
 LT_GEMM_TC_CONFIGS(LT_GEMM_TC, f16, nt, true)
 LT_GEMM_TC_CONFIGS(LT_GEMM_TC, bf16, nn, false)
 LT_GEMM_TC_CONFIGS(LT_GEMM_TC, bf16, nt, true)
+LT_GEMM_WG_CONFIGS(LT_GEMM_WG, f16, nn, false)
+LT_GEMM_WG_CONFIGS(LT_GEMM_WG, f16, nt, true)
+LT_GEMM_WG_CONFIGS(LT_GEMM_WG, bf16, nn, false)
+LT_GEMM_WG_CONFIGS(LT_GEMM_WG, bf16, nt, true)
 LT_GEMM_SIMT(f32, nn, false)
 LT_GEMM_SIMT(f32, nt, true)
 LT_GEMM_SIMT(f16, nn, false)
