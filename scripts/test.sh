@@ -3,7 +3,7 @@
 # bad-input tests, the 9 light models, the ONNX conformance suite against its committed floor (and
 # every test's CUDA code compiled with NVRTC), then
 # the same unit tests and the interpreter's conformance run under AddressSanitizer + UndefinedBehaviorSanitizer,
-# and a bounded run of the import fuzzer.
+# and bounded runs of the import and tuning-database fuzzers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -38,4 +38,6 @@ scripts/build.sh build-fuzz -DLATHE_FUZZ=ON -DCMAKE_C_COMPILER=clang
 mkdir -p build-fuzz/corpus
 python3 fuzz/make_corpus.py build-fuzz/corpus
 build-fuzz/fuzz_import -max_total_time="${LATHE_FUZZ_SECONDS:-60}" -rss_limit_mb=2048 build-fuzz/corpus
+fuzz/tune_db_seeds.sh build-fuzz/corpus_tune_db
+build-fuzz/fuzz_tune_db -max_total_time="${LATHE_FUZZ_TUNE_SECONDS:-20}" -max_len=4096 -rss_limit_mb=2048 build-fuzz/corpus_tune_db
 echo "== all tests passed"

@@ -79,6 +79,8 @@ lt_status lt_tune_db_new(lt_ctx *ctx, lt_tune_db **out);
 void lt_tune_db_free(lt_tune_db *db); /* NULL is fine */
 /* Merge the file at path into db (absent file: nothing to merge). Keeps the faster of duplicates. */
 lt_status lt_tune_db_load(lt_ctx *ctx, lt_tune_db *db, const char *path);
+/* The same from size bytes of text in memory; path names it in messages ("file:line: ..."). */
+lt_status lt_tune_db_load_text(lt_ctx *ctx, lt_tune_db *db, const void *text, size_t size, const char *path);
 /* Write every entry to path, atomically, sorted by (hash, target, shapes). */
 lt_status lt_tune_db_save(lt_ctx *ctx, const lt_tune_db *db, const char *path);
 /* The entry for key, NULL if none. Valid until the next insert/load. */

@@ -325,14 +325,16 @@ lt_status lt_tune_db_load(lt_ctx *ctx, lt_tune_db *db, const char *path) {
     uint8_t *raw;
     size_t size;
     LT_TRY(lt_io_read_file(ctx, path, &raw, &size));
-    char *data = lt_alloc(ctx, size + 1, path);
-    if (!data) {
-        lt_mem_free(raw);
-        return LT_ERR_NOMEM;
-    }
-    memcpy(data, raw, size);
-    data[size] = 0;
+    lt_status s = lt_tune_db_load_text(ctx, db, raw, size, path);
     lt_mem_free(raw);
+    return s;
+}
+
+lt_status lt_tune_db_load_text(lt_ctx *ctx, lt_tune_db *db, const void *text, size_t size, const char *path) {
+    char *data = lt_alloc(ctx, size + 1, path);
+    if (!data) return LT_ERR_NOMEM;
+    if (size) memcpy(data, text, size);
+    data[size] = 0;
     if (memchr(data, 0, size)) {
         lt_mem_free(data);
         return lt_error(ctx, LT_ERR_INVALID, "%s: not a text file (NUL byte)", path);
