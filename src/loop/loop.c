@@ -994,6 +994,8 @@ void lt_kernel_print(const lt_kernel *k, lt_strbuf *out) {
 typedef struct cost_ctx {
     int64_t *lo, *hi;
     bool *known;
+    int gpu_depth;          /* GPU block / thread loops around the current node */
+    double call_f, call_b;  /* costs of calls inside them, counted once (see LT_L_CALL) */
 } cost_ctx;
 
 static void cost_rec(cost_ctx *c, const lt_lnode *n, double *flops, double *bytes) {
@@ -1011,7 +1013,10 @@ static void cost_rec(cost_ctx *c, const lt_lnode *n, double *flops, double *byte
             c->lo[id] = mlo;
             c->hi[id] = mhi + (int64_t)trips - 1;
         }
+        bool gpu = n->op == LT_LOOP_GPU_BLOCK || n->op == LT_LOOP_GPU_THREAD;
+        c->gpu_depth += gpu;
         cost_rec(c, n->kids[2], &fb, &bb);
+        c->gpu_depth -= gpu;
         if (c->known) c->known[id] = false;
         /* the bounds expressions themselves are evaluated once */
         cost_rec(c, n->kids[0], &f, &b);
@@ -1030,8 +1035,10 @@ static void cost_rec(cost_ctx *c, const lt_lnode *n, double *flops, double *byte
         break;
     }
     case LT_L_CALL:
-        f += n->fval;
-        b += (double)n->ival;
+        /* a microkernel's recorded cost is its whole operation's: a GPU tile entry that every block
+         * and thread calls counts it once, not once per block x thread */
+        if (c->gpu_depth > 0) c->call_f += n->fval, c->call_b += (double)n->ival;
+        else f += n->fval, b += (double)n->ival;
         for (int i = 0; i < n->n; i++) cost_rec(c, n->kids[i], &f, &b);
         break;
     default:
@@ -1051,9 +1058,11 @@ void lt_kernel_cost(lt_kernel *k) {
     int64_t *lo = lt_mem_calloc(nv, sizeof *lo), *hi = lt_mem_calloc(nv, sizeof *hi);
     bool *known = lt_mem_calloc(nv, sizeof *known);
     k->flops = k->bytes = 0;
-    cost_ctx c = {lo, hi, known};
-    if (!lo || !hi || !known) c = (cost_ctx){NULL, NULL, NULL}; /* out of memory: no variable bounds */
+    cost_ctx c = {lo, hi, known, 0, 0, 0};
+    if (!lo || !hi || !known) c = (cost_ctx){NULL, NULL, NULL, 0, 0, 0}; /* out of memory: no variable bounds */
     if (k->body) cost_rec(&c, k->body, &k->flops, &k->bytes);
+    k->flops += c.call_f;
+    k->bytes += c.call_b;
     lt_mem_free(lo);
     lt_mem_free(hi);
     lt_mem_free(known);

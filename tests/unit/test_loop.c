@@ -302,6 +302,22 @@ static void test_cost_verify(void) {
     lt_kernel_cost(u);
     CHECK(u->flops == 0 && u->bytes == 8);
     CHECK(lt_kernel_verify(&c, u) == LT_OK);
+    /* a microkernel call's recorded cost is the whole operation's: inside a serial loop it counts
+     * per trip, inside GPU block / thread loops (every thread calls the tile entry) once */
+    lt_kernel *g = lt_kernel_new(&a, "gpu");
+    lt_lvar *bx = lt_kernel_var(g, "bx", LT_INT64), *tx = lt_kernel_var(g, "tx", LT_INT64), *s = lt_kernel_var(g, "s", LT_INT64);
+    lt_lnode *call = lt_l_call(g, LT_UNDEFINED, "lt_tile", 0, NULL);
+    CHECK(call != NULL);
+    if (call) {
+        call->fval = 1000, call->ival = 64;
+        g->body = lt_l_for(g, bx, lt_l_int(g, 0), lt_l_int(g, 40), LT_LOOP_GPU_BLOCK,
+                           lt_l_for(g, tx, lt_l_int(g, 0), lt_l_int(g, 128), LT_LOOP_GPU_THREAD, call));
+        lt_kernel_cost(g);
+        CHECK(g->flops == 1000 && g->bytes == 64);
+        g->body = lt_l_for(g, s, lt_l_int(g, 0), lt_l_int(g, 3), LT_LOOP_SERIAL, call);
+        lt_kernel_cost(g);
+        CHECK(g->flops == 3000 && g->bytes == 192);
+    }
     /* verifier failures name the node */
     t->body = lt_l_store(t, O, lt_l_var(t, n), lt_l_float(t, LT_DOUBLE, 1));
     CHECK(lt_kernel_verify(&c, t) == LT_ERR_INTERNAL && strstr(c.msg, "VAR node n") && strstr(c.msg, "out of scope"));
