@@ -150,6 +150,7 @@ int cmd_compile(int argc, char **argv) {
         ca.backend = "cuda";
         ca.o.emit_only = true;
         ca.o.dump_code_dir = outdir;
+        ca.o.arch = arch; /* the kernels are lowered for the cubin's target */
     } else if ((rc = cli_compile_check_backend(&ca, false))) goto out;
     if ((rc = cli_load_model(model, n_shapes, shapes, n_dims, dims, &m))) goto out;
     lt_ctx ctx = {0};

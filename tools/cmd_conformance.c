@@ -253,6 +253,7 @@ static bool compile_for(lt_model *m, lt_datum *const *inputs, const cli_compile_
     if (g_compile_only_arch) {
         o.emit_only = true;
         o.emit_source = &src;
+        o.arch = g_compile_only_arch; /* lowered for the target NVRTC builds */
     }
     lt_status s = lt_compile(&ctx, m, &o, plan, &rep);
     lt_compile_report_free(&rep);

@@ -3,7 +3,8 @@
 
 Models (the issue's set): ResNet-50 (torchvision architecture, random weights) at batch 1 and 32 in
 fp32 and fp16, and the BERT-base encoder (transformers BertModel, BertConfig() defaults, eager
-attention, random weights) at sequence 128, batch 1 and 8, fp32. Each is built in PyTorch, exported
+attention, random weights) at sequence 128, batch 1 and 8 in fp32, and batch 8 in fp16 (where the
+GEMMs run on tensor cores). Each is built in PyTorch, exported
 once to ONNX (torch.onnx.export, TorchScript exporter, opset 17; fp16 models are exported after
 .half()), so both sides run the SAME weights and graph.
   - PyTorch: eager and torch.compile (default mode), under torch.inference_mode(), inputs already on
@@ -13,11 +14,13 @@ once to ONNX (torch.onnx.export, TorchScript exporter, opset 17; fp16 models are
     number compared; the wall median (copies included) is printed beside it. Compile time is the
     first `lathe run`'s (a cold cubin cache unless LATHE_CUDA_CACHE holds it).
   - Outputs: lathe's outputs (--output .npz) against PyTorch eager's: max |diff| / RMS.
+  - --baseline LATHE: a second lathe CLI (a build of an earlier commit) run the same way on the same
+    model and inputs, for before/after numbers in one run: printed as "base ms" and lathe / base.
 Prints one table (ms, lathe/eager, lathe/compile; <1 means lathe is faster) and appends summary rows
 to --summary (tests/gpu/run.sh). Models that fail on either side are reported, never fatal.
 
 Usage: bench_models.py --lathe build-gpu/lathe [--models resnet50_b1_fp32,...] [--reps 30]
-                       [--warmup 5] [--workdir DIR] [--no-compile] [--summary FILE]
+                       [--warmup 5] [--workdir DIR] [--no-compile] [--summary FILE] [--baseline LATHE]
 """
 import argparse
 import os
@@ -28,7 +31,7 @@ import sys
 import time
 
 ALL = ["resnet50_b1_fp32", "resnet50_b32_fp32", "resnet50_b1_fp16", "resnet50_b32_fp16",
-       "bert_b1_fp32", "bert_b8_fp32"]
+       "bert_b1_fp32", "bert_b8_fp32", "bert_b8_fp16"]
 
 
 def parse_name(name):
@@ -100,8 +103,8 @@ def time_torch(fn, inputs, warmup, reps, torch):
     return statistics.median(ts), out
 
 
-def run_lathe(args, onnx_path, npy_inputs, out_npz):
-    cmd = [args.lathe, "run", onnx_path, "--backend", "cuda", "--bench", str(args.reps), "--values", "0",
+def run_lathe(lathe, args, onnx_path, npy_inputs, out_npz):
+    cmd = [lathe, "run", onnx_path, "--backend", "cuda", "--bench", str(args.reps), "--values", "0",
            "--output", out_npz]
     for name, path in npy_inputs:
         cmd += ["--input", "%s=%s" % (name, path)]
@@ -145,6 +148,7 @@ def main():
     ap.add_argument("--workdir", default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "lathe_bench_models"))
     ap.add_argument("--no-compile", action="store_true", help="skip torch.compile")
     ap.add_argument("--summary", help="append summary rows to this file")
+    ap.add_argument("--baseline", help="another lathe CLI (an earlier build) timed the same way: 'base ms'")
     args = ap.parse_args()
     models = [m for m in args.models.split(",") if m]
     for m in models:
@@ -196,7 +200,13 @@ def main():
             rows.append(row)
             continue
         out_npz = os.path.join(args.workdir, name + ".lathe.npz")
-        res, err = run_lathe(args, onnx_path, npy, out_npz)
+        if args.baseline:
+            res, err = run_lathe(args.baseline, args, onnx_path, npy, out_npz)
+            if res:
+                row["base_ms"] = res.get("device_ms", res.get("wall_ms"))
+            else:
+                row["base_err"] = err
+        res, err = run_lathe(args.lathe, args, onnx_path, npy, out_npz)
         if err:
             row["err"] = "lathe: " + err
         else:
@@ -211,9 +221,10 @@ def main():
 
     def f(v, fmt="%.3f"):
         return fmt % v if isinstance(v, (int, float)) else "-"
+    base = " %10s %7s" % ("base ms", "l/base") if args.baseline else ""
     hdr = "%-18s %10s %10s %10s %10s %9s %9s %10s %9s" % ("model", "eager ms", "compile ms", "lathe ms",
                                                           "wall ms", "l/eager", "l/compile", "max|d|/rms",
-                                                          "lathe cc s")
+                                                          "lathe cc s") + base
     lines = [hdr, "-" * len(hdr)]
     for r in rows:
         if "err" in r and "lathe_device_ms" not in r and "lathe_wall_ms" not in r:
@@ -222,11 +233,15 @@ def main():
         lat = r.get("lathe_device_ms", r.get("lathe_wall_ms"))
         le = lat / r["eager"] if lat and r.get("eager") else None
         lc = lat / r["compile"] if lat and r.get("compile") else None
+        lb = lat / r["base_ms"] if lat and r.get("base_ms") else None
         lines.append("%-18s %10s %10s %10s %10s %9s %9s %10s %9s" % (
             r["name"], f(r.get("eager")), f(r.get("compile")), f(lat), f(r.get("lathe_wall_ms")),
-            f(le, "%.2f"), f(lc, "%.2f"), f(r.get("err_rel"), "%.1e"), f(r.get("lathe_compile_s"), "%.1f")))
+            f(le, "%.2f"), f(lc, "%.2f"), f(r.get("err_rel"), "%.1e"), f(r.get("lathe_compile_s"), "%.1f")) +
+            (" %10s %7s" % (f(r.get("base_ms")), f(lb, "%.2f")) if args.baseline else ""))
         if "compile_err" in r:
             lines.append("%-18s torch.compile failed: %s" % ("", r["compile_err"]))
+        if "base_err" in r:
+            lines.append("%-18s baseline failed: %s" % ("", r["base_err"]))
     print("\n".join(lines))
     if args.summary:
         with open(args.summary, "a") as fh:
@@ -235,10 +250,11 @@ def main():
                 if lat is None:
                     fh.write("%-28s %-8s %s\n" % ("model " + r["name"], "FAILED", r.get("err", "?")[:90]))
                     continue
-                fh.write("%-28s %-8s lathe %.3f ms, eager %s, compile %s (lathe/eager %s, /compile %s)\n" % (
+                fh.write("%-28s %-8s lathe %.3f ms, eager %s, compile %s (lathe/eager %s, /compile %s)%s\n" % (
                     "model " + r["name"], "ran", lat, f(r.get("eager")), f(r.get("compile")),
                     f(lat / r["eager"] if r.get("eager") else None, "%.2f"),
-                    f(lat / r["compile"] if r.get("compile") else None, "%.2f")))
+                    f(lat / r["compile"] if r.get("compile") else None, "%.2f"),
+                    ", baseline %s ms" % f(r.get("base_ms")) if args.baseline else ""))
     return 0
 
 

@@ -1282,6 +1282,7 @@ static lt_status emit_kernel(em *e, const lt_emit_kernel *ek) {
         OUT("\n * launch: grid (%lld, %lld, %lld), block (%lld, %lld, %lld)", (long long)e->grid[0],
             (long long)e->grid[1], (long long)e->grid[2], (long long)e->block[0], (long long)e->block[1],
             (long long)e->block[2]);
+        if (k->dyn_shared > 0) OUT(", dynamic shared %lld", (long long)k->dyn_shared);
     }
     OUT(" */\n");
 

@@ -40,6 +40,9 @@ typedef struct lt_compile_options {
     int threads;                /* threads of parallel loops (0: backend default) */
     int device;                 /* CUDA: device ordinal */
     const char *nvrtc;          /* CUDA: NVRTC library tried first (the CLI: --nvrtc or $LATHE_NVRTC) */
+    const char *arch;           /* CUDA: the target kernels are lowered and built for ("sm_90a": the
+                                 * wgmma GEMM entries too). NULL: the device's own (sm_90a on Hopper);
+                                 * with emit_only and no device, entries that run on any target */
     bool no_graphs;             /* device backends: launch kernels one by one, no captured graph */
     /* Graph inputs that have an initializer (every weight of an IR < 4 model is one) are frozen:
      * they become constants, so what is computed from them folds and compiles, except those named

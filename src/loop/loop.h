@@ -96,6 +96,8 @@ typedef struct lt_kernel {
     lt_lvar **vars;     /* every variable, indexed by id (n_vars of them) */
     lt_lbuf **bufs;     /* every buffer, indexed by id (n_bufs of them) */
     int cap_vars, cap_bufs;
+    int64_t dyn_shared; /* GPU: bytes of dynamic shared memory a launch needs (set by the lowering when
+                         * a prelude tile entry it calls uses extern __shared__ storage; 0: none) */
 } lt_kernel;
 
 /* ---- construction (all allocate in k->arena; NULL only on out-of-memory) ---- */
@@ -194,7 +196,8 @@ lt_lnode *lt_lsimplify_exprs(lt_kernel *k, lt_lnode *n);
 /* Static FLOPs and bytes moved (loads/stores of global buffers), counting loop trip counts.
  * FLOPs: UNARY/BINARY nodes on floating operands (× lanes). Loops with non-constant extents count
  * the extent's upper bound when lt_lbounds finds one, else 1; IF counts the larger branch; a
- * microkernel CALL counts the cost recorded on it (fval, ival). Sets k->flops and k->bytes. */
+ * microkernel CALL counts the cost recorded on it (fval, ival: the whole operation's), once when
+ * it sits inside GPU block / thread loops. Sets k->flops and k->bytes. */
 void lt_kernel_cost(lt_kernel *k);
 
 #endif

@@ -143,6 +143,12 @@ typedef struct lt_lower_options {
                             * and conv calls pack on their stack, on one thread */
     int threads;           /* threads the plan may use: sizes scratch (0 means 8) */
     bool gpu;              /* default schedules bind GPU blocks/threads instead of parallel/vector */
+    const char *gpu_arch;  /* with gpu: the CUDA target the kernels are built for; "sm_90a" lets
+                            * GEMMs use the Hopper-only wgmma tile entries. NULL: entries that run
+                            * on any target */
+    const char *gpu_tile;  /* with gpu: the tensor-core GEMM tile every GEMM that can use one gets
+                            * ("wg128x256", "128x128", ... of lower_gpu_gemm.c's table; wgmma ones
+                            * only for sm_90a), for benchmarks that time each. NULL: the cost model's */
 } lt_lower_options;
 
 /* Scratch memory a kernel needs during its step only (GEMM packing buffers, im2col): the runtime

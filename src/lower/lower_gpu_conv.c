@@ -3,9 +3,11 @@
  * threads (see lower_gpu.h), with the group's epilogue (bias, residual, one activation) fused.
  *
  * Kind, from static shapes: fewer than 16 output channels a group (depthwise) -> `direct`, one output
- * per thread; float16 / bfloat16 with Cg*KH*KW % 8 == 0 -> implicit GEMM on tensor cores, 128x128
- * tiles (64x128 when a group has at most 64 output channels; 64x64 when that gives the GPU fewer than
- * 120 blocks); otherwise the SIMT implicit GEMM (128x128 tiles, or sliced-K 64x64 / 32x32 ones for
+ * per thread; float16 / bfloat16 with Cg*KH*KW % 8 == 0 -> implicit GEMM on tensor cores: 256x128
+ * tiles in dynamic shared memory (recorded in lt_kernel.dyn_shared) for groups of at least 256 output
+ * channels when they still give the GPU ~60 blocks, else 128x128 tiles (64x128 when a group has at
+ * most 64 output channels; 64x64 when that gives the GPU fewer than 120 blocks); otherwise the SIMT
+ * implicit GEMM (128x128 tiles, or sliced-K 64x64 / 32x32 ones for
  * small grids: lt_lower_gpu_simt_tile). A pointwise conv whose GEMM (k = C, n = OH*OW)
  * the GEMM entries take as it is (float32, or both multiples of 8) is left to lower_nn.c's GEMM
  * path (*handled false), as is a conv whose epilogue the entries cannot apply.
@@ -81,9 +83,16 @@ lt_status lt_lower_gpu_conv(lt_lctx *lc, const lt_node *n, bool *handled, lt_lno
         blocks = (N * OC * P + 255) / 256;
     } else if (dt != LT_FLOAT && Kg % 8 == 0) {
         int bm = OCg <= 64 ? 64 : 128, bn = 128;
-        if (((OCg + bm - 1) / bm) * ((P + bn - 1) / bn) * N * G < MIN_BLOCKS) bm = 64, bn = 64;
-        snprintf(fn, sizeof fn, "lt_cuda_conv_%s_tc%dx%d", dn, bm, bn);
         threads = 128;
+        if (OCg >= 256 && ((OCg + 255) / 256) * ((P + 127) / 128) * N * G >= MIN_BLOCKS / 2) {
+            /* wide layers: the 256-row tile in dynamic shared memory (cuda_conv.h LT_CONV_DYN_SMEM(256, 128, 3)),
+             * half the im2col gathers per MMA of the 128-row tile, worth a grid of half as many blocks */
+            bm = 256, threads = 256;
+            K_->dyn_shared = K_->dyn_shared > 3 * (256 + 128) * 64 ? K_->dyn_shared : 3 * (256 + 128) * 64;
+        } else if (((OCg + bm - 1) / bm) * ((P + bn - 1) / bn) * N * G < MIN_BLOCKS) {
+            bm = 64, bn = 64;
+        }
+        snprintf(fn, sizeof fn, "lt_cuda_conv_%s_tc%dx%d", dn, bm, bn);
         blocks = ((OCg + bm - 1) / bm) * ((P + bn - 1) / bn) * N * G;
     } else {
         int t = lt_lower_gpu_simt_tile(OCg, P, N * G);

@@ -5,8 +5,11 @@
  * operand), A row-major (lda, unit k stride), B as [k, n] (nn, unit n stride) or [n, k] (nt, unit k
  * stride), C with unit column stride; outer batch dims become GPU_BLOCK loops on axes y and z.
  * Configuration: float16 / bfloat16 with k, n, lda, ldb, ldc and every batch stride multiples of 8
- * go to the tensor cores, 128x128 tiles when they give the GPU enough blocks (>= 120) (64x128 when
- * m <= 64), else 64x64;
+ * go to the tensor cores (tc_choose): on sm_90a whichever of the wgmma tiles (128x256, 128x128,
+ * 64x128, in dynamic shared memory, whose size the kernel records in lt_kernel.dyn_shared) and the
+ * mma.sync ones (128x256 dynamic; 128x128, 64x128, 64x64 static) an estimate from measured rates
+ * finds fastest; elsewhere mma.sync 128x256 or 128x128 when they give the GPU enough blocks (>= 120)
+ * (64x128 when m <= 64), else 64x64;
  * everything else to the SIMT tiles: 128x128, or the sliced-K 64x64 / 32x32 ones when the larger
  * tile leaves the GPU too few blocks (lt_lower_gpu_simt_tile). Whatever the entries cannot take
  * (no unit-stride layout, Gemm's beta*C matrix, an epilogue rest, more than 4 batch dims, mixed dtypes) falls back
@@ -40,6 +43,65 @@ static const char *dt_name(lt_dtype dt) {
 }
 
 static bool mult8(int64_t v) { return v % 8 == 0; }
+
+bool lt_lower_gpu_wgmma(const lt_lctx *lc) {
+    return lc->opt && lc->opt->gpu_arch && strcmp(lc->opt->gpu_arch, "sm_90a") == 0;
+}
+
+/* The tensor-core tile entries (cuda_gemm.h lt_cuda_mm_<dt>_<nn|nt>_<name>): tile and k step, threads,
+ * dynamic shared memory (0: static; the sizes of LT_MM_DYN_SMEM_WG / _TC), the blocks an SM holds,
+ * and the TFLOP/s an SM gives one block alone (r1) and when full (cap). The rates were measured on an
+ * H200 (test_cuda_call --bench --sweep: each tile forced on 4096^3, where every SM is full, and on
+ * BERT-base's 1024 x 768 x 768 / x 3072 GEMMs, one block or less an SM, the k loop's time as the
+ * difference of the two k). */
+typedef struct tc_tile {
+    const char *name;
+    int bm, bn, bk, threads, smem, per_sm;
+    double r1, cap;
+} tc_tile;
+enum { TC_WG128x256, TC_WG128x128, TC_WG64x128, TC_128x256, TC_128x128, TC_64x128, TC_64x64, TC_N };
+static const tc_tile tc_tiles[TC_N] = {
+    [TC_WG128x256] = {"wg128x256", 128, 256, 64, 256, 4 * (128 + 256) * 128 + 1024, 1, 3.8, 3.8},
+    [TC_WG128x128] = {"wg128x128", 128, 128, 64, 256, 3 * (128 + 128) * 128 + 1024, 2, 3.5, 3.54},
+    [TC_WG64x128] = {"wg64x128", 64, 128, 64, 128, 4 * (64 + 128) * 128 + 1024, 2, 1.87, 2.68},
+    [TC_128x256] = {"128x256", 128, 256, 32, 256, 4 * (128 + 256) * 64, 1, 3.34, 3.34},
+    [TC_128x128] = {"128x128", 128, 128, 32, 128, 0, 2, 2.7, 3.13},
+    [TC_64x128] = {"64x128", 64, 128, 32, 128, 0, 6, 2.33, 2.79},
+    [TC_64x64] = {"64x64", 64, 64, 32, 128, 0, 8, 1.2, 2.23},
+};
+
+/* Estimated microseconds of an m x n x k GEMM over `batch` entries in tiles t on a 132-SM GPU: the
+ * blocks spread over the SMs (c an SM, at most per_sm at once, in waves), each wave as long as one
+ * block's work at the rate its SM gives it, plus a fixed cost a block (the pipeline's fill and the
+ * epilogue's stores, which grow with the outputs a thread holds). */
+static double tc_cost(const tc_tile *t, int64_t m, int64_t n, int64_t k, int64_t batch) {
+    const int64_t sms = 132, blocks = ((m + t->bm - 1) / t->bm) * ((n + t->bn - 1) / t->bn) * batch;
+    const int64_t c = (blocks + sms - 1) / sms, together = c < t->per_sm ? c : t->per_sm;
+    const int64_t waves = (c + t->per_sm - 1) / t->per_sm;
+    const double rate = (t->r1 < t->cap / (double)together ? t->r1 : t->cap / (double)together) * 1e6; /* FLOP/us */
+    const double fixed = 1.5 + 0.02 * t->bm * t->bn / t->threads;
+    const double work = 2.0 * t->bm * t->bn * (double)((k + t->bk - 1) / t->bk * t->bk);
+    return (double)waves * (fixed + work / rate);
+}
+
+/* The tile of a tensor-core GEMM. sm_90a: the cheapest of all by tc_cost (wgmma pays on big GEMMs
+ * only; BERT-base's GEMMs and ResNet-50's early 1x1 convolutions get the small mma.sync tiles, whose
+ * many blocks an SM hide the latencies). Elsewhere: mma.sync 128x256 or 128x128 when that tile still gives the GPU
+ * enough blocks (>= MIN_BLOCKS; 64x128 when m <= 64, a 128-row tile would be half empty), else 64x64. */
+static const tc_tile *tc_choose(int64_t m, int64_t n, int64_t k, int64_t batch, bool wgmma) {
+    if (wgmma) {
+        const tc_tile *best = NULL;
+        double best_cost = 0;
+        for (int i = 0; i < TC_N; i++) {
+            double c = tc_cost(&tc_tiles[i], m, n, k, batch);
+            if (!best || c < best_cost) best = &tc_tiles[i], best_cost = c;
+        }
+        return best;
+    }
+    if (((m + 127) / 128) * ((n + 255) / 256) * batch >= MIN_BLOCKS && m > 64) return &tc_tiles[TC_128x256];
+    if (((m + 127) / 128) * ((n + 127) / 128) * batch >= MIN_BLOCKS) return &tc_tiles[m <= 64 ? TC_64x128 : TC_128x128];
+    return &tc_tiles[TC_64x64];
+}
 
 int lt_lower_gpu_simt_tile(int64_t m, int64_t n, int64_t batch) {
     static const int tiles[] = {128, 64};
@@ -85,10 +147,13 @@ lt_status lt_lower_gpu_gemm(lt_lctx *lc, const lt_gemm_desc *g, lt_lnode **res) 
     int tile = 128, tile_m = 0, threads = 256; /* tile_m: rows of the tile when not `tile` */
     char fn[64];
     if (tc) {
-        int64_t big = ((g->M + 127) / 128) * ((g->N + 127) / 128) * b1 * b2 * outer_n;
-        tile = big >= MIN_BLOCKS ? 128 : 64, threads = 128;
-        tile_m = g->M <= 64 && tile == 128 ? 64 : tile; /* a 128-row tile would be half empty */
-        snprintf(fn, sizeof fn, "lt_cuda_mm_%s_%s_%dx%d", dn, bt ? "nt" : "nn", tile_m, tile);
+        const tc_tile *t = tc_choose(g->M, g->N, g->K, b1 * b2 * outer_n, lt_lower_gpu_wgmma(lc));
+        for (int i = 0; lc->opt->gpu_tile && i < TC_N; i++)
+            if (strcmp(tc_tiles[i].name, lc->opt->gpu_tile) == 0 && (tc_tiles[i].name[0] != 'w' || lt_lower_gpu_wgmma(lc)))
+                t = &tc_tiles[i];
+        tile_m = t->bm, tile = t->bn, threads = t->threads;
+        if (t->smem > K_->dyn_shared) K_->dyn_shared = t->smem;
+        snprintf(fn, sizeof fn, "lt_cuda_mm_%s_%s_%s", dn, bt ? "nt" : "nn", t->name);
     } else {
         tile = lt_lower_gpu_simt_tile(g->M, g->N, b1 * b2 * outer_n);
         if (tile == 128) snprintf(fn, sizeof fn, "lt_cuda_mm_%s_%s_simt", dn, bt ? "nt" : "nn");

@@ -6,14 +6,19 @@
  * into compiled groups only; it is lowered and scheduled by default and emitted with lt_lang_cuda:
  *   - the kernel calls the expected entry (tensor cores, SIMT, direct, or the naive nest), with the
  *     epilogue (bias per column / row / channel, residual before / after, activations, alpha) fused;
+ *     cases lowered for sm_90a (lt_lower_options.gpu_arch) get the wgmma tiles (the cost model's
+ *     pick, or one forced with lt_lower_options.gpu_tile); the big tiles' dynamic shared memory is
+ *     recorded on the kernel and written beside its launch shape;
  *   - the module compiles with NVRTC for sm_90a (skipped, with a message, without NVRTC);
- *   - on a GPU (skipped with a message without one) the kernels run on random inputs and every
+ *   - on a GPU (skipped with a message without one; a case lowered for sm_90a only on an sm_90a
+ *     device) the kernels run on random inputs and every
  *     output matches the reference interpreter: float32 within 1e-4 relative (+1e-4), float16
  *     within 1e-2 (+5e-2), bfloat16 within 2e-2 (+0.1) — what rounding the output allows, far below
  *     what a wrong index or a missed epilogue term gives.
  * `test_cuda_call --bench [--json]` instead times ResNet-50 convolution shapes (batch 32, float16
- * and float32) and GEMM 4096^3 (float16, bfloat16) through the same path (bench/gpu/bench_conv.py
- * compares them with PyTorch). Exits non-zero on failure.
+ * and float32), GEMM 4096^3 and BERT-base's GEMMs (float16, bfloat16, float32) through the same path
+ * (bench/gpu/bench_conv.py compares them with PyTorch); `--bench --sweep` also times each float16
+ * GEMM with every tensor-core tile forced (lt_lower_options.gpu_tile). Exits non-zero on failure.
  */
 #include "test_passes_util.h"
 
@@ -33,6 +38,9 @@ typedef struct tcase {
     const char *name;
     const char *expect; /* a call the emitted module must contain ("lt_cuda_mm_f16_nn_64x64(") */
     lt_dtype dt;
+    const char *arch;   /* lt_lower_options.gpu_arch (NULL: any target); run on a GPU of that target only */
+    int64_t dyn_shared; /* the dynamic shared memory the kernel must record (0: none) */
+    const char *tile;   /* lt_lower_options.gpu_tile: the tensor-core tile forced (NULL: the lowering's choice) */
 } tcase;
 
 static lt_value *in4(tb *b, const char *name, lt_dtype dt, int64_t a, int64_t c, int64_t h, int64_t w) {
@@ -59,7 +67,7 @@ static bool make_case(int i, tb *b, tcase *c) {
     lt_value *y = NULL;
     switch (i) {
     case 0: { /* batched MatMul + bias per column + Relu, float16 on tensor cores */
-        *c = (tcase){"matmul f16 bias relu", "lt_cuda_mm_f16_nn_64x64(", LT_FLOAT16};
+        *c = (tcase){"matmul f16 bias relu", "lt_cuda_mm_f16_nn_64x64(", LT_FLOAT16, NULL, 0, NULL};
         int64_t da[3] = {2, 96, 64}, db[2] = {64, 72};
         lt_value *a = tb_input(b, "a", c->dt, 3, da), *w = tb_input(b, "w", c->dt, 2, db), *bias = in1(b, "bias", c->dt, 72);
         lt_value *m = tb_node(b, "MatMul", "m", 2, a, w)->out[0];
@@ -68,7 +76,7 @@ static bool make_case(int i, tb *b, tcase *c) {
         break;
     }
     case 1: { /* Gemm transB + row-vector bias + Sigmoid, bfloat16 nt */
-        *c = (tcase){"gemm bf16 transB sigmoid", "lt_cuda_mm_bf16_nt_64x64(", LT_BFLOAT16};
+        *c = (tcase){"gemm bf16 transB sigmoid", "lt_cuda_mm_bf16_nt_64x64(", LT_BFLOAT16, NULL, 0, NULL};
         int64_t da[2] = {100, 48}, db[2] = {40, 48};
         lt_value *a = tb_input(b, "a", c->dt, 2, da), *w = tb_input(b, "w", c->dt, 2, db), *bias = in1(b, "bias", c->dt, 40);
         lt_node *g = tb_node(b, "Gemm", "m", 3, a, w, bias);
@@ -77,7 +85,7 @@ static bool make_case(int i, tb *b, tcase *c) {
         break;
     }
     case 2: { /* float32 MatMul + residual before Gelu, SIMT 32x32 sliced-K tiles (6 blocks at 128x128); 4-D batch (outer dim on blockIdx.y) */
-        *c = (tcase){"matmul f32 residual gelu", "lt_cuda_mm_f32_nn_simt32(", LT_FLOAT};
+        *c = (tcase){"matmul f32 residual gelu", "lt_cuda_mm_f32_nn_simt32(", LT_FLOAT, NULL, 0, NULL};
         int64_t da[4] = {2, 3, 70, 33}, db[2] = {33, 50}, dr[4] = {2, 3, 70, 50};
         lt_value *a = tb_input(b, "a", c->dt, 4, da), *w = tb_input(b, "w", c->dt, 2, db), *r = tb_input(b, "r", c->dt, 4, dr);
         lt_value *m = tb_node(b, "MatMul", "m", 2, a, w)->out[0];
@@ -86,7 +94,7 @@ static bool make_case(int i, tb *b, tcase *c) {
         break;
     }
     case 3: { /* Gemm transA, alpha: no entry takes a transposed A: the naive nest */
-        *c = (tcase){"gemm f32 transA alpha (naive)", "gk", LT_FLOAT};
+        *c = (tcase){"gemm f32 transA alpha (naive)", "gk", LT_FLOAT, NULL, 0, NULL};
         int64_t da[2] = {30, 20}, db[2] = {30, 25};
         lt_value *a = tb_input(b, "a", c->dt, 2, da), *w = tb_input(b, "w", c->dt, 2, db), *bias = in1(b, "bias", c->dt, 25);
         lt_node *g = tb_node(b, "Gemm", "y", 3, a, w, bias);
@@ -96,7 +104,7 @@ static bool make_case(int i, tb *b, tcase *c) {
         break;
     }
     case 4: { /* 3x3 conv + bias + Relu + residual after: float16 implicit GEMM, tensor cores */
-        *c = (tcase){"conv f16 3x3 bias relu residual", "lt_cuda_conv_f16_tc64x64(", LT_FLOAT16};
+        *c = (tcase){"conv f16 3x3 bias relu residual", "lt_cuda_conv_f16_tc64x64(", LT_FLOAT16, NULL, 0, NULL};
         lt_value *x = in4(b, "x", c->dt, 2, 16, 12, 12), *w = in4(b, "w", c->dt, 32, 16, 3, 3), *bias = in1(b, "bias", c->dt, 32);
         lt_value *r = in4(b, "r", c->dt, 2, 32, 12, 12);
         lt_value *cv = conv(b, x, w, bias, 3, 1, 1, 1, 1)->out[0];
@@ -105,13 +113,13 @@ static bool make_case(int i, tb *b, tcase *c) {
         break;
     }
     case 5: { /* strided, dilated conv, bfloat16 tensor cores, odd output size (single stores) */
-        *c = (tcase){"conv bf16 stride 2 dilation 2", "lt_cuda_conv_bf16_tc64x64(", LT_BFLOAT16};
+        *c = (tcase){"conv bf16 stride 2 dilation 2", "lt_cuda_conv_bf16_tc64x64(", LT_BFLOAT16, NULL, 0, NULL};
         lt_value *x = in4(b, "x", c->dt, 1, 8, 15, 15), *w = in4(b, "w", c->dt, 24, 8, 3, 3);
         y = conv(b, x, w, NULL, 3, 2, 2, 2, 1)->out[0];
         break;
     }
     case 6: { /* 7x7 stride 2 stem, float32 SIMT (32x32 sliced-K tiles), Clip (an activation with parameters) */
-        *c = (tcase){"conv f32 7x7 stem clip", "lt_cuda_conv_f32_simt32(", LT_FLOAT};
+        *c = (tcase){"conv f32 7x7 stem clip", "lt_cuda_conv_f32_simt32(", LT_FLOAT, NULL, 0, NULL};
         lt_value *x = in4(b, "x", c->dt, 2, 3, 20, 20), *w = in4(b, "w", c->dt, 16, 3, 7, 7), *bias = in1(b, "bias", c->dt, 16);
         lt_value *cv = conv(b, x, w, bias, 7, 2, 3, 1, 1)->out[0];
         lt_node *cl = tb_node(b, "Clip", "y", 1, cv);
@@ -120,40 +128,40 @@ static bool make_case(int i, tb *b, tcase *c) {
         break;
     }
     case 7: { /* depthwise 3x3 + bias + Relu, float16 direct */
-        *c = (tcase){"conv f16 depthwise", "lt_cuda_conv_f16_direct(", LT_FLOAT16};
+        *c = (tcase){"conv f16 depthwise", "lt_cuda_conv_f16_direct(", LT_FLOAT16, NULL, 0, NULL};
         lt_value *x = in4(b, "x", c->dt, 2, 16, 10, 9), *w = in4(b, "w", c->dt, 16, 1, 3, 3), *bias = in1(b, "bias", c->dt, 16);
         lt_value *cv = conv(b, x, w, bias, 3, 1, 1, 1, 16)->out[0];
         y = tb_node(b, "Relu", "y", 1, cv)->out[0];
         break;
     }
     case 8: { /* pointwise conv with 7x7 positions (n % 8 != 0): the conv entry's gather */
-        *c = (tcase){"conv f16 1x1 7x7", "lt_cuda_conv_f16_tc64x64(", LT_FLOAT16};
+        *c = (tcase){"conv f16 1x1 7x7", "lt_cuda_conv_f16_tc64x64(", LT_FLOAT16, NULL, 0, NULL};
         lt_value *x = in4(b, "x", c->dt, 2, 32, 7, 7), *w = in4(b, "w", c->dt, 48, 32, 1, 1), *bias = in1(b, "bias", c->dt, 48);
         y = conv(b, x, w, bias, 1, 1, 0, 1, 1)->out[0];
         break;
     }
     case 9: { /* pointwise conv with 8x8 positions: the GEMM entry (bias per row) */
-        *c = (tcase){"conv f16 1x1 8x8 (gemm)", "lt_cuda_mm_f16_nn_64x64(", LT_FLOAT16};
+        *c = (tcase){"conv f16 1x1 8x8 (gemm)", "lt_cuda_mm_f16_nn_64x64(", LT_FLOAT16, NULL, 0, NULL};
         lt_value *x = in4(b, "x", c->dt, 2, 32, 8, 8), *w = in4(b, "w", c->dt, 48, 32, 1, 1), *bias = in1(b, "bias", c->dt, 48);
         lt_value *cv = conv(b, x, w, bias, 1, 1, 0, 1, 1)->out[0];
         y = tb_node(b, "Relu", "y", 1, cv)->out[0];
         break;
     }
     case 10: { /* grouped conv (2 groups of 32 channels), float16 tensor cores */
-        *c = (tcase){"conv f16 groups 2", "lt_cuda_conv_f16_tc64x64(", LT_FLOAT16};
+        *c = (tcase){"conv f16 groups 2", "lt_cuda_conv_f16_tc64x64(", LT_FLOAT16, NULL, 0, NULL};
         lt_value *x = in4(b, "x", c->dt, 2, 32, 9, 9), *w = in4(b, "w", c->dt, 64, 16, 3, 3);
         y = conv(b, x, w, NULL, 3, 1, 1, 1, 2)->out[0];
         break;
     }
     case 11: { /* k = 3*3*3 = 27 (not a multiple of 8): float16 on SIMT (32x32 sliced-K tiles) */
-        *c = (tcase){"conv f16 k27 simt", "lt_cuda_conv_f16_simt32(", LT_FLOAT16};
+        *c = (tcase){"conv f16 k27 simt", "lt_cuda_conv_f16_simt32(", LT_FLOAT16, NULL, 0, NULL};
         lt_value *x = in4(b, "x", c->dt, 2, 3, 11, 11), *w = in4(b, "w", c->dt, 16, 3, 3, 3);
         lt_value *cv = conv(b, x, w, NULL, 3, 1, 0, 1, 1)->out[0];
         y = tb_node(b, "Tanh", "y", 1, cv)->out[0];
         break;
     }
     case 12: { /* a big-enough float16 GEMM for the 128x128 tiles, scalar scale folded as alpha */
-        *c = (tcase){"matmul f16 128x128 tiles", "lt_cuda_mm_f16_nn_128x128(", LT_FLOAT16};
+        *c = (tcase){"matmul f16 128x128 tiles", "lt_cuda_mm_f16_nn_128x128(", LT_FLOAT16, NULL, 0, NULL};
         int64_t da[2] = {2048, 256}, db[2] = {256, 1536};
         lt_value *a = tb_input(b, "a", c->dt, 2, da), *w = tb_input(b, "w", c->dt, 2, db);
         lt_value *m = tb_node(b, "MatMul", "m", 2, a, w)->out[0];
@@ -161,14 +169,14 @@ static bool make_case(int i, tb *b, tcase *c) {
         break;
     }
     case 13: { /* float32 with enough blocks (120) for the 128x128 SIMT tile; k = 40: a partial k step */
-        *c = (tcase){"matmul f32 simt 128x128", "lt_cuda_mm_f32_nn_simt(", LT_FLOAT};
+        *c = (tcase){"matmul f32 simt 128x128", "lt_cuda_mm_f32_nn_simt(", LT_FLOAT, NULL, 0, NULL};
         int64_t da[2] = {1536, 40}, db[2] = {40, 1280};
         lt_value *a = tb_input(b, "a", c->dt, 2, da), *w = tb_input(b, "w", c->dt, 2, db);
         y = tb_node(b, "MatMul", "y", 2, a, w)->out[0];
         break;
     }
     case 14: { /* float32 Gemm transB + bias + Relu: 30 blocks at 128x128, 120 at 64x64 (sliced K, nt) */
-        *c = (tcase){"gemm f32 transB simt64", "lt_cuda_mm_f32_nt_simt64(", LT_FLOAT};
+        *c = (tcase){"gemm f32 transB simt64", "lt_cuda_mm_f32_nt_simt64(", LT_FLOAT, NULL, 0, NULL};
         int64_t da[2] = {768, 100}, db[2] = {640, 100};
         lt_value *a = tb_input(b, "a", c->dt, 2, da), *w = tb_input(b, "w", c->dt, 2, db), *bias = in1(b, "bias", c->dt, 640);
         lt_node *g = tb_node(b, "Gemm", "m", 3, a, w, bias);
@@ -177,7 +185,7 @@ static bool make_case(int i, tb *b, tcase *c) {
         break;
     }
     case 15: { /* small float32 Gemm transB with a long k (the BERT b1 shape, scaled down): 32x32 nt */
-        *c = (tcase){"gemm f32 transB simt32 long k", "lt_cuda_mm_f32_nt_simt32(", LT_FLOAT};
+        *c = (tcase){"gemm f32 transB simt32 long k", "lt_cuda_mm_f32_nt_simt32(", LT_FLOAT, NULL, 0, NULL};
         int64_t da[2] = {100, 300}, db[2] = {40, 300};
         lt_value *a = tb_input(b, "a", c->dt, 2, da), *w = tb_input(b, "w", c->dt, 2, db), *bias = in1(b, "bias", c->dt, 40);
         lt_node *g = tb_node(b, "Gemm", "y", 3, a, w, bias);
@@ -186,26 +194,73 @@ static bool make_case(int i, tb *b, tcase *c) {
         break;
     }
     case 16: { /* float32 3x3 conv + bias + Relu, 28x28: 42 blocks at 128x128, 130 at 64x64 (sliced K) */
-        *c = (tcase){"conv f32 3x3 simt64", "lt_cuda_conv_f32_simt64(", LT_FLOAT};
+        *c = (tcase){"conv f32 3x3 simt64", "lt_cuda_conv_f32_simt64(", LT_FLOAT, NULL, 0, NULL};
         lt_value *x = in4(b, "x", c->dt, 2, 8, 28, 28), *w = in4(b, "w", c->dt, 320, 8, 3, 3), *bias = in1(b, "bias", c->dt, 320);
         lt_value *cv = conv(b, x, w, bias, 3, 1, 1, 1, 1)->out[0];
         y = tb_node(b, "Relu", "y", 1, cv)->out[0];
         break;
     }
     case 17: { /* pointwise conv of 64 output channels over 32 images: the GEMM entry's 64x128 tile */
-        *c = (tcase){"conv f16 1x1 64 channels (64x128)", "lt_cuda_mm_f16_nn_64x128(", LT_FLOAT16};
+        *c = (tcase){"conv f16 1x1 64 channels (64x128)", "lt_cuda_mm_f16_nn_64x128(", LT_FLOAT16, NULL, 0, NULL};
         lt_value *x = in4(b, "x", c->dt, 32, 16, 32, 32), *w = in4(b, "w", c->dt, 64, 16, 1, 1), *bias = in1(b, "bias", c->dt, 64);
         lt_value *cv = conv(b, x, w, bias, 1, 1, 0, 1, 1)->out[0];
         y = tb_node(b, "Relu", "y", 1, cv)->out[0];
         break;
     }
     case 18: { /* bfloat16 Gemm transB, m = 40 <= 64, 120 column tiles: 64x128 nt */
-        *c = (tcase){"gemm bf16 transB 64x128", "lt_cuda_mm_bf16_nt_64x128(", LT_BFLOAT16};
+        *c = (tcase){"gemm bf16 transB 64x128", "lt_cuda_mm_bf16_nt_64x128(", LT_BFLOAT16, NULL, 0, NULL};
         int64_t da[2] = {40, 32}, db[2] = {15360, 32};
         lt_value *a = tb_input(b, "a", c->dt, 2, da), *w = tb_input(b, "w", c->dt, 2, db), *bias = in1(b, "bias", c->dt, 15360);
         lt_node *g = tb_node(b, "Gemm", "y", 3, a, w, bias);
         lt_node_set_attr_int(&b->ctx, g, "transB", 1);
         y = g->out[0];
+        break;
+    }
+    case 19: { /* sm_90a, a float16 GEMM + bias + Relu: the cost model's pick, wgmma 128x128 (dynamic shared memory) */
+        *c = (tcase){"matmul f16 sm_90a wgmma 128x128", "lt_cuda_mm_f16_nn_wg128x128(", LT_FLOAT16, "sm_90a",
+                     3 * (128 + 128) * 128 + 1024, NULL};
+        int64_t da[2] = {2048, 256}, db[2] = {256, 2048};
+        lt_value *a = tb_input(b, "a", c->dt, 2, da), *w = tb_input(b, "w", c->dt, 2, db), *bias = in1(b, "bias", c->dt, 2048);
+        lt_value *m = tb_node(b, "MatMul", "m", 2, a, w)->out[0];
+        lt_value *s = tb_node(b, "Add", "s", 2, m, bias)->out[0];
+        y = tb_node(b, "Relu", "y", 1, s)->out[0];
+        break;
+    }
+    case 20: { /* sm_90a, bfloat16 Gemm transB with ragged m and k (k = 136: a partial k tile), wgmma 128x256 forced */
+        *c = (tcase){"gemm bf16 transB wgmma 128x256", "lt_cuda_mm_bf16_nt_wg128x256(", LT_BFLOAT16, "sm_90a",
+                     4 * (128 + 256) * 128 + 1024, "wg128x256"};
+        int64_t da[2] = {1000, 136}, db[2] = {1528, 136};
+        lt_value *a = tb_input(b, "a", c->dt, 2, da), *w = tb_input(b, "w", c->dt, 2, db), *bias = in1(b, "bias", c->dt, 1528);
+        lt_node *g = tb_node(b, "Gemm", "y", 3, a, w, bias);
+        lt_node_set_attr_int(&b->ctx, g, "transB", 1);
+        y = g->out[0];
+        break;
+    }
+    case 21: { /* sm_90a, batched float16 MatMul with m = 40 and a residual, wgmma 64x128 forced */
+        *c = (tcase){"matmul f16 batched wgmma 64x128", "lt_cuda_mm_f16_nn_wg64x128(", LT_FLOAT16, "sm_90a",
+                     4 * (64 + 128) * 128 + 1024, "wg64x128"};
+        int64_t da[3] = {12, 40, 64}, db[3] = {12, 64, 2048}, dr[3] = {12, 40, 2048};
+        lt_value *a = tb_input(b, "a", c->dt, 3, da), *w = tb_input(b, "w", c->dt, 3, db), *r = tb_input(b, "r", c->dt, 3, dr);
+        lt_value *m = tb_node(b, "MatMul", "m", 2, a, w)->out[0];
+        y = tb_node(b, "Add", "y", 2, m, r)->out[0];
+        break;
+    }
+    case 22: { /* any target, a big bfloat16 Gemm transB: mma.sync 128x256 (dynamic shared memory) */
+        *c = (tcase){"gemm bf16 transB mma.sync 128x256", "lt_cuda_mm_bf16_nt_128x256(", LT_BFLOAT16, NULL,
+                     4 * (128 + 256) * 64, NULL};
+        int64_t da[2] = {2040, 264}, db[2] = {2048, 264};
+        lt_value *a = tb_input(b, "a", c->dt, 2, da), *w = tb_input(b, "w", c->dt, 2, db);
+        lt_node *g = tb_node(b, "Gemm", "m", 2, a, w);
+        lt_node_set_attr_int(&b->ctx, g, "transB", 1);
+        y = tb_node(b, "Tanh", "y", 1, g->out[0])->out[0];
+        break;
+    }
+    case 23: { /* a wide 3x3 conv (256 output channels) over 8 images, ragged k and positions: the 256x128 tile */
+        *c = (tcase){"conv f16 3x3 256 channels (256x128)", "lt_cuda_conv_f16_tc256x128(", LT_FLOAT16, NULL,
+                     3 * (256 + 128) * 64, NULL};
+        lt_value *x = in4(b, "x", c->dt, 8, 16, 30, 30), *w = in4(b, "w", c->dt, 256, 16, 3, 3), *bias = in1(b, "bias", c->dt, 256);
+        lt_value *cv = conv(b, x, w, bias, 3, 1, 1, 1, 1)->out[0];
+        y = tb_node(b, "Relu", "y", 1, cv)->out[0];
         break;
     }
     default: tb_free(b); return false;
@@ -232,12 +287,12 @@ typedef struct lowered {
     lt_strbuf src;
 } lowered;
 
-static bool lower_model(tb *b, lowered *L, const char *name) {
+static bool lower_model(tb *b, lowered *L, const char *name, const char *arch, const char *tile) {
     memset(L, 0, sizeof *L);
     lt_arena_init(&L->arena);
     lt_ctx ctx = {0};
     lt_fuse_options fo = {.gpu = true};
-    lt_lower_options lo = {.vector_lanes = 1, .gpu = true};
+    lt_lower_options lo = {.vector_lanes = 1, .gpu = true, .gpu_arch = arch, .gpu_tile = tile};
     if (lt_fuse(&ctx, b->m, &L->arena, &fo, &L->gs) != LT_OK) {
         fprintf(stderr, "%s: fuse: %s\n", name, ctx.msg);
         failures++;
@@ -374,23 +429,63 @@ static void run_case(tb *b, lowered *L, const tcase *c) {
 typedef struct bshape {
     const char *name;
     int64_t n, c, h, w, oc, k, s, p; /* conv; k == 0: GEMM m = n, k = c, n = oc */
+    int epi;                         /* GEMM: 0 none, 1 + bias per column, 2 + bias, then Gelu */
 } bshape;
 
 static const bshape bench_shapes[] = {
-    {"gemm 4096^3", 4096, 4096, 0, 0, 4096, 0, 0, 0},
-    {"r50 conv1 7x7/2", 32, 3, 224, 224, 64, 7, 2, 3},
-    {"r50 l1 1x1 64-64", 32, 64, 56, 56, 64, 1, 1, 0},
-    {"r50 l1 3x3 64", 32, 64, 56, 56, 64, 3, 1, 1},
-    {"r50 l1 1x1 64-256", 32, 64, 56, 56, 256, 1, 1, 0},
-    {"r50 l2 3x3 128/2", 32, 128, 56, 56, 128, 3, 2, 1},
-    {"r50 l2 3x3 128", 32, 128, 28, 28, 128, 3, 1, 1},
-    {"r50 l3 3x3 256", 32, 256, 14, 14, 256, 3, 1, 1},
-    {"r50 l3 1x1 256-1024", 32, 256, 14, 14, 1024, 1, 1, 0},
-    {"r50 l4 3x3 512", 32, 512, 7, 7, 512, 3, 1, 1},
-    {"r50 l4 1x1 512-2048", 32, 512, 7, 7, 2048, 1, 1, 0},
+    {"gemm 4096^3", 4096, 4096, 0, 0, 4096, 0, 0, 0, 0},
+    {"bert qkv 1024x768x768", 1024, 768, 0, 0, 768, 0, 0, 0, 1},
+    {"bert ffn1 1024x768x3072", 1024, 768, 0, 0, 3072, 0, 0, 0, 2},
+    {"bert ffn2 1024x3072x768", 1024, 3072, 0, 0, 768, 0, 0, 0, 1},
+    {"r50 conv1 7x7/2", 32, 3, 224, 224, 64, 7, 2, 3, 0},
+    {"r50 l1 1x1 64-64", 32, 64, 56, 56, 64, 1, 1, 0, 0},
+    {"r50 l1 3x3 64", 32, 64, 56, 56, 64, 3, 1, 1, 0},
+    {"r50 l1 1x1 64-256", 32, 64, 56, 56, 256, 1, 1, 0, 0},
+    {"r50 l2 3x3 128/2", 32, 128, 56, 56, 128, 3, 2, 1, 0},
+    {"r50 l2 3x3 128", 32, 128, 28, 28, 128, 3, 1, 1, 0},
+    {"r50 l3 3x3 256", 32, 256, 14, 14, 256, 3, 1, 1, 0},
+    {"r50 l3 1x1 256-1024", 32, 256, 14, 14, 1024, 1, 1, 0, 0},
+    {"r50 l4 3x3 512", 32, 512, 7, 7, 512, 3, 1, 1, 0},
+    {"r50 l4 1x1 512-2048", 32, 512, 7, 7, 2048, 1, 1, 0, 0},
 };
 
-static void bench(bool json) {
+/* The kernel of L (one) timed on the GPU: CUDA-event mean of 20 launches after 3 warm-ups; < 0 on failure. */
+static double time_kernel(lowered *L, const char *name) {
+    lt_ctx ctx = {0};
+    lt_lowered *lw = &L->lw[0];
+    lt_cuda_module *mod = NULL;
+    lt_cuda_func *f = NULL;
+    void *args[16] = {0};
+    lt_cuda_event *e0 = NULL, *e1 = NULL;
+    bool ok = lt_cuda_module_compile(cu, &ctx, L->src.s, NULL, &mod) == LT_OK &&
+              lt_cuda_module_func(cu, &ctx, mod, lw->kernel->name, &f) == LT_OK && lw->n_args <= 16;
+    for (int i = 0; i < lw->n_args && ok; i++) {
+        size_t bytes = tbytes(lw->arg_values[i]);
+        ok = lt_cuda_alloc(cu, &ctx, bytes, &args[i]) == LT_OK && lt_cuda_memset(cu, &ctx, args[i], 0x3c, bytes) == LT_OK;
+    }
+    ok = ok && lt_cuda_event_new(cu, &ctx, &e0) == LT_OK && lt_cuda_event_new(cu, &ctx, &e1) == LT_OK;
+    float ms = 0;
+    int reps = 20;
+    for (int w = 0; w < 3 && ok; w++) ok = lt_cuda_launch_args(cu, &ctx, f, args, lw->n_args) == LT_OK;
+    ok = ok && lt_cuda_event_record(cu, &ctx, e0) == LT_OK;
+    for (int r = 0; r < reps && ok; r++) ok = lt_cuda_launch_args(cu, &ctx, f, args, lw->n_args) == LT_OK;
+    ok = ok && lt_cuda_event_record(cu, &ctx, e1) == LT_OK && lt_cuda_event_elapsed(cu, &ctx, e0, e1, &ms) == LT_OK;
+    if (!ok) {
+        fprintf(stderr, "bench %s: %s\n", name, ctx.msg);
+        failures++;
+    }
+    lt_cuda_event_free(cu, e0);
+    lt_cuda_event_free(cu, e1);
+    for (int i = 0; i < lw->n_args; i++) lt_cuda_free(cu, args[i]);
+    lt_cuda_module_free(cu, mod);
+    return ok ? ms / reps : -1;
+}
+
+/* Each shape in each dtype lowered as a compiled model would be (for this GPU's target) and timed.
+ * With sweep, the float16 GEMMs also with every tensor-core tile forced (lt_lower_options.gpu_tile):
+ * the numbers behind lower_gpu_gemm.c's choice. */
+static void bench(bool json, bool sweep) {
+    static const char *const tiles[] = {NULL, "wg128x256", "wg128x128", "wg64x128", "128x256", "128x128", "64x128", "64x64"};
     lt_dtype dts[3] = {LT_FLOAT16, LT_BFLOAT16, LT_FLOAT};
     for (size_t si = 0; si < sizeof bench_shapes / sizeof *bench_shapes; si++)
         for (int di = 0; di < 3; di++) {
@@ -403,7 +498,10 @@ static void bench(bool json) {
             if (!sh->k) {
                 int64_t da[2] = {sh->n, sh->c}, db[2] = {sh->c, sh->oc};
                 lt_value *a = tb_input(&b, "a", dt, 2, da), *w = tb_input(&b, "w", dt, 2, db);
-                tb_output(&b, tb_node(&b, "MatMul", "y", 2, a, w)->out[0]);
+                lt_value *y = tb_node(&b, "MatMul", "m", 2, a, w)->out[0];
+                if (sh->epi) y = tb_node(&b, "Add", "s", 2, y, in1(&b, "bias", dt, sh->oc))->out[0];
+                if (sh->epi == 2) y = tb_node(&b, "Gelu", "g", 1, y)->out[0];
+                tb_output(&b, y);
                 flops = 2.0 * sh->n * sh->c * sh->oc;
             } else {
                 lt_value *x = in4(&b, "x", dt, sh->n, sh->c, sh->h, sh->w), *w = in4(&b, "w", dt, sh->oc, sh->c, sh->k, sh->k);
@@ -414,59 +512,38 @@ static void bench(bool json) {
                 flops = 2.0 * sh->n * sh->oc * oh * ow * sh->c * sh->k * sh->k;
             }
             tb_infer(&b);
-            lowered L;
-            lt_ctx ctx = {0};
-            if (!lower_model(&b, &L, sh->name) || L.nk != 1) {
-                tb_free(&b);
-                continue;
-            }
-            lt_lowered *lw = &L.lw[0];
-            const char *call = strstr(L.src.s, "lt_cuda_");
-            const char *marker = strstr(L.src.s, "lathe: end of prelude");
-            if (marker) call = strstr(marker, "lt_cuda_");
-            char entry[64] = "loops";
-            if (call) sscanf(call, "%63[a-z0-9_]", entry);
-            lt_cuda_module *mod = NULL;
-            lt_cuda_func *f = NULL;
-            void *args[16] = {0};
-            lt_cuda_event *e0 = NULL, *e1 = NULL;
-            bool ok = lt_cuda_module_compile(cu, &ctx, L.src.s, NULL, &mod) == LT_OK &&
-                      lt_cuda_module_func(cu, &ctx, mod, lw->kernel->name, &f) == LT_OK && lw->n_args <= 16;
-            for (int i = 0; i < lw->n_args && ok; i++) {
-                size_t bytes = tbytes(lw->arg_values[i]);
-                ok = lt_cuda_alloc(cu, &ctx, bytes, &args[i]) == LT_OK && lt_cuda_memset(cu, &ctx, args[i], 0x3c, bytes) == LT_OK;
-            }
-            ok = ok && lt_cuda_event_new(cu, &ctx, &e0) == LT_OK && lt_cuda_event_new(cu, &ctx, &e1) == LT_OK;
-            float ms = 0;
-            int reps = 20;
-            for (int w = 0; w < 3 && ok; w++) ok = lt_cuda_launch_args(cu, &ctx, f, args, lw->n_args) == LT_OK;
-            ok = ok && lt_cuda_event_record(cu, &ctx, e0) == LT_OK;
-            for (int r = 0; r < reps && ok; r++) ok = lt_cuda_launch_args(cu, &ctx, f, args, lw->n_args) == LT_OK;
-            ok = ok && lt_cuda_event_record(cu, &ctx, e1) == LT_OK && lt_cuda_event_elapsed(cu, &ctx, e0, e1, &ms) == LT_OK;
-            if (ok) {
-                double t = ms / reps;
-                if (json)
+            int n_tiles = sweep && dt == LT_FLOAT16 ? (int)(sizeof tiles / sizeof *tiles) : 1;
+            for (int ti = 0; ti < n_tiles; ti++) {
+                lowered L;
+                if (!lower_model(&b, &L, sh->name, lt_cuda_get_info(cu)->arch, tiles[ti]) || L.nk != 1) {
+                    lowered_free(&L);
+                    break;
+                }
+                const char *marker = strstr(L.src.s, "lathe: end of prelude");
+                const char *call = strstr(marker ? marker : L.src.s, "lt_cuda_");
+                char entry[64] = "loops";
+                if (call) sscanf(call, "%63[a-z0-9_]", entry);
+                size_t el = strlen(entry), tl = tiles[ti] ? strlen(tiles[ti]) : 0;
+                if (ti > 0 && (el < tl || strcmp(entry + el - tl, tiles[ti]) != 0)) { /* no tensor-core GEMM here */
+                    lowered_free(&L);
+                    break;
+                }
+                double t = time_kernel(&L, sh->name);
+                if (t > 0 && json)
                     printf("{\"name\": \"%s\", \"dtype\": \"%s\", \"entry\": \"%s\", \"ms\": %.5f, \"tflops\": %.3f}\n", sh->name,
                            lt_dtype_name(dt), entry, t, flops / (t * 1e-3) / 1e12);
-                else
-                    printf("bench %-22s %-8s %-30s %8.3f ms %8.2f TFLOP/s\n", sh->name, lt_dtype_name(dt), entry, t,
-                           flops / (t * 1e-3) / 1e12);
-            } else {
-                fprintf(stderr, "bench %s %s: %s\n", sh->name, lt_dtype_name(dt), ctx.msg);
-                failures++;
+                else if (t > 0)
+                    printf("bench %-24s %-8s %-30s %8.4f ms %8.2f TFLOP/s%s\n", sh->name, lt_dtype_name(dt), entry, t,
+                           flops / (t * 1e-3) / 1e12, ti ? " (forced)" : "");
+                lowered_free(&L);
             }
-            lt_cuda_event_free(cu, e0);
-            lt_cuda_event_free(cu, e1);
-            for (int i = 0; i < lw->n_args; i++) lt_cuda_free(cu, args[i]);
-            lt_cuda_module_free(cu, mod);
-            lowered_free(&L);
             tb_free(&b);
         }
 }
 
 int main(int argc, char **argv) {
     bool want_bench = argc > 1 && strcmp(argv[1], "--bench") == 0;
-    bool json = argc > 2 && strcmp(argv[2], "--json") == 0;
+    bool json = argc > 2 && strcmp(argv[2], "--json") == 0, sweep = argc > 2 && strcmp(argv[2], "--sweep") == 0;
     lt_ctx ctx = {0};
     lt_cuda_options co = {.cache_dir = getenv("LATHE_CUDA_CACHE")}; /* tests may read the environment */
     if (lt_cuda_open(&ctx, &co, &cu) != LT_OK) {
@@ -479,7 +556,7 @@ int main(int argc, char **argv) {
         lt_ctx_clear(&ctx);
     }
     if (want_bench) {
-        bench(json);
+        bench(json, sweep);
         lt_cuda_close(cu);
         return failures ? 1 : 0;
     }
@@ -492,13 +569,18 @@ int main(int argc, char **argv) {
     tcase c;
     for (int i = 0; make_case(i, &b, &c); i++) {
         lowered L;
-        if (lower_model(&b, &L, c.name)) {
+        if (lower_model(&b, &L, c.name, c.arch, c.tile)) {
             const char *kernels = strstr(L.src.s, "lathe: end of prelude");
             if (!kernels || !strstr(kernels, c.expect)) {
                 fprintf(stderr, "%s: the module does not call %s:\n%s\n", c.name, c.expect,
                         strstr(L.src.s, "end of prelude") ? strstr(L.src.s, "end of prelude") : L.src.s);
                 failures++;
             }
+            /* the kernel records the entry's dynamic shared memory and the emitter writes it beside the launch shape */
+            char line[64];
+            snprintf(line, sizeof line, ", dynamic shared %lld */", (long long)c.dyn_shared);
+            CHECK(L.lw[0].kernel->dyn_shared == c.dyn_shared);
+            CHECK(c.dyn_shared ? kernels && strstr(kernels, line) != NULL : !kernels || !strstr(kernels, ", dynamic shared"));
             if (nv) {
                 lt_cuda_image img = {0};
                 lt_ctx bc = {0};
@@ -526,7 +608,9 @@ int main(int argc, char **argv) {
                 }
                 lt_cuda_image_free(&img);
             }
-            if (cu) run_case(&b, &L, &c);
+            if (cu && (!c.arch || strcmp(c.arch, lt_cuda_get_info(cu)->arch) == 0)) run_case(&b, &L, &c);
+            else if (cu) printf("test_cuda_call: %-34s not run: lowered for %s, the GPU is %s\n", c.name, c.arch,
+                                lt_cuda_get_info(cu)->arch);
         }
         lowered_free(&L);
         tb_free(&b);

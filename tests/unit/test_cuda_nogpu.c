@@ -9,8 +9,8 @@
  *    gives "CUDA backend unavailable: no CUDA device"; a missing entry point is named; then a fake
  *    Hopper with host memory as device memory checks the plumbing: device info and arch (sm_90a),
  *    allocation (and an out-of-memory status), copies both ways, launch parameter passing (the fake
- *    "runs" kernel lt_fake_scale: y = 2 x), launch shapes and parameter counts read from an emitted
- *    module's source, argument-count and NULL checks, events, graph capture and replay, kernel
+ *    "runs" kernel lt_fake_scale: y = 2 x), launch shapes, dynamic shared memory and parameter
+ *    counts read from an emitted module's source, argument-count and NULL checks, events, graph capture and replay, kernel
  *    attributes, the backend vtable, and that close releases the context and every allocation.
  * Exits non-zero on failure.
  */
@@ -122,10 +122,10 @@ static const char fake_src[] =
     "int cuMemsetD8Async(P d, unsigned char v, size_t n, void *st) { memset((void *)d, v, n); return 0; }\n"
     "int cuModuleLoadData(void **m, const void *img) { if (!img) return 1; *m = malloc(1); fake_modules++; return 0; }\n"
     "int cuModuleUnload(void *m) { free(m); fake_modules--; return 0; }\n"
-    "static char names[8][64]; static int n_names;\n"
+    "static char names[16][64]; static int n_names;\n"
     "int cuModuleGetFunction(void **f, void *m, const char *name) { if (strstr(name, \"missing\")) return 500;\n"
     "  for (int i = 0; i < n_names; i++) if (!strcmp(names[i], name)) { *f = names[i]; return 0; }\n"
-    "  if (n_names == 8) return 1; snprintf(names[n_names], 64, \"%s\", name); *f = names[n_names++]; return 0; }\n"
+    "  if (n_names == 16) return 1; snprintf(names[n_names], 64, \"%s\", name); *f = names[n_names++]; return 0; }\n"
     "int cuFuncGetAttribute(int *v, int a, void *f) { *v = a == 4 ? 40 : a == 0 ? 1024 : 0; return 0; }\n"
     "int cuFuncSetAttribute(void *f, int a, int v) { return a == 8 && v <= 232448 ? 0 : 1; }\n"
     "static void run(void *f, unsigned n, P y, P x) { if (!strcmp((char *)f, \"lt_fake_scale\"))\n"
@@ -167,13 +167,17 @@ static const char emitted_src[] =
     "extern \"C\" __global__ void lt_k2(float *a, const float *b, const int64_t *c) {\n}\n"
     "\n/* lt_k3: no launch line */\nextern \"C\" __global__ void lt_k3() {\n}\n"
     "\n/* lt_k4\n * launch: grid (7, 1, 1), block (64, 1, 1) */\n"
-    "extern \"C\" __global__ void __launch_bounds__(64) lt_k4(float *a) {\n}\n";
+    "extern \"C\" __global__ void __launch_bounds__(64) lt_k4(float *a) {\n}\n"
+    "\n/* lt_k5\n * launch: grid (3, 1, 1), block (256, 1, 1), dynamic shared 100000 */\n"
+    "extern \"C\" __global__ void lt_k5(float *y, const float *x) {\n}\n"
+    "\n/* lt_k6\n * launch: grid (3, 1, 1), block (256, 1, 1), dynamic shared 300000 */\n"
+    "extern \"C\" __global__ void lt_k6(float *a) {\n}\n";
 
 typedef struct fake {
     void *h;
     int *mode, *live, *retained, *launches, *modules;
     long long *limit;
-    unsigned *grid, *block;
+    unsigned *grid, *block, *shared;
 } fake;
 
 static bool build_fake(const char *dir, char *lib, size_t n, fake *fk) {
@@ -195,8 +199,9 @@ static bool build_fake(const char *dir, char *lib, size_t n, fake *fk) {
     fk->modules = dlsym(fk->h, "fake_modules");
     fk->limit = dlsym(fk->h, "fake_limit");
     fk->grid = dlsym(fk->h, "fake_grid");
+    fk->shared = dlsym(fk->h, "fake_shared");
     fk->block = dlsym(fk->h, "fake_block");
-    return fk->mode && fk->live && fk->retained && fk->launches && fk->modules && fk->limit && fk->grid && fk->block;
+    return fk->mode && fk->live && fk->retained && fk->launches && fk->modules && fk->limit && fk->grid && fk->block && fk->shared;
 }
 
 static void test_fake_no_device(const char *lib, fake *fk) {
@@ -270,6 +275,15 @@ static void test_fake_device(const char *lib, fake *fk) {
     lt_cuda_func *f4 = NULL; /* launch bounds between the qualifiers and the name */
     CHECK(m && lt_cuda_module_func(cu, &ctx, m, "lt_k4", &f4) == LT_OK);
     CHECK(f4 && lt_cuda_func_shape(f4, g, b, &np) && g[0] == 7 && b[0] == 64 && np == 1);
+    /* dynamic shared memory beside the launch shape: allowed when the kernel is looked up, passed at
+     * each launch; more than the device allows fails the lookup */
+    lt_cuda_func *f5 = NULL;
+    CHECK(m && lt_cuda_module_func(cu, &ctx, m, "lt_k5", &f5) == LT_OK && f5);
+    void *a5[2] = {y, x};
+    CHECK(f5 && lt_cuda_launch_args(cu, &ctx, f5, a5, 2) == LT_OK && *fk->shared == 100000 && fk->block[0] == 256);
+    lt_ctx dc = {0};
+    lt_cuda_func *f6 = NULL;
+    CHECK(m && lt_cuda_module_func(cu, &dc, m, "lt_k6", &f6) == LT_ERR_UNSUPPORTED && strstr(dc.msg, "300000"));
     /* a prelude kernel is not parsed: launched with an explicit shape */
     CHECK(m && lt_cuda_module_func(cu, &ctx, m, "lt_cuda_norm_f32_t32", &fp) == LT_OK && fp &&
           !lt_cuda_func_shape(fp, g, b, &np));
@@ -281,7 +295,7 @@ static void test_fake_device(const char *lib, fake *fk) {
     CHECK(lt_cuda_copy(cu, &ctx, x, host, sizeof host, LT_COPY_HOST_TO_DEVICE) == LT_OK);
     void *args[2] = {y, x};
     CHECK(lt_cuda_launch_args(cu, &ctx, fs, args, 2) == LT_OK);
-    CHECK(fk->grid[0] == 2 && fk->block[0] == 32);
+    CHECK(fk->grid[0] == 2 && fk->block[0] == 32 && *fk->shared == 0);
     CHECK(lt_cuda_sync(cu, &ctx) == LT_OK);
     CHECK(lt_cuda_copy(cu, &ctx, back, y, sizeof back, LT_COPY_DEVICE_TO_HOST) == LT_OK);
     int bad = 0;

@@ -355,7 +355,7 @@ lt_status lt_cuda_launch_args(lt_cuda *cu, lt_ctx *ctx, const lt_cuda_func *f, v
         if (!bufs[i]) return lt_error(ctx, LT_ERR_USAGE, "kernel %s: buffer argument %d is NULL", f->name, i);
         params[i] = (void *)&bufs[i];
     }
-    return lt_cuda_launch(cu, ctx, f, f->grid, f->block, 0, params);
+    return lt_cuda_launch(cu, ctx, f, f->grid, f->block, (unsigned)f->dyn_shared, params);
 }
 
 /* ---- events ---- */

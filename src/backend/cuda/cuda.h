@@ -20,10 +20,12 @@
  *     lt_cuda_build does the NVRTC + cache part alone, with no GPU (export, CI).
  *   - A module compiled from emitted source (lt_emit_module with lt_lang_cuda) knows each kernel's
  *     launch shape and parameter count: the emitter writes "launch: grid (x, y, z), block (x, y, z)"
- *     in the comment before each `extern "C" __global__ void name(...)` after the end-of-prelude
- *     marker; lt_cuda_launch_args launches with that shape on an array of buffer pointers (the
- *     kernel ABI of docs/COMPILER.md). Prelude kernels (cuda_gemm.h, cuda_norm.h) are launched
- *     with an explicit shape through lt_cuda_launch.
+ *     (and ", dynamic shared N" when the kernel needs N bytes of dynamic shared memory: the limit
+ *     is raised once, when the kernel is looked up) in the comment before each `extern "C"
+ *     __global__ void name(...)` after the end-of-prelude marker; lt_cuda_launch_args launches with
+ *     that shape and shared memory on an array of buffer pointers (the kernel ABI of
+ *     docs/COMPILER.md). Prelude kernels (cuda_gemm.h, cuda_norm.h) are launched with an explicit
+ *     shape through lt_cuda_launch.
  *   - Graphs: lt_cuda_graph_begin .. lt_cuda_graph_end captures what is enqueued on the stream in
  *     between (launches, device copies; no host copies, no sync) into an instantiated CUDA graph;
  *     lt_cuda_graph_launch replays it.
@@ -121,7 +123,8 @@ lt_status lt_cuda_module_load(lt_cuda *cu, lt_ctx *ctx, const void *image, const
 void lt_cuda_module_free(lt_cuda *cu, lt_cuda_module *m); /* NULL is fine */
 /* How the module was built (cache hit, key, seconds); NULL for lt_cuda_module_load. */
 const lt_cuda_image *lt_cuda_module_image(const lt_cuda_module *m);
-/* The kernel `name`; LT_ERR_INVALID naming it when the module has none. Lives as long as m. */
+/* The kernel `name`; LT_ERR_INVALID naming it when the module has none (LT_ERR_UNSUPPORTED when its
+ * dynamic shared memory is more than the device allows). Lives as long as m. */
 lt_status lt_cuda_module_func(lt_cuda *cu, lt_ctx *ctx, lt_cuda_module *m, const char *name, lt_cuda_func **out);
 
 typedef struct lt_cuda_func_attrs {
@@ -140,7 +143,8 @@ bool lt_cuda_func_shape(const lt_cuda_func *f, unsigned grid[3], unsigned block[
 /* Launch on the stream. params: one pointer per kernel parameter, to its value (cuLaunchKernel). */
 lt_status lt_cuda_launch(lt_cuda *cu, lt_ctx *ctx, const lt_cuda_func *f, const unsigned grid[3],
                          const unsigned block[3], unsigned shared_bytes, void **params);
-/* Launch an emitted kernel on n device buffer pointers with the shape from its source. */
+/* Launch an emitted kernel on n device buffer pointers with the shape (and dynamic shared memory)
+ * from its source. */
 lt_status lt_cuda_launch_args(lt_cuda *cu, lt_ctx *ctx, const lt_cuda_func *f, void *const *bufs, int n);
 
 /* ---- events (timing) ---- */

@@ -7,7 +7,9 @@
  * unique temporary name in the same directory and renamed, so a reader never sees a partial file;
  * a cached image that cannot be read is rebuilt. Shapes: after the end-of-prelude marker, each
  * `extern "C" __global__ void NAME(params)` takes the last "launch: grid (..), block (..)" line
- * written between the previous kernel and it; the parameter count is the top-level comma count.
+ * written between the previous kernel and it (", dynamic shared N" after it: N bytes of dynamic
+ * shared memory, allowed with cuFuncSetAttribute when the kernel is looked up, passed at each
+ * launch); the parameter count is the top-level comma count.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -173,6 +175,7 @@ typedef struct kshape {
     char *name;
     bool has_shape;
     unsigned grid[3], block[3];
+    int shared; /* bytes of dynamic shared memory */
     int n_params;
 } kshape;
 
@@ -188,14 +191,18 @@ struct lt_cuda_module {
 
 static bool is_ident(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'; }
 
-/* Parse "grid (a, b, c), block (d, e, f)" at p. */
-static bool parse_launch(const char *p, unsigned g[3], unsigned b[3]) {
-    long long v[6];
-    if (sscanf(p, "launch: grid (%lld, %lld, %lld), block (%lld, %lld, %lld)", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5]) != 6)
+/* Parse "grid (a, b, c), block (d, e, f)[, dynamic shared N]" at p. */
+static bool parse_launch(const char *p, unsigned g[3], unsigned b[3], int *shared) {
+    long long v[6], sh = 0;
+    int end = 0;
+    if (sscanf(p, "launch: grid (%lld, %lld, %lld), block (%lld, %lld, %lld)%n", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5],
+               &end) != 6 || !end)
         return false;
     for (int i = 0; i < 6; i++)
         if (v[i] <= 0 || v[i] > 0x7fffffffLL) return false;
+    if (sscanf(p + end, ", dynamic shared %lld", &sh) == 1 && (sh < 0 || sh > 0x7fffffffLL)) return false;
     for (int i = 0; i < 3; i++) g[i] = (unsigned)v[i], b[i] = (unsigned)v[3 + i];
+    *shared = (int)sh;
     return true;
 }
 
@@ -231,7 +238,7 @@ static lt_status parse_shapes(lt_ctx *ctx, lt_cuda_module *m, const char *src) {
         /* the launch line closest before the signature, after the previous kernel */
         const char *best = NULL;
         for (const char *l = strstr(prev, "launch: grid ("); l && l < p; l = strstr(l + 1, "launch: grid (")) best = l;
-        k.has_shape = best && parse_launch(best, k.grid, k.block);
+        k.has_shape = best && parse_launch(best, k.grid, k.block, &k.shared);
         if (m->n_shapes == cap) {
             int nc = cap ? 2 * cap : 16;
             kshape *ns = lt_mem_realloc(m->shapes, (size_t)nc * sizeof *ns);
@@ -336,7 +343,16 @@ lt_status lt_cuda_module_func(lt_cuda *cu, lt_ctx *ctx, lt_cuda_module *m, const
             memcpy(f->grid, m->shapes[i].grid, sizeof f->grid);
             memcpy(f->block, m->shapes[i].block, sizeof f->block);
             f->n_params = m->shapes[i].n_params;
+            f->dyn_shared = m->shapes[i].shared;
         }
+    /* an emitted kernel that needs more than the default 48 KiB of dynamic shared memory: allowed once, here */
+    if (f->dyn_shared > 48 * 1024) {
+        lt_status s = lt_cuda_func_set_shared(cu, ctx, f, f->dyn_shared);
+        if (s != LT_OK) {
+            lt_mem_free(f);
+            return s;
+        }
+    }
     m->funcs[m->n_funcs++] = f;
     *out = f;
     return LT_OK;

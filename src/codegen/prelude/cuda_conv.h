@@ -3,19 +3,21 @@
  * Conv kernel calls as
  *   for GPU_BLOCK blk in [0, nblocks): for GPU_THREAD t in [0, threads):
  *       lt_cuda_conv_<dt>_<kind>(y, x, w, bias, res, geometry..., blk, nblocks, t)
- * with static shared memory only:
+ * with static shared memory, or dynamic for the biggest tile:
  *   - implicit GEMM on tensor cores (float16 / bfloat16, mma.sync m16n8k16, float32 accumulation),
- *     `tc<BM>x<BN>`, 128 threads: per image and group, Y[oc, p] = W[oc, k] * im2col(X)[k, p] with
- *     k = (c, kh, kw); the W tile comes by cp.async (rows of W are contiguous: needs Cg*KH*KW % 8 == 0
- *     and a 16-byte aligned W), the im2col tile is gathered into registers while the tensor cores
- *     work on the previous one (two shared stages) and stored swizzled as the GEMM's [BK][BN] B tile,
- *     so the MMA step and the epilogue are cuda_gemm.h's (lt_tc_step, lt_tc_store);
+ *     `tc<BM>x<BN>`: 128x128, 64x128, 64x64 (128 threads, two static stages) and 256x128 (256
+ *     threads, three stages in dynamic shared memory, LT_CONV_DYN_SMEM): per image and group,
+ *     Y[oc, p] = W[oc, k] * im2col(X)[k, p] with k = (c, kh, kw); the W tile comes by cp.async (rows
+ *     of W are contiguous: needs Cg*KH*KW % 8 == 0 and a 16-byte aligned W), the im2col tile is
+ *     gathered into registers while the tensor cores work on the previous one and stored swizzled
+ *     as the GEMM's [BK][BN] B tile, so the MMA fragments and the epilogue are cuda_gemm.h's
+ *     (lt_tc_frags, lt_tc_mmas, lt_tc_store);
  *   - implicit GEMM on the SIMT cores (`simt`, 256 threads, any dtype, float32 without tf32): the
  *     GEMM's 128x128x8 SIMT tile with the same gather;
  *   - direct (`direct`, 256 threads): one output per thread, for depthwise and narrow groups
  *     (fewer than 16 output channels a group), where a GEMM tile would be mostly empty.
  * Blocks loop over (image, group, tile) so any grid is correct. Epilogue per output (cuda_gemm.h's
- * lt_gemm_epi): bias[oc] (has_bias), residual R of Y's shape before (res_mode 1) or after (2) the
+ * lt_epilogue): bias[oc] (has_bias), residual R of Y's shape before (res_mode 1) or after (2) the
  * activation (LT_ACT_* with act_a / act_b). Accumulation is float32 throughout.
  * Function templates with a defaulted parameter: a module instantiates only the entries it calls.
  */
@@ -95,15 +97,22 @@ LT_FN void lt_conv_kpos_add(const lt_cuda_conv_geom &g, lt_conv_kpos &q, const l
 }
 
 /* ---- tensor cores ---- */
-template <typename D, int BM, int BN, int WM, int WN>
+/* Block `bid` of the implicit GEMM on mma.sync: BM x BN x 32 tiles, warps of WM x WN, STAGES (>= 2)
+ * shared stages of [BM][32] W and [32][BN] im2col at smem. The W tiles come by cp.async, STAGES - 1
+ * tiles ahead; the im2col tile of step kt + 1 is gathered into registers while the tensor cores
+ * work on step kt and stored (swizzled as the GEMM's [BK][BN] B tile) before the barrier that ends
+ * step kt. (The GEMM's double-buffered fragments, lt_gemm_tc, do not fit here beside the gather's
+ * registers: 68 bytes spilled in the 128x128 tile.) */
+template <typename D, int BM, int BN, int WM, int WN, int STAGES>
 LT_FN void lt_conv_tc(const lt_cuda_gemm_params &p, const lt_cuda_conv_geom &g, char *smem, int bid, int tid) {
     typedef typename D::S S;
     enum {
-        BK = 32, WARPS_N = BN / WN, NT = 32 * (BM / WM) * (BN / WN), MT = WM / 16, NTL = WN / 8, CHA = BK / 8,
-        CHB = BN / 8, A_BYTES = BM * BK * 2, STAGE_BYTES = (BM + BN) * BK * 2, A_PER = BM * CHA / NT,
+        BK = 32, WARPS_N = BN / WN, NT = 32 * (BM / WM) * (BN / WN), MT = WM / 16, NTL = WN / 8,
+        CHA = BK / 8, CHB = BN / 8, A_BYTES = BM * BK * 2, STAGE_BYTES = (BM + BN) * BK * 2, A_PER = BM * CHA / NT,
         B_PER = BK * CHB / NT
     };
     static_assert(BM * CHA % NT == 0 && BK * CHB % NT == 0 && NT % CHA == 0 && NT % CHB == 0, "tile loads");
+    static_assert(STAGES >= 2, "pipeline");
     const int lane = tid & 31, warp = tid >> 5, wm = warp / WARPS_N, wn = warp % WARPS_N;
     const int M = p.m, N = p.n, K = p.k;
     int m0, n0;
@@ -123,9 +132,7 @@ LT_FN void lt_conv_tc(const lt_cuda_gemm_params &p, const lt_cuda_conv_geom &g, 
     for (int i = 0; i < B_PER; i++) kp[i] = lt_conv_kpos_of(g, tid / CHB + i * (NT / CHB));
 
     auto load_a = [&](int stage, int kt) {
-        const uint32_t sa = sbase + stage * STAGE_BYTES;
-        const int k0 = kt * BK;
-        lt_tc_load_a<S, BK, NT, A_PER>(sa, A, p.lda, m0, M, k0, K, tid);
+        lt_tc_load_a<S, BK, NT, A_PER>(sbase + stage * STAGE_BYTES, A, p.lda, m0, M, kt * BK, K, tid);
     };
     /* called for kt = 0, 1, 2, ... in order (kp advances a step each call) */
     auto gather = [&](int kt) {
@@ -163,23 +170,36 @@ LT_FN void lt_conv_tc(const lt_cuda_gemm_params &p, const lt_cuda_conv_geom &g, 
     for (int i = 0; i < MT; i++)
 #pragma unroll
         for (int j = 0; j < NTL; j++) acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0.0f;
-    load_a(0, 0);
-    lt_cp_async_commit();
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; s++) {
+        if (s < KT) load_a(s, s);
+        lt_cp_async_commit();
+    }
     gather(0);
     store_b(0);
+    lt_cp_async_wait<STAGES - 2>(); /* tile 0's W has landed */
+    __syncthreads();
+    int rs = 0, ws = STAGES - 1; /* the stage being read; the stage the next W copies go to */
     for (int kt = 0; kt < KT; kt++) {
-        const int cur = kt & 1;
-        lt_cp_async_wait<0>();
-        __syncthreads(); /* tile kt is in stage cur; everyone is done with stage cur ^ 1 */
-        if (kt + 1 < KT) {
-            load_a(cur ^ 1, kt + 1);
-            lt_cp_async_commit();
-            gather(kt + 1); /* global loads in flight while the tensor cores work */
+        const uint32_t sa = sbase + rs * STAGE_BYTES;
+        if (kt + STAGES - 1 < KT) load_a(ws, kt + STAGES - 1);
+        lt_cp_async_commit();
+        ws = ws + 1 == STAGES ? 0 : ws + 1;
+        if (kt + 1 < KT) gather(kt + 1); /* global loads in flight while the tensor cores work */
+#pragma unroll
+        for (int kk = 0; kk < BK / 16; kk++) {
+            uint32_t af[MT][4], bfr[NTL][2];
+            lt_tc_frags<BM, BN, BK, WM, WN, false>(af, bfr, sa, sa + A_BYTES, kk, lane, wm, wn);
+            lt_tc_mmas<D, WM, WN>(acc, af, bfr);
         }
-        const uint32_t sa = sbase + cur * STAGE_BYTES;
-        lt_tc_step<D, BM, BN, BK, WM, WN, false>(acc, sa, sa + A_BYTES, lane, wm, wn);
-        if (kt + 1 < KT) store_b(cur ^ 1);
+        /* step kt + 1: its im2col tile into the stage that tile kt + 1 - STAGES left (every warp was
+         * done with it at the previous barrier), once its W has landed */
+        rs = rs + 1 == STAGES ? 0 : rs + 1;
+        if (kt + 1 < KT) store_b(rs);
+        lt_cp_async_wait<STAGES - 2>();
+        __syncthreads();
     }
+    lt_cp_async_wait<0>();
     const bool pairs = (p.ldc & 1) == 0 && ((unsigned long long)p.c & 3) == 0;
     lt_tc_store<D, WM, WN>(p, acc, (S *)p.c, m0 + wm * WM, n0 + wn * WN, lane, pairs, 0);
 }
@@ -263,6 +283,7 @@ template <typename D> LT_FN void lt_conv_direct(LT_CONV_ARGS) {
     typedef typename D::S S;
     const int Cg = C / G, OCg = OC / G, P = OH * OW;
     lt_cuda_gemm_params p;
+    p.m = OC, p.n = P; /* the epilogue's rows and columns: output channel, position */
     p.bias = bias, p.res = res_mode ? res : 0, p.stride_r = (long long)OC * P, p.ldr = P;
     p.bias_kind = has_bias ? 2 : 0, p.act = act, p.res_after_act = res_mode == 2;
     p.alpha = 1.0f, p.beta = 1.0f, p.act_a = act_a, p.act_b = act_b;
@@ -284,15 +305,24 @@ template <typename D> LT_FN void lt_conv_direct(LT_CONV_ARGS) {
                         acc = fmaf(lt_ld1<D>(xb, ((long long)c * H + ih) * W + iw), lt_ld1<D>(wb, (c * KH + kh) * KW + kw), acc);
                 }
             }
-        lt_st1<D>((S *)y, i, lt_gemm_epi<D>(p, acc, oc, pp, ni));
+        float v[1] = {acc};
+        lt_epilogue<D>(p, ni, v, [&](int, int &r, int &c) { r = oc, c = pp; });
+        lt_st1<D>((S *)y, i, v[0]);
     }
 }
 
 /* ---- entry points ---- */
+/* tensor cores in static shared memory: 2 stages (at most 32 KiB) */
 #define LT_CONV_TC_BODY(dt, BM, BN, WM, WN)                                                        \
     __shared__ __align__(128) char smem[2 * (BM + BN) * 32 * 2];                                   \
     lt_conv_run<lt_dt_##dt, BM, BN>(LT_CONV_PASS, [&](const lt_cuda_gemm_params &q, const lt_cuda_conv_geom &g, int bid, \
-                                                       int tid) { lt_conv_tc<lt_dt_##dt, BM, BN, WM, WN>(q, g, smem, bid, tid); });
+                                                       int tid) { lt_conv_tc<lt_dt_##dt, BM, BN, WM, WN, 2>(q, g, smem, bid, tid); });
+/* ... and in dynamic shared memory (cuda_gemm.h lt_gemm_dyn_smem), LT_CONV_DYN_SMEM(BM, BN, ST) bytes
+ * (the lowering, src/lower/lower_gpu_conv.c, records the same number on the kernel) */
+#define LT_CONV_DYN_SMEM(BM, BN, ST) ((ST) * ((BM) + (BN)) * 64)
+#define LT_CONV_TC_DYN_BODY(dt, BM, BN, WM, WN, ST)                                                \
+    lt_conv_run<lt_dt_##dt, BM, BN>(LT_CONV_PASS, [&](const lt_cuda_gemm_params &q, const lt_cuda_conv_geom &g, int bid, \
+                                                       int tid) { lt_conv_tc<lt_dt_##dt, BM, BN, WM, WN, ST>(q, g, lt_gemm_dyn_smem, bid, tid); });
 #define LT_CONV_SIMT_BODY(dt)                                                                      \
     lt_conv_run<lt_dt_##dt, 128, 128>(LT_CONV_PASS, [&](const lt_cuda_gemm_params &q, const lt_cuda_conv_geom &g, int bid, \
                                                         int tid) { lt_conv_simt<lt_dt_##dt>(q, g, bid, tid); });
@@ -305,6 +335,10 @@ template <int I_ = 0> LT_FN void lt_cuda_conv_f16_tc64x128(LT_CONV_ARGS) { LT_CO
 template <int I_ = 0> LT_FN void lt_cuda_conv_bf16_tc64x128(LT_CONV_ARGS) { LT_CONV_TC_BODY(bf16, 64, 128, 32, 64) }
 template <int I_ = 0> LT_FN void lt_cuda_conv_f16_tc64x64(LT_CONV_ARGS) { LT_CONV_TC_BODY(f16, 64, 64, 32, 32) }
 template <int I_ = 0> LT_FN void lt_cuda_conv_bf16_tc64x64(LT_CONV_ARGS) { LT_CONV_TC_BODY(bf16, 64, 64, 32, 32) }
+/* 256 output channels x 128 positions, 8 warps of 64x64 (256 threads), 3 stages: 72 KiB. For wide
+ * layers: each gathered im2col element feeds twice the MMAs of the 128-row tile. */
+template <int I_ = 0> LT_FN void lt_cuda_conv_f16_tc256x128(LT_CONV_ARGS) { LT_CONV_TC_DYN_BODY(f16, 256, 128, 64, 64, 3) }
+template <int I_ = 0> LT_FN void lt_cuda_conv_bf16_tc256x128(LT_CONV_ARGS) { LT_CONV_TC_DYN_BODY(bf16, 256, 128, 64, 64, 3) }
 template <int I_ = 0> LT_FN void lt_cuda_conv_f32_simt(LT_CONV_ARGS) { LT_CONV_SIMT_BODY(f32) }
 template <int I_ = 0> LT_FN void lt_cuda_conv_f16_simt(LT_CONV_ARGS) { LT_CONV_SIMT_BODY(f16) }
 template <int I_ = 0> LT_FN void lt_cuda_conv_bf16_simt(LT_CONV_ARGS) { LT_CONV_SIMT_BODY(bf16) }

@@ -30,10 +30,12 @@
  * 256 threads of 8x8 outputs, shared memory double-buffered through registers. Grid as above.
  * Kernels are instantiated by macros (LT_GEMM_TC, LT_GEMM_WG, LT_GEMM_SIMT) placed after the
  * prelude, one per module, so a module compiles only what it uses; LT_CUDA_ENTRY_GEMM instantiates
- * every one and LT_CUDA_ENTRY_PEAK the peak-rate probes. Compiled models call the mma.sync tile
- * bodies through the __device__ entries lt_cuda_mm_<dt>_<nn|nt>_<128x128|64x128|64x64|simt|simt64|simt32>
- * (static shared memory, block and thread indices as arguments; see "tile entry points" below), and
- * cuda_conv.h reuses the A-tile loader, the MMA step, the epilogue and the SIMT tile. The parameter
+ * every one and LT_CUDA_ENTRY_PEAK the peak-rate probes. Compiled models call the tile bodies
+ * through the __device__ entries lt_cuda_mm_<dt>_<nn|nt>_<tile> (block and thread indices as
+ * arguments; see "tile entry points" below): mma.sync 128x128, 64x128, 64x64 and SIMT simt, simt64,
+ * simt32 in static shared memory; wgmma wg128x256, wg128x128, wg64x128 (sm_90a) and mma.sync
+ * 128x256 in dynamic shared memory. cuda_conv.h reuses the A-tile loader, the MMA fragments and
+ * steps, the epilogue and the SIMT tile. The parameter
  * struct is mirrored on the host (src/backend/cuda/cuda_kernels.c): keep the two in the same order.
  */
 #ifndef LT_PRELUDE_CUDA_GEMM_H
@@ -78,19 +80,56 @@ LT_FN float lt_gemm_act(int act, float a, float b, float v) {
     }
 }
 
-/* Not inlined: one copy of the activation code per kernel instead of one per output register. */
-template <typename D>
-static __device__ __noinline__ float lt_gemm_epi(const lt_cuda_gemm_params &p, float v, int r, int c, long long z) {
+/* The activation as a call: one copy of its code per kernel instead of one per output register; its
+ * arguments are scalars, so a call costs a few instructions. */
+static __device__ __noinline__ float lt_gemm_act_call(int act, float a, float b, float v) { return lt_gemm_act(act, a, b, v); }
+
+/* The epilogue of a thread's N outputs v[e] at (row, col) = rc(e), in place: v = alpha * acc, + bias
+ * (per column or row), + beta * R before or after the activation. Each step is one pass over the N
+ * values under one uniform branch (the residual at batch entry z): in the tile entries the
+ * parameters are constants and the branches fold away; a kernel with run-time parameters gets a few branches, not several per output. (A call
+ * per output taking p by reference from local memory, as before, cost ~600 cycles an output: more
+ * than the MMAs of BERT-base's 1024 x 768 GEMM tiles.) Loads are guarded by r < p.m, c < p.n. */
+template <typename D, int N, typename RC>
+LT_FN void lt_epilogue(const lt_cuda_gemm_params &p, long long z, float (&v)[N], RC rc) {
     typedef typename D::S S;
-    v *= p.alpha;
-    if (p.bias_kind == 1) v += lt_ld1<D>((const S *)p.bias, c);
-    else if (p.bias_kind == 2) v += lt_ld1<D>((const S *)p.bias, r);
-    float rv = 0.0f;
-    if (p.res) rv = p.beta * lt_ld1<D>((const S *)p.res, z * p.stride_r + (long long)r * p.ldr + c);
-    if (!p.res_after_act) v += rv;
-    v = lt_gemm_act(p.act, p.act_a, p.act_b, v);
-    if (p.res_after_act) v += rv;
-    return v;
+    /* p's fields are read where used: kernel parameters (the standalone kernels) stay in the constant
+     * bank instead of taking registers beside the accumulators */
+    auto add_res = [&]() {
+        const S *res = (const S *)p.res + z * p.stride_r;
+#pragma unroll
+        for (int e = 0; e < N; e++) {
+            int r, c;
+            rc(e, r, c);
+            if (r < p.m && c < p.n) v[e] += p.beta * lt_ld1<D>(res, (long long)r * p.ldr + c);
+        }
+    };
+#pragma unroll
+    for (int e = 0; e < N; e++) v[e] *= p.alpha;
+    if (p.bias_kind == 1) {
+#pragma unroll
+        for (int e = 0; e < N; e++) {
+            int r, c;
+            rc(e, r, c);
+            if (r < p.m && c < p.n) v[e] += lt_ld1<D>((const S *)p.bias, c);
+        }
+    } else if (p.bias_kind == 2) {
+#pragma unroll
+        for (int e = 0; e < N; e++) {
+            int r, c;
+            rc(e, r, c);
+            if (r < p.m && c < p.n) v[e] += lt_ld1<D>((const S *)p.bias, r);
+        }
+    }
+    if (p.res && !p.res_after_act) add_res();
+    if (p.act == LT_ACT_RELU) {
+#pragma unroll
+        for (int e = 0; e < N; e++) v[e] = v[e] < 0.0f ? 0.0f : v[e]; /* NaN stays NaN */
+    } else if (p.act != LT_ACT_NONE) {
+#pragma unroll
+        for (int e = 0; e < N; e++) v[e] = lt_gemm_act_call(p.act, p.act_a, p.act_b, v[e]);
+    }
+    if (p.res && p.res_after_act) add_res();
 }
 
 /* ---- tensor-core building blocks ---- */
@@ -181,40 +220,28 @@ LT_FN void lt_tc_mmas(float (&acc)[WM / 16][WN / 8][4], const uint32_t (&af)[WM 
         for (int j = 0; j < WN / 8; j++) lt_mma16816(D(), acc[i][j], af[i], bfr[j]);
 }
 
-/* One BK-deep step of a warp's WM x WN tile on tensor cores (fragments loaded, then used). Used by
- * the implicit-GEMM convolution; the GEMM pipelines the same two halves across steps. */
-template <typename D, int BM, int BN, int BK, int WM, int WN, bool BT>
-LT_FN void lt_tc_step(float (&acc)[WM / 16][WN / 8][4], uint32_t sa, uint32_t sb, int lane, int wm, int wn) {
-#pragma unroll
-    for (int kk = 0; kk < BK / 16; kk++) {
-        uint32_t af[WM / 16][4], bfr[WN / 8][2];
-        lt_tc_frags<BM, BN, BK, WM, WN, BT>(af, bfr, sa, sb, kk, lane, wm, wn);
-        lt_tc_mmas<D, WM, WN>(acc, af, bfr);
-    }
-}
-
 /* The epilogue of a warp's tile: thread (g, t) of a warp holds rows g, g + 8 and columns 2t, 2t + 1
  * of each 16x8 tile. C already points at batch entry z (the residual is read at z * p.stride_r). Pairs are stored as one
  * 32-bit word when the row start and ldc are even (always for the GEMMs: n % 8 == 0), else singly. */
 template <typename D, int WM, int WN>
-LT_FN void lt_tc_store(const lt_cuda_gemm_params &p, const float (&acc)[WM / 16][WN / 8][4], typename D::S *C,
-                       int r0, int c0, int lane, bool pairs, long long z) {
+LT_FN void lt_tc_store(const lt_cuda_gemm_params &p, float (&acc)[WM / 16][WN / 8][4], typename D::S *C, int r0,
+                       int c0, int lane, bool pairs, long long z) {
     enum { MT = WM / 16, NTL = WN / 8 };
     const int g = lane >> 2, t4 = lane & 3;
-    const bool plain = p.bias_kind == 0 && !p.res && p.act == LT_ACT_NONE;
 #pragma unroll
-    for (int i = 0; i < MT; i++)
+    for (int i = 0; i < MT; i++) {
+        /* one 16-row block at a time (the epilogue's loads in flight for 32 values, not all):
+         * value e = j * 4 + 2 * h + q at row i * 16 + g + 8 * h, column j * 8 + 2 * t4 + q */
+        lt_epilogue<D>(p, z, reinterpret_cast<float(&)[NTL * 4]>(acc[i]), [&](int e, int &r, int &c) {
+            r = r0 + i * 16 + g + ((e >> 1) & 1) * 8, c = c0 + (e >> 2) * 8 + t4 * 2 + (e & 1);
+        });
 #pragma unroll
         for (int j = 0; j < NTL; j++)
 #pragma unroll
             for (int h = 0; h < 2; h++) {
                 const int r = r0 + i * 16 + g + h * 8, c = c0 + j * 8 + t4 * 2;
                 if (r >= p.m || c >= p.n) continue;
-                float v0 = acc[i][j][2 * h] * p.alpha, v1 = acc[i][j][2 * h + 1] * p.alpha;
-                if (!plain) {
-                    v0 = lt_gemm_epi<D>(p, acc[i][j][2 * h], r, c, z);
-                    if (c + 1 < p.n) v1 = lt_gemm_epi<D>(p, acc[i][j][2 * h + 1], r, c + 1, z);
-                }
+                const float v0 = acc[i][j][2 * h], v1 = acc[i][j][2 * h + 1];
                 if (pairs && c + 1 < p.n) {
                     *(uint32_t *)(C + (long long)r * p.ldc + c) = lt_pack2(D(), v0, v1);
                 } else {
@@ -222,6 +249,7 @@ LT_FN void lt_tc_store(const lt_cuda_gemm_params &p, const float (&acc)[WM / 16]
                     if (c + 1 < p.n) lt_st1<D>(C, (long long)r * p.ldc + c + 1, v1);
                 }
             }
+    }
 }
 
 /* Tile (m0, n0) of the tile order: groups of 8 tile-rows, down the rows first within a group (L2
@@ -525,6 +553,10 @@ LT_FN void lt_simt_tile(const lt_cuda_gemm_params &p, typename D::S *C, int m0, 
         if (kt + 1 < KT) stash(buf ^ 1);
         __syncthreads();
     }
+    lt_epilogue<D>(p, z, reinterpret_cast<float(&)[64]>(acc), [&](int e, int &r, int &c) {
+        const int i = e >> 3, j = e & 7;
+        r = m0 + (i < 4 ? ty * 4 + i : 64 + ty * 4 + i - 4), c = n0 + (j < 4 ? tx * 4 + j : 64 + tx * 4 + j - 4);
+    });
 #pragma unroll
     for (int i = 0; i < 8; i++) {
         const int r = m0 + (i < 4 ? ty * 4 + i : 64 + ty * 4 + i - 4);
@@ -532,7 +564,7 @@ LT_FN void lt_simt_tile(const lt_cuda_gemm_params &p, typename D::S *C, int m0, 
 #pragma unroll
         for (int j = 0; j < 8; j++) {
             const int c = n0 + (j < 4 ? tx * 4 + j : 64 + tx * 4 + j - 4);
-            if (c < N) lt_st1<D>(C, (long long)r * p.ldc + c, lt_gemm_epi<D>(p, acc[i][j], r, c, z));
+            if (c < N) lt_st1<D>(C, (long long)r * p.ldc + c, acc[i][j]);
         }
     }
 }
@@ -620,6 +652,10 @@ LT_FN void lt_simt_sk_tile(const lt_cuda_gemm_params &p, typename D::S *C, int m
         __syncthreads();
     }
     if (sl != 0) return;
+    lt_epilogue<D>(p, z, reinterpret_cast<float(&)[TM * TN]>(acc), [&](int e, int &r, int &c) {
+        const int i = e / TN, j = e % TN;
+        r = m0 + (i >> 2) * (BM / RQ) + ty * 4 + (i & 3), c = n0 + (j >> 2) * (BN / CQ) + tx * 4 + (j & 3);
+    });
 #pragma unroll
     for (int i = 0; i < TM; i++) {
         const int r = m0 + (i >> 2) * (BM / RQ) + ty * 4 + (i & 3);
@@ -627,7 +663,7 @@ LT_FN void lt_simt_sk_tile(const lt_cuda_gemm_params &p, typename D::S *C, int m
 #pragma unroll
         for (int j = 0; j < TN; j++) {
             const int c = n0 + (j >> 2) * (BN / CQ) + tx * 4 + (j & 3);
-            if (c < N) lt_st1<D>(C, (long long)r * p.ldc + c, lt_gemm_epi<D>(p, acc[i][j], r, c, z));
+            if (c < N) lt_st1<D>(C, (long long)r * p.ldc + c, acc[i][j]);
         }
     }
 }
@@ -685,15 +721,21 @@ template <typename D, bool BT> LT_FN void lt_gemm_simt(const lt_cuda_gemm_params
     lt_simt_tile<D, BT>(p, (S *)p.c + z * p.stride_c, m0, n0, tid, z, fetch);
 }
 
+/* Dynamic shared memory of a kernel (the GEMM kernels' stages; the tile entries below that need more
+ * than 48 KiB): one array for the whole translation unit, sized at launch. */
+extern __shared__ __align__(128) char lt_gemm_dyn_smem[];
+
 /* ---- tile entry points for compiled models: a lowered MatMul/Gemm kernel is
  *   for GPU_BLOCK blk in [0, nblocks): for GPU_THREAD t in [0, threads): lt_cuda_mm_<cfg>(..., blk, nblocks, t)
- * with static shared memory (at most 48 KiB). Arguments: C, A, B, bias (per column: bias_kind 1, per
- * row: 2), residual R (read with C's strides; res_mode 1 before the activation, 2 after), two batch
+ * with static shared memory (at most 48 KiB), or, for the big tiles, dynamic shared memory whose size
+ * the lowering records on the kernel (the launch passes it; LT_MM_DYN_SMEM_* below). Arguments: C, A,
+ * B, bias (per column: bias_kind 1, per row: 2), residual R (read with C's strides; res_mode 1 before the activation, 2 after), two batch
  * dims b1 x b2 with element strides per operand (0: shared), m, n, k, leading dimensions, the
  * activation (LT_ACT_*) with its parameters, alpha; then the block index, the block count (any:
  * blocks loop over the tiles of every batch entry) and the thread index. Threads: 128 for the
- * tensor-core tiles (4 warps; 64x128 for m <= 64, e.g. 1x1 convs of 64 channels), 256 for SIMT
- * (128x128; the sliced-K 64x64 and 32x32 tiles for small grids). The tensor-core entries need what LT_GEMM_TC needs
+ * static tensor-core tiles (4 warps; 64x128 for m <= 64, e.g. 1x1 convs of 64 channels), the big
+ * tiles' own counts (below), 256 for SIMT (128x128; the sliced-K 64x64 and 32x32 tiles for small
+ * grids). The tensor-core entries need what LT_GEMM_TC needs
  * (k % 8, n % 8, leading dimensions and batch strides multiples of 8, 16-byte aligned operands);
  * the lowering checks that statically. Function templates with a defaulted parameter, so a module
  * instantiates only the entries it calls. ---- */
@@ -733,6 +775,21 @@ LT_FN void lt_mm_run(LT_MM_ARGS, Tile tile) {
     lt_mm_run<lt_dt_##dt, BM, BN>(LT_MM_PASS, [&](const lt_cuda_gemm_params &q, int bid, int tid) { \
         lt_gemm_tc<lt_dt_##dt, BM, BN, 32, WM, WN, 3, BT>(q, smem, bid, 0, tid);                   \
     });
+/* Big tiles in dynamic shared memory (lt_gemm_dyn_smem), bytes LT_MM_DYN_SMEM(kind, BM, BN, ST):
+ *   wgmma (sm_90a only; elsewhere the body traps): BM x BN x 64 in ST stages, BM / 64 warpgroups of
+ *   128 threads, ST * (BM + BN) * 128 + 1024 bytes (the stages are aligned to 1024 inside);
+ *   mma.sync: BM x BN x 32 in ST stages, warps of 64x64, ST * (BM + BN) * 64 bytes.
+ * The lowering's table (src/lower/lower_gpu_gemm.c) repeats these sizes and thread counts. */
+#define LT_MM_DYN_SMEM_WG(BM, BN, ST) ((ST) * ((BM) + (BN)) * 128 + 1024)
+#define LT_MM_DYN_SMEM_TC(BM, BN, ST) ((ST) * ((BM) + (BN)) * 64)
+#define LT_MM_WG_BODY(dt, BT, BM, BN, ST)                                                          \
+    lt_mm_run<lt_dt_##dt, BM, BN>(LT_MM_PASS, [&](const lt_cuda_gemm_params &q, int bid, int tid) { \
+        lt_gemm_wg<lt_dt_##dt, BM, BN, 64, ST, BT>(q, lt_gemm_dyn_smem, bid, 0, tid);              \
+    });
+#define LT_MM_TC_DYN_BODY(dt, BT, BM, BN, ST)                                                      \
+    lt_mm_run<lt_dt_##dt, BM, BN>(LT_MM_PASS, [&](const lt_cuda_gemm_params &q, int bid, int tid) { \
+        lt_gemm_tc<lt_dt_##dt, BM, BN, 32, 64, 64, ST, BT>(q, lt_gemm_dyn_smem, bid, 0, tid);      \
+    });
 /* sliced-K SIMT tiles: 64x64 (8x8 a thread) and 32x32 (4x4 a thread), 4 slices of K each */
 #define LT_MM_SIMT_SK_BODY(dt, BT, T, TT)                                                          \
     lt_mm_run<lt_dt_##dt, T, T>(LT_MM_PASS, [&](const lt_cuda_gemm_params &q, int bid, int tid) {  \
@@ -754,6 +811,24 @@ template <int I_ = 0> LT_FN void lt_cuda_mm_f16_nn_64x64(LT_MM_ARGS) { LT_MM_TC_
 template <int I_ = 0> LT_FN void lt_cuda_mm_f16_nt_64x64(LT_MM_ARGS) { LT_MM_TC_BODY(f16, true, 64, 64, 32, 32) }
 template <int I_ = 0> LT_FN void lt_cuda_mm_bf16_nn_64x64(LT_MM_ARGS) { LT_MM_TC_BODY(bf16, false, 64, 64, 32, 32) }
 template <int I_ = 0> LT_FN void lt_cuda_mm_bf16_nt_64x64(LT_MM_ARGS) { LT_MM_TC_BODY(bf16, true, 64, 64, 32, 32) }
+/* wgmma: 128x256 (256 threads, 4 stages, 193 KiB), 128x128 (256 threads, 3 stages, 97 KiB), 64x128
+ * (128 threads, 4 stages, 97 KiB); mma.sync 128x256 (256 threads, 4 stages, 96 KiB) */
+template <int I_ = 0> LT_FN void lt_cuda_mm_f16_nn_wg128x256(LT_MM_ARGS) { LT_MM_WG_BODY(f16, false, 128, 256, 4) }
+template <int I_ = 0> LT_FN void lt_cuda_mm_f16_nn_wg128x128(LT_MM_ARGS) { LT_MM_WG_BODY(f16, false, 128, 128, 3) }
+template <int I_ = 0> LT_FN void lt_cuda_mm_f16_nn_wg64x128(LT_MM_ARGS) { LT_MM_WG_BODY(f16, false, 64, 128, 4) }
+template <int I_ = 0> LT_FN void lt_cuda_mm_f16_nn_128x256(LT_MM_ARGS) { LT_MM_TC_DYN_BODY(f16, false, 128, 256, 4) }
+template <int I_ = 0> LT_FN void lt_cuda_mm_f16_nt_wg128x256(LT_MM_ARGS) { LT_MM_WG_BODY(f16, true, 128, 256, 4) }
+template <int I_ = 0> LT_FN void lt_cuda_mm_f16_nt_wg128x128(LT_MM_ARGS) { LT_MM_WG_BODY(f16, true, 128, 128, 3) }
+template <int I_ = 0> LT_FN void lt_cuda_mm_f16_nt_wg64x128(LT_MM_ARGS) { LT_MM_WG_BODY(f16, true, 64, 128, 4) }
+template <int I_ = 0> LT_FN void lt_cuda_mm_f16_nt_128x256(LT_MM_ARGS) { LT_MM_TC_DYN_BODY(f16, true, 128, 256, 4) }
+template <int I_ = 0> LT_FN void lt_cuda_mm_bf16_nn_wg128x256(LT_MM_ARGS) { LT_MM_WG_BODY(bf16, false, 128, 256, 4) }
+template <int I_ = 0> LT_FN void lt_cuda_mm_bf16_nn_wg128x128(LT_MM_ARGS) { LT_MM_WG_BODY(bf16, false, 128, 128, 3) }
+template <int I_ = 0> LT_FN void lt_cuda_mm_bf16_nn_wg64x128(LT_MM_ARGS) { LT_MM_WG_BODY(bf16, false, 64, 128, 4) }
+template <int I_ = 0> LT_FN void lt_cuda_mm_bf16_nn_128x256(LT_MM_ARGS) { LT_MM_TC_DYN_BODY(bf16, false, 128, 256, 4) }
+template <int I_ = 0> LT_FN void lt_cuda_mm_bf16_nt_wg128x256(LT_MM_ARGS) { LT_MM_WG_BODY(bf16, true, 128, 256, 4) }
+template <int I_ = 0> LT_FN void lt_cuda_mm_bf16_nt_wg128x128(LT_MM_ARGS) { LT_MM_WG_BODY(bf16, true, 128, 128, 3) }
+template <int I_ = 0> LT_FN void lt_cuda_mm_bf16_nt_wg64x128(LT_MM_ARGS) { LT_MM_WG_BODY(bf16, true, 64, 128, 4) }
+template <int I_ = 0> LT_FN void lt_cuda_mm_bf16_nt_128x256(LT_MM_ARGS) { LT_MM_TC_DYN_BODY(bf16, true, 128, 256, 4) }
 template <int I_ = 0> LT_FN void lt_cuda_mm_f32_nn_simt(LT_MM_ARGS) { LT_MM_SIMT_BODY(f32, false) }
 template <int I_ = 0> LT_FN void lt_cuda_mm_f32_nt_simt(LT_MM_ARGS) { LT_MM_SIMT_BODY(f32, true) }
 template <int I_ = 0> LT_FN void lt_cuda_mm_f16_nn_simt(LT_MM_ARGS) { LT_MM_SIMT_BODY(f16, false) }
@@ -775,7 +850,6 @@ template <int I_ = 0> LT_FN void lt_cuda_mm_bf16_nt_simt32(LT_MM_ARGS) { LT_MM_S
 
 /* ---- entry points: a macro instantiates one kernel (the host compiles each one it needs as its own
  * small module); LT_CUDA_ENTRY_GEMM instantiates them all (the NVRTC test) ---- */
-extern __shared__ __align__(128) char lt_gemm_dyn_smem[];
 /* lt_cuda_gemm_<dt>_<nn|nt>_<BM>x<BN>x<BK> */
 #define LT_GEMM_TC(dt, lay, BT, BM, BN, BK, WM, WN, ST, MINB)                                      \
     extern "C" __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, MINB)                 \
