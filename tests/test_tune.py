@@ -80,6 +80,18 @@ def db_entries(db):
         return [line.rstrip("\n").split("\t") for line in fh if line.strip() and not line.startswith("#")]
 
 
+def make_faster(db, variant):
+    """Edit the recorded layout times at 2 threads so that `variant` ("default" or "layout_nchwc") won."""
+    lines = []
+    for line in open(db).read().splitlines():
+        p = line.split("\t")
+        if len(p) == 5 and p[2].startswith("threads=2 passes="):
+            p[3] = "0.001" if p[2].endswith("=" + variant) else "0.002"
+        lines.append("\t".join(p))
+    with open(db, "w") as fh:
+        fh.write("\n".join(lines) + "\n")
+
+
 def test_tune_then_run(model):
     d, path, x = model
     cache, db = str(d / "cache"), str(d / "tune.tsv")
@@ -228,24 +240,14 @@ def test_layout_decision(conv_model):
     rows = {e[2]: e for e in db_entries(db) if e[2].startswith("threads=2 passes=")}
     assert set(rows) == {"threads=2 passes=default", "threads=2 passes=layout_nchwc"}, rows
     assert all(e[4] == "-" and float(e[3]) > 0 for e in rows.values())
-    def make_faster(variant):
-        lines = []
-        for line in open(db).read().splitlines():
-            p = line.split("\t")
-            if len(p) == 5 and p[2].startswith("threads=2 passes="):
-                p[3] = "0.001" if p[2].endswith("=" + variant) else "0.002"
-            lines.append("\t".join(p))
-        with open(db, "w") as fh:
-            fh.write("\n".join(lines) + "\n")
-
     # make the blocked layout the faster one, then the slower one
     for fast, want in (("layout_nchwc", True), ("default", False)):
-        make_faster(fast)
+        make_faster(db, fast)
         rep = lathe("compile", path, "--cache-dir", cache, "--threads", 2, "--tune-db", db, "-o", str(d / f"o_{fast}"))
         assert rep.returncode == 0, rep.stderr
         assert ("tuned passes: layout_nchwc" in rep.stdout) == want, rep.stdout
     # blocked faster again: used by run; --disable-pass wins; outputs agree
-    make_faster("layout_nchwc")
+    make_faster(db, "layout_nchwc")
     off = lathe("compile", path, "--cache-dir", cache, "--threads", 2, "--tune-db", db, "--disable-pass",
                 "layout_nchwc", "-o", str(d / "o_off"))
     assert off.returncode == 0 and "tuned passes" not in off.stdout, off.stdout
@@ -269,14 +271,7 @@ def test_python_layout_decision(conv_model, tmp_path):
     assert r.returncode == 0, r.stderr
     if "does not apply" in r.stdout:
         pytest.skip("no channel-blocked kernels on this CPU (needs AVX2 or AVX-512)")
-    lines = []
-    for line in open(db).read().splitlines():
-        p = line.split("\t")
-        if len(p) == 5 and p[2].startswith("threads=2 passes="):
-            p[3] = "0.001" if p[2].endswith("=layout_nchwc") else "0.002"
-        lines.append("\t".join(p))
-    with open(db, "w") as fh:
-        fh.write("\n".join(lines) + "\n")
+    make_faster(db, "layout_nchwc")
     blocked = lathe_py.compile(path, threads=2, cache_dir=cache, tune_db=db)
     plain = lathe_py.compile(path, threads=2, cache_dir=cache, tune_db=False)
     assert "tuned passes: layout_nchwc" in blocked.report and "tuned passes" not in plain.report

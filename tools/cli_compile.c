@@ -209,48 +209,25 @@ void cli_tune_db_path(const cli_compile_args *ca, char *buf, size_t n) {
     else if (ca->o.cache_dir) cli_fmt(buf, n, "%s/tune.tsv", ca->o.cache_dir);
 }
 
-/* The tuning database's schedules for a CPU compile (unless the caller set a hook: lathe tune).
- * A default database that does not exist is no database; a named one that does not exist is an
- * error. */
-static int tune_db_open(cli_compile_args *ca, lt_tune_db **db) {
-    *db = NULL;
+/* The tuning database's schedules and layout choice for a CPU compile (unless the caller set a hook:
+ * lathe tune). A default database that does not exist is no database; a named one is an error. */
+static int tune_db_open(cli_compile_args *ca, const lt_model *m) {
     char path[4200];
     cli_tune_db_path(ca, path, sizeof path);
     if (ca->o.schedule_hook || !path[0] || strcmp(ca->backend, "cpu") != 0) return 0;
-    if (access(path, F_OK) != 0) {
-        if (!ca->tune_db_given) return 0;
-        cli_error("--tune-db %s: %s", path, strerror(errno));
-        return CLI_EXIT_INVALID;
-    }
     lt_ctx ctx = {0};
-    if (lt_tune_db_new(&ctx, db) != LT_OK || lt_tune_db_load(&ctx, *db, path) != LT_OK) {
-        lt_tune_db_free(*db);
-        *db = NULL;
-        return cli_fail(&ctx);
-    }
-    memset(&ca->lookups, 0, sizeof ca->lookups);
-    ca->lookups.db = *db;
-    ca->o.schedule_hook = lt_tune_cpu_hook;
-    ca->o.schedule_user = &ca->lookups;
+    if (lt_tune_cpu_attach(&ctx, path, !ca->tune_db_given, m, &ca->o, &ca->lookups) != LT_OK) return cli_fail(&ctx);
     return 0;
 }
 
 int cli_compile_model(cli_compile_args *ca, lt_model *m, lt_datum *const *in, lt_plan **out, lt_compile_report *rep) {
     lt_ctx ctx = {0};
-    lt_tune_db *db = NULL;
-    int code = tune_db_open(ca, &db);
+    int code = tune_db_open(ca, m);
     if (code) return code;
-    const char *tuned_passes = "";
-    if (db && lt_tune_model_passes(&ctx, db, m, lt_compile_threads(ca->o.threads), &tuned_passes) != LT_OK) {
-        lt_tune_db_free(db);
-        ca->o.schedule_hook = NULL, ca->o.schedule_user = NULL, ca->lookups.db = NULL;
-        return cli_fail(&ctx);
-    }
-    ca->o.tuned_passes = tuned_passes;
     const lt_graph *g = m->graph;
     const char **given = calloc((size_t)g->n_inputs + 1, sizeof *given);
     if (!given) {
-        lt_tune_db_free(db);
+        lt_tune_cpu_detach(&ca->o, &ca->lookups);
         cli_error("out of memory");
         return CLI_EXIT_INVALID;
     }
@@ -266,11 +243,7 @@ int cli_compile_model(cli_compile_args *ca, lt_model *m, lt_datum *const *in, lt
     lt_status s = lt_compile(&ctx, m, &ca->o, out, rep);
     ca->o.given_inputs = NULL;
     free(given);
-    ca->o.tuned_passes = NULL;
-    if (db) { /* this compile's lookups only */
-        ca->o.schedule_hook = NULL, ca->o.schedule_user = NULL, ca->lookups.db = NULL;
-        lt_tune_db_free(db);
-    }
+    lt_tune_cpu_detach(&ca->o, &ca->lookups); /* this compile's lookups only */
     if (ca->o.time_passes && rep->passes.n) {
         lt_strbuf b = {0};
         lt_pass_report_print(&rep->passes, &b);

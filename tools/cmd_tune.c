@@ -53,11 +53,6 @@ static double now_s(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* Median times of plans a and b over `runs` runs each, in turns of one untimed run and 5 timed. */
 static int time_in_turns(lt_plan *const plans[2], lt_datum *const *in, int n_out, int runs, double med[2]) {
     double *t = calloc((size_t)runs * 2 + 2, sizeof *t);
@@ -74,10 +69,7 @@ static int time_in_turns(lt_plan *const plans[2], lt_datum *const *in, int n_out
                 for (int o = 0; o < n_out; o++) lt_datum_release(outs[o]), outs[o] = NULL;
                 if (k >= 0) t[v * runs + n[v]++] = dt;
             }
-    for (int v = 0; v < 2 && !rc; v++) {
-        qsort(t + v * runs, (size_t)runs, sizeof *t, cmp_double);
-        med[v] = t[v * runs + runs / 2];
-    }
+    for (int v = 0; v < 2 && !rc; v++) med[v] = lt_profile_median(t + v * runs, runs);
 out:
     free(t);
     free(outs);

@@ -8,10 +8,8 @@
  */
 #include "api_impl.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "compile/compile.h"
 #include "graph/infer.h"
@@ -91,20 +89,11 @@ lathe_status lathe_compile(const char *path, const lathe_load_options *load, con
         co.enable = opts->enable_passes;
     }
     co.given_inputs = given;
-    if (opts && opts->tune_db && (!co.backend || !strcmp(co.backend, "cpu"))) {
-        if (access(opts->tune_db, F_OK) != 0) {
-            lt_error(&ctx, LT_ERR_INVALID, "tune_db %s: %s", opts->tune_db, strerror(errno));
-            goto fail;
-        }
-        if (lt_tune_db_new(&ctx, &tc.db) != LT_OK || lt_tune_db_load(&ctx, tc.db, opts->tune_db) != LT_OK) goto fail;
-        co.schedule_hook = lt_tune_cpu_hook;
-        co.schedule_user = &tc;
-        if (lt_tune_model_passes(&ctx, tc.db, c->m, lt_compile_threads(co.threads), &co.tuned_passes) != LT_OK)
-            goto fail;
-    }
+    if (opts && opts->tune_db && (!co.backend || !strcmp(co.backend, "cpu")) &&
+        lt_tune_cpu_attach(&ctx, opts->tune_db, false, c->m, &co, &tc) != LT_OK)
+        goto fail;
     lt_status cs = lt_compile(&ctx, c->m, &co, &c->plan, &rep);
-    lt_tune_db_free(tc.db);
-    tc.db = NULL;
+    lt_tune_cpu_detach(&co, &tc);
     if (cs != LT_OK) goto fail;
     for (int i = 0; i < c->n_in; i++) c->names[i] = lt_plan_input_name(c->plan, c->api_idx[i]);
     lt_strbuf b = {0};

@@ -21,15 +21,18 @@
  */
 #include "tune_cpu.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "../backend/cpu/cpu.h"
 #include "../codegen/codegen.h"
 #include "../graph/graph.h"
+#include "../profile/profile.h"
 
 static double now_s(void) {
     struct timespec ts;
@@ -102,45 +105,38 @@ static void restore(measure_state *m) {
     for (int i = 0; i < m->n; i++) memcpy(m->arg[i], m->pristine[i], m->bytes[i]);
 }
 
-/* Outputs against the default schedule's: true when they agree. The first call records them. */
-static bool check_outputs(measure_state *m, const lt_kernel *k) {
-    bool ok = true;
+/* The default schedule's outputs (the first measurement): copies of the written arguments. */
+static lt_status record_outputs(lt_ctx *ctx, measure_state *m, const lt_kernel *k) {
+    for (int i = 0; i < m->n; i++) {
+        if (!k->args[i]->written) continue;
+        if (!(m->want[i] = malloc(m->bytes[i])))
+            return lt_error(ctx, LT_ERR_NOMEM, "out of memory (tuning %s: outputs)", k->name);
+        memcpy(m->want[i], m->arg[i], m->bytes[i]);
+    }
+    m->have_want = true;
+    return LT_OK;
+}
+
+/* A candidate's outputs against the default's: integers and bools exactly, floats within
+ * 1e-4 (|want| + mean |want|), NaN where NaN. */
+static bool same_outputs(const measure_state *m, const lt_kernel *k) {
     for (int i = 0; i < m->n; i++) {
         const lt_lbuf *b = k->args[i];
         if (!b->written) continue;
-        if (b->dtype != LT_FLOAT) { /* exact */
-            if (!m->have_want) {
-                m->want[i] = malloc(m->bytes[i]);
-                if (!m->want[i]) return false;
-                memcpy(m->want[i], m->arg[i], m->bytes[i]);
-            } else if (memcmp(m->want[i], m->arg[i], m->bytes[i]) != 0) {
-                ok = false;
-            }
+        if (b->dtype != LT_FLOAT) {
+            if (memcmp(m->want[i], m->arg[i], m->bytes[i]) != 0) return false;
             continue;
         }
-        const float *got = m->arg[i];
-        if (!m->have_want) {
-            m->want[i] = malloc(m->bytes[i]);
-            if (!m->want[i]) return false;
-            memcpy(m->want[i], got, m->bytes[i]);
-            continue;
-        }
+        const float *got = m->arg[i], *want = m->want[i];
         double mean = 0;
-        for (int64_t e = 0; e < b->size; e++) mean += fabs((double)m->want[i][e]);
+        for (int64_t e = 0; e < b->size; e++) mean += fabs((double)want[e]);
         mean = b->size > 0 ? mean / (double)b->size : 0;
-        for (int64_t e = 0; e < b->size && ok; e++) {
-            double w = m->want[i][e], g = got[e];
-            if (w != w) ok = g != g;
-            else if (!(fabs(g - w) <= 1e-4 * (fabs(w) + mean))) ok = false;
+        for (int64_t e = 0; e < b->size; e++) {
+            double w = want[e], g = got[e];
+            if (w != w ? g == g : !(fabs(g - w) <= 1e-4 * (fabs(w) + mean))) return false;
         }
     }
-    m->have_want = true;
-    return ok;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
+    return true;
 }
 
 static lt_status measure(void *user, lt_ctx *ctx, const lt_kernel *k, const lt_schedule *s, double *seconds) {
@@ -175,7 +171,12 @@ static lt_status measure(void *user, lt_ctx *ctx, const lt_kernel *k, const lt_s
     d[0].fn(m->arg);
     double once = now_s() - t0;
     tc->n_trials++;
-    if (!check_outputs(m, k)) {
+    if (!m->have_want) { /* the first measurement is the default schedule's */
+        if ((st = record_outputs(ctx, m, k)) != LT_OK) {
+            lt_cpu_module_free(mod);
+            return st;
+        }
+    } else if (!same_outputs(m, k)) {
         tc->n_wrong++;
         lt_cpu_module_free(mod);
         return LT_OK; /* computes something else: rejected */
@@ -190,8 +191,8 @@ static lt_status measure(void *user, lt_ctx *ctx, const lt_kernel *k, const lt_s
         t[b] = (now_s() - t0) / (double)reps;
     }
     lt_cpu_module_free(mod);
-    qsort(t, 5, sizeof *t, cmp_double);
-    *seconds = t[2] > 0 ? t[2] : 1e-9;
+    double med = lt_profile_median(t, 5);
+    *seconds = med > 0 ? med : 1e-9;
     return LT_OK;
 }
 
@@ -267,4 +268,34 @@ lt_status lt_tune_model_passes(lt_ctx *ctx, const lt_tune_db *db, const lt_model
     const lt_tune_entry *d = lt_tune_db_lookup(db, &kd), *b = lt_tune_db_lookup(db, &kb);
     if (d && b && b->time_s < 0.98 * d->time_s) *out = "layout_nchwc";
     return LT_OK;
+}
+
+/* ---- a compile's database ---- */
+
+lt_status lt_tune_cpu_attach(lt_ctx *ctx, const char *path, bool missing_ok, const lt_model *m, lt_compile_options *o,
+                             lt_tune_cpu *tc) {
+    memset(tc, 0, sizeof *tc);
+    if (access(path, F_OK) != 0) {
+        if (missing_ok) return LT_OK;
+        return lt_error(ctx, LT_ERR_INVALID, "tuning database %s: %s", path, strerror(errno));
+    }
+    const char *passes = "";
+    lt_status st = lt_tune_db_new(ctx, &tc->db);
+    if (st == LT_OK) st = lt_tune_db_load(ctx, tc->db, path);
+    if (st == LT_OK) st = lt_tune_model_passes(ctx, tc->db, m, lt_compile_threads(o->threads), &passes);
+    if (st != LT_OK) {
+        lt_tune_db_free(tc->db);
+        tc->db = NULL;
+        return st;
+    }
+    o->schedule_hook = lt_tune_cpu_hook;
+    o->schedule_user = tc;
+    o->tuned_passes = passes;
+    return LT_OK;
+}
+
+void lt_tune_cpu_detach(lt_compile_options *o, lt_tune_cpu *tc) {
+    if (o->schedule_user == tc) o->schedule_hook = NULL, o->schedule_user = NULL, o->tuned_passes = NULL;
+    lt_tune_db_free(tc->db);
+    tc->db = NULL;
 }

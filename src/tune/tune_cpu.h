@@ -11,6 +11,7 @@
 #ifndef LT_TUNE_CPU_H
 #define LT_TUNE_CPU_H
 
+#include "../compile/compile.h"
 #include "../lower/lower.h"
 #include "tune.h"
 
@@ -34,6 +35,15 @@ typedef struct lt_tune_cpu {
 
 /* compile.h's schedule_hook; user is an lt_tune_cpu. */
 lt_status lt_tune_cpu_hook(void *user, lt_ctx *ctx, lt_lowered *lw, int threads, bool *replaced);
+
+/* A CPU compile of model m reading the database at path: loads it into tc->db (tc zeroed first),
+ * points o's schedule hook at tc and sets o->tuned_passes (lt_tune_model_passes at o->threads). A path
+ * that does not exist is LT_ERR_INVALID naming it, unless missing_ok (then nothing is set up, tc->db
+ * stays NULL). After the compile, lt_tune_cpu_detach. */
+lt_status lt_tune_cpu_attach(lt_ctx *ctx, const char *path, bool missing_ok, const lt_model *m, lt_compile_options *o,
+                             lt_tune_cpu *tc);
+/* Undo lt_tune_cpu_attach: the hook and tuned passes cleared from o, tc->db freed. */
+void lt_tune_cpu_detach(lt_compile_options *o, lt_tune_cpu *tc);
 
 /* Whole-model choices: whether the channel-blocked layout (the layout_nchwc pass) pays for a model.
  * `lathe tune` times the model both ways and inserts each time (no schedule steps) under the model's

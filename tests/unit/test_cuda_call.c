@@ -49,6 +49,15 @@ static lt_value *in4(tb *b, const char *name, lt_dtype dt, int64_t a, int64_t c,
 }
 static lt_value *in1(tb *b, const char *name, lt_dtype dt, int64_t a) { return tb_input(b, name, dt, 1, &a); }
 
+/* Gemm(a [m, k], w [n, k], bias [n] when with_bias) with transB, its output named out. */
+static lt_node *gemm_nt(tb *b, lt_dtype dt, int64_t m, int64_t n, int64_t k, bool with_bias, const char *out) {
+    int64_t da[2] = {m, k}, db[2] = {n, k};
+    lt_value *a = tb_input(b, "a", dt, 2, da), *w = tb_input(b, "w", dt, 2, db);
+    lt_node *g = with_bias ? tb_node(b, "Gemm", out, 3, a, w, in1(b, "bias", dt, n)) : tb_node(b, "Gemm", out, 2, a, w);
+    lt_node_set_attr_int(&b->ctx, g, "transB", 1);
+    return g;
+}
+
 static lt_node *conv(tb *b, lt_value *x, lt_value *w, lt_value *bias, int64_t k, int64_t s, int64_t p, int64_t d,
                      int64_t g) {
     lt_node *n = bias ? tb_node(b, "Conv", "y", 3, x, w, bias) : tb_node(b, "Conv", "y", 2, x, w);
@@ -77,10 +86,7 @@ static bool make_case(int i, tb *b, tcase *c) {
     }
     case 1: { /* Gemm transB + row-vector bias + Sigmoid, bfloat16 nt */
         *c = (tcase){"gemm bf16 transB sigmoid", "lt_cuda_mm_bf16_nt_64x64(", LT_BFLOAT16, NULL, 0, NULL};
-        int64_t da[2] = {100, 48}, db[2] = {40, 48};
-        lt_value *a = tb_input(b, "a", c->dt, 2, da), *w = tb_input(b, "w", c->dt, 2, db), *bias = in1(b, "bias", c->dt, 40);
-        lt_node *g = tb_node(b, "Gemm", "m", 3, a, w, bias);
-        lt_node_set_attr_int(&b->ctx, g, "transB", 1);
+        lt_node *g = gemm_nt(b, c->dt, 100, 40, 48, true, "m");
         y = tb_node(b, "Sigmoid", "y", 1, g->out[0])->out[0];
         break;
     }
@@ -177,19 +183,13 @@ static bool make_case(int i, tb *b, tcase *c) {
     }
     case 14: { /* float32 Gemm transB + bias + Relu: 30 blocks at 128x128, 120 at 64x64 (sliced K, nt) */
         *c = (tcase){"gemm f32 transB simt64", "lt_cuda_mm_f32_nt_simt64(", LT_FLOAT, NULL, 0, NULL};
-        int64_t da[2] = {768, 100}, db[2] = {640, 100};
-        lt_value *a = tb_input(b, "a", c->dt, 2, da), *w = tb_input(b, "w", c->dt, 2, db), *bias = in1(b, "bias", c->dt, 640);
-        lt_node *g = tb_node(b, "Gemm", "m", 3, a, w, bias);
-        lt_node_set_attr_int(&b->ctx, g, "transB", 1);
+        lt_node *g = gemm_nt(b, c->dt, 768, 640, 100, true, "m");
         y = tb_node(b, "Relu", "y", 1, g->out[0])->out[0];
         break;
     }
     case 15: { /* small float32 Gemm transB with a long k (the BERT b1 shape, scaled down): 32x32 nt */
         *c = (tcase){"gemm f32 transB simt32 long k", "lt_cuda_mm_f32_nt_simt32(", LT_FLOAT, NULL, 0, NULL};
-        int64_t da[2] = {100, 300}, db[2] = {40, 300};
-        lt_value *a = tb_input(b, "a", c->dt, 2, da), *w = tb_input(b, "w", c->dt, 2, db), *bias = in1(b, "bias", c->dt, 40);
-        lt_node *g = tb_node(b, "Gemm", "y", 3, a, w, bias);
-        lt_node_set_attr_int(&b->ctx, g, "transB", 1);
+        lt_node *g = gemm_nt(b, c->dt, 100, 40, 300, true, "y");
         y = g->out[0];
         break;
     }
@@ -209,10 +209,7 @@ static bool make_case(int i, tb *b, tcase *c) {
     }
     case 18: { /* bfloat16 Gemm transB, m = 40 <= 64, 120 column tiles: 64x128 nt */
         *c = (tcase){"gemm bf16 transB 64x128", "lt_cuda_mm_bf16_nt_64x128(", LT_BFLOAT16, NULL, 0, NULL};
-        int64_t da[2] = {40, 32}, db[2] = {15360, 32};
-        lt_value *a = tb_input(b, "a", c->dt, 2, da), *w = tb_input(b, "w", c->dt, 2, db), *bias = in1(b, "bias", c->dt, 15360);
-        lt_node *g = tb_node(b, "Gemm", "y", 3, a, w, bias);
-        lt_node_set_attr_int(&b->ctx, g, "transB", 1);
+        lt_node *g = gemm_nt(b, c->dt, 40, 15360, 32, true, "y");
         y = g->out[0];
         break;
     }
@@ -229,10 +226,7 @@ static bool make_case(int i, tb *b, tcase *c) {
     case 20: { /* sm_90a, bfloat16 Gemm transB with ragged m and k (k = 136: a partial k tile), wgmma 128x256 forced */
         *c = (tcase){"gemm bf16 transB wgmma 128x256", "lt_cuda_mm_bf16_nt_wg128x256(", LT_BFLOAT16, "sm_90a",
                      4 * (128 + 256) * 128 + 1024, "wg128x256"};
-        int64_t da[2] = {1000, 136}, db[2] = {1528, 136};
-        lt_value *a = tb_input(b, "a", c->dt, 2, da), *w = tb_input(b, "w", c->dt, 2, db), *bias = in1(b, "bias", c->dt, 1528);
-        lt_node *g = tb_node(b, "Gemm", "y", 3, a, w, bias);
-        lt_node_set_attr_int(&b->ctx, g, "transB", 1);
+        lt_node *g = gemm_nt(b, c->dt, 1000, 1528, 136, true, "y");
         y = g->out[0];
         break;
     }
@@ -248,10 +242,7 @@ static bool make_case(int i, tb *b, tcase *c) {
     case 22: { /* any target, a big bfloat16 Gemm transB: mma.sync 128x256 (dynamic shared memory) */
         *c = (tcase){"gemm bf16 transB mma.sync 128x256", "lt_cuda_mm_bf16_nt_128x256(", LT_BFLOAT16, NULL,
                      4 * (128 + 256) * 64, NULL};
-        int64_t da[2] = {2040, 264}, db[2] = {2048, 264};
-        lt_value *a = tb_input(b, "a", c->dt, 2, da), *w = tb_input(b, "w", c->dt, 2, db);
-        lt_node *g = tb_node(b, "Gemm", "m", 2, a, w);
-        lt_node_set_attr_int(&b->ctx, g, "transB", 1);
+        lt_node *g = gemm_nt(b, c->dt, 2040, 2048, 264, false, "m");
         y = tb_node(b, "Tanh", "y", 1, g->out[0])->out[0];
         break;
     }
