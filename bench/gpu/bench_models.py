@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """bench_models.py — whole models on the GPU: lathe against PyTorch eager and torch.compile, one run.
 
-Models (the issue's set): ResNet-50 (torchvision architecture, random weights) at batch 1 and 32 in
+Models (the GPU goals' set): ResNet-50 (torchvision architecture, random weights) at batch 1 and 32 in
 fp32 and fp16, and the BERT-base encoder (transformers BertModel, BertConfig() defaults, eager
 attention, random weights) at sequence 128, batch 1 and 8 in fp32, and batch 8 in fp16 (where the
 GEMMs run on tensor cores). Each is built in PyTorch, exported

@@ -411,7 +411,7 @@ static void test_cuda(void) {
 }
 
 /* ---- CUDA on a GPU (when one is present): run the emitted kernels through the driver API ----
- * Test-only driver calls with our own prototypes (the CUDA backend proper is issue 4's). Without
+ * Test-only driver calls with our own prototypes (the CUDA backend proper is src/backend/cuda's). Without
  * libcuda or a device the test says so and skips. */
 typedef struct cuda_api {
     void *lib;

@@ -1,5 +1,5 @@
 /* test_pb.h — a tiny protobuf writer for the unit tests that build ONNX bytes by hand
- * (test_wire.c, test_audit_limits.c): a growable byte buffer and field writers for varints,
+ * (test_wire.c, test_load_limits.c): a growable byte buffer and field writers for varints,
  * length-delimited bytes/strings/sub-messages and 32-bit floats. It uses plain malloc (not the
  * library's allocator hook, so a failing hook never touches it) and aborts on its own OOM.
  * Header-only (static functions): each test program includes it once. */

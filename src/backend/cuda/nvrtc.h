@@ -3,7 +3,7 @@
  *
  * lt_nvrtc_open tries libnvrtc.so.13, then .12 (through the loader's search, then
  * /usr/local/cuda/lib64); absent, it returns LT_ERR_UNSUPPORTED naming what it tried, so callers
- * (tests, the CUDA backend of issue 4) can say so and skip. lt_nvrtc_compile turns one CUDA
+ * (tests, the CUDA backend) can say so and skip. lt_nvrtc_compile turns one CUDA
  * translation unit (as lt_emit_module writes it for lt_lang_cuda) into a cubin ("sm_XX") or PTX
  * ("compute_XX"); a compile error is LT_ERR_INTERNAL naming the program and quoting the first 40
  * lines of NVRTC's log. Handles are independent; NVRTC itself is thread-safe per program.

@@ -1,4 +1,4 @@
-/* test_audit_ops.c — audit of issue 2 (docs/AUDIT-issue2.md): the op table's completeness.
+/* test_op_table.c — the op table's completeness (docs/AUDIT-IMPORT-INTERPRETER.md, 4.4).
  *   - every op lathe can evaluate also has a shape/type inference hook ("inference for every
  *     supported op"); ops listed in ops.def without an eval hook (reported as unsupported, by the
  *     table's design) are printed, and must be rare;
@@ -14,7 +14,7 @@
 static int failures;
 #define FAIL(...)                                                                                  \
     do {                                                                                           \
-        fprintf(stderr, "test_audit_ops: " __VA_ARGS__);                                          \
+        fprintf(stderr, "test_op_table: " __VA_ARGS__);                                          \
         fputc('\n', stderr);                                                                       \
         failures++;                                                                                \
     } while (0)
@@ -34,7 +34,7 @@ int main(void) {
             continue;
         }
         if (!h->eval) {
-            printf("test_audit_ops: note: %s (%s) is listed but has no eval hook (unsupported)\n", info->name, dom);
+            printf("test_op_table: note: %s (%s) is listed but has no eval hook (unsupported)\n", info->name, dom);
             listed_only++;
         }
         if (h->eval && !h->infer) FAIL("%s (%s): has an eval hook but no infer hook", info->name, dom);
@@ -58,9 +58,9 @@ int main(void) {
     if (evaluable < 150) FAIL("only %d evaluable ops", evaluable);
     if (listed_only > 3) FAIL("%d ops are listed in ops.def without an eval hook", listed_only);
     if (failures) {
-        fprintf(stderr, "test_audit_ops: %d failure(s)\n", failures);
+        fprintf(stderr, "test_op_table: %d failure(s)\n", failures);
         return 1;
     }
-    printf("test_audit_ops: ok (%d ops, all with infer and eval hooks)\n", evaluable);
+    printf("test_op_table: ok (%d ops, all with infer and eval hooks)\n", evaluable);
     return 0;
 }

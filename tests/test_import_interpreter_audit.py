@@ -1,6 +1,7 @@
-"""test_audit_issue2.py — the independent audit of issue 2 (Foundation): the checks the other test
-files did not make, run against the `lathe` CLI ($LATHE_BIN, default build/lathe). See
-docs/AUDIT-issue2.md for the checklist these tests back.
+"""test_import_interpreter_audit.py — the independent audit of the importer, the reference interpreter
+and the CLI contract on hostile input: the checks the other test files did not make, run against the
+`lathe` CLI ($LATHE_BIN, default build/lathe). See
+docs/AUDIT-IMPORT-INTERPRETER.md for the checklist these tests back.
 
 What is here:
   - every byte of the first KiB of a >1 KiB model flipped in turn, through `run --backend interp

@@ -1,5 +1,5 @@
-/* test_audit_limits.c — audit of issue 2 (docs/AUDIT-issue2.md): the decoder's configurable limits
- * and the lifetime of its file mappings, which no other unit test exercises.
+/* test_load_limits.c — the decoder's configurable limits and the lifetime of its file mappings, which
+ * no other unit test exercises (docs/AUDIT-IMPORT-INTERPRETER.md):
  *   - lt_load_options.max_bytes caps the model (memory and file) and every external-data file;
  *   - lt_load_options.max_depth is the nesting limit actually applied (exact boundary);
  *   - out-of-range options are usage errors, and the first error wins on the context;
@@ -72,7 +72,7 @@ static void write_file(const char *name, const void *d, size_t n) {
     snprintf(path, sizeof path, "%s/%s", g_dir, name);
     FILE *f = fopen(path, "wb");
     if (!f || fwrite(d, 1, n, f) != n || fclose(f) != 0) {
-        fprintf(stderr, "test_audit_limits: cannot write %s\n", path);
+        fprintf(stderr, "test_load_limits: cannot write %s\n", path);
         exit(2);
     }
 }
@@ -221,14 +221,14 @@ static void cleanup(void) {
 }
 
 int main(void) {
-    snprintf(g_dir, sizeof g_dir, "/tmp/lathe-audit-XXXXXX");
+    snprintf(g_dir, sizeof g_dir, "/tmp/lathe-load-limits-XXXXXX");
     if (!mkdtemp(g_dir)) {
-        fprintf(stderr, "test_audit_limits: mkdtemp failed\n");
+        fprintf(stderr, "test_load_limits: mkdtemp failed\n");
         return 2;
     }
     test_max_bytes();
     test_max_depth();
     test_alloc_failures_external();
     cleanup();
-    return test_report("test_audit_limits");
+    return test_report("test_load_limits");
 }
