@@ -34,6 +34,30 @@ static void merge_dims(lt_type *t, const lt_type *d) {
 
 static lt_status infer_graph(lt_infer *ic, lt_graph *g);
 
+/* A tensor type with a known rank and every dim a known value. */
+static bool type_static(const lt_type *t) {
+    if (t->kind != LT_TK_TENSOR || t->rank < 0 || (t->rank > 0 && !t->dims)) return false;
+    for (int i = 0; i < t->rank; i++)
+        if (t->dims[i].value < 0) return false;
+    return true;
+}
+
+/* Did the hook just verify node n? Its op checks every rule at inference, every input it has is a
+ * static tensor, and the hook itself (before declared types are merged in) gave every output a
+ * static shape: a shape the model declares but inference could not derive was never checked. */
+static bool node_verified(const lt_node *n) {
+    if (!(lt_op_info_get(n->op)->flags & LT_OPF_INFER_CHECKS)) return false;
+    for (int i = 0; i < n->n_in; i++) {
+        const lt_value *v = n->in[i];
+        if (!v) continue;
+        while (v->outer && v->type.kind == LT_TK_UNKNOWN) v = v->outer;
+        if (!type_static(&v->type)) return false;
+    }
+    for (int i = 0; i < n->n_out; i++)
+        if (n->out[i] && !type_static(&n->out[i]->type)) return false;
+    return true;
+}
+
 static lt_status infer_node(lt_infer *ic, lt_node *n) {
     for (int a = 0; a < n->n_attr; a++) {
         lt_attr *at = &n->attrs[a];
@@ -42,12 +66,17 @@ static lt_status infer_node(lt_infer *ic, lt_node *n) {
             for (int k = 0; k < at->n; k++) LT_TRY(infer_graph(ic, at->graphs[k]));
     }
     const lt_op_hooks *h = lt_op_hooks_get(n->op);
+    n->shapes_verified = false;
     if (!h->infer) return LT_OK;
     /* Keep the declared types aside: the hook overwrites out types. */
     lt_type declared[64];
     int nd = n->n_out < 64 ? n->n_out : 64;
     for (int i = 0; i < nd; i++) declared[i] = n->out[i] ? n->out[i]->type : (lt_type){0};
+    /* The hook starts from unknown outputs, so what it leaves static it derived itself. */
+    for (int i = 0; i < nd; i++)
+        if (n->out[i]) n->out[i]->type = (lt_type){.kind = LT_TK_UNKNOWN, .rank = -1};
     LT_TRY(h->infer(ic, n));
+    n->shapes_verified = n->n_out <= 64 && node_verified(n);
     for (int i = 0; i < nd; i++) {
         lt_value *v = n->out[i];
         if (!v) continue;

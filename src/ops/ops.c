@@ -7,8 +7,9 @@
 #include <threads.h>
 
 static const lt_op_info g_infos[LT_OP_COUNT] = {
-    [LT_OP_UNKNOWN] = {"<unknown>", "", "", LT_PK_OPAQUE},
-#define LT_OP(name, domain, pattern, family) [LT_OP_##name] = {#name, domain, #family, LT_PK_##pattern},
+    [LT_OP_UNKNOWN] = {"<unknown>", "", "", LT_PK_OPAQUE, 0},
+#define LT_OP(name, domain, pattern, family, flags) \
+    [LT_OP_##name] = {#name, domain, #family, LT_PK_##pattern, LT_OPF_##flags},
 #include "ops.def"
 #undef LT_OP
 };

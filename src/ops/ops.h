@@ -18,7 +18,7 @@
 
 typedef enum lt_op {
     LT_OP_UNKNOWN = 0,
-#define LT_OP(name, domain, pattern, family) LT_OP_##name,
+#define LT_OP(name, domain, pattern, family, flags) LT_OP_##name,
 #include "ops.def"
 #undef LT_OP
     LT_OP_COUNT
@@ -38,6 +38,7 @@ typedef enum lt_pattern {
 typedef struct lt_op_info {
     const char *name, *domain, *family;
     lt_pattern pattern;
+    unsigned flags; /* LT_OPF_* */
 } lt_op_info;
 
 const lt_op_info *lt_op_info_get(int op); /* LT_OP_UNKNOWN's entry for out-of-range */
@@ -62,6 +63,18 @@ typedef struct lt_infer {
 typedef lt_status (*lt_infer_fn)(lt_infer *ic, lt_node *n);
 typedef lt_status (*lt_eval_fn)(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum **out);
 
+/* lt_op_info.flags (the last column of ops.def) */
+enum {
+    /* The infer hook enforces every rule on shapes and attributes that the spec (and the eval hook)
+     * imposes, whenever the input shapes and the constant inputs it reads are known: compiled code
+     * may trust the shapes it infers. Only values that depend on data (gather indices) are left to
+     * run-time checks. Lowering compiles a node only if its op has this flag (see
+     * lt_node.shapes_verified). Checks shared with eval live in one function both call. */
+    LT_OPF_INFER_CHECKS = 1u << 0,
+};
+#define LT_OPF_0 0u
+#define LT_OPF_CHECKS LT_OPF_INFER_CHECKS
+
 typedef struct lt_op_reg {
     int op;
     lt_infer_fn infer;
@@ -85,6 +98,11 @@ extern const lt_op_reg lt_ops_elementwise[], lt_ops_reduce[], lt_ops_shape[], lt
  * its outputs in outputs[0..g->n_outputs). The caller releases inputs it owns and the outputs. */
 lt_status lt_eval_subgraph(lt_eval *ev, const lt_graph *g, lt_datum *const *inputs, int n_inputs,
                            lt_datum **outputs);
+
+/* Error of kind s prefixed with the node's label ("node 3 'conv1' (Conv): ..."): the one format of
+ * lt_op_error and lt_infer_error, for checks shared by infer and eval hooks. */
+lt_status lt_node_error(lt_ctx *ctx, const lt_node *n, lt_status s, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 /* ---- helpers for eval hooks (ops_util.c) ---- */
 /* Error prefixed with the node's label: "node 3 'conv1' (Conv): ..." */

@@ -5,13 +5,26 @@
 #include <stdio.h>
 #include <string.h>
 
-lt_status lt_op_error(lt_eval *ev, const lt_node *n, lt_status s, const char *fmt, ...) {
+static lt_status node_verror(lt_ctx *ctx, const lt_node *n, lt_status s, const char *fmt, va_list ap) {
     char label[256], msg[LT_MSG_MAX];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    return lt_error(ctx, s, "%s: %s", lt_node_label(n, label, sizeof label), msg);
+}
+
+lt_status lt_node_error(lt_ctx *ctx, const lt_node *n, lt_status s, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    lt_status r = node_verror(ctx, n, s, fmt, ap);
     va_end(ap);
-    return lt_error(ev->ctx, s, "%s: %s", lt_node_label(n, label, sizeof label), msg);
+    return r;
+}
+
+lt_status lt_op_error(lt_eval *ev, const lt_node *n, lt_status s, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    lt_status r = node_verror(ev->ctx, n, s, fmt, ap);
+    va_end(ap);
+    return r;
 }
 
 static const char *in_name(const lt_node *n, int i) {
