@@ -218,9 +218,11 @@ typedef struct lathe_compile_options {
     const char *backend;
     /* Threads of the parallel loops: 0 = every CPU (the OpenMP default). */
     int threads;
-    /* Folder of the compiled-code cache (created if missing); NULL = no cache (a temporary folder,
-     * removed after loading). The library never reads the environment: the CLI's default is
-     * $XDG_CACHE_HOME/lathe or ~/.cache/lathe. */
+    /* Folder of the compiled-code cache (created 0700 if missing); NULL = no cache (a temporary
+     * folder, removed after loading). A folder owned by another user or writable by group or others
+     * is refused (LATHE_ERR_IO): compiled code is loaded only from a folder only you can write, each
+     * file checked against the manifest written when it was built. The library never reads the
+     * environment: the CLI's default is $XDG_CACHE_HOME/lathe or ~/.cache/lathe. */
     const char *cache_dir;
     /* C compiler command: NULL = "cc" (words split on spaces, e.g. "ccache gcc"). */
     const char *cc;
@@ -240,6 +242,10 @@ typedef struct lathe_compile_options {
      * schedules (the library reads no file unless told; the CLI and Python default to tune.tsv in the
      * cache folder when it exists). A file that does not exist or does not parse is LATHE_ERR_INVALID. */
     const char *tune_db;
+    /* Seconds one C compiler run may take: 0 = the default (300), negative = no limit. Past it the
+     * compiler and its children are killed and the compile fails (LATHE_ERR_IO, naming the compiler
+     * and the limit). */
+    double cc_timeout;
 } lathe_compile_options;
 
 /* Load and compile an ONNX model file for the shapes its inputs have after `load` (declared dims,

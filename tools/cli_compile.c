@@ -1,9 +1,10 @@
 /* cli_compile.c — the compile options the compiled-path commands share (run, compile, profile,
- * conformance): -O0..-O3, --backend, pass manager flags, dumps, threads, cache, compiler; their
- * defaults from the environment (the CLI is the only part of lathe that reads it: CC for the
- * compiler, LATHE_CACHE_DIR / XDG_CACHE_HOME / HOME for the cache directory, LATHE_NVRTC for the
- * NVRTC library the CUDA backend tries first, overridden by --nvrtc), and one call that
- * compiles a model and prints what the flags asked for (pass dumps and timings on stderr).
+ * conformance): -O0..-O3, --backend, pass manager flags, dumps, threads, cache, compiler and its
+ * time limit (--cc-timeout); their defaults from the environment (the CLI is the only part of
+ * lathe that reads it: CC for the compiler, LATHE_CACHE_DIR / XDG_CACHE_HOME / HOME for the cache
+ * directory, LATHE_NVRTC for the NVRTC library the CUDA backend tries first, overridden by
+ * --nvrtc), and one call that compiles a model and prints what the flags asked for (pass dumps and
+ * timings on stderr).
  */
 #include "cli_compile.h"
 
@@ -151,6 +152,14 @@ int cli_compile_opt(const char *cmd, int argc, char **argv, int *i, cli_compile_
     if ((r = cli_opt_value(cmd, argc, argv, i, "--cc", &v))) {
         if (r < 0) return -1;
         ca->o.cc = v;
+        return 1;
+    }
+    if ((r = cli_opt_value(cmd, argc, argv, i, "--cc-timeout", &v))) {
+        double t;
+        if (r < 0) return -1;
+        if (!cli_parse_double(v, &t) || !(t >= 0) || t > 1e6)
+            return cli_usage(cmd, "--cc-timeout needs a number of seconds (0 = no limit), got '%s'", v), -1;
+        ca->o.cc_timeout_s = t > 0 ? t : -1; /* the library's 0 is its default */
         return 1;
     }
     return 0;

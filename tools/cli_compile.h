@@ -57,8 +57,11 @@ void cli_tune_db_path(const cli_compile_args *ca, char *buf, size_t n);
     "  --dump-graph OUT.onnx write the optimized graph as ONNX (Netron opens it)\n"                        \
     "  --threads N           threads of parallel loops (default: all CPUs)\n"                              \
     "  --cache-dir DIR       compiled-module cache (default $LATHE_CACHE_DIR, $XDG_CACHE_HOME/lathe or\n"  \
-    "                        ~/.cache/lathe); --no-cache builds in a temporary folder\n"                   \
+    "                        ~/.cache/lathe; created 0700, refused when another user owns it or group or\n" \
+    "                        others can write it); --no-cache builds in a temporary folder\n"              \
     "  --cc CMD              C compiler (default $CC, else cc)\n"                                          \
+    "  --cc-timeout SECONDS  stop a C compiler run (its whole process group) that takes longer\n"          \
+    "                        (default 300; 0 = no limit)\n"                                                \
     "  --tune-db FILE        CPU: take kernels' schedules from this tuning database (lathe tune writes it;\n" \
     "                        default: tune.tsv in the cache directory when it exists); --no-tune-db: the\n" \
     "                        default schedules\n"                                                           \

@@ -177,6 +177,10 @@ def main():
     if a.runs < 1 or a.warmup < 1 or a.block < 1 or a.pause_ms < 0 or min(threads_list) < 1:
         ap.error("--runs, --warmup, --block and --threads must be >= 1")
 
+    # lathe's idle OpenMP threads sleep (docs/PERF.md), as the lathe tool sets it; the library leaves
+    # the environment alone, so the benchmark sets it before the first module loads
+    if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ:
+        os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
     import lathe
     import onnxruntime as ort
 

@@ -34,7 +34,8 @@ class LoadOptions(ctypes.Structure):
 class CompileOptions(ctypes.Structure):
     _fields_ = [("opt_level", ctypes.c_int), ("backend", ctypes.c_char_p), ("threads", ctypes.c_int),
                 ("cache_dir", ctypes.c_char_p), ("cc", ctypes.c_char_p), ("dump_code_dir", ctypes.c_char_p),
-                ("nvrtc", ctypes.c_char_p), ("enable_passes", ctypes.c_char_p), ("tune_db", ctypes.c_char_p), _SPARE]
+                ("nvrtc", ctypes.c_char_p), ("enable_passes", ctypes.c_char_p), ("tune_db", ctypes.c_char_p),
+                ("cc_timeout", ctypes.c_double), _SPARE]
 
 
 _P = ctypes.c_void_p

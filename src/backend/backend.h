@@ -40,6 +40,7 @@ typedef struct lt_backend_options {
     const char *cache_dir;   /* compiled-module cache (NULL = no cache) */
     const char *extra_flags; /* CPU: extra compiler flags */
     int threads;             /* CPU: threads of parallel loops (0 = OpenMP default) */
+    double cc_timeout_s;     /* CPU: seconds one compiler run may take (0 = 300, < 0 = no limit) */
     int device;              /* CUDA: device ordinal */
     const char *arch;        /* CUDA: NVRTC target, e.g. "sm_90" (NULL = the device's) */
     const char *nvrtc;       /* CUDA: NVRTC library tried before libnvrtc.so.13 / .12 (NULL: none;

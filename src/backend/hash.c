@@ -2,8 +2,10 @@
  * Invariant: byte-order independent (message words are assembled big-endian by hand). */
 #include "hash.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 static const uint32_t K[64] = {
     0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
@@ -71,11 +73,34 @@ void lt_sha256_final(lt_sha256 *s, uint8_t out[32]) {
         for (int j = 0; j < 4; j++) out[4 * i + j] = (uint8_t)(s->h[i] >> (24 - 8 * j));
 }
 
+static void to_hex(const uint8_t d[32], char out[65]) {
+    for (int i = 0; i < 32; i++) snprintf(out + 2 * i, 3, "%02x", d[i]);
+}
+
 void lt_sha256_hex(const void *data, size_t n, char out[65]) {
     lt_sha256 s;
     uint8_t d[32];
     lt_sha256_init(&s);
     lt_sha256_update(&s, data, n);
     lt_sha256_final(&s, d);
-    for (int i = 0; i < 32; i++) snprintf(out + 2 * i, 3, "%02x", d[i]);
+    to_hex(d, out);
+}
+
+bool lt_sha256_fd(int fd, char out[65], uint64_t *size) {
+    lt_sha256 s;
+    uint8_t buf[65536], d[32];
+    lt_sha256_init(&s);
+    off_t off = 0;
+    for (;;) {
+        ssize_t r = pread(fd, buf, sizeof buf, off);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) return false;
+        if (r == 0) break;
+        lt_sha256_update(&s, buf, (size_t)r);
+        off += r;
+    }
+    lt_sha256_final(&s, d);
+    to_hex(d, out);
+    if (size) *size = (uint64_t)off;
+    return true;
 }

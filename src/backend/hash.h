@@ -5,11 +5,15 @@
  * hold many thousands of modules (one per conformance model); a cryptographic hash makes a
  * collision a non-event without reasoning about key distributions. It costs ~5 ms per MB of source
  * here, small next to the C compiler (and to the 50 ms cache-hit budget). FIPS 180-4, streaming.
- * Entry points: lt_sha256_init/update/final, lt_sha256_hex.
+ * Written by hand because no dependency offers it: the only library lathe links besides libc and
+ * libm is zlib (for .npz), which has CRC-32 and Adler-32 but no cryptographic hash.
+ * Entry points: lt_sha256_init/update/final, lt_sha256_hex, lt_sha256_fd (a file through its
+ * descriptor: the compiled-module cache checks what it loads against a manifest this way).
  */
 #ifndef LT_BACKEND_HASH_H
 #define LT_BACKEND_HASH_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -25,5 +29,8 @@ void lt_sha256_update(lt_sha256 *s, const void *data, size_t n);
 void lt_sha256_final(lt_sha256 *s, uint8_t out[32]);
 /* Digest of one buffer as 64 lowercase hex digits + NUL. */
 void lt_sha256_hex(const void *data, size_t n, char out[65]);
+/* Digest of the whole file open as fd (read from offset 0 with pread: the file offset is left alone)
+ * as 64 hex digits + NUL; *size gets the bytes hashed. false (errno set) when a read fails. */
+bool lt_sha256_fd(int fd, char out[65], uint64_t *size);
 
 #endif

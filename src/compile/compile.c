@@ -260,7 +260,8 @@ lt_status lt_compile(lt_ctx *ctx, lt_model *m, const lt_compile_options *opt, lt
     /* The GPU target the kernels are lowered for (which tile entries they may call): the option,
      * else the device's own, so a device backend is created (the device opened) before lowering. */
     lt_backend_options bo = {.cc = opt->cc, .cache_dir = opt->cache_dir, .extra_flags = opt->extra_cflags,
-                             .threads = opt->threads, .device = opt->device, .nvrtc = opt->nvrtc, .arch = opt->arch};
+                             .cc_timeout_s = opt->cc_timeout_s, .threads = opt->threads, .device = opt->device,
+                             .nvrtc = opt->nvrtc, .arch = opt->arch};
     const char *gpu_arch = opt->arch;
     if (gpu && !opt->emit_only) {
         t = now_s();

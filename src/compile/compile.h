@@ -36,6 +36,7 @@ typedef struct lt_compile_options {
     const char *backend;        /* "cpu", "cuda" (NULL = "cpu") */
     const char *cache_dir;      /* compiled-module cache (NULL: none, built in a temporary folder) */
     const char *cc;             /* C compiler command (NULL = "cc") */
+    double cc_timeout_s;        /* seconds one C compiler run may take (0 = 300, < 0 = no limit) */
     const char *extra_cflags;   /* appended to the backend's flags */
     int threads;                /* threads of parallel loops (0: backend default) */
     int device;                 /* CUDA: device ordinal */

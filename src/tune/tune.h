@@ -77,7 +77,9 @@ typedef struct lt_tune_db lt_tune_db;
 
 lt_status lt_tune_db_new(lt_ctx *ctx, lt_tune_db **out);
 void lt_tune_db_free(lt_tune_db *db); /* NULL is fine */
-/* Merge the file at path into db (absent file: nothing to merge). Keeps the faster of duplicates. */
+/* Merge the file at path into db (absent file: nothing to merge). Keeps the faster of duplicates.
+ * A symbolic link, or a file owned by another user or writable by group/others, is refused
+ * (LT_ERR_IO): its schedules steer generated code. */
 lt_status lt_tune_db_load(lt_ctx *ctx, lt_tune_db *db, const char *path);
 /* The same from size bytes of text in memory; path names it in messages ("file:line: ..."). */
 lt_status lt_tune_db_load_text(lt_ctx *ctx, lt_tune_db *db, const void *text, size_t size, const char *path);

@@ -3,7 +3,8 @@
  * run on random data, and compared with plain C computations (and with the Loop IR interpreter).
  * Also: float16/bfloat16 conversions in the prelude against lathe's reference conversions on every
  * half bit pattern, integer ops' edge cases (x / 0, INT_MIN / -1, shifts past the width), the cache
- * (second compile is a hit in < 50 ms), the compiler error path (message names the generated file),
+ * (second compile is a hit in < 50 ms), the prelude library checked before it loads (a planted one
+ * is never loaded), the compiler error path (message names the generated file),
  * a missing compiler, no-cache builds, thread counts, and the backend vtable.
  * Exits non-zero on failure.
  */
@@ -15,6 +16,7 @@
 #include "loop/loop.h"
 #include "loop/schedule.h"
 
+#include <dirent.h>
 #include <ftw.h>
 #include <math.h>
 #include <signal.h>
@@ -523,6 +525,86 @@ static void test_prelude_library(void) {
     lt_arena_free(&ar);
 }
 
+static bool copy_file(const char *from, const char *to) {
+    FILE *in = fopen(from, "rb"), *out = in ? fopen(to, "wb") : NULL;
+    char buf[65536];
+    size_t n;
+    bool ok = in && out;
+    while (ok && (n = fread(buf, 1, sizeof buf, in)) > 0) ok = fwrite(buf, 1, n, out) == n;
+    if (in) fclose(in);
+    if (out && fclose(out) != 0) ok = false;
+    return ok;
+}
+
+static int open_fds(void) {
+    int n = 0;
+    DIR *d = opendir("/proc/self/fd");
+    for (struct dirent *e; d && (e = readdir(d));) n += e->d_name[0] != '.';
+    if (d) closedir(d);
+    return n;
+}
+
+/* The shared prelude library is checked like a module before anything loads it: a planted library
+ * (its constructor would write a file) behind a cached module makes that module a miss, never a
+ * hit. A fake compiler that answers --version as cc does keeps the cache key and fails every
+ * build, so the miss shows as an error and costs nothing. Loading and freeing leaks no descriptor. */
+static void test_prelude_library_checked(void) {
+    if (!lt_prelude_find("gemm.h")) return;
+    char fake[128], planted_c[128], planted_so[128], saved[128], mark[128], cmd[600];
+    snprintf(fake, sizeof fake, "%s.fake-cc", g_cache);
+    snprintf(planted_c, sizeof planted_c, "%s.planted.c", g_cache);
+    snprintf(planted_so, sizeof planted_so, "%s.planted.so", g_cache);
+    snprintf(saved, sizeof saved, "%s.saved.so", g_cache);
+    snprintf(mark, sizeof mark, "%s.mark", g_cache);
+    FILE *f = fopen(fake, "w");
+    if (f) fputs("#!/bin/sh\nfor a; do [ \"$a\" = --version ] && exec cc --version; done\nexit 1\n", f), fclose(f);
+    chmod(fake, 0755);
+    f = fopen(planted_c, "w");
+    if (f) {
+        fprintf(f, "#include <stdio.h>\n__attribute__((constructor)) static void planted(void) {\n"
+                   "    FILE *m = fopen(\"%s\", \"w\");\n    if (m) fclose(m);\n}\n", mark);
+        fclose(f);
+    }
+    snprintf(cmd, sizeof cmd, "cc -shared -fPIC -o %s %s", planted_so, planted_c);
+    CHECK(system(cmd) == 0);
+
+    lt_ctx ctx = {0};
+    lt_arena ar;
+    lt_arena_init(&ar);
+    lt_kernel *k = k_gemm(&ar, "lt_k_gemm", 0.0f); /* the first module of test_prelude_library */
+    lt_strbuf src = {0};
+    CHECK_OK(&ctx, emit_c(&ctx, &k, 1, &src));
+    lt_cpu_options opt = {.cache_dir = g_cache, .cc = fake};
+    lt_cpu_module *m = NULL;
+    char lib[4200] = "";
+    int fds = open_fds();
+    if (src.s) CHECK_OK(&ctx, lt_cpu_compile(&ctx, src.s, &opt, &m)); /* a hit: the fake compiles nothing */
+    if (m) {
+        const lt_cpu_module_info *info = lt_cpu_module_get_info(m);
+        CHECK(info->cache_hit && info->prelude_library);
+        if (info->prelude_library) snprintf(lib, sizeof lib, "%s", info->prelude_library);
+        CHECK(lt_cpu_module_kernel(m, "lt_k_gemm") != NULL);
+    }
+    lt_cpu_module_free(m);
+    m = NULL;
+    CHECK(open_fds() == fds);
+    if (lib[0] && src.s && copy_file(lib, saved) && copy_file(planted_so, lib)) {
+        lt_ctx pc = {0};
+        CHECK(lt_cpu_compile(&pc, src.s, &opt, &m) == LT_ERR_INTERNAL && m == NULL); /* a miss the fake fails */
+        CHECK(access(mark, F_OK) != 0);                                            /* never loaded */
+        CHECK(copy_file(saved, lib));
+        CHECK_OK(&ctx, lt_cpu_compile(&ctx, src.s, &opt, &m)); /* the real library: a hit again */
+        CHECK(m && lt_cpu_module_get_info(m)->cache_hit);
+        lt_cpu_module_free(m);
+        CHECK(open_fds() == fds);
+    } else {
+        CHECK(!"could not swap the prelude library");
+    }
+    unlink(fake), unlink(planted_c), unlink(planted_so), unlink(saved), unlink(mark);
+    lt_sb_free(&src);
+    lt_arena_free(&ar);
+}
+
 static void test_cache_and_errors(void) {
     lt_ctx ctx = {0};
     const char *src = "/* cache test */\nint lathe_answer(void) { return 42; }\n";
@@ -667,6 +749,7 @@ int main(void) {
     test_half();
     test_vmath();
     test_prelude_library();
+    test_prelude_library_checked();
     test_cache_and_errors();
     test_vtable();
     nftw(g_cache, rm_cb, 16, FTW_DEPTH | FTW_PHYS);

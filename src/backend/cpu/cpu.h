@@ -8,16 +8,29 @@
  * overflow the two's complement wrap ONNX expects; no -ffast-math: results must match the reference
  * within 1e-4). The cache key is SHA-256 (see hash.h) of: a format version, the source, the flags,
  * the compiler's `--version` output and this CPU's model and feature flags (because of
- * -march=native). Files in the cache directory: <key>.c (the generated source, kept so a compiler
- * error or a profile can point at it) and <key>.so. Both are written to a temporary name and
- * renamed, so concurrent compiles of the same key never see a partial file; the cache directory is
- * created with mode 0700. A cache hit costs a `cc --version` spawn, the hash and a dlopen.
- * With cache_dir NULL the module is built in a private temporary directory that is removed once
- * loaded (nothing is cached).
+ * -march=native). Files in the cache folder: <key>.c (the generated source, kept so a compiler
+ * error or a profile can point at it), <key>.so and <key>.manifest (the .so's SHA-256 and the
+ * prelude library it links). Each is written to a temporary name (<name>.tmp.<pid>.<n>) and
+ * renamed, so concurrent compiles of the same key never see a partial file; temporaries older than
+ * 30 minutes (a compile killed with -9) are swept on the next miss.
+ * Trust (cpu_cache.c): the cache folder and the parents lathe creates are created 0700; a folder
+ * owned by another user or writable by group/others is refused (LT_ERR_IO, one line naming the
+ * folder, its owner and mode, and what to do). Every .so is loaded through a descriptor opened with
+ * O_NOFOLLOW and checked (a regular file owned by the effective user, no group/other write, SHA-256
+ * equal to its manifest's), as /proc/self/fd/N: the path is never reopened after the check. A
+ * failed check (a planted, tampered, symlinked or stray file, a missing manifest) is a miss: the
+ * module is rebuilt and replaced atomically, never loaded. A cache hit costs a `cc --version`
+ * spawn, the source hash, the .so's hash and a dlopen.
+ * The compiler runs in its own process group, at most cc_timeout_s per run (default 300 s): past it
+ * the whole group is killed and the compile fails with LT_ERR_IO naming the compiler and the limit.
+ * With cache_dir NULL the module is built in a private temporary folder that is removed once
+ * loaded or once the build failed (nothing is cached or left behind).
  * Microkernels: a module whose kernels call the prelude's microkernels (GEMM, convolution) is
  * compiled without those headers and linked against a shared prelude library built once per
- * cache directory (<key>.prelude.so; see cpu_split.c): a cold compile then costs the model's own
- * kernels only. If that route fails for any reason the module is compiled whole, as emitted.
+ * cache folder (<lkey>.prelude.so with its manifest; see cpu_split.c), by its soname
+ * (lathe-prelude-<lkey>.so): the library is checked and loaded first, the same way, and the dynamic
+ * loader resolves the module's dependency to it by that name. A cold compile then costs the model's
+ * own kernels only. If that route fails for any reason the module is compiled whole, as emitted.
  * A compiler failure returns LT_ERR_INTERNAL naming the generated file and quoting the first 40
  * lines of the compiler's output; a missing compiler returns LT_ERR_UNSUPPORTED.
  * Entry points: lt_cpu_compile, lt_cpu_module_sym, lt_cpu_module_kernels, lt_cpu_module_set_threads,
@@ -34,7 +47,11 @@ typedef struct lt_cpu_options {
     const char *extra_flags; /* appended to the default flags (space-separated; part of the key) */
     bool whole_module;       /* compile microkernel headers inside the module, not through the
                                 shared prelude library (debugging; see below) */
+    double cc_timeout_s;     /* seconds one compiler run may take: 0 = LT_CPU_CC_TIMEOUT_DEFAULT,
+                                < 0 = no limit */
 } lt_cpu_options;
+
+#define LT_CPU_CC_TIMEOUT_DEFAULT 300.0
 
 /* Host view of the generated `lathe_kernels[]` table (same layout as the prelude's lt_kernel_desc). */
 typedef struct lt_cpu_kernel_desc {

@@ -5,7 +5,8 @@
  * count against the module's kernel table; sync has nothing to wait for; the thread count given at
  * creation is applied to each module compiled (its lathe_set_threads). Ceilings come from the
  * profiler (src/profile): read from the cache directory when measured before, else measured
- * (and saved there); kept for the life of the backend instance.
+ * (and saved there); kept for the life of the backend instance. The environment is left alone: the
+ * OpenMP wait policy (idle threads sleeping) is the CLI's default (tools/lathe.c), not the library's.
  */
 #include "../backend.h"
 
@@ -39,16 +40,7 @@ static void cpu_destroy(lt_backend *b) {
     lt_mem_free(c);
 }
 
-/* OpenMP's default wait policy spins idle threads between parallel regions; on a machine whose cores
- * are shared (other processes, or another thread pool) that stalls every kernel behind a descheduled
- * spinner (measured: MobileNetV2 on 2 threads 4-5x slower under load). Idle threads sleep instead,
- * unless the user chose a policy. Set before the first module (and so the OpenMP runtime) loads. */
-static void default_wait_policy(void) {
-    if (!getenv("OMP_WAIT_POLICY") && !getenv("GOMP_SPINCOUNT")) setenv("OMP_WAIT_POLICY", "PASSIVE", 0);
-}
-
 static lt_status cpu_create(lt_ctx *ctx, const lt_backend_options *opt, lt_backend **out) {
-    default_wait_policy();
     cpu_backend *c = lt_calloc(ctx, 1, sizeof *c, "CPU backend");
     if (!c) return LT_ERR_NOMEM;
     c->base.vt = &lt_backend_cpu;
@@ -60,7 +52,8 @@ static lt_status cpu_create(lt_ctx *ctx, const lt_backend_options *opt, lt_backe
         cpu_destroy(&c->base);
         return lt_error(ctx, LT_ERR_NOMEM, "out of memory (CPU backend options)");
     }
-    c->opt = (lt_cpu_options){.cc = c->cc, .cache_dir = c->cache_dir, .extra_flags = c->extra_flags};
+    c->opt = (lt_cpu_options){.cc = c->cc, .cache_dir = c->cache_dir, .extra_flags = c->extra_flags,
+                              .cc_timeout_s = opt->cc_timeout_s};
     c->threads = opt->threads > 0 ? opt->threads : 0;
     *out = &c->base;
     return LT_OK;

@@ -1,12 +1,16 @@
 /* cpu_compile.c — compile generated C with the system compiler into a cached shared object and load
- * it (see cpu.h for the contract: flags, cache key, atomic writes, error reporting).
+ * it (see cpu.h for the contract: flags, cache key, atomic writes, trust checks, error reporting).
  *
- * Steps of lt_cpu_compile: identify the compiler (`cc --version`, spawned with posix_spawnp, output
- * read through a pipe) and the CPU (/proc/cpuinfo model name and flags, for -march=native); hash
- * everything that decides the object code; on a hit dlopen <dir>/<key>.so; on a miss write
- * <key>.c atomically, run the compiler into a unique temporary .so, rename it into place, dlopen.
- * A module that calls microkernels is compiled without their headers and linked against the
- * shared prelude library (build_split, cpu_split.c), falling back to the whole module.
+ * Steps of lt_cpu_compile: identify the compiler (`cc --version`, spawned with posix_spawnp in its
+ * own process group, output read through a pipe, under the compile time limit) and the CPU
+ * (/proc/cpuinfo model name and flags, for -march=native); hash everything that decides the object
+ * code; check the cache folder (cpu_cache.c: ours, 0700-style); on a hit, load <dir>/<key>.so
+ * through a descriptor checked against <key>.manifest; on a miss (or a failed check) sweep stale
+ * temporaries, write <key>.c atomically, run the compiler into a unique temporary .so, check and
+ * hash it through a descriptor, rename it into place, write the manifest, dlopen that descriptor.
+ * A module that calls microkernels is compiled without their headers and linked (by soname) against
+ * the shared prelude library (build_split, cpu_split.c), which is loaded first, through its own
+ * checked descriptor; any failure there falls back to the whole module.
  * Nothing here prints or reads environment variables (the compiler inherits the process environment
  * unchanged, as any child does).
  */
@@ -16,6 +20,8 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,14 +39,16 @@
 extern char **environ;
 
 #define CPU_FLAGS "-O3 -march=native -fopenmp -fPIC -shared -std=gnu11 -fno-math-errno -fwrapv"
-#define KEY_VERSION "lathe-cpu-module-v1"
+#define KEY_VERSION "lathe-cpu-module-v2"
 #define MAX_WORDS 64
 #define LOG_KEEP (256 * 1024)
+#define STALE_TMP_S (30 * 60.0) /* a temporary file this old belongs to a compile that was killed */
 
 const char *lt_cpu_default_flags(void) { return CPU_FLAGS; }
 
 struct lt_cpu_module {
-    void *handle;
+    void *handle, *lib_handle; /* the module; the shared prelude library it links (NULL: none) */
+    int fd, lib_fd;            /* the checked descriptors they were loaded through (-1: none) */
     const lt_cpu_kernel_desc *kernels;
     int n_kernels;
     void (*set_threads)(int);
@@ -73,9 +81,54 @@ static int split_words(const char *s, char *store, size_t cap, char **words, int
     return n;
 }
 
-/* Run argv with stdin from /dev/null and stdout+stderr captured (the first LOG_KEEP bytes).
- * *exit_code: the exit status, or -1 when killed by a signal. */
-static lt_status run_capture(lt_ctx *ctx, char *const *argv, lt_strbuf *out, int *exit_code) {
+/* The compiler command: its words, the flags, and room for the inputs and output. */
+typedef struct ccmd {
+    char store[8192];
+    char *argv[MAX_WORDS + 12];
+    int ncc, nargs;   /* compiler words; words before the inputs */
+    double timeout_s; /* per compiler run; 0 = no limit */
+    bool timed_out;   /* a run hit the limit (no point in trying another route) */
+} ccmd;
+
+/* Read what the child writes until EOF or the deadline (0: none); false when the deadline passed. */
+static bool drain_pipe(int fd, double deadline, lt_strbuf *out) {
+    char buf[4096];
+    for (;;) {
+        int wait_ms = -1;
+        if (deadline > 0) {
+            double left = deadline - now_s();
+            if (left <= 0) return false;
+            wait_ms = left > 60 ? 60000 : (int)(left * 1000) + 1;
+        }
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        int pr = poll(&p, 1, wait_ms);
+        if (pr <= 0) continue; /* timeout slice or EINTR: look at the clock again */
+        ssize_t r = read(fd, buf, sizeof buf);
+        if (r < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+        if (r <= 0) return true;
+        if (out->len < LOG_KEEP) lt_sb_printf(out, "%.*s", (int)r, buf);
+    }
+}
+
+/* Wait for pid until the deadline (0: none); false when it passed. */
+static bool wait_child(pid_t pid, double deadline, int *status) {
+    for (;;) {
+        pid_t w = waitpid(pid, status, deadline > 0 ? WNOHANG : 0);
+        if (w == pid) return true;
+        if (w < 0 && errno != EINTR) {
+            *status = 0;
+            return true; /* not our child any more (SIGCHLD ignored): nothing left to wait for */
+        }
+        if (deadline > 0 && now_s() >= deadline) return false;
+        if (w == 0) nanosleep(&(struct timespec){0, 5000000}, NULL);
+    }
+}
+
+/* Run argv in its own process group with stdin from /dev/null and stdout+stderr captured (the first
+ * LOG_KEEP bytes), for at most c->timeout_s: past it the whole group (the compiler driver and its
+ * cc1 / as / ld) is killed with SIGKILL and the result is LT_ERR_IO naming the command and the
+ * limit. *exit_code: the exit status, or -1 when killed by a signal. */
+static lt_status run_capture(lt_ctx *ctx, ccmd *c, char *const *argv, lt_strbuf *out, int *exit_code) {
     int fd[2];
     if (pipe2(fd, O_CLOEXEC) != 0) return lt_error(ctx, LT_ERR_IO, "cannot create a pipe: %s", strerror(errno));
     posix_spawn_file_actions_t fa;
@@ -83,25 +136,31 @@ static lt_status run_capture(lt_ctx *ctx, char *const *argv, lt_strbuf *out, int
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
     posix_spawn_file_actions_adddup2(&fa, fd[1], 1);
     posix_spawn_file_actions_adddup2(&fa, fd[1], 2);
+    posix_spawnattr_t at;
+    posix_spawnattr_init(&at);
+    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP);
+    posix_spawnattr_setpgroup(&at, 0);
     pid_t pid;
-    int rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+    int rc = posix_spawnp(&pid, argv[0], &fa, &at, argv, environ);
+    posix_spawnattr_destroy(&at);
     posix_spawn_file_actions_destroy(&fa);
     close(fd[1]);
     if (rc != 0) {
         close(fd[0]);
         return lt_error(ctx, LT_ERR_UNSUPPORTED, "cannot run the C compiler '%s': %s", argv[0], strerror(rc));
     }
-    char buf[4096];
-    for (;;) {
-        ssize_t r = read(fd[0], buf, sizeof buf);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) break;
-        if (out->len < LOG_KEEP) lt_sb_printf(out, "%.*s", (int)r, buf);
-    }
-    close(fd[0]);
+    double deadline = c->timeout_s > 0 ? now_s() + c->timeout_s : 0;
     int status = 0;
-    while (waitpid(pid, &status, 0) < 0) {
-        if (errno != EINTR) return lt_error(ctx, LT_ERR_IO, "waiting for '%s': %s", argv[0], strerror(errno));
+    bool in_time = drain_pipe(fd[0], deadline, out) && wait_child(pid, deadline, &status);
+    close(fd[0]);
+    if (!in_time) {
+        kill(-pid, SIGKILL); /* the group: the driver's children would otherwise run on */
+        wait_child(pid, 0, &status);
+        c->timed_out = true;
+        return lt_error(ctx, LT_ERR_IO,
+                        "the C compiler '%s' did not finish within %g s and was stopped (its process group killed); "
+                        "raise the limit (compile option cc_timeout, lathe --cc-timeout) if it is only slow",
+                        argv[0], c->timeout_s);
     }
     *exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
     return LT_OK;
@@ -120,57 +179,6 @@ static void cpu_identity(lt_strbuf *out) {
     }
     free(line); /* getline's buffer comes from the C library's malloc */
     fclose(f);
-}
-
-static lt_status mkdir_p(lt_ctx *ctx, const char *dir) {
-    char path[4096];
-    if (snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path)
-        return lt_error(ctx, LT_ERR_USAGE, "cache directory path too long: %s", dir);
-    for (char *p = path + 1;; p++) {
-        if (*p == '/' || *p == 0) {
-            char c = *p;
-            *p = 0;
-            if (mkdir(path, 0700) != 0 && errno != EEXIST)
-                return lt_error(ctx, LT_ERR_IO, "cannot create cache directory %s: %s", path, strerror(errno));
-            *p = c;
-            if (!c) break;
-        }
-    }
-    struct stat st;
-    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
-        return lt_error(ctx, LT_ERR_IO, "cache directory %s is not a directory", path);
-    return LT_OK;
-}
-
-static unsigned next_tmp_id(void) {
-    static unsigned counter;
-    return __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED);
-}
-
-/* Write data to `path` through a unique temporary file in the same directory and rename(2). */
-static lt_status write_atomic(lt_ctx *ctx, const char *path, const char *data, size_t len) {
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%u", path, (long)getpid(), next_tmp_id());
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fd < 0) return lt_error(ctx, LT_ERR_IO, "cannot create %s: %s", tmp, strerror(errno));
-    size_t done = 0;
-    while (done < len) {
-        ssize_t w = write(fd, data + done, len - done);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) {
-            int err = errno;
-            close(fd);
-            unlink(tmp);
-            return lt_error(ctx, LT_ERR_IO, "cannot write %s: %s", tmp, strerror(err));
-        }
-        done += (size_t)w;
-    }
-    if (close(fd) != 0 || rename(tmp, path) != 0) {
-        int err = errno;
-        unlink(tmp);
-        return lt_error(ctx, LT_ERR_IO, "cannot write %s: %s", path, strerror(err));
-    }
-    return LT_OK;
 }
 
 static char *dup_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -202,13 +210,24 @@ static void first_lines(const char *log, int max, char *out, size_t cap) {
     snprintf(out, cap, "%.*s%s", (int)(p - log), log, more ? "[...]\n" : "");
 }
 
-static lt_status load(lt_ctx *ctx, lt_cpu_module *m) {
-    dlerror();
-    m->handle = dlopen(m->so_path, RTLD_NOW | RTLD_LOCAL);
-    if (!m->handle) {
-        const char *why = dlerror();
-        return lt_error(ctx, LT_ERR_IO, "cannot load compiled module %s: %s", m->so_path, why ? why : "?");
-    }
+/* Unload the module and its library, then release the descriptors they came through. */
+static void unload(lt_cpu_module *m) {
+    if (m->handle) dlclose(m->handle);
+    if (m->lib_handle) dlclose(m->lib_handle);
+    m->handle = m->lib_handle = NULL;
+    lt_cpu_fd_release(m->fd);
+    lt_cpu_fd_release(m->lib_fd);
+    m->fd = m->lib_fd = -1;
+    m->kernels = NULL;
+    m->n_kernels = 0;
+    m->set_threads = NULL;
+}
+
+/* dlopen the checked descriptors (the library first: the module's DT_NEEDED names its soname, which
+ * the dynamic loader then finds already loaded) and look up the kernel table. */
+static lt_status load_checked(lt_ctx *ctx, lt_cpu_module *m) {
+    if (m->lib_fd >= 0 && !m->lib_handle) LT_TRY(lt_cpu_dlopen_fd(ctx, m->lib_fd, m->lib_path, &m->lib_handle));
+    LT_TRY(lt_cpu_dlopen_fd(ctx, m->fd, m->so_path, &m->handle));
     /* The OpenMP runtime the module pulled in keeps a pool of threads alive after a parallel loop;
      * unloading it with the last module would leave them running in unmapped code. Pin it (NOLOAD:
      * only if it is already loaded, NODELETE: never unload) — libgomp for gcc, libomp for clang. */
@@ -225,70 +244,109 @@ static lt_status load(lt_ctx *ctx, lt_cpu_module *m) {
     return LT_OK;
 }
 
-static void remove_private_dir(const char *dir, const char *key) {
-    char p[4200];
-    static const char *const ext[] = {".c", ".so", ".log"};
-    for (int i = 0; i < 3; i++) {
-        snprintf(p, sizeof p, "%s/%s%s", dir, key, ext[i]);
-        unlink(p);
+/* Open a cached object checked (cpu_cache.c) and compare its hash with its manifest. */
+static lt_status open_entry(lt_ctx *ctx, const char *so, const char *manifest, lt_cpu_manifest *man, int *fd) {
+    LT_TRY(lt_cpu_manifest_read(ctx, manifest, man));
+    char sha[65];
+    LT_TRY(lt_cpu_open_checked(ctx, so, fd, sha));
+    if (strcmp(sha, man->sha256) != 0) {
+        close(*fd); /* not loaded: a plain close */
+        *fd = -1;
+        return lt_error(ctx, LT_ERR_IO, "%s does not match its manifest %s", so, manifest);
     }
-    rmdir(dir);
+    return LT_OK;
 }
 
-/* The compiler command: its words, the flags, and room for the inputs and output. */
-typedef struct ccmd {
-    char store[8192];
-    char *argv[MAX_WORDS + 12];
-    int ncc, nargs; /* compiler words; words before the inputs */
-} ccmd;
-
-static bool file_exists(const char *path) {
-    struct stat st;
-    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+/* A cache hit: the module (and the prelude library its manifest names) checked, then loaded. Any
+ * failure leaves m for unload() and the caller rebuilds. */
+static lt_status load_cached(lt_ctx *ctx, lt_cpu_module *m, const char *manifest, const char *absdir) {
+    lt_cpu_manifest man;
+    LT_TRY(open_entry(ctx, m->so_path, manifest, &man, &m->fd));
+    if (man.prelude[0]) {
+        lt_cpu_manifest lman;
+        char *lm = dup_printf("%s/%s.prelude.manifest", absdir, man.prelude);
+        m->lib_path = dup_printf("%s/%s.prelude.so", absdir, man.prelude);
+        lt_status s = lm && m->lib_path ? open_entry(ctx, m->lib_path, lm, &lman, &m->lib_fd)
+                                        : lt_error(ctx, LT_ERR_NOMEM, "out of memory (module paths)");
+        lt_mem_free(lm);
+        LT_TRY(s);
+    }
+    return load_checked(ctx, m);
 }
 
-/* Compile src_path (and the extra input, a library to link, when not NULL) into so_path through a
- * unique temporary name. A compiler failure is LT_ERR_INTERNAL naming src_path and quoting the
- * compiler; its full output goes to log_path. */
-static lt_status build_so(lt_ctx *ctx, ccmd *c, const char *src_path, const char *extra_input, const char *so_path,
-                          const char *log_path) {
+/* One compiler run: src (+ link_lib) -> so. */
+typedef struct so_build {
+    const char *src, *link_lib, *so, *log; /* the library to link may be NULL */
+    const char *manifest;    /* written after the .so is in place (NULL: a private build, none) */
+    const char *prelude_key; /* recorded in the manifest ("": none) */
+    const char *soname_flag; /* "-Wl,-soname,..." for a library (NULL: none) */
+    bool private_build;      /* no cache: the files are removed, the message must not point at them */
+} so_build;
+
+/* The compiler failed: keep its output in the log (cache builds) and say so. */
+static lt_status compile_failed(lt_ctx *ctx, const so_build *b, const lt_strbuf *log, int code) {
+    if (!b->private_build && log->s) {
+        lt_ctx ignore = {0};
+        lt_cpu_write_atomic(&ignore, b->log, log->s, log->len);
+    }
+    char head[LT_MSG_MAX];
+    first_lines(log->s ? log->s : "(no output)\n", 40, head, sizeof head);
+    if (b->private_build)
+        return lt_error(ctx, LT_ERR_INTERNAL,
+                        "the C compiler failed (%s %d) on the generated source (a no-cache build: its temporary "
+                        "folder is removed; compile with a cache folder to keep the source and the full output):\n%s",
+                        code < 0 ? "killed, status" : "exit", code, head);
+    return lt_error(ctx, LT_ERR_INTERNAL, "the C compiler failed (%s %d) on the generated file %s (full output: %s):\n%s",
+                    code < 0 ? "killed, status" : "exit", code, b->src, b->log, head);
+}
+
+/* Compile into a unique temporary name; check and hash the result through a descriptor, rename it
+ * into place, write the manifest; *fd: the checked descriptor to load it through. A compiler failure
+ * is LT_ERR_INTERNAL naming the source and quoting the compiler (full output in b->log). */
+static lt_status build_so(lt_ctx *ctx, ccmd *c, const so_build *b, int *fd) {
     char tmp_so[4200];
-    snprintf(tmp_so, sizeof tmp_so, "%s.tmp.%ld.%u", so_path, (long)getpid(), next_tmp_id());
+    lt_cpu_tmp_name(tmp_so, sizeof tmp_so, b->so);
     int n = c->nargs;
+    if (b->soname_flag) c->argv[n++] = (char *)b->soname_flag;
     c->argv[n++] = "-o";
     c->argv[n++] = tmp_so;
-    c->argv[n++] = (char *)src_path;
-    if (extra_input) c->argv[n++] = (char *)extra_input;
+    c->argv[n++] = (char *)b->src;
+    if (b->link_lib) c->argv[n++] = (char *)b->link_lib;
     c->argv[n++] = "-lm";
     c->argv[n] = NULL;
     lt_strbuf log = {0};
     int code = 0;
-    lt_status s = run_capture(ctx, c->argv, &log, &code);
-    if (s == LT_OK && code != 0) {
-        lt_ctx ignore = {0};
-        if (log.s) write_atomic(&ignore, log_path, log.s, log.len);
-        char head[LT_MSG_MAX];
-        first_lines(log.s ? log.s : "(no output)\n", 40, head, sizeof head);
-        s = lt_error(ctx, LT_ERR_INTERNAL, "the C compiler failed (%s %d) on the generated file %s (full output: %s):\n%s",
-                     code < 0 ? "killed, status" : "exit", code, src_path, log_path, head);
-    }
+    lt_status s = run_capture(ctx, c, c->argv, &log, &code);
+    if (s == LT_OK && code != 0) s = compile_failed(ctx, b, &log, code);
     lt_sb_free(&log);
-    if (s == LT_OK && rename(tmp_so, so_path) != 0)
-        s = lt_error(ctx, LT_ERR_IO, "cannot move the compiled module to %s: %s", so_path, strerror(errno));
-    if (s != LT_OK) unlink(tmp_so);
+    lt_cpu_manifest man = {{0}, {0}};
+    *fd = -1;
+    if (s == LT_OK) s = lt_cpu_open_checked(ctx, tmp_so, fd, man.sha256);
+    if (s == LT_OK && rename(tmp_so, b->so) != 0)
+        s = lt_error(ctx, LT_ERR_IO, "cannot move the compiled module to %s: %s", b->so, strerror(errno));
+    if (s == LT_OK && b->manifest) {
+        snprintf(man.prelude, sizeof man.prelude, "%s", b->prelude_key);
+        s = lt_cpu_manifest_write(ctx, b->manifest, &man);
+    }
+    if (s != LT_OK) {
+        unlink(tmp_so);
+        if (*fd >= 0) close(*fd);
+        *fd = -1;
+    }
     return s;
 }
 
-/* The microkernel route (cpu_split.c): make sure the shared prelude library exists in dir, then
- * compile the module without the microkernel headers, linked against it. Any failure: false (the
- * caller compiles the module whole). */
-static bool build_split(ccmd *c, const char *ident, const char *source, const char *dir, const char *key,
-                        lt_cpu_module *m) {
-    lt_ctx ctx = {0};
+/* The microkernel route (cpu_split.c): make sure the shared prelude library in dir is there and
+ * checks out (built under a lock when not), then compile the module without the microkernel
+ * headers, linked against it. Any failure: false (the caller compiles the module whole; unless the
+ * compiler hit its time limit: c->timed_out, ctx says so). */
+static bool build_split(lt_ctx *ctx, ccmd *c, const char *ident, const char *source, const char *dir,
+                        const char *absdir, const char *key, const char *manifest, lt_cpu_module *m) {
+    lt_ctx local = {0};
     lt_strbuf lib = {0}, tu = {0};
-    char *lib_so = NULL, *lib_c = NULL, *lib_log = NULL, *tu_c = NULL, *tu_log = NULL;
+    char *lib_so = NULL, *lib_man = NULL, *lib_c = NULL, *lib_log = NULL, *tu_c = NULL, *tu_log = NULL;
     bool ok = false;
-    if (lt_cpu_prelude_library_source(&ctx, &lib) != LT_OK || !lt_cpu_split_module(source, lib.s, &tu) || tu.failed)
+    if (lt_cpu_prelude_library_source(&local, &lib) != LT_OK || !lt_cpu_split_module(source, lib.s, &tu) || tu.failed)
         goto out;
     lt_sha256 h;
     uint8_t dig[32];
@@ -298,40 +356,83 @@ static bool build_split(ccmd *c, const char *ident, const char *source, const ch
     lt_sha256_update(&h, ident, strlen(ident) + 1);
     lt_sha256_update(&h, lib.s, lib.len);
     lt_sha256_final(&h, dig);
-    char lkey[33];
+    char lkey[33], soname[80];
     for (int i = 0; i < 16; i++) snprintf(lkey + 2 * i, 3, "%02x", dig[i]);
-    char *absdir = realpath(dir, NULL); /* the module records the library's path: make it absolute */
-    if (!absdir) goto out;
+    /* the module records the library by this soname; load_checked loads the library first */
+    snprintf(soname, sizeof soname, "-Wl,-soname,lathe-prelude-%s.so", lkey);
     lib_so = dup_printf("%s/%s.prelude.so", absdir, lkey);
-    free(absdir); /* realpath's buffer comes from the C library's malloc */
+    lib_man = dup_printf("%s/%s.prelude.manifest", absdir, lkey);
     lib_c = dup_printf("%s/%s.prelude.c", dir, lkey);
     lib_log = dup_printf("%s/%s.prelude.log", dir, lkey);
     tu_c = dup_printf("%s/%s.tu.c", dir, key);
     tu_log = dup_printf("%s/%s.tu.log", dir, key);
-    if (!lib_so || !lib_c || !lib_log || !tu_c || !tu_log) goto out;
-    if (!file_exists(lib_so)) {
+    if (!lib_so || !lib_man || !lib_c || !lib_log || !tu_c || !tu_log) goto out;
+    lt_cpu_manifest lman;
+    lt_ctx probe = {0};
+    if (open_entry(&probe, lib_so, lib_man, &lman, &m->lib_fd) != LT_OK) {
         /* one process builds the library while the others (parallel conformance runs) wait for it */
         char *lock = dup_printf("%s/%s.prelude.lock", dir, lkey);
-        int fd = lock ? open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600) : -1;
+        int fd = lock ? open(lock, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600) : -1;
         if (fd >= 0) while (flock(fd, LOCK_EX) != 0 && errno == EINTR) {}
-        bool built = file_exists(lib_so) || (write_atomic(&ctx, lib_c, lib.s, lib.len) == LT_OK &&
-                                             build_so(&ctx, c, lib_c, NULL, lib_so, lib_log) == LT_OK);
+        lt_ctx again = {0};
+        so_build b = {.src = lib_c, .so = lib_so, .log = lib_log, .manifest = lib_man, .prelude_key = "",
+                      .soname_flag = soname};
+        bool built = open_entry(&again, lib_so, lib_man, &lman, &m->lib_fd) == LT_OK ||
+                     (lt_cpu_write_atomic(&local, lib_c, lib.s, lib.len) == LT_OK &&
+                      build_so(&local, c, &b, &m->lib_fd) == LT_OK);
         if (fd >= 0) close(fd); /* releases the lock */
         lt_mem_free(lock);
         if (!built) goto out;
     }
-    if (write_atomic(&ctx, tu_c, tu.s, tu.len) != LT_OK) goto out;
-    ok = build_so(&ctx, c, tu_c, lib_so, m->so_path, tu_log) == LT_OK;
+    if (lt_cpu_write_atomic(&local, tu_c, tu.s, tu.len) != LT_OK) goto out;
+    so_build b = {.src = tu_c, .link_lib = lib_so, .so = m->so_path, .log = tu_log, .manifest = manifest,
+                  .prelude_key = lkey};
+    ok = build_so(&local, c, &b, &m->fd) == LT_OK;
     unlink(tu_c);
     if (ok) {
         m->lib_path = lib_so;
         lib_so = NULL;
     }
 out:
+    if (!ok && m->lib_fd >= 0) {
+        close(m->lib_fd); /* checked, not loaded yet */
+        m->lib_fd = -1;
+    }
+    if (c->timed_out) lt_error(ctx, local.status, "%s", local.msg);
     lt_sb_free(&lib);
     lt_sb_free(&tu);
-    lt_mem_free(lib_so), lt_mem_free(lib_c), lt_mem_free(lib_log), lt_mem_free(tu_c), lt_mem_free(tu_log);
+    lt_mem_free(lib_so), lt_mem_free(lib_man), lt_mem_free(lib_c), lt_mem_free(lib_log);
+    lt_mem_free(tu_c), lt_mem_free(tu_log);
     return ok;
+}
+
+/* Parse the compiler command and flags into c; LT_ERR_USAGE when they do not fit. */
+static lt_status make_command(lt_ctx *ctx, ccmd *c, const char *cc, const lt_cpu_options *opt) {
+    c->ncc = split_words(cc, c->store, 2048, c->argv, 8);
+    int nflags = c->ncc > 0 ? split_words(CPU_FLAGS, c->store + 2048, 1024, c->argv + c->ncc, MAX_WORDS / 2) : 0;
+    int nextra = c->ncc > 0 ? split_words(opt->extra_flags, c->store + 3072, sizeof c->store - 3072,
+                                          c->argv + c->ncc + nflags, MAX_WORDS / 2 - 3) : 0;
+    if (c->ncc <= 0) return lt_error(ctx, LT_ERR_USAGE, "C compiler command '%s' is empty or too long", cc);
+    if (nflags < 0 || nextra < 0) return lt_error(ctx, LT_ERR_USAGE, "too many compiler flags: %s", opt->extra_flags);
+    c->nargs = c->ncc + nflags + nextra;
+    c->timeout_s = opt->cc_timeout_s == 0 ? LT_CPU_CC_TIMEOUT_DEFAULT : opt->cc_timeout_s > 0 ? opt->cc_timeout_s : 0;
+    return LT_OK;
+}
+
+/* The compiler's identity (`cc --version`) and this CPU's (for -march=native), appended to ident. */
+static lt_status identify(lt_ctx *ctx, ccmd *c, const char *cc, lt_strbuf *ident) {
+    char *ver_argv[12];
+    memcpy(ver_argv, c->argv, (size_t)c->ncc * sizeof *c->argv);
+    ver_argv[c->ncc] = "--version";
+    ver_argv[c->ncc + 1] = NULL;
+    int code = 0;
+    LT_TRY(run_capture(ctx, c, ver_argv, ident, &code));
+    if (code != 0)
+        return lt_error(ctx, LT_ERR_UNSUPPORTED, "C compiler '%s' failed to report its version (exit %d): %s", cc, code,
+                        ident->s ? ident->s : "");
+    cpu_identity(ident);
+    if (ident->failed || !ident->s) return lt_error(ctx, LT_ERR_NOMEM, "out of memory reading the compiler version");
+    return LT_OK;
 }
 
 lt_status lt_cpu_compile(lt_ctx *ctx, const char *source, const lt_cpu_options *options, lt_cpu_module **out) {
@@ -347,27 +448,8 @@ lt_status lt_cpu_compile(lt_ctx *ctx, const char *source, const lt_cpu_options *
     lt_strbuf ident = {0};
     lt_cpu_module *m = NULL;
     char tmpdir[64] = "", key[33] = "";
-    c->ncc = split_words(cc, c->store, 2048, c->argv, 8);
-    int nflags = c->ncc > 0 ? split_words(CPU_FLAGS, c->store + 2048, 1024, c->argv + c->ncc, MAX_WORDS / 2) : 0;
-    int nextra = c->ncc > 0 ? split_words(opt.extra_flags, c->store + 3072, sizeof c->store - 3072,
-                                          c->argv + c->ncc + nflags, MAX_WORDS / 2 - 2) : 0;
-    if (c->ncc <= 0) { s = lt_error(ctx, LT_ERR_USAGE, "C compiler command '%s' is empty or too long", cc); goto fail; }
-    if (nflags < 0 || nextra < 0) { s = lt_error(ctx, LT_ERR_USAGE, "too many compiler flags: %s", opt.extra_flags); goto fail; }
-    c->nargs = c->ncc + nflags + nextra;
-
-    /* compiler identity and this CPU (for -march=native) */
-    char *ver_argv[12];
-    memcpy(ver_argv, c->argv, (size_t)c->ncc * sizeof *c->argv);
-    ver_argv[c->ncc] = "--version";
-    ver_argv[c->ncc + 1] = NULL;
-    int code = 0;
-    s = run_capture(ctx, ver_argv, &ident, &code);
-    if (s == LT_OK && code != 0)
-        s = lt_error(ctx, LT_ERR_UNSUPPORTED, "C compiler '%s' failed to report its version (exit %d): %s", cc, code,
-                     ident.s ? ident.s : "");
-    if (s != LT_OK) goto fail;
-    cpu_identity(&ident);
-    if (ident.failed || !ident.s) { s = lt_error(ctx, LT_ERR_NOMEM, "out of memory reading the compiler version"); goto fail; }
+    char *absdir = NULL, *log_path = NULL, *manifest = NULL;
+    if ((s = make_command(ctx, c, cc, &opt)) != LT_OK || (s = identify(ctx, c, cc, &ident)) != LT_OK) goto fail;
 
     /* cache key */
     lt_sha256 h;
@@ -381,6 +463,7 @@ lt_status lt_cpu_compile(lt_ctx *ctx, const char *source, const lt_cpu_options *
     lt_sha256_final(&h, dig);
 
     if (!(m = lt_calloc(ctx, 1, sizeof *m, "CPU module"))) { s = LT_ERR_NOMEM; goto fail; }
+    m->fd = m->lib_fd = -1;
     for (int i = 0; i < 32; i++) snprintf(m->info.key + 2 * i, 3, "%02x", dig[i]);
     snprintf(key, sizeof key, "%.32s", m->info.key); /* file names: the first 128 bits */
 
@@ -393,44 +476,47 @@ lt_status lt_cpu_compile(lt_ctx *ctx, const char *source, const lt_cpu_options *
             goto fail;
         }
         dir = tmpdir;
-    } else if ((s = mkdir_p(ctx, dir)) != LT_OK) {
+    } else if ((s = lt_cpu_cache_dir_prepare(ctx, dir)) != LT_OK) {
         goto fail;
     }
+    absdir = realpath(dir, NULL); /* the prelude library is reported by its absolute path */
     m->so_path = dup_printf("%s/%s.so", dir, key);
     m->src_path = dup_printf("%s/%s.c", dir, key);
-    char *log_path = dup_printf("%s/%s.log", dir, key);
-    if (!m->so_path || !m->src_path || !log_path) {
-        lt_mem_free(log_path);
+    log_path = dup_printf("%s/%s.log", dir, key);
+    manifest = dup_printf("%s/%s.manifest", dir, key);
+    if (!absdir || !m->so_path || !m->src_path || !log_path || !manifest) {
         s = lt_error(ctx, LT_ERR_NOMEM, "out of memory (module paths)");
         goto fail;
     }
 
-    if (!tmpdir[0] && file_exists(m->so_path)) {
+    if (!tmpdir[0]) {
         lt_ctx probe = {0};
-        if (load(&probe, m) == LT_OK) { /* hit; a file that does not load is rebuilt below */
-            if (!file_exists(m->src_path)) write_atomic(&probe, m->src_path, source, strlen(source));
+        if (load_cached(&probe, m, manifest, absdir) == LT_OK) { /* a hit; anything else is rebuilt */
+            struct stat st;
+            if (lstat(m->src_path, &st) != 0) lt_cpu_write_atomic(&probe, m->src_path, source, strlen(source));
             m->info.cache_hit = true;
-            lt_mem_free(log_path);
             goto loaded;
         }
+        unload(m);
+        lt_mem_free(m->lib_path);
+        m->lib_path = NULL;
+        lt_cpu_cache_sweep(dir, STALE_TMP_S);
     }
 
     /* miss: write the source; compile (through the prelude library when the module calls
      * microkernels and there is a cache to keep the library in), rename into place, load */
-    s = write_atomic(ctx, m->src_path, source, strlen(source));
+    s = lt_cpu_write_atomic(ctx, m->src_path, source, strlen(source));
     if (s == LT_OK && (tmpdir[0] || opt.whole_module || !strstr(source, LT_EMIT_MARK_MICROKERNELS) ||
-                       !build_split(c, ident.s, source, dir, key, m)))
-        s = build_so(ctx, c, m->src_path, NULL, m->so_path, log_path);
-    lt_mem_free(log_path);
-    if (s != LT_OK) {
-        tmpdir[0] = 0; /* keep the files the message names */
-        goto fail;
+                       !build_split(ctx, c, ident.s, source, dir, absdir, key, manifest, m))) {
+        so_build b = {.src = m->src_path, .so = m->so_path, .log = log_path, .manifest = tmpdir[0] ? NULL : manifest,
+                      .prelude_key = "", .private_build = tmpdir[0] != 0};
+        s = c->timed_out ? ctx->status : build_so(ctx, c, &b, &m->fd);
     }
-    if ((s = load(ctx, m)) != LT_OK) goto fail;
+    if (s != LT_OK || (s = load_checked(ctx, m)) != LT_OK) goto fail;
 
 loaded:
-    if (tmpdir[0]) { /* private build: nothing to keep */
-        remove_private_dir(tmpdir, key);
+    if (tmpdir[0]) { /* private build: nothing to keep (the loaded object lives on through its descriptor) */
+        lt_cpu_remove_private_dir(tmpdir);
         lt_mem_free(m->so_path);
         lt_mem_free(m->src_path);
         m->so_path = m->src_path = NULL;
@@ -440,19 +526,20 @@ loaded:
     m->info.prelude_library = m->lib_path;
     m->info.compile_seconds = now_s() - t0;
     *out = m;
-    lt_sb_free(&ident);
-    lt_mem_free(c);
-    return LT_OK;
+    m = NULL;
 
 fail:
-    if (tmpdir[0]) remove_private_dir(tmpdir, key);
+    if (tmpdir[0] && m) lt_cpu_remove_private_dir(tmpdir); /* a failed no-cache build leaves nothing */
     if (m) {
-        if (m->handle) dlclose(m->handle);
+        unload(m);
         lt_mem_free(m->so_path);
         lt_mem_free(m->src_path);
         lt_mem_free(m->lib_path);
         lt_mem_free(m);
     }
+    free(absdir); /* realpath's buffer comes from the C library's malloc */
+    lt_mem_free(log_path);
+    lt_mem_free(manifest);
     lt_sb_free(&ident);
     lt_mem_free(c);
     return s;
@@ -481,7 +568,7 @@ const lt_cpu_module_info *lt_cpu_module_get_info(const lt_cpu_module *mod) { ret
 
 void lt_cpu_module_free(lt_cpu_module *mod) {
     if (!mod) return;
-    if (mod->handle) dlclose(mod->handle);
+    unload(mod);
     lt_mem_free(mod->so_path);
     lt_mem_free(mod->src_path);
     lt_mem_free(mod->lib_path);
