@@ -20,6 +20,24 @@ static bool ends_with(const char *s, const char *suf) {
     return a >= b && strcasecmp(s + a - b, suf) == 0;
 }
 
+/* The decoders' memory limit: LATHE_MAX_INPUT_BYTES (bytes, or with a K/M/G/T suffix) raises or
+ * lowers the default (lt_io_limits.max_bytes). An unreadable value keeps the default. */
+static lt_io_limits input_limits(void) {
+    lt_io_limits lim = {0};
+    const char *e = getenv("LATHE_MAX_INPUT_BYTES");
+    if (!e || !*e) return lim;
+    char *end;
+    long long v = strtoll(e, &end, 10);
+    int shift = *end == 'K' ? 10 : *end == 'M' ? 20 : *end == 'G' ? 30 : *end == 'T' ? 40 : 0;
+    if (shift) end++;
+    if (*end || v <= 0 || v > (INT64_MAX >> shift)) {
+        cli_error("LATHE_MAX_INPUT_BYTES='%s' is not a size (bytes, or a number with K, M, G or T): using the default", e);
+        return lim;
+    }
+    lim.max_bytes = (int64_t)v << shift;
+    return lim;
+}
+
 static int find_input(const lt_graph *g, const char *name) {
     for (int i = 0; i < g->n_inputs; i++)
         if (strcmp(g->inputs[i]->name, name) == 0) return i;
@@ -61,9 +79,10 @@ static int read_named(bind_state *rs, int idx, const char *path) {
         return bind_datum(rs, idx, d, path);
     }
     lt_tensor *t = NULL;
+    lt_io_limits lim = input_limits();
     if (ends_with(path, ".npz")) {
         lt_npz *z = NULL;
-        if (lt_npz_read_file(&ctx, path, &z) != LT_OK) return cli_fail(&ctx);
+        if (lt_npz_read_file_limited(&ctx, path, &lim, &z) != LT_OK) return cli_fail(&ctx);
         int k = lt_npz_find(z, v->name);
         if (k < 0 && z->n == 1) k = 0;
         if (k < 0) {
@@ -73,7 +92,7 @@ static int read_named(bind_state *rs, int idx, const char *path) {
         }
         t = lt_tensor_retain(z->tensors[k]);
         lt_npz_free(z);
-    } else if (lt_io_read_tensor_file(&ctx, path, &t) != LT_OK) {
+    } else if (lt_io_read_tensor_file_limited(&ctx, path, &lim, &t) != LT_OK) {
         return cli_fail(&ctx);
     }
     if (lt_datum_tensor(&ctx, t, &d) != LT_OK) return cli_fail(&ctx);
@@ -98,7 +117,8 @@ static int read_input_spec(bind_state *rs, const char *spec) {
     if (ends_with(spec, ".npz")) {
         lt_ctx ctx = {0};
         lt_npz *z = NULL;
-        if (lt_npz_read_file(&ctx, spec, &z) != LT_OK) return cli_fail(&ctx);
+        lt_io_limits lim = input_limits();
+        if (lt_npz_read_file_limited(&ctx, spec, &lim, &z) != LT_OK) return cli_fail(&ctx);
         int rc = 0, only = -1, n_free = 0;
         for (int i = 0; i < g->n_inputs; i++)
             if (!g->inputs[i]->init) { only = i; n_free++; }

@@ -171,7 +171,7 @@ lt_status lt_eval_subgraph(lt_eval *ev, const lt_graph *g, lt_datum *const *inpu
 
 lt_status lt_interp_run(lt_ctx *ctx, const lt_model *m, const lt_interp_options *opt, lt_datum *const *inputs,
                         lt_datum **outputs) {
-    lt_eval ev = {ctx, opt ? opt->seed : 0, NULL, m};
+    lt_eval ev = {ctx, opt ? opt->seed : 0, NULL, m, opt ? opt->max_loop_bytes : 0};
     const lt_graph *g = m->graph;
     for (int i = 0; i < g->n_inputs; i++) {
         const lt_datum *d = inputs ? inputs[i] : NULL;

@@ -7,6 +7,9 @@
 
 typedef struct lt_interp_options {
     uint64_t seed; /* for random ops */
+    /* Most bytes the scan outputs of one Loop, or one sequence, may hold (a Loop that never ends
+     * fails with an error naming the node instead of growing forever); 0: 4 GiB. */
+    int64_t max_loop_bytes;
 } lt_interp_options;
 
 /* inputs[i] binds m->graph->inputs[i]; NULL keeps its initializer (error if it has none).

@@ -91,6 +91,11 @@ static bool ends_with(const char *s, const char *suf) {
 }
 
 lt_status lt_io_read_tensor_file(lt_ctx *ctx, const char *path, lt_tensor **out) {
+    return lt_io_read_tensor_file_limited(ctx, path, NULL, out);
+}
+
+lt_status lt_io_read_tensor_file_limited(lt_ctx *ctx, const char *path, const lt_io_limits *lim,
+                                         lt_tensor **out) {
     uint8_t *data;
     size_t size;
     LT_TRY(lt_io_read_file(ctx, path, &data, &size));
@@ -102,10 +107,10 @@ lt_status lt_io_read_tensor_file(lt_ctx *ctx, const char *path, lt_tensor **out)
         pb = !npy && !npz;
     }
     if (npy) {
-        st = lt_npy_decode(ctx, data, size, path, out);
+        st = lt_npy_decode_limited(ctx, data, size, path, lim, out);
     } else if (npz) {
         lt_npz *z = NULL;
-        st = lt_npz_decode(ctx, data, size, path, &z);
+        st = lt_npz_decode_limited(ctx, data, size, path, lim, &z);
         if (st == LT_OK) {
             if (z->n != 1) {
                 st = lt_error(ctx, LT_ERR_INVALID, "%s: expected one array in the .npz, found %d", path, z->n);

@@ -4,6 +4,10 @@
  * Every reader is bounded: header lengths, shapes, zip directory entries and inflated sizes are
  * checked against the bytes actually present before anything is read or allocated, so a truncated or
  * hostile file is an LT_ERR_INVALID naming the file (and the array / byte offset), never a crash.
+ * Memory is bounded too (lt_io_limits): a decoded file may take at most max_bytes (default 4 GiB)
+ * for its arrays, counted before anything is inflated or allocated; .npz members whose data
+ * overlap (one deflate stream shared by many directory entries: a zip bomb) are refused, as is a
+ * member that inflates to more than its directory entry claims.
  * Writers never leave a partial file: they write a temporary file in the destination folder and
  * rename it into place only when everything succeeded.
  *
@@ -19,6 +23,16 @@
 /* Largest file the readers accept (bytes). */
 #define LT_IO_MAX_FILE ((int64_t)1 << 38)
 
+/* Limits of the decoders; a zero field takes its default. */
+typedef struct lt_io_limits {
+    /* Most bytes the arrays decoded from one file may take (all members of an .npz together;
+     * strings count their pointers and characters). 0: LT_IO_DEFAULT_MAX_BYTES. */
+    int64_t max_bytes;
+} lt_io_limits;
+#define LT_IO_DEFAULT_MAX_BYTES ((int64_t)4 << 30)
+/* Largest .npy item (one element of a string dtype), bytes. */
+#define LT_NPY_MAX_ITEMSIZE ((int64_t)1 << 30)
+
 /* Read a whole file into a new heap buffer (lt_mem_free it). A 1-byte buffer for an empty file. */
 lt_status lt_io_read_file(lt_ctx *ctx, const char *path, uint8_t **data, size_t *size);
 /* Write `size` bytes to path atomically (temp file in the same folder + rename). */
@@ -28,6 +42,10 @@ lt_status lt_io_write_file_atomic(lt_ctx *ctx, const char *path, const void *dat
 /* Decode a .npy image; `what` names it in messages (a path, or "a.npz:x.npy"). */
 lt_status lt_npy_decode(lt_ctx *ctx, const void *data, size_t size, const char *what, lt_tensor **out);
 lt_status lt_npy_read_file(lt_ctx *ctx, const char *path, lt_tensor **out);
+/* The same under explicit limits (lim may be NULL: the defaults). */
+lt_status lt_npy_decode_limited(lt_ctx *ctx, const void *data, size_t size, const char *what,
+                                const lt_io_limits *lim, lt_tensor **out);
+lt_status lt_npy_read_file_limited(lt_ctx *ctx, const char *path, const lt_io_limits *lim, lt_tensor **out);
 /* Encode a tensor as .npy (version 1.0, or 2.0 when the header needs it) into a heap buffer.
  * Types numpy lacks are widened: bfloat16/float8/float4 -> float32, int4/int2 -> int8,
  * uint4/uint2 -> uint8 (*widened set to true when that happened). Strings -> U<maxlen>. */
@@ -42,6 +60,10 @@ typedef struct lt_npz {
 
 lt_status lt_npz_decode(lt_ctx *ctx, const void *data, size_t size, const char *what, lt_npz **out);
 lt_status lt_npz_read_file(lt_ctx *ctx, const char *path, lt_npz **out);
+/* The same under explicit limits (lim may be NULL: the defaults). */
+lt_status lt_npz_decode_limited(lt_ctx *ctx, const void *data, size_t size, const char *what,
+                                const lt_io_limits *lim, lt_npz **out);
+lt_status lt_npz_read_file_limited(lt_ctx *ctx, const char *path, const lt_io_limits *lim, lt_npz **out);
 void lt_npz_free(lt_npz *z);
 /* Index of the member named `name`, or -1. */
 int lt_npz_find(const lt_npz *z, const char *name);
@@ -56,6 +78,10 @@ lt_status lt_npz_write_file(lt_ctx *ctx, const char *path, int n, const char *co
 /* Read a tensor from .npy, .pb (TensorProto) or a one-member .npz, chosen by the file's extension
  * (and for unknown extensions by its first bytes). */
 lt_status lt_io_read_tensor_file(lt_ctx *ctx, const char *path, lt_tensor **out);
+lt_status lt_io_read_tensor_file_limited(lt_ctx *ctx, const char *path, const lt_io_limits *lim,
+                                         lt_tensor **out);
+/* max_bytes of lim, or the default (never <= 0). */
+int64_t lt_io_max_bytes(const lt_io_limits *lim);
 
 /* ---- binding data to model inputs ---- */
 /* Symbolic dims bound so far while checking several inputs (name -> value). */

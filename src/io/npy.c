@@ -163,6 +163,9 @@ static lt_status parse_descr(lt_ctx *ctx, const char *d, const char *what, npy_d
     if (o->kind == NK_NUM) o->itemsize = lt_dtype_size(o->dt);
     if (o->kind != NK_NUM && o->chars == 0)
         return lt_error(ctx, LT_ERR_UNSUPPORTED, "%s: zero-width string dtype '%s' is not supported", what, d);
+    if (o->itemsize > LT_NPY_MAX_ITEMSIZE)
+        return lt_error(ctx, LT_ERR_INVALID, "%s: numpy dtype '%s': item size %lld bytes exceeds the limit of %lld", what, d,
+                        (long long)o->itemsize, (long long)LT_NPY_MAX_ITEMSIZE);
     return LT_OK;
 bad:
     return lt_error(ctx, LT_ERR_INVALID, "%s: malformed numpy dtype '%s'", what, d);
@@ -212,7 +215,34 @@ static lt_status read_string_elem(lt_ctx *ctx, lt_tensor *t, int64_t dst, const 
     return lt_tensor_set_string(ctx, t, dst, scratch, k);
 }
 
+int64_t lt_io_max_bytes(const lt_io_limits *lim) {
+    return lim && lim->max_bytes > 0 ? lim->max_bytes : LT_IO_DEFAULT_MAX_BYTES;
+}
+
+/* Bytes the decoded array takes: its data block, or for strings a pointer, an allocation (counted
+ * as 32 bytes) and at most the file's bytes of characters per element. False on overflow. */
+static bool decoded_bytes(const npy_dtype *nd, int64_t numel, int64_t nbytes, int64_t *out) {
+    if (nd->kind == NK_NUM) { *out = nbytes; return true; }
+    int64_t per;
+    return lt_mul_i64(numel, (int64_t)sizeof(char *) + 32, &per) && lt_add_i64(per, nbytes, out);
+}
+
+/* Fortran order: the element at C multi-index idx sits at sum(idx[k] * fstr[k]). Only called for
+ * a non-empty array, whose element count (the product of all dims) is known to fit. */
+static void fortran_strides(const npy_header *h, int64_t *fstr) {
+    int64_t acc = 1;
+    for (int k = 0; k < h->rank; k++) {
+        fstr[k] = acc;
+        if (!lt_mul_i64(acc, h->dims[k], &acc)) acc = INT64_MAX; /* unreachable: the product fits */
+    }
+}
+
 lt_status lt_npy_decode(lt_ctx *ctx, const void *data, size_t size, const char *what, lt_tensor **out) {
+    return lt_npy_decode_limited(ctx, data, size, what, NULL, out);
+}
+
+lt_status lt_npy_decode_limited(lt_ctx *ctx, const void *data, size_t size, const char *what,
+                                const lt_io_limits *lim, lt_tensor **out) {
     const uint8_t *b = data;
     if (size < 10 || memcmp(b, NPY_MAGIC, NPY_MAGIC_LEN) != 0)
         return lt_error(ctx, LT_ERR_INVALID, "%s: not a .npy file (bad magic)", what);
@@ -247,16 +277,18 @@ lt_status lt_npy_decode(lt_ctx *ctx, const void *data, size_t size, const char *
         return lt_error(ctx, LT_ERR_INVALID, "%s: expected %lld data bytes for %s%s, file has %zu", what,
                         (long long)nbytes, h.descr, lt_shape_str(h.rank, h.dims, (char[256]){0}, 256),
                         size - doff);
+    int64_t need, limit = lt_io_max_bytes(lim);
+    if (!decoded_bytes(&nd, numel, nbytes, &need) || need > limit)
+        return lt_error(ctx, LT_ERR_INVALID, "%s: %s%s would take more than the limit of %lld bytes for decoded arrays",
+                        what, h.descr, lt_shape_str(h.rank, h.dims, (char[256]){0}, 256), (long long)limit);
     lt_tensor *t = NULL;
     LT_TRY(lt_tensor_new(ctx, nd.dt, h.rank, h.dims, &t));
     const uint8_t *src = b + doff;
-    /* Fortran order: the element at C multi-index idx sits at sum(idx[k] * fstride[k]). */
     int64_t fstr[LT_MAX_RANK], idx[LT_MAX_RANK] = {0};
-    int64_t acc = 1;
-    for (int k = 0; k < h.rank; k++) { fstr[k] = acc; acc *= h.dims[k] ? h.dims[k] : 1; }
-    bool fortran = h.fortran && h.rank > 1;
+    bool fortran = h.fortran && h.rank > 1 && numel > 0;
+    if (fortran) fortran_strides(&h, fstr);
     char *scratch = NULL;
-    if (nd.kind == NK_UNICODE) {
+    if (nd.kind == NK_UNICODE && numel > 0) { /* chars * 4 = itemsize <= the file's data bytes */
         size_t cap;
         if (!lt_mul_size((size_t)nd.chars, 4, &cap) || !(scratch = lt_alloc(ctx, cap + 1, "npy string"))) {
             lt_tensor_release(t);
@@ -297,10 +329,14 @@ lt_status lt_npy_decode(lt_ctx *ctx, const void *data, size_t size, const char *
 }
 
 lt_status lt_npy_read_file(lt_ctx *ctx, const char *path, lt_tensor **out) {
+    return lt_npy_read_file_limited(ctx, path, NULL, out);
+}
+
+lt_status lt_npy_read_file_limited(lt_ctx *ctx, const char *path, const lt_io_limits *lim, lt_tensor **out) {
     uint8_t *data;
     size_t size;
     LT_TRY(lt_io_read_file(ctx, path, &data, &size));
-    lt_status st = lt_npy_decode(ctx, data, size, path, out);
+    lt_status st = lt_npy_decode_limited(ctx, data, size, path, lim, out);
     lt_mem_free(data);
     return st;
 }

@@ -7,6 +7,7 @@
 #include "io.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
 
@@ -90,6 +91,11 @@ static lt_status extract(lt_ctx *ctx, const uint8_t *b, size_t size, const char 
         } while (zr == Z_OK);
         uint64_t out_done = out_given - zs.avail_out;
         inflateEnd(&zs);
+        if (out_done > usize) { /* never grown: the spare byte shows the excess */
+            lt_mem_free(buf);
+            return lt_error(ctx, LT_ERR_INVALID, "%s: member '%s' inflates to more than the %llu bytes its directory entry claims",
+                            what, name, (unsigned long long)usize);
+        }
         if (zr != Z_STREAM_END || out_done != usize) {
             lt_mem_free(buf);
             return lt_error(ctx, LT_ERR_INVALID, "%s: member '%s': corrupt deflate data", what, name);
@@ -109,7 +115,130 @@ static lt_status extract(lt_ctx *ctx, const uint8_t *b, size_t size, const char 
     return LT_OK;
 }
 
+/* One .npy member of the central directory. */
+typedef struct npz_member {
+    const char *name; /* in the archive, not NUL-terminated: name_len bytes without ".npy" */
+    int name_len;
+    unsigned method;
+    uint32_t crc;
+    uint64_t csize, usize, loff;
+    uint64_t begin, end; /* the bytes it occupies: local header through compressed data */
+} npz_member;
+
+static int by_position(const void *a, const void *b) {
+    const npz_member *x = a, *y = b;
+    return x->begin < y->begin ? -1 : x->begin > y->begin;
+}
+
+static int by_name(const void *a, const void *b) {
+    const npz_member *x = a, *y = b;
+    int c = memcmp(x->name, y->name, (size_t)(x->name_len < y->name_len ? x->name_len : y->name_len));
+    return c ? c : (x->name_len > y->name_len) - (x->name_len < y->name_len);
+}
+
+/* Where member m's local header and data lie: [begin, end) within the archive. */
+static lt_status member_extent(lt_ctx *ctx, const uint8_t *b, size_t size, const char *what, npz_member *m) {
+    if (m->loff > size || size - m->loff < 30 || rd32(b + m->loff) != SIG_LOCAL)
+        return lt_error(ctx, LT_ERR_INVALID, "%s: member '%.*s.npy': bad local header at offset %llu", what, m->name_len,
+                        m->name, (unsigned long long)m->loff);
+    uint64_t doff = m->loff + 30 + rd16(b + m->loff + 26) + rd16(b + m->loff + 28);
+    if (doff > size || m->csize > size - doff)
+        return lt_error(ctx, LT_ERR_INVALID, "%s: member '%.*s.npy': data (%llu bytes at %llu) runs past the end", what,
+                        m->name_len, m->name, (unsigned long long)m->csize, (unsigned long long)doff);
+    m->begin = m->loff;
+    m->end = doff + m->csize;
+    return LT_OK;
+}
+
+/* Read the central directory's .npy members into ms[0..*n) (other entries, e.g. folders, skipped). */
+static lt_status read_directory(lt_ctx *ctx, const uint8_t *b, size_t size, const char *what, size_t p, size_t end,
+                                uint64_t count, npz_member *ms, int *n) {
+    for (uint64_t e = 0; e < count; e++) {
+        if (end - p < 46 || rd32(b + p) != SIG_CENTRAL)
+            return lt_error(ctx, LT_ERR_INVALID, "%s: bad central directory entry %llu at offset %zu", what,
+                            (unsigned long long)e, p);
+        unsigned flags = rd16(b + p + 8), method = rd16(b + p + 10);
+        uint32_t crc = rd32(b + p + 16);
+        uint64_t csize = rd32(b + p + 20), usize = rd32(b + p + 24), loff = rd32(b + p + 42);
+        size_t nlen = rd16(b + p + 28), xlen = rd16(b + p + 30), clen = rd16(b + p + 32);
+        if (end - p - 46 < nlen + xlen + clen)
+            return lt_error(ctx, LT_ERR_INVALID, "%s: central directory entry %llu runs past the directory", what,
+                            (unsigned long long)e);
+        npz_member *m = &ms[*n];
+        const char *name = (const char *)b + p + 46;
+        if (nlen >= 1024) return lt_error(ctx, LT_ERR_INVALID, "%s: member name too long", what);
+        if (memchr(name, 0, nlen)) return lt_error(ctx, LT_ERR_INVALID, "%s: member name contains a NUL byte", what);
+        /* zip64 extra: the 0xFFFFFFFF fields, in the order usize, csize, offset */
+        const uint8_t *x = b + p + 46 + nlen, *xend = x + xlen;
+        while (xend - x >= 4) {
+            unsigned id = rd16(x), len = rd16(x + 2);
+            if ((size_t)(xend - x - 4) < len) break;
+            if (id == 0x0001) {
+                const uint8_t *f = x + 4, *fend = f + len;
+                if (usize == 0xFFFFFFFFu && fend - f >= 8) { usize = rd64(f); f += 8; }
+                if (csize == 0xFFFFFFFFu && fend - f >= 8) { csize = rd64(f); f += 8; }
+                if (loff == 0xFFFFFFFFu && fend - f >= 8) { loff = rd64(f); f += 8; }
+            }
+            x += 4 + len;
+        }
+        p += 46 + nlen + xlen + clen;
+        if (nlen < 4 || memcmp(name + nlen - 4, ".npy", 4) != 0) continue; /* not an array (e.g. a folder) */
+        if (flags & 1)
+            return lt_error(ctx, LT_ERR_UNSUPPORTED, "%s:%.*s: encrypted members are not supported", what, (int)nlen, name);
+        if (method != 0 && method != 8)
+            return lt_error(ctx, LT_ERR_UNSUPPORTED, "%s:%.*s: compression method %u is not supported (stored or deflate only)",
+                            what, (int)nlen, name, method);
+        m->name = name;
+        m->name_len = (int)nlen - 4;
+        m->method = method;
+        m->crc = crc;
+        m->csize = csize;
+        m->usize = usize;
+        m->loff = loff;
+        LT_TRY(member_extent(ctx, b, size, what, m));
+        (*n)++;
+    }
+    return LT_OK;
+}
+
+/* Members may not share bytes (the zip bomb that points many entries at one deflate stream), and
+ * the sizes they claim may not add up to more than the limit: both checked before inflating. */
+static lt_status check_members(lt_ctx *ctx, const char *what, const npz_member *ms, int n, int64_t limit) {
+    npz_member *sorted = lt_alloc(ctx, (size_t)(n ? n : 1) * sizeof *sorted, "npz directory");
+    if (!sorted) return LT_ERR_NOMEM;
+    memcpy(sorted, ms, (size_t)n * sizeof *sorted);
+    lt_status st = LT_OK;
+    qsort(sorted, (size_t)n, sizeof *sorted, by_name);
+    for (int i = 1; i < n && st == LT_OK; i++)
+        if (by_name(&sorted[i - 1], &sorted[i]) == 0)
+            st = lt_error(ctx, LT_ERR_INVALID, "%s:%.*s.npy: duplicate member", what, sorted[i].name_len, sorted[i].name);
+    qsort(sorted, (size_t)n, sizeof *sorted, by_position);
+    for (int i = 1; i < n && st == LT_OK; i++)
+        if (sorted[i].begin < sorted[i - 1].end)
+            st = lt_error(ctx, LT_ERR_INVALID,
+                          "%s: members '%.*s.npy' (bytes %llu..%llu) and '%.*s.npy' (from byte %llu) overlap: refused as a "
+                          "zip bomb", what, sorted[i - 1].name_len, sorted[i - 1].name,
+                          (unsigned long long)sorted[i - 1].begin, (unsigned long long)sorted[i - 1].end,
+                          sorted[i].name_len, sorted[i].name, (unsigned long long)sorted[i].begin);
+    lt_mem_free(sorted);
+    uint64_t total = 0; /* <= limit */
+    for (int i = 0; i < n && st == LT_OK; i++) {
+        if (ms[i].usize > (uint64_t)limit - total)
+            st = lt_error(ctx, LT_ERR_INVALID,
+                          "%s: the members up to '%.*s.npy' claim more than the limit of %lld bytes for decoded arrays "
+                          "(this one %llu bytes)", what, ms[i].name_len, ms[i].name, (long long)limit,
+                          (unsigned long long)ms[i].usize);
+        else total += ms[i].usize;
+    }
+    return st;
+}
+
 lt_status lt_npz_decode(lt_ctx *ctx, const void *data, size_t size, const char *what, lt_npz **out) {
+    return lt_npz_decode_limited(ctx, data, size, what, NULL, out);
+}
+
+lt_status lt_npz_decode_limited(lt_ctx *ctx, const void *data, size_t size, const char *what,
+                                const lt_io_limits *lim, lt_npz **out) {
     const uint8_t *b = data;
     if (size < 22) return lt_error(ctx, LT_ERR_INVALID, "%s: not a zip/npz file (too short)", what);
     /* End of central directory: last 22 bytes, or earlier by up to a 65535-byte comment. */
@@ -136,88 +265,55 @@ lt_status lt_npz_decode(lt_ctx *ctx, const void *data, size_t size, const char *
                         (unsigned long long)cd_size, (unsigned long long)cd_off);
     if (count > MAX_MEMBERS || count > cd_size / 46 + 1)
         return lt_error(ctx, LT_ERR_INVALID, "%s: implausible member count %llu", what, (unsigned long long)count);
-    lt_npz *z = lt_calloc(ctx, 1, sizeof *z, "npz");
-    if (!z) return LT_ERR_NOMEM;
-    if (count) {
-        z->names = lt_calloc(ctx, (size_t)count, sizeof *z->names, "npz");
-        z->tensors = lt_calloc(ctx, (size_t)count, sizeof *z->tensors, "npz");
-        if (!z->names || !z->tensors) { lt_npz_free(z); return LT_ERR_NOMEM; }
+    int64_t limit = lt_io_max_bytes(lim);
+    npz_member *ms = lt_calloc(ctx, (size_t)count + 1, sizeof *ms, "npz directory");
+    lt_npz *z = ms ? lt_calloc(ctx, 1, sizeof *z, "npz") : NULL;
+    if (!z) { lt_mem_free(ms); return LT_ERR_NOMEM; }
+    int nm = 0;
+    lt_status st = read_directory(ctx, b, size, what, (size_t)cd_off, (size_t)(cd_off + cd_size), count, ms, &nm);
+    if (st == LT_OK) st = check_members(ctx, what, ms, nm, limit);
+    if (st == LT_OK && nm) {
+        z->names = lt_calloc(ctx, (size_t)nm, sizeof *z->names, "npz");
+        z->tensors = lt_calloc(ctx, (size_t)nm, sizeof *z->tensors, "npz");
+        if (!z->names || !z->tensors) st = LT_ERR_NOMEM;
     }
-    lt_status st = LT_OK;
-    size_t p = (size_t)cd_off, end = (size_t)(cd_off + cd_size);
-    char name[1024], label[1400];
-    for (uint64_t e = 0; e < count && st == LT_OK; e++) {
-        if (end - p < 46 || rd32(b + p) != SIG_CENTRAL) {
-            st = lt_error(ctx, LT_ERR_INVALID, "%s: bad central directory entry %llu at offset %zu", what,
-                          (unsigned long long)e, p);
-            break;
-        }
-        unsigned flags = rd16(b + p + 8), method = rd16(b + p + 10);
-        uint32_t crc = rd32(b + p + 16);
-        uint64_t csize = rd32(b + p + 20), usize = rd32(b + p + 24), loff = rd32(b + p + 42);
-        size_t nlen = rd16(b + p + 28), xlen = rd16(b + p + 30), clen = rd16(b + p + 32);
-        if (end - p - 46 < nlen + xlen + clen) {
-            st = lt_error(ctx, LT_ERR_INVALID, "%s: central directory entry %llu runs past the directory", what,
-                          (unsigned long long)e);
-            break;
-        }
-        if (nlen >= sizeof name) {
-            st = lt_error(ctx, LT_ERR_INVALID, "%s: member name too long", what);
-            break;
-        }
-        memcpy(name, b + p + 46, nlen);
-        name[nlen] = 0;
-        if (strlen(name) != nlen) {
-            st = lt_error(ctx, LT_ERR_INVALID, "%s: member name contains a NUL byte", what);
-            break;
-        }
-        /* zip64 extra: the 0xFFFFFFFF fields, in the order usize, csize, offset */
-        const uint8_t *x = b + p + 46 + nlen, *xend = x + xlen;
-        while (xend - x >= 4) {
-            unsigned id = rd16(x), len = rd16(x + 2);
-            if ((size_t)(xend - x - 4) < len) break;
-            if (id == 0x0001) {
-                const uint8_t *f = x + 4, *fend = f + len;
-                if (usize == 0xFFFFFFFFu && fend - f >= 8) { usize = rd64(f); f += 8; }
-                if (csize == 0xFFFFFFFFu && fend - f >= 8) { csize = rd64(f); f += 8; }
-                if (loff == 0xFFFFFFFFu && fend - f >= 8) { loff = rd64(f); f += 8; }
-            }
-            x += 4 + len;
-        }
-        p += 46 + nlen + xlen + clen;
-        snprintf(label, sizeof label, "%s:%s", what, name);
-        if (nlen < 4 || strcmp(name + nlen - 4, ".npy") != 0) continue; /* not an array (e.g. a folder) */
-        if (flags & 1) { st = lt_error(ctx, LT_ERR_UNSUPPORTED, "%s: encrypted members are not supported", label); break; }
-        if (method != 0 && method != 8) {
-            st = lt_error(ctx, LT_ERR_UNSUPPORTED, "%s: compression method %u is not supported (stored or deflate only)",
-                          label, method);
-            break;
-        }
-        name[nlen - 4] = 0;
-        if (lt_npz_find(z, name) >= 0) { st = lt_error(ctx, LT_ERR_INVALID, "%s: duplicate member", label); break; }
+    int64_t used = 0; /* decoded bytes so far (each member's own within the limit left) */
+    char label[1400];
+    for (int i = 0; i < nm && st == LT_OK; i++) {
+        const npz_member *m = &ms[i];
+        snprintf(label, sizeof label, "%s:%.*s.npy", what, m->name_len, m->name);
         uint8_t *mem = NULL;
-        st = extract(ctx, b, size, what, label + strlen(what) + 1, loff, csize, usize, method, crc, &mem);
+        st = extract(ctx, b, size, what, label + strlen(what) + 1, m->loff, m->csize, m->usize, m->method, m->crc, &mem);
         if (st != LT_OK) break;
         lt_tensor *t = NULL;
-        st = lt_npy_decode(ctx, mem, (size_t)usize, label, &t);
+        lt_io_limits left = {limit - used};
+        if (left.max_bytes <= 0) left.max_bytes = 1;
+        st = lt_npy_decode_limited(ctx, mem, (size_t)m->usize, label, &left, &t);
         lt_mem_free(mem);
         if (st != LT_OK) break;
-        char *nm = lt_mem_strdup(name);
-        if (!nm) { lt_tensor_release(t); st = lt_error(ctx, LT_ERR_NOMEM, "out of memory (npz)"); break; }
-        z->names[z->n] = nm;
+        used += lt_tensor_nbytes(t) + (t->dtype == LT_STRING ? t->numel * ((int64_t)sizeof(char *) + 32) : 0);
+        char *nmcopy = lt_alloc(ctx, (size_t)m->name_len + 1, "npz member name");
+        if (nmcopy) memcpy(nmcopy, m->name, (size_t)m->name_len), nmcopy[m->name_len] = 0;
+        if (!nmcopy) { lt_tensor_release(t); st = lt_error(ctx, LT_ERR_NOMEM, "out of memory (npz)"); break; }
+        z->names[z->n] = nmcopy;
         z->tensors[z->n] = t;
         z->n++;
     }
+    lt_mem_free(ms);
     if (st != LT_OK) { lt_npz_free(z); return st; }
     *out = z;
     return LT_OK;
 }
 
 lt_status lt_npz_read_file(lt_ctx *ctx, const char *path, lt_npz **out) {
+    return lt_npz_read_file_limited(ctx, path, NULL, out);
+}
+
+lt_status lt_npz_read_file_limited(lt_ctx *ctx, const char *path, const lt_io_limits *lim, lt_npz **out) {
     uint8_t *data;
     size_t size;
     LT_TRY(lt_io_read_file(ctx, path, &data, &size));
-    lt_status st = lt_npz_decode(ctx, data, size, path, out);
+    lt_status st = lt_npz_decode_limited(ctx, data, size, path, lim, out);
     lt_mem_free(data);
     return st;
 }

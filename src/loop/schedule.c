@@ -12,6 +12,7 @@
  */
 #include "schedule.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -119,15 +120,23 @@ static lt_status split(sctx *s, lt_lnode *l, int64_t f, const char **outer_name,
     if (f < 1) return serr(s, "split factor %lld of loop '%s' must be >= 1", (long long)f, l->var->name);
     lt_lnode *min = l->kids[0], *ext = lt_lsimplify(k, l->kids[1]);
     if (!ext) return oom(s);
+    int64_t e;
+    bool cext = lt_lis_int(ext, &e);
+    if (f > LT_SCHED_MAX_FACTOR && !(cext && f <= e)) { /* the inner loop would run f mostly idle iterations */
+        if (cext)
+            return serr(s, "split factor %lld of loop '%s' exceeds both its extent %lld and the limit %lld", (long long)f,
+                        l->var->name, (long long)e, (long long)LT_SCHED_MAX_FACTOR);
+        return serr(s, "split factor %lld of loop '%s' (a variable extent) exceeds the limit %lld", (long long)f,
+                    l->var->name, (long long)LT_SCHED_MAX_FACTOR);
+    }
     const char *on = joined(s, l->var->name, ".", "o"), *in = joined(s, l->var->name, ".", "i");
     if (!on || !in) return oom(s);
     lt_lvar *vo = lt_kernel_var(k, on, LT_INT64), *vi = lt_kernel_var(k, in, LT_INT64);
     if (!vo || !vi) return oom(s);
-    int64_t e;
-    bool exact = lt_lis_int(ext, &e) && e % f == 0;
+    bool exact = cext && e % f == 0;
     lt_lnode *off = lt_l_add(k, lt_l_mul(k, lt_l_var(k, vo), lt_l_int(k, f)), lt_l_var(k, vi));
     lt_lnode *body = lt_lsubstitute(k, l->kids[2], l->var, lt_l_add(k, min, off));
-    lt_lnode *oext = lt_lis_int(ext, &e) ? lt_l_int(k, e / f + (e % f != 0))
+    lt_lnode *oext = cext ? lt_l_int(k, e / f + (e % f != 0))
                                          : lt_l_binary(k, LT_LOP_DIV, lt_l_add(k, ext, lt_l_int(k, f - 1)), lt_l_int(k, f));
     if (!exact) body = guard_innermost(k, body, lt_l_binary(k, LT_LOP_LT, off, ext));
     lt_lnode *inner = lt_l_for(k, vi, lt_l_int(k, 0), lt_l_int(k, f), LT_LOOP_SERIAL, body);
@@ -766,8 +775,9 @@ void lt_sstep_format(const lt_sstep *s, char *buf, size_t n) {
 static bool parse_int(const char *w, int64_t *out) {
     char *end;
     if (!*w) return false;
+    errno = 0;
     long long v = strtoll(w, &end, 10);
-    if (*end) return false;
+    if (*end || errno == ERANGE) return false; /* out of range: never clamped to INT64_MAX */
     *out = v;
     return true;
 }

@@ -9,7 +9,8 @@
  *  split L f       L in [m, m+E) -> L.o in [0, ceil(E/f)) { L.i in [0, f) } with L = m + L.o*f + L.i.
  *                  When f does not divide E (or E is not a constant) the innermost statement of the
  *                  perfectly nested body is wrapped in `if L.o*f + L.i < E` (the nest stays perfect).
- *                  L.o keeps L's kind; L.i is serial.                    text: "split i 16"
+ *                  L.o keeps L's kind; L.i is serial. f in [1, max(E, LT_SCHED_MAX_FACTOR)]
+ *                  (a constant E; else [1, LT_SCHED_MAX_FACTOR]).        text: "split i 16"
  *  reorder L L2    swap two perfectly nested loops (either may be the outer one; the inner's bounds
  *                  must not use the outer's variable).                   text: "reorder i j"
  *  tile L L2 f f2  L (outer) directly holding L2: split both, reorder to L.o, L2.o, L.i, L2.i.
@@ -68,6 +69,11 @@
 #define LT_SCHEDULE_H
 
 #include "loop.h"
+
+/* The largest split (and tile) factor beyond a loop's constant extent (a GPU block's most threads):
+ * a factor above both makes an inner loop of that many mostly idle iterations (a tuning database
+ * step "split i 9223372036854775807" made one of 2^63) and is refused, naming the step. */
+#define LT_SCHED_MAX_FACTOR ((int64_t)1024)
 
 typedef enum lt_sstep_kind {
     LT_S_SPLIT,       /* loop -> loop.o, loop.i with extent factor (tail guarded) */

@@ -7,10 +7,17 @@
  * the file must be a regular file with a single link (a hard link could expose a file from outside
  * the folder). The file is then opened with O_NOFOLLOW and checked again by fstat (same device and
  * inode), its size compared with the load's max_bytes, and offset + length checked (overflow-safe)
- * against the size before anything is mapped. Each file is mapped once per load (private,
- * copy-on-write, so tensors can borrow from it) and stays mapped for the model's lifetime; the
- * model's on_free hook unmaps every mapping. Each refusal is LT_ERR_INVALID naming the tensor, the
- * path and the reason.
+ * against the size before anything is read. Each file is read once per load into private memory
+ * (an anonymous mapping, so tensors can borrow from it and write it) that stays for the model's
+ * lifetime; the model's on_free hook unmaps every mapping. Each refusal is LT_ERR_INVALID naming
+ * the tensor, the path and the reason.
+ *
+ * Why read and not map the file: a mapping of the file itself (even MAP_PRIVATE) still reads its
+ * pages from the file until they are written, so when anyone truncates the file while the model is
+ * loaded, the next access of a page past the new end raises SIGBUS in whatever thread touches the
+ * weights, and a library may not install signal handlers. Reading with pread costs the file's size
+ * in memory once, but the model then holds the data as it was at load time whatever happens to the
+ * file; a file that shrinks during the read is an LT_ERR_IO naming it.
  */
 #include "onnx_int.h"
 
@@ -54,6 +61,24 @@ lt_status onnx_keep_mapping(onnx_load *L, void *addr, size_t len) {
 }
 
 #define EXT_ERR(...) lt_error(L->ctx, LT_ERR_INVALID, __VA_ARGS__)
+
+/* Read the file's first n bytes into p (pread: the descriptor's offset is not shared state). */
+static lt_status read_all(onnx_load *L, int fd, uint8_t *p, size_t n, const char *tname, const char *loc) {
+    size_t got = 0;
+    while (got < n) {
+        size_t want = n - got > ((size_t)1 << 30) ? (size_t)1 << 30 : n - got;
+        ssize_t r = pread(fd, p + got, want, (off_t)got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0)
+            return lt_error(L->ctx, LT_ERR_IO, "%s: tensor '%s': cannot read external data file '%s' at byte %zu: %s", L->file,
+                            tname, loc, got, strerror(errno));
+        if (r == 0)
+            return lt_error(L->ctx, LT_ERR_IO, "%s: tensor '%s': external data file '%s' shrank to %zu bytes while being read "
+                            "(expected %zu)", L->file, tname, loc, got, n);
+        got += (size_t)r;
+    }
+    return LT_OK;
+}
 
 static lt_status open_checked(onnx_load *L, const char *tname, const char *loc, onnx_ext_file **out) {
     /* Walk the components: base_dir/c1, base_dir/c1/c2, ... */
@@ -119,14 +144,19 @@ static lt_status open_checked(onnx_load *L, const char *tname, const char *loc, 
     f->size = (size_t)fb.st_size;
     f->data = (const uint8_t *)"";
     if (f->size) {
-        void *p = mmap(NULL, f->size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+        void *p = mmap(NULL, f->size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (p == MAP_FAILED) {
             int err = errno;
             close(fd);
-            return lt_error(L->ctx, LT_ERR_IO, "%s: tensor '%s': cannot map external data file '%s': %s", L->file, tname, loc,
-                            strerror(err));
+            return lt_error(L->ctx, LT_ERR_NOMEM, "%s: tensor '%s': no memory for external data file '%s' (%zu bytes): %s",
+                            L->file, tname, loc, f->size, strerror(err));
         }
+        lt_status st = read_all(L, fd, p, f->size, tname, loc);
         close(fd);
+        if (st != LT_OK) {
+            munmap(p, f->size);
+            return st;
+        }
         LT_TRY(onnx_keep_mapping(L, p, f->size));
         f->data = p;
     } else {

@@ -33,6 +33,44 @@ static lt_status scalar_int(lt_eval *ev, const lt_node *n, const lt_tensor *t, c
     return LT_OK;
 }
 
+/* ---- the memory limit of Loop scan outputs and sequences ----
+ * A Loop with a huge trip count (or a condition that stays true) would grow its scan outputs, or a
+ * sequence it carries, until the machine runs out of memory. The bytes they hold are counted as
+ * they grow (each tensor's data plus its bookkeeping; strings by their pointers) and may not pass
+ * ev->max_loop_bytes (default LT_EVAL_DEFAULT_MAX_LOOP_BYTES): an LT_ERR_NOMEM naming the node. */
+#define HELD_OVERHEAD ((int64_t)(sizeof(lt_tensor) + sizeof(lt_datum)))
+
+static int64_t held_limit(const lt_eval *ev) {
+    return ev->max_loop_bytes > 0 ? ev->max_loop_bytes : LT_EVAL_DEFAULT_MAX_LOOP_BYTES;
+}
+
+static int64_t tensor_held(const lt_tensor *t) { return lt_tensor_nbytes(t) + HELD_OVERHEAD; }
+
+/* Bytes datum d holds (nested sequences summed), saturating at INT64_MAX. */
+static int64_t datum_held(const lt_datum *d) {
+    if (!d) return 0;
+    int64_t b = HELD_OVERHEAD;
+    switch (d->kind) {
+    case LT_DK_TENSOR: return tensor_held(d->tensor);
+    case LT_DK_SEQUENCE:
+        for (int i = 0; i < d->n; i++)
+            if (!lt_add_i64(b, datum_held(d->items[i]), &b)) return INT64_MAX;
+        return b;
+    case LT_DK_OPTIONAL: return lt_add_i64(b, datum_held(d->value), &b) ? b : INT64_MAX;
+    default: return b + (d->keys ? tensor_held(d->keys) : 0) + (d->values ? tensor_held(d->values) : 0);
+    }
+}
+
+/* *held += more, or LT_ERR_NOMEM naming the node when that passes the limit. */
+static lt_status held_add(lt_eval *ev, const lt_node *n, int64_t *held, int64_t more, const char *what) {
+    int64_t limit = held_limit(ev);
+    if (more > limit - *held)
+        return lt_op_error(ev, n, LT_ERR_NOMEM, "%s would hold more than the limit of %lld bytes (the interpreter's "
+                           "max_loop_bytes; a Loop whose trip count or condition never ends?)", what, (long long)limit);
+    *held += more;
+    return LT_OK;
+}
+
 static void release_all(lt_datum **d, int n) {
     for (int i = 0; i < n; i++) { lt_datum_release(d[i]); d[i] = NULL; }
 }
@@ -155,6 +193,7 @@ static lt_status eval_loop(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datu
     for (int i = 0; i < n_carried; i++) carried[i] = lt_datum_retain(in[2 + i]);
     for (int i = 0; i < n_carried; i++)
         if (!carried[i]) { s = lt_op_error(ev, n, LT_ERR_INVALID, "loop-carried input %d is missing", i); goto done; }
+    int64_t held = 0; /* bytes of the scan outputs so far */
 
     for (int64_t it = 0; it < max_trip && cond; it++) {
         lt_tensor *itt = NULL, *ctt = NULL;
@@ -173,6 +212,8 @@ static lt_status eval_loop(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datu
         for (int k = 0; k < n_scan; k++) {
             lt_datum *d = bout[1 + n_carried + k];
             if (!d || d->kind != LT_DK_TENSOR) { s = lt_op_error(ev, n, LT_ERR_INVALID, "scan output %d must be a tensor", k); goto done; }
+            if ((s = held_add(ev, n, &held, tensor_held(d->tensor), "the Loop's scan outputs"))) goto done;
+            if (scans[k].n == INT32_MAX) { s = lt_op_error(ev, n, LT_ERR_NOMEM, "more than %d loop iterations with scan outputs", INT32_MAX); goto done; }
             if (!lt_vec_push(&scans[k], lt_tensor_retain(d->tensor))) {
                 lt_tensor_release(d->tensor);
                 s = lt_error(ev->ctx, LT_ERR_NOMEM, "out of memory (loop scan outputs)");
@@ -472,6 +513,10 @@ static lt_status eval_sequence_insert(lt_eval *ev, const lt_node *n, lt_datum **
     if (seq->elem_dtype != LT_UNDEFINED && t->dtype != seq->elem_dtype)
         return lt_op_error(ev, n, LT_ERR_INVALID, "inserting %s into a sequence of %s", lt_dtype_name(t->dtype), lt_dtype_name(seq->elem_dtype));
     LT_TRY(seq_position(ev, n, in, 2, seq->n, seq->n, true, &pos));
+    int64_t held = 0;
+    LT_TRY(held_add(ev, n, &held, datum_held(seq), "the sequence"));
+    LT_TRY(held_add(ev, n, &held, datum_held(in[1]), "the sequence"));
+    if (seq->n == INT32_MAX) return lt_op_error(ev, n, LT_ERR_NOMEM, "a sequence of more than %d elements", INT32_MAX);
     LT_TRY(lt_datum_sequence(ev->ctx, seq->elem_dtype, &d));
     lt_status s = LT_OK;
     for (int i = 0; i <= seq->n && !s; i++) {
@@ -507,6 +552,17 @@ static lt_status eval_sequence_length(lt_eval *ev, const lt_node *n, lt_datum **
     return lt_out_set(ev, out, 0, t);
 }
 
+/* A sequence of `count` splits of x must fit the limit (x of shape [10^9, 0] splits into 10^9
+ * empty tensors) before anything is allocated. */
+static lt_status split_count_ok(lt_eval *ev, const lt_node *n, int64_t count, const lt_tensor *x) {
+    int64_t held = 0, per_item;
+    if (!lt_mul_i64(count, HELD_OVERHEAD, &per_item)) per_item = INT64_MAX;
+    LT_TRY(held_add(ev, n, &held, per_item, "the sequence of splits"));
+    LT_TRY(held_add(ev, n, &held, lt_tensor_nbytes(x), "the sequence of splits"));
+    if (count > INT32_MAX) return lt_op_error(ev, n, LT_ERR_NOMEM, "a sequence of more than %d elements", INT32_MAX);
+    return LT_OK;
+}
+
 static lt_status eval_split_to_sequence(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum **out) {
     const lt_tensor *x, *sp;
     LT_TRY(lt_in_tensor(ev, n, in, 0, &x));
@@ -521,6 +577,7 @@ static lt_status eval_split_to_sequence(lt_eval *ev, const lt_node *n, lt_datum 
     if (!sp) {
         count = dim;
         squeeze = lt_attr_int(n, "keepdims", 1) == 0;
+        LT_TRY(split_count_ok(ev, n, count, x));
         if (count > 256) {
             sizes = lt_calloc(ev->ctx, (size_t)count, sizeof *sizes, "split sizes");
             if (!sizes) return LT_ERR_NOMEM;
@@ -530,7 +587,8 @@ static lt_status eval_split_to_sequence(lt_eval *ev, const lt_node *n, lt_datum 
         int64_t chunk = 0;
         LT_TRY(scalar_int(ev, n, sp, "split", &chunk));
         if (chunk <= 0) return lt_op_error(ev, n, LT_ERR_INVALID, "split size must be positive, got %lld", (long long)chunk);
-        count = (dim + chunk - 1) / chunk;
+        count = dim / chunk + (dim % chunk != 0);
+        LT_TRY(split_count_ok(ev, n, count, x));
         if (count > 256) {
             sizes = lt_calloc(ev->ctx, (size_t)count, sizeof *sizes, "split sizes");
             if (!sizes) return LT_ERR_NOMEM;

@@ -52,7 +52,9 @@ typedef struct lt_eval {
     uint64_t rng;          /* state for random ops (lt_eval_random) */
     struct lt_env *env;    /* the environment of the graph being run (for subgraph outer scope) */
     const lt_model *model;
+    int64_t max_loop_bytes; /* most bytes a Loop's scan outputs or one sequence may hold; 0: the default */
 } lt_eval;
+#define LT_EVAL_DEFAULT_MAX_LOOP_BYTES ((int64_t)4 << 30)
 
 /* ---- inference context ---- */
 typedef struct lt_infer {

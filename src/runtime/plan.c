@@ -89,7 +89,12 @@ static int new_slot(lt_ctx *ctx, lt_plan *p, const lt_value *v, lt_slot_kind kin
         }
         sl->dtype = v->init ? v->init->dtype : v->type.dtype;
         sl->numel = numel;
-        sl->bytes = numel * (int64_t)lt_dtype_size(sl->dtype);
+        if (!lt_mul_i64(numel, (int64_t)lt_dtype_size(sl->dtype), &sl->bytes) || sl->bytes > LT_TENSOR_MAX_BYTES) {
+            p->n_slots--;
+            lt_error(ctx, LT_ERR_INVALID, "plan: value '%s' (%lld elements of %s) is larger than a tensor may be (%lld bytes)",
+                     v->name, (long long)numel, lt_dtype_name(sl->dtype), (long long)LT_TENSOR_MAX_BYTES);
+            return -1;
+        }
     }
     return s;
 }
@@ -253,7 +258,9 @@ static lt_status bind_scratch(lt_ctx *ctx, lt_plan *p, const lt_lowered *lw, lt_
     S->rank = 1;
     S->dims[0] = sc->size;
     S->numel = sc->size;
-    S->bytes = sc->size * (int64_t)lt_dtype_size(sc->dtype);
+    if (!lt_mul_i64(sc->size, (int64_t)lt_dtype_size(sc->dtype), &S->bytes) || S->bytes > LT_TENSOR_MAX_BYTES)
+        return lt_error(ctx, LT_ERR_INVALID, "plan: kernel %s: scratch buffer of %lld elements is too large", st->name,
+                        (long long)sc->size);
     S->def_step = i;
     S->last_step = i;
     S->scratch = true;
@@ -290,7 +297,12 @@ static lt_status bind_values(lt_ctx *ctx, lt_plan *p, const lt_lowered *lowered_
                     sl->rank = 1;
                     sl->dims[0] = lp->size;
                     sl->numel = lp->size;
-                    sl->bytes = lp->size * (int64_t)lt_dtype_size(lp->dtype);
+                    if (!lt_mul_i64(lp->size, (int64_t)lt_dtype_size(lp->dtype), &sl->bytes) ||
+                        sl->bytes > LT_TENSOR_MAX_BYTES) {
+                        s = lt_error(ctx, LT_ERR_INVALID, "plan: kernel %s: packed '%s' of %lld elements is too large",
+                                     st->name, lp->src->name, (long long)lp->size);
+                        break;
+                    }
                     p->rt[ps].is_static = true;
                     p->rt[ps].kernel_use = true;
                     st->arg_slots[j] = ps;

@@ -135,7 +135,7 @@ static void test_max_bytes(void) {
     if (m) {
         const lt_value *w = lt_graph_find_value(m->graph, "w");
         CHECK(w && w->init && w->init->numel == 4 && ((const float *)w->init->data)[3] == 0.0f);
-        CHECK(mapped("/big.bin") != 0); /* mapped while the model lives (or maps unreadable) */
+        CHECK(mapped("/big.bin") <= 0); /* read into memory, not mapped: truncating it cannot SIGBUS the model */
         lt_model_free(m);
         m = NULL;
     }

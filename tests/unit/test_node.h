@@ -124,7 +124,7 @@ static inline void tn_clear_out(tnode *t) {
     }
 }
 static inline lt_status tn_eval(tnode *t) {
-    lt_eval ev = {&t->ctx, 1, NULL, NULL};
+    lt_eval ev = {&t->ctx, 1, NULL, NULL, 0};
     tn_clear_out(t);
     lt_ctx_clear(&t->ctx);
     return lt_op_hooks_get(t->node.op)->eval(&ev, &t->node, t->in, t->out);
