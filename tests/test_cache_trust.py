@@ -37,11 +37,13 @@ CC = os.environ.get("CC") or "cc"
 OTHER_UID = 54321
 
 
-def lathe(*args, timeout=300, env=None):
+def lathe(*args, timeout=300, env=None, umask=None):
     full = dict(os.environ)
     full.pop("LATHE_CACHE_DIR", None)
     full.update(env or {})
-    return subprocess.run([LATHE, *map(str, args)], capture_output=True, text=True, timeout=timeout, env=full)
+    pre = (lambda: os.umask(umask)) if umask is not None else None
+    return subprocess.run([LATHE, *map(str, args)], capture_output=True, text=True, timeout=timeout, env=full,
+                          preexec_fn=pre)
 
 
 def need_root():
@@ -117,6 +119,19 @@ def test_cache_folders_are_created_0700(model, tmp_path):
         assert stat.S_IMODE(os.stat(d).st_mode) == 0o700, d
     so, manifest = module_of(cache)
     assert_rebuilt(so, manifest)
+
+
+def test_permissive_umask(model, tmp_path):
+    """With umask 000 (or 002) the compiler's output would be group/other-writable: lathe takes the
+    write bits off its own fresh module instead of refusing it, and the folder is still 0700."""
+    cache = tmp_path / "cache"
+    for i in range(2):
+        r = lathe("compile", model, "--cache-dir", cache, umask=0)
+        assert r.returncode == 0, r.stderr
+        assert ("cache hit" if i else "cache miss") in r.stdout, r.stdout
+    assert stat.S_IMODE(os.stat(cache).st_mode) == 0o700
+    for f in cache.iterdir():
+        assert not os.stat(f).st_mode & 0o022, f
 
 
 @pytest.mark.parametrize("mode", [0o770, 0o707, 0o777])

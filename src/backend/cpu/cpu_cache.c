@@ -79,14 +79,18 @@ lt_status lt_cpu_cache_dir_prepare(lt_ctx *ctx, const char *dir) {
     return check_folder(ctx, path, &st);
 }
 
-lt_status lt_cpu_open_checked(lt_ctx *ctx, const char *path, int *fd_out, char sha[65]) {
+lt_status lt_cpu_open_checked(lt_ctx *ctx, const char *path, bool just_built, int *fd_out, char sha[65]) {
     int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0)
         return lt_error(ctx, LT_ERR_IO, "%s: %s", path, errno == ELOOP ? "a symbolic link (not followed)" : strerror(errno));
     struct stat st;
-    const char *why = NULL;
-    if (fstat(fd, &st) != 0) why = strerror(errno);
-    else if (!S_ISREG(st.st_mode)) why = "not a regular file";
+    const char *why = fstat(fd, &st) != 0 ? strerror(errno) : NULL;
+    if (!why && just_built && S_ISREG(st.st_mode) && st.st_uid == geteuid() && (st.st_mode & (S_IWGRP | S_IWOTH)) &&
+        fchmod(fd, st.st_mode & 0755) == 0) /* a umask such as 002 gave our own output group write */
+        st.st_mode &= ~(mode_t)(S_IWGRP | S_IWOTH | S_ISUID | S_ISGID | S_ISVTX);
+    if (why) {
+        /* fstat failed: why says so */
+    } else if (!S_ISREG(st.st_mode)) why = "not a regular file";
     else if (st.st_uid != geteuid()) why = "owned by another user";
     else if (st.st_mode & (S_IWGRP | S_IWOTH)) why = "writable by group or others";
     else if (sha && !lt_sha256_fd(fd, sha, NULL)) why = strerror(errno);
@@ -106,7 +110,7 @@ static bool is_hex(const char *s, size_t n) {
 
 lt_status lt_cpu_manifest_read(lt_ctx *ctx, const char *path, lt_cpu_manifest *out) {
     int fd;
-    LT_TRY(lt_cpu_open_checked(ctx, path, &fd, NULL));
+    LT_TRY(lt_cpu_open_checked(ctx, path, false, &fd, NULL));
     char buf[MANIFEST_MAX + 1];
     size_t n = 0;
     for (;;) {

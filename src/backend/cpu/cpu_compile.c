@@ -248,7 +248,7 @@ static lt_status load_checked(lt_ctx *ctx, lt_cpu_module *m) {
 static lt_status open_entry(lt_ctx *ctx, const char *so, const char *manifest, lt_cpu_manifest *man, int *fd) {
     LT_TRY(lt_cpu_manifest_read(ctx, manifest, man));
     char sha[65];
-    LT_TRY(lt_cpu_open_checked(ctx, so, fd, sha));
+    LT_TRY(lt_cpu_open_checked(ctx, so, false, fd, sha));
     if (strcmp(sha, man->sha256) != 0) {
         close(*fd); /* not loaded: a plain close */
         *fd = -1;
@@ -321,7 +321,7 @@ static lt_status build_so(lt_ctx *ctx, ccmd *c, const so_build *b, int *fd) {
     lt_sb_free(&log);
     lt_cpu_manifest man = {{0}, {0}};
     *fd = -1;
-    if (s == LT_OK) s = lt_cpu_open_checked(ctx, tmp_so, fd, man.sha256);
+    if (s == LT_OK) s = lt_cpu_open_checked(ctx, tmp_so, true, fd, man.sha256);
     if (s == LT_OK && rename(tmp_so, b->so) != 0)
         s = lt_error(ctx, LT_ERR_IO, "cannot move the compiled module to %s: %s", b->so, strerror(errno));
     if (s == LT_OK && b->manifest) {
@@ -479,12 +479,15 @@ lt_status lt_cpu_compile(lt_ctx *ctx, const char *source, const lt_cpu_options *
     } else if ((s = lt_cpu_cache_dir_prepare(ctx, dir)) != LT_OK) {
         goto fail;
     }
-    absdir = realpath(dir, NULL); /* the prelude library is reported by its absolute path */
+    if (!(absdir = realpath(dir, NULL))) { /* the prelude library is reported by its absolute path */
+        s = lt_error(ctx, LT_ERR_IO, "cannot resolve the cache folder %s: %s", dir, strerror(errno));
+        goto fail;
+    }
     m->so_path = dup_printf("%s/%s.so", dir, key);
     m->src_path = dup_printf("%s/%s.c", dir, key);
     log_path = dup_printf("%s/%s.log", dir, key);
     manifest = dup_printf("%s/%s.manifest", dir, key);
-    if (!absdir || !m->so_path || !m->src_path || !log_path || !manifest) {
+    if (!m->so_path || !m->src_path || !log_path || !manifest) {
         s = lt_error(ctx, LT_ERR_NOMEM, "out of memory (module paths)");
         goto fail;
     }

@@ -25,8 +25,10 @@ typedef struct lt_cpu_manifest {
 lt_status lt_cpu_cache_dir_prepare(lt_ctx *ctx, const char *dir);
 /* Open path with O_NOFOLLOW and check it through the descriptor: a regular file owned by the
  * effective user, not group/other-writable; sha (when not NULL) gets its SHA-256 read through it.
- * LT_ERR_IO naming the path and the reason when a check fails. */
-lt_status lt_cpu_open_checked(lt_ctx *ctx, const char *path, int *fd, char sha[65]);
+ * just_built: the compiler's fresh output, whose group/other write bits (from a umask such as 002)
+ * are cleared through the descriptor first. LT_ERR_IO naming the path and the reason when a check
+ * fails. */
+lt_status lt_cpu_open_checked(lt_ctx *ctx, const char *path, bool just_built, int *fd, char sha[65]);
 /* Read a manifest (checked like an object); LT_ERR_IO when missing, stray or malformed. */
 lt_status lt_cpu_manifest_read(lt_ctx *ctx, const char *path, lt_cpu_manifest *out);
 /* Write a manifest atomically (temporary file + rename). */
