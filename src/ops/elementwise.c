@@ -307,7 +307,7 @@ static const ew_unary *find_unary(int op) {
     return NULL;
 }
 
-static lt_status read_params(lt_eval *ev, const lt_node *n, ew_par *p) {
+static lt_status read_params(const lt_node *n, ew_par *p) {
     memset(p, 0, sizeof *p);
     switch (n->op) {
     case LT_OP_Elu: case LT_OP_Celu: case LT_OP_ThresholdedRelu: case LT_OP_Swish:
@@ -326,26 +326,20 @@ static lt_status read_params(lt_eval *ev, const lt_node *n, ew_par *p) {
         p->bias = lt_attr_float(n, "bias", 0.0f);
         p->lambd = lt_attr_float(n, "lambd", 0.5f);
         break;
-    case LT_OP_Gelu: {
-        const char *a = lt_attr_string(n, "approximate", "none");
-        if (strcmp(a, "tanh") == 0) p->mode = 1;
-        else if (strcmp(a, "none") != 0)
-            return lt_op_error(ev, n, LT_ERR_INVALID, "unknown approximate mode '%s'", a);
-        break;
-    }
+    case LT_OP_Gelu: p->mode = strcmp(lt_attr_string(n, "approximate", "none"), "tanh") == 0; break;
     default: break;
     }
-    if (n->op == LT_OP_Celu && p->alpha == 0) return lt_op_error(ev, n, LT_ERR_INVALID, "alpha must not be 0");
-    return LT_OK;
+    return LT_OK; /* the attributes' rules: lt_ew_check */
 }
 
 static lt_status eval_unary(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum **out) {
     const lt_tensor *x;
+    LT_TRY(lt_ew_check_eval(ev, n, in));
     LT_TRY(lt_in_tensor(ev, n, in, 0, &x));
     const ew_unary *u = find_unary(n->op);
     if (!u) return lt_op_error(ev, n, LT_ERR_INTERNAL, "no unary kernel");
     ew_par par;
-    LT_TRY(read_params(ev, n, &par));
+    LT_TRY(read_params(n, &par));
     lt_ew_kind k = lt_ew_kind_of(x->dtype);
     bool ok = (k == LT_EW_F && u->f) || ((k == LT_EW_S || k == LT_EW_U) && u->ints != EW_INT_NONE);
     if (!ok)
@@ -379,6 +373,7 @@ static lt_status eval_unary(lt_eval *ev, const lt_node *n, lt_datum **in, lt_dat
 /* IsNaN, IsInf: float in, bool out (integer inputs are never NaN or infinite). */
 static lt_status eval_isclass(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum **out) {
     const lt_tensor *x;
+    LT_TRY(lt_ew_check_eval(ev, n, in));
     LT_TRY(lt_in_tensor(ev, n, in, 0, &x));
     lt_ew_kind k = lt_ew_kind_of(x->dtype);
     if (k != LT_EW_F && k != LT_EW_S && k != LT_EW_U)
@@ -399,6 +394,7 @@ static lt_status eval_isclass(lt_eval *ev, const lt_node *n, lt_datum **in, lt_d
 
 static lt_status eval_not(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum **out) {
     const lt_tensor *x;
+    LT_TRY(lt_ew_check_eval(ev, n, in));
     LT_TRY(lt_in_tensor(ev, n, in, 0, &x));
     if (x->dtype != LT_BOOL)
         return lt_op_error(ev, n, LT_ERR_UNSUPPORTED, "input type %s is not supported (bool only)", lt_dtype_name(x->dtype));
@@ -410,8 +406,12 @@ static lt_status eval_not(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum
     return LT_OK;
 }
 
-static lt_status infer_bool_unary(lt_infer *ic, lt_node *n) { return lt_ew_infer_unary_dt(ic, n, LT_BOOL); }
+static lt_status infer_bool_unary(lt_infer *ic, lt_node *n) {
+    LT_TRY(lt_ew_check_infer(ic, n));
+    return lt_ew_infer_unary_dt(ic, n, LT_BOOL);
+}
 static lt_status infer_same(lt_infer *ic, lt_node *n) {
+    LT_TRY(lt_ew_check_infer(ic, n));
     const lt_type *t = lt_infer_in(n, 0);
     return lt_ew_infer_unary_dt(ic, n, t ? t->dtype : LT_UNDEFINED);
 }

@@ -18,22 +18,28 @@
 static bool legacy_applies(const lt_node *n) { return n->opset < 7 && lt_attr_int(n, "broadcast", 0) != 0; }
 
 lt_status lt_ew_infer_binary(lt_infer *ic, lt_node *n) {
+    LT_TRY(lt_ew_check_infer(ic, n));
     const lt_type *t = lt_infer_in(n, 0);
     if (legacy_applies(n)) return lt_ew_infer_unary_dt(ic, n, t ? t->dtype : LT_UNDEFINED);
     return lt_infer_broadcast(ic, n, LT_UNDEFINED);
 }
 
 lt_status lt_ew_infer_compare(lt_infer *ic, lt_node *n) {
+    LT_TRY(lt_ew_check_infer(ic, n));
     if (legacy_applies(n)) return lt_ew_infer_unary_dt(ic, n, LT_BOOL);
     return lt_infer_broadcast(ic, n, LT_BOOL);
 }
 
 lt_status lt_ew_infer_where(lt_infer *ic, lt_node *n) {
+    LT_TRY(lt_ew_check_infer(ic, n));
     const lt_type *t = lt_infer_in(n, 1);
     return lt_infer_broadcast(ic, n, t ? t->dtype : LT_UNDEFINED);
 }
 
-lt_status lt_ew_infer_variadic(lt_infer *ic, lt_node *n) { return lt_infer_broadcast(ic, n, LT_UNDEFINED); }
+lt_status lt_ew_infer_variadic(lt_infer *ic, lt_node *n) {
+    LT_TRY(lt_ew_check_infer(ic, n));
+    return lt_infer_broadcast(ic, n, LT_UNDEFINED);
+}
 
 /* ---- shared setup for two-input ops ---- */
 typedef struct bin_setup {
@@ -76,6 +82,7 @@ static int64_t s_mod(int64_t a, int64_t b, bool fmod_mode) {
 }
 
 lt_status lt_ew_eval_arith(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum **out) {
+    LT_TRY(lt_ew_check_eval(ev, n, in));
     bin_setup s;
     LT_TRY(bin_begin(ev, n, in, out, true, LT_UNDEFINED, &s));
     lt_dtype dt = s.a->dtype;
@@ -148,6 +155,7 @@ static uint64_t ipow(uint64_t base, uint64_t e) {
 }
 
 lt_status lt_ew_eval_pow(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum **out) {
+    LT_TRY(lt_ew_check_eval(ev, n, in));
     bin_setup s;
     LT_TRY(bin_begin(ev, n, in, out, false, LT_UNDEFINED, &s));
     lt_ew_kind ka = lt_ew_kind_of(s.a->dtype), kb = lt_ew_kind_of(s.b->dtype);
@@ -192,6 +200,7 @@ static int cmp_result(int op, int c) { /* c: -1, 0, 1 */
 }
 
 lt_status lt_ew_eval_compare(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum **out) {
+    LT_TRY(lt_ew_check_eval(ev, n, in));
     bin_setup s;
     LT_TRY(bin_begin(ev, n, in, out, true, LT_BOOL, &s));
     lt_dtype dt = s.a->dtype;
@@ -233,6 +242,7 @@ lt_status lt_ew_eval_compare(lt_eval *ev, const lt_node *n, lt_datum **in, lt_da
 
 /* ---- And Or Xor (bool) ---- */
 lt_status lt_ew_eval_logical(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum **out) {
+    LT_TRY(lt_ew_check_eval(ev, n, in));
     bin_setup s;
     LT_TRY(bin_begin(ev, n, in, out, true, LT_BOOL, &s));
     if (s.a->dtype != LT_BOOL) return bad_type(ev, n, s.a->dtype);
@@ -248,6 +258,7 @@ lt_status lt_ew_eval_logical(lt_eval *ev, const lt_node *n, lt_datum **in, lt_da
 
 /* ---- BitwiseAnd Or Xor ---- */
 lt_status lt_ew_eval_bitwise(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum **out) {
+    LT_TRY(lt_ew_check_eval(ev, n, in));
     bin_setup s;
     LT_TRY(bin_begin(ev, n, in, out, true, LT_UNDEFINED, &s));
     lt_ew_kind k = lt_ew_kind_of(s.a->dtype);
@@ -264,6 +275,7 @@ lt_status lt_ew_eval_bitwise(lt_eval *ev, const lt_node *n, lt_datum **in, lt_da
 
 /* ---- BitShift: shifts by the type's width or more give 0 (no UB) ---- */
 lt_status lt_ew_eval_bitshift(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum **out) {
+    LT_TRY(lt_ew_check_eval(ev, n, in));
     const char *dir = lt_attr_string(n, "direction", "");
     bool left = strcmp(dir, "LEFT") == 0;
     if (!left && strcmp(dir, "RIGHT") != 0)
@@ -301,6 +313,7 @@ static bool can_broadcast(const lt_tensor *a, const lt_tensor *b) {
 }
 
 lt_status lt_ew_eval_prelu(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum **out) {
+    LT_TRY(lt_ew_check_eval(ev, n, in));
     const lt_tensor *x, *slope;
     LT_TRY(lt_in_tensor(ev, n, in, 0, &x));
     LT_TRY(lt_in_tensor(ev, n, in, 1, &slope));
@@ -347,6 +360,7 @@ lt_status lt_ew_eval_prelu(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datu
 
 /* ---- Where ---- */
 lt_status lt_ew_eval_where(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum **out) {
+    LT_TRY(lt_ew_check_eval(ev, n, in));
     const lt_tensor *c, *x, *z;
     LT_TRY(lt_in_tensor(ev, n, in, 0, &c));
     LT_TRY(lt_in_tensor(ev, n, in, 1, &x));
@@ -392,6 +406,7 @@ static lt_status clip_bound(lt_eval *ev, const lt_node *n, lt_datum **in, int i,
 }
 
 lt_status lt_ew_eval_clip(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum **out) {
+    LT_TRY(lt_ew_check_eval(ev, n, in));
     const lt_tensor *x, *tmin = NULL, *tmax = NULL;
     LT_TRY(lt_in_tensor(ev, n, in, 0, &x));
     lt_ew_kind k = lt_ew_kind_of(x->dtype);
@@ -443,6 +458,7 @@ lt_status lt_ew_eval_clip(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum
 
 /* ---- Sum Mean Max Min: folded left to right in the output dtype, like the reference ---- */
 lt_status lt_ew_eval_variadic(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum **out) {
+    LT_TRY(lt_ew_check_eval(ev, n, in));
     int cnt = n->n_in;
     if (cnt < 1) return lt_op_error(ev, n, LT_ERR_INVALID, "needs at least one input");
     const lt_tensor **ts = lt_alloc(ev->ctx, (size_t)cnt * sizeof *ts, "variadic inputs");

@@ -38,12 +38,14 @@ static int round_mode_of(const lt_node *n, bool *ok) {
 }
 
 lt_status lt_ew_infer_cast(lt_infer *ic, lt_node *n) {
+    LT_TRY(lt_ew_check_infer(ic, n));
     lt_dtype to = cast_to_attr(n);
     if (to == LT_UNDEFINED) return lt_infer_error(ic, n, "missing or invalid 'to' attribute");
     return lt_ew_infer_unary_dt(ic, n, to);
 }
 
 lt_status lt_ew_infer_castlike(lt_infer *ic, lt_node *n) {
+    LT_TRY(lt_ew_check_infer(ic, n));
     const lt_type *t = lt_infer_in(n, 1);
     return lt_ew_infer_unary_dt(ic, n, t && t->kind == LT_TK_TENSOR ? t->dtype : LT_UNDEFINED);
 }
@@ -276,6 +278,7 @@ static lt_status cast_to(lt_eval *ev, const lt_node *n, const lt_tensor *x, lt_d
 }
 
 lt_status lt_ew_eval_cast(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum **out) {
+    LT_TRY(lt_ew_check_eval(ev, n, in));
     const lt_tensor *x;
     LT_TRY(lt_in_tensor(ev, n, in, 0, &x));
     lt_dtype to = cast_to_attr(n);
@@ -284,6 +287,7 @@ lt_status lt_ew_eval_cast(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum
 }
 
 lt_status lt_ew_eval_castlike(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum **out) {
+    LT_TRY(lt_ew_check_eval(ev, n, in));
     const lt_tensor *x, *like;
     LT_TRY(lt_in_tensor(ev, n, in, 0, &x));
     LT_TRY(lt_in_tensor(ev, n, in, 1, &like));

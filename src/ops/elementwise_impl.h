@@ -65,6 +65,26 @@ static inline void lt_ew_bc_next(lt_ew_bc *b) {
 lt_status lt_ew_legacy_bcast(lt_eval *ev, const lt_node *n, const lt_tensor *a, const lt_tensor *b,
                              lt_tensor *view);
 
+/* ---- the rules shared by the infer and eval hooks ----
+ * One input as the checks see it: omitted, or a rank (< 0: unknown), dims (< 0: unknown) and a
+ * dtype (UNDEFINED: unknown). Inference fills them from types, eval from tensors, and both call
+ * lt_ew_check, so a model that breaks a rule gets the same error from every backend. */
+typedef struct lt_ew_arg {
+    bool present;
+    int rank;
+    int64_t dims[LT_MAX_RANK];
+    lt_dtype dtype;
+} lt_ew_arg;
+/* Every shape, dtype-agreement and attribute rule of node n's op (the family's ops) over its
+ * count inputs: broadcasting (multidirectional; legacy axis broadcast before opset 7; PRelu's
+ * slope unidirectional to X; Clip's bounds one element), inputs that must share a dtype,
+ * attributes (BitShift direction, Mod fmod for floats, Gelu approximate, Celu alpha, Cast to and
+ * round_mode). */
+lt_status lt_ew_check(lt_ctx *ctx, const lt_node *n, int count, const lt_ew_arg *args);
+/* lt_ew_check on the node's inputs as eval sees them / as inference sees them. */
+lt_status lt_ew_check_eval(lt_eval *ev, const lt_node *n, lt_datum **in);
+lt_status lt_ew_check_infer(lt_infer *ic, const lt_node *n);
+
 /* Shape inference for ops whose output has input 0's shape and dtype dt. */
 lt_status lt_ew_infer_unary_dt(lt_infer *ic, lt_node *n, lt_dtype dt);
 

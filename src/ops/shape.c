@@ -194,37 +194,49 @@ static lt_status eval_size(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datu
 static lt_status infer_size(lt_infer *ic, lt_node *n) { return lt_infer_set(ic, n, 0, LT_INT64, 0, NULL); }
 
 /* ======================================================================== Reshape */
-/* Resolve a Reshape target against the input dims (0 = copy unless allowzero, one -1 = infer). */
-static lt_status reshape_dims(lt_eval *ev, const lt_node *n, const lt_tensor *x, int64_t *sh, int r, bool allowzero) {
+/* Resolve a Reshape target against the input dims (0 = copy unless allowzero, one -1 = infer): the
+ * rules of both hooks. sh[0..r) is rewritten to the output dims. */
+static lt_status reshape_dims(lt_ctx *ctx, const lt_node *n, int xr, const int64_t *xd, int64_t *sh, int r,
+                              bool allowzero) {
+    int64_t numel;
+    LT_TRY(lt_shp_numel(ctx, n, "input", xr, xd, &numel));
     int neg = -1;
+    bool zero = false;
     int64_t known = 1;
     for (int i = 0; i < r; i++) {
         if (sh[i] == -1) {
-            if (neg >= 0) return lt_op_error(ev, n, LT_ERR_INVALID, "shape has more than one -1");
+            if (neg >= 0) return lt_node_error(ctx, n, LT_ERR_INVALID, "shape has more than one -1");
             neg = i;
             continue;
         }
+        if (sh[i] == 0) zero = true;
         if (sh[i] == 0 && !allowzero) {
-            if (i >= x->rank)
-                return lt_op_error(ev, n, LT_ERR_INVALID, "shape[%d] = 0 copies a dimension the rank-%d input lacks",
-                                   i, x->rank);
-            sh[i] = x->dims[i];
+            if (i >= xr)
+                return lt_node_error(ctx, n, LT_ERR_INVALID,
+                                     "shape[%d] = 0 copies a dimension the rank-%d input lacks", i, xr);
+            sh[i] = xd[i];
         }
-        if (sh[i] < 0) return lt_op_error(ev, n, LT_ERR_INVALID, "invalid dimension %lld in shape", (long long)sh[i]);
-        if (!lt_mul_i64(known, sh[i], &known)) return lt_op_error(ev, n, LT_ERR_INVALID, "shape size overflows");
+        if (sh[i] < 0)
+            return lt_node_error(ctx, n, LT_ERR_INVALID, "invalid dimension %lld in shape", (long long)sh[i]);
+        if (!lt_mul_i64(known, sh[i], &known)) return lt_node_error(ctx, n, LT_ERR_INVALID, "shape size overflows");
     }
+    if (allowzero && zero && neg >= 0)
+        return lt_node_error(ctx, n, LT_ERR_INVALID, "shape has both 0 and -1 while allowzero is set");
     char a[256], b[256];
     if (neg >= 0) {
-        if (known == 0 || x->numel % known != 0)
-            return lt_op_error(ev, n, LT_ERR_INVALID, "cannot reshape %s into %s (with -1)",
-                               lt_shape_str(x->rank, x->dims, a, sizeof a), lt_shape_str(r, sh, b, sizeof b));
-        sh[neg] = x->numel / known;
-    } else if (known != x->numel) {
-        return lt_op_error(ev, n, LT_ERR_INVALID, "cannot reshape %s into %s",
-                           lt_shape_str(x->rank, x->dims, a, sizeof a), lt_shape_str(r, sh, b, sizeof b));
+        if (known == 0 || numel % known != 0)
+            return lt_node_error(ctx, n, LT_ERR_INVALID, "cannot reshape %s into %s (with -1)",
+                                 lt_shape_str(xr, xd, a, sizeof a), lt_shape_str(r, sh, b, sizeof b));
+        sh[neg] = numel / known;
+    } else if (known != numel) {
+        return lt_node_error(ctx, n, LT_ERR_INVALID, "cannot reshape %s into %s", lt_shape_str(xr, xd, a, sizeof a),
+                             lt_shape_str(r, sh, b, sizeof b));
     }
     return LT_OK;
 }
+
+static int reshape_shape_input(const lt_node *n) { return n->opset >= 5 ? 1 : -1; }
+static bool reshape_allowzero(const lt_node *n) { return n->opset >= 14 && lt_attr_int(n, "allowzero", 0) != 0; }
 
 static lt_status eval_reshape(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum **out) {
     NEED_OUT(ev, n);
@@ -233,25 +245,33 @@ static lt_status eval_reshape(lt_eval *ev, const lt_node *n, lt_datum **in, lt_d
     int64_t sh[LT_MAX_RANK];
     int r;
     bool present;
-    LT_TRY(lt_shp_int_list(ev, n, in, n->opset >= 5 ? 1 : -1, "shape", sh, LT_MAX_RANK, &r, &present));
+    LT_TRY(lt_shp_int_list(ev, n, in, reshape_shape_input(n), "shape", sh, LT_MAX_RANK, &r, &present));
     if (!present) return lt_op_error(ev, n, LT_ERR_INVALID, "Reshape needs a shape");
-    bool allowzero = n->opset >= 14 && lt_attr_int(n, "allowzero", 0) != 0;
-    LT_TRY(reshape_dims(ev, n, x, sh, r, allowzero));
+    LT_TRY(reshape_dims(ev->ctx, n, x->rank, x->dims, sh, r, reshape_allowzero(n)));
     return lt_shp_out_reshaped(ev, n, out, 0, x, r, sh);
 }
 
 static lt_status infer_reshape(lt_infer *ic, lt_node *n) {
     lt_dtype dt = lt_shp_infer_dtype(n, 0);
-    int64_t sh[LT_MAX_RANK];
-    int r;
-    if (!lt_shp_infer_ints(n, n->opset >= 5 ? 1 : -1, "shape", sh, LT_MAX_RANK, &r)) {
+    int64_t sh[LT_MAX_RANK], xd[LT_MAX_RANK];
+    int r, xr;
+    const lt_tensor *st;
+    bool present;
+    /* Static input and constant shape: the interpreter's rules, in full. */
+    if (lt_shp_infer_static(n, 0, &xr, xd) && lt_shp_infer_const_opt(n, reshape_shape_input(n), &st)) {
+        LT_TRY(lt_shp_list(ic->ctx, n, st, reshape_shape_input(n), "shape", sh, LT_MAX_RANK, &r, &present));
+        if (!present) return lt_infer_error(ic, n, "Reshape needs a shape");
+        LT_TRY(reshape_dims(ic->ctx, n, xr, xd, sh, r, reshape_allowzero(n)));
+        return lt_infer_set_i64(ic, n, 0, dt, r, sh);
+    }
+    if (!lt_shp_infer_ints(n, reshape_shape_input(n), "shape", sh, LT_MAX_RANK, &r)) {
         const lt_type *st = lt_shp_infer_ranked(n, 1);
         lt_dim d0 = lt_shp_dim(st, 0);
         if (st && st->rank == 1 && d0.value >= 0 && d0.value <= LT_MAX_RANK)
             return lt_infer_set(ic, n, 0, dt, (int)d0.value, NULL);
         return lt_infer_set(ic, n, 0, dt, -1, NULL);
     }
-    bool allowzero = n->opset >= 14 && lt_attr_int(n, "allowzero", 0) != 0;
+    bool allowzero = reshape_allowzero(n);
     const lt_type *xt = lt_shp_infer_ranked(n, 0);
     lt_dim d[LT_MAX_RANK];
     int neg = -1;
@@ -261,7 +281,8 @@ static lt_status infer_reshape(lt_infer *ic, lt_node *n) {
             neg = i;
             d[i] = (lt_dim){-1, NULL};
         } else if (sh[i] == 0 && !allowzero) {
-            if (xt && i >= xt->rank) return lt_infer_error(ic, n, "shape[%d] = 0 copies a missing dimension", i);
+            if (xt && i >= xt->rank)
+                return lt_infer_error(ic, n, "shape[%d] = 0 copies a dimension the rank-%d input lacks", i, xt->rank);
             d[i] = lt_shp_dim(xt, i);
         } else if (sh[i] < 0) {
             return lt_infer_error(ic, n, "invalid dimension %lld in shape", (long long)sh[i]);
@@ -269,27 +290,22 @@ static lt_status infer_reshape(lt_infer *ic, lt_node *n) {
             d[i] = (lt_dim){sh[i], NULL};
         }
     }
-    if (neg >= 0 && xt) {
-        /* Infer the -1 when every dim involved is known. */
-        int64_t total = 1, known = 1;
-        bool ok = true;
-        for (int i = 0; i < xt->rank && ok; i++) {
-            lt_dim v = lt_shp_dim(xt, i);
-            ok = v.value >= 0 && lt_mul_i64(total, v.value, &total);
-        }
-        for (int i = 0; i < r && ok; i++)
-            if (i != neg) ok = d[i].value >= 0 && lt_mul_i64(known, d[i].value, &known);
-        if (ok && known > 0 && total % known == 0) d[neg] = (lt_dim){total / known, NULL};
-    }
+    /* Some input dim is unknown here, so the -1 (if any) stays unknown. */
     return lt_infer_set(ic, n, 0, dt, r, d);
 }
 
 /* ======================================================================== Flatten */
-static lt_status flatten_axis(const lt_node *n, int rank, int *axis) {
+/* Output dims of Flatten: the rules of both hooks (axis in [-rank, rank]). */
+static lt_status flatten_dims(lt_ctx *ctx, const lt_node *n, int rank, const int64_t *xd, int64_t *d) {
     int64_t a = lt_attr_int(n, "axis", 1);
     if (a < 0) a += rank;
-    if (a < 0 || a > rank) return LT_ERR_INVALID;
-    *axis = (int)a;
+    if (a < 0 || a > rank)
+        return lt_node_error(ctx, n, LT_ERR_INVALID, "axis %lld is out of range for rank %d",
+                             (long long)lt_attr_int(n, "axis", 1), rank);
+    d[0] = d[1] = 1;
+    for (int i = 0; i < rank; i++)
+        if (!lt_mul_i64(d[i >= a], xd[i], &d[i >= a]))
+            return lt_node_error(ctx, n, LT_ERR_INVALID, "flattened size overflows");
     return LT_OK;
 }
 
@@ -297,12 +313,8 @@ static lt_status eval_flatten(lt_eval *ev, const lt_node *n, lt_datum **in, lt_d
     NEED_OUT(ev, n);
     const lt_tensor *x;
     LT_TRY(lt_in_tensor(ev, n, in, 0, &x));
-    int axis;
-    if (flatten_axis(n, x->rank, &axis))
-        return lt_op_error(ev, n, LT_ERR_INVALID, "axis %lld is out of range for rank %d",
-                           (long long)lt_attr_int(n, "axis", 1), x->rank);
-    int64_t d[2] = {1, 1};
-    for (int i = 0; i < x->rank; i++) d[i >= axis] *= x->dims[i]; /* products bounded by numel */
+    int64_t d[2];
+    LT_TRY(flatten_dims(ev->ctx, n, x->rank, x->dims, d));
     return lt_shp_out_reshaped(ev, n, out, 0, x, 2, d);
 }
 
@@ -310,42 +322,62 @@ static lt_status infer_flatten(lt_infer *ic, lt_node *n) {
     lt_dtype dt = lt_shp_infer_dtype(n, 0);
     const lt_type *t = lt_shp_infer_ranked(n, 0);
     if (!t) return lt_infer_set(ic, n, 0, dt, 2, NULL);
-    int axis;
-    if (flatten_axis(n, t->rank, &axis)) return lt_infer_error(ic, n, "axis is out of range for rank %d", t->rank);
-    int64_t d[2] = {1, 1};
+    /* Unknown dims count as 1 for the check; the product of a part with an unknown dim is unknown. */
+    int64_t xd[LT_MAX_RANK], d[2];
     for (int i = 0; i < t->rank; i++) {
         lt_dim v = lt_shp_dim(t, i);
-        int k = i >= axis;
-        if (d[k] < 0) continue;
-        if (v.value < 0 || !lt_mul_i64(d[k], v.value, &d[k])) d[k] = -1;
+        xd[i] = v.value >= 0 ? v.value : 1;
     }
+    LT_TRY(flatten_dims(ic->ctx, n, t->rank, xd, d));
+    int64_t a = lt_attr_int(n, "axis", 1);
+    if (a < 0) a += t->rank;
+    for (int i = 0; i < t->rank; i++)
+        if (lt_shp_dim(t, i).value < 0) d[i >= a] = -1;
     return lt_infer_set_i64(ic, n, 0, dt, 2, d);
 }
 
 /* ======================================================================== Squeeze, Unsqueeze */
+/* Squeeze's axes (input 1 from opset 13, attribute before), given the axes tensor t (NULL: none). */
+static lt_status squeeze_axes(lt_ctx *ctx, const lt_node *n, const lt_tensor *t, int64_t *axes, int *na,
+                              bool *present) {
+    LT_TRY(lt_shp_list(ctx, n, t, 1, "axes", axes, LT_MAX_RANK, na, present));
+    if (*present && *na == 0 && n->opset < 13) *present = false; /* Squeeze-1/11: [] means all */
+    return LT_OK;
+}
+
+/* Which axes Squeeze drops: the rules of both hooks. dims < 0 are unknown (infer): an unknown dim
+ * named in axes passes (it must be 1 at run time), and without axes *known turns false. */
+static lt_status squeeze_plan(lt_ctx *ctx, const lt_node *n, int rank, const int64_t *xd, int64_t *axes, int na,
+                              bool present, bool *drop, bool *known) {
+    *known = true;
+    for (int i = 0; i < rank; i++) drop[i] = false;
+    if (!present) {
+        for (int i = 0; i < rank; i++) {
+            if (xd[i] < 0) *known = false;
+            drop[i] = xd[i] == 1;
+        }
+        return LT_OK;
+    }
+    LT_TRY(lt_shp_axes(ctx, n, axes, na, rank));
+    for (int i = 0; i < na; i++) {
+        if (xd[axes[i]] >= 0 && xd[axes[i]] != 1)
+            return lt_node_error(ctx, n, LT_ERR_INVALID, "cannot squeeze axis %lld of size %lld", (long long)axes[i],
+                                 (long long)xd[axes[i]]);
+        drop[axes[i]] = true;
+    }
+    return LT_OK;
+}
+
 static lt_status eval_squeeze(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum **out) {
     NEED_OUT(ev, n);
-    const lt_tensor *x;
+    const lt_tensor *x, *at = NULL;
     LT_TRY(lt_in_tensor(ev, n, in, 0, &x));
-    int64_t axes[LT_MAX_RANK];
-    int na;
-    bool present;
-    LT_TRY(lt_shp_int_list(ev, n, in, 1, "axes", axes, LT_MAX_RANK, &na, &present));
-    if (present && na == 0 && n->opset < 13) present = false; /* Squeeze-1/11: [] means all */
-    bool drop[LT_MAX_RANK] = {false};
-    if (present) {
-        LT_TRY(lt_shp_norm_axes(ev, n, axes, na, x->rank));
-        for (int i = 0; i < na; i++) {
-            if (x->dims[axes[i]] != 1)
-                return lt_op_error(ev, n, LT_ERR_INVALID, "cannot squeeze axis %lld of size %lld", (long long)axes[i],
-                                   (long long)x->dims[axes[i]]);
-            drop[axes[i]] = true;
-        }
-    } else {
-        for (int i = 0; i < x->rank; i++) drop[i] = x->dims[i] == 1;
-    }
-    int64_t d[LT_MAX_RANK];
-    int r = 0;
+    LT_TRY(lt_in_tensor_opt(ev, n, in, 1, &at));
+    int64_t axes[LT_MAX_RANK], d[LT_MAX_RANK];
+    int na, r = 0;
+    bool present, known, drop[LT_MAX_RANK];
+    LT_TRY(squeeze_axes(ev->ctx, n, at, axes, &na, &present));
+    LT_TRY(squeeze_plan(ev->ctx, n, x->rank, x->dims, axes, na, present, drop, &known));
     for (int i = 0; i < x->rank; i++)
         if (!drop[i]) d[r++] = x->dims[i];
     return lt_shp_out_reshaped(ev, n, out, 0, x, r, d);
@@ -354,48 +386,36 @@ static lt_status eval_squeeze(lt_eval *ev, const lt_node *n, lt_datum **in, lt_d
 static lt_status infer_squeeze(lt_infer *ic, lt_node *n) {
     lt_dtype dt = lt_shp_infer_dtype(n, 0);
     const lt_type *t = lt_shp_infer_ranked(n, 0);
-    if (!t) return lt_infer_set(ic, n, 0, dt, -1, NULL);
-    int64_t axes[LT_MAX_RANK];
-    int na;
-    bool drop[LT_MAX_RANK] = {false};
-    bool has_axes_input = n->n_in > 1 && n->in[1];
-    if (has_axes_input || lt_node_attr(n, "axes")) {
-        if (!lt_shp_infer_ints(n, 1, "axes", axes, LT_MAX_RANK, &na)) return lt_infer_set(ic, n, 0, dt, -1, NULL);
-        if (na == 0 && n->opset < 13) goto all;
-        for (int i = 0; i < na; i++) {
-            int64_t a = axes[i] < 0 ? axes[i] + t->rank : axes[i];
-            if (a < 0 || a >= t->rank) return lt_infer_error(ic, n, "axis %lld is out of range", (long long)axes[i]);
-            lt_dim v = lt_shp_dim(t, (int)a);
-            if (v.value >= 0 && v.value != 1)
-                return lt_infer_error(ic, n, "cannot squeeze axis %lld of size %lld", (long long)a, (long long)v.value);
-            drop[a] = true;
-        }
-    } else {
-    all:
-        for (int i = 0; i < t->rank; i++) {
-            lt_dim v = lt_shp_dim(t, i);
-            if (v.value < 0) return lt_infer_set(ic, n, 0, dt, -1, NULL);
-            drop[i] = v.value == 1;
-        }
-    }
+    const lt_tensor *at;
+    if (!t || !lt_shp_infer_const_opt(n, 1, &at)) return lt_infer_set(ic, n, 0, dt, -1, NULL);
+    int64_t axes[LT_MAX_RANK], xd[LT_MAX_RANK];
+    int na, r = 0;
+    bool present, known, drop[LT_MAX_RANK];
+    for (int i = 0; i < t->rank; i++) xd[i] = lt_shp_dim(t, i).value;
+    LT_TRY(squeeze_axes(ic->ctx, n, at, axes, &na, &present));
+    LT_TRY(squeeze_plan(ic->ctx, n, t->rank, xd, axes, na, present, drop, &known));
+    if (!known) return lt_infer_set(ic, n, 0, dt, -1, NULL);
     lt_dim d[LT_MAX_RANK];
-    int r = 0;
     for (int i = 0; i < t->rank; i++)
         if (!drop[i]) d[r++] = lt_shp_dim(t, i);
     return lt_infer_set(ic, n, 0, dt, r, d);
 }
 
-/* Output dims of Unsqueeze; ins[i] true where a new axis goes. */
-static bool unsqueeze_plan(const int64_t *axes, int na, int rank, bool *ins) {
+/* Where Unsqueeze inserts axes (ins[i] true at a new axis of the output): the rules of both hooks. */
+static lt_status unsqueeze_plan(lt_ctx *ctx, const lt_node *n, const int64_t *axes, int na, int rank, bool *ins) {
     int r = rank + na;
-    if (r > LT_MAX_RANK) return false;
+    if (r > LT_MAX_RANK)
+        return lt_node_error(ctx, n, LT_ERR_UNSUPPORTED, "output rank %d exceeds %d", r, LT_MAX_RANK);
     for (int i = 0; i < r; i++) ins[i] = false;
     for (int i = 0; i < na; i++) {
         int64_t a = axes[i] < 0 ? axes[i] + r : axes[i];
-        if (a < 0 || a >= r || ins[a]) return false;
+        if (a < 0 || a >= r)
+            return lt_node_error(ctx, n, LT_ERR_INVALID, "axis %lld is out of range for output rank %d",
+                                 (long long)axes[i], r);
+        if (ins[a]) return lt_node_error(ctx, n, LT_ERR_INVALID, "axis %lld is repeated", (long long)a);
         ins[a] = true;
     }
-    return true;
+    return LT_OK;
 }
 
 static lt_status eval_unsqueeze(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum **out) {
@@ -407,8 +427,7 @@ static lt_status eval_unsqueeze(lt_eval *ev, const lt_node *n, lt_datum **in, lt
     bool present, ins[LT_MAX_RANK];
     LT_TRY(lt_shp_int_list(ev, n, in, 1, "axes", axes, LT_MAX_RANK, &na, &present));
     if (!present) return lt_op_error(ev, n, LT_ERR_INVALID, "Unsqueeze needs axes");
-    if (!unsqueeze_plan(axes, na, x->rank, ins))
-        return lt_op_error(ev, n, LT_ERR_INVALID, "invalid or repeated axes for output rank %d", x->rank + na);
+    LT_TRY(unsqueeze_plan(ev->ctx, n, axes, na, x->rank, ins));
     int64_t d[LT_MAX_RANK];
     int r = x->rank + na;
     for (int i = 0, k = 0; i < r; i++) d[i] = ins[i] ? 1 : x->dims[k++];
@@ -420,16 +439,19 @@ static lt_status infer_unsqueeze(lt_infer *ic, lt_node *n) {
     const lt_type *t = lt_shp_infer_ranked(n, 0);
     int64_t axes[LT_MAX_RANK];
     int na;
-    bool ins[LT_MAX_RANK];
-    if (!lt_shp_infer_ints(n, 1, "axes", axes, LT_MAX_RANK, &na)) {
-        const lt_type *at = lt_shp_infer_ranked(n, 1);
-        lt_dim d0 = lt_shp_dim(at, 0);
-        if (t && at && at->rank == 1 && d0.value >= 0 && t->rank + d0.value <= LT_MAX_RANK)
+    bool present, ins[LT_MAX_RANK];
+    const lt_tensor *at;
+    if (!lt_shp_infer_const_opt(n, 1, &at)) {
+        const lt_type *aty = lt_shp_infer_ranked(n, 1);
+        lt_dim d0 = lt_shp_dim(aty, 0);
+        if (t && aty && aty->rank == 1 && d0.value >= 0 && t->rank + d0.value <= LT_MAX_RANK)
             return lt_infer_set(ic, n, 0, dt, t->rank + (int)d0.value, NULL);
         return lt_infer_set(ic, n, 0, dt, -1, NULL);
     }
+    LT_TRY(lt_shp_list(ic->ctx, n, at, 1, "axes", axes, LT_MAX_RANK, &na, &present));
+    if (!present) return lt_infer_error(ic, n, "Unsqueeze needs axes");
     if (!t) return lt_infer_set(ic, n, 0, dt, -1, NULL);
-    if (!unsqueeze_plan(axes, na, t->rank, ins)) return lt_infer_error(ic, n, "invalid or repeated axes");
+    LT_TRY(unsqueeze_plan(ic->ctx, n, axes, na, t->rank, ins));
     lt_dim d[LT_MAX_RANK];
     int r = t->rank + na;
     for (int i = 0, k = 0; i < r; i++) d[i] = ins[i] ? (lt_dim){1, NULL} : lt_shp_dim(t, k++);
@@ -437,28 +459,46 @@ static lt_status infer_unsqueeze(lt_infer *ic, lt_node *n) {
 }
 
 /* ======================================================================== Expand */
+/* Output dims of Expand (the bidirectional broadcast of the input dims and the shape): the rules of
+ * both hooks. xd < 0 is unknown (infer): such a dim gives -1 unless the shape's entry is 1. */
+static lt_status expand_dims(lt_ctx *ctx, const lt_node *n, int xr, const int64_t *xd, int ns, const int64_t *sh,
+                             int *rank, int64_t *d) {
+    int r = ns > xr ? ns : xr;
+    for (int i = 0; i < r; i++) {
+        int xi = i - (r - xr), si = i - (r - ns);
+        int64_t a = xi >= 0 ? xd[xi] : 1, b = si >= 0 ? sh[si] : 1;
+        if (b < 0) return lt_node_error(ctx, n, LT_ERR_INVALID, "negative dimension %lld in shape", (long long)b);
+        if (a == b || b == 1) d[i] = a;
+        else if (a == 1) d[i] = b;
+        else if (a < 0) d[i] = -1; /* a or b, decided at run time */
+        else {
+            char s1[256], s2[256];
+            return lt_node_error(ctx, n, LT_ERR_INVALID, "input shape %s cannot be expanded to %s",
+                                 lt_shape_str(xr, xd, s1, sizeof s1), lt_shape_str(ns, sh, s2, sizeof s2));
+        }
+    }
+    *rank = r;
+    for (int i = 0; i < r; i++)
+        if (d[i] < 0) return LT_OK;
+    int64_t numel;
+    return lt_shp_numel(ctx, n, "output", r, d, &numel);
+}
+
+static lt_status expand_shape(lt_ctx *ctx, const lt_node *n, const lt_tensor *st, int64_t *sh, int *ns) {
+    if (st->rank > 1) return lt_node_error(ctx, n, LT_ERR_INVALID, "shape input must be 1-D");
+    bool present;
+    return lt_shp_list(ctx, n, st, 1, NULL, sh, LT_MAX_RANK, ns, &present);
+}
+
 static lt_status eval_expand(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum **out) {
     NEED_OUT(ev, n);
     const lt_tensor *x, *st;
     LT_TRY(lt_in_tensor(ev, n, in, 0, &x));
     LT_TRY(lt_in_tensor(ev, n, in, 1, &st));
-    if (st->rank > 1) return lt_op_error(ev, n, LT_ERR_INVALID, "shape input must be 1-D");
     int64_t sh[LT_MAX_RANK], d[LT_MAX_RANK];
-    int ns;
-    LT_TRY(lt_tensor_ints(ev, n, st, sh, LT_MAX_RANK, &ns));
-    int r = ns > x->rank ? ns : x->rank;
-    for (int i = 0; i < r; i++) {
-        int xi = i - (r - x->rank), si = i - (r - ns);
-        int64_t a = xi >= 0 ? x->dims[xi] : 1, b = si >= 0 ? sh[si] : 1;
-        if (b < 0) return lt_op_error(ev, n, LT_ERR_INVALID, "negative dimension %lld in shape", (long long)b);
-        if (a == b || b == 1) d[i] = a;
-        else if (a == 1) d[i] = b;
-        else {
-            char s1[256], s2[256];
-            return lt_op_error(ev, n, LT_ERR_INVALID, "input shape %s cannot be expanded to %s",
-                               lt_shape_str(x->rank, x->dims, s1, sizeof s1), lt_shape_str(ns, sh, s2, sizeof s2));
-        }
-    }
+    int ns, r;
+    LT_TRY(expand_shape(ev->ctx, n, st, sh, &ns));
+    LT_TRY(expand_dims(ev->ctx, n, x->rank, x->dims, ns, sh, &r, d));
     lt_tensor *y;
     LT_TRY(lt_out_new(ev, n, out, 0, x->dtype, r, d, &y));
     int64_t sstr[LT_MAX_RANK], dstr[LT_MAX_RANK];
@@ -470,64 +510,101 @@ static lt_status eval_expand(lt_eval *ev, const lt_node *n, lt_datum **in, lt_da
 static lt_status infer_expand(lt_infer *ic, lt_node *n) {
     lt_dtype dt = lt_shp_infer_dtype(n, 0);
     const lt_type *t = lt_shp_infer_ranked(n, 0);
-    int64_t sh[LT_MAX_RANK];
-    int ns;
+    int64_t sh[LT_MAX_RANK], xd[LT_MAX_RANK], d[LT_MAX_RANK];
+    int ns, r;
+    const lt_tensor *st;
     if (!t) return lt_infer_set(ic, n, 0, dt, -1, NULL);
-    if (!lt_shp_infer_ints(n, 1, NULL, sh, LT_MAX_RANK, &ns)) {
-        const lt_type *st = lt_shp_infer_ranked(n, 1);
-        lt_dim d0 = lt_shp_dim(st, 0);
-        if (st && st->rank == 1 && d0.value >= 0 && d0.value <= LT_MAX_RANK)
+    if (!lt_shp_infer_const_opt(n, 1, &st) || !st) {
+        const lt_type *sty = lt_shp_infer_ranked(n, 1);
+        lt_dim d0 = lt_shp_dim(sty, 0);
+        if (sty && sty->rank == 1 && d0.value >= 0 && d0.value <= LT_MAX_RANK)
             return lt_infer_set(ic, n, 0, dt, d0.value > t->rank ? (int)d0.value : t->rank, NULL);
         return lt_infer_set(ic, n, 0, dt, -1, NULL);
     }
-    int r = ns > t->rank ? ns : t->rank;
-    lt_dim d[LT_MAX_RANK];
+    LT_TRY(expand_shape(ic->ctx, n, st, sh, &ns));
+    for (int i = 0; i < t->rank; i++) xd[i] = lt_shp_dim(t, i).value;
+    LT_TRY(expand_dims(ic->ctx, n, t->rank, xd, ns, sh, &r, d));
+    /* Keep symbolic names where the input's dim passes through. */
+    lt_dim od[LT_MAX_RANK];
     for (int i = 0; i < r; i++) {
-        int xi = i - (r - t->rank), si = i - (r - ns);
+        int xi = i - (r - t->rank);
         lt_dim a = xi >= 0 ? lt_shp_dim(t, xi) : (lt_dim){1, NULL};
-        int64_t b = si >= 0 ? sh[si] : 1;
-        if (b < 0) return lt_infer_error(ic, n, "negative dimension %lld in shape", (long long)b);
-        if (b == 1) d[i] = a;
-        else if (a.value == 1 || a.value == b) d[i] = (lt_dim){b, NULL};
-        else if (a.value < 0) d[i] = (lt_dim){-1, NULL}; /* a or b, decided at run time */
-        else return lt_infer_error(ic, n, "dimension %lld cannot be expanded to %lld", (long long)a.value, (long long)b);
+        od[i] = d[i] == a.value ? a : (lt_dim){d[i], NULL};
     }
-    return lt_infer_set(ic, n, 0, dt, r, d);
+    return lt_infer_set(ic, n, 0, dt, r, od);
 }
 
 /* ======================================================================== Concat */
 static int64_t concat_axis_attr(const lt_node *n) { return lt_attr_int(n, "axis", n->opset < 4 ? 1 : 0); }
 
+/* Output dims of Concat over k inputs (rank[i], dims[i], dtype[i]; dims < 0 unknown, dtype
+ * UNDEFINED unknown): the rules of both hooks. An unknown dim on the axis makes the sum unknown;
+ * off the axis, the first known size wins. */
+static lt_status concat_dims(lt_ctx *ctx, const lt_node *n, int k, const int *rank, int64_t (*dims)[LT_MAX_RANK],
+                             const lt_dtype *dtype, int *axis, int64_t *d) {
+    if (k < 1) return lt_node_error(ctx, n, LT_ERR_INVALID, "Concat needs at least one input");
+    if (n->opset >= 4 && !lt_node_attr(n, "axis"))
+        return lt_node_error(ctx, n, LT_ERR_INVALID, "missing required attribute 'axis'");
+    int r = rank[0];
+    if (r == 0) return lt_node_error(ctx, n, LT_ERR_INVALID, "cannot concatenate scalars");
+    LT_TRY(lt_shp_axis(ctx, n, concat_axis_attr(n), r, axis));
+    int a = *axis;
+    for (int i = 0; i < r; i++) d[i] = dims[0][i];
+    d[a] = 0;
+    for (int j = 0; j < k; j++) {
+        if (dtype[j] != LT_UNDEFINED && dtype[0] != LT_UNDEFINED && dtype[j] != dtype[0])
+            return lt_node_error(ctx, n, LT_ERR_INVALID, "input %d is %s, input 0 is %s", j, lt_dtype_name(dtype[j]),
+                                 lt_dtype_name(dtype[0]));
+        bool ok = rank[j] == r;
+        for (int i = 0; ok && i < r; i++) {
+            int64_t v = dims[j][i];
+            if (i == a) continue;
+            if (d[i] < 0) d[i] = v;
+            else ok = v < 0 || v == d[i];
+        }
+        if (!ok) {
+            char s1[256], s2[256];
+            return lt_node_error(ctx, n, LT_ERR_INVALID, "input %d of shape %s does not match input 0 of shape %s", j,
+                                 lt_shape_str(rank[j], dims[j], s1, sizeof s1), lt_shape_str(r, dims[0], s2, sizeof s2));
+        }
+        if (d[a] < 0) continue;
+        if (dims[j][a] < 0) d[a] = -1;
+        else if (!lt_add_i64(d[a], dims[j][a], &d[a]))
+            return lt_node_error(ctx, n, LT_ERR_INVALID, "concatenated size overflows");
+    }
+    for (int i = 0; i < r; i++)
+        if (d[i] < 0) return LT_OK;
+    int64_t numel;
+    return lt_shp_numel(ctx, n, "output", r, d, &numel);
+}
+
 static lt_status eval_concat(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum **out) {
     NEED_OUT(ev, n);
-    if (n->n_in < 1) return lt_op_error(ev, n, LT_ERR_INVALID, "Concat needs at least one input");
-    if (n->opset >= 4 && !lt_node_attr(n, "axis"))
-        return lt_op_error(ev, n, LT_ERR_INVALID, "missing required attribute 'axis'");
-    const lt_tensor *x0;
-    LT_TRY(lt_in_tensor(ev, n, in, 0, &x0));
-    if (x0->rank == 0) return lt_op_error(ev, n, LT_ERR_INVALID, "cannot concatenate scalars");
-    int axis;
-    LT_TRY(lt_norm_axis(ev, n, concat_axis_attr(n), x0->rank, &axis));
-    int64_t d[LT_MAX_RANK];
-    memcpy(d, x0->dims, sizeof d);
-    d[axis] = 0;
-    for (int k = 0; k < n->n_in; k++) {
-        const lt_tensor *x;
-        LT_TRY(lt_in_tensor(ev, n, in, k, &x));
-        if (x->dtype != x0->dtype)
-            return lt_op_error(ev, n, LT_ERR_INVALID, "input %d is %s, input 0 is %s", k, lt_dtype_name(x->dtype),
-                               lt_dtype_name(x0->dtype));
-        bool ok = x->rank == x0->rank;
-        for (int i = 0; ok && i < x->rank; i++) ok = i == axis || x->dims[i] == x0->dims[i];
-        if (!ok) {
-            char a[256], b[256];
-            return lt_op_error(ev, n, LT_ERR_INVALID, "input %d of shape %s does not match input 0 of shape %s", k,
-                               lt_shape_str(x->rank, x->dims, a, sizeof a),
-                               lt_shape_str(x0->rank, x0->dims, b, sizeof b));
-        }
-        if (!lt_add_i64(d[axis], x->dims[axis], &d[axis]))
-            return lt_op_error(ev, n, LT_ERR_INVALID, "concatenated size overflows");
+    int k = n->n_in, *rank = NULL, axis;
+    int64_t(*dims)[LT_MAX_RANK] = NULL, d[LT_MAX_RANK];
+    lt_dtype *dtype = NULL;
+    const lt_tensor *x0 = NULL;
+    lt_status s = LT_OK;
+    if (k > 0) {
+        rank = lt_alloc(ev->ctx, (size_t)k * sizeof *rank, "concat shapes");
+        dims = lt_alloc(ev->ctx, (size_t)k * sizeof *dims, "concat shapes");
+        dtype = lt_alloc(ev->ctx, (size_t)k * sizeof *dtype, "concat shapes");
+        if (!rank || !dims || !dtype) s = LT_ERR_NOMEM;
     }
+    for (int j = 0; s == LT_OK && j < k; j++) {
+        const lt_tensor *x;
+        s = lt_in_tensor(ev, n, in, j, &x);
+        if (s) break;
+        if (j == 0) x0 = x;
+        rank[j] = x->rank;
+        dtype[j] = x->dtype;
+        for (int i = 0; i < x->rank; i++) dims[j][i] = x->dims[i];
+    }
+    if (s == LT_OK) s = concat_dims(ev->ctx, n, k, rank, dims, dtype, &axis, d);
+    lt_mem_free(rank);
+    lt_mem_free(dims);
+    lt_mem_free(dtype);
+    LT_TRY(s);
     lt_tensor *y;
     LT_TRY(lt_out_new(ev, n, out, 0, x0->dtype, x0->rank, d, &y));
     if (y->numel == 0) return LT_OK;
@@ -535,9 +612,9 @@ static lt_status eval_concat(lt_eval *ev, const lt_node *n, lt_datum **in, lt_da
     for (int i = 0; i < axis; i++) outer *= d[i];
     for (int i = axis + 1; i < x0->rank; i++) inner *= d[i];
     int64_t off = 0;
-    for (int k = 0; k < n->n_in; k++) {
+    for (int j = 0; j < k; j++) {
         const lt_tensor *x;
-        LT_TRY(lt_in_tensor(ev, n, in, k, &x));
+        LT_TRY(lt_in_tensor(ev, n, in, j, &x));
         int64_t run = x->dims[axis] * inner;
         int64_t dims2[2] = {outer, run}, dstr[2] = {d[axis] * inner, 1}, sstr[2] = {run, 1};
         LT_TRY(lt_shp_strided_copy(ev->ctx, y, off * inner, dstr, x, 0, sstr, 2, dims2));
@@ -547,84 +624,94 @@ static lt_status eval_concat(lt_eval *ev, const lt_node *n, lt_datum **in, lt_da
 }
 
 static lt_status infer_concat(lt_infer *ic, lt_node *n) {
+    int k = n->n_in, axis;
     lt_dtype dt = LT_UNDEFINED;
-    const lt_type *t0 = NULL;
-    for (int k = 0; k < n->n_in; k++) {
-        if (dt == LT_UNDEFINED) dt = lt_shp_infer_dtype(n, k);
-        if (!t0) t0 = lt_shp_infer_ranked(n, k);
+    for (int j = 0; j < k && dt == LT_UNDEFINED; j++) dt = lt_shp_infer_dtype(n, j);
+    for (int j = 0; j < k; j++)
+        if (!lt_shp_infer_ranked(n, j)) return lt_infer_set(ic, n, 0, dt, -1, NULL);
+    if (k < 1) return lt_infer_error(ic, n, "Concat needs at least one input");
+    int *rank = lt_arena_alloc(ic->arena, (size_t)k * sizeof *rank);
+    int64_t(*dims)[LT_MAX_RANK] = lt_arena_alloc(ic->arena, (size_t)k * sizeof *dims), d[LT_MAX_RANK];
+    lt_dtype *dtype = lt_arena_alloc(ic->arena, (size_t)k * sizeof *dtype);
+    if (!rank || !dims || !dtype) return lt_error(ic->ctx, LT_ERR_NOMEM, "out of memory (types)");
+    for (int j = 0; j < k; j++) {
+        const lt_type *t = lt_shp_infer_ranked(n, j);
+        rank[j] = t->rank;
+        dtype[j] = lt_shp_infer_dtype(n, j);
+        for (int i = 0; i < t->rank; i++) dims[j][i] = lt_shp_dim(t, i).value;
     }
-    if (!t0) return lt_infer_set(ic, n, 0, dt, -1, NULL);
-    if (t0->rank == 0) return lt_infer_error(ic, n, "cannot concatenate scalars");
-    int64_t a = concat_axis_attr(n);
-    if (a < 0) a += t0->rank;
-    if (a < 0 || a >= t0->rank) return lt_infer_error(ic, n, "axis %lld is out of range", (long long)concat_axis_attr(n));
-    lt_dim d[LT_MAX_RANK];
-    for (int i = 0; i < t0->rank; i++) d[i] = lt_shp_dim(t0, i);
-    int64_t sum = 0;
-    for (int k = 0; k < n->n_in; k++) {
-        const lt_type *t = lt_shp_infer_ranked(n, k);
-        if (!t) { sum = -1; continue; }
-        if (t->rank != t0->rank) return lt_infer_error(ic, n, "input %d has rank %d, expected %d", k, t->rank, t0->rank);
-        for (int i = 0; i < t->rank; i++) {
-            lt_dim v = lt_shp_dim(t, i);
-            if (i == a) {
-                if (sum >= 0 && (v.value < 0 || !lt_add_i64(sum, v.value, &sum))) sum = -1;
-            } else if (d[i].value < 0 && v.value >= 0) {
-                d[i] = v;
-            } else if (d[i].value >= 0 && v.value >= 0 && d[i].value != v.value) {
-                return lt_infer_error(ic, n, "input %d has size %lld on axis %d, expected %lld", k, (long long)v.value,
-                                      i, (long long)d[i].value);
-            }
-        }
+    LT_TRY(concat_dims(ic->ctx, n, k, rank, dims, dtype, &axis, d));
+    const lt_type *t0 = lt_shp_infer_ranked(n, 0);
+    lt_dim od[LT_MAX_RANK];
+    for (int i = 0; i < t0->rank; i++) {
+        lt_dim v = lt_shp_dim(t0, i);
+        od[i] = i != axis && d[i] == v.value ? v : (lt_dim){d[i], NULL};
     }
-    d[a] = (lt_dim){sum, NULL};
-    return lt_infer_set(ic, n, 0, dt, t0->rank, d);
+    return lt_infer_set(ic, n, 0, dt, t0->rank, od);
 }
 
 /* ======================================================================== Split */
-/* Split sizes: from the split input / attribute, else equal parts (last one smaller). */
-static lt_status split_sizes(lt_eval *ev, const lt_node *n, lt_datum **in, int64_t dim, int64_t *sz) {
+/* Split sizes: from the split tensor st (input 1; NULL: omitted) or attribute, else equal parts (last
+ * one smaller from opset 18): the rules of both hooks. dim < 0 is unknown (infer): the sizes of an
+ * equal split are then -1 and their sum is not checked. */
+static lt_status split_sizes(lt_ctx *ctx, const lt_node *n, const lt_tensor *st, int64_t dim, int64_t *sz) {
     int nout = n->n_out, cnt;
     bool present;
-    LT_TRY(lt_shp_int_list(ev, n, in, 1, "split", sz, nout, &cnt, &present));
+    if (nout < 1) return lt_node_error(ctx, n, LT_ERR_INVALID, "node has no outputs");
+    const lt_attr *sa = st ? NULL : lt_node_attr(n, "split");
+    int64_t given = st ? st->numel : sa && sa->type == LT_AT_INTS ? sa->n : nout;
+    if (given != nout)
+        return lt_node_error(ctx, n, LT_ERR_INVALID, "split has %lld entries for %d outputs", (long long)given, nout);
+    LT_TRY(lt_shp_list(ctx, n, st, 1, "split", sz, nout, &cnt, &present));
+    const lt_attr *no = n->opset >= 18 ? lt_node_attr(n, "num_outputs") : NULL;
     if (present) {
+        if (no) return lt_node_error(ctx, n, LT_ERR_INVALID, "split and num_outputs are both given");
         if (cnt != nout)
-            return lt_op_error(ev, n, LT_ERR_INVALID, "split has %d entries for %d outputs", cnt, nout);
+            return lt_node_error(ctx, n, LT_ERR_INVALID, "split has %d entries for %d outputs", cnt, nout);
         int64_t sum = 0;
         for (int i = 0; i < nout; i++) {
             if (sz[i] < 0 || !lt_add_i64(sum, sz[i], &sum))
-                return lt_op_error(ev, n, LT_ERR_INVALID, "invalid split size %lld", (long long)sz[i]);
+                return lt_node_error(ctx, n, LT_ERR_INVALID, "invalid split size %lld", (long long)sz[i]);
         }
-        if (sum != dim)
-            return lt_op_error(ev, n, LT_ERR_INVALID, "split sizes sum to %lld, the axis has %lld", (long long)sum,
-                               (long long)dim);
+        if (dim >= 0 && sum != dim)
+            return lt_node_error(ctx, n, LT_ERR_INVALID, "split sizes sum to %lld, the axis has %lld", (long long)sum,
+                                 (long long)dim);
         return LT_OK;
     }
-    const lt_attr *no = n->opset >= 18 ? lt_node_attr(n, "num_outputs") : NULL;
     if (no && no->i != nout)
-        return lt_op_error(ev, n, LT_ERR_INVALID, "num_outputs %lld but the node has %d outputs", (long long)no->i, nout);
+        return lt_node_error(ctx, n, LT_ERR_INVALID, "num_outputs %lld but the node has %d outputs", (long long)no->i,
+                             nout);
+    if (dim < 0) {
+        for (int i = 0; i < nout; i++) sz[i] = -1;
+        return LT_OK;
+    }
     int64_t chunk = dim / nout + (dim % nout != 0);
     if (dim % nout != 0 && !no && n->opset < 18)
-        return lt_op_error(ev, n, LT_ERR_INVALID, "axis of size %lld cannot be split evenly into %d parts",
-                           (long long)dim, nout);
+        return lt_node_error(ctx, n, LT_ERR_INVALID, "axis of size %lld cannot be split evenly into %d parts",
+                             (long long)dim, nout);
     int64_t last = dim - chunk * (nout - 1);
     if (last < 0)
-        return lt_op_error(ev, n, LT_ERR_INVALID, "axis of size %lld cannot be split into %d parts of %lld",
-                           (long long)dim, nout, (long long)chunk);
+        return lt_node_error(ctx, n, LT_ERR_INVALID, "axis of size %lld cannot be split into %d parts of %lld",
+                             (long long)dim, nout, (long long)chunk);
     for (int i = 0; i < nout; i++) sz[i] = i == nout - 1 ? last : chunk;
     return LT_OK;
 }
 
+static lt_status split_axis(lt_ctx *ctx, const lt_node *n, int rank, int *axis) {
+    if (rank == 0) return lt_node_error(ctx, n, LT_ERR_INVALID, "cannot split a scalar");
+    return lt_shp_axis(ctx, n, lt_attr_int(n, "axis", 0), rank, axis);
+}
+
 static lt_status eval_split(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum **out) {
     NEED_OUT(ev, n);
-    const lt_tensor *x;
+    const lt_tensor *x, *st;
     LT_TRY(lt_in_tensor(ev, n, in, 0, &x));
-    if (x->rank == 0) return lt_op_error(ev, n, LT_ERR_INVALID, "cannot split a scalar");
+    LT_TRY(lt_in_tensor_opt(ev, n, in, 1, &st));
     int axis;
-    LT_TRY(lt_norm_axis(ev, n, lt_attr_int(n, "axis", 0), x->rank, &axis));
+    LT_TRY(split_axis(ev->ctx, n, x->rank, &axis));
     int64_t *sz = lt_alloc(ev->ctx, (size_t)n->n_out * sizeof *sz, "split sizes");
     if (!sz) return LT_ERR_NOMEM;
-    lt_status s = split_sizes(ev, n, in, x->dims[axis], sz);
+    lt_status s = split_sizes(ev->ctx, n, st, x->dims[axis], sz);
     int64_t outer = 1, inner = 1, off = 0;
     for (int i = 0; i < axis; i++) outer *= x->dims[i];
     for (int i = axis + 1; i < x->rank; i++) inner *= x->dims[i];
@@ -647,28 +734,19 @@ static lt_status eval_split(lt_eval *ev, const lt_node *n, lt_datum **in, lt_dat
 static lt_status infer_split(lt_infer *ic, lt_node *n) {
     lt_dtype dt = lt_shp_infer_dtype(n, 0);
     const lt_type *t = lt_shp_infer_ranked(n, 0);
+    const lt_tensor *st;
+    int nout = n->n_out, a;
     if (!t) {
-        for (int k = 0; k < n->n_out; k++) LT_TRY(lt_infer_set(ic, n, k, dt, -1, NULL));
+        for (int k = 0; k < nout; k++) LT_TRY(lt_infer_set(ic, n, k, dt, -1, NULL));
         return LT_OK;
     }
-    if (t->rank == 0) return lt_infer_error(ic, n, "cannot split a scalar");
-    int64_t a = lt_attr_int(n, "axis", 0);
-    if (a < 0) a += t->rank;
-    if (a < 0 || a >= t->rank) return lt_infer_error(ic, n, "axis is out of range for rank %d", t->rank);
-    int nout = n->n_out, cnt = 0;
-    int64_t sz[64];
-    bool known = nout <= 64 && lt_shp_infer_ints(n, 1, "split", sz, 64, &cnt) && cnt == nout;
-    lt_dim dim = lt_shp_dim(t, (int)a);
-    bool has_split = (n->n_in > 1 && n->in[1]) || lt_node_attr(n, "split");
-    if (!known && !has_split && dim.value >= 0 && nout > 0 && nout <= 64) {
-        int64_t chunk = dim.value / nout + (dim.value % nout != 0), last = dim.value - chunk * (nout - 1);
-        if (last >= 0) {
-            for (int k = 0; k < nout; k++) sz[k] = k == nout - 1 ? last : chunk;
-            known = true;
-        }
-    }
+    LT_TRY(split_axis(ic->ctx, n, t->rank, &a));
     lt_dim d[LT_MAX_RANK];
     for (int i = 0; i < t->rank; i++) d[i] = lt_shp_dim(t, i);
+    int64_t *sz = nout > 0 ? lt_arena_alloc(ic->arena, (size_t)nout * sizeof *sz) : NULL;
+    if (nout > 0 && !sz) return lt_error(ic->ctx, LT_ERR_NOMEM, "out of memory (types)");
+    bool known = lt_shp_infer_const_opt(n, 1, &st);
+    if (known) LT_TRY(split_sizes(ic->ctx, n, st, d[a].value, sz));
     for (int k = 0; k < nout; k++) {
         d[a] = (lt_dim){known ? sz[k] : -1, NULL};
         LT_TRY(lt_infer_set(ic, n, k, dt, t->rank, d));
@@ -677,22 +755,22 @@ static lt_status infer_split(lt_infer *ic, lt_node *n) {
 }
 
 /* ======================================================================== Transpose */
-static bool transpose_perm(const lt_node *n, int rank, int *perm) {
+/* The permutation (default: reversed axes): the rule of both hooks. */
+static lt_status transpose_perm(lt_ctx *ctx, const lt_node *n, int rank, int *perm) {
     const int64_t *p;
     int np = lt_attr_ints(n, "perm", &p);
     if (!p) {
         for (int i = 0; i < rank; i++) perm[i] = rank - 1 - i;
-        return true;
+        return LT_OK;
     }
-    if (np != rank) return false;
-    bool seen[LT_MAX_RANK] = {false};
-    for (int i = 0; i < rank; i++) {
+    bool ok = np == rank, seen[LT_MAX_RANK] = {false};
+    for (int i = 0; ok && i < rank; i++) {
         int64_t a = p[i] < 0 ? p[i] + rank : p[i]; /* negative entries accepted, like numpy */
-        if (a < 0 || a >= rank || seen[a]) return false;
-        seen[a] = true;
-        perm[i] = (int)a;
+        ok = a >= 0 && a < rank && !seen[a];
+        if (ok) seen[a] = true, perm[i] = (int)a;
     }
-    return true;
+    if (!ok) return lt_node_error(ctx, n, LT_ERR_INVALID, "perm is not a permutation of %d axes", rank);
+    return LT_OK;
 }
 
 static lt_status eval_transpose(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum **out) {
@@ -700,8 +778,7 @@ static lt_status eval_transpose(lt_eval *ev, const lt_node *n, lt_datum **in, lt
     const lt_tensor *x;
     LT_TRY(lt_in_tensor(ev, n, in, 0, &x));
     int perm[LT_MAX_RANK];
-    if (!transpose_perm(n, x->rank, perm))
-        return lt_op_error(ev, n, LT_ERR_INVALID, "perm is not a permutation of %d axes", x->rank);
+    LT_TRY(transpose_perm(ev->ctx, n, x->rank, perm));
     int64_t d[LT_MAX_RANK], xs[LT_MAX_RANK], ss[LT_MAX_RANK], ds[LT_MAX_RANK];
     lt_shp_strides(x->rank, x->dims, xs);
     for (int i = 0; i < x->rank; i++) {
@@ -723,48 +800,57 @@ static lt_status infer_transpose(lt_infer *ic, lt_node *n) {
         return lt_infer_set(ic, n, 0, dt, p ? np : -1, NULL);
     }
     int perm[LT_MAX_RANK];
-    if (!transpose_perm(n, t->rank, perm)) return lt_infer_error(ic, n, "perm is not a permutation of %d axes", t->rank);
+    LT_TRY(transpose_perm(ic->ctx, n, t->rank, perm));
     lt_dim d[LT_MAX_RANK];
     for (int i = 0; i < t->rank; i++) d[i] = lt_shp_dim(t, perm[i]);
     return lt_infer_set(ic, n, 0, dt, t->rank, d);
 }
 
 /* ======================================================================== Tile */
-static lt_status tile_repeats(lt_eval *ev, const lt_node *n, lt_datum **in, int rank, int64_t *rep) {
+/* Repeats per axis from t1 (repeats; Tile-1: tiles) and t2 (Tile-1: axis): the rules of both hooks.
+ * With dims xd (< 0 unknown) the tiled dims go to d (-1 where unknown), overflow-checked. */
+static lt_status tile_dims(lt_ctx *ctx, const lt_node *n, const lt_tensor *t1, const lt_tensor *t2, int rank,
+                           const int64_t *xd, int64_t *rep, int64_t *d) {
+    if (!t1 || (n->opset < 6 && !t2))
+        return lt_node_error(ctx, n, LT_ERR_INVALID, "required input %d is missing", t1 ? 2 : 1);
     if (n->opset < 6) { /* Tile-1: tiles (count) and axis inputs */
-        const lt_tensor *tt, *at;
         int64_t tiles, axis;
-        LT_TRY(lt_in_tensor(ev, n, in, 1, &tt));
-        LT_TRY(lt_in_tensor(ev, n, in, 2, &at));
-        LT_TRY(lt_shp_scalar_int(ev, n, tt, "tiles", &tiles));
-        LT_TRY(lt_shp_scalar_int(ev, n, at, "axis", &axis));
         int a;
-        LT_TRY(lt_norm_axis(ev, n, axis, rank, &a));
+        LT_TRY(lt_shp_scalar_type(ctx, n, "tiles", t1->rank, t1->dims, t1->dtype));
+        LT_TRY(lt_shp_scalar_type(ctx, n, "axis", t2->rank, t2->dims, t2->dtype));
+        tiles = lt_load_i64(t1->data, t1->dtype, 0);
+        axis = lt_load_i64(t2->data, t2->dtype, 0);
+        LT_TRY(lt_shp_axis(ctx, n, axis, rank, &a));
         for (int i = 0; i < rank; i++) rep[i] = i == a ? tiles : 1;
     } else {
-        const lt_tensor *rt;
         int nr;
-        LT_TRY(lt_in_tensor(ev, n, in, 1, &rt));
-        if (rt->rank != 1) return lt_op_error(ev, n, LT_ERR_INVALID, "repeats must be 1-D");
-        LT_TRY(lt_tensor_ints(ev, n, rt, rep, LT_MAX_RANK, &nr));
+        bool present;
+        if (t1->rank != 1) return lt_node_error(ctx, n, LT_ERR_INVALID, "repeats must be 1-D");
+        LT_TRY(lt_shp_list(ctx, n, t1, 1, NULL, rep, LT_MAX_RANK, &nr, &present));
         if (nr != rank)
-            return lt_op_error(ev, n, LT_ERR_INVALID, "repeats has %d entries for an input of rank %d", nr, rank);
+            return lt_node_error(ctx, n, LT_ERR_INVALID, "repeats has %d entries for an input of rank %d", nr, rank);
     }
-    for (int i = 0; i < rank; i++)
-        if (rep[i] < 0) return lt_op_error(ev, n, LT_ERR_INVALID, "negative repeat %lld", (long long)rep[i]);
-    return LT_OK;
+    bool known = true;
+    for (int i = 0; i < rank; i++) {
+        if (rep[i] < 0) return lt_node_error(ctx, n, LT_ERR_INVALID, "negative repeat %lld", (long long)rep[i]);
+        if (rep[i] == 0) d[i] = 0;
+        else if (xd[i] < 0) d[i] = -1, known = false;
+        else if (!lt_mul_i64(xd[i], rep[i], &d[i]))
+            return lt_node_error(ctx, n, LT_ERR_INVALID, "tiled dimension overflows");
+    }
+    int64_t numel;
+    return known ? lt_shp_numel(ctx, n, "output", rank, d, &numel) : LT_OK;
 }
 
 static lt_status eval_tile(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum **out) {
     NEED_OUT(ev, n);
-    const lt_tensor *x;
+    const lt_tensor *x, *t1, *t2 = NULL;
     LT_TRY(lt_in_tensor(ev, n, in, 0, &x));
+    LT_TRY(lt_in_tensor(ev, n, in, 1, &t1));
+    if (n->opset < 6) LT_TRY(lt_in_tensor(ev, n, in, 2, &t2));
     int r = x->rank;
     int64_t rep[LT_MAX_RANK], d[LT_MAX_RANK];
-    LT_TRY(tile_repeats(ev, n, in, r, rep));
-    for (int i = 0; i < r; i++)
-        if (!lt_mul_i64(x->dims[i], rep[i], &d[i]))
-            return lt_op_error(ev, n, LT_ERR_INVALID, "tiled dimension overflows");
+    LT_TRY(tile_dims(ev->ctx, n, t1, t2, r, x->dims, rep, d));
     lt_tensor *y;
     LT_TRY(lt_out_new(ev, n, out, 0, x->dtype, r, d, &y));
     /* View the output as [rep0, x0, rep1, x1, ...]: each tile reads the whole input. */
@@ -787,19 +873,15 @@ static lt_status infer_tile(lt_infer *ic, lt_node *n) {
     lt_dtype dt = lt_shp_infer_dtype(n, 0);
     const lt_type *t = lt_shp_infer_ranked(n, 0);
     if (!t) return lt_infer_set(ic, n, 0, dt, -1, NULL);
-    int64_t rep[LT_MAX_RANK];
-    int nr;
-    lt_dim d[LT_MAX_RANK];
-    bool known = n->opset >= 6 && lt_shp_infer_ints(n, 1, NULL, rep, LT_MAX_RANK, &nr) && nr == t->rank;
-    for (int i = 0; i < t->rank; i++) {
-        lt_dim v = lt_shp_dim(t, i);
-        d[i] = (lt_dim){-1, NULL};
-        if (!known) continue;
-        if (rep[i] == 1) d[i] = v;
-        else if (rep[i] == 0) d[i] = (lt_dim){0, NULL};
-        else if (v.value >= 0 && rep[i] > 0 && !lt_mul_i64(v.value, rep[i], &d[i].value)) d[i].value = -1;
-    }
-    return lt_infer_set(ic, n, 0, dt, t->rank, d);
+    const lt_tensor *t1, *t2 = NULL;
+    int64_t rep[LT_MAX_RANK], xd[LT_MAX_RANK], d[LT_MAX_RANK];
+    bool known = lt_shp_infer_const_opt(n, 1, &t1) && (n->opset >= 6 || lt_shp_infer_const_opt(n, 2, &t2));
+    if (!known) return lt_infer_set(ic, n, 0, dt, t->rank, NULL);
+    for (int i = 0; i < t->rank; i++) xd[i] = lt_shp_dim(t, i).value;
+    LT_TRY(tile_dims(ic->ctx, n, t1, t2, t->rank, xd, rep, d));
+    lt_dim od[LT_MAX_RANK];
+    for (int i = 0; i < t->rank; i++) od[i] = rep[i] == 1 ? lt_shp_dim(t, i) : (lt_dim){d[i], NULL};
+    return lt_infer_set(ic, n, 0, dt, t->rank, od);
 }
 
 /* ======================================================================== Range */
@@ -919,12 +1001,29 @@ static lt_status infer_eyelike(lt_infer *ic, lt_node *n) {
 }
 
 /* ======================================================================== Trilu */
+/* Rank >= 2 and k (rank kr, dims kd, dtype kdt; kr < 0: omitted) one integer: the rules of both hooks. */
+static lt_status trilu_check(lt_ctx *ctx, const lt_node *n, int rank, int kr, const int64_t *kd, lt_dtype kdt) {
+    if (rank < 2) return lt_node_error(ctx, n, LT_ERR_INVALID, "Trilu needs rank >= 2, got %d", rank);
+    return kr >= 0 ? lt_shp_scalar_type(ctx, n, "k", kr, kd, kdt) : LT_OK;
+}
+
+static lt_status infer_trilu(lt_infer *ic, lt_node *n) {
+    const lt_type *t = lt_shp_infer_ranked(n, 0);
+    int kr = -1;
+    int64_t kd[LT_MAX_RANK];
+    bool k_known = !(n->n_in > 1 && n->in[1]) || lt_shp_infer_static(n, 1, &kr, kd);
+    lt_dtype kdt = lt_shp_infer_dtype(n, 1);
+    if (t && k_known && (kr < 0 || kdt != LT_UNDEFINED)) LT_TRY(trilu_check(ic->ctx, n, t->rank, kr, kd, kdt));
+    else if (t && t->rank < 2) LT_TRY(trilu_check(ic->ctx, n, t->rank, -1, NULL, LT_UNDEFINED));
+    return lt_infer_copy(ic, n, 0, 0);
+}
+
 static lt_status eval_trilu(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum **out) {
     NEED_OUT(ev, n);
     const lt_tensor *x, *kt;
     LT_TRY(lt_in_tensor(ev, n, in, 0, &x));
     LT_TRY(lt_in_tensor_opt(ev, n, in, 1, &kt));
-    if (x->rank < 2) return lt_op_error(ev, n, LT_ERR_INVALID, "Trilu needs rank >= 2, got %d", x->rank);
+    LT_TRY(trilu_check(ev->ctx, n, x->rank, kt ? kt->rank : -1, kt ? kt->dims : NULL, kt ? kt->dtype : LT_UNDEFINED));
     int64_t k = 0;
     if (kt) LT_TRY(lt_shp_scalar_int(ev, n, kt, "k", &k));
     bool upper = lt_attr_int(n, "upper", 1) != 0;
@@ -966,7 +1065,7 @@ const lt_op_reg lt_ops_shape[] = {
     {LT_OP_Tile, infer_tile, eval_tile},
     {LT_OP_Range, infer_range, eval_range},
     {LT_OP_EyeLike, infer_eyelike, eval_eyelike},
-    {LT_OP_Trilu, lt_infer_same_as_input0, eval_trilu},
+    {LT_OP_Trilu, infer_trilu, eval_trilu},
     {LT_OP_Gather, lt_shp_infer_Gather, lt_shp_eval_Gather},
     {LT_OP_GatherElements, lt_shp_infer_GatherElements, lt_shp_eval_GatherElements},
     {LT_OP_GatherND, lt_shp_infer_GatherND, lt_shp_eval_GatherND},

@@ -35,21 +35,33 @@ static void where_str(char *buf, size_t size, const char *what, int64_t j) {
 }
 
 /* ======================================================================== Gather */
+/* Output dims of Gather from data (xr, xd) and indices (ir, id, idt): the rules of both hooks
+ * (dims < 0 unknown pass through; idt UNDEFINED: unknown). The indices' values are data: the eval
+ * hook checks each one, and lowering compiles only constant, in-range indices. */
+static lt_status gather_dims(lt_ctx *ctx, const lt_node *n, int xr, const int64_t *xd, int ir, const int64_t *id,
+                             lt_dtype idt, int *axis, int *rank, int64_t *d) {
+    if (idt != LT_UNDEFINED && !lt_dtype_is_int(idt))
+        return lt_node_error(ctx, n, LT_ERR_INVALID, "indices must be an integer tensor, got %s", lt_dtype_name(idt));
+    if (xr == 0) return lt_node_error(ctx, n, LT_ERR_INVALID, "cannot gather from a scalar");
+    LT_TRY(lt_shp_axis(ctx, n, lt_attr_int(n, "axis", 0), xr, axis));
+    int r = xr - 1 + ir;
+    if (r > LT_MAX_RANK)
+        return lt_node_error(ctx, n, LT_ERR_UNSUPPORTED, "output rank %d exceeds %d", r, LT_MAX_RANK);
+    int k = 0;
+    for (int i = 0; i < *axis; i++) d[k++] = xd[i];
+    for (int i = 0; i < ir; i++) d[k++] = id[i];
+    for (int i = *axis + 1; i < xr; i++) d[k++] = xd[i];
+    *rank = r;
+    return LT_OK;
+}
+
 lt_status lt_shp_eval_Gather(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum **out) {
     const lt_tensor *x, *ix;
     LT_TRY(lt_in_tensor(ev, n, in, 0, &x));
     LT_TRY(lt_in_tensor(ev, n, in, 1, &ix));
-    LT_TRY(need_int_indices(ev, n, ix, "indices"));
-    if (x->rank == 0) return lt_op_error(ev, n, LT_ERR_INVALID, "cannot gather from a scalar");
-    int axis;
-    LT_TRY(lt_norm_axis(ev, n, lt_attr_int(n, "axis", 0), x->rank, &axis));
-    int r = x->rank - 1 + ix->rank;
-    if (r > LT_MAX_RANK) return lt_op_error(ev, n, LT_ERR_UNSUPPORTED, "output rank %d exceeds %d", r, LT_MAX_RANK);
+    int axis, r;
     int64_t d[LT_MAX_RANK];
-    int k = 0;
-    for (int i = 0; i < axis; i++) d[k++] = x->dims[i];
-    for (int i = 0; i < ix->rank; i++) d[k++] = ix->dims[i];
-    for (int i = axis + 1; i < x->rank; i++) d[k++] = x->dims[i];
+    LT_TRY(gather_dims(ev->ctx, n, x->rank, x->dims, ix->rank, ix->dims, ix->dtype, &axis, &r, d));
     int64_t outer = 1, inner = 1, dim = x->dims[axis], ni = ix->numel;
     for (int i = 0; i < axis; i++) outer *= x->dims[i];
     for (int i = axis + 1; i < x->rank; i++) inner *= x->dims[i];
@@ -72,33 +84,44 @@ lt_status lt_shp_eval_Gather(lt_eval *ev, const lt_node *n, lt_datum **in, lt_da
     return LT_OK;
 }
 
+/* Dims of ranked input i (-1 where unknown). */
+static void type_dims(const lt_type *t, int64_t *d) {
+    for (int i = 0; i < t->rank; i++) d[i] = lt_shp_dim(t, i).value;
+}
+
 lt_status lt_shp_infer_Gather(lt_infer *ic, lt_node *n) {
     lt_dtype dt = lt_shp_infer_dtype(n, 0);
     const lt_type *x = lt_shp_infer_ranked(n, 0), *ix = lt_shp_infer_ranked(n, 1);
     if (!x || !ix) return lt_infer_set(ic, n, 0, dt, -1, NULL);
-    if (x->rank == 0) return lt_infer_error(ic, n, "cannot gather from a scalar");
-    int64_t a = lt_attr_int(n, "axis", 0);
-    if (a < 0) a += x->rank;
-    if (a < 0 || a >= x->rank) return lt_infer_error(ic, n, "axis is out of range for rank %d", x->rank);
-    int r = x->rank - 1 + ix->rank;
-    if (r > LT_MAX_RANK) return lt_infer_set(ic, n, 0, dt, -1, NULL);
-    lt_dim d[LT_MAX_RANK];
+    int64_t xd[LT_MAX_RANK], id[LT_MAX_RANK], d[LT_MAX_RANK];
+    int axis, r;
+    type_dims(x, xd);
+    type_dims(ix, id);
+    LT_TRY(gather_dims(ic->ctx, n, x->rank, xd, ix->rank, id, lt_shp_infer_dtype(n, 1), &axis, &r, d));
+    lt_dim od[LT_MAX_RANK];
     int k = 0;
-    for (int i = 0; i < a; i++) d[k++] = lt_shp_dim(x, i);
-    for (int i = 0; i < ix->rank; i++) d[k++] = lt_shp_dim(ix, i);
-    for (int i = (int)a + 1; i < x->rank; i++) d[k++] = lt_shp_dim(x, i);
-    return lt_infer_set(ic, n, 0, dt, r, d);
+    for (int i = 0; i < axis; i++) od[k++] = lt_shp_dim(x, i);
+    for (int i = 0; i < ix->rank; i++) od[k++] = lt_shp_dim(ix, i);
+    for (int i = axis + 1; i < x->rank; i++) od[k++] = lt_shp_dim(x, i);
+    return lt_infer_set(ic, n, 0, dt, r, od);
 }
 
 /* ======================================================================== GatherElements */
-/* Checks shared by GatherElements and ScatterElements: same rank, indices within data off-axis. */
-static lt_status elements_check(lt_eval *ev, const lt_node *n, const lt_tensor *x, const lt_tensor *ix, int axis) {
-    if (ix->rank != x->rank)
-        return lt_op_error(ev, n, LT_ERR_INVALID, "indices have rank %d, data has rank %d", ix->rank, x->rank);
-    for (int i = 0; i < x->rank; i++)
-        if (i != axis && ix->dims[i] > x->dims[i])
-            return lt_op_error(ev, n, LT_ERR_INVALID, "indices dimension %d (%lld) exceeds data's (%lld)", i,
-                               (long long)ix->dims[i], (long long)x->dims[i]);
+/* Checks shared by GatherElements and ScatterElements, by their infer and eval hooks: integer
+ * indices, data not a scalar, axis in range, same rank, indices within data on every other axis
+ * (as onnxruntime requires). dims < 0 are unknown and pass. */
+static lt_status elements_check(lt_ctx *ctx, const lt_node *n, int xr, const int64_t *xd, int ir,
+                                const int64_t *id, lt_dtype idt, int *axis) {
+    if (idt != LT_UNDEFINED && !lt_dtype_is_int(idt))
+        return lt_node_error(ctx, n, LT_ERR_INVALID, "indices must be an integer tensor, got %s", lt_dtype_name(idt));
+    if (xr == 0) return lt_node_error(ctx, n, LT_ERR_INVALID, "cannot gather from a scalar");
+    LT_TRY(lt_shp_axis(ctx, n, lt_attr_int(n, "axis", 0), xr, axis));
+    if (ir != xr)
+        return lt_node_error(ctx, n, LT_ERR_INVALID, "indices have rank %d, data has rank %d", ir, xr);
+    for (int i = 0; i < xr; i++)
+        if (i != *axis && id[i] >= 0 && xd[i] >= 0 && id[i] > xd[i])
+            return lt_node_error(ctx, n, LT_ERR_INVALID, "indices dimension %d (%lld) exceeds data's (%lld)", i,
+                                 (long long)id[i], (long long)xd[i]);
     return LT_OK;
 }
 
@@ -119,11 +142,8 @@ lt_status lt_shp_eval_GatherElements(lt_eval *ev, const lt_node *n, lt_datum **i
     const lt_tensor *x, *ix;
     LT_TRY(lt_in_tensor(ev, n, in, 0, &x));
     LT_TRY(lt_in_tensor(ev, n, in, 1, &ix));
-    LT_TRY(need_int_indices(ev, n, ix, "indices"));
-    if (x->rank == 0) return lt_op_error(ev, n, LT_ERR_INVALID, "cannot gather from a scalar");
     int axis;
-    LT_TRY(lt_norm_axis(ev, n, lt_attr_int(n, "axis", 0), x->rank, &axis));
-    LT_TRY(elements_check(ev, n, x, ix, axis));
+    LT_TRY(elements_check(ev->ctx, n, x->rank, x->dims, ix->rank, ix->dims, ix->dtype, &axis));
     lt_tensor *y;
     LT_TRY(lt_out_new(ev, n, out, 0, x->dtype, ix->rank, ix->dims, &y));
     if (y->numel == 0) return LT_OK;
@@ -141,8 +161,15 @@ lt_status lt_shp_eval_GatherElements(lt_eval *ev, const lt_node *n, lt_datum **i
 
 lt_status lt_shp_infer_GatherElements(lt_infer *ic, lt_node *n) {
     lt_dtype dt = lt_shp_infer_dtype(n, 0);
-    const lt_type *ix = lt_shp_infer_ranked(n, 1);
+    const lt_type *x = lt_shp_infer_ranked(n, 0), *ix = lt_shp_infer_ranked(n, 1);
     if (!ix) return lt_infer_set(ic, n, 0, dt, -1, NULL);
+    if (x) {
+        int64_t xd[LT_MAX_RANK], id[LT_MAX_RANK];
+        int axis;
+        type_dims(x, xd);
+        type_dims(ix, id);
+        LT_TRY(elements_check(ic->ctx, n, x->rank, xd, ix->rank, id, lt_shp_infer_dtype(n, 1), &axis));
+    }
     return lt_infer_set(ic, n, 0, dt, ix->rank, ix->dims);
 }
 
@@ -321,7 +348,7 @@ lt_status lt_shp_eval_ScatterElements(lt_eval *ev, const lt_node *n, lt_datum **
     if (x->rank == 0) return lt_op_error(ev, n, LT_ERR_INVALID, "cannot scatter into a scalar");
     int axis;
     LT_TRY(lt_norm_axis(ev, n, lt_attr_int(n, "axis", 0), x->rank, &axis));
-    LT_TRY(elements_check(ev, n, x, ix, axis));
+    LT_TRY(elements_check(ev->ctx, n, x->rank, x->dims, ix->rank, ix->dims, ix->dtype, &axis));
     bool same = u->rank == ix->rank;
     for (int i = 0; same && i < u->rank; i++) same = u->dims[i] == ix->dims[i];
     if (!same) return lt_op_error(ev, n, LT_ERR_INVALID, "updates and indices must have the same shape");

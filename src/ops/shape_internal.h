@@ -42,7 +42,30 @@ lt_status lt_shp_norm_axes(lt_eval *ev, const lt_node *n, int64_t *axes, int cou
  * the node if outside [-dim, dim). */
 lt_status lt_shp_index(lt_eval *ev, const lt_node *n, int64_t v, int64_t dim, const char *where, int64_t *out);
 
+/* ---- checks shared by the infer and eval hooks ----
+ * Each takes the context and the node, so one function states a rule for both hooks and the error
+ * (lt_node_error) reads the same whether inference or the interpreter finds it. */
+/* Normalize an axis in [-rank, rank) to [0, rank) ("axis A is out of range for rank R"). */
+lt_status lt_shp_axis(lt_ctx *ctx, const lt_node *n, int64_t axis, int rank, int *out);
+/* Normalize `count` axes in place against rank; error on out-of-range or repeated axes. */
+lt_status lt_shp_axes(lt_ctx *ctx, const lt_node *n, int64_t *axes, int count, int rank);
+/* Integer list from tensor t (input `idx` of the node, NULL when omitted) or else attribute `attr`:
+ * the rules of lt_shp_int_list. */
+lt_status lt_shp_list(lt_ctx *ctx, const lt_node *n, const lt_tensor *t, int idx, const char *attr, int64_t *buf,
+                      int max, int *count, bool *present);
+/* A value that must be one integer: shape (rank, dims) and dtype; `what` names it. */
+lt_status lt_shp_scalar_type(lt_ctx *ctx, const lt_node *n, const char *what, int rank, const int64_t *dims,
+                             lt_dtype dt);
+/* Element count of dims, error naming `what` when it overflows int64. */
+lt_status lt_shp_numel(lt_ctx *ctx, const lt_node *n, const char *what, int rank, const int64_t *dims,
+                       int64_t *numel);
+
 /* ---- infer helpers ---- */
+/* Every dim of input i, when it is a tensor of known rank and all dims known: true and dims set. */
+bool lt_shp_infer_static(const lt_node *n, int i, int *rank, int64_t *dims);
+/* Constant input i for a check: true with *t NULL when the input is omitted, true with *t set when it
+ * is a constant, false when it is present but computed (its value is unknown until run time). */
+bool lt_shp_infer_const_opt(const lt_node *n, int i, const lt_tensor **t);
 /* Constant integer list from input i (or attribute attr when the input is absent / old opset).
  * Returns true when known. */
 bool lt_shp_infer_ints(const lt_node *n, int i, const char *attr, int64_t *buf, int max, int *count);

@@ -13,27 +13,28 @@
 /* ======================================================================== Pad */
 typedef enum { PAD_CONSTANT, PAD_REFLECT, PAD_EDGE, PAD_WRAP } pad_mode;
 
-/* Pads per axis (begin[], end[]) from the pads input/attribute and the axes input. */
-static lt_status pad_amounts(lt_eval *ev, const lt_node *n, lt_datum **in, int rank, int64_t *pb, int64_t *pe) {
+/* Pads per axis (begin[], end[]) from the pads tensor pt (input 1 from opset 11; attribute before)
+ * and the axes tensor at (input 3 from opset 18; NULL: omitted). */
+static lt_status pad_amounts(lt_ctx *ctx, const lt_node *n, const lt_tensor *pt, const lt_tensor *at, int rank,
+                             int64_t *pb, int64_t *pe) {
     int64_t pads[2 * LT_MAX_RANK], axes[LT_MAX_RANK];
     int np, na;
     bool present;
     if (n->opset >= 11) {
-        LT_TRY(lt_shp_int_list(ev, n, in, 1, NULL, pads, 2 * LT_MAX_RANK, &np, &present));
+        LT_TRY(lt_shp_list(ctx, n, pt, 1, NULL, pads, 2 * LT_MAX_RANK, &np, &present));
     } else {
-        LT_TRY(lt_shp_int_list(ev, n, in, -1, n->opset < 2 ? "paddings" : "pads", pads, 2 * LT_MAX_RANK, &np,
-                               &present));
+        LT_TRY(lt_shp_list(ctx, n, NULL, -1, n->opset < 2 ? "paddings" : "pads", pads, 2 * LT_MAX_RANK, &np, &present));
     }
-    if (!present) return lt_op_error(ev, n, LT_ERR_INVALID, "Pad needs pads");
-    LT_TRY(lt_shp_int_list(ev, n, in, n->opset >= 18 ? 3 : -1, NULL, axes, LT_MAX_RANK, &na, &present));
+    if (!present) return lt_node_error(ctx, n, LT_ERR_INVALID, "Pad needs pads");
+    LT_TRY(lt_shp_list(ctx, n, n->opset >= 18 ? at : NULL, n->opset >= 18 ? 3 : -1, NULL, axes, LT_MAX_RANK, &na,
+                       &present));
     if (present) {
-        LT_TRY(lt_shp_norm_axes(ev, n, axes, na, rank));
+        LT_TRY(lt_shp_axes(ctx, n, axes, na, rank));
     } else {
         na = rank;
         for (int i = 0; i < rank; i++) axes[i] = i;
     }
-    if (np != 2 * na)
-        return lt_op_error(ev, n, LT_ERR_INVALID, "pads has %d entries, expected %d", np, 2 * na);
+    if (np != 2 * na) return lt_node_error(ctx, n, LT_ERR_INVALID, "pads has %d entries, expected %d", np, 2 * na);
     for (int i = 0; i < rank; i++) pb[i] = pe[i] = 0;
     for (int i = 0; i < na; i++) {
         pb[axes[i]] = pads[i];
@@ -42,13 +43,61 @@ static lt_status pad_amounts(lt_eval *ev, const lt_node *n, lt_datum **in, int r
     return LT_OK;
 }
 
-static lt_status pad_mode_of(lt_eval *ev, const lt_node *n, pad_mode *m) {
+static lt_status pad_mode_of(lt_ctx *ctx, const lt_node *n, pad_mode *m) {
     const char *s = lt_attr_string(n, "mode", "constant");
     if (strcmp(s, "constant") == 0) *m = PAD_CONSTANT;
     else if (strcmp(s, "reflect") == 0) *m = PAD_REFLECT;
     else if (strcmp(s, "edge") == 0) *m = PAD_EDGE;
     else if (strcmp(s, "wrap") == 0 && n->opset >= 19) *m = PAD_WRAP;
-    else return lt_op_error(ev, n, LT_ERR_INVALID, "unknown pad mode '%s'", s);
+    else return lt_node_error(ctx, n, LT_ERR_INVALID, "unknown pad mode '%s'", s);
+    return LT_OK;
+}
+
+/* Output dims of Pad and the window of each input axis that survives cropping (lo, w; before =
+ * elements padded in front): the rules of both hooks. xd < 0 is unknown (infer): d is -1 there. */
+static lt_status pad_dims(lt_ctx *ctx, const lt_node *n, const lt_tensor *pt, const lt_tensor *at, int r,
+                          const int64_t *xd, pad_mode *mode, int64_t *d, int64_t *lo, int64_t *w, int64_t *before) {
+    int64_t pb[LT_MAX_RANK], pe[LT_MAX_RANK];
+    LT_TRY(pad_amounts(ctx, n, pt, at, r, pb, pe));
+    LT_TRY(pad_mode_of(ctx, n, mode));
+    bool known = true;
+    for (int i = 0; i < r; i++) {
+        if (pb[i] == INT64_MIN || pe[i] == INT64_MIN)
+            return lt_node_error(ctx, n, LT_ERR_INVALID, "invalid pad on axis %d", i);
+        int64_t cb = pb[i] < 0 ? -pb[i] : 0, ce = pe[i] < 0 ? -pe[i] : 0;
+        before[i] = pb[i] > 0 ? pb[i] : 0;
+        lo[i] = cb;
+        if (xd[i] < 0) {
+            d[i] = w[i] = -1;
+            known = false;
+            continue;
+        }
+        if (cb > xd[i] || ce > xd[i] - cb)
+            return lt_node_error(ctx, n, LT_ERR_INVALID, "negative pads remove more than axis %d holds", i);
+        w[i] = xd[i] - cb - ce;
+        int64_t after = pe[i] > 0 ? pe[i] : 0;
+        if (!lt_add_i64(w[i], before[i], &d[i]) || !lt_add_i64(d[i], after, &d[i]))
+            return lt_node_error(ctx, n, LT_ERR_INVALID, "padded size overflows on axis %d", i);
+        if (*mode != PAD_CONSTANT && w[i] == 0 && d[i] > 0)
+            return lt_node_error(ctx, n, LT_ERR_INVALID, "cannot pad an empty axis %d in this mode", i);
+    }
+    int64_t numel;
+    return known ? lt_shp_numel(ctx, n, "output", r, d, &numel) : LT_OK;
+}
+
+/* The constant_value input (opset >= 11; vr < 0: omitted): one element (an empty one counts as
+ * omitted) of the data's dtype (UNDEFINED: unknown). */
+static lt_status pad_value_check(lt_ctx *ctx, const lt_node *n, int vr, const int64_t *vd, lt_dtype vdt,
+                                 lt_dtype xdt) {
+    if (vr < 0) return LT_OK;
+    int64_t numel = 1;
+    for (int i = 0; i < vr; i++)
+        if (!lt_mul_i64(numel, vd[i], &numel)) numel = INT64_MAX;
+    if (numel == 0) return LT_OK;
+    if (numel != 1) return lt_node_error(ctx, n, LT_ERR_INVALID, "constant_value must be a scalar");
+    if (vdt != LT_UNDEFINED && xdt != LT_UNDEFINED && vdt != xdt)
+        return lt_node_error(ctx, n, LT_ERR_INVALID, "constant_value is %s, data is %s", lt_dtype_name(vdt),
+                             lt_dtype_name(xdt));
     return LT_OK;
 }
 
@@ -75,38 +124,20 @@ static int64_t pad_map(pad_mode m, int64_t o, int64_t before, int64_t lo, int64_
 }
 
 lt_status lt_shp_eval_Pad(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum **out) {
-    const lt_tensor *x, *cv = NULL;
+    const lt_tensor *x, *cv = NULL, *pt = NULL, *at = NULL;
     LT_TRY(lt_in_tensor(ev, n, in, 0, &x));
+    if (n->opset >= 11) LT_TRY(lt_in_tensor_opt(ev, n, in, 1, &pt));
+    if (n->opset >= 18) LT_TRY(lt_in_tensor_opt(ev, n, in, 3, &at));
     int r = x->rank;
-    int64_t pb[LT_MAX_RANK], pe[LT_MAX_RANK], d[LT_MAX_RANK], lo[LT_MAX_RANK], w[LT_MAX_RANK], before[LT_MAX_RANK];
-    LT_TRY(pad_amounts(ev, n, in, r, pb, pe));
+    int64_t d[LT_MAX_RANK], lo[LT_MAX_RANK], w[LT_MAX_RANK], before[LT_MAX_RANK];
     pad_mode mode = PAD_CONSTANT;
-    LT_TRY(pad_mode_of(ev, n, &mode));
-    for (int i = 0; i < r; i++) {
-        if (pb[i] == INT64_MIN || pe[i] == INT64_MIN)
-            return lt_op_error(ev, n, LT_ERR_INVALID, "invalid pad on axis %d", i);
-        int64_t cb = pb[i] < 0 ? -pb[i] : 0, ce = pe[i] < 0 ? -pe[i] : 0;
-        if (cb > x->dims[i] || ce > x->dims[i] - cb)
-            return lt_op_error(ev, n, LT_ERR_INVALID, "negative pads remove more than axis %d holds", i);
-        lo[i] = cb;
-        w[i] = x->dims[i] - cb - ce;
-        before[i] = pb[i] > 0 ? pb[i] : 0;
-        int64_t after = pe[i] > 0 ? pe[i] : 0;
-        if (!lt_add_i64(w[i], before[i], &d[i]) || !lt_add_i64(d[i], after, &d[i]))
-            return lt_op_error(ev, n, LT_ERR_INVALID, "padded size overflows on axis %d", i);
-        if (mode != PAD_CONSTANT && w[i] == 0 && d[i] > 0)
-            return lt_op_error(ev, n, LT_ERR_INVALID, "cannot pad an empty axis %d in this mode", i);
-    }
+    LT_TRY(pad_dims(ev->ctx, n, pt, at, r, x->dims, &mode, d, lo, w, before));
     /* The constant: input (opset >= 11) or float attribute 'value'. */
     lt_tensor *tmp = NULL;
     if (n->opset >= 11) {
         LT_TRY(lt_in_tensor_opt(ev, n, in, 2, &cv));
+        if (cv) LT_TRY(pad_value_check(ev->ctx, n, cv->rank, cv->dims, cv->dtype, x->dtype));
         if (cv && cv->numel == 0) cv = NULL;
-        if (cv && cv->numel != 1)
-            return lt_op_error(ev, n, LT_ERR_INVALID, "constant_value must be a scalar");
-        if (cv && cv->dtype != x->dtype)
-            return lt_op_error(ev, n, LT_ERR_INVALID, "constant_value is %s, data is %s", lt_dtype_name(cv->dtype),
-                               lt_dtype_name(x->dtype));
     } else if (x->dtype != LT_STRING) {
         float v = lt_attr_float(n, "value", 0.0f);
         if (v != 0) {
@@ -154,30 +185,26 @@ lt_status lt_shp_infer_Pad(lt_infer *ic, lt_node *n) {
     lt_dtype dt = lt_shp_infer_dtype(n, 0);
     const lt_type *t = lt_shp_infer_ranked(n, 0);
     if (!t) return lt_infer_set(ic, n, 0, dt, -1, NULL);
-    int64_t pads[2 * LT_MAX_RANK], axes[LT_MAX_RANK];
-    int np, na = t->rank;
-    bool known = n->opset >= 11 ? lt_shp_infer_ints(n, 1, NULL, pads, 2 * LT_MAX_RANK, &np)
-                                : lt_shp_infer_ints(n, -1, n->opset < 2 ? "paddings" : "pads", pads,
-                                                    2 * LT_MAX_RANK, &np);
-    for (int i = 0; i < t->rank; i++) axes[i] = i;
-    if (known && n->opset >= 18 && n->n_in > 3 && n->in[3]) {
-        known = lt_shp_infer_ints(n, 3, NULL, axes, LT_MAX_RANK, &na);
-        for (int i = 0; known && i < na; i++) {
-            if (axes[i] < 0) axes[i] += t->rank;
-            known = axes[i] >= 0 && axes[i] < t->rank;
-        }
+    const lt_tensor *pt = NULL, *at = NULL;
+    int vr = -1;
+    int64_t vd[LT_MAX_RANK];
+    if (n->opset >= 11 && n->n_in > 2 && n->in[2]) {
+        if (!lt_shp_infer_static(n, 2, &vr, vd)) return lt_infer_set(ic, n, 0, dt, t->rank, NULL);
+        LT_TRY(pad_value_check(ic->ctx, n, vr, vd, lt_shp_infer_dtype(n, 2), dt));
     }
-    if (!known || np != 2 * na) return lt_infer_set(ic, n, 0, dt, t->rank, NULL);
-    lt_dim d[LT_MAX_RANK];
-    for (int i = 0; i < t->rank; i++) d[i] = lt_shp_dim(t, i);
-    for (int i = 0; i < na; i++) {
-        lt_dim *v = &d[axes[i]];
-        if (v->value < 0) continue;
-        int64_t s;
-        if (lt_add_i64(v->value, pads[i], &s) && lt_add_i64(s, pads[na + i], &s) && s >= 0) *v = (lt_dim){s, NULL};
-        else *v = (lt_dim){-1, NULL};
+    bool known = (n->opset < 11 || lt_shp_infer_const_opt(n, 1, &pt)) && (n->opset < 18 || lt_shp_infer_const_opt(n, 3, &at));
+    if (!known) return lt_infer_set(ic, n, 0, dt, t->rank, NULL);
+    int64_t xd[LT_MAX_RANK], d[LT_MAX_RANK], lo[LT_MAX_RANK], w[LT_MAX_RANK], before[LT_MAX_RANK];
+    pad_mode mode;
+    for (int i = 0; i < t->rank; i++) xd[i] = lt_shp_dim(t, i).value;
+    LT_TRY(pad_dims(ic->ctx, n, pt, at, t->rank, xd, &mode, d, lo, w, before));
+    lt_dim od[LT_MAX_RANK];
+    for (int i = 0; i < t->rank; i++) {
+        lt_dim v = lt_shp_dim(t, i);
+        od[i] = d[i] == v.value && d[i] >= 0 ? v : (lt_dim){d[i], NULL};
+        if (v.value < 0 && before[i] == 0 && lo[i] == 0 && d[i] < 0) od[i] = (lt_dim){-1, NULL};
     }
-    return lt_infer_set(ic, n, 0, dt, t->rank, d);
+    return lt_infer_set(ic, n, 0, dt, t->rank, od);
 }
 
 /* ======================================================================== CenterCropPad */
@@ -274,33 +301,36 @@ typedef struct slice_args {
     int n;
 } slice_args;
 
-static lt_status slice_read(lt_eval *ev, const lt_node *n, lt_datum **in, int rank, slice_args *a) {
-    bool p1, p2, p3, p4;
+/* Slice's starts, ends, axes, steps from the tensors t[0..4) (inputs 1..4 from opset 10; NULL:
+ * omitted) or the attributes (before): the rules of both hooks. */
+static lt_status slice_read(lt_ctx *ctx, const lt_node *n, const lt_tensor *const *t, int rank, slice_args *a) {
+    bool p1, p2, p3, p4 = false;
     int c1, c2, c3 = 0, c4 = 0;
     bool old = n->opset < 10;
-    LT_TRY(lt_shp_int_list(ev, n, in, old ? -1 : 1, old ? "starts" : NULL, a->starts, LT_MAX_RANK, &c1, &p1));
-    LT_TRY(lt_shp_int_list(ev, n, in, old ? -1 : 2, old ? "ends" : NULL, a->ends, LT_MAX_RANK, &c2, &p2));
-    LT_TRY(lt_shp_int_list(ev, n, in, old ? -1 : 3, old ? "axes" : NULL, a->axes, LT_MAX_RANK, &c3, &p3));
-    p4 = false;
-    if (!old) LT_TRY(lt_shp_int_list(ev, n, in, 4, NULL, a->steps, LT_MAX_RANK, &c4, &p4));
-    if (!p1 || !p2) return lt_op_error(ev, n, LT_ERR_INVALID, "Slice needs starts and ends");
-    if (c1 != c2) return lt_op_error(ev, n, LT_ERR_INVALID, "starts has %d entries, ends %d", c1, c2);
-    if (p3 && c3 != c1) return lt_op_error(ev, n, LT_ERR_INVALID, "axes has %d entries, starts %d", c3, c1);
-    if (p4 && c4 != c1) return lt_op_error(ev, n, LT_ERR_INVALID, "steps has %d entries, starts %d", c4, c1);
+    LT_TRY(lt_shp_list(ctx, n, old ? NULL : t[0], old ? -1 : 1, old ? "starts" : NULL, a->starts, LT_MAX_RANK, &c1, &p1));
+    LT_TRY(lt_shp_list(ctx, n, old ? NULL : t[1], old ? -1 : 2, old ? "ends" : NULL, a->ends, LT_MAX_RANK, &c2, &p2));
+    LT_TRY(lt_shp_list(ctx, n, old ? NULL : t[2], old ? -1 : 3, old ? "axes" : NULL, a->axes, LT_MAX_RANK, &c3, &p3));
+    if (!old) LT_TRY(lt_shp_list(ctx, n, t[3], 4, NULL, a->steps, LT_MAX_RANK, &c4, &p4));
+    if (!p1 || !p2) return lt_node_error(ctx, n, LT_ERR_INVALID, "Slice needs starts and ends");
+    if (c1 != c2) return lt_node_error(ctx, n, LT_ERR_INVALID, "starts has %d entries, ends %d", c1, c2);
+    if (p3 && c3 != c1) return lt_node_error(ctx, n, LT_ERR_INVALID, "axes has %d entries, starts %d", c3, c1);
+    if (p4 && c4 != c1) return lt_node_error(ctx, n, LT_ERR_INVALID, "steps has %d entries, starts %d", c4, c1);
     a->n = c1;
     for (int i = 0; i < c1; i++) {
         if (!p3) a->axes[i] = i;
         if (!p4) a->steps[i] = 1;
-        if (a->steps[i] == 0) return lt_op_error(ev, n, LT_ERR_INVALID, "step on axis %d is zero", i);
+        if (a->steps[i] == 0) return lt_node_error(ctx, n, LT_ERR_INVALID, "step on axis %d is zero", i);
     }
-    return lt_shp_norm_axes(ev, n, a->axes, c1, rank);
+    return lt_shp_axes(ctx, n, a->axes, c1, rank);
 }
 
 lt_status lt_shp_eval_Slice(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum **out) {
-    const lt_tensor *x;
+    const lt_tensor *x, *t[4] = {NULL, NULL, NULL, NULL};
     LT_TRY(lt_in_tensor(ev, n, in, 0, &x));
+    if (n->opset >= 10)
+        for (int i = 0; i < 4; i++) LT_TRY(lt_in_tensor_opt(ev, n, in, i + 1, &t[i]));
     slice_args a;
-    LT_TRY(slice_read(ev, n, in, x->rank, &a));
+    LT_TRY(slice_read(ev->ctx, n, t, x->rank, &a));
     int r = x->rank;
     int64_t d[LT_MAX_RANK], xs[LT_MAX_RANK], ss[LT_MAX_RANK], ds[LT_MAX_RANK], soff = 0;
     lt_shp_strides(r, x->dims, xs);
@@ -328,19 +358,17 @@ lt_status lt_shp_infer_Slice(lt_infer *ic, lt_node *n) {
     const lt_type *t = lt_shp_infer_ranked(n, 0);
     if (!t) return lt_infer_set(ic, n, 0, dt, -1, NULL);
     bool old = n->opset < 10;
-    int64_t st[LT_MAX_RANK], en[LT_MAX_RANK], ax[LT_MAX_RANK], sp[LT_MAX_RANK];
-    int c1, c2, c3, c4;
-    bool has_axes = old ? lt_node_attr(n, "axes") != NULL : (n->n_in > 3 && n->in[3]);
-    bool has_steps = !old && n->n_in > 4 && n->in[4];
-    bool known = lt_shp_infer_ints(n, old ? -1 : 1, old ? "starts" : NULL, st, LT_MAX_RANK, &c1) &&
-                 lt_shp_infer_ints(n, old ? -1 : 2, old ? "ends" : NULL, en, LT_MAX_RANK, &c2) && c1 == c2;
-    if (known && has_axes) known = lt_shp_infer_ints(n, old ? -1 : 3, old ? "axes" : NULL, ax, LT_MAX_RANK, &c3) && c3 == c1;
-    if (known && has_steps) known = lt_shp_infer_ints(n, 4, NULL, sp, LT_MAX_RANK, &c4) && c4 == c1;
+    const lt_tensor *ct[4] = {NULL, NULL, NULL, NULL};
+    bool known = true;
+    if (!old)
+        for (int i = 0; i < 4; i++) known = lt_shp_infer_const_opt(n, i + 1, &ct[i]) && known;
     lt_dim d[LT_MAX_RANK];
     for (int i = 0; i < t->rank; i++) d[i] = lt_shp_dim(t, i);
     if (!known) {
         /* Axes known but not the bounds: those axes become unknown. */
-        if (has_axes && lt_shp_infer_ints(n, old ? -1 : 3, old ? "axes" : NULL, ax, LT_MAX_RANK, &c3)) {
+        int64_t ax[LT_MAX_RANK];
+        int c3;
+        if (n->n_in > 3 && n->in[3] && lt_shp_infer_ints(n, 3, NULL, ax, LT_MAX_RANK, &c3)) {
             for (int i = 0; i < c3; i++) {
                 int64_t a = ax[i] < 0 ? ax[i] + t->rank : ax[i];
                 if (a >= 0 && a < t->rank) d[a] = (lt_dim){-1, NULL};
@@ -349,40 +377,71 @@ lt_status lt_shp_infer_Slice(lt_infer *ic, lt_node *n) {
         }
         return lt_infer_set(ic, n, 0, dt, t->rank, NULL);
     }
-    for (int i = 0; i < c1; i++) {
-        int64_t a = has_axes ? (ax[i] < 0 ? ax[i] + t->rank : ax[i]) : i, step = has_steps ? sp[i] : 1;
-        if (a < 0 || a >= t->rank) return lt_infer_error(ic, n, "axis %lld is out of range", (long long)a);
-        if (step == 0) return lt_infer_error(ic, n, "step on axis %lld is zero", (long long)a);
-        if (d[a].value < 0) continue;
+    slice_args a;
+    LT_TRY(slice_read(ic->ctx, n, ct, t->rank, &a));
+    for (int k = 0; k < a.n; k++) {
+        int ax = (int)a.axes[k];
+        if (d[ax].value < 0) {
+            d[ax] = (lt_dim){-1, NULL};
+            continue;
+        }
         int64_t first, cnt;
-        slice_axis(d[a].value, st[i], en[i], step, &first, &cnt);
-        d[a] = (lt_dim){cnt, NULL};
+        slice_axis(d[ax].value, a.starts[k], a.ends[k], a.steps[k], &first, &cnt);
+        d[ax] = (lt_dim){cnt, NULL};
     }
     return lt_infer_set(ic, n, 0, dt, t->rank, d);
 }
 
 /* ======================================================================== DepthToSpace, SpaceToDepth */
-static lt_status block_check(lt_eval *ev, const lt_node *n, const lt_tensor *x, int64_t *b) {
-    if (x->rank != 4) return lt_op_error(ev, n, LT_ERR_INVALID, "input must be 4-D, got rank %d", x->rank);
+/* Output dims of DepthToSpace (to_space) / SpaceToDepth: the rules of both hooks. xd < 0 is
+ * unknown (infer): d is -1 there. */
+static lt_status block_dims(lt_ctx *ctx, const lt_node *n, bool to_space, int rank, const int64_t *xd, int64_t *b,
+                            bool *crd, int64_t *d) {
+    if (rank != 4) return lt_node_error(ctx, n, LT_ERR_INVALID, "input must be 4-D, got rank %d", rank);
     *b = lt_attr_int(n, "blocksize", 0);
     if (*b <= 0 || *b > (int64_t)1 << 20)
-        return lt_op_error(ev, n, LT_ERR_INVALID, "invalid blocksize %lld", (long long)*b);
+        return lt_node_error(ctx, n, LT_ERR_INVALID, "invalid blocksize %lld", (long long)*b);
+    int64_t bb = *b * *b;
+    *crd = false;
+    if (to_space) {
+        const char *mode = lt_attr_string(n, "mode", "DCR");
+        *crd = strcmp(mode, "CRD") == 0;
+        if (!*crd && strcmp(mode, "DCR") != 0)
+            return lt_node_error(ctx, n, LT_ERR_INVALID, "unknown mode '%s'", mode);
+    }
+    d[0] = xd[0];
+    if (to_space) {
+        if (xd[1] >= 0 && xd[1] % bb != 0)
+            return lt_node_error(ctx, n, LT_ERR_INVALID, "channels %lld not divisible by blocksize^2 %lld",
+                                 (long long)xd[1], (long long)bb);
+        d[1] = xd[1] >= 0 ? xd[1] / bb : -1;
+        for (int i = 2; i < 4; i++)
+            if (xd[i] < 0) d[i] = -1;
+            else if (!lt_mul_i64(xd[i], *b, &d[i]))
+                return lt_node_error(ctx, n, LT_ERR_INVALID, "output size overflows");
+    } else {
+        if (xd[2] >= 0 && xd[3] >= 0 && (xd[2] % *b != 0 || xd[3] % *b != 0))
+            return lt_node_error(ctx, n, LT_ERR_INVALID, "spatial size %lldx%lld not divisible by blocksize %lld",
+                                 (long long)xd[2], (long long)xd[3], (long long)*b);
+        for (int i = 2; i < 4; i++) {
+            if (xd[i] >= 0 && xd[i] % *b != 0)
+                return lt_node_error(ctx, n, LT_ERR_INVALID, "spatial size %lld not divisible by blocksize %lld",
+                                     (long long)xd[i], (long long)*b);
+            d[i] = xd[i] >= 0 ? xd[i] / *b : -1;
+        }
+        if (xd[1] < 0) d[1] = -1;
+        else if (!lt_mul_i64(xd[1], bb, &d[1])) return lt_node_error(ctx, n, LT_ERR_INVALID, "output channels overflow");
+    }
     return LT_OK;
 }
 
 lt_status lt_shp_eval_DepthToSpace(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum **out) {
     const lt_tensor *x;
     LT_TRY(lt_in_tensor(ev, n, in, 0, &x));
-    int64_t b;
-    LT_TRY(block_check(ev, n, x, &b));
-    int64_t N = x->dims[0], C = x->dims[1], H = x->dims[2], W = x->dims[3];
-    if (C % (b * b) != 0)
-        return lt_op_error(ev, n, LT_ERR_INVALID, "channels %lld not divisible by blocksize^2 %lld", (long long)C,
-                           (long long)(b * b));
-    const char *mode = lt_attr_string(n, "mode", "DCR");
-    bool crd = strcmp(mode, "CRD") == 0;
-    if (!crd && strcmp(mode, "DCR") != 0) return lt_op_error(ev, n, LT_ERR_INVALID, "unknown mode '%s'", mode);
-    int64_t Co = C / (b * b), d[4] = {N, Co, H * b, W * b};
+    int64_t b, d[4];
+    bool crd;
+    LT_TRY(block_dims(ev->ctx, n, true, x->rank, x->dims, &b, &crd, d));
+    int64_t N = x->dims[0], C = x->dims[1], H = x->dims[2], W = x->dims[3], Co = d[1];
     lt_tensor *y;
     LT_TRY(lt_out_new(ev, n, out, 0, x->dtype, 4, d, &y));
     /* Output viewed as [N, Co, H, b(i), W, b(j)], read from input channel
@@ -402,15 +461,10 @@ lt_status lt_shp_eval_DepthToSpace(lt_eval *ev, const lt_node *n, lt_datum **in,
 lt_status lt_shp_eval_SpaceToDepth(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum **out) {
     const lt_tensor *x;
     LT_TRY(lt_in_tensor(ev, n, in, 0, &x));
-    int64_t b;
-    LT_TRY(block_check(ev, n, x, &b));
-    int64_t N = x->dims[0], C = x->dims[1], H = x->dims[2], W = x->dims[3];
-    if (H % b != 0 || W % b != 0)
-        return lt_op_error(ev, n, LT_ERR_INVALID, "spatial size %lldx%lld not divisible by blocksize %lld",
-                           (long long)H, (long long)W, (long long)b);
-    int64_t Ho = H / b, Wo = W / b, Cb;
-    if (!lt_mul_i64(C, b * b, &Cb)) return lt_op_error(ev, n, LT_ERR_INVALID, "output channels overflow");
-    int64_t d[4] = {N, Cb, Ho, Wo};
+    int64_t b, d[4];
+    bool crd;
+    LT_TRY(block_dims(ev->ctx, n, false, x->rank, x->dims, &b, &crd, d));
+    int64_t N = x->dims[0], C = x->dims[1], H = x->dims[2], W = x->dims[3], Ho = d[2], Wo = d[3];
     lt_tensor *y;
     LT_TRY(lt_out_new(ev, n, out, 0, x->dtype, 4, d, &y));
     /* Output viewed as [N, b(i), b(j), C, Ho, Wo] reads x[n, c, h*b + i, w*b + j]. */
@@ -422,20 +476,11 @@ lt_status lt_shp_eval_SpaceToDepth(lt_eval *ev, const lt_node *n, lt_datum **in,
 static lt_status infer_block(lt_infer *ic, lt_node *n, bool to_space) {
     lt_dtype dt = lt_shp_infer_dtype(n, 0);
     const lt_type *t = lt_shp_infer_ranked(n, 0);
-    int64_t b = lt_attr_int(n, "blocksize", 0);
-    if (!t || b <= 0 || b > (int64_t)1 << 20) return lt_infer_set(ic, n, 0, dt, 4, NULL);
-    if (t->rank != 4) return lt_infer_error(ic, n, "input must be 4-D, got rank %d", t->rank);
-    int64_t d[4];
-    for (int i = 0; i < 4; i++) d[i] = lt_shp_dim(t, i).value;
-    if (to_space) {
-        if (d[1] >= 0) d[1] = d[1] % (b * b) == 0 ? d[1] / (b * b) : -1;
-        for (int i = 2; i < 4; i++)
-            if (d[i] >= 0 && !lt_mul_i64(d[i], b, &d[i])) d[i] = -1;
-    } else {
-        if (d[1] >= 0 && !lt_mul_i64(d[1], b * b, &d[1])) d[1] = -1;
-        for (int i = 2; i < 4; i++)
-            if (d[i] >= 0) d[i] = d[i] % b == 0 ? d[i] / b : -1;
-    }
+    if (!t) return lt_infer_set(ic, n, 0, dt, 4, NULL);
+    int64_t xd[LT_MAX_RANK], d[4], b;
+    bool crd;
+    for (int i = 0; i < t->rank; i++) xd[i] = lt_shp_dim(t, i).value;
+    LT_TRY(block_dims(ic->ctx, n, to_space, t->rank, xd, &b, &crd, d));
     lt_dim dd[4];
     dd[0] = lt_shp_dim(t, 0);
     for (int i = 1; i < 4; i++) dd[i] = (lt_dim){d[i], NULL};

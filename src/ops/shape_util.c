@@ -119,33 +119,36 @@ lt_status lt_shp_out_reshaped(lt_eval *ev, const lt_node *n, lt_datum **out, int
     return lt_shp_copy(ev->ctx, y, 0, x, 0, x->numel);
 }
 
-lt_status lt_shp_int_list(lt_eval *ev, const lt_node *n, lt_datum **in, int idx, const char *attr, int64_t *buf,
-                          int max, int *count, bool *present) {
+lt_status lt_shp_list(lt_ctx *ctx, const lt_node *n, const lt_tensor *t, int idx, const char *attr, int64_t *buf,
+                      int max, int *count, bool *present) {
     *count = 0;
     *present = false;
-    if (idx >= 0) {
-        const lt_tensor *t;
-        LT_TRY(lt_in_tensor_opt(ev, n, in, idx, &t));
-        if (t) {
-            if (t->rank > 1)
-                return lt_op_error(ev, n, LT_ERR_INVALID, "input %d must be a 1-D integer list, got rank %d", idx,
-                                   t->rank);
-            LT_TRY(lt_tensor_ints(ev, n, t, buf, max, count));
-            *present = true;
-            return LT_OK;
-        }
+    if (idx >= 0 && t) {
+        if (t->rank > 1)
+            return lt_node_error(ctx, n, LT_ERR_INVALID, "input %d must be a 1-D integer list, got rank %d", idx,
+                                 t->rank);
+        if (!lt_dtype_is_int(t->dtype))
+            return lt_node_error(ctx, n, LT_ERR_INVALID, "expected an integer tensor, got %s",
+                                 lt_dtype_name(t->dtype));
+        if (t->numel > max)
+            return lt_node_error(ctx, n, LT_ERR_INVALID, "integer list of %lld entries exceeds %d",
+                                 (long long)t->numel, max);
+        for (int64_t i = 0; i < t->numel; i++) buf[i] = lt_load_i64(t->data, t->dtype, i);
+        *count = (int)t->numel;
+        *present = true;
+        return LT_OK;
     }
     if (attr) {
         const lt_attr *a = lt_node_attr(n, attr);
         if (a && a->type == LT_AT_INTS) {
             if (a->n > max)
-                return lt_op_error(ev, n, LT_ERR_INVALID, "attribute '%s' has %d entries (at most %d)", attr, a->n,
-                                   max);
+                return lt_node_error(ctx, n, LT_ERR_INVALID, "attribute '%s' has %d entries (at most %d)", attr, a->n,
+                                     max);
             if (a->n) memcpy(buf, a->ints, (size_t)a->n * sizeof *buf);
             *count = a->n;
             *present = true;
         } else if (a && a->type == LT_AT_INT) {
-            if (max < 1) return lt_op_error(ev, n, LT_ERR_INVALID, "attribute '%s' has too many entries", attr);
+            if (max < 1) return lt_node_error(ctx, n, LT_ERR_INVALID, "attribute '%s' has too many entries", attr);
             buf[0] = a->i;
             *count = 1;
             *present = true;
@@ -154,13 +157,29 @@ lt_status lt_shp_int_list(lt_eval *ev, const lt_node *n, lt_datum **in, int idx,
     return LT_OK;
 }
 
-lt_status lt_shp_scalar_int(lt_eval *ev, const lt_node *n, const lt_tensor *t, const char *what, int64_t *v) {
-    if (t->numel != 1)
-        return lt_op_error(ev, n, LT_ERR_INVALID, "%s must hold exactly one value, got %lld", what,
-                           (long long)t->numel);
-    lt_dclass c = lt_dtype_get(t->dtype)->cls;
+lt_status lt_shp_int_list(lt_eval *ev, const lt_node *n, lt_datum **in, int idx, const char *attr, int64_t *buf,
+                          int max, int *count, bool *present) {
+    const lt_tensor *t = NULL;
+    if (idx >= 0) LT_TRY(lt_in_tensor_opt(ev, n, in, idx, &t));
+    return lt_shp_list(ev->ctx, n, t, idx, attr, buf, max, count, present);
+}
+
+lt_status lt_shp_scalar_type(lt_ctx *ctx, const lt_node *n, const char *what, int rank, const int64_t *dims,
+                             lt_dtype dt) {
+    int64_t numel = 1;
+    for (int i = 0; i < rank; i++)
+        if (!lt_mul_i64(numel, dims[i], &numel)) numel = INT64_MAX;
+    if (numel != 1)
+        return lt_node_error(ctx, n, LT_ERR_INVALID, "%s must hold exactly one value, got %lld", what,
+                             (long long)numel);
+    lt_dclass c = lt_dtype_get(dt)->cls;
     if (c != LT_DC_SINT && c != LT_DC_UINT)
-        return lt_op_error(ev, n, LT_ERR_INVALID, "%s must be an integer, got %s", what, lt_dtype_name(t->dtype));
+        return lt_node_error(ctx, n, LT_ERR_INVALID, "%s must be an integer, got %s", what, lt_dtype_name(dt));
+    return LT_OK;
+}
+
+lt_status lt_shp_scalar_int(lt_eval *ev, const lt_node *n, const lt_tensor *t, const char *what, int64_t *v) {
+    LT_TRY(lt_shp_scalar_type(ev->ctx, n, what, t->rank, t->dims, t->dtype));
     if (t->dtype == LT_UINT64) {
         uint64_t u = lt_load_u64(t->data, t->dtype, 0);
         *v = u > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)u;
@@ -170,17 +189,42 @@ lt_status lt_shp_scalar_int(lt_eval *ev, const lt_node *n, const lt_tensor *t, c
     return LT_OK;
 }
 
-lt_status lt_shp_norm_axes(lt_eval *ev, const lt_node *n, int64_t *axes, int count, int rank) {
+lt_status lt_shp_numel(lt_ctx *ctx, const lt_node *n, const char *what, int rank, const int64_t *dims,
+                       int64_t *numel) {
+    int64_t p = 1;
+    for (int i = 0; i < rank; i++)
+        if (!lt_mul_i64(p, dims[i], &p)) {
+            char b[256];
+            return lt_node_error(ctx, n, LT_ERR_INVALID, "%s of shape %s has more elements than fit in 64 bits",
+                                 what, lt_shape_str(rank, dims, b, sizeof b));
+        }
+    *numel = p;
+    return LT_OK;
+}
+
+lt_status lt_shp_axis(lt_ctx *ctx, const lt_node *n, int64_t axis, int rank, int *out) {
+    int64_t a = axis < 0 ? axis + rank : axis;
+    if (a < 0 || a >= (rank ? rank : 1))
+        return lt_node_error(ctx, n, LT_ERR_INVALID, "axis %lld is out of range for rank %d", (long long)axis, rank);
+    *out = (int)a;
+    return LT_OK;
+}
+
+lt_status lt_shp_axes(lt_ctx *ctx, const lt_node *n, int64_t *axes, int count, int rank) {
     for (int i = 0; i < count; i++) {
         int64_t a = axes[i] < 0 ? axes[i] + rank : axes[i];
         if (a < 0 || a >= rank)
-            return lt_op_error(ev, n, LT_ERR_INVALID, "axis %lld is out of range for rank %d", (long long)axes[i],
-                               rank);
+            return lt_node_error(ctx, n, LT_ERR_INVALID, "axis %lld is out of range for rank %d", (long long)axes[i],
+                                 rank);
         for (int j = 0; j < i; j++)
-            if (axes[j] == a) return lt_op_error(ev, n, LT_ERR_INVALID, "axis %lld is repeated", (long long)a);
+            if (axes[j] == a) return lt_node_error(ctx, n, LT_ERR_INVALID, "axis %lld is repeated", (long long)a);
         axes[i] = a;
     }
     return LT_OK;
+}
+
+lt_status lt_shp_norm_axes(lt_eval *ev, const lt_node *n, int64_t *axes, int count, int rank) {
+    return lt_shp_axes(ev->ctx, n, axes, count, rank);
 }
 
 lt_status lt_shp_index(lt_eval *ev, const lt_node *n, int64_t v, int64_t dim, const char *where, int64_t *out) {
@@ -224,4 +268,22 @@ lt_dtype lt_shp_infer_dtype(const lt_node *n, int i) {
     const lt_type *t = lt_infer_in(n, i);
     if (!t || (t->kind != LT_TK_TENSOR && t->kind != LT_TK_SPARSE_TENSOR)) return LT_UNDEFINED;
     return t->dtype;
+}
+
+bool lt_shp_infer_static(const lt_node *n, int i, int *rank, int64_t *dims) {
+    const lt_type *t = lt_shp_infer_ranked(n, i);
+    if (!t || (t->rank > 0 && !t->dims)) return false;
+    for (int k = 0; k < t->rank; k++) {
+        if (t->dims[k].value < 0) return false;
+        dims[k] = t->dims[k].value;
+    }
+    *rank = t->rank;
+    return true;
+}
+
+bool lt_shp_infer_const_opt(const lt_node *n, int i, const lt_tensor **t) {
+    *t = NULL;
+    if (i < 0 || i >= n->n_in || !n->in[i]) return true;
+    *t = lt_infer_const(n, i);
+    return *t != NULL;
 }
