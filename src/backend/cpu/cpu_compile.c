@@ -110,16 +110,13 @@ static bool drain_pipe(int fd, double deadline, lt_strbuf *out) {
     }
 }
 
-/* Wait for pid until the deadline (0: none); false when it passed. */
-static bool wait_child(pid_t pid, double deadline, int *status) {
+/* Wait for pid until the deadline (0: none): 1 reaped, 0 the deadline passed, -1 waitpid failed (errno). */
+static int wait_child(pid_t pid, double deadline, int *status) {
     for (;;) {
         pid_t w = waitpid(pid, status, deadline > 0 ? WNOHANG : 0);
-        if (w == pid) return true;
-        if (w < 0 && errno != EINTR) {
-            *status = 0;
-            return true; /* not our child any more (SIGCHLD ignored): nothing left to wait for */
-        }
-        if (deadline > 0 && now_s() >= deadline) return false;
+        if (w == pid) return 1;
+        if (w < 0 && errno != EINTR) return -1;
+        if (deadline > 0 && now_s() >= deadline) return 0;
         if (w == 0) nanosleep(&(struct timespec){0, 5000000}, NULL);
     }
 }
@@ -150,10 +147,11 @@ static lt_status run_capture(lt_ctx *ctx, ccmd *c, char *const *argv, lt_strbuf 
         return lt_error(ctx, LT_ERR_UNSUPPORTED, "cannot run the C compiler '%s': %s", argv[0], strerror(rc));
     }
     double deadline = c->timeout_s > 0 ? now_s() + c->timeout_s : 0;
-    int status = 0;
-    bool in_time = drain_pipe(fd[0], deadline, out) && wait_child(pid, deadline, &status);
+    int status = 0, waited = drain_pipe(fd[0], deadline, out) ? wait_child(pid, deadline, &status) : 0;
+    int err = errno;
     close(fd[0]);
-    if (!in_time) {
+    if (waited < 0) return lt_error(ctx, LT_ERR_IO, "waiting for '%s': %s", argv[0], strerror(err));
+    if (waited == 0) {
         kill(-pid, SIGKILL); /* the group: the driver's children would otherwise run on */
         wait_child(pid, 0, &status);
         c->timed_out = true;
