@@ -97,6 +97,15 @@ bool nn_geom_attrs(const lt_node *n, int nsp, nn_geom *g, char *err, size_t errn
     return true;
 }
 
+/* The error of a window that fits nowhere: every output size must be >= 1 (as onnxruntime). */
+static bool out_empty(int i, int64_t in, int64_t span, const nn_geom *g, char *err, size_t errn) {
+    snprintf(err, errn,
+             "spatial dim %d: the window of extent %lld does not fit the input of size %lld with pads %lld and %lld "
+             "(output size < 1)",
+             i, (long long)span, (long long)in, (long long)g->pb[i], (long long)g->pe[i]);
+    return false;
+}
+
 bool nn_geom_init(const lt_node *n, int nsp, const int64_t *in, const int64_t *kernel, bool pool,
                   nn_geom *g, char *err, size_t errn) {
     if (!nn_geom_attrs(n, nsp, g, err, errn)) return false;
@@ -142,6 +151,13 @@ bool nn_geom_init(const lt_node *n, int nsp, const int64_t *in, const int64_t *k
                      (long long)g->d[i]);
             return false;
         }
+        /* onnxruntime's pooling rule: an explicit pad is smaller than the kernel (a window made only
+         * of padding has no element to pool) */
+        if (pool && ap == NN_PAD_NOTSET && (g->pb[i] >= g->k[i] || g->pe[i] >= g->k[i])) {
+            snprintf(err, errn, "pads %lld and %lld of spatial dim %d must be smaller than the kernel size %lld",
+                     (long long)g->pb[i], (long long)g->pe[i], i, (long long)g->k[i]);
+            return false;
+        }
         if (ap == NN_PAD_VALID) g->pb[i] = g->pe[i] = 0;
         if (in[i] < 0) continue;
         if (ap == NN_PAD_SAME_UPPER || ap == NN_PAD_SAME_LOWER) {
@@ -155,6 +171,7 @@ bool nn_geom_init(const lt_node *n, int nsp, const int64_t *in, const int64_t *k
             g->pb[i] = ap == NN_PAD_SAME_UPPER ? half : total - half;
             g->pe[i] = total - g->pb[i];
             g->out[i] = o;
+            if (o < 1) return out_empty(i, in[i], span, g, err, errn);
             continue;
         }
         int64_t num;
@@ -171,6 +188,7 @@ bool nn_geom_init(const lt_node *n, int nsp, const int64_t *in, const int64_t *k
         /* the last window must start inside the input or the leading padding */
         if (ceil_mode && o > 0 && (o - 1) * s >= in[i] + g->pb[i]) o--;
         g->out[i] = o > 0 ? o : 0;
+        if (o < 1) return out_empty(i, in[i], span, g, err, errn);
         /* every window position the kernels compute must fit in int64 */
         int64_t last;
         if (!lt_mul_i64(g->out[i], s, &last) || !lt_add_i64(last, span, &last)) {

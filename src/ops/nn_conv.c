@@ -14,30 +14,47 @@
 
 static int64_t floordiv2(int64_t v) { return v >= 0 ? v / 2 : -((-v + 1) / 2); }
 
-/* X [N,C,in...] and W [M, C/group, k...]: check and compute the geometry. */
-static lt_status conv_setup(lt_eval *ev, const lt_node *n, const lt_tensor *x, const lt_tensor *w,
-                            int64_t group, nn_geom *g) {
+/* The rules of the convolutions on X [N, C, in...] and W [M, C/group, k...]: ranks, channels, group,
+ * then the window geometry (nn_geom_init). Ranks and dims may be unknown (shape inference: dim -1,
+ * wr < 0 for an unknown W); every rule whose operands are known is checked. Shape inference and
+ * eval both call it, so every backend reports the same error. */
+static lt_status conv_check(lt_ctx *ctx, const lt_node *n, int xr, const int64_t *xd, int wr, const int64_t *wd,
+                            nn_geom *g) {
     char err[256];
-    if (x->rank < 3) return lt_op_error(ev, n, LT_ERR_INVALID, "input X must have rank >= 3, got %d", x->rank);
-    if (w->rank != x->rank)
-        return lt_op_error(ev, n, LT_ERR_INVALID, "weight rank %d differs from input rank %d", w->rank, x->rank);
-    int64_t cg;
-    if (group < 1) return lt_op_error(ev, n, LT_ERR_INVALID, "group %lld must be >= 1", (long long)group);
-    if (!lt_mul_i64(w->dims[1], group, &cg) || cg != x->dims[1])
-        return lt_op_error(ev, n, LT_ERR_INVALID, "input has %lld channels but weight expects %lld x group %lld",
-                           (long long)x->dims[1], (long long)w->dims[1], (long long)group);
-    if (w->dims[0] % group != 0)
-        return lt_op_error(ev, n, LT_ERR_INVALID, "%lld output channels are not divisible by group %lld",
-                           (long long)w->dims[0], (long long)group);
-    if (!nn_geom_init(n, x->rank - 2, x->dims + 2, w->dims + 2, false, g, err, sizeof err))
-        return GEOM_ERR(ev, n, err);
+    if (xr < 3) return lt_node_error(ctx, n, LT_ERR_INVALID, "input X must have rank >= 3, got %d", xr);
+    if (wr >= 0 && wr != xr)
+        return lt_node_error(ctx, n, LT_ERR_INVALID, "weight rank %d differs from input rank %d", wr, xr);
+    int64_t group = lt_attr_int(n, "group", 1), cg;
+    if (group < 1) return lt_node_error(ctx, n, LT_ERR_INVALID, "group %lld must be >= 1", (long long)group);
+    if (wr >= 0 && wd[1] >= 0 && xd[1] >= 0 && (!lt_mul_i64(wd[1], group, &cg) || cg != xd[1]))
+        return lt_node_error(ctx, n, LT_ERR_INVALID, "input has %lld channels but weight expects %lld x group %lld",
+                             (long long)xd[1], (long long)wd[1], (long long)group);
+    if (wr >= 0 && wd[0] >= 0 && wd[0] % group != 0)
+        return lt_node_error(ctx, n, LT_ERR_INVALID, "%lld output channels are not divisible by group %lld",
+                             (long long)wd[0], (long long)group);
+    int64_t kern[LT_MAX_RANK];
+    for (int i = 0; i < xr - 2; i++) kern[i] = wr >= 0 ? wd[2 + i] : -1;
+    if (!nn_geom_init(n, xr - 2, xd + 2, kern, false, g, err, sizeof err))
+        return lt_node_error(ctx, n, LT_ERR_INVALID, "%s", err);
     return LT_OK;
+}
+
+/* Bias of rank br, dims bd (br < 0: unknown shape; M < 0: unknown count): 1-D with M elements. */
+static lt_status bias_check(lt_ctx *ctx, const lt_node *n, int br, const int64_t *bd, int64_t M) {
+    if (br < 0) return LT_OK;
+    if (br != 1 || (M >= 0 && bd[0] >= 0 && bd[0] != M))
+        return lt_node_error(ctx, n, LT_ERR_INVALID, "bias must be 1-D with %lld elements", (long long)M);
+    return LT_OK;
+}
+
+/* X [N,C,in...] and W [M, C/group, k...]: check and compute the geometry. */
+static lt_status conv_setup(lt_eval *ev, const lt_node *n, const lt_tensor *x, const lt_tensor *w, nn_geom *g) {
+    return conv_check(ev->ctx, n, x->rank, x->dims, w->rank, w->dims, g);
 }
 
 static lt_status check_bias(lt_eval *ev, const lt_node *n, const lt_tensor *b, int64_t M, lt_dtype dt) {
     if (!b) return LT_OK;
-    if (b->rank != 1 || b->numel != M)
-        return lt_op_error(ev, n, LT_ERR_INVALID, "bias must be 1-D with %lld elements", (long long)M);
+    LT_TRY(bias_check(ev->ctx, n, b->rank, b->dims, M));
     if (dt != LT_UNDEFINED && b->dtype != dt)
         return lt_op_error(ev, n, LT_ERR_INVALID, "bias dtype %s differs from %s", lt_dtype_name(b->dtype),
                            lt_dtype_name(dt));
@@ -101,7 +118,7 @@ lt_status nn_eval_Conv(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum **
                            lt_dtype_name(w->dtype));
     int64_t group = lt_attr_int(n, "group", 1);
     nn_geom g;
-    LT_TRY(conv_setup(ev, n, x, w, group, &g));
+    LT_TRY(conv_setup(ev, n, x, w, &g));
     int64_t M = w->dims[0];
     LT_TRY(check_bias(ev, n, b, M, x->dtype));
     lt_tensor *y;
@@ -109,20 +126,17 @@ lt_status nn_eval_Conv(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum **
     return run_float(ev, n, &g, false, x, w, b, M, group, y);
 }
 
-/* Output [N, M, out...] from input types; dt the output dtype. */
-static lt_status infer_conv_like(lt_infer *ic, lt_node *n, int xi, int wi, lt_dtype dt) {
-    int xr, wr;
-    int64_t xd[LT_MAX_RANK], wd[LT_MAX_RANK];
-    if (!nn_in_shape(n, xi, &xr, xd) || xr < 3) return lt_infer_set(ic, n, 0, dt, -1, NULL);
-    int64_t kern[LT_MAX_RANK], M = -1;
-    for (int i = 0; i < xr - 2; i++) kern[i] = -1;
-    if (nn_in_shape(n, wi, &wr, wd) && wr == xr) {
-        M = wd[0];
-        for (int i = 0; i < xr - 2; i++) kern[i] = wd[2 + i];
-    }
+/* Output [N, M, out...] from input types (conv_check's rules, bias input bi when >= 0); dt the output
+ * dtype. */
+static lt_status infer_conv_like(lt_infer *ic, lt_node *n, int xi, int wi, int bi, lt_dtype dt) {
+    int xr, wr, br;
+    int64_t xd[LT_MAX_RANK], wd[LT_MAX_RANK], bd[LT_MAX_RANK];
+    if (!nn_in_shape(n, xi, &xr, xd)) return lt_infer_set(ic, n, 0, dt, -1, NULL);
+    if (!nn_in_shape(n, wi, &wr, wd)) wr = -1;
     nn_geom g;
-    char err[256];
-    if (!nn_geom_init(n, xr - 2, xd + 2, kern, false, &g, err, sizeof err)) return lt_infer_error(ic, n, "%s", err);
+    LT_TRY(conv_check(ic->ctx, n, xr, xd, wr, wd, &g));
+    int64_t M = wr >= 0 ? wd[0] : -1;
+    if (bi >= 0 && nn_in_shape(n, bi, &br, bd)) LT_TRY(bias_check(ic->ctx, n, br, bd, M));
     int64_t od[LT_MAX_RANK];
     od[0] = xd[0];
     od[1] = M;
@@ -130,7 +144,7 @@ static lt_status infer_conv_like(lt_infer *ic, lt_node *n, int xi, int wi, lt_dt
     return nn_infer_out(ic, n, 0, dt, xr, od, nn_in_dim(n, xi, 0), nn_in_dim(n, wi, 0));
 }
 
-lt_status nn_infer_Conv(lt_infer *ic, lt_node *n) { return infer_conv_like(ic, n, 0, 1, nn_in_dtype(n, 0)); }
+lt_status nn_infer_Conv(lt_infer *ic, lt_node *n) { return infer_conv_like(ic, n, 0, 1, 2, nn_in_dtype(n, 0)); }
 
 /* ---- ConvInteger / QLinearConv ---- */
 
@@ -159,7 +173,7 @@ static lt_status int_conv(lt_eval *ev, const lt_node *n, const lt_tensor *x, con
         return lt_op_error(ev, n, LT_ERR_UNSUPPORTED, "unsupported dtypes %s, %s", lt_dtype_name(x->dtype),
                            lt_dtype_name(w->dtype));
     int64_t group = lt_attr_int(n, "group", 1);
-    LT_TRY(conv_setup(ev, n, x, w, group, g));
+    LT_TRY(conv_setup(ev, n, x, w, g));
     int64_t M = w->dims[0];
     LT_TRY(zp_check(ev, n, xzp, 1, "x_zero_point"));
     LT_TRY(zp_check(ev, n, wzp, M, "w_zero_point"));
@@ -218,7 +232,7 @@ lt_status nn_eval_ConvInteger(lt_eval *ev, const lt_node *n, lt_datum **in, lt_d
     return s;
 }
 
-lt_status nn_infer_ConvInteger(lt_infer *ic, lt_node *n) { return infer_conv_like(ic, n, 0, 1, LT_INT32); }
+lt_status nn_infer_ConvInteger(lt_infer *ic, lt_node *n) { return infer_conv_like(ic, n, 0, 1, -1, LT_INT32); }
 
 lt_status nn_eval_QLinearConv(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum **out) {
     const lt_tensor *x, *xs, *xzp, *w, *ws, *wzp, *ys, *yzp, *b;
@@ -273,7 +287,7 @@ lt_status nn_eval_QLinearConv(lt_eval *ev, const lt_node *n, lt_datum **in, lt_d
 lt_status nn_infer_QLinearConv(lt_infer *ic, lt_node *n) {
     lt_dtype dt = nn_in_dtype(n, 7);
     if (dt == LT_UNDEFINED) dt = nn_in_dtype(n, 0);
-    return infer_conv_like(ic, n, 0, 3, dt);
+    return infer_conv_like(ic, n, 0, 3, 8, dt);
 }
 
 /* ---- ConvTranspose ---- */
@@ -436,7 +450,7 @@ lt_status nn_eval_DeformConv(lt_eval *ev, const lt_node *n, lt_datum **in, lt_da
                            x->rank);
     int64_t group = lt_attr_int(n, "group", 1), og = lt_attr_int(n, "offset_group", 1);
     nn_geom g;
-    LT_TRY(conv_setup(ev, n, x, w, group, &g));
+    LT_TRY(conv_setup(ev, n, x, w, &g));
     int64_t N = x->dims[0], C = x->dims[1], M = w->dims[0], H = x->dims[2], W = x->dims[3];
     int64_t kh = g.k[0], kw = g.k[1], oh = g.out[0], ow = g.out[1], kk = kh * kw;
     LT_TRY(check_bias(ev, n, b, M, x->dtype));
@@ -501,7 +515,7 @@ lt_status nn_eval_DeformConv(lt_eval *ev, const lt_node *n, lt_datum **in, lt_da
     return s;
 }
 
-lt_status nn_infer_DeformConv(lt_infer *ic, lt_node *n) { return infer_conv_like(ic, n, 0, 1, nn_in_dtype(n, 0)); }
+lt_status nn_infer_DeformConv(lt_infer *ic, lt_node *n) { return infer_conv_like(ic, n, 0, 1, 3, nn_in_dtype(n, 0)); }
 
 /* ---- Col2Im ---- */
 

@@ -9,7 +9,10 @@
  * nn_quant.c    QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear
  * nn_einsum.c   Einsum
  * Every eval hook validates shapes, attributes and indices before touching data; the kernels assume
- * valid geometry (they are only called with the checked nn_geom below).
+ * valid geometry (they are only called with the checked nn_geom below). The shape and attribute rules
+ * of an op live in one function (conv_check, pool_check, mm_check, gemm_check, ...) over dims that
+ * may be unknown (-1), called by both its infer hook and its eval hook, so shape inference rejects
+ * what eval would and the compiled path (which trusts inferred shapes) reports the same error.
  */
 #ifndef LT_NN_INTERNAL_H
 #define LT_NN_INTERNAL_H
@@ -33,7 +36,10 @@ typedef struct nn_geom {
 bool nn_parse_autopad(const lt_node *n, nn_autopad *ap, char *err, size_t errn);
 /* Read kernel_shape (or take `kernel` when the attribute is absent; NULL = required attribute),
  * strides, dilations and pads for nsp spatial dims, check them, set g->in from `in`, and compute the
- * output size and effective pads. pool: apply ceil_mode; conv otherwise. */
+ * output size and effective pads. pool: apply ceil_mode, and explicit pads must be smaller than the
+ * kernel (onnxruntime's rule); conv otherwise. An output size below 1 is an error, and all window
+ * arithmetic is overflow-checked. Unknown sizes (-1, shape inference) skip the rules they take part
+ * in. Shape inference and eval hooks both call it (the checks they share). */
 bool nn_geom_init(const lt_node *n, int nsp, const int64_t *in, const int64_t *kernel, bool pool,
                   nn_geom *g, char *err, size_t errn);
 /* Read strides, dilations, pads (no kernel attribute) with defaults for nsp dims. */

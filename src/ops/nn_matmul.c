@@ -21,20 +21,35 @@ typedef struct mm_shape {
     int64_t M, N, K, batch;
 } mm_shape;
 
+/* The rules of MatMul-like products (numpy matmul) on A (rank ar, dims ad) and B: ranks >= 1, equal
+ * inner dims, broadcastable batch dims. Dims may be -1 (unknown, shape inference): every rule whose
+ * dims are known is checked. Shape inference and eval both call it (one message on every backend). */
+static lt_status mm_check(lt_ctx *ctx, const lt_node *n, int ar, const int64_t *ad, int br, const int64_t *bd) {
+    if (ar < 1 || br < 1)
+        return lt_node_error(ctx, n, LT_ERR_INVALID, "operands must have rank >= 1 (got %d and %d)", ar, br);
+    int64_t ka = ad[ar - 1], kb = br == 1 ? bd[0] : bd[br - 2];
+    bool ok = ka < 0 || kb < 0 || ka == kb;
+    int abr = ar > 2 ? ar - 2 : 0, bbr = br > 2 ? br - 2 : 0, r = abr > bbr ? abr : bbr;
+    for (int d = 0; ok && d < r; d++) {
+        int ai = d - (r - abr), bi = d - (r - bbr);
+        int64_t av = ai >= 0 ? ad[ai] : 1, bv = bi >= 0 ? bd[bi] : 1;
+        if (av >= 0 && bv >= 0 && av != bv && av != 1 && bv != 1) ok = false;
+    }
+    if (!ok) {
+        char x[256], y[256];
+        return lt_node_error(ctx, n, LT_ERR_INVALID, "shapes %s and %s are not aligned for matmul",
+                             lt_shape_str(ar, ad, x, sizeof x), lt_shape_str(br, bd, y, sizeof y));
+    }
+    return LT_OK;
+}
+
 static lt_status mm_setup(lt_eval *ev, const lt_node *n, const lt_tensor *a, const lt_tensor *b, mm_shape *s) {
-    if (a->rank < 1 || b->rank < 1)
-        return lt_op_error(ev, n, LT_ERR_INVALID, "operands must have rank >= 1 (got %d and %d)", a->rank, b->rank);
+    LT_TRY(mm_check(ev->ctx, n, a->rank, a->dims, b->rank, b->dims));
     int ar = a->rank, br = b->rank;
     bool avec = ar == 1, bvec = br == 1;
     s->M = avec ? 1 : a->dims[ar - 2];
     s->K = a->dims[ar - 1];
-    int64_t kb = bvec ? b->dims[0] : b->dims[br - 2];
     s->N = bvec ? 1 : b->dims[br - 1];
-    if (s->K != kb) {
-        char x[256], y[256];
-        return lt_op_error(ev, n, LT_ERR_INVALID, "shapes %s and %s are not aligned for matmul",
-                           lt_shape_str(ar, a->dims, x, sizeof x), lt_shape_str(br, b->dims, y, sizeof y));
-    }
     int abr = ar > 2 ? ar - 2 : 0, bbr = br > 2 ? br - 2 : 0;
     s->brank = abr > bbr ? abr : bbr;
     int64_t as = 1, bs = 1;
@@ -138,13 +153,11 @@ static bool dim_same(lt_dim a, lt_dim b) {
 
 static lt_status mm_infer(lt_infer *ic, lt_node *n, int ai, int bi, lt_dtype dt) {
     const lt_type *ta = lt_infer_in(n, ai), *tb = lt_infer_in(n, bi);
-    if (!ta || !tb || ta->kind != LT_TK_TENSOR || tb->kind != LT_TK_TENSOR || ta->rank < 1 || tb->rank < 1 ||
-        !ta->dims || !tb->dims || ta->rank > LT_MAX_RANK || tb->rank > LT_MAX_RANK)
-        return lt_infer_set(ic, n, 0, dt, -1, NULL);
-    int ar = ta->rank, br = tb->rank;
-    lt_dim ka = ta->dims[ar - 1], kb = br == 1 ? tb->dims[0] : tb->dims[br - 2];
-    if (ka.value >= 0 && kb.value >= 0 && ka.value != kb.value)
-        return lt_infer_error(ic, n, "inner dimensions %lld and %lld differ", (long long)ka.value, (long long)kb.value);
+    int ar, br;
+    int64_t ad[LT_MAX_RANK], bd[LT_MAX_RANK];
+    if (!nn_in_shape(n, ai, &ar, ad) || !nn_in_shape(n, bi, &br, bd)) return lt_infer_set(ic, n, 0, dt, -1, NULL);
+    LT_TRY(mm_check(ic->ctx, n, ar, ad, br, bd));
+    if (!ta->dims || !tb->dims) return lt_infer_set(ic, n, 0, dt, -1, NULL);
     int abr = ar > 2 ? ar - 2 : 0, bbr = br > 2 ? br - 2 : 0, r = abr > bbr ? abr : bbr, o = 0;
     lt_dim od[LT_MAX_RANK];
     for (int d = 0; d < r; d++) {
@@ -295,6 +308,27 @@ lt_status nn_infer_QLinearMatMul(lt_infer *ic, lt_node *n) {
 /* ---------------------------------------------------------------------------------------------- */
 /* Gemm                                                                                             */
 
+/* The rules of Gemm on A, B (2-D; [M, K] and [K, N] after transA / transB) and C (cr < 0: absent or
+ * unknown; rank <= 2, unidirectionally broadcastable to [M, N]). Dims may be -1 (unknown, shape
+ * inference). Shape inference and eval both call it, so every backend reports the same error. */
+static lt_status gemm_check(lt_ctx *ctx, const lt_node *n, int ar, const int64_t *ad, int br, const int64_t *bd,
+                            int cr, const int64_t *cd) {
+    if (ar != 2 || br != 2)
+        return lt_node_error(ctx, n, LT_ERR_INVALID, "A and B must be 2-D (got rank %d and %d)", ar, br);
+    bool ta = lt_attr_int(n, "transA", 0) != 0, tb = lt_attr_int(n, "transB", 0) != 0;
+    int64_t M = ad[ta ? 1 : 0], K = ad[ta ? 0 : 1], Kb = bd[tb ? 1 : 0], N = bd[tb ? 0 : 1];
+    if (K >= 0 && Kb >= 0 && K != Kb)
+        return lt_node_error(ctx, n, LT_ERR_INVALID, "inner dimensions %lld and %lld differ", (long long)K,
+                             (long long)Kb);
+    if (cr < 0) return LT_OK;
+    if (cr > 2) return lt_node_error(ctx, n, LT_ERR_INVALID, "C must have rank <= 2");
+    int64_t c0 = cr == 2 ? cd[0] : 1, c1 = cr >= 1 ? cd[cr - 1] : 1;
+    if ((c0 >= 0 && M >= 0 && c0 != 1 && c0 != M) || (c1 >= 0 && N >= 0 && c1 != 1 && c1 != N))
+        return lt_node_error(ctx, n, LT_ERR_INVALID, "C [%lld, %lld] cannot be broadcast to [%lld, %lld]",
+                             (long long)c0, (long long)c1, (long long)M, (long long)N);
+    return LT_OK;
+}
+
 lt_status nn_eval_Gemm(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum **out) {
     const lt_tensor *a, *b, *c;
     LT_TRY(lt_in_tensor(ev, n, in, 0, &a));
@@ -303,21 +337,14 @@ lt_status nn_eval_Gemm(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum **
     lt_dtype dt = a->dtype;
     if (!mm_dtype_ok(dt) || b->dtype != dt || (c && c->dtype != dt))
         return lt_op_error(ev, n, LT_ERR_UNSUPPORTED, "unsupported or mismatched dtypes (A is %s)", lt_dtype_name(dt));
-    if (a->rank != 2 || b->rank != 2)
-        return lt_op_error(ev, n, LT_ERR_INVALID, "A and B must be 2-D (got rank %d and %d)", a->rank, b->rank);
+    LT_TRY(gemm_check(ev->ctx, n, a->rank, a->dims, b->rank, b->dims, c ? c->rank : -1, c ? c->dims : NULL));
     bool ta = lt_attr_int(n, "transA", 0) != 0, tb = lt_attr_int(n, "transB", 0) != 0;
     double alpha = lt_attr_float(n, "alpha", 1.0f), beta = lt_attr_float(n, "beta", 1.0f);
     int64_t M = ta ? a->dims[1] : a->dims[0], K = ta ? a->dims[0] : a->dims[1];
-    int64_t Kb = tb ? b->dims[1] : b->dims[0], N = tb ? b->dims[0] : b->dims[1];
-    if (K != Kb)
-        return lt_op_error(ev, n, LT_ERR_INVALID, "inner dimensions %lld and %lld differ", (long long)K, (long long)Kb);
+    int64_t N = tb ? b->dims[0] : b->dims[1];
     int64_t cs0 = 0, cs1 = 0; /* strides of C broadcast to [M, N] */
     if (c && beta != 0) {
-        if (c->rank > 2) return lt_op_error(ev, n, LT_ERR_INVALID, "C must have rank <= 2");
         int64_t c0 = c->rank == 2 ? c->dims[0] : 1, c1 = c->rank >= 1 ? c->dims[c->rank - 1] : 1;
-        if ((c0 != 1 && c0 != M) || (c1 != 1 && c1 != N))
-            return lt_op_error(ev, n, LT_ERR_INVALID, "C [%lld, %lld] cannot be broadcast to [%lld, %lld]",
-                               (long long)c0, (long long)c1, (long long)M, (long long)N);
         cs0 = c0 == 1 ? 0 : c1;
         cs1 = c1 == 1 ? 0 : 1;
     } else {
@@ -427,11 +454,13 @@ lt_status nn_eval_Gemm(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum **
 
 lt_status nn_infer_Gemm(lt_infer *ic, lt_node *n) {
     lt_dtype dt = nn_in_dtype(n, 0);
-    const lt_type *ta = lt_infer_in(n, 0), *tb = lt_infer_in(n, 1);
-    lt_dim od[2] = {{-1, NULL}, {-1, NULL}};
+    int ar, br, cr = -1;
+    int64_t ad[LT_MAX_RANK], bd[LT_MAX_RANK], cd[LT_MAX_RANK];
+    if (!nn_in_shape(n, 0, &ar, ad) || !nn_in_shape(n, 1, &br, bd)) return lt_infer_set(ic, n, 0, dt, 2, NULL);
+    if (!nn_in_shape(n, 2, &cr, cd)) cr = -1;
+    LT_TRY(gemm_check(ic->ctx, n, ar, ad, br, bd, cr, cd));
     bool transA = lt_attr_int(n, "transA", 0) != 0, transB = lt_attr_int(n, "transB", 0) != 0;
-    if (ta && ta->kind == LT_TK_TENSOR && ta->rank == 2 && ta->dims) od[0] = ta->dims[transA ? 1 : 0];
-    if (tb && tb->kind == LT_TK_TENSOR && tb->rank == 2 && tb->dims) od[1] = tb->dims[transB ? 0 : 1];
+    lt_dim od[2] = {nn_in_dim(n, 0, transA ? 1 : 0), nn_in_dim(n, 1, transB ? 0 : 1)};
     return lt_infer_set(ic, n, 0, dt, 2, od);
 }
 

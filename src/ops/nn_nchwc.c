@@ -23,35 +23,45 @@
 #include <stdio.h>
 #include <string.h>
 
-/* ---- shared checks ---- */
+/* ---- shared checks ----
+ * Each op's rules live in one function over shapes (dims -1 when unknown) that shape inference and
+ * eval both call, so a bad node gets the same error on every backend. */
+
+static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/* X must be a blocked tensor [N, Cb, H, W, B] (rank xr, dims xd). */
+static lt_status blocked_check(lt_ctx *ctx, const lt_node *n, int xr, const int64_t *xd) {
+    if (xr != 5 || (xd[4] >= 0 && (xd[4] < 1 || xd[4] > 64)))
+        return lt_node_error(ctx, n, LT_ERR_INVALID, "input must be a blocked tensor [N, Cb, H, W, B], got rank %d", xr);
+    return LT_OK;
+}
 
 /* Input 0 as a blocked float32 tensor [N, Cb, H, W, B]. */
 static lt_status blocked_in(lt_eval *ev, const lt_node *n, lt_datum **in, const lt_tensor **x) {
     LT_TRY(lt_in_tensor(ev, n, in, 0, x));
     if ((*x)->dtype != LT_FLOAT)
         return lt_op_error(ev, n, LT_ERR_UNSUPPORTED, "unsupported dtype %s (float32 only)", lt_dtype_name((*x)->dtype));
-    if ((*x)->rank != 5 || (*x)->dims[4] < 1)
-        return lt_op_error(ev, n, LT_ERR_INVALID, "input must be a blocked tensor [N, Cb, H, W, B], got rank %d",
-                           (*x)->rank);
-    return LT_OK;
-}
-
-static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-/* Shape of input 0 when it is a rank-5 type (dims -1 unknown). */
-static bool blocked_shape(const lt_node *n, int64_t *d) {
-    int r;
-    return nn_in_shape(n, 0, &r, d) && r == 5;
+    return blocked_check(ev->ctx, n, (*x)->rank, (*x)->dims);
 }
 
 /* ---- reorders ---- */
 
+/* X [N, C, H, W] and the block attribute. */
+static lt_status reorder_in_check(lt_ctx *ctx, const lt_node *n, int xr) {
+    int64_t B = lt_attr_int(n, "block", 0);
+    if (B < 1 || B > 64) return lt_node_error(ctx, n, LT_ERR_INVALID, "block %lld out of range [1, 64]", (long long)B);
+    if (xr != 4) return lt_node_error(ctx, n, LT_ERR_INVALID, "input must have rank 4, got %d", xr);
+    return LT_OK;
+}
+
 static lt_status infer_ReorderIn(lt_infer *ic, lt_node *n) {
     int64_t B = lt_attr_int(n, "block", 0), d[LT_MAX_RANK];
     int r;
-    if (B < 1) return lt_infer_error(ic, n, "block must be >= 1");
-    if (!nn_in_shape(n, 0, &r, d)) return lt_infer_set(ic, n, 0, LT_FLOAT, 5, NULL);
-    if (r != 4) return lt_infer_error(ic, n, "input must have rank 4, got %d", r);
+    if (!nn_in_shape(n, 0, &r, d)) {
+        LT_TRY(reorder_in_check(ic->ctx, n, 4));
+        return lt_infer_set(ic, n, 0, LT_FLOAT, 5, NULL);
+    }
+    LT_TRY(reorder_in_check(ic->ctx, n, r));
     int64_t od[5] = {d[0], d[1] < 0 ? -1 : cdiv(d[1], B), d[2], d[3], B};
     return lt_infer_set_i64(ic, n, 0, nn_in_dtype(n, 0), 5, od);
 }
@@ -61,8 +71,7 @@ static lt_status eval_ReorderIn(lt_eval *ev, const lt_node *n, lt_datum **in, lt
     LT_TRY(lt_in_tensor(ev, n, in, 0, &x));
     int64_t B = lt_attr_int(n, "block", 0);
     if (x->dtype != LT_FLOAT) return lt_op_error(ev, n, LT_ERR_UNSUPPORTED, "unsupported dtype %s", lt_dtype_name(x->dtype));
-    if (x->rank != 4) return lt_op_error(ev, n, LT_ERR_INVALID, "input must have rank 4, got %d", x->rank);
-    if (B < 1 || B > 64) return lt_op_error(ev, n, LT_ERR_INVALID, "block %lld out of range [1, 64]", (long long)B);
+    LT_TRY(reorder_in_check(ev->ctx, n, x->rank));
     int64_t N = x->dims[0], C = x->dims[1], HW = x->dims[2] * x->dims[3], Cb = cdiv(C, B);
     int64_t od[5] = {N, Cb, x->dims[2], x->dims[3], B};
     lt_tensor *y;
@@ -75,13 +84,25 @@ static lt_status eval_ReorderIn(lt_eval *ev, const lt_node *n, lt_datum **in, lt
     return LT_OK;
 }
 
+/* X [N, Cb, H, W, B] holds the `channels` attribute's C channels: Cb == ceil(C/B). */
+static lt_status reorder_out_check(lt_ctx *ctx, const lt_node *n, int xr, const int64_t *xd) {
+    int64_t C = lt_attr_int(n, "channels", 0);
+    if (C < 1) return lt_node_error(ctx, n, LT_ERR_INVALID, "channels must be >= 1");
+    LT_TRY(blocked_check(ctx, n, xr, xd));
+    if (xd[1] >= 0 && xd[4] >= 1 && xd[1] != cdiv(C, xd[4]))
+        return lt_node_error(ctx, n, LT_ERR_INVALID, "%lld blocks of %lld cannot hold %lld channels", (long long)xd[1],
+                             (long long)xd[4], (long long)C);
+    return LT_OK;
+}
+
 static lt_status infer_ReorderOut(lt_infer *ic, lt_node *n) {
     int64_t C = lt_attr_int(n, "channels", 0), d[LT_MAX_RANK];
-    if (C < 1) return lt_infer_error(ic, n, "channels must be >= 1");
-    if (!blocked_shape(n, d)) return lt_infer_set(ic, n, 0, LT_FLOAT, 4, NULL);
-    if (d[1] >= 0 && d[4] >= 0 && d[1] != cdiv(C, d[4]))
-        return lt_infer_error(ic, n, "%lld blocks of %lld cannot hold %lld channels", (long long)d[1], (long long)d[4],
-                              (long long)C);
+    int r;
+    if (!nn_in_shape(n, 0, &r, d)) {
+        if (C < 1) return lt_infer_error(ic, n, "channels must be >= 1");
+        return lt_infer_set(ic, n, 0, LT_FLOAT, 4, NULL);
+    }
+    LT_TRY(reorder_out_check(ic->ctx, n, r, d));
     int64_t od[4] = {d[0], C, d[2], d[3]};
     return lt_infer_set_i64(ic, n, 0, nn_in_dtype(n, 0), 4, od);
 }
@@ -89,11 +110,9 @@ static lt_status infer_ReorderOut(lt_infer *ic, lt_node *n) {
 static lt_status eval_ReorderOut(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum **out) {
     const lt_tensor *x;
     LT_TRY(blocked_in(ev, n, in, &x));
+    LT_TRY(reorder_out_check(ev->ctx, n, x->rank, x->dims));
     int64_t C = lt_attr_int(n, "channels", 0), N = x->dims[0], Cb = x->dims[1], B = x->dims[4];
     int64_t HW = x->dims[2] * x->dims[3];
-    if (C < 1 || Cb != cdiv(C, B))
-        return lt_op_error(ev, n, LT_ERR_INVALID, "%lld blocks of %lld cannot hold %lld channels", (long long)Cb,
-                           (long long)B, (long long)C);
     int64_t od[4] = {N, C, x->dims[2], x->dims[3]};
     lt_tensor *y;
     LT_TRY(lt_out_new(ev, n, out, 0, LT_FLOAT, 4, od, &y));
@@ -107,36 +126,40 @@ static lt_status eval_ReorderOut(lt_eval *ev, const lt_node *n, lt_datum **in, l
 
 /* ---- convolution ---- */
 
-/* Geometry of NchwcConv from the blocked input dims xd and the weight dims wd; C, M, group out. */
-static bool conv_setup(const lt_node *n, const int64_t *xd, const int64_t *wd, int wr, nn_geom *g, int64_t *C,
-                       int64_t *M, int64_t *group, char *err, size_t errn) {
-    if (wr != 4) {
-        snprintf(err, errn, "weights must have rank 4, got %d", wr);
-        return false;
-    }
+/* The rules of NchwcConv on the blocked X (rank xr, dims xd), W (rank wr, dims wd; wr < 0 unknown)
+ * and the bias (rank br; br < 0 absent or unknown); the geometry into g, C, M, group. */
+static lt_status conv_check(lt_ctx *ctx, const lt_node *n, int xr, const int64_t *xd, int wr, const int64_t *wd,
+                            int br, const int64_t *bd, nn_geom *g, int64_t *C, int64_t *M, int64_t *group) {
+    LT_TRY(blocked_check(ctx, n, xr, xd));
+    int64_t unk[4] = {-1, -1, -1, -1};
+    if (wr < 0) wd = unk;
+    else if (wr != 4) return lt_node_error(ctx, n, LT_ERR_INVALID, "weights must have rank 4, got %d", wr);
     *group = lt_attr_int(n, "group", 1);
     *M = wd[0];
-    *C = wd[1] * *group;
-    if (*group < 1 || (*group != 1 && !(*group == *C && *M == *C && wd[1] == 1))) {
-        snprintf(err, errn, "group %lld: only 1 or depthwise (group == channels == output channels)", (long long)*group);
-        return false;
-    }
-    if (xd[1] >= 0 && xd[4] >= 1 && xd[1] != cdiv(*C, xd[4])) {
-        snprintf(err, errn, "input has %lld blocks of %lld channels, the weights expect %lld channels", (long long)xd[1],
-                 (long long)xd[4], (long long)*C);
-        return false;
-    }
-    return nn_geom_init(n, 2, xd + 2, wd + 2, false, g, err, errn);
+    if (*group < 1 || wd[1] < 0 || !lt_mul_i64(wd[1], *group, C)) *C = -1;
+    if (*group < 1 || (*group != 1 && wd[1] >= 0 && (wd[1] != 1 || (*M >= 0 && *M != *C))))
+        return lt_node_error(ctx, n, LT_ERR_INVALID, "group %lld: only 1 or depthwise (group == channels == output channels)",
+                             (long long)*group);
+    if (*C >= 0 && xd[1] >= 0 && xd[4] >= 1 && xd[1] != cdiv(*C, xd[4]))
+        return lt_node_error(ctx, n, LT_ERR_INVALID, "input has %lld blocks of %lld channels, the weights expect %lld channels",
+                             (long long)xd[1], (long long)xd[4], (long long)*C);
+    char err[256];
+    if (!nn_geom_init(n, 2, xd + 2, wd + 2, false, g, err, sizeof err))
+        return lt_node_error(ctx, n, LT_ERR_INVALID, "%s", err);
+    if (br >= 0 && (br != 1 || (bd[0] >= 0 && *M >= 0 && bd[0] != *M)))
+        return lt_node_error(ctx, n, LT_ERR_INVALID, "bias must be 1-D with %lld elements", (long long)*M);
+    return LT_OK;
 }
 
 static lt_status infer_Conv(lt_infer *ic, lt_node *n) {
-    int64_t xd[LT_MAX_RANK], wd[LT_MAX_RANK];
-    int wr;
-    if (!blocked_shape(n, xd) || !nn_in_shape(n, 1, &wr, wd)) return lt_infer_set(ic, n, 0, LT_FLOAT, 5, NULL);
+    int64_t xd[LT_MAX_RANK], wd[LT_MAX_RANK], bd[LT_MAX_RANK];
+    int xr, wr, br;
+    if (!nn_in_shape(n, 0, &xr, xd)) return lt_infer_set(ic, n, 0, LT_FLOAT, 5, NULL);
+    if (!nn_in_shape(n, 1, &wr, wd)) wr = -1;
+    if (!nn_in_shape(n, 2, &br, bd)) br = -1;
     nn_geom g;
     int64_t C, M, group;
-    char err[256];
-    if (!conv_setup(n, xd, wd, wr, &g, &C, &M, &group, err, sizeof err)) return lt_infer_error(ic, n, "%s", err);
+    LT_TRY(conv_check(ic->ctx, n, xr, xd, wr, wd, br, bd, &g, &C, &M, &group));
     int64_t od[5] = {xd[0], xd[4] < 1 || M < 0 ? -1 : cdiv(M, xd[4]), g.out[0], g.out[1], xd[4]};
     return lt_infer_set_i64(ic, n, 0, LT_FLOAT, 5, od);
 }
@@ -150,11 +173,8 @@ static lt_status eval_Conv(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datu
         return lt_op_error(ev, n, LT_ERR_UNSUPPORTED, "weights and bias must be float32");
     nn_geom g;
     int64_t C, M, group;
-    char err[256];
-    if (!conv_setup(n, x->dims, w->dims, w->rank, &g, &C, &M, &group, err, sizeof err))
-        return lt_op_error(ev, n, LT_ERR_INVALID, "%s", err);
-    if (b && b->numel != M)
-        return lt_op_error(ev, n, LT_ERR_INVALID, "bias has %lld elements, expected %lld", (long long)b->numel, (long long)M);
+    LT_TRY(conv_check(ev->ctx, n, x->rank, x->dims, w->rank, w->dims, b ? b->rank : -1, b ? b->dims : NULL, &g, &C, &M,
+                      &group));
     int64_t N = x->dims[0], Cb = x->dims[1], H = x->dims[2], W = x->dims[3], B = x->dims[4], Mb = cdiv(M, B);
     int64_t OH = g.out[0], OW = g.out[1], KH = g.k[0], KW = g.k[1], Cg = C / group;
     int64_t od[5] = {N, Mb, OH, OW, B};
@@ -192,20 +212,29 @@ static lt_status eval_Conv(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datu
 static bool is_global(const lt_node *n) { return n->op == LT_OP_NchwcGlobalAveragePool || n->op == LT_OP_NchwcGlobalMaxPool; }
 static bool is_max(const lt_node *n) { return n->op == LT_OP_NchwcMaxPool || n->op == LT_OP_NchwcGlobalMaxPool; }
 
-static bool pool_geom(const lt_node *n, const int64_t *xd, nn_geom *g, char *err, size_t errn) {
-    if (!is_global(n)) return nn_geom_init(n, 2, xd + 2, NULL, true, g, err, errn);
-    memset(g, 0, sizeof *g);
-    g->nsp = 2;
-    for (int d = 0; d < 2; d++) g->in[d] = g->k[d] = xd[2 + d], g->s[d] = g->d[d] = 1, g->out[d] = 1;
-    return true;
+/* The rules of the blocked pools on X (rank xr, dims xd): the geometry into g (MaxPool's and
+ * AveragePool's rules: nn_geom_init), storage_order 0. */
+static lt_status pool_check(lt_ctx *ctx, const lt_node *n, int xr, const int64_t *xd, nn_geom *g) {
+    LT_TRY(blocked_check(ctx, n, xr, xd));
+    if (lt_attr_int(n, "storage_order", 0) != 0) return lt_node_error(ctx, n, LT_ERR_UNSUPPORTED, "storage_order 1");
+    if (is_global(n)) {
+        memset(g, 0, sizeof *g);
+        g->nsp = 2;
+        for (int d = 0; d < 2; d++) g->in[d] = g->k[d] = xd[2 + d], g->s[d] = g->d[d] = 1, g->out[d] = 1;
+        return LT_OK;
+    }
+    char err[256];
+    if (!nn_geom_init(n, 2, xd + 2, NULL, true, g, err, sizeof err))
+        return lt_node_error(ctx, n, LT_ERR_INVALID, "%s", err);
+    return LT_OK;
 }
 
 static lt_status infer_Pool(lt_infer *ic, lt_node *n) {
     int64_t xd[LT_MAX_RANK];
-    if (!blocked_shape(n, xd)) return lt_infer_set(ic, n, 0, LT_FLOAT, 5, NULL);
+    int xr;
+    if (!nn_in_shape(n, 0, &xr, xd)) return lt_infer_set(ic, n, 0, LT_FLOAT, 5, NULL);
     nn_geom g;
-    char err[256];
-    if (!pool_geom(n, xd, &g, err, sizeof err)) return lt_infer_error(ic, n, "%s", err);
+    LT_TRY(pool_check(ic->ctx, n, xr, xd, &g));
     int64_t od[5] = {xd[0], xd[1], g.out[0], g.out[1], xd[4]};
     return lt_infer_set_i64(ic, n, 0, LT_FLOAT, 5, od);
 }
@@ -214,9 +243,7 @@ static lt_status eval_Pool(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datu
     const lt_tensor *x;
     LT_TRY(blocked_in(ev, n, in, &x));
     nn_geom g;
-    char err[256];
-    if (!pool_geom(n, x->dims, &g, err, sizeof err)) return lt_op_error(ev, n, LT_ERR_INVALID, "%s", err);
-    if (lt_attr_int(n, "storage_order", 0) != 0) return lt_op_error(ev, n, LT_ERR_UNSUPPORTED, "storage_order 1");
+    LT_TRY(pool_check(ev->ctx, n, x->rank, x->dims, &g));
     bool mx = is_max(n), include_pad = lt_attr_int(n, "count_include_pad", 0) != 0;
     int64_t N = x->dims[0], Cb = x->dims[1], H = x->dims[2], W = x->dims[3], B = x->dims[4];
     int64_t OH = g.out[0], OW = g.out[1];

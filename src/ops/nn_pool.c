@@ -116,16 +116,27 @@ static lt_status pool_compute(lt_eval *ev, const lt_node *n, const lt_tensor *x,
     return LT_OK;
 }
 
+/* The rules of the windowed pools on X [N, C, in...] (rank xr, dims -1 when unknown): rank, window
+ * geometry (nn_geom_init: kernel_shape required, pads smaller than the kernel, output sizes >= 1),
+ * storage_order, p. Shape inference and eval both call it, so every backend reports the same error. */
+static lt_status pool_check(lt_ctx *ctx, const lt_node *n, pool_kind kind, int xr, const int64_t *xd, nn_geom *g) {
+    if (xr < 3) return lt_node_error(ctx, n, LT_ERR_INVALID, "input must have rank >= 3, got %d", xr);
+    char err[256];
+    if (!nn_geom_init(n, xr - 2, xd + 2, NULL, true, g, err, sizeof err))
+        return lt_node_error(ctx, n, LT_ERR_INVALID, "%s", err);
+    int64_t so = lt_attr_int(n, "storage_order", 0);
+    if (so != 0 && so != 1) return lt_node_error(ctx, n, LT_ERR_INVALID, "storage_order must be 0 or 1");
+    if (kind == POOL_LP && !(attr_p(n) > 0)) return lt_node_error(ctx, n, LT_ERR_INVALID, "p must be positive");
+    return LT_OK;
+}
+
 static lt_status pool_eval(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum **out, pool_kind kind) {
     const lt_tensor *x;
     LT_TRY(lt_in_tensor(ev, n, in, 0, &x));
     if (!pool_dtype_ok(kind, x->dtype))
         return lt_op_error(ev, n, LT_ERR_UNSUPPORTED, "unsupported dtype %s", lt_dtype_name(x->dtype));
-    if (x->rank < 3) return lt_op_error(ev, n, LT_ERR_INVALID, "input must have rank >= 3, got %d", x->rank);
     nn_geom g;
-    char err[256];
-    if (!nn_geom_init(n, x->rank - 2, x->dims + 2, NULL, true, &g, err, sizeof err))
-        return lt_op_error(ev, n, LT_ERR_INVALID, "%s", err);
+    LT_TRY(pool_check(ev->ctx, n, kind, x->rank, x->dims, &g));
     int64_t dims[LT_MAX_RANK];
     dims[0] = x->dims[0];
     dims[1] = x->dims[1];
@@ -135,25 +146,22 @@ static lt_status pool_eval(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datu
     if (kind == POOL_MAX && n->n_out > 1) {
         LT_TRY(lt_out_new(ev, n, out, 1, LT_INT64, x->rank, dims, &ind));
     }
-    int64_t so = lt_attr_int(n, "storage_order", 0);
-    if (so != 0 && so != 1) return lt_op_error(ev, n, LT_ERR_INVALID, "storage_order must be 0 or 1");
-    double p = attr_p(n);
-    if (kind == POOL_LP && !(p > 0)) return lt_op_error(ev, n, LT_ERR_INVALID, "p must be positive");
+    bool col_major = lt_attr_int(n, "storage_order", 0) == 1;
     bool include_pad = lt_attr_int(n, "count_include_pad", 0) != 0;
-    return pool_compute(ev, n, x, kind, &g, include_pad, p, so == 1, y, ind);
+    return pool_compute(ev, n, x, kind, &g, include_pad, attr_p(n), col_major, y, ind);
 }
 
-static lt_status pool_infer(lt_infer *ic, lt_node *n, bool indices) {
+static lt_status pool_infer(lt_infer *ic, lt_node *n, pool_kind kind) {
     lt_dtype dt = nn_in_dtype(n, 0);
+    bool indices = kind == POOL_MAX;
     int xr;
     int64_t xd[LT_MAX_RANK];
-    if (!nn_in_shape(n, 0, &xr, xd) || xr < 3) {
+    if (!nn_in_shape(n, 0, &xr, xd)) {
         LT_TRY(lt_infer_set(ic, n, 0, dt, -1, NULL));
         return indices ? lt_infer_set(ic, n, 1, LT_INT64, -1, NULL) : LT_OK;
     }
     nn_geom g;
-    char err[256];
-    if (!nn_geom_init(n, xr - 2, xd + 2, NULL, true, &g, err, sizeof err)) return lt_infer_error(ic, n, "%s", err);
+    LT_TRY(pool_check(ic->ctx, n, kind, xr, xd, &g));
     int64_t od[LT_MAX_RANK];
     od[0] = xd[0];
     od[1] = xd[1];
@@ -172,21 +180,31 @@ lt_status nn_eval_MaxPool(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum
 lt_status nn_eval_LpPool(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum **out) {
     return pool_eval(ev, n, in, out, POOL_LP);
 }
-lt_status nn_infer_AveragePool(lt_infer *ic, lt_node *n) { return pool_infer(ic, n, false); }
-lt_status nn_infer_MaxPool(lt_infer *ic, lt_node *n) { return pool_infer(ic, n, true); }
-lt_status nn_infer_LpPool(lt_infer *ic, lt_node *n) { return pool_infer(ic, n, false); }
+lt_status nn_infer_AveragePool(lt_infer *ic, lt_node *n) { return pool_infer(ic, n, POOL_AVG); }
+lt_status nn_infer_MaxPool(lt_infer *ic, lt_node *n) { return pool_infer(ic, n, POOL_MAX); }
+lt_status nn_infer_LpPool(lt_infer *ic, lt_node *n) { return pool_infer(ic, n, POOL_LP); }
 
 /* ---- global pools ---- */
+
+static pool_kind global_kind(const lt_node *n) {
+    return n->op == LT_OP_GlobalMaxPool ? POOL_MAX : n->op == LT_OP_GlobalLpPool ? POOL_LP : POOL_AVG;
+}
+
+/* The rules of the global pools on X [N, C, ...] (rank xr): shared by shape inference and eval. */
+static lt_status global_check(lt_ctx *ctx, const lt_node *n, int xr) {
+    if (xr < 2) return lt_node_error(ctx, n, LT_ERR_INVALID, "input must have rank >= 2, got %d", xr);
+    if (global_kind(n) == POOL_LP && !(attr_p(n) > 0)) return lt_node_error(ctx, n, LT_ERR_INVALID, "p must be positive");
+    return LT_OK;
+}
 
 lt_status nn_eval_GlobalPool(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum **out) {
     const lt_tensor *x;
     LT_TRY(lt_in_tensor(ev, n, in, 0, &x));
     if (!nn_is_float(x->dtype))
         return lt_op_error(ev, n, LT_ERR_UNSUPPORTED, "unsupported dtype %s", lt_dtype_name(x->dtype));
-    if (x->rank < 2) return lt_op_error(ev, n, LT_ERR_INVALID, "input must have rank >= 2, got %d", x->rank);
-    pool_kind kind = n->op == LT_OP_GlobalMaxPool ? POOL_MAX : n->op == LT_OP_GlobalLpPool ? POOL_LP : POOL_AVG;
+    LT_TRY(global_check(ev->ctx, n, x->rank));
+    pool_kind kind = global_kind(n);
     double p = attr_p(n);
-    if (kind == POOL_LP && !(p > 0)) return lt_op_error(ev, n, LT_ERR_INVALID, "p must be positive");
     int64_t dims[LT_MAX_RANK], P = 1, planes = x->dims[0] * x->dims[1];
     for (int i = 0; i < x->rank; i++) {
         dims[i] = i < 2 ? x->dims[i] : 1;
@@ -224,7 +242,8 @@ lt_status nn_infer_GlobalPool(lt_infer *ic, lt_node *n) {
     lt_dtype dt = nn_in_dtype(n, 0);
     int xr;
     int64_t xd[LT_MAX_RANK];
-    if (!nn_in_shape(n, 0, &xr, xd) || xr < 2) return lt_infer_set(ic, n, 0, dt, -1, NULL);
+    if (!nn_in_shape(n, 0, &xr, xd)) return lt_infer_set(ic, n, 0, dt, -1, NULL);
+    LT_TRY(global_check(ic->ctx, n, xr));
     for (int i = 2; i < xr; i++) xd[i] = 1;
     return nn_infer_out(ic, n, 0, dt, xr, xd, nn_in_dim(n, 0, 0), nn_in_dim(n, 0, 1));
 }

@@ -42,19 +42,24 @@ void lt_red_mask_strides(int rank, const int64_t *dims, const bool *mask, int64_
     *out_numel = s;
 }
 
-lt_status lt_red_uni_strides(lt_eval *ev, const lt_node *n, const lt_tensor *p, const lt_tensor *x,
-                             const char *what, int64_t *strides) {
-    bool ok = p->rank <= x->rank;
-    for (int d = 0; ok && d < p->rank; d++) {
-        int64_t pd = p->dims[d], xd = x->dims[x->rank - p->rank + d];
-        if (pd != xd && pd != 1) ok = false;
+lt_status lt_red_uni_check(lt_ctx *ctx, const lt_node *n, int pr, const int64_t *pd, int xr, const int64_t *xd,
+                           const char *what) {
+    bool ok = pr <= xr;
+    for (int d = 0; ok && d < pr; d++) {
+        int64_t p = pd[d], x = xd[xr - pr + d];
+        if (p >= 0 && x >= 0 && p != x && p != 1) ok = false;
     }
     if (!ok) {
         char a[256], b[256];
-        return lt_op_error(ev, n, LT_ERR_INVALID, "%s of shape %s cannot be broadcast to the input's shape %s",
-                           what, lt_shape_str(p->rank, p->dims, a, sizeof a),
-                           lt_shape_str(x->rank, x->dims, b, sizeof b));
+        return lt_node_error(ctx, n, LT_ERR_INVALID, "%s of shape %s cannot be broadcast to the input's shape %s", what,
+                             lt_shape_str(pr, pd, a, sizeof a), lt_shape_str(xr, xd, b, sizeof b));
     }
+    return LT_OK;
+}
+
+lt_status lt_red_uni_strides(lt_eval *ev, const lt_node *n, const lt_tensor *p, const lt_tensor *x,
+                             const char *what, int64_t *strides) {
+    LT_TRY(lt_red_uni_check(ev->ctx, n, p->rank, p->dims, x->rank, x->dims, what));
     lt_broadcast_strides(p, x->rank, x->dims, strides);
     return LT_OK;
 }
@@ -78,6 +83,21 @@ lt_status lt_red_need_float(lt_eval *ev, const lt_node *n, const lt_tensor *t, c
 double *lt_red_doubles(lt_eval *ev, int64_t count) {
     if (count < 0) count = 0;
     return lt_calloc(ev->ctx, (size_t)(count ? count : 1), sizeof(double), "reduction scratch");
+}
+
+bool lt_red_in_shape(const lt_node *n, int j, int *rank, int64_t *dims) {
+    const lt_type *t = lt_infer_in(n, j);
+    if (!t || t->kind != LT_TK_TENSOR || t->rank < 0 || t->rank > LT_MAX_RANK) return false;
+    *rank = t->rank;
+    for (int d = 0; d < t->rank; d++) dims[d] = t->dims ? t->dims[d].value : -1;
+    return true;
+}
+
+int64_t lt_red_numel(int rank, const int64_t *dims) {
+    int64_t c = 1;
+    for (int d = 0; d < rank; d++)
+        if (dims[d] < 0 || !lt_mul_i64(c, dims[d], &c)) return -1;
+    return c;
 }
 
 lt_dtype lt_red_in_dtype(const lt_node *n, int j) {
@@ -115,31 +135,15 @@ static bool axes_from_input(const lt_node *n) { return n->opset >= (n->op == LT_
 
 #define MAX_AXES 64
 
-/* Mark the reduced axes in mask[0..rank). Errors name the node. */
-static lt_status reduce_mask(lt_eval *ev, const lt_node *n, lt_datum **in, int rank, bool *mask) {
-    int64_t axes[MAX_AXES];
-    int count = 0;
-    bool have = false;
-    if (axes_from_input(n)) {
-        const lt_tensor *t;
-        LT_TRY(lt_in_tensor_opt(ev, n, in, 1, &t));
-        if (t && t->numel > 0) {
-            LT_TRY(lt_tensor_ints(ev, n, t, axes, MAX_AXES, &count));
-            have = true;
-        }
-    } else {
-        const int64_t *a;
-        int c = lt_attr_ints(n, "axes", &a);
-        if (c > MAX_AXES)
-            return lt_op_error(ev, n, LT_ERR_INVALID, "%d axes given for a rank-%d input", c, rank);
-        if (c > 0) {
-            memcpy(axes, a, (size_t)c * sizeof *a);
-            count = c;
-            have = true;
-        }
-    }
+/* The reduced axes of a rank-`rank` input into mask[0..rank): `count` axes (count 0: none given),
+ * each in [-rank, rank) and given once; none reduce everything unless noop_with_empty_axes (opsets
+ * with the axes input). Shape inference and eval both call it, so every backend gives one error. */
+static lt_status reduce_axes_mask(lt_ctx *ctx, const lt_node *n, int rank, const int64_t *axes, int count,
+                                  bool *mask) {
+    if (count > MAX_AXES)
+        return lt_node_error(ctx, n, LT_ERR_INVALID, "%d axes given for a rank-%d input", count, rank);
     for (int d = 0; d < rank; d++) mask[d] = false;
-    if (!have) {
+    if (count == 0) {
         bool noop = axes_from_input(n) && lt_attr_int(n, "noop_with_empty_axes", 0) != 0;
         for (int d = 0; d < rank; d++) mask[d] = !noop;
         return LT_OK;
@@ -147,12 +151,27 @@ static lt_status reduce_mask(lt_eval *ev, const lt_node *n, lt_datum **in, int r
     for (int k = 0; k < count; k++) {
         int64_t a = axes[k] < 0 ? axes[k] + rank : axes[k];
         if (a < 0 || a >= rank)
-            return lt_op_error(ev, n, LT_ERR_INVALID, "axis %lld out of range [-%d, %d)", (long long)axes[k], rank,
-                               rank);
-        if (mask[a]) return lt_op_error(ev, n, LT_ERR_INVALID, "axis %lld is repeated", (long long)axes[k]);
+            return lt_node_error(ctx, n, LT_ERR_INVALID, "axis %lld out of range [-%d, %d)", (long long)axes[k], rank,
+                                 rank);
+        if (mask[a]) return lt_node_error(ctx, n, LT_ERR_INVALID, "axis %lld is repeated", (long long)axes[k]);
         mask[a] = true;
     }
     return LT_OK;
+}
+
+/* Mark the reduced axes in mask[0..rank). Errors name the node. */
+static lt_status reduce_mask(lt_eval *ev, const lt_node *n, lt_datum **in, int rank, bool *mask) {
+    int64_t axes[MAX_AXES];
+    int count = 0;
+    if (axes_from_input(n)) {
+        const lt_tensor *t;
+        LT_TRY(lt_in_tensor_opt(ev, n, in, 1, &t));
+        if (t && t->numel > 0) LT_TRY(lt_tensor_ints(ev, n, t, axes, MAX_AXES, &count));
+        return reduce_axes_mask(ev->ctx, n, rank, axes, count, mask);
+    }
+    const int64_t *a;
+    int c = lt_attr_ints(n, "axes", &a);
+    return reduce_axes_mask(ev->ctx, n, rank, a, c > 0 ? c : 0, mask);
 }
 
 /* Output dims of a reduction. */
@@ -309,45 +328,25 @@ static lt_status infer_reduce(lt_infer *ic, lt_node *n) {
     int rank = t->rank;
     if (rank > LT_MAX_RANK) return lt_infer_set(ic, n, 0, dt, -1, NULL);
     int64_t axes[MAX_AXES];
+    const int64_t *ap = axes;
     int count = 0;
-    bool have = false, known = true;
     if (axes_from_input(n)) {
         if (n->n_in > 1 && n->in[1]) {
             const lt_tensor *c = lt_infer_const(n, 1);
             if (!c || !lt_dtype_is_int(c->dtype) || c->numel > MAX_AXES) {
-                known = false;
-            } else if (c->numel > 0) {
-                for (int64_t i = 0; i < c->numel; i++) axes[i] = lt_load_i64(c->data, c->dtype, i);
-                count = (int)c->numel;
-                have = true;
+                /* axes known only at run time: eval checks them */
+                if (keep) return lt_infer_set(ic, n, 0, dt, rank, NULL);
+                return lt_infer_set(ic, n, 0, dt, -1, NULL);
             }
+            for (int64_t i = 0; i < c->numel; i++) axes[i] = lt_load_i64(c->data, c->dtype, i);
+            count = (int)c->numel;
         }
     } else {
-        const int64_t *a;
-        int c = lt_attr_ints(n, "axes", &a);
-        if (c > MAX_AXES) return lt_infer_error(ic, n, "%d axes given for a rank-%d input", c, rank);
-        if (c > 0) {
-            memcpy(axes, a, (size_t)c * sizeof *a);
-            count = c;
-            have = true;
-        }
-    }
-    if (!known) {
-        if (keep) return lt_infer_set(ic, n, 0, dt, rank, NULL);
-        return lt_infer_set(ic, n, 0, dt, -1, NULL);
+        int c = lt_attr_ints(n, "axes", &ap);
+        count = c > 0 ? c : 0;
     }
     bool mask[LT_MAX_RANK] = {0};
-    if (!have) {
-        bool noop = axes_from_input(n) && lt_attr_int(n, "noop_with_empty_axes", 0) != 0;
-        for (int d = 0; d < rank; d++) mask[d] = !noop;
-    }
-    for (int k = 0; k < count; k++) {
-        int64_t a = axes[k] < 0 ? axes[k] + rank : axes[k];
-        if (a < 0 || a >= rank)
-            return lt_infer_error(ic, n, "axis %lld out of range [-%d, %d)", (long long)axes[k], rank, rank);
-        if (mask[a]) return lt_infer_error(ic, n, "axis %lld is repeated", (long long)axes[k]);
-        mask[a] = true;
-    }
+    LT_TRY(reduce_axes_mask(ic->ctx, n, rank, ap, count, mask));
     lt_dim od[LT_MAX_RANK];
     int r = 0;
     for (int d = 0; d < rank; d++) {
@@ -359,6 +358,19 @@ static lt_status infer_reduce(lt_infer *ic, lt_node *n) {
 
 /* ================= ArgMax / ArgMin ================= */
 
+/* The rules of ArgMax / ArgMin on a rank-`rank` input (dims -1 when unknown): axis in range, the
+ * axis not empty. *axis gets the normalized axis. Shared by shape inference and eval. */
+static lt_status arg_check(lt_ctx *ctx, const lt_node *n, int rank, const int64_t *dims, int *axis) {
+    int64_t ax = lt_attr_int(n, "axis", 0), a = ax < 0 ? ax + rank : ax;
+    if (a < 0 || a >= (rank ? rank : 1))
+        return lt_node_error(ctx, n, LT_ERR_INVALID, "axis %lld is out of range for rank %d", (long long)ax, rank);
+    if (rank > 0 && dims && dims[a] == 0)
+        return lt_node_error(ctx, n, LT_ERR_INVALID, "cannot take %s over axis %d of size 0",
+                             n->op == LT_OP_ArgMax ? "ArgMax" : "ArgMin", (int)a);
+    *axis = (int)a;
+    return LT_OK;
+}
+
 static lt_status eval_arg(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum **out) {
     const lt_tensor *x;
     LT_TRY(lt_in_tensor(ev, n, in, 0, &x));
@@ -366,15 +378,12 @@ static lt_status eval_arg(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum
     if (cls != LT_DC_FLOAT && cls != LT_DC_SINT && cls != LT_DC_UINT && cls != LT_DC_BOOL)
         return lt_op_error(ev, n, LT_ERR_UNSUPPORTED, "input type %s is not supported", lt_dtype_name(x->dtype));
     int axis = 0;
-    LT_TRY(lt_norm_axis(ev, n, lt_attr_int(n, "axis", 0), x->rank, &axis));
+    LT_TRY(arg_check(ev->ctx, n, x->rank, x->dims, &axis));
     bool keep = lt_attr_int(n, "keepdims", 1) != 0;
     bool last = n->opset >= 12 && lt_attr_int(n, "select_last_index", 0) != 0;
     bool is_max = n->op == LT_OP_ArgMax;
     int64_t outer = 0, len = 0, inner = 0;
     lt_red_split(x, axis, &outer, &len, &inner);
-    if (x->rank > 0 && len == 0)
-        return lt_op_error(ev, n, LT_ERR_INVALID, "cannot take %s over axis %d of size 0", is_max ? "ArgMax" : "ArgMin",
-                           axis);
     int64_t odims[LT_MAX_RANK];
     int orank = 0;
     for (int d = 0; d < x->rank; d++) {
@@ -425,11 +434,10 @@ static lt_status infer_arg(lt_infer *ic, lt_node *n) {
     const lt_type *t = lt_infer_in(n, 0);
     if (!t || t->kind != LT_TK_TENSOR || t->rank < 0 || t->rank > LT_MAX_RANK)
         return lt_infer_set(ic, n, 0, LT_INT64, -1, NULL);
-    int rank = t->rank;
-    int64_t axis = lt_attr_int(n, "axis", 0);
-    int64_t a = axis < 0 ? axis + rank : axis;
-    if (a < 0 || a >= (rank ? rank : 1))
-        return lt_infer_error(ic, n, "axis %lld is out of range for rank %d", (long long)axis, rank);
+    int rank = t->rank, a = 0;
+    int64_t dims[LT_MAX_RANK] = {0};
+    for (int d = 0; d < rank; d++) dims[d] = t->dims ? t->dims[d].value : -1;
+    LT_TRY(arg_check(ic->ctx, n, rank, dims, &a));
     bool keep = lt_attr_int(n, "keepdims", 1) != 0;
     lt_dim od[LT_MAX_RANK];
     int r = 0;

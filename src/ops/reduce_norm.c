@@ -57,10 +57,50 @@ static lt_status nc_shape(lt_eval *ev, const lt_node *n, const lt_tensor *x, int
 
 /* ================= BatchNormalization ================= */
 
+static const char *const bn_param_names[5] = {"X", "scale", "B", "input_mean", "input_var"};
+
+/* The shape rules of BatchNormalization: X [N, C, ...] of rank >= 2, each parameter (inputs 1..4)
+ * of shape [C], or before opset 9 with spatial=0 of C * prod(spatial dims) elements. ranks[i] < 0:
+ * input i's shape unknown; dims -1 unknown. Shape inference and eval both call it. */
+static lt_status bn_check(lt_ctx *ctx, const lt_node *n, const int *ranks, int64_t (*dims)[LT_MAX_RANK]) {
+    int xr = ranks[0];
+    if (xr < 0) return LT_OK;
+    if (xr < 2) return lt_node_error(ctx, n, LT_ERR_INVALID, "input must have rank >= 2 (N, C, ...), got %d", xr);
+    bool spatial = n->opset >= 9 || lt_attr_int(n, "spatial", 1) != 0;
+    int64_t C = dims[0][1], pc = C;
+    if (!spatial) {
+        int64_t sdims[LT_MAX_RANK];
+        for (int d = 1; d < xr; d++) sdims[d - 1] = dims[0][d];
+        pc = lt_red_numel(xr - 1, sdims);
+    }
+    for (int i = 1; i < 5; i++) {
+        int r = ranks[i];
+        if (r < 0) continue;
+        if (spatial && r != 1)
+            return lt_node_error(ctx, n, LT_ERR_INVALID, "%s must have shape [C], got rank %d", bn_param_names[i], r);
+        int64_t cnt = lt_red_numel(r, dims[i]);
+        if (cnt >= 0 && pc >= 0 && cnt != pc)
+            return lt_node_error(ctx, n, LT_ERR_INVALID, "%s must have %lld elements, got %lld", bn_param_names[i],
+                                 (long long)pc, (long long)cnt);
+    }
+    return LT_OK;
+}
+
 lt_status lt_red_eval_batchnorm(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum **out) {
     const lt_tensor *x, *sc, *b, *mean, *var;
     LT_TRY(lt_in_tensor(ev, n, in, 0, &x));
     LT_TRY(lt_red_need_float(ev, n, x, "X"));
+    {
+        int ranks[5];
+        int64_t dims[5][LT_MAX_RANK];
+        for (int i = 0; i < 5; i++) {
+            const lt_tensor *t;
+            LT_TRY(lt_in_tensor(ev, n, in, i, &t));
+            ranks[i] = t->rank;
+            memcpy(dims[i], t->dims, sizeof(int64_t) * (size_t)t->rank);
+        }
+        LT_TRY(bn_check(ev->ctx, n, ranks, dims));
+    }
     int64_t N = 0, C = 0, S = 0;
     LT_TRY(nc_shape(ev, n, x, &N, &C, &S));
     bool spatial = n->opset >= 9 || lt_attr_int(n, "spatial", 1) != 0;
@@ -135,6 +175,11 @@ lt_status lt_red_eval_batchnorm(lt_eval *ev, const lt_node *n, lt_datum **in, lt
 }
 
 lt_status lt_red_infer_batchnorm(lt_infer *ic, lt_node *n) {
+    int ranks[5];
+    int64_t dims[5][LT_MAX_RANK];
+    for (int i = 0; i < 5; i++)
+        if (!lt_red_in_shape(n, i, &ranks[i], dims[i])) ranks[i] = -1;
+    LT_TRY(bn_check(ic->ctx, n, ranks, dims));
     LT_TRY(lt_infer_copy(ic, n, 0, 0));
     for (int o = 1; o < n->n_out && o <= 4; o++) LT_TRY(lt_infer_copy(ic, n, o, (o == 1 || o == 3) ? 3 : 4));
     return LT_OK;
@@ -204,11 +249,32 @@ lt_status lt_red_infer_groupnorm(lt_infer *ic, lt_node *n) { return lt_infer_cop
 
 /* ================= LayerNormalization / RMSNormalization ================= */
 
-/* rows x cols view at a normalized axis; error naming the node for a bad axis. */
-static lt_status rows_cols(lt_eval *ev, const lt_node *n, const lt_tensor *x, int *axis, int64_t *rows,
-                           int64_t *cols) {
-    if (x->rank == 0) return lt_op_error(ev, n, LT_ERR_INVALID, "input must have rank >= 1");
-    LT_TRY(lt_norm_axis(ev, n, lt_attr_int(n, "axis", -1), x->rank, axis));
+/* The shape and attribute rules of LayerNormalization / RMSNormalization on X (rank xr, dims xd),
+ * the scale (input 1) and LayerNormalization's bias (input 2) (rank < 0: absent or unknown; dims -1
+ * unknown): X of rank >= 1, axis in [-rank, rank), stash_type a float type, scale and bias
+ * unidirectionally broadcastable to X. *axis gets the normalized axis. Shape inference and eval both
+ * call it, so every backend reports the same error. */
+static lt_status norm_check(lt_ctx *ctx, const lt_node *n, int xr, const int64_t *xd, int sr, const int64_t *sd,
+                            int br, const int64_t *bd, int *axis) {
+    int64_t st = lt_attr_int(n, "stash_type", 1);
+    if (!lt_dtype_valid((int)st) || st != (int)st || !lt_dtype_is_float((lt_dtype)st))
+        return lt_node_error(ctx, n, LT_ERR_INVALID, "stash_type %lld is not a float type", (long long)st);
+    if (xr < 0) return LT_OK;
+    if (xr == 0) return lt_node_error(ctx, n, LT_ERR_INVALID, "input must have rank >= 1");
+    int64_t ax = lt_attr_int(n, "axis", -1), a = ax < 0 ? ax + xr : ax;
+    if (a < 0 || a >= xr)
+        return lt_node_error(ctx, n, LT_ERR_INVALID, "axis %lld is out of range for rank %d", (long long)ax, xr);
+    *axis = (int)a;
+    bool ln = n->op == LT_OP_LayerNormalization;
+    if (sr >= 0) LT_TRY(lt_red_uni_check(ctx, n, sr, sd, xr, xd, ln ? "Scale" : "scale"));
+    if (br >= 0) LT_TRY(lt_red_uni_check(ctx, n, br, bd, xr, xd, "B"));
+    return LT_OK;
+}
+
+/* rows x cols view at a normalized axis (norm_check's rules). */
+static lt_status rows_cols(lt_eval *ev, const lt_node *n, const lt_tensor *x, const lt_tensor *sc,
+                           const lt_tensor *b, int *axis, int64_t *rows, int64_t *cols) {
+    LT_TRY(norm_check(ev->ctx, n, x->rank, x->dims, sc->rank, sc->dims, b ? b->rank : -1, b ? b->dims : NULL, axis));
     int64_t r = 1, c = 1;
     for (int d = 0; d < x->rank; d++) {
         if (d < *axis) r *= x->dims[d];
@@ -219,6 +285,18 @@ static lt_status rows_cols(lt_eval *ev, const lt_node *n, const lt_tensor *x, in
     return LT_OK;
 }
 
+/* norm_check on the input types (shape inference); *axis -1 when X's rank is unknown. */
+static lt_status norm_infer_check(lt_infer *ic, const lt_node *n, int *axis) {
+    int xr, sr, br;
+    int64_t xd[LT_MAX_RANK], sd[LT_MAX_RANK], bd[LT_MAX_RANK];
+    if (!lt_red_in_shape(n, 0, &xr, xd)) xr = -1;
+    if (!lt_red_in_shape(n, 1, &sr, sd)) sr = -1;
+    if (n->op != LT_OP_LayerNormalization || !lt_red_in_shape(n, 2, &br, bd)) br = -1;
+    *axis = -1;
+    return norm_check(ic->ctx, n, xr, xd, sr, sd, br, bd, axis);
+}
+
+/* The stash_type attribute as a float dtype (norm_check's rule). */
 static lt_status stash_dtype(lt_eval *ev, const lt_node *n, lt_dtype *dt) {
     int64_t st = lt_attr_int(n, "stash_type", 1);
     if (!lt_dtype_valid((int)st) || st != (int)st || !lt_dtype_is_float((lt_dtype)st))
@@ -238,7 +316,7 @@ lt_status lt_red_eval_layernorm(lt_eval *ev, const lt_node *n, lt_datum **in, lt
     LT_TRY(stash_dtype(ev, n, &ust));
     int axis = 0;
     int64_t rows = 0, cols = 0, ss[LT_MAX_RANK], bs[LT_MAX_RANK];
-    LT_TRY(rows_cols(ev, n, x, &axis, &rows, &cols));
+    LT_TRY(rows_cols(ev, n, x, sc, b, &axis, &rows, &cols));
     LT_TRY(lt_red_uni_strides(ev, n, sc, x, "Scale", ss));
     if (b) LT_TRY(lt_red_uni_strides(ev, n, b, x, "B", bs));
     double eps = lt_attr_float(n, "epsilon", 1e-5f);
@@ -272,6 +350,8 @@ lt_status lt_red_eval_layernorm(lt_eval *ev, const lt_node *n, lt_datum **in, lt
 }
 
 lt_status lt_red_infer_layernorm(lt_infer *ic, lt_node *n) {
+    int axis;
+    LT_TRY(norm_infer_check(ic, n, &axis));
     LT_TRY(lt_infer_copy(ic, n, 0, 0));
     int64_t st = lt_attr_int(n, "stash_type", 1);
     lt_dtype ust = lt_dtype_valid((int)st) && lt_dtype_is_float((lt_dtype)st) ? (lt_dtype)st : LT_UNDEFINED;
@@ -280,8 +360,7 @@ lt_status lt_red_infer_layernorm(lt_infer *ic, lt_node *n) {
         for (int o = 1; o <= 2; o++) LT_TRY(lt_infer_set(ic, n, o, ust, -1, NULL));
         return LT_OK;
     }
-    int64_t axis = lt_attr_int(n, "axis", -1), a = axis < 0 ? axis + t->rank : axis;
-    if (a < 0 || a >= t->rank) return lt_infer_error(ic, n, "axis %lld is out of range for rank %d", (long long)axis, t->rank);
+    int a = axis; /* checked by norm_infer_check */
     lt_dim d[LT_MAX_RANK];
     for (int i = 0; i < t->rank; i++) d[i] = i < a ? (t->dims ? t->dims[i] : (lt_dim){-1, NULL}) : (lt_dim){1, NULL};
     for (int o = 1; o <= 2; o++) LT_TRY(lt_infer_set(ic, n, o, ust, t->rank, d));
@@ -297,7 +376,7 @@ lt_status lt_red_eval_rmsnorm(lt_eval *ev, const lt_node *n, lt_datum **in, lt_d
     LT_TRY(stash_dtype(ev, n, &ust));
     int axis = 0;
     int64_t rows = 0, cols = 0, ss[LT_MAX_RANK];
-    LT_TRY(rows_cols(ev, n, x, &axis, &rows, &cols));
+    LT_TRY(rows_cols(ev, n, x, sc, NULL, &axis, &rows, &cols));
     LT_TRY(lt_red_uni_strides(ev, n, sc, x, "scale", ss));
     double eps = lt_attr_float(n, "epsilon", 1e-5f);
     lt_tensor *y;
@@ -319,6 +398,8 @@ lt_status lt_red_eval_rmsnorm(lt_eval *ev, const lt_node *n, lt_datum **in, lt_d
 }
 
 lt_status lt_red_infer_rmsnorm(lt_infer *ic, lt_node *n) {
+    int axis;
+    LT_TRY(norm_infer_check(ic, n, &axis));
     lt_dtype dt = lt_red_in_dtype(n, 1);
     return lt_red_infer_like(ic, n, 0, 0, dt ? dt : lt_red_in_dtype(n, 0));
 }
@@ -478,6 +559,20 @@ static double mt_double(mt19937 *m) {
     return ((double)a * 67108864.0 + (double)b) / 9007199254740992.0;
 }
 
+/* The shape rules of Dropout (opset >= 12): ratio (input 1) and training_mode (input 2) are scalars
+ * (one element), of a float and the bool type. Ranks < 0: absent or unknown; dims -1, dtype
+ * UNDEFINED: unknown. Shape inference and eval both call it, so every backend gives one error. */
+static lt_status dropout_check(lt_ctx *ctx, const lt_node *n, int rr, const int64_t *rd, lt_dtype rdt, int tr,
+                               const int64_t *td, lt_dtype tdt) {
+    if (n->opset < 12) return LT_OK;
+    int64_t c;
+    if (rr >= 0 && (((c = lt_red_numel(rr, rd)) >= 0 && c != 1) || (rdt != LT_UNDEFINED && !lt_dtype_is_float(rdt))))
+        return lt_node_error(ctx, n, LT_ERR_INVALID, "ratio must be a float scalar");
+    if (tr >= 0 && (((c = lt_red_numel(tr, td)) >= 0 && c != 1) || (tdt != LT_UNDEFINED && tdt != LT_BOOL)))
+        return lt_node_error(ctx, n, LT_ERR_INVALID, "training_mode must be a bool scalar");
+    return LT_OK;
+}
+
 lt_status lt_red_eval_dropout(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum **out) {
     const lt_tensor *x;
     LT_TRY(lt_in_tensor(ev, n, in, 0, &x));
@@ -488,16 +583,10 @@ lt_status lt_red_eval_dropout(lt_eval *ev, const lt_node *n, lt_datum **in, lt_d
         const lt_tensor *r, *tm;
         LT_TRY(lt_in_tensor_opt(ev, n, in, 1, &r));
         LT_TRY(lt_in_tensor_opt(ev, n, in, 2, &tm));
-        if (r) {
-            if (r->numel != 1 || !lt_dtype_is_float(r->dtype))
-                return lt_op_error(ev, n, LT_ERR_INVALID, "ratio must be a float scalar");
-            ratio = ld(r, 0);
-        }
-        if (tm) {
-            if (tm->numel != 1 || tm->dtype != LT_BOOL)
-                return lt_op_error(ev, n, LT_ERR_INVALID, "training_mode must be a bool scalar");
-            training = ((const uint8_t *)tm->data)[0] != 0;
-        }
+        LT_TRY(dropout_check(ev->ctx, n, r ? r->rank : -1, r ? r->dims : NULL, r ? r->dtype : LT_UNDEFINED,
+                             tm ? tm->rank : -1, tm ? tm->dims : NULL, tm ? tm->dtype : LT_UNDEFINED));
+        if (r) ratio = ld(r, 0);
+        if (tm) training = ((const uint8_t *)tm->data)[0] != 0;
     } else {
         ratio = lt_attr_float(n, "ratio", 0.5f);
         training = n->opset < 7 && lt_attr_int(n, "is_test", 0) == 0;
@@ -532,6 +621,11 @@ lt_status lt_red_eval_dropout(lt_eval *ev, const lt_node *n, lt_datum **in, lt_d
 }
 
 lt_status lt_red_infer_dropout(lt_infer *ic, lt_node *n) {
+    int rr, tr;
+    int64_t rd[LT_MAX_RANK], td[LT_MAX_RANK];
+    if (!lt_red_in_shape(n, 1, &rr, rd)) rr = -1;
+    if (!lt_red_in_shape(n, 2, &tr, td)) tr = -1;
+    LT_TRY(dropout_check(ic->ctx, n, rr, rd, lt_red_in_dtype(n, 1), tr, td, lt_red_in_dtype(n, 2)));
     LT_TRY(lt_infer_copy(ic, n, 0, 0));
     return lt_red_infer_like(ic, n, 1, 0, n->opset >= 10 ? LT_BOOL : lt_red_in_dtype(n, 0));
 }

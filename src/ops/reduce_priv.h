@@ -36,6 +36,10 @@ static inline void lt_red_iter_next(lt_red_iter *it) {
  * reduced axes; *out_numel gets the output's element count. */
 void lt_red_mask_strides(int rank, const int64_t *dims, const bool *mask, int64_t *strides,
                          int64_t *out_numel);
+/* The shape rule of lt_red_uni_strides: p (rank pr, dims pd) unidirectionally broadcastable to x;
+ * dims -1 are unknown (shape inference) and pass. For checks shared by infer and eval. */
+lt_status lt_red_uni_check(lt_ctx *ctx, const lt_node *n, int pr, const int64_t *pd, int xr, const int64_t *xd,
+                           const char *what);
 /* Check `p` is unidirectionally broadcastable to `x` (numpy rules, p's rank <= x's) and give its
  * strides for reading it as x's shape. `what` names p in the error. */
 lt_status lt_red_uni_strides(lt_eval *ev, const lt_node *n, const lt_tensor *p, const lt_tensor *x,
@@ -50,6 +54,10 @@ double *lt_red_doubles(lt_eval *ev, int64_t count);
 /* infer helpers */
 /* Output i: dtype dt, shape of input j (rank -1 when unknown). */
 lt_status lt_red_infer_like(lt_infer *ic, lt_node *n, int i, int j, lt_dtype dt);
+/* Rank and dims (-1 unknown) of input j's tensor type; false when its rank is unknown. */
+bool lt_red_in_shape(const lt_node *n, int j, int *rank, int64_t *dims);
+/* Element count of a shape; -1 when a dim is unknown or the product overflows. */
+int64_t lt_red_numel(int rank, const int64_t *dims);
 /* dtype of input j (UNDEFINED if unknown). */
 lt_dtype lt_red_in_dtype(const lt_node *n, int j);
 

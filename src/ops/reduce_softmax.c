@@ -15,17 +15,38 @@
 
 /* ================= Softmax / LogSoftmax / Hardmax ================= */
 
+/* The axis rule of Softmax-like ops on a rank-`rank` input: before opset 13 (coerced to 2-D) axis
+ * in [-rank, rank], from 13 in [-rank, rank) (a scalar takes 0 or -1). *a gets the normalized axis.
+ * Shape inference and eval both call it, so every backend reports the same error. */
+static lt_status softmax_check(lt_ctx *ctx, const lt_node *n, int rank, int64_t *a) {
+    bool old = n->opset < 13;
+    int64_t axis = lt_attr_int(n, "axis", old ? 1 : -1);
+    if (old) {
+        *a = axis < 0 ? axis + rank : axis;
+        if (*a < 0 || *a > rank)
+            return lt_node_error(ctx, n, LT_ERR_INVALID, "axis %lld out of range [-%d, %d]", (long long)axis, rank, rank);
+        return LT_OK;
+    }
+    if (rank == 0) {
+        if (axis != 0 && axis != -1)
+            return lt_node_error(ctx, n, LT_ERR_INVALID, "axis %lld out of range for a scalar", (long long)axis);
+        *a = 0;
+        return LT_OK;
+    }
+    *a = axis < 0 ? axis + rank : axis;
+    if (*a < 0 || *a >= rank)
+        return lt_node_error(ctx, n, LT_ERR_INVALID, "axis %lld is out of range for rank %d", (long long)axis, rank);
+    return LT_OK;
+}
+
 /* The [outer, len, inner] view the op normalizes over. */
 static lt_status softmax_view(lt_eval *ev, const lt_node *n, const lt_tensor *x, int64_t *outer, int64_t *len,
                               int64_t *inner) {
-    bool old = n->opset < 13;
-    int64_t axis = lt_attr_int(n, "axis", old ? 1 : -1);
+    int64_t a;
     int rank = x->rank;
-    if (old) {
+    LT_TRY(softmax_check(ev->ctx, n, rank, &a));
+    if (n->opset < 13) {
         /* Coerced to 2-D: axis may be rank (then every row holds one element). */
-        int64_t a = axis < 0 ? axis + rank : axis;
-        if (a < 0 || a > rank)
-            return lt_op_error(ev, n, LT_ERR_INVALID, "axis %lld out of range [-%d, %d]", (long long)axis, rank, rank);
         int64_t o = 1, l = 1;
         for (int d = 0; d < rank; d++) {
             if (d < a) o *= x->dims[d];
@@ -37,14 +58,10 @@ static lt_status softmax_view(lt_eval *ev, const lt_node *n, const lt_tensor *x,
         return LT_OK;
     }
     if (rank == 0) {
-        if (axis != 0 && axis != -1)
-            return lt_op_error(ev, n, LT_ERR_INVALID, "axis %lld out of range for a scalar", (long long)axis);
         *outer = *len = *inner = 1;
         return LT_OK;
     }
-    int a;
-    LT_TRY(lt_norm_axis(ev, n, axis, rank, &a));
-    lt_red_split(x, a, outer, len, inner);
+    lt_red_split(x, (int)a, outer, len, inner);
     return LT_OK;
 }
 
@@ -93,7 +110,12 @@ lt_status lt_red_eval_softmax(lt_eval *ev, const lt_node *n, lt_datum **in, lt_d
     return LT_OK;
 }
 
-lt_status lt_red_infer_softmax(lt_infer *ic, lt_node *n) { return lt_infer_copy(ic, n, 0, 0); }
+lt_status lt_red_infer_softmax(lt_infer *ic, lt_node *n) {
+    const lt_type *t = lt_infer_in(n, 0);
+    int64_t a;
+    if (t && t->kind == LT_TK_TENSOR && t->rank >= 0) LT_TRY(softmax_check(ic->ctx, n, t->rank, &a));
+    return lt_infer_copy(ic, n, 0, 0);
+}
 
 /* ================= losses ================= */
 
