@@ -271,3 +271,36 @@ def test_valid_edge_case_agrees(name, tmp_path, cache):
         a, b = outs["interp"][k], outs["cpu"][k]
         assert a.shape == b.shape and a.dtype == b.dtype, k
         np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6, err_msg=k)
+
+
+# Hostile cases whose shape-like input becomes a graph input fed at run time: inference cannot see
+# the value, so the interpreter's eval hook (and on cpu the host step running it) finds the error,
+# and says exactly what inference says when the value is a constant (one rule, one message).
+RUNTIME = ["reshape_more", "reshape_fewer", "split_above", "split_below", "expand", "tile_negative",
+           "slice_step_zero", "squeeze_not_one", "unsqueeze_repeated", "pad_negative", "trilu_k_not_scalar",
+           "clip_min_not_scalar", "prelu_slope"]
+
+
+def node_message(proc):
+    lines = [ln for ln in proc.stderr.splitlines() if "node 0 'n'" in ln]
+    assert lines, proc.stderr
+    return lines[0][lines[0].index("node 0 'n'"):]
+
+
+@pytest.mark.parametrize("name", RUNTIME)
+def test_run_time_error_matches_inference(name, tmp_path, cache):
+    node, inputs, outputs, inits, opset, part = HOSTILE[name]
+    const = lathe("run", model(tmp_path / "const.onnx", node, inputs, outputs, inits, opset), "--backend", "interp",
+                  cache=cache)
+    assert const.returncode == 2 and "shape inference" in const.stderr, const.stderr
+    fed = inits[-1]
+    arr = numpy_helper.to_array(fed)
+    np.save(tmp_path / "v.npy", arr)
+    dims = [f"d{i}" for i in range(arr.ndim)]  # symbolic: inference knows neither value nor shape
+    dyn_inputs = inputs + [helper.make_tensor_value_info(fed.name, fed.data_type, dims)]
+    path = model(tmp_path / "dyn.onnx", node, dyn_inputs, outputs, inits[:-1], opset)
+    for backend in ("interp", "cpu"):
+        p = lathe("run", path, "--backend", backend, "--input", f"{fed.name}={tmp_path / 'v.npy'}", cache=cache)
+        assert p.returncode == 2, p.stdout + p.stderr
+        assert "shape inference" not in p.stderr, p.stderr
+        assert node_message(p) == node_message(const)
