@@ -547,7 +547,8 @@ static int open_fds(void) {
 /* The shared prelude library is checked like a module before anything loads it: a planted library
  * (its constructor would write a file) behind a cached module makes that module a miss, never a
  * hit. A fake compiler that answers --version as cc does keeps the cache key and fails every
- * build, so the miss shows as an error and costs nothing. Loading and freeing leaks no descriptor. */
+ * build, so the miss shows as an error and costs nothing. Loading and freeing (the same module twice
+ * at once too) leaks no descriptor. */
 static void test_prelude_library_checked(void) {
     if (!lt_prelude_find("gemm.h")) return;
     char fake[128], planted_c[128], planted_so[128], saved[128], mark[128], cmd[600];
@@ -585,7 +586,11 @@ static void test_prelude_library_checked(void) {
         if (info->prelude_library) snprintf(lib, sizeof lib, "%s", info->prelude_library);
         CHECK(lt_cpu_module_kernel(m, "lt_k_gemm") != NULL);
     }
+    lt_cpu_module *m2 = NULL; /* the same module twice at once: one object, two descriptors */
+    if (src.s) CHECK_OK(&ctx, lt_cpu_compile(&ctx, src.s, &opt, &m2));
+    CHECK(m2 && lt_cpu_module_kernel(m2, "lt_k_gemm") != NULL);
     lt_cpu_module_free(m);
+    lt_cpu_module_free(m2);
     m = NULL;
     CHECK(open_fds() == fds);
     if (lib[0] && src.s && copy_file(lib, saved) && copy_file(planted_so, lib)) {

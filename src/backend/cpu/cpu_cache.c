@@ -15,7 +15,8 @@
  * cache miss for the caller: rebuilt and replaced atomically (rename), never loaded.
  * glibc knows a loaded object by the name it was opened with, and /proc/self/fd/N names repeat as
  * descriptors are reused: a descriptor stays open while an object loaded through it is loaded
- * (lt_cpu_fd_release), so a new N never names an object loaded before.
+ * (lt_cpu_fd_release keeps such descriptors in a small list and closes them once their object is
+ * unloaded), so a new N never names an object loaded before.
  * Temporary files (<name>.tmp.<pid>.<n>) of a compile killed with -9 are swept on the next miss.
  */
 #define _GNU_SOURCE
@@ -23,6 +24,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -190,16 +192,36 @@ lt_status lt_cpu_dlopen_fd(lt_ctx *ctx, int fd, const char *path, void **handle)
     return LT_OK;
 }
 
-void lt_cpu_fd_release(int fd) {
-    if (fd < 0) return;
+/* Is an object loaded under the name /proc/self/fd/<fd> (or from the file fd is open on)? */
+static bool fd_name_loaded(int fd) {
     char name[64];
     snprintf(name, sizeof name, "/proc/self/fd/%d", fd);
     void *h = dlopen(name, RTLD_LAZY | RTLD_NOLOAD);
-    if (h) { /* still loaded (another module shares the object): the name must stay ours */
-        dlclose(h);
-        return;
+    if (h) dlclose(h);
+    return h != NULL;
+}
+
+/* Descriptors whose object outlived the module that loaded it (another module of the same file, or
+ * of the same prelude library, still holds it): re-checked at every release, closed once unloaded. */
+static pthread_mutex_t g_reserved_mu = PTHREAD_MUTEX_INITIALIZER;
+static int g_reserved[64], g_n_reserved;
+
+void lt_cpu_fd_release(int fd) {
+    pthread_mutex_lock(&g_reserved_mu);
+    for (int i = 0; i < g_n_reserved;) {
+        if (fd_name_loaded(g_reserved[i])) {
+            i++;
+            continue;
+        }
+        close(g_reserved[i]);
+        g_reserved[i] = g_reserved[--g_n_reserved];
     }
-    close(fd);
+    if (fd >= 0 && fd_name_loaded(fd)) { /* the name must stay ours while it names a loaded object */
+        if (g_n_reserved < (int)(sizeof g_reserved / sizeof *g_reserved)) g_reserved[g_n_reserved++] = fd;
+        fd = -1; /* (when the list is full it simply stays open) */
+    }
+    pthread_mutex_unlock(&g_reserved_mu);
+    if (fd >= 0) close(fd);
 }
 
 int lt_cpu_cache_sweep(const char *dir, double max_age_s) {

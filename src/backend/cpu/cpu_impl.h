@@ -40,7 +40,8 @@ void lt_cpu_tmp_name(char *buf, size_t n, const char *path);
 /* dlopen the checked descriptor as /proc/self/fd/N (RTLD_NOW | RTLD_LOCAL); path names it in errors. */
 lt_status lt_cpu_dlopen_fd(lt_ctx *ctx, int fd, const char *path, void **handle);
 /* Close a descriptor an object was loaded through, after dlclose: kept open (its name reserved) while
- * the object is still loaded by another user. -1 is fine. */
+ * the object is still loaded by another user, and closed by a later release once it is not. -1 is
+ * fine (then only the kept ones are looked at). Thread-safe. */
 void lt_cpu_fd_release(int fd);
 /* Remove regular files named *.tmp.* in dir owned by the effective user and older than max_age_s
  * (left by compiles that were killed); the count removed. */
