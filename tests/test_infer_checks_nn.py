@@ -218,6 +218,9 @@ HOSTILE = {
     "dropout_training_mode_not_scalar": (N("Dropout", ["x", "r", "t"]), [X(2, 3)], [Y],
                                          [floats("r", 0.5), numpy_helper.from_array(np.array([False, False]), "t")],
                                          17, "training_mode must be a bool scalar"),
+    "dropout_training_ratio_one": (N("Dropout", ["x", "r", "t"]), [X(2, 3)], [Y],
+                                   [floats("r", 1.0), numpy_helper.from_array(np.array(True), "t")], 17,
+                                   "ratio 1 is not in [0, 1)"),
     # ---- lathe's blocked (NCHWc) ops
     "nchwc_reorder_in_block": (N("NchwcReorderIn", ["x"], domain="lathe", block=0), [X(1, 8, 4, 4)], [Y], [], 17,
                                "block 0 out of range [1, 64]"),

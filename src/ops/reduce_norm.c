@@ -573,6 +573,13 @@ static lt_status dropout_check(lt_ctx *ctx, const lt_node *n, int rr, const int6
     return LT_OK;
 }
 
+/* In training mode the ratio is in [0, 1). Shared by eval and (when both are constants) inference. */
+static lt_status dropout_ratio_check(lt_ctx *ctx, const lt_node *n, bool training, double ratio) {
+    if (training && ratio != 0 && !(ratio > 0 && ratio < 1))
+        return lt_node_error(ctx, n, LT_ERR_INVALID, "ratio %g is not in [0, 1)", ratio);
+    return LT_OK;
+}
+
 lt_status lt_red_eval_dropout(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum **out) {
     const lt_tensor *x;
     LT_TRY(lt_in_tensor(ev, n, in, 0, &x));
@@ -591,9 +598,8 @@ lt_status lt_red_eval_dropout(lt_eval *ev, const lt_node *n, lt_datum **in, lt_d
         ratio = lt_attr_float(n, "ratio", 0.5f);
         training = n->opset < 7 && lt_attr_int(n, "is_test", 0) == 0;
     }
+    LT_TRY(dropout_ratio_check(ev->ctx, n, training, ratio));
     if (training && ratio == 0) training = false;
-    if (training && !(ratio > 0 && ratio < 1))
-        return lt_op_error(ev, n, LT_ERR_INVALID, "ratio %g is not in [0, 1)", ratio);
     lt_tensor *y, *mask = NULL;
     lt_dtype mdt = n->opset >= 10 ? LT_BOOL : x->dtype;
     LT_TRY(lt_out_new(ev, n, out, 0, x->dtype, x->rank, x->dims, &y));
@@ -626,6 +632,20 @@ lt_status lt_red_infer_dropout(lt_infer *ic, lt_node *n) {
     if (!lt_red_in_shape(n, 1, &rr, rd)) rr = -1;
     if (!lt_red_in_shape(n, 2, &tr, td)) tr = -1;
     LT_TRY(dropout_check(ic->ctx, n, rr, rd, lt_red_in_dtype(n, 1), tr, td, lt_red_in_dtype(n, 2)));
+    /* the ratio rule when the mode and the ratio are known (attributes, or constant inputs) */
+    double ratio = 0.5;
+    bool training = false, known = true;
+    if (n->opset >= 12) {
+        const lt_tensor *r = lt_infer_const(n, 1), *tm = lt_infer_const(n, 2);
+        if (n->n_in > 1 && n->in[1]) known = r && r->numel == 1 && lt_dtype_is_float(r->dtype);
+        if (known && r) ratio = ld(r, 0);
+        if (n->n_in > 2 && n->in[2]) known = known && tm && tm->numel == 1 && tm->dtype == LT_BOOL;
+        if (known && tm) training = ((const uint8_t *)tm->data)[0] != 0;
+    } else {
+        ratio = lt_attr_float(n, "ratio", 0.5f);
+        training = n->opset < 7 && lt_attr_int(n, "is_test", 0) == 0;
+    }
+    if (known) LT_TRY(dropout_ratio_check(ic->ctx, n, training, ratio));
     LT_TRY(lt_infer_copy(ic, n, 0, 0));
     return lt_red_infer_like(ic, n, 1, 0, n->opset >= 10 ? LT_BOOL : lt_red_in_dtype(n, 0));
 }
