@@ -165,6 +165,8 @@ HOSTILE = {
                      17, "X and Y have different types float and double"),
     "add_broadcast": (N("Add", ["x", "b"]), [X(2, 3)], [Y], [floats("b", [1, 2, 3, 4])], 17,
                       "shapes [2,3] and [4] cannot be broadcast"),
+    "add_overflow": (N("Add", ["x", "b"]), [X(1 << 62, 1)], [Y], [floats("b", [1, 2, 3, 4])], 17, "64 bits"),
+    "gather_overflow": (N("Gather", ["x", "i"]), [X(3, 1 << 40), vi("i", I64, [1 << 40])], [Y], [], 17, "64 bits"),
     "add_dtypes": (N("Add", ["x", "b"]), [X(3)], [Y], [floats("b", [1, 2, 3], np.float64)], 17,
                    "inputs have different types float and double"),
     "add_legacy_broadcast": (N("Add", ["x", "b"], broadcast=1, axis=0), [X(2, 3)], [Y], [floats("b", [1, 2, 3])], 6,

@@ -40,13 +40,16 @@ static lt_status check_broadcast(lt_ctx *ctx, const lt_node *n, int count, const
     for (int k = 0; k < count; k++)
         if (args[k].present && args[k].rank > r) r = args[k].rank;
     if (r > LT_MAX_RANK) return lt_node_error(ctx, n, LT_ERR_UNSUPPORTED, "rank %d exceeds %d", r, LT_MAX_RANK);
+    int64_t numel = 1; /* of the output, while every dim is known; -1 after an unknown one */
     for (int d = 0; d < r; d++) {
         int first = -1; /* the input that set the known size > 1 on this output dim */
         int64_t size = 1;
+        bool unknown = false;
         for (int k = 0; k < count; k++) {
             const lt_ew_arg *a = &args[k];
             if (!a->present || a->rank < 0 || d < r - a->rank) continue;
             int64_t v = a->dims[d - (r - a->rank)];
+            if (v < 0) unknown = true;
             if (v < 0 || v == 1) continue;
             if (first < 0) {
                 first = k;
@@ -55,6 +58,10 @@ static lt_status check_broadcast(lt_ctx *ctx, const lt_node *n, int count, const
                 return broadcast_error(ctx, n, &args[first], a);
             }
         }
+        int64_t od = first >= 0 ? size : unknown ? -1 : 1;
+        if (od < 0) numel = -1;
+        else if (numel >= 0 && !lt_mul_i64(numel, od, &numel))
+            return lt_node_error(ctx, n, LT_ERR_INVALID, "broadcast output has more elements than fit in 64 bits");
     }
     return LT_OK;
 }

@@ -52,7 +52,10 @@ static lt_status gather_dims(lt_ctx *ctx, const lt_node *n, int xr, const int64_
     for (int i = 0; i < ir; i++) d[k++] = id[i];
     for (int i = *axis + 1; i < xr; i++) d[k++] = xd[i];
     *rank = r;
-    return LT_OK;
+    for (int i = 0; i < r; i++)
+        if (d[i] < 0) return LT_OK;
+    int64_t numel;
+    return lt_shp_numel(ctx, n, "output", r, d, &numel);
 }
 
 lt_status lt_shp_eval_Gather(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum **out) {
