@@ -186,7 +186,8 @@ bool nn_geom_init(const lt_node *n, int nsp, const int64_t *in, const int64_t *k
         if (ceil_mode && q * s != num) q++;
         int64_t o = q + 1;
         /* the last window must start inside the input or the leading padding */
-        if (ceil_mode && o > 0 && (o - 1) * s >= in[i] + g->pb[i]) o--;
+        int64_t start;
+        if (ceil_mode && o > 0 && (!lt_mul_i64(o - 1, s, &start) || start >= in[i] + g->pb[i])) o--;
         g->out[i] = o > 0 ? o : 0;
         if (o < 1) return out_empty(i, in[i], span, g, err, errn);
         /* every window position the kernels compute must fit in int64 */

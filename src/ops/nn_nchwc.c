@@ -27,7 +27,7 @@
  * Each op's rules live in one function over shapes (dims -1 when unknown) that shape inference and
  * eval both call, so a bad node gets the same error on every backend. */
 
-static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+static int64_t cdiv(int64_t a, int64_t b) { return a / b + (a % b != 0); } /* a >= 0, b >= 1, no overflow */
 
 /* X must be a blocked tensor [N, Cb, H, W, B] (rank xr, dims xd). */
 static lt_status blocked_check(lt_ctx *ctx, const lt_node *n, int xr, const int64_t *xd) {
