@@ -364,8 +364,6 @@ def test_wait_policy_is_the_tools_default(model, tmp_path):
     code = ("import ctypes, sys\n"
             "lib = ctypes.CDLL(sys.argv[1])\n"
             "libc = ctypes.CDLL(None); libc.getenv.restype = ctypes.c_char_p\n"
-            "class O(ctypes.Structure):\n"
-            "    _fields_ = [('pad', ctypes.c_uint64 * 64)]\n"
             "lib.lathe_compile.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p,"
             " ctypes.POINTER(ctypes.c_void_p), ctypes.c_char_p, ctypes.c_size_t]\n"
             "out = ctypes.c_void_p(); err = ctypes.create_string_buffer(4096)\n"
