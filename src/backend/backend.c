@@ -9,6 +9,7 @@ enum { LT_BACKEND_MAX = 8 };
 static const lt_backend_vtbl *registry[LT_BACKEND_MAX + 1] = {
     &lt_backend_cpu,
     &lt_backend_cuda,
+    &lt_backend_loopir,
     NULL,
 };
 

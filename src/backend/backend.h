@@ -24,6 +24,7 @@
 
 #include "../base/base.h"
 #include "../codegen/lang.h"
+#include "../loop/loop.h"
 
 typedef struct lt_backend lt_backend;
 typedef struct lt_bmodule lt_bmodule; /* a compiled, loaded module (opaque) */
@@ -39,8 +40,8 @@ typedef struct lt_backend_options {
     const char *cc;          /* CPU: C compiler command (NULL = "cc"; the CLI passes $CC) */
     const char *cache_dir;   /* compiled-module cache (NULL = no cache) */
     const char *extra_flags; /* CPU: extra compiler flags */
-    int threads;             /* CPU: threads of parallel loops (0 = OpenMP default) */
     double cc_timeout_s;     /* CPU: seconds one compiler run may take (0 = 300, < 0 = no limit) */
+    int threads;             /* CPU: threads of parallel loops (0 = OpenMP default) */
     int device;              /* CUDA: device ordinal */
     const char *arch;        /* CUDA: NVRTC target, e.g. "sm_90" (NULL = the device's) */
     const char *nvrtc;       /* CUDA: NVRTC library tried before libnvrtc.so.13 / .12 (NULL: none;
@@ -56,6 +57,7 @@ typedef struct lt_backend_vtbl {
     const char *name;    /* "cpu", "cuda" */
     const lt_lang *lang; /* language table the emitter uses for this backend */
     bool host_memory;    /* alloc returns host memory the runtime may dereference (CPU) */
+    bool loop_ir_only;   /* runs Loop IR itself (compile_ir): kernels must not call prelude microkernels */
     lt_status (*create)(lt_ctx *ctx, const lt_backend_options *opt, lt_backend **out);
     void (*destroy)(lt_backend *b);
     /* source: one translation unit from lt_emit_module(lang); cached by content hash */
@@ -72,6 +74,9 @@ typedef struct lt_backend_vtbl {
     lt_status (*ceilings)(lt_backend *b, lt_ctx *ctx, lt_backend_ceilings *out);
 
     /* ---- optional (NULL: not available; device backends) ---- */
+    /* A backend that runs Loop IR directly (the evaluator) takes the kernels instead of source; they
+     * live as long as the plan. When set, the compile calls it instead of emitting and `compile`. */
+    lt_status (*compile_ir)(lt_backend *b, lt_ctx *ctx, const lt_kernel *const *kernels, int n, lt_bmodule **out);
     /* copy queued in order with launches; returns before it completes: the host memory must stay
      * valid and unchanged until the next sync. NULL: the runtime uses copy. */
     lt_status (*copy_async)(lt_backend *b, lt_ctx *ctx, void *dst, const void *src, size_t bytes, lt_copy_dir dir);
@@ -95,7 +100,8 @@ struct lt_backend {
 };
 
 extern const lt_backend_vtbl lt_backend_cpu;
-extern const lt_backend_vtbl lt_backend_cuda; /* src/backend/cuda/cuda_backend.c */
+extern const lt_backend_vtbl lt_backend_cuda;   /* src/backend/cuda/cuda_backend.c */
+extern const lt_backend_vtbl lt_backend_loopir; /* src/backend/loopir: the bounds-checked evaluator */
 
 /* The registered backend called `name` ("cpu"), NULL if none. */
 const lt_backend_vtbl *lt_backend_find(const char *name);

@@ -119,6 +119,11 @@ static lt_status binary(ev *e, const lt_lnode *n, val a, val b, val *out) {
         bool fl = is_fl(dt);
         double x = fl ? a.f : 0, y = fl ? b.f : 0;
         int64_t xi = a.i, yi = b.i;
+        if (dt == LT_UINT64) { /* the one integer type whose values do not all fit int64's order */
+            uint64_t ux = (uint64_t)xi, uy = (uint64_t)yi;
+            xi = ux < uy ? -1 : ux > uy;
+            yi = 0;
+        }
         switch (op) {
         case LT_LOP_LT: out->i = fl ? x < y : xi < yi; break;
         case LT_LOP_LE: out->i = fl ? x <= y : xi <= yi; break;
