@@ -234,7 +234,7 @@ lt_status lt_compile(lt_ctx *ctx, lt_model *m, const lt_compile_options *opt, lt
         .enable = enable[0] ? enable : NULL,
         .stop_after = opt->stop_after,
         .target = bname,
-        .no_microkernels = opt->no_microkernels,
+        .no_microkernels = opt->no_microkernels || vt->loop_ir_only,
     };
     r->nodes_before = m->graph->n_nodes;
     if ((s = lt_pass_options_check(ctx, &po)) != LT_OK) goto fail;
@@ -243,8 +243,10 @@ lt_status lt_compile(lt_ctx *ctx, lt_model *m, const lt_compile_options *opt, lt
     r->stage_seconds[LT_STAGE_PASSES] = now_s() - t;
     if (opt->dump_graph && (s = lt_onnx_write_model_file(ctx, m, opt->dump_graph)) != LT_OK) goto fail;
 
-    /* 2. fusion */
+    /* 2. fusion, of a graph verified again after the passes: every node's shapes are checked once
+     * more by inference (lt_node.shapes_verified), and lowering compiles only nodes it verified */
     t = now_s();
+    if ((s = lt_graph_verify(ctx, m->graph)) != LT_OK || (s = lt_graph_infer(ctx, m)) != LT_OK) goto fail;
     lt_groups *gs = lt_arena_alloc(arena, sizeof *gs);
     if (!gs) { s = lt_error(ctx, LT_ERR_NOMEM, "out of memory (groups)"); goto fail; }
     bool gpu = vt->lang && vt->lang->block_index[0] != NULL; /* the target binds GPU blocks (CUDA) */
@@ -274,7 +276,7 @@ lt_status lt_compile(lt_ctx *ctx, lt_model *m, const lt_compile_options *opt, lt
     /* 3. lowering (host fallback per group) */
     t = now_s();
     lt_lower_options lo = {.vector_lanes = opt->vector_lanes > 0 ? opt->vector_lanes : lt_compile_host_lanes(),
-                           .no_microkernels = opt->no_microkernels,
+                           .no_microkernels = opt->no_microkernels || vt->loop_ir_only,
                            .scratch = true, /* the plan binds lt_lscratch buffers in its workspace */
                            .threads = lt_compile_threads(opt->threads),
                            .gpu = gpu,
@@ -379,7 +381,12 @@ lt_status lt_compile(lt_ctx *ctx, lt_model *m, const lt_compile_options *opt, lt
         ek[ne++] = (lt_emit_kernel){lw->kernel, origin};
         r->n_kernels++;
     }
-    if (ne > 0 && (s = lt_emit_module(ctx, vt->lang, ek, ne, NULL, &src)) != LT_OK) { lt_sb_free(&kdump); goto fail; }
+    /* a backend that runs the Loop IR itself needs no source unless someone asked to see it */
+    bool need_source = !vt->compile_ir || opt->dump_code_dir || opt->emit_source || opt->emit_only;
+    if (ne > 0 && need_source && (s = lt_emit_module(ctx, vt->lang, ek, ne, NULL, &src)) != LT_OK) {
+        lt_sb_free(&kdump);
+        goto fail;
+    }
     r->source_bytes = src.len;
     r->stage_seconds[LT_STAGE_EMIT] = now_s() - t;
     if (opt->dump_code_dir) {
@@ -412,7 +419,12 @@ lt_status lt_compile(lt_ctx *ctx, lt_model *m, const lt_compile_options *opt, lt
     /* 6. backend compile (cached) */
     t = now_s();
     if (!backend && (s = lt_backend_create(ctx, bname, &bo, &backend)) != LT_OK) goto fail;
-    if (ne > 0) {
+    if (ne > 0 && vt->compile_ir) {
+        const lt_kernel **ks = lt_arena_alloc(arena, (size_t)ne * sizeof *ks);
+        if (!ks) { s = lt_error(ctx, LT_ERR_NOMEM, "out of memory (kernel list)"); goto fail; }
+        for (int i = 0; i < ne; i++) ks[i] = ek[i].kernel;
+        if ((s = vt->compile_ir(backend, ctx, ks, ne, &module)) != LT_OK) goto fail;
+    } else if (ne > 0) {
         if ((s = backend->vt->compile(backend, ctx, src.s, &module)) != LT_OK) goto fail;
         if (strcmp(bname, "cpu") == 0) {
             const lt_cpu_module_info *mi = lt_cpu_module_get_info((const lt_cpu_module *)module);

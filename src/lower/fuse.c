@@ -62,6 +62,15 @@ bool lt_lower_supported(const lt_node *n, char *why, size_t why_size) {
         snprintf(why, why_size, "no lowering for %s", n->op_type);
         return false;
     }
+    /* Compiled kernels index with the shapes inference derived: only shapes it checked against
+     * every rule of the op (ops.def CHECKS) may be trusted. Anything else runs in the interpreter,
+     * which checks at run time. */
+    if (!n->shapes_verified) {
+        snprintf(why, why_size, "shapes not verified by inference (%s)",
+                 lt_op_info_get(n->op)->flags & LT_OPF_INFER_CHECKS ? "dynamic or unknown shapes"
+                                                                    : "its inference does not check every rule");
+        return false;
+    }
     for (int i = 0; i < n->n_in; i++) {
         const lt_value *v = n->in[i];
         if (!v) continue;
@@ -74,6 +83,11 @@ bool lt_lower_supported(const lt_node *n, char *why, size_t why_size) {
             continue;
         }
         if (!value_static(v, why, why_size, "input", i)) return false;
+        /* an empty operand has no element a kernel could load, even a clamped or unselected one */
+        if (lt_lower_numel(v) == 0) {
+            snprintf(why, why_size, "input %d '%s' is empty", i, v->name);
+            return false;
+        }
     }
     bool any_out = false;
     for (int i = 0; i < n->n_out; i++) {

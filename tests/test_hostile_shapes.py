@@ -1,0 +1,176 @@
+"""test_hostile_shapes.py — models whose shapes or attributes break the spec are refused the same way
+on every path: the interpreter, the compiled CPU plan, the bounds-checked Loop IR evaluator backend
+(loopir), the standalone C export and CUDA code generation all exit 2 with the same error line, and
+nothing reads outside a buffer (the compiled path trusts only shapes that inference verified).
+
+Each case is a tiny model made with onnx.helper: shape-like inputs are initializers, so the compiler
+would lower the op that reads them. Data-dependent indices (Gather / GatherElements with indices given
+at run time) are checked when the plan runs: a bad index is an error, never a read past the data.
+"""
+import os
+import re
+import subprocess
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto as T, helper, numpy_helper
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+LATHE = os.environ.get("LATHE_BIN", os.path.join(ROOT, "build", "lathe"))
+if not os.path.isabs(LATHE):
+    LATHE = os.path.join(ROOT, LATHE)
+
+
+def lathe(*args, env=None):
+    e = dict(os.environ)
+    e.update(env or {})
+    return subprocess.run([LATHE, *map(str, args)], capture_output=True, text=True, timeout=600, env=e)
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory):
+    return str(tmp_path_factory.mktemp("lathe-cache"))
+
+
+def vi(name, dt, shape):
+    return helper.make_tensor_value_info(name, dt, shape)
+
+
+def i64(name, v):
+    return numpy_helper.from_array(np.array(v, np.int64), name)
+
+
+def f32(name, *shape):
+    return numpy_helper.from_array(np.random.default_rng(3).uniform(-1, 1, shape).astype(np.float32), name)
+
+
+def model(nodes, ins, outs, inits=(), opset=17):
+    g = helper.make_graph(nodes, "g", ins, outs, list(inits))
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+
+
+X4 = [vi("x", T.FLOAT, [4])]
+Y = [vi("y", T.FLOAT, None)]
+AB = [vi("a", T.FLOAT, None), vi("b", T.FLOAT, None)]
+
+# name -> (model, a fragment the error line must contain)
+CASES = {
+    "reshape_to_more": (model([helper.make_node("Reshape", ["x", "s"], ["y"])], X4, Y, [i64("s", [4000])]),
+                        "cannot reshape"),
+    "reshape_to_huge": (model([helper.make_node("Reshape", ["x", "s"], ["y"])], X4, Y, [i64("s", [100000000])]),
+                        "cannot reshape"),
+    "reshape_to_fewer": (model([helper.make_node("Reshape", ["x", "s"], ["y"])], X4, Y, [i64("s", [2])]),
+                         "cannot reshape"),
+    "split_sum_above_axis": (model([helper.make_node("Split", ["x", "s"], ["a", "b"], axis=0)], X4, AB,
+                                   [i64("s", [2, 6])]), "split"),
+    "split_sum_below_axis": (model([helper.make_node("Split", ["x", "s"], ["a", "b"], axis=0)], X4, AB,
+                                   [i64("s", [1, 1])]), "split"),
+    "gather_elements_indices_larger": (
+        model([helper.make_node("GatherElements", ["x", "i"], ["y"], axis=1)], [vi("x", T.FLOAT, [2, 3])], Y,
+              [numpy_helper.from_array(np.zeros((4000, 3), np.int64), "i")]), "indices"),
+    "gemm_inner_dims": (model([helper.make_node("Gemm", ["a", "b"], ["y"], transB=1)],
+                              [vi("a", T.FLOAT, [2, 3000]), vi("b", T.FLOAT, [5, 3])], Y), "Gemm"),
+    "matmul_inner_dims": (model([helper.make_node("MatMul", ["a", "b"], ["y"])],
+                                [vi("a", T.FLOAT, [2, 30]), vi("b", T.FLOAT, [5, 3])], Y), "MatMul"),
+    "conv_kernel_larger_than_input": (
+        model([helper.make_node("Conv", ["x", "w"], ["y"])], [vi("x", T.FLOAT, [1, 1, 3, 3])], Y,
+              [f32("w", 1, 1, 7, 7)]), "Conv"),
+    "maxpool_huge_kernel": (model([helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2**62, 2])],
+                                  [vi("x", T.FLOAT, [1, 1, 3, 3])], Y), "MaxPool"),
+    "avgpool_pads_not_below_kernel": (
+        model([helper.make_node("AveragePool", ["x"], ["y"], kernel_shape=[2, 2], pads=[2, 2, 2, 2])],
+              [vi("x", T.FLOAT, [1, 1, 3, 3])], Y), "AveragePool"),
+    "clip_min_not_scalar": (model([helper.make_node("Clip", ["x", "lo"], ["y"])], X4, Y,
+                                  [numpy_helper.from_array(np.zeros(3, np.float32), "lo")]), "Clip"),
+    "concat_mismatched_dims": (model([helper.make_node("Concat", ["x", "z"], ["y"], axis=0)],
+                                     [vi("x", T.FLOAT, [2, 3]), vi("z", T.FLOAT, [2, 4])], Y), "Concat"),
+    "transpose_bad_perm": (model([helper.make_node("Transpose", ["x"], ["y"], perm=[0, 0])],
+                                 [vi("x", T.FLOAT, [2, 3])], Y), "Transpose"),
+    "expand_not_broadcastable": (model([helper.make_node("Expand", ["x", "s"], ["y"])], X4, Y,
+                                       [i64("s", [3])]), "Expand"),
+    "slice_axis_out_of_range": (model([helper.make_node("Slice", ["x", "st", "en", "ax"], ["y"])], X4, Y,
+                                      [i64("st", [0]), i64("en", [2]), i64("ax", [5])]), "Slice"),
+    "add_not_broadcastable": (model([helper.make_node("Add", ["x", "z"], ["y"])],
+                                    [vi("x", T.FLOAT, [4]), vi("z", T.FLOAT, [3])], Y), "Add"),
+}
+
+PATHS = ["interp", "cpu", "loopir", "export", "cuda"]
+
+
+def run_path(path, onnx_path, tmp, cache):
+    env = {"LATHE_CACHE_DIR": cache}
+    if path == "export":
+        return lathe("compile", onnx_path, "-o", os.path.join(tmp, "export"), env=env)
+    if path == "cuda":
+        return lathe("compile", onnx_path, "--target", "cuda", "-o", os.path.join(tmp, "cuda"), env=env)
+    return lathe("run", onnx_path, "--backend", path, env=env)
+
+
+def error_line(r):
+    lines = [l for l in r.stderr.splitlines() if "error:" in l]
+    return lines[-1].split("error:", 1)[1].strip() if lines else ""
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_refused_alike_on_every_path(tmp_path, cache, name):
+    m, fragment = CASES[name]
+    p = str(tmp_path / (name + ".onnx"))
+    onnx.save(m, p)
+    msgs = {}
+    for path in PATHS:
+        r = run_path(path, p, str(tmp_path), cache)
+        assert r.returncode == 2, f"{name} on {path}: exit {r.returncode}\n{r.stdout[-800:]}\n{r.stderr[-800:]}"
+        assert "Sanitizer" not in r.stderr and "runtime error" not in r.stderr, r.stderr
+        msgs[path] = error_line(r)
+    assert fragment.lower() in msgs["interp"].lower(), msgs
+    assert len(set(msgs.values())) == 1, f"{name}: different messages per path: {msgs}"
+    assert not os.path.exists(tmp_path / "export" / "model.c"), "a refused model left a half-written export"
+
+
+def gather_model(op, data_shape, idx_shape, axis):
+    return model([helper.make_node(op, ["x", "i"], ["y"], axis=axis)],
+                 [vi("x", T.FLOAT, data_shape), vi("i", T.INT64, idx_shape)], Y)
+
+
+@pytest.mark.parametrize("op,data_shape,idx,axis", [
+    ("Gather", [5, 3], [[0, 7]], 0),
+    ("Gather", [5, 3], [[0, -9]], 0),
+    ("GatherElements", [2, 3], [[0, 5, 1]], 1),
+    ("GatherElements", [2, 3], [[-7, 0, 1]], 1),
+])
+@pytest.mark.parametrize("backend", ["interp", "cpu", "loopir"])
+def test_run_time_indices_out_of_range_are_errors(tmp_path, cache, op, data_shape, idx, axis, backend):
+    p = str(tmp_path / "g.onnx")
+    idx = np.array(idx, np.int64)
+    onnx.save(gather_model(op, data_shape, list(idx.shape), axis), p)
+    np.save(tmp_path / "i.npy", idx)
+    r = lathe("run", p, "--backend", backend, "--input", f"i={tmp_path / 'i.npy'}", env={"LATHE_CACHE_DIR": cache})
+    assert r.returncode == 2, f"{op} {backend}: exit {r.returncode}\n{r.stdout[-600:]}\n{r.stderr[-600:]}"
+    assert "index" in r.stderr.lower() or "indices" in r.stderr.lower(), r.stderr
+
+
+@pytest.mark.parametrize("backend", ["cpu", "loopir"])
+def test_valid_models_still_compile_and_agree(tmp_path, cache, backend):
+    """The checks refuse only what is wrong: a Reshape/Split/Gather/Conv/Gemm chain that is valid runs
+    compiled (no host step for these ops) and matches the interpreter."""
+    nodes = [
+        helper.make_node("Reshape", ["x", "s"], ["r"]),
+        helper.make_node("Split", ["r", "sp"], ["a", "b"], axis=1),
+        helper.make_node("Concat", ["b", "a"], ["c"], axis=1),
+        helper.make_node("Gemm", ["c", "w"], ["y"], transB=1),
+    ]
+    m = model(nodes, [vi("x", T.FLOAT, [2, 3, 4])], [vi("y", T.FLOAT, None)],
+              [i64("s", [2, 12]), i64("sp", [5, 7]), f32("w", 6, 12)])
+    p = str(tmp_path / "ok.onnx")
+    onnx.save(m, p)
+    outs = {}
+    for b in ["interp", backend]:
+        o = tmp_path / f"{b}.npz"
+        r = lathe("run", p, "--backend", b, "--seed", 5, "--output", o, env={"LATHE_CACHE_DIR": cache})
+        assert r.returncode == 0, r.stderr
+        outs[b] = np.load(o)["y"]
+    np.testing.assert_allclose(outs[backend], outs["interp"], rtol=1e-4, atol=1e-5)
+    rep = lathe("compile", p, env={"LATHE_CACHE_DIR": cache})
+    assert rep.returncode == 0, rep.stderr
+    assert re.search(r"\b0 host steps", rep.stdout + rep.stderr), rep.stdout + rep.stderr
