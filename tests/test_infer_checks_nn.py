@@ -7,8 +7,8 @@ never run a node the interpreter would refuse, nor turn a bad node into an empty
 Each hostile model breaks one rule with its weights and shape-like inputs as initializers (so the
 compiler would lower the node): `lathe run --backend interp` and `--backend cpu` both exit 2 with the
 same error line, and `lathe compile --target cuda` and `lathe compile` (the standalone C export) exit
-2 with it too. Valid edge cases still run, and the interpreter and the compiled code agree on random
-inputs.
+2 with it too. Valid edge cases still run, every node of them compiled (inference verified it: no
+host step), and the interpreter and the compiled code agree on random inputs.
 
 The binary comes from $LATHE_BIN (default build/lathe).
 """
@@ -324,8 +324,11 @@ def test_valid_edge_case_agrees(name, tmp_path, cache):
     outs = {}
     for backend in ("interp", "cpu"):
         out = tmp_path / f"{backend}.npz"
-        p = lathe("run", path, "--backend", backend, "--fill", "random", "--seed", "3", "--output", out, cache=cache)
+        p = lathe("run", path, "--backend", backend, "--fill", "random", "--seed", "3", "--output", out, "--verbose",
+                  cache=cache)
         assert p.returncode == 0, p.stdout + p.stderr
+        if backend == "cpu":  # inference verified every node: all are compiled, none is a host step
+            assert " 0 host steps" in p.stdout + p.stderr, p.stdout + p.stderr
         outs[backend] = dict(np.load(out))
     assert outs["interp"].keys() == outs["cpu"].keys()
     for k in outs["interp"]:
@@ -333,3 +336,34 @@ def test_valid_edge_case_agrees(name, tmp_path, cache):
         assert a.shape == b.shape and a.dtype == b.dtype, k
         assert a.size > 0, k
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5, err_msg=k)
+
+
+# Shapes inference cannot see: symbolic input dims fixed only at run time (--shapes), weights fed as
+# graph inputs. name: (node, inputs, outputs, initializers, opset, --shapes, expected message part)
+RUNTIME = {
+    "conv_channels": (N("Conv", ["x", "w"]), [vi("x", F, ["n", "c", "h", "w"]), vi("w", F, ["m", "k", 3, 3])], [Y],
+                      [], 17, "x:1x3x5x5,w:2x2x3x3", "input has 3 channels but weight expects 2 x group 1"),
+    "conv_kernel_larger_than_input": (N("Conv", ["x", "w"]), [vi("x", F, ["n", 1, "h", "w"])], [Y],
+                                      [zeros("w", 1, 1, 7, 7)], 17, "x:1x1x3x3", NOT_FIT),
+    "maxpool_huge_kernel": (N("MaxPool", ["x"], kernel_shape=[BIG]), [vi("x", F, ["n", "c", "l"])], [Y], [], 17,
+                            "x:1x1x4", NOT_FIT),
+    "gemm_inner": (N("Gemm", ["x", "b"], transB=1), [vi("x", F, ["m", "k"]), vi("b", F, ["n", "k2"])], [Y], [], 17,
+                   "x:2x7,b:5x3", "inner dimensions 7 and 3 differ"),
+    "matmul_batch": (N("MatMul", ["x", "b"]), [vi("x", F, ["a", 2, 3]), vi("b", F, ["c", 3, 4])], [Y], [], 17,
+                     "x:2x2x3,b:3x3x4", "not aligned for matmul"),
+    "layernorm_scale": (N("LayerNormalization", ["x", "s"]), [vi("x", F, ["n", "d"]), vi("s", F, ["e"])], [Y], [],
+                        17, "x:2x4,s:3", "Scale of shape [3] cannot be broadcast to the input's shape [2,4]"),
+    "argmax_empty_axis": (N("ArgMax", ["x"], axis=1), [vi("x", F, ["n", "d"])], [YI], [], 17, "x:2x0",
+                          "cannot take ArgMax over axis 1 of size 0"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(RUNTIME))
+def test_shapes_known_at_run_time_rejected_alike(name, tmp_path, cache):
+    node, inputs, outputs, inits, opset, shapes, part = RUNTIME[name]
+    path = model(tmp_path / f"{name}.onnx", node, inputs, outputs, inits, opset)
+    interp = lathe("run", path, "--backend", "interp", "--shapes", shapes, cache=cache)
+    cpu = lathe("run", path, "--backend", "cpu", "--shapes", shapes, cache=cache)
+    assert interp.returncode == 2, interp.stdout + interp.stderr
+    assert cpu.returncode == 2, cpu.stdout + cpu.stderr
+    assert error_line(interp, part) == error_line(cpu, part)
