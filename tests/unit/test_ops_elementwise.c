@@ -303,6 +303,75 @@ static void build_sum(tnode *t) {
     tn_input(t, LT_FLOAT, 1, e, NULL, false);
 }
 
+/* ---- one rule, one message: the infer hook and the eval hook say the same (lt_ew_check) ---- */
+static void ew_same_message(tnode *t, const char *part) {
+    char m[LT_MSG_MAX];
+    CHECK(tn_infer(t) == LT_ERR_INVALID);
+    snprintf(m, sizeof m, "%s", t->ctx.msg);
+    CHECK(tn_eval(t) == LT_ERR_INVALID && strcmp(m, t->ctx.msg) == 0 && strstr(m, part) != NULL);
+    if (strcmp(m, t->ctx.msg) != 0) fprintf(stderr, "  infer: %s\n  eval:  %s\n", m, t->ctx.msg);
+    tn_free(t);
+}
+
+static void test_infer_eval_same_message(void) {
+    tnode t;
+    int64_t d23[2] = {2, 3}, d3[1] = {3}, d4[1] = {4};
+
+    tn_init_named(&t, "", "Add", 14, 1);
+    tn_input(&t, LT_FLOAT, 2, d23, NULL, false);
+    tn_input(&t, LT_FLOAT, 1, d4, NULL, true);
+    ew_same_message(&t, "shapes [2,3] and [4] cannot be broadcast");
+
+    tn_init_named(&t, "", "Mul", 14, 1);
+    tn_input(&t, LT_FLOAT, 1, d3, NULL, false);
+    tn_input(&t, LT_DOUBLE, 1, d3, NULL, true);
+    ew_same_message(&t, "inputs have different types float and double");
+
+    tn_init_named(&t, "", "Clip", 13, 1);
+    tn_input(&t, LT_FLOAT, 2, d23, NULL, false);
+    tn_input(&t, LT_FLOAT, 1, d3, NULL, true);
+    ew_same_message(&t, "min must be a scalar (has 3 elements)");
+
+    tn_init_named(&t, "", "PRelu", 16, 1);
+    tn_input(&t, LT_FLOAT, 2, d23, NULL, false);
+    tn_input(&t, LT_FLOAT, 1, d4, NULL, true);
+    ew_same_message(&t, "slope of shape [4] cannot be broadcast to X of shape [2,3]");
+
+    tn_init_named(&t, "", "Where", 16, 1);
+    tn_input(&t, LT_BOOL, 1, (int64_t[]){2}, NULL, false);
+    tn_input(&t, LT_FLOAT, 1, d3, NULL, false);
+    tn_input(&t, LT_FLOAT, 1, d3, NULL, false);
+    ew_same_message(&t, "shapes [2] and [3] cannot be broadcast");
+
+    tn_init_named(&t, "", "Sum", 13, 1);
+    tn_input(&t, LT_FLOAT, 1, d3, NULL, false);
+    tn_input(&t, LT_FLOAT, 1, d4, NULL, false);
+    ew_same_message(&t, "shapes [3] and [4] cannot be broadcast");
+
+    tn_init_named(&t, "", "BitShift", 11, 1);
+    tn_input(&t, LT_UINT8, 1, d3, NULL, false);
+    tn_input(&t, LT_UINT8, 1, d3, NULL, false);
+    tn_str(&t, "direction", "UP");
+    ew_same_message(&t, "direction must be LEFT or RIGHT, got 'UP'");
+
+    tn_init_named(&t, "", "Mod", 13, 1);
+    tn_input(&t, LT_FLOAT, 1, d3, NULL, false);
+    tn_input(&t, LT_FLOAT, 1, d3, NULL, false);
+    ew_same_message(&t, "fmod must be 1 for float inputs");
+
+    tn_init_named(&t, "", "Add", 6, 1); /* legacy broadcast: B must match A from axis */
+    tn_input(&t, LT_FLOAT, 2, d23, NULL, false);
+    tn_input(&t, LT_FLOAT, 1, d3, NULL, false);
+    tn_int(&t, "broadcast", 1);
+    tn_int(&t, "axis", 0);
+    ew_same_message(&t, "legacy broadcast: B dim 0 (3) does not match A dim 0 (2)");
+
+    tn_init_named(&t, "", "Celu", 12, 1);
+    tn_input(&t, LT_FLOAT, 1, d3, NULL, false);
+    tn_float(&t, "alpha", 0);
+    ew_same_message(&t, "alpha must not be 0");
+}
+
 int main(void) {
     test_cast_strings();
     test_narrow_floats();
@@ -310,6 +379,7 @@ int main(void) {
     test_legacy();
     test_regex();
     test_misc_errors();
+    test_infer_eval_same_message();
     oom_case("Cast to string", build_cast_str);
     oom_case("StringSplit", build_split);
     oom_case("RegexFullMatch", build_regex);

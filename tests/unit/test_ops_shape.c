@@ -356,11 +356,102 @@ static void test_oom(void) {
     lt_set_allocator(NULL);
 }
 
+/* ---- one rule, one message: the infer hook (constant inputs) and the eval hook say the same ---- */
+static void same_message(tnode *t, const char *part) {
+    char m[LT_MSG_MAX];
+    CHECK(tn_infer(t) == LT_ERR_INVALID);
+    snprintf(m, sizeof m, "%s", t->ctx.msg);
+    CHECK(tn_eval(t) == LT_ERR_INVALID && strcmp(m, t->ctx.msg) == 0 && strstr(m, part) != NULL);
+    if (strcmp(m, t->ctx.msg) != 0) fprintf(stderr, "  infer: %s\n  eval:  %s\n", m, t->ctx.msg);
+    tn_free(t);
+}
+
+static void test_infer_eval_same_message(void) {
+    tnode t;
+    int64_t d23[2] = {2, 3}, d4[1] = {4};
+
+    tn_init_named(&t, "", "Reshape", 14, 1);
+    tn_input(&t, LT_FLOAT, 1, d4, k_iota, false);
+    tn_ints_in(&t, (int64_t[]){4000}, 1, true);
+    same_message(&t, "cannot reshape [4] into [4000]");
+
+    tn_init_named(&t, "", "Reshape", 14, 1);
+    tn_input(&t, LT_FLOAT, 2, d23, k_iota, false);
+    tn_ints_in(&t, (int64_t[]){(int64_t)1 << 62, 8}, 2, true);
+    same_message(&t, "shape size overflows");
+
+    tn_init_named(&t, "", "Split", 13, 2);
+    tn_input(&t, LT_FLOAT, 1, d4, k_iota, false);
+    tn_ints_in(&t, (int64_t[]){2, 6}, 2, true);
+    same_message(&t, "split sizes sum to 8, the axis has 4");
+
+    tn_init_named(&t, "", "Split", 13, 2);
+    tn_input(&t, LT_FLOAT, 1, d4, k_iota, false);
+    tn_ints_in(&t, (int64_t[]){1, 1}, 2, true);
+    same_message(&t, "split sizes sum to 2, the axis has 4");
+
+    tn_init_named(&t, "", "Concat", 13, 1);
+    tn_input(&t, LT_FLOAT, 2, d23, k_iota, false);
+    tn_input(&t, LT_FLOAT, 2, (int64_t[]){3, 3}, k_iota, false);
+    tn_int(&t, "axis", 1);
+    same_message(&t, "input 1 of shape [3,3] does not match input 0 of shape [2,3]");
+
+    tn_init_named(&t, "", "Slice", 13, 1);
+    tn_input(&t, LT_FLOAT, 2, d23, k_iota, false);
+    tn_ints_in(&t, (int64_t[]){0}, 1, true);
+    tn_ints_in(&t, (int64_t[]){1}, 1, true);
+    tn_ints_in(&t, (int64_t[]){1}, 1, true);
+    tn_ints_in(&t, (int64_t[]){0}, 1, true);
+    same_message(&t, "step on axis 0 is zero");
+
+    tn_init_named(&t, "", "Tile", 13, 1);
+    tn_input(&t, LT_FLOAT, 2, d23, k_iota, false);
+    tn_ints_in(&t, (int64_t[]){(int64_t)1 << 62, 1}, 2, true);
+    same_message(&t, "tiled dimension overflows");
+
+    tn_init_named(&t, "", "Transpose", 13, 1);
+    tn_input(&t, LT_FLOAT, 2, d23, k_iota, false);
+    tn_ints(&t, "perm", (int64_t[]){1, 1}, 2);
+    same_message(&t, "perm is not a permutation of 2 axes");
+
+    tn_init_named(&t, "", "Squeeze", 13, 1);
+    tn_input(&t, LT_FLOAT, 2, d23, k_iota, false);
+    tn_ints_in(&t, (int64_t[]){-2}, 1, true);
+    same_message(&t, "cannot squeeze axis 0 of size 2");
+
+    tn_init_named(&t, "", "Unsqueeze", 13, 1);
+    tn_input(&t, LT_FLOAT, 2, d23, k_iota, false);
+    tn_ints_in(&t, (int64_t[]){1, -3}, 2, true);
+    same_message(&t, "axis 1 is repeated");
+
+    tn_init_named(&t, "", "Pad", 13, 1);
+    tn_input(&t, LT_FLOAT, 2, d23, k_iota, false);
+    tn_ints_in(&t, (int64_t[]){0, -2, 0, -2}, 4, true);
+    same_message(&t, "negative pads remove more than axis 1 holds");
+
+    tn_init_named(&t, "", "DepthToSpace", 13, 1);
+    tn_input(&t, LT_FLOAT, 4, (int64_t[]){1, 6, 1, 1}, k_iota, false);
+    tn_int(&t, "blocksize", 2);
+    same_message(&t, "channels 6 not divisible by blocksize^2 4");
+
+    tn_init_named(&t, "", "GatherElements", 13, 1);
+    tn_input(&t, LT_FLOAT, 2, d23, k_iota, false);
+    tn_input(&t, LT_INT64, 2, (int64_t[]){4, 3}, NULL, true);
+    tn_int(&t, "axis", 1);
+    same_message(&t, "indices dimension 0 (4) exceeds data's (2)");
+
+    tn_init_named(&t, "", "Trilu", 14, 1);
+    tn_input(&t, LT_FLOAT, 2, d23, k_iota, false);
+    tn_ints_in(&t, (int64_t[]){1, 2}, 2, true);
+    same_message(&t, "k must hold exactly one value, got 2");
+}
+
 int main(void) {
     test_old_opsets();
     test_strings();
     test_errors();
     test_infer();
+    test_infer_eval_same_message();
     test_oom();
     return test_report("test_ops_shape");
 }
