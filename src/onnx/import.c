@@ -698,29 +698,58 @@ lt_status onnx_parse_opset(onnx_load *L, lt_slice s, lt_opset *o) {
     return LT_OK;
 }
 
+/* The first pass over the model's top-level fields failed. A file that ran out in the middle of a
+ * value after well-formed ModelProto fields is a truncated model: the message says where. Any other
+ * top-level failure (a wire type or field number protobuf does not have, a field of the wrong wire
+ * type, bytes that do not even start a field) means the file is not an ONNX model at all (another
+ * format, text, or another protobuf message): say that first, keeping the detail with its offset. */
+static lt_status top_level_failure(onnx_load *L, int well_formed) {
+    lt_status s = onnx_wire_status(L);
+    size_t fl = strlen(L->file);
+    const char *msg = L->ctx->msg;
+    if (s == LT_ERR_NOMEM || (L->src.truncated && well_formed > 0)) return s;
+    if (strncmp(msg, L->file, fl) != 0 || strncmp(msg + fl, ": byte ", 7) != 0) return s; /* not the decoder's */
+    char detail[LT_MSG_MAX];
+    snprintf(detail, sizeof detail, "%s", msg + fl + 2);
+    lt_ctx_clear(L->ctx);
+    return lt_error(L->ctx, LT_ERR_INVALID, "%s: not an ONNX model (%s)", L->file, detail);
+}
+
+/* The wire type ModelProto gives a top-level field (-1: a field lathe does not know). */
+static int model_field_wt(uint32_t field) {
+    switch (field) {
+    case 1: case 5: return LT_WT_VARINT;                                     /* ir_version, model_version */
+    case 2: case 3: case 4: case 6: case 7: case 8: case 14: case 20: case 25: case 26: return LT_WT_LEN;
+    default: return -1;
+    }
+}
+
 static lt_status import_model(onnx_load *L) {
     lt_model *m = L->m;
     lt_wire w;
     lt_wire_root(&w, &L->src, "ModelProto");
     bool has_ir = false, has_graph = false;
     int64_t ir = 0, n_ops = 0, n_funcs = 0;
+    int well_formed = 0; /* top-level fields read whole, with ModelProto's wire type */
     lt_slice graph = {0};
     sfield pn = {0}, pv = {0};
     while (lt_wire_next(&w)) {
+        bool known = model_field_wt(w.field) == w.wt;
         switch (w.field) {
-        case 1: has_ir = lt_wire_i64(&w, &ir); break;
-        case 2: read_sfield(&w, &pn); break;
-        case 3: read_sfield(&w, &pv); break;
-        case 7: has_graph = onnx_slice(&w, &graph, "GraphProto"); break;
+        case 1: known = has_ir = lt_wire_i64(&w, &ir); break;
+        case 2: known = read_sfield(&w, &pn); break;
+        case 3: known = read_sfield(&w, &pv); break;
+        case 7: known = has_graph = onnx_slice(&w, &graph, "GraphProto"); break;
         case 8: n_ops++; break;
         case 25: n_funcs++; break;
         default: break;
         }
+        if (known && lt_wire_skip(&w)) well_formed++;
     }
-    if (lt_wire_failed(&w)) return onnx_wire_status(L);
+    if (lt_wire_failed(&w)) return top_level_failure(L, well_formed);
     w.field = 0;
     const uint8_t *base = L->src.base;
-    if (!has_ir) return onnx_err(L, base, LT_ERR_INVALID, "not an ONNX model: ModelProto has no ir_version");
+    if (!has_ir) return lt_error(L->ctx, LT_ERR_INVALID, "%s: not an ONNX model (ModelProto has no ir_version)", L->file);
     m->ir_version = ir;
     if (ir < 3 || ir > 14)
         return onnx_err(L, base, LT_ERR_UNSUPPORTED, "ONNX IR version %lld is not supported (lathe reads IR versions 3 to 14)", (long long)ir);

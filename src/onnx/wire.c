@@ -111,6 +111,7 @@ static bool read_varint(lt_wire *w, uint64_t *out) {
     uint64_t v = 0;
     for (int i = 0; i < 10; i++) {
         if (w->p >= w->end) {
+            w->src->truncated = !w->src->failed;
             lt_wire_error(w, start, LT_ERR_INVALID, "truncated varint (%zu bytes left)", (size_t)(w->end - start));
             return false;
         }
@@ -131,6 +132,7 @@ static bool read_varint(lt_wire *w, uint64_t *out) {
 
 static bool need(lt_wire *w, size_t n, const char *what) {
     if ((size_t)(w->end - w->p) < n) {
+        w->src->truncated = !w->src->failed;
         lt_wire_error(w, w->p, LT_ERR_INVALID, "truncated %s: needs %zu bytes, %zu left", what, n, (size_t)(w->end - w->p));
         return false;
     }
@@ -142,6 +144,7 @@ static bool read_len(lt_wire *w, const uint8_t **p, size_t *n) {
     uint64_t len;
     if (!read_varint(w, &len)) return false;
     if (len > (uint64_t)(w->end - w->p)) {
+        w->src->truncated = !w->src->failed;
         lt_wire_error(w, at, LT_ERR_INVALID, "length %llu exceeds the %zu bytes left", (unsigned long long)len,
                       (size_t)(w->end - w->p));
         return false;

@@ -27,6 +27,7 @@ typedef struct lt_wire_src {
     int max_depth;
     bool failed;         /* sticky: an error was reported */
     lt_status status;    /* the status of that error */
+    bool truncated;      /* that error was a value running past the end of its message */
 } lt_wire_src;
 
 typedef struct lt_wire {
