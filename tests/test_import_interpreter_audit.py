@@ -409,8 +409,6 @@ def test_many_unknown_ops_all_reported(tmp_path):
 
 
 # ---------------------------------------------------------------- CLI binding details
-@pytest.mark.xfail(strict=True, reason="D3: --shapes/--dim numbers beyond int64 saturate (strtoll without an "
-                                       "errno check) instead of being a usage error")
 @pytest.mark.parametrize("arg", [["--shapes", "x:99999999999999999999x3"], ["--dim", "N=99999999999999999999"]])
 def test_binding_overflow_is_usage_error(tmp_path, arg):
     p = save(tmp_path / "sym.onnx", [helper.make_node("Relu", ["x"], ["y"])], [vi("x", TensorProto.FLOAT, ["N", 3])],

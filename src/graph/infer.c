@@ -7,6 +7,7 @@
 
 #include "../ops/ops.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -181,8 +182,9 @@ static lt_status bind_one_shape(lt_ctx *ctx, lt_model *m, const char *item) {
     if (*p) {
         for (;;) {
             char *end;
+            errno = 0;
             long long v = strtoll(p, &end, 10);
-            if (end == p || v < 0) return lt_error(ctx, LT_ERR_USAGE, "--shapes: bad dimension in '%s'", item);
+            if (end == p || v < 0 || errno == ERANGE) return lt_error(ctx, LT_ERR_USAGE, "--shapes: bad dimension in '%s'", item);
             if (rank == LT_MAX_RANK) return lt_error(ctx, LT_ERR_USAGE, "--shapes: too many dimensions in '%s'", item);
             dims[rank++] = v;
             if (*end == 0) break;
@@ -212,8 +214,9 @@ lt_status lt_model_bind_dim_spec(lt_ctx *ctx, lt_model *m, const char *spec) {
     memcpy(name, spec, nl);
     name[nl] = 0;
     char *end;
+    errno = 0;
     long long v = strtoll(eq + 1, &end, 10);
-    if (end == eq + 1 || *end || v < 0) return lt_error(ctx, LT_ERR_USAGE, "--dim: bad value in '%s'", spec);
+    if (end == eq + 1 || *end || v < 0 || errno == ERANGE) return lt_error(ctx, LT_ERR_USAGE, "--dim: bad value in '%s'", spec);
     return lt_model_bind_dim(ctx, m, name, v);
 }
 
