@@ -25,7 +25,8 @@ int cmd_conformance(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);
 
-/* "lathe: error: ..." on stderr. */
+/* "lathe: error: ..." on stderr. The message (and those of cli_warn, cli_fail, cli_usage) is printed
+ * through cli_put_text: model names in it cannot send control sequences to the terminal. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* "lathe: warning: ..." on stderr. */
 void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -33,6 +34,25 @@ void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int cli_fail(const lt_ctx *ctx);
 /* Usage error: print the message and a pointer to `lathe CMD --help`; returns 1. */
 int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Printing what a model or a file chose (names, strings, paths). cli_esc returns `s` with every byte a
+ * terminal would act on written as an escape: C0 controls and DEL (\n, \t, \r, else \xHH, so ESC is
+ * \x1b), C1 controls (U+0080..U+009F), Unicode direction overrides and line separators, and bytes
+ * that are not UTF-8, each as \xHH; printable ASCII and other UTF-8 stay as they are. The result lives
+ * in one of 8 rotating per-thread buffers (valid until 8 more calls), so several may appear in one
+ * printf. cli_put_text writes multi-line text (library messages, reports, graph listings) the same
+ * way but leaves '\n' and '\t' alone. */
+const char *cli_esc(const char *s);
+void cli_put_text(FILE *f, const char *text);
+/* The escaped form of s appended to buf[0..n) (always terminated); for strings kept with a result.
+ * keep_lines leaves '\n' and '\t' as they are. Returns the length the whole escaped form needs. */
+size_t cli_esc_into(char *buf, size_t n, const char *s, bool keep_lines);
+
+/* Create folder `dir` and its missing parents (mkdir -p: mode 0777 less the umask). 0, or prints
+ * "WHAT DIR: cannot create folder PART: REASON" (or "...: PART is not a folder") and returns 2. */
+int cli_make_dirs(const char *what, const char *dir);
+/* The same for the folder that will hold file `path` (nothing to do without a '/'). */
+int cli_make_parent_dirs(const char *what, const char *path);
 
 /* Option parsing. At argv[*i]: if it is `name` (then the value is argv[*i+1]) or `name=value`, set
  * *val, advance *i past what was used and return 1; return -1 (after printing a usage error) when
@@ -43,6 +63,29 @@ void cli_fmt(char *buf, size_t n, const char *fmt, ...) __attribute__((format(pr
 /* Parse a non-negative integer / number; false if malformed. */
 bool cli_parse_i64(const char *s, int64_t *out);
 bool cli_parse_double(const char *s, double *out);
+
+/* What an --input spec means for graph g (tools/cli_specs.c; reads no file). */
+typedef enum cli_input_kind {
+    CLI_INPUT_NAMED,         /* NAME=FILE: input `input` from `path` */
+    CLI_INPUT_NPZ_ALL,       /* FILE.npz: each array to the input of its name (`path`) */
+    CLI_INPUT_ONLY,          /* FILE: the model's only input to give (`input`) from `path` */
+    CLI_INPUT_NO_SUCH_INPUT, /* NAME=FILE where no input is NAME (name, name_len) and no file is the spec */
+    CLI_INPUT_WHICH,         /* FILE for a model with several inputs (or none) to give: say which */
+} cli_input_kind;
+
+typedef struct cli_input_spec {
+    cli_input_kind kind;
+    int input;        /* graph input index, or -1 */
+    const char *path; /* points into the spec */
+    const char *name; /* NO_SUCH_INPUT: the name asked for, name_len bytes (not terminated) */
+    size_t name_len;
+} cli_input_spec;
+
+/* NAME=FILE when the text before one of the spec's '=' (the first that does) names an input; else the
+ * whole spec is a FILE, unless it holds '=' and file_exists(spec) (NULL: never) says there is no such
+ * file. */
+void cli_input_spec_parse(const lt_graph *g, const char *spec, bool (*file_exists)(const char *path),
+                          cli_input_spec *out);
 
 /* Load a model and apply --shapes / --dim specs (each array may be empty). Exit code (0 = ok). */
 int cli_load_model(const char *path, int n_shapes, const char *const *shapes, int n_dims,

@@ -207,8 +207,9 @@ int cli_compile_check_backend_forked(const cli_compile_args *ca, bool allow_inte
 
 static void dump_cb(void *user, const char *pass, int round, const char *ir) {
     (void)user;
-    if (round > 0) fprintf(stderr, "; after %s (round %d)\n%s", pass, round, ir);
-    else fprintf(stderr, "; after %s\n%s", pass, ir);
+    if (round > 0) fprintf(stderr, "; after %s (round %d)\n", pass, round);
+    else fprintf(stderr, "; after %s\n", pass);
+    cli_put_text(stderr, ir);
 }
 
 void cli_tune_db_path(const cli_compile_args *ca, char *buf, size_t n) {
@@ -231,8 +232,11 @@ static int tune_db_open(cli_compile_args *ca, const lt_model *m) {
 
 int cli_compile_model(cli_compile_args *ca, lt_model *m, lt_datum *const *in, lt_plan **out, lt_compile_report *rep) {
     lt_ctx ctx = {0};
-    int code = tune_db_open(ca, m);
-    if (code) return code;
+    int code = 0;
+    if ((ca->o.dump_code_dir && (code = cli_make_dirs("--dump-code", ca->o.dump_code_dir))) ||
+        (ca->o.dump_graph && (code = cli_make_parent_dirs("--dump-graph", ca->o.dump_graph))))
+        return code;
+    if ((code = tune_db_open(ca, m))) return code;
     const lt_graph *g = m->graph;
     const char **given = calloc((size_t)g->n_inputs + 1, sizeof *given);
     if (!given) {
@@ -256,7 +260,7 @@ int cli_compile_model(cli_compile_args *ca, lt_model *m, lt_datum *const *in, lt
     if (ca->o.time_passes && rep->passes.n) {
         lt_strbuf b = {0};
         lt_pass_report_print(&rep->passes, &b);
-        if (b.s) fputs(b.s, stderr);
+        if (b.s) cli_put_text(stderr, b.s);
         lt_sb_free(&b);
     }
     if (s != LT_OK) {
@@ -273,6 +277,6 @@ int cli_compile_model(cli_compile_args *ca, lt_model *m, lt_datum *const *in, lt
 void cli_compile_print_report(const lt_compile_report *rep, FILE *f) {
     lt_strbuf b = {0};
     lt_compile_report_print(rep, &b);
-    if (b.s) fputs(b.s, f);
+    if (b.s) cli_put_text(f, b.s);
     lt_sb_free(&b);
 }

@@ -99,22 +99,21 @@ static int read_named(bind_state *rs, int idx, const char *path) {
     return bind_datum(rs, idx, d, path);
 }
 
+static bool file_exists(const char *path) { return access(path, F_OK) == 0; }
+
 static int read_input_spec(bind_state *rs, const char *spec) {
     const lt_graph *g = rs->m->graph;
     char names[2048];
-    const char *eq = strchr(spec, '=');
-    if (eq) {
-        char name[1024];
-        snprintf(name, sizeof name, "%.*s", (int)(eq - spec), spec);
-        int idx = find_input(g, name);
-        if (idx >= 0) return read_named(rs, idx, eq + 1);
-        if (access(spec, F_OK) != 0) {
-            list_inputs(g, names, sizeof names);
-            return cli_usage(rs->cmd, "--input %s: the model has no input named '%s' (inputs: %s)", spec, name, names);
-        }
+    cli_input_spec is;
+    cli_input_spec_parse(g, spec, file_exists, &is);
+    if (is.kind == CLI_INPUT_NAMED) return read_named(rs, is.input, is.path);
+    if (is.kind == CLI_INPUT_NO_SUCH_INPUT) {
+        list_inputs(g, names, sizeof names);
+        return cli_usage(rs->cmd, "--input %s: the model has no input named '%.*s' (inputs: %s)", spec,
+                         is.name_len > 1024 ? 1024 : (int)is.name_len, is.name, names);
     }
     /* a plain FILE */
-    if (ends_with(spec, ".npz")) {
+    if (is.kind == CLI_INPUT_NPZ_ALL) {
         lt_ctx ctx = {0};
         lt_npz *z = NULL;
         lt_io_limits lim = input_limits();
@@ -138,14 +137,11 @@ static int read_input_spec(bind_state *rs, const char *spec) {
         lt_npz_free(z);
         return rc;
     }
-    int only = -1, n_free = 0;
-    for (int i = 0; i < g->n_inputs; i++)
-        if (!g->inputs[i]->init) { only = i; n_free++; }
-    if (n_free != 1) {
+    if (is.kind == CLI_INPUT_WHICH) {
         list_inputs(g, names, sizeof names);
         return cli_usage(rs->cmd, "--input %s: say which input it is with NAME=FILE (inputs: %s)", spec, names);
     }
-    return read_named(rs, only, spec);
+    return read_named(rs, is.input, spec);
 }
 
 int cli_inputs_bind(const char *cmd, lt_model *m, int n_specs, const char *const *specs, lt_fill_kind fill,

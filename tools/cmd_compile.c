@@ -4,7 +4,8 @@
  * standalone C (src/runtime/export.h): DIR/model.c, model.h, model_main.c and model.weights (or
  * weights embedded in model.c under 1 MiB). --print-plan lists the plan's steps and buffers.
  * --target cuda -o DIR writes the CUDA translation unit (DIR/model.cu, with the Loop IR and groups)
- * with no GPU needed, and DIR/model.cubin when NVRTC is found (--arch, default sm_90).
+ * with no GPU needed, and DIR/model.cubin when NVRTC is found (--arch, default sm_90). DIR is created
+ * with its missing parents (mkdir -p). Names and paths are printed escaped (cli_esc).
  * Exit codes: 0 ok, 1 usage, 2 bad model, 3 unsupported (backend, or host steps in an export).
  */
 #include "cli_compile.h"
@@ -24,7 +25,7 @@ static const char HELP[] =
     "`cc -O2 model.c model_main.c -lm` and needs no lathe library.\n"
     "\n"
     "options:\n"
-    "  -o, --output DIR      export into DIR (created if missing)\n"
+    "  -o, --output DIR      export into DIR (created, with missing parents, if missing)\n"
     "  --target c|cuda       what -o writes (c: model.c, model.h, model_main.c, model.weights; cuda:\n"
     "                        model.cu, kernels.txt, groups.txt and, when NVRTC is found, model.cubin;\n"
     "                        needs no GPU)\n"
@@ -45,7 +46,7 @@ static int write_cubin(const char *dir, const char *arch, const char *nvrtc, con
     char path[4096];
     cli_fmt(path, sizeof path, "%s/model.cu", dir);
     printf("cuda: %d kernels (+%d weight packing), %d host groups; wrote %s (%zu bytes), kernels.txt, groups.txt\n",
-           rep->n_kernels, rep->n_pack_kernels, rep->n_host_groups, path, rep->source_bytes);
+           rep->n_kernels, rep->n_pack_kernels, rep->n_host_groups, cli_esc(path), rep->source_bytes);
     lt_ctx ctx = {0};
     lt_nvrtc *nv = NULL;
     if (lt_nvrtc_open_path(&ctx, nvrtc, &nv) != LT_OK) {
@@ -79,7 +80,7 @@ static int write_cubin(const char *dir, const char *arch, const char *nvrtc, con
             cli_error("%s: cannot write", path);
             rc = CLI_EXIT_INVALID;
         } else {
-            printf("cuda: wrote %s (%zu bytes, %s, NVRTC %.2f s)\n", path, img.size, arch, img.seconds);
+            printf("cuda: wrote %s (%zu bytes, %s, NVRTC %.2f s)\n", cli_esc(path), img.size, cli_esc(arch), img.seconds);
         }
         if (o) fclose(o);
     }
@@ -153,6 +154,8 @@ int cmd_compile(int argc, char **argv) {
         ca.o.arch = arch; /* the kernels are lowered for the cubin's target */
     } else if ((rc = cli_compile_check_backend(&ca, false))) goto out;
     if ((rc = cli_load_model(model, n_shapes, shapes, n_dims, dims, &m))) goto out;
+    /* -o DIR is created with its missing parents (before compiling: --target cuda writes into it) */
+    if (outdir && (rc = cli_make_dirs("-o", outdir))) goto out;
     lt_ctx ctx = {0};
     if (lt_model_check_supported(&ctx, m) != LT_OK) { rc = cli_fail(&ctx); goto out; }
     /* every input needs a concrete shape */
@@ -169,13 +172,13 @@ int cmd_compile(int argc, char **argv) {
         rc = write_cubin(outdir, arch, ca.o.nvrtc, &rep);
         goto out;
     }
-    printf("model: %s\n", model);
+    printf("model: %s\n", cli_esc(model));
     cli_compile_print_report(&rep, stdout);
-    if (rep.source_path[0]) printf("generated: %s\n", rep.source_path);
+    if (rep.source_path[0]) printf("generated: %s\n", cli_esc(rep.source_path));
     if (print_plan) {
         lt_strbuf b = {0};
         lt_plan_print(plan, &b);
-        if (b.s) fputs(b.s, stdout);
+        if (b.s) cli_put_text(stdout, b.s);
         lt_sb_free(&b);
     }
     if (outdir) {
@@ -185,10 +188,9 @@ int cmd_compile(int argc, char **argv) {
         if (lt_export_c(&ctx, plan, &eo, &er) != LT_OK) { rc = cli_fail(&ctx); goto out; }
         printf("export: %d kernels, weights %lld bytes (%s), workspace %lld bytes\n", er.n_kernels,
                (long long)er.weight_bytes, er.embedded ? "embedded" : "separate file", (long long)er.workspace_bytes);
-        for (int i = 0; i < er.n_files; i++) printf("  wrote %s\n", er.files[i]);
-        const char *P = name ? name : "model";
-        printf("build: cc -O2 %s/%s.c %s/%s_main.c -lm   (add -O3 -march=native -fopenmp for speed)\n", outdir, P,
-               outdir, P);
+        for (int i = 0; i < er.n_files; i++) printf("  wrote %s\n", cli_esc(er.files[i]));
+        const char *P = cli_esc(name ? name : "model"), *D = cli_esc(outdir);
+        printf("build: cc -O2 %s/%s.c %s/%s_main.c -lm   (add -O3 -march=native -fopenmp for speed)\n", D, P, D, P);
     }
 out:
     lt_plan_free(plan);

@@ -1,6 +1,7 @@
 /* cmd_inspect.c — `lathe inspect MODEL`: what a model is made of (IR version, producer, opsets,
  * inputs and outputs with their types, node count, op histogram, initializers) and every op lathe
  * cannot run, all at once. Exits 0 even when ops are unsupported (it reports them), 2 on a bad model.
+ * Everything the model names is printed escaped (cli_esc): a name cannot drive the terminal.
  */
 #include "cli.h"
 
@@ -122,13 +123,14 @@ int cmd_inspect(int argc, char **argv) {
     if (rc) goto out;
     const lt_graph *g = m->graph;
     char tb[1024];
-    printf("model: %s\n", model);
+    printf("model: %s\n", cli_esc(model));
     printf("ir_version: %lld\n", (long long)m->ir_version);
-    printf("producer: %s%s%s\n", m->producer_name && *m->producer_name ? m->producer_name : "(none)",
-           m->producer_version && *m->producer_version ? " " : "", m->producer_version ? m->producer_version : "");
+    printf("producer: %s%s%s\n", m->producer_name && *m->producer_name ? cli_esc(m->producer_name) : "(none)",
+           m->producer_version && *m->producer_version ? " " : "", m->producer_version ? cli_esc(m->producer_version) : "");
     printf("opsets:");
     for (int i = 0; i < m->n_opsets; i++)
-        printf("%s %s %lld", i ? "," : "", m->opsets[i].domain && *m->opsets[i].domain ? m->opsets[i].domain : "ai.onnx",
+        printf("%s %s %lld", i ? "," : "",
+               m->opsets[i].domain && *m->opsets[i].domain ? cli_esc(m->opsets[i].domain) : "ai.onnx",
                (long long)m->opsets[i].version);
     printf("%s\n", m->n_opsets ? "" : " (none)");
     int n_free = 0, n_init_inputs = 0;
@@ -138,18 +140,19 @@ int cmd_inspect(int argc, char **argv) {
     }
     printf("inputs (%d):\n", n_free);
     for (int i = 0; i < g->n_inputs; i++)
-        if (!g->inputs[i]->init) printf("  %s: %s\n", g->inputs[i]->name, lt_type_str(&g->inputs[i]->type, tb, sizeof tb));
+        if (!g->inputs[i]->init)
+            printf("  %s: %s\n", cli_esc(g->inputs[i]->name), cli_esc(lt_type_str(&g->inputs[i]->type, tb, sizeof tb)));
     if (n_init_inputs) printf("  (%d more inputs have initializers and are optional)\n", n_init_inputs);
     printf("outputs (%d):\n", g->n_outputs);
     for (int i = 0; i < g->n_outputs; i++)
-        printf("  %s: %s\n", g->outputs[i]->name, lt_type_str(&g->outputs[i]->type, tb, sizeof tb));
+        printf("  %s: %s\n", cli_esc(g->outputs[i]->name), cli_esc(lt_type_str(&g->outputs[i]->type, tb, sizeof tb)));
     stats s = {0};
     count_graph(g, &s, 0);
     if (s.sub_nodes) printf("nodes: %d (+%d in subgraphs)\n", s.nodes, s.sub_nodes);
     else printf("nodes: %d\n", s.nodes);
     if (s.n_ops) qsort(s.ops, (size_t)s.n_ops, sizeof *s.ops, cmp_ops);
     printf("ops (%d kinds):\n", s.n_ops);
-    for (int k = 0; k < s.n_ops; k++) printf("  %-28s %d\n", s.ops[k].name, s.ops[k].count);
+    for (int k = 0; k < s.n_ops; k++) printf("  %-28s %d\n", cli_esc(s.ops[k].name), s.ops[k].count);
     printf("initializers: %lld (", (long long)s.init_count);
     print_bytes(s.init_bytes);
     printf(")\n");
@@ -158,14 +161,15 @@ int cmd_inspect(int argc, char **argv) {
     if (lt_model_check_supported(&ctx, m) == LT_OK) {
         printf("unsupported ops: none\n");
     } else if (ctx.status == LT_ERR_UNSUPPORTED) {
-        printf("%s\n", ctx.msg);
+        cli_put_text(stdout, ctx.msg);
+        putchar('\n');
     } else {
         rc = cli_fail(&ctx);
     }
     if (show_graph && rc == CLI_EXIT_OK) {
         lt_strbuf b = {0};
         lt_graph_print(g, &b);
-        if (b.s) fputs(b.s, stdout);
+        if (b.s) cli_put_text(stdout, b.s);
         lt_sb_free(&b);
     }
     lt_model_free(m);

@@ -6,7 +6,8 @@
  * is compiled for the shapes of the data. The output file is written atomically, so a failed run
  * leaves none behind. --bench N prints the median of N runs after a warm-up run (on a device backend
  * also the median device time of the steps, from backend events: the replayed CUDA graph without
- * the input and output copies, next to the wall time that includes them).
+ * the input and output copies, next to the wall time that includes them). Output names and string
+ * values are printed escaped (cli_esc).
  * Exit codes: 0 ok, 1 usage, 2 bad model or input, 3 unsupported op or backend.
  */
 #include "cli_compile.h"
@@ -51,7 +52,7 @@ static const char HELP[] =
 /* ---- printing a summary ---- */
 static void print_value(const lt_tensor *t, int64_t i) {
     lt_dclass c = lt_dtype_get(t->dtype)->cls;
-    if (c == LT_DC_STRING) printf("\"%s\"", ((char *const *)t->data)[i]);
+    if (c == LT_DC_STRING) printf("\"%s\"", cli_esc(((char *const *)t->data)[i]));
     else if (c == LT_DC_BOOL) printf("%s", lt_load_i64(t->data, t->dtype, i) ? "true" : "false");
     else if (c == LT_DC_UINT) printf("%llu", (unsigned long long)lt_load_u64(t->data, t->dtype, i));
     else if (c == LT_DC_SINT) printf("%lld", (long long)lt_load_i64(t->data, t->dtype, i));
@@ -294,7 +295,7 @@ int cmd_run(int argc, char **argv) {
     double t1 = now_ms();
     for (int k = 0; k < g->n_outputs; k++) {
         char label[1024];
-        snprintf(label, sizeof label, "output %d '%s'", k, g->outputs[k]->name);
+        snprintf(label, sizeof label, "output %d '%s'", k, cli_esc(g->outputs[k]->name));
         print_datum(outs[k], 0, label, (int)values);
     }
     if (interp) printf("time: %.3f ms (interp)\n", t1 - t0);
