@@ -174,3 +174,22 @@ def test_valid_models_still_compile_and_agree(tmp_path, cache, backend):
     rep = lathe("compile", p, env={"LATHE_CACHE_DIR": cache})
     assert rep.returncode == 0, rep.stderr
     assert re.search(r"\b0 host steps", rep.stdout + rep.stderr), rep.stdout + rep.stderr
+
+
+def test_declared_shape_is_not_trusted(tmp_path, cache):
+    """An output shape the model declares but inference cannot derive (Reshape to a shape given at run
+    time) was never checked: the node runs as a host step, and a bad shape is the interpreter's error."""
+    m = model([helper.make_node("Reshape", ["x", "s"], ["y"])], [vi("x", T.FLOAT, [4]), vi("s", T.INT64, [1])],
+              [vi("y", T.FLOAT, [4000])])
+    p = str(tmp_path / "declared.onnx")
+    onnx.save(m, p)
+    np.save(tmp_path / "s.npy", np.array([4000], np.int64))
+    rep = lathe("compile", p, env={"LATHE_CACHE_DIR": cache})
+    assert rep.returncode == 0, rep.stderr
+    assert re.search(r"\b1 host steps?", rep.stdout + rep.stderr), rep.stdout + rep.stderr
+    msgs = set()
+    for b in ["interp", "cpu", "loopir"]:
+        r = lathe("run", p, "--backend", b, "--input", f"s={tmp_path / 's.npy'}", env={"LATHE_CACHE_DIR": cache})
+        assert r.returncode == 2, f"{b}: {r.returncode} {r.stderr[-500:]}"
+        msgs.add(error_line(r))
+    assert len(msgs) == 1 and "reshape" in msgs.pop().lower()
