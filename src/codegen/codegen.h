@@ -8,14 +8,18 @@
  * `void <name>(void *const *args)`, args = buffer pointers in the kernel's argument order (outputs
  * first, then inputs, then weights); CUDA: `extern "C" __global__ void <name>(T *arg0, ...)`.
  *
- * Invariants: the emitter never changes the kernels; names are mangled to valid, unique C
- * identifiers per kernel (split loops "i.o" -> i_o); a schedule marking that the target cannot carry
+ * Invariants: the emitter never changes the kernels; no name from the model becomes an identifier or
+ * raw comment text: buffers (whose names come from tensor names) are called by role and number (a0,
+ * a1, ... for arguments, t<id> for local and s<id> for shared buffers), variables (named by lathe)
+ * keep their name only when it is a plain lower-case identifier no header can define (split loops
+ * "i.o" -> i_o), else v<id>; model text (a buffer's tensor name, a kernel's origin) appears only
+ * through lt_c_escape, inside a comment or a string literal; a schedule marking that the target cannot carry
  * out faithfully (a vectorized loop with a loop-carried dependence, a parallel loop that assigns an
  * outer variable) is emitted as a plain loop or rejected, never as wrong code. Errors
  * (LT_ERR_UNSUPPORTED for a dtype or loop kind the target lacks, LT_ERR_INVALID for malformed IR)
  * name the kernel and the node; nothing is written to `out` on failure beyond what the caller discards.
  * Entry points: lt_emit_module, lt_emit_function, lt_emit_launch_dims, lt_emit_prelude_all,
- * lt_prelude_find.
+ * lt_prelude_find, lt_c_escape, lt_c_quote.
  */
 #ifndef LT_CODEGEN_H
 #define LT_CODEGEN_H
@@ -24,7 +28,7 @@
 #include "lang.h"
 
 /* A kernel to emit, with a note for its header comment (the graph nodes it came from, e.g.
- * "Conv_12 (Conv), Relu_13 (Relu)"; NULL for none). */
+ * "Conv_12 (Conv), Relu_13 (Relu)"; NULL for none; model text, so written escaped). */
 typedef struct lt_emit_kernel {
     const lt_kernel *kernel;
     const char *origin;
@@ -48,6 +52,14 @@ lt_status lt_emit_prelude_all(lt_ctx *ctx, const lt_lang *lang, lt_strbuf *out);
 
 /* Emit one kernel function (no prelude): for tests, dumps and tools. */
 lt_status lt_emit_function(lt_ctx *ctx, const lt_lang *lang, const lt_emit_kernel *kernel, lt_strbuf *out);
+
+/* Append text (a model's name) escaped for a C/CUDA string literal or comment (cstring.c): letters,
+ * digits, space and inert punctuation stay, every other byte (?, \, ", *, /, %, control, non-ASCII)
+ * becomes a three-digit octal escape, so the output is printable ASCII that no trigraph, comment end
+ * or line break can leave. max_bytes > 0 keeps only that many bytes of text, then "..."; 0 keeps all.
+ * lt_c_quote adds the double quotes. */
+void lt_c_escape(lt_strbuf *out, const char *text, size_t max_bytes);
+void lt_c_quote(lt_strbuf *out, const char *text, size_t max_bytes);
 
 /* CUDA launch shape of a kernel: the extents of its GPU_BLOCK loops (grid) and GPU_THREAD loops
  * (block) per axis x, y, z; 1 where no loop is bound. LT_ERR_UNSUPPORTED when a bound loop has a

@@ -168,34 +168,73 @@ static bool needs_wrap(lt_dtype dt) {
 }
 
 /* ---- names ---- */
-static const char *mangle(em *e, const char *raw, int id) {
-    char buf[160];
-    size_t n = 0;
-    const char *s = raw && *raw ? raw : "v";
-    if ((s[0] >= '0' && s[0] <= '9') || strncmp(s, "lt_", 3) == 0 || strncmp(s, "LT_", 3) == 0 ||
-        strncmp(s, "__", 2) == 0)
-        buf[n++] = 'v', buf[n++] = '_';
-    for (; *s && n < 120; s++) {
-        char c = *s;
-        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
-        buf[n++] = ok ? c : '_';
+/* Lower-case names a header the generated code includes may define (as a macro, a type or a function
+ * the kernels call): C's math.h, stdio.h, stdlib.h, stdint.h, iso646.h, stdbool.h, stdalign.h,
+ * complex.h, sys/sysmacros.h, the compilers' predefined macros, CUDA's built-in names. Upper-case and
+ * underscore-led names never reach an identifier (see plain_lower). */
+static const char *const taken_lower[] = {
+    "unix", "linux", "i386", "errno", "assert", "offsetof", "stdin", "stdout", "stderr", "alloca",
+    "complex", "imaginary", "signbit", "fpclassify", "isfinite", "isnormal", "isgreater",
+    "isgreaterequal", "isless", "islessequal", "islessgreater", "isunordered", "va_arg", "va_start",
+    "va_end", "va_copy", "va_list", "noreturn", "major", "minor", "makedev", "dim3", "printf", "abs",
+    "div", "exit", "free", "malloc", "calloc", "realloc", "memset", "memcmp", "memmove", "strlen",
+    "fabs", "sin", "cos", "exp", "log", "pow", "sqrt", "tanh", "erf", "floor", "ceil", "rint", "fmod",
+    "warpsize", "nv_bfloat16", "half2", "ptrdiff_t", "intptr_t", "uintptr_t", "wint_t", "max_align_t",
+    "cudaerror", "float_t", "double_t", "clock", "time", "select", NULL,
+};
+
+/* CUDA's vector types: char1 .. ulonglong4, float1 .. double4 */
+static bool cuda_vector_type(const char *s) {
+    static const char *const base[] = {"char", "uchar", "short", "ushort", "int", "uint", "long", "ulong",
+                                       "longlong", "ulonglong", "float", "double", NULL};
+    for (int i = 0; base[i]; i++) {
+        size_t n = strlen(base[i]);
+        if (strncmp(s, base[i], n) == 0 && s[n] >= '1' && s[n] <= '4' && !s[n + 1]) return true;
     }
-    buf[n] = 0;
-    char cand[200];
+    return false;
+}
+
+/* [a-z][a-z0-9_]*, at most 32 characters, no "__" and no "lt_" prefix (the prelude's) */
+static bool plain_lower(const char *s) {
+    size_t n = strlen(s);
+    if (!n || n > 32 || !(s[0] >= 'a' && s[0] <= 'z') || strstr(s, "__") || strncmp(s, "lt_", 3) == 0) return false;
+    for (size_t i = 0; i < n; i++)
+        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '_')) return false;
+    return true;
+}
+
+static bool taken(em *e, const char *s) {
+    for (int i = 0; reserved_words[i]; i++)
+        if (strcmp(reserved_words[i], s) == 0) return true;
+    for (int i = 0; taken_lower[i]; i++)
+        if (strcmp(taken_lower[i], s) == 0) return true;
+    if (cuda_vector_type(s)) return true;
+    for (int op = 0; op < LT_LOP_COUNT; op++) /* a variable called "sqrtf" would hide sqrtf() */
+        if ((e->L->math_f32[op] && strcmp(e->L->math_f32[op], s) == 0) ||
+            (e->L->math_f64[op] && strcmp(e->L->math_f64[op], s) == 0) ||
+            (e->L->math_f32_fast[op] && strcmp(e->L->math_f32_fast[op], s) == 0))
+            return true;
+    return false;
+}
+
+/* The identifier of a name lathe made (a variable "i.o", a register array "a1_in"): the name with
+ * '.' as '_' when that is a plain lower-case identifier no header takes, "<name>_<id>" for a keyword
+ * or a taken name, "v<id>" for anything else; a numeric suffix makes it unique in the kernel. */
+static const char *mangle(em *e, const char *raw, int id) {
+    char buf[48], cand[80];
+    snprintf(buf, sizeof buf, "%s", raw ? raw : "");
+    for (char *c = buf; *c; c++)
+        if (*c == '.') *c = '_';
+    if (!plain_lower(buf) || strlen(raw ? raw : "") >= sizeof buf) snprintf(buf, sizeof buf, "v%d", id);
     snprintf(cand, sizeof cand, "%s", buf);
-    bool bad = ns_has(&e->names, cand);
-    for (int i = 0; reserved_words[i] && !bad; i++) bad = strcmp(reserved_words[i], cand) == 0;
-    for (int op = 0; op < LT_LOP_COUNT && !bad; op++) /* a buffer called "sqrt" would hide sqrt() */
-        bad = (e->L->math_f32[op] && strcmp(e->L->math_f32[op], cand) == 0) ||
-              (e->L->math_f64[op] && strcmp(e->L->math_f64[op], cand) == 0) ||
-              (e->L->math_f32_fast[op] && strcmp(e->L->math_f32_fast[op], cand) == 0);
+    bool bad = ns_has(&e->names, cand) || taken(e, cand);
     for (int suffix = id; bad; suffix++) {
         snprintf(cand, sizeof cand, "%s_%d", buf, suffix);
-        bad = ns_has(&e->names, cand);
+        bad = ns_has(&e->names, cand) || taken(e, cand);
     }
     char *keep = lt_arena_strdup(&e->names_arena, cand);
     if (!keep || !ns_add(&e->names, keep)) {
-        fail(e, LT_ERR_NOMEM, "out of memory naming %s", raw ? raw : "a variable");
+        fail(e, LT_ERR_NOMEM, "out of memory naming variable %d", id);
         return "v";
     }
     return keep;
@@ -203,20 +242,38 @@ static const char *mangle(em *e, const char *raw, int id) {
 
 static const char *vname(em *e, const lt_lvar *v) {
     if (!v || v->id < 0 || v->id >= e->k->n_vars) {
-        fail(e, LT_ERR_INVALID, "variable %s is not one of the kernel's", v && v->name ? v->name : "?");
+        fail(e, LT_ERR_INVALID, "a variable is not one of the kernel's");
         return "v";
     }
     if (!e->vname[v->id]) e->vname[v->id] = mangle(e, v->name, v->id);
     return e->vname[v->id];
 }
+/* Buffers are named by role, never by their (tensor-derived) name: a<arg> for arguments, s<id> for
+ * shared and t<id> for local buffers. */
 static const char *bname(em *e, const lt_lbuf *b) {
     if (!b || b->id < 0 || b->id >= e->k->n_bufs) {
-        fail(e, LT_ERR_INVALID, "buffer %s is not one of the kernel's", b && b->name ? b->name : "?");
+        fail(e, LT_ERR_INVALID, "a buffer is not one of the kernel's");
         return "b";
     }
-    if (!e->bname[b->id]) e->bname[b->id] = mangle(e, b->name, b->id);
+    if (!e->bname[b->id]) {
+        char raw[32];
+        if (b->arg >= 0) snprintf(raw, sizeof raw, "a%d", b->arg);
+        else snprintf(raw, sizeof raw, "%c%d", b->scope == LT_SCOPE_SHARED ? 's' : 't', b->id);
+        e->bname[b->id] = mangle(e, raw, b->id);
+    }
     return e->bname[b->id];
 }
+
+/* A C identifier of at most 128 characters (kernel and function names, which lathe makes) */
+static bool is_ident(const char *s) {
+    if (!s || !*s || (*s >= '0' && *s <= '9') || strlen(s) > 128) return false;
+    for (; *s; s++)
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') || *s == '_')) return false;
+    return true;
+}
+
+/* A model's text in a comment of the generated code: quoted and escaped (lt_c_escape). */
+static void put_text(em *e, const char *text, size_t max_bytes) { lt_c_quote(e->o, text, max_bytes); }
 
 /* ---- literals ---- */
 static void fmt_float(char *out, size_t n, double v, bool f32) {
@@ -536,7 +593,11 @@ static void ex(em *e, const lt_lnode *n, int maxp) {
         break;
     case LT_L_CAST: ex_cast(e, n, paren ? P_ANY : maxp); break;
     case LT_L_CALL:
-        OUT("%s(", n->name ? n->name : "?");
+        if (!is_ident(n->name)) {
+            fail(e, LT_ERR_INVALID, "a call to a function whose name is not a C identifier");
+            break;
+        }
+        OUT("%s(", n->name);
         for (int i = 0; i < n->n; i++) {
             if (i) OUT(", ");
             ex(e, n->kids[i], P_ANY);
@@ -884,7 +945,7 @@ static bool st_for_vector(em *e, const lt_lnode *n) {
     const char *lane = vname(e, n->var);
     for (int i = 0; i < p->n; i++) {
         char raw[96];
-        snprintf(raw, sizeof raw, "%s_%s", p->acc[i].buf->name, p->acc[i].store ? "out" : "in");
+        snprintf(raw, sizeof raw, "%s_%s", bname(e, p->acc[i].buf), p->acc[i].store ? "out" : "in");
         p->acc[i].reg = mangle(e, raw, 0);
         p->acc[i].lane = lane;
         snprintf(p->acc[i].text, sizeof p->acc[i].text, "%s[%s]", p->acc[i].reg, lane);
@@ -905,7 +966,7 @@ static bool st_for_vector(em *e, const lt_lnode *n) {
         OUT(" && ");
         ex(e, gx[i], P_LAND - 1);
     }
-    OUT(") { /* vectorized %s: %lld lanes, whole-vector loads and stores */\n", n->var->name, (long long)V);
+    OUT(") { /* vectorized %s: %lld lanes, whole-vector loads and stores */\n", lane, (long long)V);
     e->ind++;
     for (int i = 0; i < p->n && e->st == LT_OK; i++) {
         put_indent(e);
@@ -971,7 +1032,7 @@ static void st_for(em *e, const lt_lnode *n) {
         }
         int64_t dim = kind == LT_LOOP_GPU_BLOCK ? e->grid[axis] : e->block[axis];
         put_indent(e);
-        OUT("{ /* %s %s */\n", lt_loop_kind_name(kind), n->var->name);
+        OUT("{ /* %s %s */\n", lt_loop_kind_name(kind), v);
         e->ind++;
         put_indent(e);
         OUT("const %s %s = (%s)%s", vt, v, vt, idx[axis]);
@@ -1034,7 +1095,7 @@ static void st_for(em *e, const lt_lnode *n) {
             snprintf(pragma, sizeof pragma, "%s", e->L->simd_pragma);
         } else {
             put_indent(e);
-            OUT("/* vectorized loop %s: left to the compiler (%s) */\n", n->var->name,
+            OUT("/* vectorized loop %s: left to the compiler (%s) */\n", v,
                 s.nested ? "nested loop" : s.call ? "call in body" : s.store_invariant ? "store not indexed by the loop"
                 : s.dependence ? "a buffer is loaded and stored at different indices" : "outer variable not a sum");
         }
@@ -1255,11 +1316,7 @@ static lt_status emit_kernel(em *e, const lt_emit_kernel *ek) {
     }
     lt_status s = LT_OK;
     if (!k->name || !*k->name) { s = fail(e, LT_ERR_INVALID, "kernel without a name"); goto done; }
-    for (const char *c = k->name; *c; c++)
-        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9' && c != k->name) || *c == '_')) {
-            s = fail(e, LT_ERR_INVALID, "kernel name is not a C identifier");
-            goto done;
-        }
+    if (!is_ident(k->name)) { s = fail(e, LT_ERR_INVALID, "kernel name is not a C identifier"); goto done; }
     if ((s = lt_kernel_verify(e->ctx, k)) != LT_OK) { e->st = s; goto done; }
     if (!ns_add(&e->names, k->name)) { s = fail(e, LT_ERR_NOMEM, "out of memory"); goto done; }
     if ((s = lt_emit_launch_dims(e->ctx, k, e->grid, e->block)) != LT_OK) { e->st = s; goto done; }
@@ -1271,12 +1328,23 @@ static lt_status emit_kernel(em *e, const lt_emit_kernel *ek) {
     }
     lt_lwalk(k->body, use_walk, use);
 
-    /* header comment: origin, cost, launch shape */
+    /* header comment: origin, (CUDA) the arguments' tensors, cost, launch shape (last: cuda_module.c
+     * reads it); the model's names only escaped */
     char fl[32], by[32];
     fmt_qty(fl, sizeof fl, k->flops, "FLOP");
     fmt_qty(by, sizeof by, k->bytes, "B");
     OUT("\n/* %s", k->name);
-    if (ek->origin && *ek->origin) OUT(": %s", ek->origin);
+    if (ek->origin && *ek->origin) {
+        OUT(": ");
+        lt_c_escape(e->o, ek->origin, 400);
+    }
+    for (int i = 0; !L->args_array && i < k->n_args; i++) {
+        const lt_lbuf *b = k->args[i];
+        if (!b || b->arg != i) break; /* reported below */
+        OUT("\n * %s: ", bname(e, b));
+        put_text(e, b->name, 80);
+        OUT(" %s[%lld]", lt_dtype_name(b->dtype), (long long)b->size);
+    }
     OUT("\n * static cost: %s, %s moved", fl, by);
     if (L->block_index[0]) {
         OUT("\n * launch: grid (%lld, %lld, %lld), block (%lld, %lld, %lld)", (long long)e->grid[0],
@@ -1300,10 +1368,13 @@ static lt_status emit_kernel(em *e, const lt_emit_kernel *ek) {
             const lt_lbuf *b = k->args[i];
             bool ro = !use[b->id].written;
             const char *t = storage_type(e, b->dtype);
-            OUT("    %s%s *%s = (%s%s *)args[%d]; /* %s[%lld]%s */\n", ro ? "const " : "", t, bname(e, b),
-                ro ? "const " : "", t, i, lt_dtype_name(b->dtype), (long long)b->size,
+            OUT("    %s%s *%s = (%s%s *)args[%d]; /* ", ro ? "const " : "", t, bname(e, b), ro ? "const " : "", t, i);
+            put_text(e, b->name, 80);
+            OUT(" %s[%lld]%s */\n", lt_dtype_name(b->dtype), (long long)b->size,
                 use[b->id].written ? (use[b->id].read ? ", in/out" : ", out") : "");
         }
+        for (int i = 0; i < k->n_args; i++) /* an argument the body never touches (-Wunused-variable) */
+            if (!use[k->args[i]->id].read && !use[k->args[i]->id].written) OUT("    (void)%s;\n", bname(e, k->args[i]));
     } else {
         for (int i = 0; i < k->n_args; i++) {
             const lt_lbuf *b = k->args[i];

@@ -18,6 +18,7 @@
 typedef struct lt_lang {
     const char *name;                     /* "c", "cuda" */
     const char *build_note;               /* how to build the file, for its header comment */
+    const char *preamble;                 /* lines written before the prelude (NULL: none) */
     const char *const *prelude;           /* headers always pasted first, in order; NULL-ended */
     const char *const *prelude_optional;  /* fnmatch patterns of headers pasted when the module
                                              calls a function they define (microkernels); NULL-ended */

@@ -17,6 +17,11 @@ const lt_lang lt_lang_c = {
     .name = "c",
     .build_note = "cc -O3 -march=native -fopenmp -fPIC -shared -std=gnu11 -fno-math-errno -fwrapv "
                   "(or plain cc -O2 -fwrapv: one thread, portable SIMD)",
+    /* built without -fopenmp, the omp pragmas are meant to be ignored (one thread, plain loops): say
+     * so, so that -Wall -Werror builds (the standalone export) do not fail on them */
+    .preamble = "#if !defined(_OPENMP) && defined(__GNUC__)\n"
+                "#pragma GCC diagnostic ignored \"-Wunknown-pragmas\"\n"
+                "#endif\n",
     .prelude = c_prelude,
     .prelude_optional = c_optional,
     .prelude_exclude = c_exclude,

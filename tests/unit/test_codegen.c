@@ -49,11 +49,11 @@ static void test_exact_text(void) {
         "\n/* lt_k0: Mul_3 (Mul)\n"
         " * static cost: 128 FLOP, 384 B moved */\n"
         "void lt_k0(void *const *args) {\n"
-        "    float *y = (float *)args[0]; /* float[32], out */\n"
-        "    const float *x = (const float *)args[1]; /* float[32] */\n"
+        "    float *a0 = (float *)args[0]; /* \"y\" float[32], out */\n"
+        "    const float *a1 = (const float *)args[1]; /* \"x\" float[32] */\n"
         "    #pragma omp simd\n"
         "    for (int64_t i = 0; i < 32; i++) {\n"
-        "        y[i] = (x[i] + 1.0f) * lt_exp_f32(-x[i]);\n"
+        "        a0[i] = (a1[i] + 1.0f) * lt_exp_f32(-a1[i]);\n"
         "    }\n"
         "}\n";
     if (!o.s || strcmp(o.s, want) != 0) {
@@ -65,14 +65,15 @@ static void test_exact_text(void) {
     /* CUDA: the same kernel with the loop bound to threads of one block */
     k->body = lt_l_for(k, i, lt_l_int(k, 0), lt_l_int(k, 32), LT_LOOP_GPU_THREAD, lt_l_store(k, y, lt_l_var(k, i), v));
     CHECK(emit1(&ctx, &lt_lang_cuda, k, NULL, &o) == LT_OK);
-    CHECK(o.s && strstr(o.s, "extern \"C\" __global__ void lt_k0(float *y, const float *x) {\n"));
+    CHECK(o.s && strstr(o.s, "extern \"C\" __global__ void lt_k0(float *a0, const float *a1) {\n"));
+    CHECK(o.s && strstr(o.s, " * a0: \"y\" float[32]\n * a1: \"x\" float[32]\n"));
     CHECK(o.s && strstr(o.s, "const int64_t i = (int64_t)threadIdx.x;\n"));
     CHECK(o.s && strstr(o.s, "launch: grid (1, 1, 1), block (32, 1, 1)"));
-    CHECK(o.s && strstr(o.s, "y[i] = (x[i] + 1.0f) * expf(-x[i]);"));
+    CHECK(o.s && strstr(o.s, "a0[i] = (a1[i] + 1.0f) * expf(-a1[i]);"));
     lt_sb_free(&o);
     lt_lang fast = lt_lang_cuda;
     fast.fast_math = true;
-    CHECK(emit1(&ctx, &fast, k, NULL, &o) == LT_OK && strstr(o.s, "__expf(-x[i])"));
+    CHECK(emit1(&ctx, &fast, k, NULL, &o) == LT_OK && strstr(o.s, "__expf(-a1[i])"));
     lt_sb_free(&o);
     lt_arena_free(&ar);
 }
@@ -110,22 +111,44 @@ static void test_names_literals_casts(void) {
     lt_strbuf o = {0};
     CHECK(emit1(&ctx, &lt_lang_c, k, NULL, &o) == LT_OK);
     const char *s = o.s ? o.s : "";
-    CHECK(strstr(s, "float *out_0 = (float *)args[0];"));
-    CHECK(strstr(s, "uint16_t *v_3d_input_0 = (uint16_t *)args[1];")); /* leading digit */
-    CHECK(strstr(s, "double *int_2 = (double *)args[2];"));            /* keyword */
-    CHECK(strstr(s, "int32_t *v_lt_tmp = (int32_t *)args[3];"));       /* reserved prefix */
-    CHECK(strstr(s, "uint8_t *out_0_4 = (uint8_t *)args[4];"));        /* collision after mangling */
+    /* buffers are named by position, their (tensor) names only escaped in comments */
+    CHECK(strstr(s, "float *a0 = (float *)args[0]; /* \"out.0\" float[8], in/out */"));
+    CHECK(strstr(s, "uint16_t *a1 = (uint16_t *)args[1]; /* \"3d\\057input:0\" float16[8], in/out */"));
+    CHECK(strstr(s, "double *a2 = (double *)args[2]; /* \"int\" double[8], in/out */"));
+    CHECK(strstr(s, "int32_t *a3 = (int32_t *)args[3]; /* \"lt_tmp\" int32[8], in/out */"));
+    CHECK(strstr(s, "uint8_t *a4 = (uint8_t *)args[4]; /* \"out_0\" uint8[8], in/out */"));
     CHECK(strstr(s, "for (int64_t i_o = 0; i_o < 8; i_o++)"));
-    CHECK(strstr(s, "out_0[i_o] = lt_h2f(v_3d_input_0[i_o]) + 0.1f;"));
-    CHECK(strstr(s, "int_2[i_o] = int_2[i_o] < 0.1 ? LT_INF_F64 : LT_NAN_F64;"));
-    CHECK(strstr(s, "v_lt_tmp[i_o] = (int32_t)lt_f2i64(out_0[i_o]);"));
-    CHECK(strstr(s, "out_0_4[i_o] = (uint8_t)(out_0_4[i_o] + 200);"));
-    CHECK(strstr(s, "v_3d_input_0[i_o] = lt_f2h(lt_h2f(lt_d2h(int_2[i_o])));"));
-    CHECK(strstr(s, "h[i_o] = lt_f2bf(0.100097656f);")); /* the literal rounded to bfloat16 */
-    CHECK(strstr(s, "out_0[i_o] = -1e+30f;")); /* the shortest spelling of the float */
-    CHECK(strstr(s, "v_lt_tmp[i_o] = v_lt_tmp[i_o] / 7;"));
-    CHECK(strstr(s, "v_lt_tmp[i_o] = lt_div_i32(v_lt_tmp[i_o], v_lt_tmp[0]);"));
-    CHECK(strstr(s, "sqrt_6[i_o] = sqrt(sqrt_6[i_o]);"));
+    CHECK(strstr(s, "a0[i_o] = lt_h2f(a1[i_o]) + 0.1f;"));
+    CHECK(strstr(s, "a2[i_o] = a2[i_o] < 0.1 ? LT_INF_F64 : LT_NAN_F64;"));
+    CHECK(strstr(s, "a3[i_o] = (int32_t)lt_f2i64(a0[i_o]);"));
+    CHECK(strstr(s, "a4[i_o] = (uint8_t)(a4[i_o] + 200);"));
+    CHECK(strstr(s, "a1[i_o] = lt_f2h(lt_h2f(lt_d2h(a2[i_o])));"));
+    CHECK(strstr(s, "a5[i_o] = lt_f2bf(0.100097656f);")); /* the literal rounded to bfloat16 */
+    CHECK(strstr(s, "a0[i_o] = -1e+30f;")); /* the shortest spelling of the float */
+    CHECK(strstr(s, "a3[i_o] = a3[i_o] / 7;"));
+    CHECK(strstr(s, "a3[i_o] = lt_div_i32(a3[i_o], a3[0]);"));
+    CHECK(strstr(s, "a6[i_o] = sqrt(a6[i_o]);"));
+    CHECK(!strstr(s, "out_0[") && !strstr(s, "int[") && !strstr(s, "sqrt["));
+    if (failures) fprintf(stderr, "%s", s);
+    lt_sb_free(&o);
+
+    /* variables keep a plain lower-case name no header takes; others become v<id>, taken ones get a
+     * suffix; a buffer's name in a comment is escaped (no comment end, no trigraph, no raw byte) */
+    lt_kernel *k2 = lt_kernel_new(&ar, "lt_k2");
+    lt_lbuf *y = lt_kernel_arg(k2, "*/ ?\?/ \"\xff", LT_FLOAT, 4);
+    const char *vn[] = {"INFINITY", "int", "uint4", "lt_x", "unix", "a0", "M_PI", "_x"};
+    lt_lnode *lets[9];
+    for (int v = 0; v < 8; v++) lets[v] = lt_l_let(k2, lt_kernel_var(k2, vn[v], LT_FLOAT), lt_l_float(k2, LT_FLOAT, v));
+    lt_lvar *j = lt_kernel_var(k2, "j", LT_INT64);
+    lets[8] = lt_l_for(k2, j, lt_l_int(k2, 0), lt_l_int(k2, 4), LT_LOOP_SERIAL, lt_l_store(k2, y, lt_l_var(k2, j), lt_l_float(k2, LT_FLOAT, 1)));
+    k2->body = lt_l_seq(k2, 9, lets);
+    CHECK(emit1(&ctx, &lt_lang_c, k2, "'x*/y' (Relu)", &o) == LT_OK);
+    s = o.s ? o.s : "";
+    CHECK(strstr(s, "float *a0 = (float *)args[0]; /* \"\\052\\057 \\077\\077\\057 \\042\\377\" float[4], out */"));
+    CHECK(strstr(s, "/* lt_k2: 'x\\052\\057y' (Relu)\n"));
+    CHECK(strstr(s, "float v0 = 0.0f;") && strstr(s, "float int_1 = 1.0f;") && strstr(s, "float uint4_2 = 2.0f;"));
+    CHECK(strstr(s, "float v3 = 3.0f;") && strstr(s, "float unix_4 = 4.0f;") && strstr(s, "float a0_5 = 5.0f;"));
+    CHECK(strstr(s, "float v6 = 6.0f;") && strstr(s, "float v7 = 7.0f;"));
     if (failures) fprintf(stderr, "%s", s);
     lt_sb_free(&o);
     lt_arena_free(&ar);
@@ -362,12 +385,12 @@ static void test_cuda(void) {
     const char *s = o.s ? o.s : "";
     CHECK(strstr(s, "---- prelude: cuda_core.h ----") && strstr(s, "---- prelude: common.h ----"));
     CHECK(!strstr(s, "prelude: core.h") && !strstr(s, "lathe_kernels") && !strstr(s, "#include"));
-    CHECK(strstr(s, "__shared__ float part[256]"));
+    CHECK(strstr(s, "__shared__ float s2[256]"));
     CHECK(strstr(s, "__syncthreads();"));
     CHECK(strstr(s, "const int64_t r = (int64_t)blockIdx.x;"));
     CHECK(strstr(s, "const int64_t by = (int64_t)blockIdx.y;"));
-    CHECK(strstr(s, "part[c] = lt_h2f(x[r * 256 + c]);"));
-    CHECK(strstr(s, "extern \"C\" __global__ void lt_rowsum(float *out, const uint16_t *x)"));
+    CHECK(strstr(s, "s2[c] = lt_h2f(a1[r * 256 + c]);"));
+    CHECK(strstr(s, "extern \"C\" __global__ void lt_rowsum(float *a0, const uint16_t *a1)"));
 
     /* two loops binding the same axis, nested: refused */
     lt_kernel *k3 = lt_kernel_new(&ar, "lt_twice");
