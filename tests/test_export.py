@@ -241,3 +241,58 @@ def test_export_hostile_names(tmp_path, cache):
     exe = build(d)
     got, want, _ = run_export(exe, d, m)
     np.testing.assert_allclose(got[yout], want[yout], rtol=1e-6)
+
+
+def interp_outputs(model, npys):
+    """`lathe run --backend interp` on .npy inputs {name: path}: the outputs in graph order."""
+    ref = os.path.dirname(next(iter(npys.values()))) + "/ref.npz"
+    r = lathe("run", model, "--backend", "interp", *[a for k, v in npys.items() for a in ("--input", f"{k}={v}")],
+              "--output", ref)
+    assert r.returncode == 0, r.stderr
+    with np.load(ref) as z:
+        return [z[k] for k in z.files]
+
+
+@pytest.mark.parametrize("name,std", [("cnn", "c99"), ("cnn", "c11"), ("ew", "c99"), ("ew", "c11")])
+def test_export_strict_c_and_npy(models, tmp_path, cache, name, std):
+    """model.c and model_main.c build with -std=c99 / c11 -Wall -Werror; the program reads .npy inputs,
+    writes .npy outputs (any dtype), finds a separate weights file next to itself, explains itself in
+    --help and refuses a .npy of the wrong shape or dtype naming the file."""
+    d = tmp_path / "exp"
+    export(models[name], d, cache, "--embed-limit", "0")
+    assert (d / "model.weights").exists()
+    exe = build(d, flags=(f"-std={std}", "-Wall", "-Werror", "-O1"))
+    r = subprocess.run([str(exe), "--help"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    ins = static_inputs(models[name])
+    for s in ["usage:", ".npy", "-w WEIGHTS", "model.weights", "program's folder", "inputs:", "outputs:", "-n RUNS"]:
+        assert s in r.stdout, s
+    for nm, dt, shape in ins:
+        assert f"'{nm}': " in r.stdout and "(" + ", ".join(map(str, shape)) in r.stdout, r.stdout
+    npys, args = {}, []
+    for i, (nm, dt, shape) in enumerate(ins):
+        np.save(tmp_path / f"in{i}.npy", RNG.uniform(-1, 1, shape).astype(dt))
+        npys[nm] = str(tmp_path / f"in{i}.npy")
+        args.append(npys[nm])
+    want = interp_outputs(models[name], npys)
+    outs = [str(tmp_path / f"out{k}.npy") for k in range(len(want))]
+    r = subprocess.run([str(exe), *args, *outs], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr  # run from another folder: the weights are found next to the program
+    for k, w in enumerate(want):
+        got = np.load(outs[k])
+        assert got.dtype == w.dtype and got.shape == w.shape, (k, got.dtype, got.shape)
+        np.testing.assert_allclose(got, w, rtol=1e-4, atol=1e-5, err_msg=str(k))
+    # raw outputs still work when the name does not end in .npy
+    r = subprocess.run([str(exe), *args, *[o[:-4] + ".bin" for o in outs]], capture_output=True, timeout=300, cwd=tmp_path)
+    assert r.returncode == 0
+    raw = np.fromfile(tmp_path / "out0.bin", dtype=want[0].dtype).reshape(want[0].shape)
+    np.testing.assert_allclose(raw, want[0], rtol=1e-4, atol=1e-5)
+    # a wrong shape, a wrong dtype, a Fortran-order array: refused, naming the file
+    x = np.load(args[0])
+    for bad, why in [(np.zeros((1,) + x.shape, x.dtype), "shape"), (x.astype(np.int8), "dtype"),
+                     (np.asfortranarray(np.zeros(x.shape[:1] + (2, 2), x.dtype)) if x.ndim == 1 else
+                      np.asfortranarray(x), "fortran_order" if x.ndim > 1 else "shape")]:
+        np.save(tmp_path / "bad.npy", bad)
+        r = subprocess.run([str(exe), str(tmp_path / "bad.npy"), *args[1:], *outs], capture_output=True, text=True,
+                           timeout=60, cwd=tmp_path)
+        assert r.returncode != 0 and "bad.npy" in r.stderr and why in r.stderr, r.stderr

@@ -7,8 +7,13 @@
  * workspace, weights at their offsets in the weight blob, packed weights in buffers filled by
  * P_init, inputs and outputs through the caller's structs. Graph outputs that are not written by a
  * kernel (an input, a constant, or the same value listed twice) are copied at the end.
- * Value names are made C identifiers: non-alphanumerics become '_', a leading digit or a C keyword
- * gets a "v_" prefix, duplicates a numeric suffix.
+ * No name from the model becomes an identifier or raw comment text: the fields of P_inputs and
+ * P_outputs are in_<i> and out_<i> by graph position, the ONNX names live only in the escaped string
+ * tables P_input_names / P_output_names (and escaped in comments), through the one escaper of the
+ * code generator (lt_c_escape). The generated files build as C99 and C11 alike with -Wall -Werror:
+ * 64-byte aligned memory comes from malloc (no aligned_alloc), the program's timer is POSIX
+ * clock_gettime behind a feature macro, else clock(). The program (P_main.c) reads .npy or raw inputs
+ * and writes .npy or raw outputs; --help lists them.
  */
 #include "export.h"
 
@@ -37,51 +42,9 @@ static bool is_keyword(const char *s) {
     return false;
 }
 
-/* C identifier for name, unique among used[0..n). Allocated in arena. */
-static const char *c_ident(lt_arena *a, const char *name, const char *const *used, int n) {
-    char buf[96];
-    size_t j = 0;
-    for (size_t i = 0; name && name[i] && j < 64; i++) buf[j++] = isalnum((unsigned char)name[i]) ? name[i] : '_';
-    buf[j] = 0;
-    if (!j || isdigit((unsigned char)buf[0]) || is_keyword(buf)) {
-        char t[96];
-        snprintf(t, sizeof t, "v_%s", buf);
-        snprintf(buf, sizeof buf, "%s", t);
-    }
-    char cand[112];
-    snprintf(cand, sizeof cand, "%s", buf);
-    for (int k = 2;; k++) {
-        bool clash = false;
-        for (int i = 0; i < n && !clash; i++) clash = used[i] && strcmp(used[i], cand) == 0;
-        if (!clash) break;
-        snprintf(cand, sizeof cand, "%s_%d", buf, k);
-    }
-    return lt_arena_strdup(a, cand);
-}
-
-/* Text safe inside a C comment: no comment start/end, no control characters. */
-static const char *cmt(lt_arena *a, const char *text) {
-    char *r = lt_arena_strdup(a, text ? text : "");
-    for (char *c = r; c && *c; c++) {
-        if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = ' ';
-        if ((c[0] == '*' && c[1] == '/') || (c[0] == '/' && c[1] == '*')) c[1] = '|';
-    }
-    return r ? r : "";
-}
-
-/* Text safe inside a C string literal (and a printf format): printable ASCII, escaped. */
-static const char *cstr(lt_arena *a, const char *text) {
-    lt_strbuf b = {0};
-    for (const unsigned char *c = (const unsigned char *)(text ? text : ""); *c; c++) {
-        if (*c == '"' || *c == '\\') lt_sb_printf(&b, "\\%c", *c);
-        else if (*c == '%') lt_sb_printf(&b, "%%%%");
-        else if (*c < 0x20 || *c >= 0x7f) lt_sb_printf(&b, "?");
-        else lt_sb_printf(&b, "%c", *c);
-    }
-    const char *r = lt_arena_strdup(a, b.s ? b.s : "");
-    lt_sb_free(&b);
-    return r ? r : "";
-}
+/* A model's text (a name, the model path) in generated code: quoted and escaped (lt_c_escape), for a
+ * string literal or a comment alike. */
+static void quote(lt_strbuf *b, const char *text, size_t max_bytes) { lt_c_quote(b, text, max_bytes); }
 
 static const char *c_type(lt_dtype dt) {
     const char *t = dt >= 0 && dt < LT_DTYPE_COUNT ? lt_lang_c.type_names[dt] : NULL;
@@ -106,9 +69,7 @@ typedef struct exp_state {
     int64_t *woff;              /* per slot: offset in the weight blob, -1 */
     int64_t wbytes;
     int *pack_index;            /* per slot: index of the packed buffer, -1 */
-    const char **in_names, **out_names; /* C names per graph input / output */
-    const char **used;
-    int n_used;
+    const char **in_names, **out_names; /* C names per graph input / output: in_<i>, out_<i> */
 } exp_state;
 
 static const char *arg_expr(exp_state *e, int sl, char *buf, size_t n) {
@@ -119,7 +80,7 @@ static const char *arg_expr(exp_state *e, int sl, char *buf, size_t n) {
     case LT_SLOT_WORKSPACE: snprintf(buf, n, "ws + %lld", (long long)S->offset); break;
     case LT_SLOT_CONST: snprintf(buf, n, "%s_w_ + %lld", e->P, (long long)e->woff[sl]); break;
     case LT_SLOT_PACKED: snprintf(buf, n, "%s_pk_[%d]", e->P, e->pack_index[sl]); break;
-    case LT_SLOT_INPUT: snprintf(buf, n, "(void *)in_%s", e->in_names[S->io_index]); break;
+    case LT_SLOT_INPUT: snprintf(buf, n, "(void *)x_%d", S->io_index); break;
     case LT_SLOT_OUTPUT: snprintf(buf, n, "(void *)out->%s", e->out_names[S->io_index]); break;
     case LT_SLOT_DYNAMIC: snprintf(buf, n, "0 /* dynamic */"); break;
     }
@@ -132,6 +93,27 @@ static void dims_str(const lt_plan_slot *S, char *buf, size_t n) {
     if (o < n) snprintf(buf + o, n - o, "]");
 }
 
+/* The .npy descr of a dtype (little-endian; bfloat16 as its bits, '<u2') */
+static const char *npy_descr(lt_dtype dt) {
+    switch (dt) {
+    case LT_FLOAT: return "<f4";
+    case LT_DOUBLE: return "<f8";
+    case LT_FLOAT16: return "<f2";
+    case LT_INT8: return "|i1";
+    case LT_INT16: return "<i2";
+    case LT_INT32: return "<i4";
+    case LT_INT64: return "<i8";
+    case LT_UINT8: return "|u1";
+    case LT_BOOL: return "|b1";
+    case LT_UINT32: return "<u4";
+    case LT_UINT64: return "<u8";
+    default: return lt_dtype_size(dt) == 1 ? "|u1" : lt_dtype_size(dt) == 4 ? "<u4" : lt_dtype_size(dt) == 8 ? "<u8" : "<u2";
+    }
+}
+
+/* The static graph inputs the API takes (others have no slot or no static shape). */
+static bool api_input(const lt_plan *p, int i) { return p->input_slot[i] >= 0 && p->rt[p->input_slot[i]].is_static; }
+
 static void gen_header(exp_state *e, const lt_export_options *opt, bool embedded, lt_strbuf *h) {
     const lt_plan *p = e->p;
     const lt_graph *g = p->model->graph;
@@ -141,24 +123,32 @@ static void gen_header(exp_state *e, const lt_export_options *opt, bool embedded
     for (; P[k] && k + 1 < sizeof up; k++) up[k] = (char)toupper((unsigned char)P[k]);
     up[k] = 0;
     char d[256];
-    lt_sb_printf(h, "/* %s.h — a model compiled by lathe into standalone C (no lathe library needed).\n", P);
-    if (opt->model_path) lt_sb_printf(h, " * Source model: %s\n", cmt(&e->a, opt->model_path));
-    lt_sb_printf(h, " *\n * Build:  cc -O2 %s.c main.c -lm           (one thread, portable)\n"
-                    " *         cc -O3 -march=native -fopenmp %s.c main.c -lm   (threads, native SIMD)\n *\n", P, P);
-    lt_sb_printf(h, " * Inputs (pointers in %s_inputs; row-major, C order):\n", P);
-    for (int i = 0; i < g->n_inputs; i++) {
-        int sl = p->input_slot[i];
-        if (sl < 0 || !p->rt[sl].is_static) continue;
-        dims_str(&p->slots[sl], d, sizeof d);
-        lt_sb_printf(h, " *   %-20s '%s': %s, %lld bytes%s\n", e->in_names[i], cmt(&e->a, g->inputs[i]->name), d,
-                     (long long)p->slots[sl].bytes, g->inputs[i]->init ? " (optional: NULL uses the model's default)" : "");
+    lt_sb_printf(h, "/* %s.h: a model compiled by lathe into standalone C (no lathe library needed).\n", P);
+    if (opt->model_path) {
+        lt_sb_printf(h, " * Source model: ");
+        quote(h, opt->model_path, 200);
+        lt_sb_printf(h, "\n");
     }
-    lt_sb_printf(h, " * Outputs (pointers in %s_outputs, to room for the bytes given):\n", P);
+    lt_sb_printf(h, " *\n * Build:  cc -O2 %s.c %s_main.c -lm           (one thread, portable: C99 or later)\n"
+                    " *         cc -O3 -march=native -fopenmp %s.c %s_main.c -lm   (threads, native SIMD)\n *\n", P, P, P, P);
+    lt_sb_printf(h, " * Inputs: fields of %s_inputs (row-major, C order); %s_input_names[i] is the ONNX name of in_i:\n", P, P);
+    for (int i = 0; i < g->n_inputs; i++) {
+        if (!api_input(p, i)) continue;
+        int sl = p->input_slot[i];
+        dims_str(&p->slots[sl], d, sizeof d);
+        lt_sb_printf(h, " *   %-8s ", e->in_names[i]);
+        quote(h, g->inputs[i]->name, 80);
+        lt_sb_printf(h, ": %s, %lld bytes%s\n", d, (long long)p->slots[sl].bytes,
+                     g->inputs[i]->init ? " (optional: NULL uses the model's default)" : "");
+    }
+    lt_sb_printf(h, " * Outputs: fields of %s_outputs, each pointing to room for the bytes given; %s_output_names[i]\n"
+                    " * is the ONNX name of out_i:\n", P, P);
     for (int i = 0; i < g->n_outputs; i++) {
         int sl = p->output_slot[i];
         dims_str(&p->slots[sl], d, sizeof d);
-        lt_sb_printf(h, " *   %-20s '%s': %s, %lld bytes\n", e->out_names[i], cmt(&e->a, g->outputs[i]->name), d,
-                     (long long)p->slots[sl].bytes);
+        lt_sb_printf(h, " *   %-8s ", e->out_names[i]);
+        quote(h, g->outputs[i]->name, 80);
+        lt_sb_printf(h, ": %s, %lld bytes\n", d, (long long)p->slots[sl].bytes);
     }
     lt_sb_printf(h, " * Workspace: %lld bytes (%s_WORKSPACE_BYTES), reused by every run; intermediates would need "
                     "%lld bytes one by one.\n", (long long)p->stats.workspace_bytes, up,
@@ -171,26 +161,31 @@ static void gen_header(exp_state *e, const lt_export_options *opt, bool embedded
                     " *   if (%s_run(&in, &out, NULL) != 0) fprintf(stderr, \"%%s\\n\", %s_error());\n"
                     " *   %s_free();\n"
                     " * %s_run allocates nothing; pass your own workspace (%s_WORKSPACE_BYTES, 64-byte aligned) to run\n"
-                    " * several calls at once from different threads, else NULL for the one %s_init made.\n */\n",
-                 P, embedded ? "NULL" : "\"model.weights\"", P, P, P, P, P, P, P, up, P);
+                    " * several calls at once from different threads, else NULL for the one %s_init made.\n"
+                    " * %s_main.c is a command-line program around this API (.npy in, .npy out): see its --help.\n */\n",
+                 P, embedded ? "NULL" : "\"model.weights\"", P, P, P, P, P, P, P, up, P, P);
     lt_sb_printf(h, "#ifndef %s_H\n#define %s_H\n\n#include <stddef.h>\n#include <stdint.h>\n\n", up, up);
     lt_sb_printf(h, "#define %s_WORKSPACE_BYTES %lldu\n#define %s_WEIGHT_BYTES %lldu\n#define %s_NUM_INPUTS %d\n"
                     "#define %s_NUM_OUTPUTS %d\n\n", up, (long long)p->stats.workspace_bytes, up, (long long)e->wbytes, up,
                  g->n_inputs, up, g->n_outputs);
+    lt_sb_printf(h, "/* The ONNX names of the graph's inputs and outputs, in order (in_i, out_i), NULL-ended. */\n"
+                    "extern const char *const %s_input_names[];\nextern const char *const %s_output_names[];\n\n", P, P);
     lt_sb_printf(h, "typedef struct %s_inputs {\n", P);
     int n_in = 0;
     for (int i = 0; i < g->n_inputs; i++) {
-        int sl = p->input_slot[i];
-        if (sl < 0 || !p->rt[sl].is_static) continue;
-        lt_sb_printf(h, "    const %s *%s; /* '%s' */\n", c_type(p->slots[sl].dtype), e->in_names[i],
-                     cmt(&e->a, g->inputs[i]->name));
+        if (!api_input(p, i)) continue;
+        lt_sb_printf(h, "    const %s *%s; /* ", c_type(p->slots[p->input_slot[i]].dtype), e->in_names[i]);
+        quote(h, g->inputs[i]->name, 80);
+        lt_sb_printf(h, " */\n");
         n_in++;
     }
     if (!n_in) lt_sb_printf(h, "    int unused_; /* the model has no input */\n");
     lt_sb_printf(h, "} %s_inputs;\n\ntypedef struct %s_outputs {\n", P, P);
-    for (int i = 0; i < g->n_outputs; i++)
-        lt_sb_printf(h, "    %s *%s; /* '%s' */\n", c_type(p->slots[p->output_slot[i]].dtype), e->out_names[i],
-                     cmt(&e->a, g->outputs[i]->name));
+    for (int i = 0; i < g->n_outputs; i++) {
+        lt_sb_printf(h, "    %s *%s; /* ", c_type(p->slots[p->output_slot[i]].dtype), e->out_names[i]);
+        quote(h, g->outputs[i]->name, 80);
+        lt_sb_printf(h, " */\n");
+    }
     lt_sb_printf(h, "} %s_outputs;\n\n", P);
     lt_sb_printf(h, "int %s_init(const char *weights_path);\n"
                     "int %s_run(const %s_inputs *in, %s_outputs *out, void *workspace);\n"
@@ -209,6 +204,19 @@ static void gen_api(exp_state *e, bool embedded, const uint8_t *blob, lt_strbuf 
     char ab[256];
     lt_sb_printf(c, "/* ---- standalone API (lathe export) ---- */\n#include <stdio.h>\n#include <stdlib.h>\n"
                     "#include \"%s.h\"\n\n", P);
+    lt_sb_printf(c, "const char *const %s_input_names[] = {", P);
+    for (int i = 0; i < g->n_inputs; i++) {
+        lt_sb_printf(c, "\n    ");
+        quote(c, g->inputs[i]->name, 0);
+        lt_sb_printf(c, ",");
+    }
+    lt_sb_printf(c, "\n    0,\n};\nconst char *const %s_output_names[] = {", P);
+    for (int i = 0; i < g->n_outputs; i++) {
+        lt_sb_printf(c, "\n    ");
+        quote(c, g->outputs[i]->name, 0);
+        lt_sb_printf(c, ",");
+    }
+    lt_sb_printf(c, "\n    0,\n};\n\n");
     if (embedded) {
         lt_sb_printf(c, "static const unsigned char %s_wdata_[%lld] __attribute__((aligned(64))) = {", P,
                      (long long)(e->wbytes > 0 ? e->wbytes : 1));
@@ -218,13 +226,21 @@ static void gen_api(exp_state *e, bool embedded, const uint8_t *blob, lt_strbuf 
     }
     lt_sb_printf(c, "static unsigned char *%s_w_;\nstatic unsigned char *%s_ws_;\nstatic void *%s_pk_[%d];\n"
                     "static int %s_ready_;\nstatic char %s_err_[512];\n\n", P, P, P, p->n_packs ? p->n_packs : 1, P, P);
+    /* 64-byte aligned memory in plain C99 (aligned_alloc is C11, posix_memalign POSIX): the block
+     * malloc gave is kept just below the aligned address */
+    lt_sb_printf(c, "static void *%s_alloc_(size_t n) {\n"
+                    "    unsigned char *raw;\n    uintptr_t at;\n"
+                    "    if (n > (size_t)-1 - 64 - sizeof(void *)) return 0;\n"
+                    "    raw = (unsigned char *)malloc(n + 64 + sizeof(void *));\n    if (!raw) return 0;\n"
+                    "    at = ((uintptr_t)(raw + sizeof(void *)) + 63) & ~(uintptr_t)63;\n"
+                    "    ((void **)at)[-1] = raw;\n    return (void *)at;\n}\n"
+                    "static void %s_release_(void *a) { if (a) free(((void **)a)[-1]); }\n\n", P, P);
     lt_sb_printf(c, "const char *%s_error(void) { return %s_err_; }\nvoid %s_set_threads(int n) { lathe_set_threads(n); }\n"
                     "size_t %s_workspace_size(void) { return %s_WORKSPACE_BYTES; }\n\n", P, P, P, P, up);
     lt_sb_printf(c, "void %s_free(void) {\n", P);
-    if (!embedded) lt_sb_printf(c, "    free(%s_w_);\n", P);
-    lt_sb_printf(c, "    free(%s_ws_);\n    for (int i = 0; i < %d; i++) { free(%s_pk_[i]); %s_pk_[i] = 0; }\n"
-                    "    %s_w_ = 0; %s_ws_ = 0; %s_ready_ = 0;\n}\n\n", P, p->n_packs, P, P, P, P, P);
-    lt_sb_printf(c, "static void *%s_alloc_(size_t n) { return aligned_alloc(64, n ? (n + 63) / 64 * 64 : 64); }\n\n", P);
+    if (!embedded) lt_sb_printf(c, "    %s_release_(%s_w_);\n", P, P);
+    lt_sb_printf(c, "    %s_release_(%s_ws_);\n    for (int i = 0; i < %d; i++) { %s_release_(%s_pk_[i]); %s_pk_[i] = 0; }\n"
+                    "    %s_w_ = 0; %s_ws_ = 0; %s_ready_ = 0;\n}\n\n", P, P, p->n_packs, P, P, P, P, P, P);
     lt_sb_printf(c, "int %s_init(const char *weights_path) {\n    %s_free();\n    %s_err_[0] = 0;\n", P, P, P);
     if (embedded) {
         lt_sb_printf(c, "    (void)weights_path;\n    %s_w_ = (unsigned char *)%s_wdata_;\n", P, P);
@@ -265,27 +281,31 @@ static void gen_api(exp_state *e, bool embedded, const uint8_t *blob, lt_strbuf 
                     "    unsigned char *ws = workspace ? (unsigned char *)workspace : %s_ws_;\n    (void)ws;\n",
                  P, P, P, P, P, P, P, P);
     for (int i = 0; i < g->n_inputs; i++) {
+        if (!api_input(p, i)) continue;
         int sl = p->input_slot[i];
-        if (sl < 0 || !p->rt[sl].is_static) continue;
         const char *nm = e->in_names[i];
         const char *ct = c_type(p->slots[sl].dtype);
         if (e->woff[sl] >= 0)
-            lt_sb_printf(c, "    const %s *in_%s = in->%s ? in->%s : (const %s *)(%s_w_ + %lld);\n", ct, nm, nm, nm, ct, P,
+            lt_sb_printf(c, "    const %s *x_%d = in->%s ? in->%s : (const %s *)(%s_w_ + %lld);\n", ct, i, nm, nm, ct, P,
                          (long long)e->woff[sl]);
         else
-            lt_sb_printf(c, "    const %s *in_%s = in->%s;\n    if (!in_%s) { snprintf(%s_err_, sizeof %s_err_, "
-                            "\"input '%s' is NULL\"); return -1; }\n", ct, nm, nm, nm, P, P, cstr(&e->a, g->inputs[i]->name));
+            lt_sb_printf(c, "    const %s *x_%d = in->%s;\n    if (!x_%d) { snprintf(%s_err_, sizeof %s_err_, "
+                            "\"input '%%.200s' is NULL\", %s_input_names[%d]); return -1; }\n", ct, i, nm, i, P, P, P, i);
     }
     for (int k2 = 0; k2 < g->n_outputs; k2++)
-        lt_sb_printf(c, "    if (!out->%s) { snprintf(%s_err_, sizeof %s_err_, \"output '%s' is NULL\"); return -1; }\n",
-                     e->out_names[k2], P, P, cstr(&e->a, g->outputs[k2]->name));
+        lt_sb_printf(c, "    if (!out->%s) { snprintf(%s_err_, sizeof %s_err_, \"output '%%.200s' is NULL\", %s_output_names[%d]); "
+                        "return -1; }\n", e->out_names[k2], P, P, P, k2);
     for (int i = 0; i < p->n_steps; i++) {
         const lt_plan_step *st = &p->steps[i];
         if (st->view) { /* its output shares its input's memory */
-            lt_sb_printf(c, "    /* %d: %s: a view, nothing to run */\n", i, st->origin);
+            lt_sb_printf(c, "    /* %d: ", i);
+            lt_c_escape(c, st->origin, 300);
+            lt_sb_printf(c, ": a view, nothing to run */\n");
             continue;
         }
-        lt_sb_printf(c, "    { /* %d: %s */\n        void *a[%d] = {", i, st->origin, st->n_args > 0 ? st->n_args : 1);
+        lt_sb_printf(c, "    { /* %d: ", i);
+        lt_c_escape(c, st->origin, 300);
+        lt_sb_printf(c, " */\n        void *a[%d] = {", st->n_args > 0 ? st->n_args : 1);
         for (int j = 0; j < st->n_args; j++) lt_sb_printf(c, "%s%s", j ? ", " : "", arg_expr(e, st->arg_slots[j], ab, sizeof ab));
         lt_sb_printf(c, "};\n        %s(a);\n    }\n", st->name);
     }
@@ -301,69 +321,298 @@ static void gen_api(exp_state *e, bool embedded, const uint8_t *blob, lt_strbuf 
     lt_sb_printf(c, "    return 0;\n}\n");
 }
 
+/* The command-line program's helpers (model_main.c): the timer, .npy input and output, printing a
+ * model's names whatever bytes they hold. Plain C99 (+ POSIX clock_gettime when the system has it). */
+static const char main_helpers[] =
+    "typedef struct io_desc_ {\n"
+    "    const char *descr; /* .npy dtype */\n"
+    "    const char *dtype; /* ONNX name */\n"
+    "    int rank;\n"
+    "    long long dims[MAX_RANK_];\n"
+    "    size_t bytes;\n"
+    "} io_desc_;\n"
+    "\n"
+    "static double now_ms(void) {\n"
+    "#if defined(CLOCK_MONOTONIC)\n"
+    "    struct timespec t;\n"
+    "    clock_gettime(CLOCK_MONOTONIC, &t);\n"
+    "    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;\n"
+    "#else\n"
+    "    return (double)clock() * 1e3 / CLOCKS_PER_SEC;\n"
+    "#endif\n"
+    "}\n"
+    "static int cmp(const void *a, const void *b) {\n"
+    "    double x = *(const double *)a, y = *(const double *)b;\n"
+    "    return x < y ? -1 : x > y;\n"
+    "}\n"
+    "\n"
+    "/* a model's name, printable whatever bytes it holds */\n"
+    "static void put_name(FILE *f, const char *s) {\n"
+    "    fputc('\\'', f);\n"
+    "    for (; *s; s++) {\n"
+    "        unsigned char c = (unsigned char)*s;\n"
+    "        if (c >= 0x20 && c < 0x7f && c != '\\\\' && c != '\\'') fputc(c, f);\n"
+    "        else fprintf(f, \"\\\\x%02x\", c);\n"
+    "    }\n"
+    "    fputc('\\'', f);\n"
+    "}\n"
+    "static void put_shape(FILE *f, int rank, const long long *dims) {\n"
+    "    fputc('(', f);\n"
+    "    for (int k = 0; k < rank; k++) fprintf(f, \"%s%lld\", k ? \", \" : \"\", dims[k]);\n"
+    "    fputs(rank == 1 ? \",)\" : \")\", f);\n"
+    "}\n"
+    "static void put_io(FILE *f, const char *name, const io_desc_ *d) {\n"
+    "    fputs(\"  \", f);\n"
+    "    put_name(f, name);\n"
+    "    fprintf(f, \": %s \", d->dtype);\n"
+    "    put_shape(f, d->rank, d->dims);\n"
+    "    fprintf(f, \", %zu bytes\\n\", d->bytes);\n"
+    "}\n"
+    "\n"
+    "static int little_endian(void) {\n"
+    "    unsigned x = 1;\n"
+    "    return *(unsigned char *)&x == 1;\n"
+    "}\n"
+    "\n"
+    "/* the value after 'key': in a .npy header dict, or 0 */\n"
+    "static const char *npy_key(const char *h, const char *key) {\n"
+    "    const char *p = strstr(h, key);\n"
+    "    if (!p) return 0;\n"
+    "    p += strlen(key);\n"
+    "    while (*p == ' ') p++;\n"
+    "    if (*p++ != ':') return 0;\n"
+    "    while (*p == ' ') p++;\n"
+    "    return p;\n"
+    "}\n"
+    "\n"
+    "/* Check a .npy header (dict text) against what the input needs; 0 if it fits, else prints why. */\n"
+    "static int npy_check(const char *path, const char *h, const io_desc_ *d) {\n"
+    "    const char *p = npy_key(h, \"'descr'\");\n"
+    "    char descr[32] = \"\";\n"
+    "    if (p && (*p == '\\'' || *p == '\"')) {\n"
+    "        size_t n = 0;\n"
+    "        char q = *p++;\n"
+    "        while (p[n] && p[n] != q && n + 1 < sizeof descr) n++;\n"
+    "        memcpy(descr, p, n);\n"
+    "        descr[n] = 0;\n"
+    "    }\n"
+    "    int dt_ok = strlen(descr) == 3 && strchr(\"<=|\", descr[0]) && strcmp(descr + 1, d->descr + 1) == 0;\n"
+    "    if (!dt_ok) {\n"
+    "        fprintf(stderr, \"%s: dtype '%s', this input needs '%s' (%s)\\n\", path, descr, d->descr, d->dtype);\n"
+    "        return -1;\n"
+    "    }\n"
+    "    p = npy_key(h, \"'fortran_order'\");\n"
+    "    if (!p || strncmp(p, \"False\", 5) != 0) {\n"
+    "        fprintf(stderr, \"%s: only C order (fortran_order False) is supported\\n\", path);\n"
+    "        return -1;\n"
+    "    }\n"
+    "    p = npy_key(h, \"'shape'\");\n"
+    "    long long dims[64];\n"
+    "    int rank = 0;\n"
+    "    if (!p || *p++ != '(') {\n"
+    "        fprintf(stderr, \"%s: no shape in the .npy header\\n\", path);\n"
+    "        return -1;\n"
+    "    }\n"
+    "    for (;;) {\n"
+    "        while (*p == ' ' || *p == ',') p++;\n"
+    "        if (*p == ')') break;\n"
+    "        char *end;\n"
+    "        long long v = strtoll(p, &end, 10);\n"
+    "        if (end == p || rank == 64) {\n"
+    "            fprintf(stderr, \"%s: bad shape in the .npy header\\n\", path);\n"
+    "            return -1;\n"
+    "        }\n"
+    "        dims[rank++] = v;\n"
+    "        p = end;\n"
+    "    }\n"
+    "    int same = rank == d->rank;\n"
+    "    for (int k = 0; same && k < rank; k++) same = dims[k] == d->dims[k];\n"
+    "    if (!same) {\n"
+    "        fprintf(stderr, \"%s: shape \", path);\n"
+    "        put_shape(stderr, rank, dims);\n"
+    "        fputs(\", this input needs \", stderr);\n"
+    "        put_shape(stderr, d->rank, d->dims);\n"
+    "        fputc('\\n', stderr);\n"
+    "        return -1;\n"
+    "    }\n"
+    "    return 0;\n"
+    "}\n"
+    "\n"
+    "/* An input: a .npy file (v1-3, C order, the input's dtype and shape), else exactly its bytes raw. */\n"
+    "static void *read_input(const char *path, const io_desc_ *d) {\n"
+    "    FILE *f = fopen(path, \"rb\");\n"
+    "    if (!f) {\n"
+    "        fprintf(stderr, \"%s: cannot open\\n\", path);\n"
+    "        return 0;\n"
+    "    }\n"
+    "    unsigned char head[12];\n"
+    "    size_t got = fread(head, 1, 10, f);\n"
+    "    void *b = malloc(d->bytes ? d->bytes : 1);\n"
+    "    int ok = b != 0;\n"
+    "    if (ok && got == 10 && memcmp(head, \"\\223NUMPY\", 6) == 0) {\n"
+    "        size_t hlen = (size_t)head[8] | (size_t)head[9] << 8;\n"
+    "        if (head[6] >= 2 && head[6] <= 3 && fread(head + 10, 1, 2, f) == 2)\n"
+    "            hlen |= (size_t)head[10] << 16 | (size_t)head[11] << 24;\n"
+    "        else if (head[6] != 1) hlen = 0;\n"
+    "        char *h = hlen && hlen < (1u << 20) ? (char *)malloc(hlen + 1) : 0;\n"
+    "        ok = h && fread(h, 1, hlen, f) == hlen;\n"
+    "        if (!ok) fprintf(stderr, \"%s: not a .npy file this program reads (version 1 to 3)\\n\", path);\n"
+    "        if (ok) {\n"
+    "            h[hlen] = 0;\n"
+    "            ok = npy_check(path, h, d) == 0;\n"
+    "        }\n"
+    "        if (ok && !little_endian()) {\n"
+    "            fprintf(stderr, \"%s: .npy inputs need a little-endian machine: give the raw bytes instead\\n\", path);\n"
+    "            ok = 0;\n"
+    "        }\n"
+    "        free(h);\n"
+    "        got = 0;\n"
+    "    } else if (ok) {\n"
+    "        got = got > d->bytes ? d->bytes + 1 : got; /* raw: these bytes are data */\n"
+    "        memcpy(b, head, got < d->bytes ? got : d->bytes);\n"
+    "    }\n"
+    "    if (ok) {\n"
+    "        size_t more = got <= d->bytes ? fread((unsigned char *)b + got, 1, d->bytes - got, f) : 0;\n"
+    "        int extra = fgetc(f);\n"
+    "        if (got + more != d->bytes || extra != EOF) {\n"
+    "            fprintf(stderr, \"%s: expected exactly %zu bytes of data (%s \", path, d->bytes, d->dtype);\n"
+    "            put_shape(stderr, d->rank, d->dims);\n"
+    "            fputs(\")\\n\", stderr);\n"
+    "            ok = 0;\n"
+    "        }\n"
+    "    }\n"
+    "    fclose(f);\n"
+    "    if (!ok) free(b);\n"
+    "    return ok ? b : 0;\n"
+    "}\n"
+    "\n"
+    "/* An output: .npy (version 1.0) when the path ends in .npy, else the raw bytes. */\n"
+    "static int write_output(const char *path, const io_desc_ *d, const void *data) {\n"
+    "    size_t n = strlen(path);\n"
+    "    FILE *f = fopen(path, \"wb\");\n"
+    "    int ok = f != 0;\n"
+    "    if (ok && n >= 4 && strcmp(path + n - 4, \".npy\") == 0) {\n"
+    "        char h[2048];\n"
+    "        int len = snprintf(h, sizeof h, \"{'descr': '%s', 'fortran_order': False, 'shape': (\", d->descr);\n"
+    "        for (int k = 0; k < d->rank; k++) len += snprintf(h + len, sizeof h - (size_t)len, \"%lld, \", d->dims[k]);\n"
+    "        if (d->rank > 1) len -= 2; /* (3, 4) but (5,) */\n"
+    "        else if (d->rank == 1) len -= 1;\n"
+    "        len += snprintf(h + len, sizeof h - (size_t)len, \"), }\");\n"
+    "        while ((10 + len + 1) % 64) h[len++] = ' ';\n"
+    "        h[len++] = '\\n';\n"
+    "        unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, 0, 0};\n"
+    "        pre[8] = (unsigned char)(len & 0xff);\n"
+    "        pre[9] = (unsigned char)(len >> 8);\n"
+    "        ok = fwrite(pre, 1, 10, f) == 10 && fwrite(h, 1, (size_t)len, f) == (size_t)len;\n"
+    "    }\n"
+    "    if (ok) ok = fwrite(data, 1, d->bytes, f) == d->bytes;\n"
+    "    if (f && fclose(f) != 0) ok = 0;\n"
+    "    if (!ok) fprintf(stderr, \"%s: cannot write\\n\", path);\n"
+    "    return ok ? 0 : -1;\n"
+    "}\n";
+
 static void gen_main(exp_state *e, bool embedded, lt_strbuf *m) {
     const lt_plan *p = e->p;
     const lt_graph *g = p->model->graph;
     const char *P = e->P;
-    int n_in = 0;
+    int n_in = 0, max_rank = 1;
     for (int i = 0; i < g->n_inputs; i++)
-        if (p->input_slot[i] >= 0 && p->rt[p->input_slot[i]].is_static) n_in++;
+        if (api_input(p, i)) {
+            n_in++;
+            if (p->slots[p->input_slot[i]].rank > max_rank) max_rank = p->slots[p->input_slot[i]].rank;
+        }
+    for (int k = 0; k < g->n_outputs; k++)
+        if (p->slots[p->output_slot[k]].rank > max_rank) max_rank = p->slots[p->output_slot[k]].rank;
     lt_sb_printf(m,
-                 "/* %s_main.c — example driver for %s.c (generated by lathe).\n"
-                 " * usage: prog [-w WEIGHTS] [-n RUNS] [-t THREADS] IN... OUT...\n"
-                 " * Reads each of the %d input(s) from a raw file (exactly its byte size, row-major), runs, and\n"
-                 " * writes each of the %d output(s) to a raw file. -n RUNS times RUNS runs after one warm-up\n"
-                 " * and prints the median in ms. Build: cc -O2 %s.c %s_main.c -lm */\n",
+                 "/* %s_main.c: a command-line program for %s.c (generated by lathe): reads the model's %d input(s)\n"
+                 " * from .npy files (or raw files of exactly their bytes), runs, writes the %d output(s) as .npy\n"
+                 " * (or raw) files; `prog --help` lists them with their shapes. Builds as C99 or later:\n"
+                 " *   cc -O2 %s.c %s_main.c -lm -o prog   (add -O3 -march=native -fopenmp for speed) */\n",
                  P, P, n_in, g->n_outputs, P, P);
-    lt_sb_printf(m, "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n#include <time.h>\n#include \"%s.h\"\n\n", P);
-    lt_sb_printf(m,
-                 "static double now_ms(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); "
-                 "return t.tv_sec * 1e3 + t.tv_nsec * 1e-6; }\n"
-                 "static int cmp(const void *a, const void *b) { double x = *(const double *)a, y = *(const double *)b; "
-                 "return x < y ? -1 : x > y; }\n"
-                 "static void *read_raw(const char *path, size_t n) {\n"
-                 "    FILE *f = fopen(path, \"rb\");\n    if (!f) { fprintf(stderr, \"%%s: cannot open\\n\", path); return 0; }\n"
-                 "    void *b = malloc(n ? n : 1);\n    size_t got = b ? fread(b, 1, n, f) : 0;\n    int extra = fgetc(f);\n    fclose(f);\n"
-                 "    if (!b || got != n || extra != EOF) { fprintf(stderr, \"%%s: expected exactly %%zu bytes\\n\", path, n); free(b); return 0; }\n"
-                 "    return b;\n}\n\n");
-    lt_sb_printf(m, "int main(int argc, char **argv) {\n    const char *weights = %s;\n    int runs = 0, threads = 0, np = 0;\n"
-                    "    const char *pos[%d];\n", embedded ? "NULL" : "\"" "model.weights" "\"", n_in + g->n_outputs + 1);
-    if (!embedded) lt_sb_printf(m, "    weights = \"%s.weights\";\n", P);
-    lt_sb_printf(m,
-                 "    for (int i = 1; i < argc; i++) {\n"
-                 "        if (!strcmp(argv[i], \"-w\") && i + 1 < argc) weights = argv[++i];\n"
-                 "        else if (!strcmp(argv[i], \"-n\") && i + 1 < argc) runs = atoi(argv[++i]);\n"
-                 "        else if (!strcmp(argv[i], \"-t\") && i + 1 < argc) threads = atoi(argv[++i]);\n"
-                 "        else if (np < %d) pos[np++] = argv[i];\n"
-                 "        else { np = -1; break; }\n    }\n"
-                 "    if (np != %d) { fprintf(stderr, \"usage: %%s [-w WEIGHTS] [-n RUNS] [-t THREADS] IN(%d) OUT(%d)\\n\", argv[0]); return 1; }\n",
-                 n_in + g->n_outputs, n_in + g->n_outputs, n_in, g->n_outputs);
+    lt_sb_printf(m, "#if !defined(_POSIX_C_SOURCE) && !defined(_WIN32)\n#define _POSIX_C_SOURCE 200112L /* clock_gettime */\n"
+                    "#endif\n#include <stdint.h>\n#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n#include <time.h>\n"
+                    "#include \"%s.h\"\n\n#define MAX_RANK_ %d\n", P, max_rank);
+    lt_sb_printf(m, "%s", main_helpers);
+    /* the inputs and outputs the program takes, in order */
+    for (int pass = 0; pass < 2; pass++) {
+        lt_sb_printf(m, "\nstatic const io_desc_ %s_[] = {\n", pass ? "outputs" : "inputs");
+        int n = pass ? g->n_outputs : g->n_inputs;
+        for (int i = 0; i < n; i++) {
+            if (!pass && !api_input(p, i)) continue;
+            const lt_plan_slot *S = &p->slots[pass ? p->output_slot[i] : p->input_slot[i]];
+            lt_sb_printf(m, "    {\"%s\", \"%s\", %d, {", npy_descr(S->dtype), lt_dtype_name(S->dtype), S->rank);
+            for (int k = 0; k < S->rank; k++) lt_sb_printf(m, "%s%lld", k ? ", " : "", (long long)S->dims[k]);
+            lt_sb_printf(m, "%s}, %lldu}, /* %s_%d */\n", S->rank ? "" : "0", (long long)S->bytes, pass ? "out" : "in", i);
+        }
+        lt_sb_printf(m, "    {0, 0, 0, {0}, 0},\n};\n");
+    }
+    lt_sb_printf(m, "static const int input_index_[] = {");
+    for (int i = 0; i < g->n_inputs; i++)
+        if (api_input(p, i)) lt_sb_printf(m, "%d, ", i);
+    lt_sb_printf(m, "-1};\n#define N_IN_ %d\n#define N_OUT_ %d\n\n", n_in, g->n_outputs);
+    /* usage */
+    lt_sb_printf(m, "static void usage(FILE *f, const char *prog) {\n"
+                    "    fprintf(f, \"usage: %%s [-w WEIGHTS] [-n RUNS] [-t THREADS] INPUT... OUTPUT...\\n\", prog);\n"
+                    "    fputs(\"Runs the model that lathe compiled into %s.c.\\n\"\n"
+                    "          \"  INPUT       one file per input, in the order below: a .npy file of the dtype and shape\\n\"\n"
+                    "          \"              listed, or a raw file of exactly its bytes (C order, this machine's byte order)\\n\"\n"
+                    "          \"  OUTPUT      one file per output, in the order below: .npy when the name ends in .npy,\\n\"\n"
+                    "          \"              else the raw bytes\\n\"\n", P);
+    if (embedded)
+        lt_sb_printf(m, "          \"  -w WEIGHTS  not needed: the weights are built into the program\\n\"\n");
+    else
+        lt_sb_printf(m, "          \"  -w WEIGHTS  the weights file (default: %s.weights in the current folder, else in the\\n\"\n"
+                        "          \"              program's folder)\\n\"\n", P);
+    lt_sb_printf(m, "          \"  -n RUNS     then time RUNS more runs and print the median\\n\"\n"
+                    "          \"  -t THREADS  threads (when built with -fopenmp)\\n\"\n"
+                    "          \"inputs:\\n\", f);\n"
+                    "    for (int i = 0; i < N_IN_; i++) put_io(f, %s_input_names[input_index_[i]], &inputs_[i]);\n"
+                    "    fputs(\"outputs:\\n\", f);\n"
+                    "    for (int i = 0; i < N_OUT_; i++) put_io(f, %s_output_names[i], &outputs_[i]);\n}\n\n", P, P);
+    /* main */
+    lt_sb_printf(m, "int main(int argc, char **argv) {\n    const char *weights = 0;\n    int runs = 0, threads = 0, np = 0;\n"
+                    "    const char *pos[N_IN_ + N_OUT_ + 1];\n"
+                    "    for (int i = 1; i < argc; i++) {\n"
+                    "        if (!strcmp(argv[i], \"-h\") || !strcmp(argv[i], \"--help\")) { usage(stdout, argv[0]); return 0; }\n"
+                    "        else if (!strcmp(argv[i], \"-w\") && i + 1 < argc) weights = argv[++i];\n"
+                    "        else if (!strcmp(argv[i], \"-n\") && i + 1 < argc) runs = atoi(argv[++i]);\n"
+                    "        else if (!strcmp(argv[i], \"-t\") && i + 1 < argc) threads = atoi(argv[++i]);\n"
+                    "        else if (argv[i][0] == '-' && argv[i][1]) { fprintf(stderr, \"%%s: unknown option %%s\\n\", argv[0], argv[i]); np = -1; break; }\n"
+                    "        else if (np >= 0 && np < N_IN_ + N_OUT_) pos[np++] = argv[i];\n"
+                    "        else { np = -1; break; }\n    }\n"
+                    "    if (np != N_IN_ + N_OUT_) { usage(stderr, argv[0]); return 1; }\n");
+    if (!embedded)
+        lt_sb_printf(m, "    char wbuf[4096];\n"
+                        "    if (!weights) { /* %s.weights here, else next to the program */\n"
+                        "        FILE *f = fopen(\"%s.weights\", \"rb\");\n"
+                        "        const char *slash = strrchr(argv[0], '/');\n"
+                        "        weights = \"%s.weights\";\n"
+                        "        if (f) fclose(f);\n"
+                        "        else if (slash && (size_t)(slash - argv[0]) + sizeof \"/%s.weights\" < sizeof wbuf) {\n"
+                        "            memcpy(wbuf, argv[0], (size_t)(slash - argv[0]));\n"
+                        "            strcpy(wbuf + (slash - argv[0]), \"/%s.weights\");\n"
+                        "            weights = wbuf;\n        }\n    }\n", P, P, P, P, P);
     lt_sb_printf(m, "    %s_inputs in;\n    %s_outputs out;\n    memset(&in, 0, sizeof in);\n    memset(&out, 0, sizeof out);\n", P, P);
     int q = 0;
     for (int i = 0; i < g->n_inputs; i++) {
-        int sl = p->input_slot[i];
-        if (sl < 0 || !p->rt[sl].is_static) continue;
-        lt_sb_printf(m, "    if (!(in.%s = read_raw(pos[%d], %lldu))) return 2;\n", e->in_names[i], q++,
-                     (long long)p->slots[sl].bytes);
+        if (!api_input(p, i)) continue;
+        lt_sb_printf(m, "    if (!(in.%s = read_input(pos[%d], &inputs_[%d]))) return 2;\n", e->in_names[i], q, q);
+        q++;
     }
     for (int k = 0; k < g->n_outputs; k++)
-        lt_sb_printf(m, "    if (!(out.%s = malloc(%lldu + 1))) return 2;\n", e->out_names[k],
-                     (long long)p->slots[p->output_slot[k]].bytes);
+        lt_sb_printf(m, "    if (!(out.%s = malloc(outputs_[%d].bytes + 1))) return 2;\n", e->out_names[k], k);
     lt_sb_printf(m,
                  "    if (%s_init(weights) != 0) { fprintf(stderr, \"%%s\\n\", %s_error()); return 2; }\n"
                  "    if (threads > 0) %s_set_threads(threads);\n"
                  "    if (%s_run(&in, &out, NULL) != 0) { fprintf(stderr, \"%%s\\n\", %s_error()); return 2; }\n"
-                 "    if (runs > 0) {\n        double *t = malloc(sizeof *t * (size_t)runs);\n"
+                 "    if (runs > 0) {\n        double *t = (double *)malloc(sizeof *t * (size_t)runs);\n"
+                 "        if (!t) return 2;\n"
                  "        for (int r = 0; r < runs; r++) { double t0 = now_ms(); %s_run(&in, &out, NULL); t[r] = now_ms() - t0; }\n"
                  "        qsort(t, (size_t)runs, sizeof *t, cmp);\n"
                  "        printf(\"median %%.3f ms over %%d runs\\n\", t[runs / 2], runs);\n        free(t);\n    }\n",
                  P, P, P, P, P, P);
     for (int k = 0; k < g->n_outputs; k++)
-        lt_sb_printf(m,
-                     "    { FILE *f = fopen(pos[%d], \"wb\");\n"
-                     "      if (!f || fwrite(out.%s, 1, %lldu, f) != %lldu || fclose(f) != 0) { fprintf(stderr, \"%%s: cannot write\\n\", pos[%d]); return 2; } }\n",
-                     n_in + k, e->out_names[k], (long long)p->slots[p->output_slot[k]].bytes,
-                     (long long)p->slots[p->output_slot[k]].bytes, n_in + k);
+        lt_sb_printf(m, "    if (write_output(pos[N_IN_ + %d], &outputs_[%d], out.%s) != 0) return 2;\n", k, k, e->out_names[k]);
     lt_sb_printf(m, "    %s_free();\n    return 0;\n}\n", P);
 }
 
@@ -398,18 +647,17 @@ lt_status lt_export_c(lt_ctx *ctx, const lt_plan *p, const lt_export_options *op
     e.pack_index = lt_arena_alloc(&e.a, sizeof(int) * (size_t)(p->n_slots + 1));
     e.in_names = lt_arena_alloc(&e.a, sizeof(char *) * (size_t)(g->n_inputs + 1));
     e.out_names = lt_arena_alloc(&e.a, sizeof(char *) * (size_t)(g->n_outputs + 1));
-    e.used = lt_arena_alloc(&e.a, sizeof(char *) * (size_t)(g->n_inputs + g->n_outputs + 1));
-    if (!e.woff || !e.pack_index || !e.in_names || !e.out_names || !e.used) { s = lt_error(ctx, LT_ERR_NOMEM, "out of memory (export)"); goto done; }
+    if (!e.woff || !e.pack_index || !e.in_names || !e.out_names) { s = lt_error(ctx, LT_ERR_NOMEM, "out of memory (export)"); goto done; }
     /* names */
     for (int i = 0; i < g->n_inputs; i++) {
-        e.in_names[i] = c_ident(&e.a, g->inputs[i]->name, e.used, e.n_used);
-        if (!e.in_names[i]) { s = lt_error(ctx, LT_ERR_NOMEM, "out of memory (export)"); goto done; }
-        e.used[e.n_used++] = e.in_names[i];
+        char nm[32];
+        snprintf(nm, sizeof nm, "in_%d", i);
+        if (!(e.in_names[i] = lt_arena_strdup(&e.a, nm))) { s = lt_error(ctx, LT_ERR_NOMEM, "out of memory (export)"); goto done; }
     }
     for (int k = 0; k < g->n_outputs; k++) {
-        e.out_names[k] = c_ident(&e.a, g->outputs[k]->name, e.used, e.n_used);
-        if (!e.out_names[k]) { s = lt_error(ctx, LT_ERR_NOMEM, "out of memory (export)"); goto done; }
-        e.used[e.n_used++] = e.out_names[k];
+        char nm[32];
+        snprintf(nm, sizeof nm, "out_%d", k);
+        if (!(e.out_names[k] = lt_arena_strdup(&e.a, nm))) { s = lt_error(ctx, LT_ERR_NOMEM, "out of memory (export)"); goto done; }
     }
     /* weights: constants the kernels, the pack kernels or the outputs read, and input defaults */
     for (int sl = 0; sl < p->n_slots; sl++) {

@@ -4,13 +4,16 @@
  *   P.c            the kernels (the same emitter and prelude as the CPU backend), the weights when
  *                  embedded, and the API below; builds with plain `cc -O2 P.c main.c -lm` (add
  *                  -fopenmp -march=native for threads and wider SIMD) and needs no lathe library
- *   P.h            the API, documented: every input and output with its ONNX name, C type, shape
- *                  and byte size, the workspace size, how to load the weights
+ *   P.h            the API, documented: every input and output (fields in_<i> / out_<i>, the ONNX
+ *                  names in P_input_names[] / P_output_names[]) with its C type, shape and byte
+ *                  size, the workspace size, how to load the weights
  *   P.weights      the weights, when they are 1 MiB or more (embed_limit): a 16-byte header
  *                  "LATHEWTS" + little-endian uint64 payload size, then the initializers at
  *                  64-byte aligned offsets
- *   P_main.c       an example driver: reads each input from a raw file, runs (optionally N times
- *                  and prints the median), writes each output to a raw file
+ *   P_main.c       a command-line program: reads each input from a .npy (or raw) file, runs
+ *                  (optionally N times and prints the median), writes each output as .npy (or raw);
+ *                  --help lists the inputs, outputs and where the weights are looked for
+ * All build with -std=c99 and -std=c11, -Wall -Werror.
  * The API (P_ replaced by the prefix):
  *   int  P_init(const char *weights_path);  load weights (NULL when embedded), pack, allocate the
  *                                           default workspace; 0 on success
