@@ -195,15 +195,14 @@ lt_status lt_shp_infer_Pad(lt_infer *ic, lt_node *n) {
     bool known = (n->opset < 11 || lt_shp_infer_const_opt(n, 1, &pt)) && (n->opset < 18 || lt_shp_infer_const_opt(n, 3, &at));
     if (!known) return lt_infer_set(ic, n, 0, dt, t->rank, NULL);
     int64_t xd[LT_MAX_RANK], d[LT_MAX_RANK], lo[LT_MAX_RANK], w[LT_MAX_RANK], before[LT_MAX_RANK];
+    int64_t pb[LT_MAX_RANK], pe[LT_MAX_RANK];
     pad_mode mode;
     for (int i = 0; i < t->rank; i++) xd[i] = lt_shp_dim(t, i).value;
     LT_TRY(pad_dims(ic->ctx, n, pt, at, t->rank, xd, &mode, d, lo, w, before));
+    LT_TRY(pad_amounts(ic->ctx, n, pt, at, t->rank, pb, pe));
     lt_dim od[LT_MAX_RANK];
-    for (int i = 0; i < t->rank; i++) {
-        lt_dim v = lt_shp_dim(t, i);
-        od[i] = d[i] == v.value && d[i] >= 0 ? v : (lt_dim){d[i], NULL};
-        if (v.value < 0 && before[i] == 0 && lo[i] == 0 && d[i] < 0) od[i] = (lt_dim){-1, NULL};
-    }
+    for (int i = 0; i < t->rank; i++) /* an axis with no pads keeps its dim, symbolic or not */
+        od[i] = pb[i] == 0 && pe[i] == 0 ? lt_shp_dim(t, i) : (lt_dim){d[i], NULL};
     return lt_infer_set(ic, n, 0, dt, t->rank, od);
 }
 
