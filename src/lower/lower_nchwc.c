@@ -9,6 +9,8 @@
  *   Nchwc*Pool       lt_nchwc_pool_f32;   NchwcReorderIn / Out   lt_nchwc_reorder_{in,out}_f32;
  *                    an epilogue chain fused into these runs as a Loop IR nest over the call's
  *                    output (in place when the chain's output is float32, else from a scratch copy).
+ * The calls read their operand from memory: one computed inside the group (a Concat that fusion put
+ * before a reorder or a pool) is first written to a scratch buffer by a Loop IR nest (operand_buf).
  * The ops exist only on the CPU path (the layout_nchwc pass), so there is no plain Loop IR form:
  * the calls are used whatever lt_lower_options.no_microkernels says.
  */
@@ -28,6 +30,47 @@ static lt_lnode *I(lt_lctx *lc, int64_t v) { return lt_l_int(K_, v); }
 static lt_lbuf *in_buf(lt_lctx *lc, const lt_value *v) {
     const lt_value *m = lt_lower_mem_value(lc, v);
     return m ? lc->vbuf[m->id] : NULL;
+}
+
+/* ---- an operand computed inside the group ---- */
+
+typedef struct fill_user {
+    const lt_value *v;
+    lt_lbuf *dst;
+    int rank;
+    int64_t dims[LT_MAX_RANK];
+} fill_user;
+
+static lt_status fill_body(lt_lctx *lc, lt_lnode *const *idx, void *user, lt_lnode **body) {
+    fill_user *u = user;
+    lt_lnode *v = NULL;
+    LT_TRY(lt_lower_value(lc, u->v, idx, &v));
+    *body = lt_l_store(K_, u->dst, lt_lower_flat(lc, u->rank, u->dims, idx), v);
+    return LT_LNN(lc, *body);
+}
+
+/* The buffer a call reads operand v from: v's own (or the one it is a view of), else -- v is
+ * computed in the group, e.g. a Concat fused before the call -- a scratch buffer that the Loop IR
+ * nest *pre fills first (*pre stays NULL when v has a buffer). NULL buffer: out of memory. */
+static lt_status operand_buf(lt_lctx *lc, const lt_node *n, const lt_value *v, lt_lbuf **buf, lt_lnode **pre) {
+    *pre = NULL;
+    if ((*buf = in_buf(lc, v))) return LT_OK;
+    fill_user u = {.v = v};
+    if (!lt_lower_shape(v, &u.rank, u.dims) || v->type.dtype != LT_FLOAT)
+        return lt_lower_error(lc, n, LT_ERR_INTERNAL, "operand '%s' has no buffer and no static float32 shape", v->name);
+    if (!(u.dst = lt_lower_add_scratch(lc, "nchwc_in", LT_FLOAT, lt_lower_numel(v)))) return lt_lower_nomem(lc);
+    u.dst->read = u.dst->written = true;
+    LT_TRY(lt_lower_nest(lc, "f", u.rank, u.dims, fill_body, &u, pre));
+    *buf = u.dst;
+    return LT_OK;
+}
+
+/* *res preceded by pre (when not NULL). */
+static lt_status after(lt_lctx *lc, lt_lnode *pre, lt_lnode **res) {
+    if (!pre) return LT_OK;
+    lt_lnode *s[2] = {pre, *res};
+    *res = lt_l_seq(K_, 2, s);
+    return LT_LNN(lc, *res);
 }
 
 /* ---- accept ---- */
@@ -128,8 +171,11 @@ static lt_status l_reorder(lt_lctx *lc, const lt_node *n, lt_lnode **res) {
     int64_t C = in ? n->in[0]->type.dims[1].value : lt_attr_int(n, "channels", 0);
     if (C < 1 || d[1] != (C + d[4] - 1) / d[4]) return lt_lower_error(lc, n, LT_ERR_INVALID, "channels disagree with blocks");
     int64_t ints[4] = {d[0], C, d[2] * d[3], d[4]};
-    return call_then_epilogue(lc, n, in ? "lt_nchwc_reorder_in_f32" : "lt_nchwc_reorder_out_f32", in_buf(lc, n->in[0]),
-                              4, ints, 0, res);
+    lt_lbuf *x;
+    lt_lnode *pre;
+    LT_TRY(operand_buf(lc, n, n->in[0], &x, &pre));
+    LT_TRY(call_then_epilogue(lc, n, in ? "lt_nchwc_reorder_in_f32" : "lt_nchwc_reorder_out_f32", x, 4, ints, 0, res));
+    return after(lc, pre, res);
 }
 
 /* ---- pooling ---- */
@@ -151,7 +197,11 @@ static lt_status l_pool(lt_lctx *lc, const lt_node *n, lt_lnode **res) {
     int64_t ints[18] = {d[0] * d[1], d[2], d[3], g.out[0], g.out[1], g.k[0], g.k[1], g.s[0], g.s[1], g.pb[0], g.pb[1],
                         g.pe[0], g.pe[1], g.d[0], g.d[1], is_max, lt_attr_int(n, "count_include_pad", 0) != 0, d[4]};
     double flops = (double)lt_lower_numel(n->out[0]) * (double)(g.k[0] * g.k[1]);
-    return call_then_epilogue(lc, n, "lt_nchwc_pool_f32", in_buf(lc, n->in[0]), 18, ints, flops, res);
+    lt_lbuf *x;
+    lt_lnode *pre;
+    LT_TRY(operand_buf(lc, n, n->in[0], &x, &pre));
+    LT_TRY(call_then_epilogue(lc, n, "lt_nchwc_pool_f32", x, 18, ints, flops, res));
+    return after(lc, pre, res);
 }
 
 /* ---- convolution ---- */
