@@ -7,7 +7,12 @@ holds one entry per kernel for this CPU and thread count, and a second tune find
 report counts them) and gives the same outputs as the default schedules (--no-tune-db) and the
 interpreter; an entry whose schedule no longer applies falls back to the default (same outputs, not
 counted); a malformed database is an error naming the file and line; a missing --tune-db file is an
-error; --backend cuda is a usage error for tune. The default database is tune.tsv in the cache
+error; --backend cuda is a usage error for tune. The summary counts kernels consistently: a model with
+two identical chains searches one and shares its entry with the other; a second tune takes both from
+the database. Speed-ups are ratios of medians timed in turns (--confirm), never below 1x (a winner
+that is not faster when timed again is dropped for the default). A Concat in front of a
+channel-blocked convolution compiles without falling back to the interpreter, tunes without an
+internal error, and computes what the interpreter does. The default database is tune.tsv in the cache
 directory, read by `lathe run` without any flag. Python's tune_db= does the same. For a model with
 convolutions, tune times the NCHW and channel-blocked layouts and records both; compiles turn the
 blocked layout on exactly when the recorded times say it was faster (times edited in the database
@@ -80,6 +85,21 @@ def db_entries(db):
         return [line.rstrip("\n").split("\t") for line in fh if line.strip() and not line.startswith("#")]
 
 
+def counts(out, variant="NCHW"):
+    """The summary line of a tune: kernels, tuned, searched now, identical to one searched now, from the
+    database, not tunable."""
+    m = re.search(rf"^{variant}: (\d+) kernel\(s\), (\d+) with tuned schedules: (\d+) searched now, (\d+) identical "
+                  r"to one searched now, (\d+) from the database; (\d+) not tunable", out, re.M)
+    assert m, out
+    return dict(zip(("kernels", "tuned", "searched", "same", "known", "untunable"), map(int, m.groups())))
+
+
+def speedups(out):
+    """(default ms, tuned ms, speedup) of every kernel row."""
+    return [tuple(map(float, m.groups())) for m in
+            re.finditer(r"^lt_k\d+\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)x", out, re.M)]
+
+
 def make_faster(db, variant):
     """Edit the recorded layout times at 2 threads so that `variant` ("default" or "layout_nchwc") won."""
     lines = []
@@ -99,9 +119,11 @@ def test_tune_then_run(model):
     assert r.returncode == 0, r.stderr
     rows = [line for line in r.stdout.splitlines() if re.match(r"lt_k\d+\s", line)]
     assert rows, r.stdout
-    m = re.search(r"tuned (\d+) kernel\(s\) \((\d+) measurements, (\d+) rejected as wrong\), (\d+) from the database",
-                  r.stdout)
-    assert m and int(m.group(1)) == len(rows) and int(m.group(2)) >= len(rows) and int(m.group(3)) == 0, r.stdout
+    c = counts(r.stdout)
+    assert c["searched"] == len(rows) and c["same"] == 0 and c["known"] == 0, r.stdout
+    assert c["tuned"] == len(rows) and c["kernels"] == c["tuned"] + c["untunable"], r.stdout
+    m = re.search(r"measurements: (\d+) kernel builds timed, (\d+) rejected as wrong", r.stdout)
+    assert m and int(m.group(1)) >= len(rows) and int(m.group(2)) == 0, r.stdout
     entries = db_entries(db)
     assert len(entries) == len(rows)
     for e in entries:
@@ -110,8 +132,9 @@ def test_tune_then_run(model):
     # again: every kernel comes from the database, nothing is measured
     r2 = tune(path, db, cache)
     assert r2.returncode == 0, r2.stderr
-    assert re.search(rf"tuned 0 kernel\(s\) \(0 measurements, 0 rejected as wrong\), {len(rows)} from the database",
-                     r2.stdout), r2.stdout
+    c2 = counts(r2.stdout)
+    assert c2["searched"] == 0 and c2["same"] == 0 and c2["known"] == len(rows), r2.stdout
+    assert "measurements: 0 kernel builds timed" in r2.stdout, r2.stdout
     assert len(db_entries(db)) == len(rows)
 
     # the compile takes them (the report counts them) and computes the same as the default schedules
@@ -279,3 +302,97 @@ def test_python_layout_decision(conv_model, tmp_path):
     np.testing.assert_allclose(blocked(feeds)["y"], plain(feeds)["y"], rtol=1e-4, atol=1e-5)
     blocked.close()
     plain.close()
+
+
+@pytest.fixture(scope="module")
+def twin_model(tmp_path_factory):
+    """Two identical elementwise chains on two inputs: one kernel key, two kernels."""
+    d = tmp_path_factory.mktemp("tune_twin")
+    nodes = []
+    for i in ("a", "b"):
+        nodes += [helper.make_node("Mul", [f"x{i}", f"x{i}"], [f"m{i}"]),
+                  helper.make_node("Tanh", [f"m{i}"], [f"t{i}"]),
+                  helper.make_node("Add", [f"t{i}", f"x{i}"], [f"y{i}"])]
+    inputs = [helper.make_tensor_value_info(f"x{i}", TensorProto.FLOAT, [64, 256]) for i in ("a", "b")]
+    outputs = [helper.make_tensor_value_info(f"y{i}", TensorProto.FLOAT, [64, 256]) for i in ("a", "b")]
+    m = helper.make_model(helper.make_graph(nodes, "twin", inputs, outputs), opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    path = d / "twin.onnx"
+    onnx.save(m, str(path))
+    return d, str(path)
+
+
+def test_tune_counts_and_confirmed_speedups(twin_model):
+    """The summary's counts add up (the twin shares the first kernel's entry; a second tune takes both
+    from the database), and every row's speed-up is its two medians' ratio, never below 1x."""
+    d, path = twin_model
+    cache, db = str(d / "cache"), str(d / "db.tsv")
+    r = tune(path, db, cache, "--confirm", 3)
+    assert r.returncode == 0, r.stderr
+    assert "medians of 3 runs each, timed in turns" in r.stdout, r.stdout
+    c = counts(r.stdout)
+    assert c == {"kernels": 2, "tuned": 2, "searched": 1, "same": 1, "known": 0, "untunable": 0}, r.stdout
+    rows = speedups(r.stdout)
+    assert len(rows) == 1, r.stdout
+    for default_ms, tuned_ms, x in rows:
+        assert x >= 1.0 and tuned_ms <= default_ms, r.stdout
+        assert abs(x - default_ms / tuned_ms) <= 0.01 * x + 0.01, r.stdout
+    assert re.search(r"database: .*\(1 entries, 1 new\)", r.stdout), r.stdout
+    r2 = tune(path, db, cache)
+    assert r2.returncode == 0, r2.stderr
+    assert counts(r2.stdout) == {"kernels": 2, "tuned": 2, "searched": 0, "same": 0, "known": 2, "untunable": 0}
+    assert "(1 entries, 0 new)" in r2.stdout, r2.stdout
+    bad = lathe("tune", path, "--db", db, "--cache-dir", cache, "--confirm", 0)
+    assert bad.returncode == 1 and "--confirm" in bad.stderr, bad.stderr
+
+
+@pytest.fixture(scope="module")
+def concat_conv_model(tmp_path_factory):
+    """Two convolutions concatenated, then a third: the layout pass puts a Concat in front of a
+    channel-blocked reorder, which fusion joins into the reorder's group (as in SqueezeNet)."""
+    d = tmp_path_factory.mktemp("tune_concat")
+    rng = np.random.default_rng(9)
+    f = lambda name, *shape: numpy_helper.from_array(rng.uniform(-0.3, 0.3, shape).astype(np.float32), name)  # noqa: E731
+    nodes = [helper.make_node("Conv", ["x", "w0", "b0"], ["c0"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c0"], ["r0"]),
+             helper.make_node("Conv", ["r0", "w1", "b1"], ["c1"]),
+             helper.make_node("Relu", ["c1"], ["r1"]),
+             helper.make_node("Conv", ["r0", "w2", "b2"], ["c2"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c2"], ["r2"]),
+             helper.make_node("Concat", ["r1", "r2"], ["cat"], axis=1),
+             helper.make_node("Conv", ["cat", "w3", "b3"], ["y"])]
+    graph = helper.make_graph(nodes, "concat_conv",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16, 12, 12])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16, 12, 12])],
+                              initializer=[f("w0", 16, 16, 3, 3), f("b0", 16), f("w1", 16, 16, 1, 1), f("b1", 16),
+                                           f("w2", 16, 16, 3, 3), f("b2", 16), f("w3", 16, 32, 1, 1), f("b3", 16)])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    path = d / "concat_conv.onnx"
+    onnx.save(m, str(path))
+    np.save(d / "x.npy", rng.uniform(-1, 1, (1, 16, 12, 12)).astype(np.float32))
+    return d, str(path), str(d / "x.npy")
+
+
+def test_concat_before_blocked_layout(concat_conv_model):
+    """The channel-blocked layout of a Concat feeding a convolution: no group falls back to the
+    interpreter ("operand buffers missing" before), tune reports no internal error, and the outputs
+    are the interpreter's."""
+    d, path, x = concat_conv_model
+    cache = str(d / "cache")
+    rep = lathe("compile", path, "--cache-dir", cache, "--threads", 2, "--no-tune-db", "--enable-pass", "layout_nchwc",
+                "--dump-code", str(d / "code"))
+    assert rep.returncode == 0, rep.stderr
+    groups = (d / "code" / "groups.txt").read_text()
+    if "Nchwc" not in groups:
+        pytest.skip("no channel-blocked kernels on this CPU (needs AVX2 or AVX-512)")
+    assert "operand buffers missing" not in rep.stdout + rep.stderr, rep.stdout + rep.stderr
+    assert not re.search(r"fallbacks: [1-9]", rep.stdout), rep.stdout
+    assert re.search(r"Concat, n\d+ NchwcReorderIn", groups), groups  # the case: a Concat fused before a reorder
+    got, _ = run_outputs(path, x, str(d / "b.npz"), cache, "--no-tune-db", "--enable-pass", "layout_nchwc")
+    want, _ = run_outputs(path, x, str(d / "i.npz"), cache, "--backend", "interp")
+    np.testing.assert_allclose(got["y"], want["y"], rtol=1e-4, atol=1e-5)
+    for extra in ((), ("--enable-pass", "layout_nchwc")):
+        r = tune(path, str(d / f"db{len(extra)}.tsv"), cache, "--runs", 2, *extra)
+        assert r.returncode == 0, r.stderr
+        assert "warning" not in r.stderr and "operand buffers missing" not in r.stdout + r.stderr, r.stdout + r.stderr

@@ -9,11 +9,13 @@
  * failure (with the signal name, or "timed out") and never stops the run; -j N children run at once.
  * The child sends its verdict to the parent through a pipe as three lines: status letter (P/F),
  * reason, comma-separated ops. Results are printed in test-name order as soon as every earlier test
- * has finished; the last line is exactly "N passed, N failed, N skipped".
+ * has finished; the last line is exactly "N passed, N failed, N skipped". On a terminal, a progress
+ * line on stderr counts the tests done and failed (cli_progress.h); the children never draw.
  * --compile-only (cuda): each data set's model is compiled as above but only emitted, and the CUDA
  * translation unit built with NVRTC (no device needed); nothing runs.
  */
 #include "cli_compile.h"
+#include "cli_progress.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -515,6 +517,7 @@ int cmd_conformance(int argc, char **argv) {
     const char *suite_arg = NULL, *filter = NULL, *json = NULL;
     static cli_compile_args ca; /* static: large, and the forked children read it */
     cli_compile_init(&ca, "interp");
+    ca.o.progress = NULL; /* the tests compile in children: only this process draws the progress line */
     int64_t jobs = sysconf(_SC_NPROCESSORS_ONLN);
     double timeout = -1, rtol = RTOL, atol = ATOL;
     bool mem_given = false;
@@ -678,8 +681,7 @@ int cmd_conformance(int argc, char **argv) {
     struct pollfd *pfds = calloc((size_t)jobs, sizeof *pfds);
     if (!slots || !pfds) { cli_error("out of memory"); return CLI_EXIT_INVALID; }
     for (int j = 0; j < jobs; j++) slots[j].pid = 0;
-    int next = 0, running = 0, printed = 0, done = 0;
-    bool tty = isatty(2);
+    int next = 0, running = 0, printed = 0, done = 0, failed = 0;
     signal(SIGPIPE, SIG_IGN);
     while (next < n || running > 0) {
         /* launch */
@@ -769,14 +771,15 @@ int cmd_conformance(int argc, char **argv) {
             running--;
             done++;
         }
-        while (printed < n && tests[printed].status) print_result(&tests[printed++], verbose);
-        if (tty) {
-            fflush(stdout);
-            fprintf(stderr, "\r[%d/%d]\r", printed, n);
+        while (printed < n && tests[printed].status) {
+            if (tests[printed].status == 'F' || verbose) cli_progress_clear();
+            if (tests[printed].status == 'F') failed++;
+            print_result(&tests[printed++], verbose);
         }
+        cli_progress("conformance (%s): %d of %d tests, %d failed", ca.backend, printed, n, failed);
     }
     while (printed < n && tests[printed].status) print_result(&tests[printed++], verbose);
-    if (tty) fprintf(stderr, "\r%*s\r", 24, "");
+    cli_progress_clear();
     int np = 0, nf = 0, ns = 0;
     for (int i = 0; i < n; i++) {
         if (tests[i].status == 'P') np++;

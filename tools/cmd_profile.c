@@ -5,13 +5,18 @@
  * profile: compile the model, run it once to warm up, then --runs N times (default 10) timing every
  * plan step; print the roofline table (per kernel: median time, static FLOPs and bytes from the
  * Loop IR, GFLOP/s, GB/s, the roofline bound, % of it and which ceiling binds) sorted by time, the
- * whole-run median, and optionally a Chrome/Perfetto trace of the median run (--trace FILE.json).
+ * whole-run median, optionally a Chrome/Perfetto trace of the median run (--trace FILE.json) and the
+ * roofline as an SVG picture (--plot FILE.svg: every kernel a point on log-log axes, src/profile/
+ * plot_svg.c). When a kernel runs faster than the ceilings allow (above the FP32 peak or the cache
+ * bandwidth), the ceilings are stale or were measured under load: one line says so and suggests
+ * --remeasure.
  * --backend cuda: ceilings are the device's (measured copy bandwidth, FP32 and tensor-core rates,
  * cuda_ceil.c) and kernel times come from CUDA events around each launch (kernels launched one by
  * one, not as the replayed graph; the whole-run time is the wall time including copies).
  * Exit codes: 0 ok, 1 usage, 2 bad model or input, 3 unsupported.
  */
 #include "cli_compile.h"
+#include "cli_progress.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -48,6 +53,8 @@ static const char PROF_HELP[] =
     "  --runs N              timed runs after one warm-up (default 10)\n"
     "  --top N               show the N slowest kernels (default all; totals cover every kernel)\n"
     "  --trace FILE.json     write a Chrome/Perfetto trace of the median run (ui.perfetto.dev)\n"
+    "  --plot FILE.svg       draw the roofline: every kernel a point (area: time, colour: kind) under\n"
+    "                        the bandwidth and compute ceilings, log-log axes\n"
     "  --detail              print the graph nodes of each kernel under its row\n"
     "  --remeasure           measure the ceilings again\n"
     "  --input NAME=FILE, --shapes, --dim, --fill, --seed   inputs, as for `lathe run`\n"
@@ -152,8 +159,22 @@ int cmd_ceilings(int argc, char **argv) {
     return 0;
 }
 
+/* One line when kernels beat the ceilings: those numbers are stale (cached) or were taken under load. */
+static void stale_hint(const lt_profile_totals *t, const lt_prof_record *recs, const lt_ceilings *c, bool cached) {
+    if (t->n_over_ceiling == 0 || t->worst_over < 0) return;
+    char why[128] = "the ceilings measured now look low (a busy machine?)";
+    struct tm tm;
+    if (cached && c->measured_at > 0 && localtime_r(&c->measured_at, &tm))
+        strftime(why, sizeof why, "the cached ceilings (measured %Y-%m-%d %H:%M) look stale", &tm);
+    else if (cached)
+        cli_fmt(why, sizeof why, "the cached ceilings look stale");
+    const char *name = recs[t->worst_over].name ? recs[t->worst_over].name : "?";
+    printf("hint: %d kernel(s) run faster than the ceilings allow (%s at %.0f%% of its bound): %s; rerun with "
+           "--remeasure\n", t->n_over_ceiling, name, t->worst_pct, why);
+}
+
 int cmd_profile(int argc, char **argv) {
-    const char *model = NULL, *trace = NULL;
+    const char *model = NULL, *trace = NULL, *plot = NULL;
     const char **shapes = calloc((size_t)argc, sizeof *shapes), **dims = calloc((size_t)argc, sizeof *dims),
                **inputs = calloc((size_t)argc, sizeof *inputs);
     int n_shapes = 0, n_dims = 0, n_inputs = 0, rc = 0;
@@ -180,7 +201,8 @@ int cmd_profile(int argc, char **argv) {
         r = cli_compile_opt("profile", argc, argv, &i, &ca);
         if (r < 0) { rc = CLI_EXIT_USAGE; goto out; }
         if (r > 0) continue;
-        static const char *const opts[] = {"--input", "--shapes", "--dim", "--fill", "--seed", "--runs", "--top", "--trace"};
+        static const char *const opts[] = {"--input", "--shapes", "--dim",   "--fill", "--seed",
+                                           "--runs",  "--top",    "--trace", "--plot"};
         int which = -1;
         for (int k = 0; k < (int)(sizeof opts / sizeof *opts) && which < 0; k++) {
             r = cli_opt_value("profile", argc, argv, &i, opts[k], &v);
@@ -204,6 +226,7 @@ int cmd_profile(int argc, char **argv) {
             if (!cli_parse_i64(v, &top) || top > 1000000) { rc = cli_usage("profile", "--top needs a count, got '%s'", v); goto out; }
             break;
         case 7: trace = v; break;
+        case 8: plot = v; break;
         default:
             if (a[0] == '-' && a[1]) { rc = cli_usage("profile", "unknown option '%s'", a); goto out; }
             if (model) { rc = cli_usage("profile", "only one MODEL may be given ('%s' and '%s')", model, a); goto out; }
@@ -224,6 +247,7 @@ int cmd_profile(int argc, char **argv) {
     if (!in || !outs) { cli_error("out of memory"); rc = CLI_EXIT_INVALID; goto out; }
     if ((rc = cli_inputs_bind("profile", m, n_inputs, inputs, fill, (uint64_t)seed, in))) goto out;
     if ((rc = cli_inputs_fix_shapes(m, in))) goto out;
+    ca.o.progress = cli_progress_compile;
     if ((rc = cli_compile_model(&ca, m, in, &plan, &rep))) goto out;
     have_rep = true;
 
@@ -255,6 +279,7 @@ int cmd_profile(int argc, char **argv) {
     ev = calloc((size_t)ns + 2, sizeof *ev);
     if (!secs || !total || !col || !recs || !ev) { cli_error("out of memory"); rc = CLI_EXIT_INVALID; goto out; }
     for (int64_t r = -1; r < runs; r++) { /* r = -1: warm-up */
+        cli_progress("profile: run %lld of %lld", (long long)r + 2, (long long)runs + 1);
         lt_plan_run_options po = {.seed = (uint64_t)seed, .step_seconds = r >= 0 ? secs + (size_t)r * (size_t)ns : NULL};
         double t0 = now_s();
         lt_status st = lt_plan_run(&ctx, plan, &po, in, outs);
@@ -263,6 +288,7 @@ int cmd_profile(int argc, char **argv) {
         if (st != LT_OK) { rc = cli_fail(&ctx); goto out; }
         if (r >= 0) total[r] = t1 - t0;
     }
+    cli_progress_clear();
     for (int i = 0; i < ns; i++) {
         const lt_plan_step *st = lt_plan_get_step(plan, i);
         for (int64_t r = 0; r < runs; r++) col[r] = secs[(size_t)r * (size_t)ns + (size_t)i];
@@ -308,6 +334,11 @@ int cmd_profile(int argc, char **argv) {
     else
         printf("ceilings: %.1f GFLOP/s, %.1f GB/s (%s, %s)\n", ceil.peak_gflops, ceil.mem_gbps, ceil.isa,
                cached ? "cached" : "measured now");
+    if (!gpu) stale_hint(&tot, recs, &ceil, cached);
+    if (plot) {
+        if (lt_roofline_svg_write(&ctx, plot, &ceil, recs, ns, title) != LT_OK) { rc = cli_fail(&ctx); goto out; }
+        printf("plot: %s (the roofline, one point per kernel)\n", plot);
+    }
     if (trace) {
         double ts = 0;
         int ne = 0;

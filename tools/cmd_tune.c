@@ -5,19 +5,26 @@
  * src/tune/tune_cpu.c's search hook: every kernel built from plain loops (not the GEMM and
  * convolution microkernels) that the database lacks for this CPU and thread count is tuned by a
  * beam search from its default schedule (splits, vectorization, parallel loops, unrolling), each
- * candidate built and timed alone and rejected when its outputs differ from the default's. One line
- * per kernel: its default and best time, the speedup, the trials and the schedule kept. The database
- * is saved (atomically) to --db FILE, default tune.tsv in the cache directory, which `lathe run`,
- * `compile` and `profile` read by default (--tune-db FILE / --no-tune-db there). Kernels already in
- * the database are not measured again, so tuning a model twice costs one compile.
+ * candidate built and timed alone and rejected when its outputs differ from the default's. The
+ * search keeps the lowest of noisy times, so a winner is timed again against the default, in turns
+ * (--confirm N runs each), and kept only if its median is at least 2% lower. One line per kernel:
+ * the default's and the kept schedule's medians, the speedup, the trials and the schedule kept. The
+ * database is saved (atomically) to --db FILE, default tune.tsv in the cache directory, which `lathe
+ * run`, `compile` and `profile` read by default (--tune-db FILE / --no-tune-db there). Kernels
+ * already in the database are not measured again, so tuning a model twice costs one compile.
  * Then the layout: a model with convolutions is compiled a second time with the channel-blocked
  * layout pass (layout_nchwc, off by default), both plans are timed in turns (--runs each, medians),
  * and both times go into the database under the model's key; later compiles of this model turn the
  * pass on when it was at least 2% faster (lt_tune_model_passes; the compile report says so).
  * --no-layout skips this, as does --disable-pass layout_nchwc.
+ * The summary counts each variant's kernels: searched now, identical to one searched now (same
+ * Loop IR: the database entry is shared), taken from the database as it was, and not tunable
+ * (microkernel calls). On a terminal, a progress line on stderr shows the compile and the kernel
+ * being searched.
  * Exit codes: 0 ok, 1 usage, 2 bad model, input or database, 3 unsupported.
  */
 #include "cli_compile.h"
+#include "cli_progress.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +48,8 @@ static const char TUNE_HELP[] =
     "  --beam N              schedules kept per round of the search (default 2)\n"
     "  --depth N             rounds: steps added to the default schedule (default 3)\n"
     "  --min-time MS         time each candidate for at least MS milliseconds (default 20)\n"
+    "  --confirm N           time a winner and the default again, in turns, N times each; keep the\n"
+    "                        winner only if its median is at least 2% lower (default 5)\n"
     "  --runs N              whole-model runs per layout when timing the blocked layout (default 10)\n"
     "  --no-layout           do not time the channel-blocked layout (models with convolutions)\n"
     "  --input NAME=FILE, --shapes, --dim   shapes, as for `lathe run`\n"
@@ -91,8 +100,47 @@ static bool layout_ran(const lt_compile_report *rep) {
 
 static void log_line(void *user, const char *line) {
     (void)user;
+    cli_progress_clear();
     printf("%s\n", line);
     fflush(stdout);
+}
+
+/* What happened to a compile's kernels. */
+typedef struct tune_counts {
+    int kernels, searched, same, known, untunable;
+} tune_counts;
+
+/* The schedule hook of lathe tune: lt_tune_cpu_hook, with each kernel counted by where its schedule
+ * comes from (known: the database as loaded) and a progress line while it is searched. */
+typedef struct tune_run {
+    lt_tune_cpu tc;
+    const lt_tune_db *known;
+    const char *variant;
+    tune_counts c;
+} tune_run;
+
+static lt_status tune_hook(void *user, lt_ctx *ctx, lt_lowered *lw, int threads, bool *replaced) {
+    tune_run *r = user;
+    *replaced = false;
+    if (!lw || !lw->kernel) return LT_OK;
+    lt_tune_key key;
+    LT_TRY(lt_tune_cpu_kernel_key(ctx, lw->kernel, threads, &key));
+    bool known = lt_tune_db_lookup(r->known, &key) != NULL, now = lt_tune_db_lookup(r->tc.db, &key) != NULL;
+    int searched = r->tc.n_searched;
+    r->c.kernels++;
+    if (!known && !now) cli_progress("tune (%s): searching %s, kernel %d", r->variant, lw->kernel->name, r->c.kernels);
+    LT_TRY(lt_tune_cpu_hook(&r->tc, ctx, lw, threads, replaced));
+    if (known) r->c.known++;
+    else if (now) r->c.same++;
+    else if (r->tc.n_searched > searched) r->c.searched++;
+    else r->c.untunable++;
+    return LT_OK;
+}
+
+static void print_counts(const char *variant, const tune_counts *c, const lt_compile_report *rep) {
+    printf("%s: %d kernel(s), %d with tuned schedules: %d searched now, %d identical to one searched now, "
+           "%d from the database; %d not tunable (microkernel calls)\n",
+           variant, c->kernels, rep->n_tuned, c->searched, c->same, c->known, c->untunable);
 }
 
 int cmd_tune(int argc, char **argv) {
@@ -100,12 +148,12 @@ int cmd_tune(int argc, char **argv) {
     const char **shapes = calloc((size_t)argc, sizeof *shapes), **dims = calloc((size_t)argc, sizeof *dims),
                **inputs = calloc((size_t)argc, sizeof *inputs);
     int n_shapes = 0, n_dims = 0, n_inputs = 0, rc = 0, n_in = 0;
-    int64_t trials = 12, beam = 2, depth = 3, min_ms = 20, runs = 10;
+    int64_t trials = 12, beam = 2, depth = 3, min_ms = 20, runs = 10, confirm = 5;
     bool no_layout = false;
     lt_model *m = NULL, *m2 = NULL;
     lt_plan *plan = NULL, *plan2 = NULL;
     lt_datum **in = NULL;
-    lt_tune_db *db = NULL;
+    lt_tune_db *db = NULL, *known = NULL;
     lt_compile_report rep = {0}, rep2 = {0};
     bool have_rep = false, have_rep2 = false;
     cli_compile_args ca;
@@ -120,15 +168,15 @@ int cmd_tune(int argc, char **argv) {
         if (r < 0) { rc = CLI_EXIT_USAGE; goto out; }
         if (r > 0) continue;
         static const char *const opts[] = {"--db", "--trials", "--beam", "--depth", "--min-time", "--runs",
-                                           "--input", "--shapes", "--dim"};
+                                           "--confirm", "--input", "--shapes", "--dim"};
         int which = -1;
         for (int k = 0; k < (int)(sizeof opts / sizeof *opts) && which < 0; k++) {
             r = cli_opt_value("tune", argc, argv, &i, opts[k], &v);
             if (r < 0) { rc = CLI_EXIT_USAGE; goto out; }
             if (r > 0) which = k;
         }
-        int64_t *num[] = {NULL, &trials, &beam, &depth, &min_ms, &runs};
-        if (which >= 1 && which <= 5) {
+        int64_t *num[] = {NULL, &trials, &beam, &depth, &min_ms, &runs, &confirm};
+        if (which >= 1 && which <= 6) {
             if (!cli_parse_i64(v, num[which]) || *num[which] < 1 || *num[which] > 100000) {
                 rc = cli_usage("tune", "%s needs a positive count, got '%s'", opts[which], v);
                 goto out;
@@ -137,9 +185,9 @@ int cmd_tune(int argc, char **argv) {
         }
         switch (which) {
         case 0: db_arg = v; break;
-        case 6: inputs[n_inputs++] = v; break;
-        case 7: shapes[n_shapes++] = v; break;
-        case 8: dims[n_dims++] = v; break;
+        case 7: inputs[n_inputs++] = v; break;
+        case 8: shapes[n_shapes++] = v; break;
+        case 9: dims[n_dims++] = v; break;
         default:
             if (a[0] == '-' && a[1]) { rc = cli_usage("tune", "unknown option '%s'", a); goto out; }
             if (model) { rc = cli_usage("tune", "only one MODEL may be given ('%s' and '%s')", model, a); goto out; }
@@ -170,31 +218,45 @@ int cmd_tune(int argc, char **argv) {
     if (!in) { cli_error("out of memory"); rc = CLI_EXIT_INVALID; goto out; }
     if ((rc = cli_inputs_bind("tune", m, n_inputs, inputs, LT_FILL_RANDOM, 0, in))) goto out;
     if ((rc = cli_inputs_fix_shapes(m, in))) goto out;
-    if (lt_tune_db_new(&ctx, &db) != LT_OK || lt_tune_db_load(&ctx, db, path) != LT_OK) { rc = cli_fail(&ctx); goto out; }
+    if (lt_tune_db_new(&ctx, &db) != LT_OK || lt_tune_db_load(&ctx, db, path) != LT_OK ||
+        lt_tune_db_new(&ctx, &known) != LT_OK || lt_tune_db_load(&ctx, known, path) != LT_OK) {
+        rc = cli_fail(&ctx);
+        goto out;
+    }
     int before = lt_tune_db_count(db);
-    lt_tune_cpu tc = {.db = db, .search = true, .cc = ca.o.cc, .cache_dir = ca.o.cache_dir,
-                      .min_seconds = (double)min_ms * 1e-3, .log = log_line,
-                      .options = {.beam = (int)beam, .depth = (int)depth, .max_trials = (int)trials}};
-    ca.o.schedule_hook = lt_tune_cpu_hook;
-    ca.o.schedule_user = &tc;
-    printf("tuning %s for %s (%d thread%s); database %s (%d entries)\n", model, "this CPU",
-           ca.o.threads > 0 ? ca.o.threads : lt_cpu_count(), (ca.o.threads > 0 ? ca.o.threads : lt_cpu_count()) == 1 ? "" : "s",
-           path, before);
+    tune_run run = {.tc = {.db = db, .search = true, .cc = ca.o.cc, .cache_dir = ca.o.cache_dir,
+                           .min_seconds = (double)min_ms * 1e-3, .log = log_line,
+                           .options = {.beam = (int)beam, .depth = (int)depth, .max_trials = (int)trials,
+                                       .confirm = (int)confirm}},
+                    .known = known, .variant = "NCHW"};
+    ca.o.schedule_hook = tune_hook;
+    ca.o.schedule_user = &run;
+    ca.o.progress = cli_progress_compile;
+    int threads = lt_compile_threads(ca.o.threads);
+    char isa[64];
+    lt_tune_target_cpu(isa, sizeof isa);
+    printf("tuning %s on this CPU (%s, %d thread%s); database %s (%d entries)\n", model, isa, threads,
+           threads == 1 ? "" : "s", path, before);
     printf("%-8s %10s %10s %7s %6s %6s  %s\n", "kernel", "default ms", "tuned ms", "speedup", "trials", "wrong",
            "schedule");
+    printf("(default and tuned: medians of %d runs each, timed in turns, when the search found a faster schedule)\n",
+           (int)confirm);
     fflush(stdout);
-    int threads = lt_compile_threads(ca.o.threads);
     lt_tune_key kd, kb; /* the model's keys: before compiling, which rewrites it */
     if (lt_tune_model_key(&ctx, m, threads, "default", &kd) != LT_OK ||
         lt_tune_model_key(&ctx, m, threads, "layout_nchwc", &kb) != LT_OK) { rc = cli_fail(&ctx); goto out; }
     bool try_layout = !no_layout && has_conv(m) && !strstr(ca.disable, "layout_nchwc") && !strstr(ca.enable, "layout_nchwc");
     if ((rc = cli_compile_model(&ca, m, in, &plan, &rep))) goto out;
     have_rep = true;
+    tune_counts nchw = run.c;
     if (try_layout) { /* the same model in the channel-blocked layout */
         if ((rc = cli_load_model(model, n_shapes, shapes, n_dims, dims, &m2))) goto out;
         size_t len = strlen(ca.enable);
         cli_fmt(ca.enable + len, sizeof ca.enable - len, "%slayout_nchwc", len ? "," : "");
         ca.o.enable = ca.enable;
+        run.c = (tune_counts){0};
+        run.variant = "channel-blocked";
+        printf("the channel-blocked layout (layout_nchwc), its kernels:\n");
         rc = cli_compile_model(&ca, m2, in, &plan2, &rep2);
         ca.enable[len] = 0;
         ca.o.enable = len ? ca.enable : NULL;
@@ -202,10 +264,16 @@ int cmd_tune(int argc, char **argv) {
         have_rep2 = true;
         if (!layout_ran(&rep2)) {
             printf("layout: the channel-blocked layout does not apply to this model here\n");
+        } else if (rep2.n_fallback_groups > rep.n_fallback_groups) {
+            printf("layout: not timed: the channel-blocked variant runs %d group(s) on the interpreter (%s)\n",
+                   rep2.n_fallback_groups, rep2.fallback_first);
         } else {
             lt_plan *const plans[2] = {plan, plan2};
             double med[2];
-            if ((rc = time_in_turns(plans, in, m->graph->n_outputs, (int)runs, med))) goto out;
+            cli_progress("tune: timing both layouts, %d runs each", (int)runs);
+            rc = time_in_turns(plans, in, m->graph->n_outputs, (int)runs, med);
+            cli_progress_clear();
+            if (rc) goto out;
             lt_schedule none = {0};
             bool stored;
             if (lt_tune_db_insert(&ctx, db, &kd, &none, med[0], &stored) != LT_OK ||
@@ -213,16 +281,17 @@ int cmd_tune(int argc, char **argv) {
             /* the database keeps each variant's best time over tunes: the decision compiles read */
             const lt_tune_entry *ed = lt_tune_db_lookup(db, &kd), *eb = lt_tune_db_lookup(db, &kb);
             bool pays = ed && eb && eb->time_s < 0.98 * ed->time_s;
-            printf("layout: NCHW %.3f ms, channel-blocked %.3f ms (medians of %d runs; best recorded %.3f / %.3f): %s\n",
+            printf("layout: NCHW %.3f ms, channel-blocked %.3f ms (medians of %d runs each, in turns; best recorded "
+                   "%.3f / %.3f): %s\n",
                    med[0] * 1e3, med[1] * 1e3, (int)runs, ed ? ed->time_s * 1e3 : 0.0, eb ? eb->time_s * 1e3 : 0.0,
                    pays ? "compiles of this model will use the blocked layout"
                         : "the blocked layout does not pay; compiles keep NCHW");
         }
     }
     if (lt_tune_db_save(&ctx, db, path) != LT_OK) { rc = cli_fail(&ctx); goto out; }
-    printf("tuned %d kernel(s) (%d measurements, %d rejected as wrong), %d from the database; "
-           "%d kernel(s) of %d use tuned schedules\n", tc.n_searched, tc.n_trials, tc.n_wrong, tc.n_hits, rep.n_tuned,
-           rep.n_kernels);
+    print_counts("NCHW", &nchw, &rep);
+    if (have_rep2) print_counts("channel-blocked", &run.c, &rep2);
+    printf("measurements: %d kernel builds timed, %d rejected as wrong\n", run.tc.n_trials, run.tc.n_wrong);
     printf("database: %s (%d entries, %d new)\n", path, lt_tune_db_count(db), lt_tune_db_count(db) - before);
 out:
     for (int i = 0; in && i < n_in; i++) lt_datum_release(in[i]);
@@ -232,6 +301,7 @@ out:
     if (have_rep) lt_compile_report_free(&rep);
     if (have_rep2) lt_compile_report_free(&rep2);
     lt_tune_db_free(db);
+    lt_tune_db_free(known);
     lt_model_free(m);
     lt_model_free(m2);
     free(shapes);

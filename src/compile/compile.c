@@ -172,6 +172,10 @@ static lt_status freeze_inputs(lt_ctx *ctx, lt_model *m, const char *const *give
     return lt_graph_infer(ctx, m);
 }
 
+static void progress(const lt_compile_options *o, int stage, int done, int total) {
+    if (o->progress) o->progress(o->progress_user, stage, done, total);
+}
+
 lt_status lt_compile(lt_ctx *ctx, lt_model *m, const lt_compile_options *opt, lt_plan **out, lt_compile_report *report) {
     lt_compile_options dflt;
     if (!opt) {
@@ -219,6 +223,7 @@ lt_status lt_compile(lt_ctx *ctx, lt_model *m, const lt_compile_options *opt, lt
         goto fail;
 
     /* 1. graph passes (with the tuned ones not disabled by name) */
+    progress(opt, LT_STAGE_PASSES, 0, 0);
     char enable[1024];
     snprintf(enable, sizeof enable, "%s", opt->enable ? opt->enable : "");
     if (opt->tuned_passes && (s = add_tuned_passes(ctx, opt, enable, sizeof enable, r)) != LT_OK) goto fail;
@@ -245,6 +250,7 @@ lt_status lt_compile(lt_ctx *ctx, lt_model *m, const lt_compile_options *opt, lt
 
     /* 2. fusion, of a graph verified again after the passes: every node's shapes are checked once
      * more by inference (lt_node.shapes_verified), and lowering compiles only nodes it verified */
+    progress(opt, LT_STAGE_FUSE, 0, 0);
     t = now_s();
     if ((s = lt_graph_verify(ctx, m->graph)) != LT_OK || (s = lt_graph_infer(ctx, m)) != LT_OK) goto fail;
     lt_groups *gs = lt_arena_alloc(arena, sizeof *gs);
@@ -274,6 +280,7 @@ lt_status lt_compile(lt_ctx *ctx, lt_model *m, const lt_compile_options *opt, lt
     }
 
     /* 3. lowering (host fallback per group) */
+    progress(opt, LT_STAGE_LOWER, 0, 0);
     t = now_s();
     lt_lower_options lo = {.vector_lanes = opt->vector_lanes > 0 ? opt->vector_lanes : lt_compile_host_lanes(),
                            .no_microkernels = opt->no_microkernels || vt->loop_ir_only,
@@ -308,6 +315,7 @@ lt_status lt_compile(lt_ctx *ctx, lt_model *m, const lt_compile_options *opt, lt
     lt_strbuf kdump = {0};
     for (int i = 0; i < gs->n; i++) {
         lt_lowered *lw = &lowered[i];
+        progress(opt, LT_STAGE_SCHEDULE, i, gs->n);
         if (!lw->kernel) continue;
         if (opt->dump_code_dir) {
             char sched[128];
@@ -364,6 +372,7 @@ lt_status lt_compile(lt_ctx *ctx, lt_model *m, const lt_compile_options *opt, lt
     r->stage_seconds[LT_STAGE_SCHEDULE] = now_s() - t;
 
     /* 5. one translation unit */
+    progress(opt, LT_STAGE_EMIT, 0, 0);
     t = now_s();
     ek = lt_calloc(ctx, (size_t)n_emit + 1, sizeof *ek, "kernel list");
     if (!ek) { s = LT_ERR_NOMEM; lt_sb_free(&kdump); goto fail; }
@@ -406,6 +415,7 @@ lt_status lt_compile(lt_ctx *ctx, lt_model *m, const lt_compile_options *opt, lt
         if (opt->emit_source->failed) { s = lt_error(ctx, LT_ERR_NOMEM, "out of memory (emitted source)"); goto fail; }
     }
     if (opt->emit_only) {
+        progress(opt, -1, 0, 0);
         r->total_seconds = now_s() - t_start;
         lt_arena_free(arena);
         lt_mem_free(arena);
@@ -417,6 +427,7 @@ lt_status lt_compile(lt_ctx *ctx, lt_model *m, const lt_compile_options *opt, lt
     }
 
     /* 6. backend compile (cached) */
+    progress(opt, LT_STAGE_BACKEND, 0, 0);
     t = now_s();
     if (!backend && (s = lt_backend_create(ctx, bname, &bo, &backend)) != LT_OK) goto fail;
     if (ne > 0 && vt->compile_ir) {
@@ -442,6 +453,7 @@ lt_status lt_compile(lt_ctx *ctx, lt_model *m, const lt_compile_options *opt, lt
     r->stage_seconds[LT_STAGE_BACKEND] += now_s() - t;
 
     /* 7. the plan (it takes over arena, backend and module) */
+    progress(opt, LT_STAGE_PLAN, 0, 0);
     t = now_s();
     lt_plan_build_args pa = {.model = m, .arena = arena, .groups = gs, .lowered = lowered, .backend = backend,
                              .module = module, .threads = opt->threads, .no_inplace = opt->no_inplace,
@@ -469,6 +481,7 @@ lt_status lt_compile(lt_ctx *ctx, lt_model *m, const lt_compile_options *opt, lt
     lt_sb_free(&src);
     lt_mem_free(ek);
     if (!report) lt_compile_report_free(&local);
+    progress(opt, -1, 0, 0);
     *out = plan;
     return LT_OK;
 fail:
@@ -482,6 +495,7 @@ fail:
     lt_mem_free(ek);
     r->total_seconds = now_s() - t_start;
     if (!report) lt_compile_report_free(&local);
+    progress(opt, -1, 0, 0);
     return s;
 }
 

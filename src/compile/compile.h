@@ -90,6 +90,12 @@ typedef struct lt_compile_options {
      * or ""), comma-separated: enabled like `enable`, except those named in `disable`; the report
      * lists the ones that ran as tuned. NULL: none. */
     const char *tuned_passes;
+    /* Progress (NULL: none): called as each stage starts (done = total = 0), for each kernel the
+     * schedule stage handles (done of total: a tuning search there takes seconds per kernel), and
+     * once at the end, success or not, with stage -1. Stages are LT_STAGE_*; the backend stage runs
+     * the C compiler on a cache miss (the long part of a cold compile). */
+    void (*progress)(void *user, int stage, int done, int total);
+    void *progress_user;
 } lt_compile_options;
 
 void lt_compile_options_init(lt_compile_options *o);

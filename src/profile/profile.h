@@ -27,6 +27,18 @@
  * More than 100% of bound is possible and meaningful: the bandwidth ceiling is DRAM's, and a
  * kernel whose data sits in cache can beat it.
  *
+ * A ceiling no kernel can beat: the FP32 peak, and the L2 cache bandwidth (or DRAM's when larger).
+ * A record above one of them by more than 5% (LT_PROFILE_OVER) is counted in the totals
+ * (n_over_ceiling, the worst one's index): the ceilings it was compared with are wrong -- cached
+ * from an earlier measurement on a busier machine, or taken under load -- and should be measured
+ * again.
+ *
+ * Roofline plot (plot_svg.c). lt_roofline_svg draws the same records as an SVG picture: log-log
+ * axes (FLOP/byte across, GFLOP/s up), the DRAM and L2 bandwidth and peak ceilings as lines, each
+ * record a circle (class "kernel") with its area by time and its colour by kind, a legend, and a
+ * strip under the chart for records with no FLOPs or no bytes. Self-contained (no scripts, no
+ * external references); lt_roofline_svg_write writes it atomically.
+ *
  * Trace (trace.c). lt_trace_write_chrome writes the Chrome trace-event JSON format
  * ({"traceEvents": [...]}), which chrome://tracing and ui.perfetto.dev open: one complete event
  * (ph "X") per record with ts / dur in microseconds and args {flops, bytes, ...}, plus metadata
@@ -34,8 +46,8 @@
  *
  * Errors: statuses with the message on ctx naming the file (and line) or the record at fault.
  * Nothing prints. Entry points: lt_ceilings_measure[_opt], lt_ceilings_load/save/get,
- * lt_ceilings_format, lt_profile_row, lt_profile_report, lt_profile_median, lt_trace_write_chrome,
- * lt_trace_format_chrome.
+ * lt_ceilings_format, lt_profile_row, lt_profile_report, lt_profile_median, lt_roofline_svg[_write],
+ * lt_trace_write_chrome, lt_trace_format_chrome.
  */
 #ifndef LT_PROFILE_H
 #define LT_PROFILE_H
@@ -148,7 +160,15 @@ typedef struct lt_profile_totals {
     double time_s, flops, bytes, bound_s;
     double gflops, gbps, pct_of_bound;
     double compute_bound_s, memory_bound_s; /* sum of bound_s over rows of each binding kind */
+    int n_over_ceiling;   /* records faster than the peak or the cache bandwidth allow (stale ceilings) */
+    int worst_over;       /* the record furthest above its bound among those (-1: none) */
+    double worst_pct;     /* its % of bound */
 } lt_profile_totals;
+
+/* A record runs above a ceiling when its GFLOP/s or GB/s exceed the peak or the cache bandwidth
+ * (DRAM's if larger) by this factor. */
+#define LT_PROFILE_OVER 1.05
+bool lt_profile_over_ceiling(const lt_ceilings *c, const lt_prof_row *w);
 
 /* Append the table to out: a header with the ceilings and the ridge point (peak / bandwidth, in
  * FLOP/byte), one row per record
@@ -159,6 +179,18 @@ lt_status lt_profile_report(lt_ctx *ctx, const lt_ceilings *c, const lt_prof_rec
 
 /* Median of v[0..n) (sorts v in place); 0 for n <= 0. The mean of the two middle values for even n. */
 double lt_profile_median(double *v, int n);
+
+/* ---------------------------------------------------------------------------------------------
+ * Roofline plot (plot_svg.c)
+ * ------------------------------------------------------------------------------------------- */
+
+/* Append the SVG document to out; title (NULL: "roofline") is its first line. Errors as
+ * lt_profile_row (bad ceilings or records), LT_ERR_NOMEM. */
+lt_status lt_roofline_svg(lt_ctx *ctx, const lt_ceilings *c, const lt_prof_record *recs, int n, const char *title,
+                          lt_strbuf *out);
+/* The same written atomically to path (LT_ERR_IO naming it). */
+lt_status lt_roofline_svg_write(lt_ctx *ctx, const char *path, const lt_ceilings *c, const lt_prof_record *recs, int n,
+                                const char *title);
 
 /* ---------------------------------------------------------------------------------------------
  * Trace export (trace.c)

@@ -5,8 +5,10 @@
  * but no bytes (everything in registers), bytes but no FLOPs (copies, transposes) and neither
  * (host steps) all get a meaningful answer. lt_profile_report formats the table: fixed columns,
  * the kernel column as wide as the longest name (at most 40 characters), "-" where a number does not
- * apply, a totals row over every record even when only the top N rows are shown.
- * Entry points: lt_profile_row, lt_profile_report, lt_profile_median, lt_bound_kind_name.
+ * apply, a totals row over every record even when only the top N rows are shown. Records faster
+ * than a ceiling allows (lt_profile_over_ceiling) are counted in the totals, for the caller's hint.
+ * Entry points: lt_profile_row, lt_profile_report, lt_profile_median, lt_bound_kind_name,
+ * lt_profile_over_ceiling.
  */
 #include "profile.h"
 
@@ -52,6 +54,11 @@ lt_status lt_profile_row(lt_ctx *ctx, const lt_ceilings *c, const lt_prof_record
     if (r->time_s > 0 && w.bound_s > 0) w.pct_of_bound = 100.0 * w.bound_s / r->time_s;
     *out = w;
     return LT_OK;
+}
+
+bool lt_profile_over_ceiling(const lt_ceilings *c, const lt_prof_row *w) {
+    double bw = c->cache_gbps > c->mem_gbps ? c->cache_gbps : c->mem_gbps;
+    return w->gflops > LT_PROFILE_OVER * c->peak_gflops || w->gbps > LT_PROFILE_OVER * bw;
 }
 
 double lt_profile_median(double *v, int n) {
@@ -129,6 +136,7 @@ lt_status lt_profile_report(lt_ctx *ctx, const lt_ceilings *c, const lt_prof_rec
     lt_profile_totals t;
     memset(&t, 0, sizeof t);
     t.n = n;
+    t.worst_over = -1;
     int name_w = 6, kind_w = 4;
     for (int i = 0; i < n && s == LT_OK; i++) {
         s = lt_profile_row(ctx, c, &recs[i], &rows[i]);
@@ -139,6 +147,10 @@ lt_status lt_profile_report(lt_ctx *ctx, const lt_ceilings *c, const lt_prof_rec
         t.bound_s += rows[i].bound_s;
         if (rows[i].binds == LT_BOUND_COMPUTE) t.compute_bound_s += rows[i].bound_s;
         if (rows[i].binds == LT_BOUND_MEMORY) t.memory_bound_s += rows[i].bound_s;
+        if (s == LT_OK && lt_profile_over_ceiling(c, &rows[i])) {
+            t.n_over_ceiling++;
+            if (t.worst_over < 0 || rows[i].pct_of_bound > t.worst_pct) t.worst_over = i, t.worst_pct = rows[i].pct_of_bound;
+        }
         int nl = recs[i].name ? (int)strlen(recs[i].name) : 9, kl = recs[i].kind ? (int)strlen(recs[i].kind) : 1;
         if (nl > name_w) name_w = nl;
         if (kl > kind_w) kind_w = kl;

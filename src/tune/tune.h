@@ -21,8 +21,11 @@
  * apply (their preconditions fail) or that were already tried, measures the others through the
  * caller's callback (which compiles and times the kernel, or, in tests, models it), and keeps the
  * `beam` fastest. It stops after `depth` rounds, when a round finds nothing faster, or when
- * `max_trials` measurements were spent. The kernel is left exactly as it came in (its body and its
- * variable and buffer tables are restored after every candidate, so step names replay verbatim).
+ * `max_trials` measurements were spent. With `confirm`, a winner is timed again against the base
+ * in turns and kept only if the medians agree it is faster: a search keeps the minimum of noisy
+ * times, so its own numbers overstate a speed-up. The kernel is left exactly as it came in (its
+ * body and its variable and buffer tables are restored after every candidate, so step names replay
+ * verbatim).
  * lt_tune_kernel wraps it with the database: a hit returns the stored schedule without measuring.
  *
  * Errors: statuses with the message on ctx; a failing measure callback stops the search with its
@@ -124,13 +127,18 @@ typedef struct lt_tune_options {
     int depth;                /* rounds = actions added to the base (0: 4) */
     int max_trials;           /* measurements, the base included (0: 256) */
     const lt_schedule *base;  /* starting schedule (NULL: none) */
+    int confirm;              /* > 0: when the search found a schedule faster than the base, time
+                               * the base and it again, in turns, `confirm` times each; the result's
+                               * times are the two medians, and the best is kept only when its
+                               * median is at least 2% lower (0: no confirmation; the search's times) */
 } lt_tune_options;
 
 typedef struct lt_tune_result {
     lt_schedule best;         /* the fastest schedule found (the base when nothing beat it) */
-    double best_s;            /* its time */
-    double base_s;            /* the base schedule's time */
-    int trials;               /* measurements made (the base included) */
+    double best_s;            /* its time (with confirm: the median of the confirming runs) */
+    double base_s;            /* the base schedule's time (with confirm: measured the same way) */
+    int trials;               /* measurements made by the search (the base included) */
+    int confirmed;            /* confirming runs of each of base and best (0: none were made) */
     int rejected;             /* candidates whose steps did not apply or that measure rejected */
     int rounds;               /* rounds run */
 } lt_tune_result;

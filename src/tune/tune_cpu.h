@@ -35,6 +35,9 @@ typedef struct lt_tune_cpu {
 
 /* compile.h's schedule_hook; user is an lt_tune_cpu. */
 lt_status lt_tune_cpu_hook(void *user, lt_ctx *ctx, lt_lowered *lw, int threads, bool *replaced);
+/* The database key the hook uses for kernel k (unscheduled) at `threads`: lt_tune_key_kernel with the
+ * target "cpu-<isa>" and shapes "threads=N". */
+lt_status lt_tune_cpu_kernel_key(lt_ctx *ctx, const lt_kernel *k, int threads, lt_tune_key *key);
 
 /* A CPU compile of model m reading the database at path: loads it into tc->db (tc zeroed first),
  * points o's schedule hook at tc and sets o->tuned_passes (lt_tune_model_passes at o->threads). A path

@@ -15,6 +15,11 @@
  * rejected quietly; any other failure stops the search. Schedules already tried are skipped (a set
  * of their text). Order is deterministic: loops in pre-order, actions in the order listed, ties
  * in time keep the earlier candidate.
+ * Confirmation (options.confirm): the beam keeps the lowest of many noisy times, so the winner's
+ * time is biased low and the base's was taken once, first (cold). The base and the winner are
+ * therefore timed again in turns (base, best, base, best, ...) and compared by their medians; the
+ * winner stays only if its median is at least 2% lower (less is noise on a shared machine), and
+ * those medians are the times reported and stored.
  */
 #include "tune.h"
 
@@ -22,7 +27,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../profile/profile.h"
+
 #define MAX_LOOPS 256
+#define LT_TUNE_CONFIRM_GAIN 0.98 /* a confirmed winner's median is at most this times the base's */
 #define MAX_STEPS ((int)(sizeof(((lt_schedule *)0)->steps) / sizeof(((lt_schedule *)0)->steps[0])))
 
 static const int64_t default_split[] = {2, 4, 8, 16, 32, 64};
@@ -374,6 +382,27 @@ typedef struct beam_entry {
     double t;
 } beam_entry;
 
+/* Time base and best `n` times each in turns; *base_s / *best_s = the medians (a run that measure
+ * rejects, of a schedule that measured before, counts as infinitely slow). */
+static lt_status confirm(search *S, const lt_schedule *base, const lt_schedule *best, int n, double *base_s,
+                         double *best_s) {
+    double *t = lt_calloc(S->ctx, (size_t)n * 2, sizeof *t, "tuning confirmation");
+    if (!t) return LT_ERR_NOMEM;
+    lt_status st = LT_OK;
+    int trials = S->res->trials, rejected = S->res->rejected;
+    for (int i = 0; i < n && st == LT_OK; i++) {
+        st = try_schedule(S, base, &t[i]);
+        if (st == LT_OK) st = try_schedule(S, best, &t[n + i]);
+    }
+    S->res->trials = trials, S->res->rejected = rejected; /* these are not search trials */
+    if (st == LT_OK) {
+        *base_s = lt_profile_median(t, n); /* INFINITY sorts last: a rejected run counts as slow */
+        *best_s = lt_profile_median(t + n, n);
+    }
+    lt_mem_free(t);
+    return st;
+}
+
 lt_status lt_tune_search(lt_ctx *ctx, lt_kernel *k, const lt_tune_options *opt, lt_tune_measure_fn measure,
                          void *user, lt_tune_result *out) {
     lt_tune_options o = opt ? *opt : (lt_tune_options){0};
@@ -485,7 +514,21 @@ lt_status lt_tune_search(lt_ctx *ctx, lt_kernel *k, const lt_tune_options *opt, 
     if (st == LT_OK) {
         res->best = beam[0].s; /* the beam is sorted: entry 0 is the fastest */
         res->best_s = beam[0].t;
-        *out = *res;
+        const lt_schedule *base = o.base ? o.base : &tmp[0];
+        if (!o.base) memset(tmp, 0, sizeof *tmp);
+        if (o.confirm > 0 && res->best_s < res->base_s) {
+            double tb, tw;
+            st = confirm(&S, base, &res->best, o.confirm, &tb, &tw);
+            if (st == LT_OK && isfinite(tb)) {
+                res->confirmed = o.confirm;
+                res->base_s = tb;
+                res->best_s = tw;
+                if (!(tw < LT_TUNE_CONFIRM_GAIN * tb)) res->best = *base, res->best_s = tb; /* not faster after all */
+            } else if (st == LT_OK) { /* the base failed a run: nothing to compare with, keep it */
+                res->best = *base, res->best_s = res->base_s;
+            }
+        }
+        if (st == LT_OK) *out = *res;
     }
     lt_mem_free(A.a);
     lt_mem_free(cands);
