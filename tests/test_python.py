@@ -243,3 +243,94 @@ def test_pip_install_ships_the_library(tmp_path):
     env["LATHE_LIBRARY"] = str(tmp_path / "missing.so")
     r = _run_py("import lathe\nlathe.version()\n", env)
     assert r.returncode != 0 and "missing.so: no such file" in r.stderr
+
+
+# ---------------------------------------------------------------- arguments a caller gets wrong (or right)
+@pytest.fixture
+def scaled(tmp_path):
+    """y = x * s with x: float[N, 3] and s a 0-d (scalar) input."""
+    return save_model(tmp_path / "scaled.onnx", [helper.make_node("Mul", ["x", "s"], ["y"])],
+                      [vi("x", TensorProto.FLOAT, ["N", 3]), vi("s", TensorProto.FLOAT, [])],
+                      [vi("y", TensorProto.FLOAT, ["N", 3])])
+
+
+@pytest.mark.parametrize("backend", ["interp", "cpu"])
+def test_scalar_inputs(scaled, cache, backend):
+    m = lathe.compile(scaled, backend=backend, dims={"N": 2} if backend == "cpu" else None, cache_dir=cache)
+    assert m.inputs[1].shape == ()
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    for s in (np.float32(2), np.array(2, np.float32), 2.0, np.array(2, ">f4")):
+        np.testing.assert_array_equal(m(x=x, s=s)["y"], x * 2)
+
+
+@pytest.mark.parametrize("backend", ["interp", "cpu"])
+def test_any_memory_layout_and_byte_order(scaled, cache, backend):
+    m = lathe.compile(scaled, backend=backend, dims={"N": 2} if backend == "cpu" else None, cache_dir=cache)
+    x = np.arange(12, dtype=np.float32).reshape(2, 6)[:, ::2]  # not contiguous
+    for arg in (x, np.asfortranarray(x), x.astype(">f4"), x.copy().view(x.dtype)):
+        np.testing.assert_array_equal(m(x=arg, s=np.float32(3))["y"], x * 3)
+    with pytest.raises(TypeError, match="expected dtype float32, got >f8"):
+        m(x=x.astype(">f8"), s=np.float32(1))
+
+
+def test_errors_name_the_python_arguments(scaled, cache):
+    for kw, words in [({"shapes": {"q": (1,)}}, "shapes: the model has no input named 'q'"),
+                      ({"dims": {"M": 3}}, "dims: the model has no dimension named 'M'"),
+                      ({"shapes": "x:2y3"}, "shapes: bad separator in 'x:2y3'"),
+                      ({}, "give dims={'N': <size>} or shapes={'x': (d0, d1, ...)}")]:
+        with pytest.raises(lathe.LatheError) as e:
+            lathe.compile(scaled, cache_dir=cache, **kw)
+        assert words in str(e.value) and "--" not in str(e.value), str(e.value)
+
+
+def test_arguments_checked_before_the_library(tmp_path, scaled, cache):
+    bad = [({"threads": 2 ** 40}, ValueError, "threads must be between 0 and"),  # a C int would wrap to 0
+           ({"threads": 1.5}, TypeError, "threads must be an integer"),
+           ({"seed": 2 ** 64}, ValueError, "seed must be between 0 and"),
+           ({"seed": -1}, ValueError, "seed"),
+           ({"opt_level": True}, ValueError, "opt_level"),
+           ({"shapes": {"x": (2 ** 63, 3)}}, ValueError, "below 2\\*\\*63"),
+           ({"shapes": {"x": [1] * 17}}, ValueError, "rank 17 exceeds 16"),
+           ({"shapes": {"x\0": (2, 3)}}, ValueError, "NUL"),
+           ({"shapes": 5}, TypeError, "shapes must be a dict or a string"),
+           ({"dims": {"N": 2 ** 64}}, ValueError, "below 2\\*\\*63"),
+           ({"cache_dir": scaled + "\0x"}, ValueError, "cache_dir: embedded NUL"),
+           ({"enable_passes": 5}, TypeError, "enable_passes")]
+    for kw, exc, words in bad:
+        with pytest.raises(exc, match=words):
+            lathe.compile(scaled, **{"dims": {"N": 2}, "cache_dir": cache, **kw})
+    with pytest.raises(ValueError, match="path: embedded NUL"):  # would open scaled.onnx, not this path
+        lathe.compile(scaled + "\0.txt", backend="interp")
+    with pytest.raises(ValueError, match="path is empty"):
+        lathe.compile("", backend="interp")
+    with pytest.raises(TypeError, match="path must be a string or a path"):
+        lathe.compile(5)
+    m = lathe.compile(scaled, backend="interp")
+    with pytest.raises(TypeError, match="element 0 is int"):
+        lathe.compile(_strings_model(tmp_path), backend="interp")(t=np.array([1, "a"], dtype=object))
+    with pytest.raises(ValueError, match="rank 17 exceeds 16"):
+        m(x=np.zeros((1,) * 17, np.float32), s=np.float32(1))
+    with pytest.raises(ValueError, match="input 'x': cannot make an array"):
+        m(x=[[1.0], [1.0, 2.0]], s=1.0)
+
+
+def _strings_model(tmp_path):
+    return save_model(tmp_path / "strings.onnx", [helper.make_node("Identity", ["t"], ["y"])],
+                      [vi("t", TensorProto.STRING, [2])], [vi("y", TensorProto.STRING, [2])])
+
+
+def test_dump_code_dir_gets_its_parents(tmp_path, scaled, cache):
+    d = tmp_path / "a" / "b" / "code"
+    lathe.compile(scaled, dims={"N": 2}, cache_dir=cache, dump_code_dir=d)
+    assert (d / "model.c").is_file()
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(OSError, match="dump_code_dir: cannot create folder"):
+        lathe.compile(scaled, dims={"N": 2}, cache_dir=cache, dump_code_dir=tmp_path / "file" / "sub")
+
+
+def test_random_arguments_never_crash():
+    """A bounded run of tests/fuzz_python_args.py: every case works or raises a caller's exception."""
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "tests", "fuzz_python_args.py"), "--cases", "60",
+                        "--seed", "7", "--batch", "30"], capture_output=True, text=True, timeout=300,
+                       env=dict(os.environ, LATHE_LIBRARY=LIB))
+    assert r.returncode == 0, r.stdout + r.stderr

@@ -19,12 +19,17 @@ Backends: "cpu" compiles the model for fixed input shapes (declared, or bound by
 into native code through the system C compiler, cached by content under cache_dir (default
 $XDG_CACHE_HOME/lathe or ~/.cache/lathe, as the CLI); "interp" runs the reference interpreter and
 accepts symbolic dims at run time. Inputs must have the declared dtype (numpy arrays of another dtype
-are refused, not converted; Python lists and scalars are converted); outputs are fresh arrays the
-caller owns. One Model may be used from several threads: calls are serialized by a lock.
+are refused, not converted; the same dtype in the other byte order, Python lists and scalars are
+converted); 0-d arrays are scalars of shape (); outputs are fresh arrays the caller owns. One Model
+may be used from several threads: calls are serialized by a lock. Bad arguments raise TypeError or
+ValueError (wrong type, out of range, a NUL byte in a name or path) before the library is called;
+the library's own messages name options the Python way (shapes=..., dims=...).
 The shared library is found as described in lathe/_capi.py (LATHE_LIBRARY overrides).
 """
 import ctypes
+import operator
 import os
+import re
 import threading
 from collections import namedtuple
 
@@ -89,18 +94,57 @@ def _default_cache_dir():
     return os.path.join(base, "lathe")
 
 
+_INT64_MAX = (1 << 63) - 1
+_INT_MAX = (1 << 31) - 1
+
+
+def _int_arg(what, v, lo, hi):
+    """v as an int in [lo, hi]: TypeError for a non-integer (bool and float included), ValueError out of range."""
+    if isinstance(v, bool):
+        raise TypeError(f"{what} must be an integer, got {v!r}")
+    try:
+        n = operator.index(v)
+    except TypeError:
+        raise TypeError(f"{what} must be an integer, got {type(v).__name__} {v!r}") from None
+    if not lo <= n <= hi:
+        raise ValueError(f"{what} must be between {lo} and {hi}, got {n}")
+    return n
+
+
+def _mapping(what, arg):
+    try:
+        return dict(arg)
+    except (TypeError, ValueError):
+        raise TypeError(f"{what} must be a dict or a string, got {type(arg).__name__} {arg!r}") from None
+
+
+def _name_arg(what, name):
+    if not isinstance(name, str):
+        raise TypeError(f"{what}: names must be strings, got {type(name).__name__} {name!r}")
+    if not name or "\0" in name or "," in name:
+        raise ValueError(f"{what}: the name {name!r} cannot be given here (empty, or holds ',' or a NUL byte)")
+    return name
+
+
 def _shapes_arg(shapes):
     """{"x": (1, 3, 224, 224)} or "x:1x3x224x224" -> the C API's "x:1x3x224x224,y:4" (None stays None)."""
     if shapes is None or isinstance(shapes, str):
         return shapes
     parts = []
-    for name, dims in dict(shapes).items():
-        dims = [dims] if isinstance(dims, (int, np.integer)) else list(dims)
-        for d in dims:
-            if not isinstance(d, (int, np.integer)) or isinstance(d, bool) or d < 0:
-                raise ValueError(f"shapes['{name}']: dims must be non-negative integers, got {dims!r}")
-        if "," in name or ":" in name:
+    for name, dims in _mapping("shapes", shapes).items():
+        _name_arg("shapes", name)
+        if ":" in name:
             raise ValueError(f"shapes: input name '{name}' cannot be given here (it holds ',' or ':')")
+        if isinstance(dims, (int, np.integer)) and not isinstance(dims, bool):
+            dims = [dims]
+        elif isinstance(dims, (str, bytes)) or not hasattr(dims, "__iter__"):
+            raise TypeError(f"shapes['{name}'] must be a tuple of non-negative integers, got {dims!r}")
+        dims = list(dims)
+        if len(dims) > 16:
+            raise ValueError(f"shapes['{name}']: rank {len(dims)} exceeds 16")
+        for d in dims:
+            if not isinstance(d, (int, np.integer)) or isinstance(d, bool) or not 0 <= d <= _INT64_MAX:
+                raise ValueError(f"shapes['{name}']: dims must be non-negative integers below 2**63, got {dims!r}")
         parts.append(f"{name}:" + "x".join(str(int(d)) for d in dims))
     return ",".join(parts)
 
@@ -109,19 +153,55 @@ def _dims_arg(dims):
     if dims is None or isinstance(dims, str):
         return dims
     out = []
-    for name, n in dict(dims).items():
-        if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 0:
-            raise ValueError(f"dims['{name}'] must be a non-negative integer, got {n!r}")
+    for name, n in _mapping("dims", dims).items():
+        _name_arg("dims", name)
+        if "=" in name:
+            raise ValueError(f"dims: the name {name!r} cannot be given here (it holds '=')")
+        if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or not 0 <= n <= _INT64_MAX:
+            raise ValueError(f"dims['{name}'] must be a non-negative integer below 2**63, got {n!r}")
         out.append(f"{name}={int(n)}")
     return ",".join(out)
 
 
-def _enc(s):
-    return None if s is None else os.fsencode(s) if not isinstance(s, bytes) else s
+def _enc(s, what="argument"):
+    """A str / bytes / path as the bytes the C API takes (None stays None); a NUL byte would cut it short."""
+    if s is None:
+        return None
+    try:
+        b = s if isinstance(s, bytes) else os.fsencode(s)
+    except TypeError:
+        raise TypeError(f"{what} must be a string or a path, got {type(s).__name__} {s!r}") from None
+    if b"\0" in b:
+        raise ValueError(f"{what}: embedded NUL byte in {s!r}")
+    return b
+
+
+# The library's messages name the command line's options (--shapes x:DIMS, --dim N=<size>); from Python
+# they name compile()'s arguments instead.
+_PY_WORDING = [
+    (re.compile(r"--dim (.+?)=<size>"), lambda m: f"dims={{{m.group(1)!r}: <size>}}"),
+    (re.compile(r"--shapes (.+?):DIMS"), lambda m: f"shapes={{{m.group(1)!r}: (d0, d1, ...)}}"),
+    (re.compile(r" or its data with --input"), lambda m: " or use backend='interp' (it takes any shape)"),
+    (re.compile(r"give its data with --input"), lambda m: "use backend='interp'"),
+    (re.compile(r"--shapes/--dim"), lambda m: "shapes=/dims="),
+    (re.compile(r"--shapes\b"), lambda m: "shapes"),
+    (re.compile(r"--dim\b"), lambda m: "dims"),
+]
+
+
+def _py_message(msg):
+    """A library message worded for Python callers (see _PY_WORDING)."""
+    for pattern, repl in _PY_WORDING:
+        msg = pattern.sub(repl, msg)
+    return msg
+
+
+def _error(msg, status):
+    return LatheError(_py_message(msg.decode(errors="replace") if isinstance(msg, bytes) else msg), status)
 
 
 def _info(lib, prefix, handle, i, dim_name=None):
-    name = getattr(lib, f"{prefix}_name")(handle, i).decode()
+    name = getattr(lib, f"{prefix}_name")(handle, i).decode("utf-8", "surrogateescape")  # any bytes round-trip
     dt = _NP.get(getattr(lib, f"{prefix}_dtype")(handle, i))
     dims = (ctypes.c_int64 * 16)()
     rank = getattr(lib, f"{prefix}_shape")(handle, i, dims, 16)
@@ -133,7 +213,7 @@ def _info(lib, prefix, handle, i, dim_name=None):
             shape.append(int(dims[a]))
         else:
             n = dim_name(handle, i, a) if dim_name else None
-            shape.append(n.decode() if n else None)
+            shape.append(n.decode("utf-8", "surrogateescape") if n else None)
     return TensorInfo(name, dt, tuple(shape))
 
 
@@ -189,7 +269,7 @@ class Model:
         """The compile report (stage times, kernels, host steps, cache hit, memory); "" for interp."""
         if self.backend == "interp" or not self._h:
             return ""
-        return self._lib.lathe_compiled_report(self._h).decode()
+        return self._lib.lathe_compiled_report(self._h).decode(errors="replace")
 
     @property
     def threads(self):
@@ -200,9 +280,7 @@ class Model:
         """Thread count of the compiled kernels (0 or None: every CPU). Not for backend "interp"."""
         if self.backend == "interp":
             raise LatheError("threads: the interpreter runs on one thread", "usage")
-        n = 0 if n is None else int(n)
-        if n < 0:
-            raise ValueError(f"threads must be >= 0, got {n}")
+        n = 0 if n is None else _int_arg("threads", n, 0, _INT_MAX)
         with self._lock:
             self._lib.lathe_compiled_set_threads(self._check_open(), n)
             self._threads = n
@@ -233,12 +311,26 @@ class Model:
         arrays = []
         for info in self.inputs:
             v = feeds[info.name]
+            if info.dtype is None:
+                raise TypeError(f"input '{info.name}': cannot be given from Python (not a tensor, or of an element "
+                                f"type numpy lacks: install ml_dtypes for bfloat16, float8 and int4 types)")
             if isinstance(v, np.ndarray):
+                if v.dtype != info.dtype and v.dtype.newbyteorder("=") == info.dtype:
+                    v = v.astype(info.dtype)  # the same type in the other byte order: the library reads native order
                 if v.dtype != info.dtype and not (info.dtype == np.object_ and v.dtype.kind in "US"):
                     raise TypeError(f"input '{info.name}': expected dtype {info.dtype}, got {v.dtype}")
             else:
-                v = np.asarray(v, dtype=info.dtype if info.dtype != np.object_ else None)
-            arrays.append(np.ascontiguousarray(v))
+                try:
+                    v = np.asarray(v, dtype=info.dtype if info.dtype != np.object_ else None)
+                except (TypeError, ValueError, OverflowError) as e:
+                    kind = TypeError if isinstance(e, TypeError) else ValueError
+                    raise kind(f"input '{info.name}': cannot make an array of {info.dtype} from "
+                               f"{type(v).__name__}: {e}") from None
+            if info.dtype == np.object_ and v.dtype.kind not in "OUS":
+                raise TypeError(f"input '{info.name}': expected strings, got dtype {v.dtype}")
+            if v.ndim > 16:
+                raise ValueError(f"input '{info.name}': rank {v.ndim} exceeds 16")
+            arrays.append(np.asarray(v, order="C"))  # 0-d stays 0-d (np.ascontiguousarray makes it (1,))
         return arrays
 
     def _make_tensor(self, name, a):
@@ -249,10 +341,14 @@ class Model:
         dims = (ctypes.c_int64 * max(a.ndim, 1))(*a.shape)
         t = ctypes.c_void_p()
         if dt == STRING:
+            flat = a.reshape(-1)
+            for i, s in enumerate(flat):
+                if not isinstance(s, (str, bytes)):
+                    raise TypeError(f"input '{name}': element {i} is {type(s).__name__} {s!r}, not a string")
             st = lib.lathe_tensor_create(dt, a.ndim, dims, ctypes.byref(t))
             if st == 0:
-                for i, s in enumerate(a.reshape(-1)):
-                    b = s if isinstance(s, bytes) else str(s).encode()
+                for i, s in enumerate(flat):
+                    b = s if isinstance(s, bytes) else s.encode("utf-8", "surrogateescape")
                     if lib.lathe_tensor_set_string(t, i, b, len(b)) != 0:
                         lib.lathe_tensor_free(t)
                         raise LatheError(f"input '{name}': cannot set string {i}", "nomem")
@@ -302,7 +398,7 @@ class Model:
         ins, ops = ptrs(arrays), ptrs(outs)
         st = lib.lathe_compiled_run_buffers(h, ins, len(arrays), ops, len(outs))
         if st != 0:
-            raise LatheError(f"{self.path}: {lib.lathe_compiled_error(h).decode()}", _capi.status_name(st))
+            raise _error(f"{self.path}: {lib.lathe_compiled_error(h).decode(errors='replace')}", _capi.status_name(st))
         return {o.name: a for o, a in zip(self.outputs, outs)}
 
     def _run_tensors(self, arrays):
@@ -320,7 +416,7 @@ class Model:
                 st = lib.lathe_compiled_run(h, ins, len(arrays), outs, n_out)
                 err = lib.lathe_compiled_error
             if st != 0:
-                raise LatheError(f"{self.path}: {err(h).decode()}", _capi.status_name(st))
+                raise _error(f"{self.path}: {err(h).decode(errors='replace')}", _capi.status_name(st))
             return {o.name: self._to_numpy(outs[k]) for k, o in enumerate(self.outputs)}
         finally:
             for p in list(ins) + list(outs):
@@ -366,13 +462,20 @@ def compile(path, shapes=None, backend="cpu", threads=None, opt_level=None, *, d
     Raises LatheError (with .status) when the model cannot be loaded or compiled.
     """
     lib = _capi.load()
-    path = os.fspath(path)
-    if backend not in ("cpu", "cuda", "interp"):
-        raise LatheError(f"backend '{backend}' is not available (backends: {', '.join(backends())})", "unsupported")
-    if seed is None or int(seed) < 0:
-        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    try:
+        path = os.fspath(path)
+    except TypeError:
+        raise TypeError(f"path must be a string or a path, got {type(path).__name__} {path!r}") from None
+    path_b = _enc(path, "path")
+    if not path_b:
+        raise ValueError("path is empty")
+    if not isinstance(backend, str) or backend not in ("cpu", "cuda", "interp"):
+        raise LatheError(f"backend {backend!r} is not available (backends: {', '.join(backends())})", "unsupported")
+    if seed is None:
+        raise ValueError("seed must be a non-negative integer, got None")
+    seed = _int_arg("seed", seed, 0, (1 << 64) - 1)
     sh, dm = _shapes_arg(shapes), _dims_arg(dims)
-    lo = _capi.LoadOptions(_enc(sh), _enc(dm), int(seed))
+    lo = _capi.LoadOptions(_enc(sh, "shapes"), _enc(dm, "dims"), seed)
     err = ctypes.create_string_buffer(4096)
     h = ctypes.c_void_p()
     if backend == "interp":
@@ -382,46 +485,54 @@ def compile(path, shapes=None, backend="cpu", threads=None, opt_level=None, *, d
             raise LatheError("opt_level: the interpreter runs the graph as written (use backend='cpu')", "usage")
         if enable_passes:
             raise LatheError("enable_passes: the interpreter runs the graph as written (use backend='cpu')", "usage")
-        st = lib.lathe_model_load(_enc(path), ctypes.byref(lo), ctypes.byref(h), err, len(err))
+        st = lib.lathe_model_load(path_b, ctypes.byref(lo), ctypes.byref(h), err, len(err))
         if st != 0:
-            raise LatheError(err.value.decode(errors="replace"), _capi.status_name(st))
+            raise _error(err.value, _capi.status_name(st))
         return Model(path, backend, h.value, lib, 1)
     if not _capi.has("lathe_compile"):
         raise LatheError(f"{_capi.library_path()} has no compiler (an interpreter-only build): use backend='interp'",
                          "unsupported")
     if opt_level is None:
         level = 0  # the C API's "default"
-    elif opt_level in (0, 1, 2, 3):
-        level = -1 if opt_level == 0 else opt_level
+    elif not isinstance(opt_level, bool) and isinstance(opt_level, (int, np.integer)) and opt_level in (0, 1, 2, 3):
+        level = -1 if opt_level == 0 else int(opt_level)
     else:
         raise ValueError(f"opt_level must be 0, 1, 2 or 3, got {opt_level!r}")
-    n = 0 if threads is None else int(threads)
-    if n < 0:
-        raise ValueError(f"threads must be >= 0, got {threads!r}")
+    n = 0 if threads is None else _int_arg("threads", threads, 0, _INT_MAX)
     if cache_dir is None:
         cache_dir = _default_cache_dir()
     elif cache_dir is False:
         cache_dir = None
+    else:
+        cache_dir = os.fsdecode(_enc(cache_dir, "cache_dir"))
+    if dump_code_dir is not None:
+        dump_code_dir = os.fsdecode(_enc(dump_code_dir, "dump_code_dir"))
+        try:
+            os.makedirs(dump_code_dir, exist_ok=True)  # with missing parents, as the CLI's --dump-code
+        except OSError as e:
+            raise type(e)(e.errno, f"dump_code_dir: cannot create folder {dump_code_dir}: {e.strerror}") from None
     if cc is None:
         cc = os.environ.get("CC") or None
     if nvrtc is None:
         nvrtc = os.environ.get("LATHE_NVRTC") or None
     if isinstance(enable_passes, str):
         enable_passes = [enable_passes]
-    enable = list(enable_passes or ())
+    try:
+        enable = list(enable_passes or ())
+    except TypeError:
+        raise TypeError(f"enable_passes must be a pass name or a list of names, got {enable_passes!r}") from None
     for name in enable:
-        if not isinstance(name, str) or not name or "," in name:
+        if not isinstance(name, str) or not name or "," in name or "\0" in name:
             raise ValueError(f"enable_passes: expected pass names, got {name!r}")
     if tune_db is None:
         default = os.path.join(cache_dir, "tune.tsv") if cache_dir else None
         tune_db = default if default and os.path.isfile(default) else None
     elif tune_db is False:
         tune_db = None
-    else:
-        tune_db = os.fspath(tune_db)
-    co = _capi.CompileOptions(level, _enc(backend), n, _enc(cache_dir), _enc(cc), _enc(dump_code_dir), _enc(nvrtc),
-                              _enc(",".join(enable) if enable else None), _enc(tune_db))
-    st = lib.lathe_compile(_enc(path), ctypes.byref(lo), ctypes.byref(co), ctypes.byref(h), err, len(err))
+    co = _capi.CompileOptions(level, _enc(backend), n, _enc(cache_dir, "cache_dir"), _enc(cc, "cc"),
+                              _enc(dump_code_dir, "dump_code_dir"), _enc(nvrtc, "nvrtc"),
+                              _enc(",".join(enable) if enable else None, "enable_passes"), _enc(tune_db, "tune_db"))
+    st = lib.lathe_compile(path_b, ctypes.byref(lo), ctypes.byref(co), ctypes.byref(h), err, len(err))
     if st != 0:
-        raise LatheError(err.value.decode(errors="replace"), _capi.status_name(st))
+        raise _error(err.value, _capi.status_name(st))
     return Model(path, backend, h.value, lib, n)
