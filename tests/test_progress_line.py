@@ -1,7 +1,7 @@
 """test_progress_line.py — long commands show one updating progress line on stderr when it is a
 terminal, and nothing when it is not.
 
-`lathe conformance` (a few node tests) and `lathe tune` (a tiny model) run twice: with stderr on a
+`lathe conformance` (a few node tests), `lathe tune` and a cold `lathe run` (a tiny model) run twice: with stderr on a
 pseudo-terminal, stderr carries carriage-return-redrawn lines ("\\r...ESC[K": the tests done and
 failed; the compile's stages and the kernel being searched) and ends with the line erased, while
 stdout is unchanged; with stderr a pipe, stderr has no carriage return and no escape sequence at all.
@@ -87,3 +87,13 @@ def test_tune_progress(tiny):
     assert rc2 == 0, err2
     assert "\r" not in err2 and "\x1b" not in err2 and "compiling:" not in err2, repr(err2)
     assert "lt_k" in out2  # the kernel rows are on stdout either way
+
+
+def test_cold_compile_progress(tiny):
+    d = tiny
+    rc, out, term = run_tty(["run", d / "tiny.onnx", "--cache-dir", d / "cold1"])
+    assert rc == 0, term
+    assert "compiling: passes" in term and "compiling: building the generated code" in term, repr(term)
+    assert term.endswith("\r\x1b[K"), repr(term[-80:])
+    rc2, out2, err2 = run_pipe(["run", d / "tiny.onnx", "--cache-dir", d / "cold2"])
+    assert rc2 == 0 and "\r" not in err2 and "\x1b" not in err2 and "compiling:" not in err2, repr(err2)

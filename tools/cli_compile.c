@@ -7,6 +7,7 @@
  * timings on stderr).
  */
 #include "cli_compile.h"
+#include "cli_progress.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -28,6 +29,7 @@ void cli_compile_init(cli_compile_args *ca, const char *default_backend) {
     ca->o.cache_dir = ca->cache_dir[0] ? ca->cache_dir : NULL;
     const char *nvrtc = getenv("LATHE_NVRTC");
     if (nvrtc && *nvrtc) ca->o.nvrtc = nvrtc;
+    ca->o.progress = cli_progress_compile; /* a progress line while it compiles, on a terminal only */
 }
 
 /* Append name to a comma-joined list of --disable-pass / --enable-pass names (checked at compile). */
@@ -207,6 +209,7 @@ int cli_compile_check_backend_forked(const cli_compile_args *ca, bool allow_inte
 
 static void dump_cb(void *user, const char *pass, int round, const char *ir) {
     (void)user;
+    cli_progress_clear();
     if (round > 0) fprintf(stderr, "; after %s (round %d)\n", pass, round);
     else fprintf(stderr, "; after %s\n", pass);
     cli_put_text(stderr, ir);
