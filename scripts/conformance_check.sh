@@ -9,7 +9,7 @@ floor=$(awk -v b="$backend" '$1 == b {print $2}' tests/conformance_floor.txt)
 args=(--backend "$backend")
 [ "$backend" = cuda-compile ] && args=(--backend cuda --compile-only)
 out=$(mktemp)
-"$bin" conformance "${args[@]}" -j "$(nproc)" --cache-dir "${LATHE_CI_CACHE:-build/ci-cache}" | tee "$out" | tail -n 40
+"$bin" conformance "${args[@]}" -j "$(nproc)" --cache-dir "${LATHE_CI_CACHE:-build/ci-cache}" | tee "$out"
 summary=$(grep -E '^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$' "$out" | tail -n 1)
 rm -f "$out"
 passed=${summary%% passed*}

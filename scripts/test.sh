@@ -1,43 +1,69 @@
 #!/usr/bin/env bash
 # test.sh — the whole test run (what CI runs): set up, build with -Werror, unit tests, CLI and
 # bad-input tests, the 9 light models, the ONNX conformance suite against its committed floor (and
-# every test's CUDA code compiled with NVRTC), then
-# the same unit tests and the interpreter's conformance run under AddressSanitizer + UndefinedBehaviorSanitizer,
-# and bounded runs of the import and tuning-database fuzzers.
+# every test's CUDA code compiled with NVRTC), then the same unit tests and the interpreter's
+# conformance run under AddressSanitizer + UndefinedBehaviorSanitizer, and bounded runs of the
+# import and tuning-database fuzzers.
+#
+# One line per stage with its time ("== unit-tests ... ok (41 s)"); each stage's whole output goes to
+# build/test-logs/<stage>.log, and a failing stage prints the end of its log and fails the script.
+# A stage is one line: `stage NAME COMMAND [ARGS...]` (COMMAND may be a function defined here).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
 jobs=$(nproc)
-# NVRTC from pip when the system has none (setup.sh installed it)
-if [ -z "${LATHE_NVRTC:-}" ] && ! ldconfig -p 2>/dev/null | grep -qE 'libnvrtc\.so\.1[23] '; then
-  LATHE_NVRTC=$(scripts/nvrtc_path.sh)
-  export LATHE_NVRTC
-fi
+logs=build/test-logs
+mkdir -p "$logs"
+rm -f "$logs"/*.log
 
-echo "== build"
-scripts/build.sh build
-echo "== unit tests"
-ctest --test-dir build --output-on-failure -j "$jobs"
-echo "== CLI, bad-input and model tests"
-LATHE_BIN=build/lathe python3 -m pytest -q -n "$jobs" tests
-echo "== conformance (interp, and cpu: the compiled path)"
-scripts/conformance_check.sh build/lathe interp
-scripts/conformance_check.sh build/lathe cpu
-echo "== CUDA code generation: every conformance test compiled for the GPU with NVRTC (no GPU needed)"
-scripts/conformance_check.sh build/lathe cuda-compile
+# stage NAME CMD... — run CMD with its output in $logs/NAME.log and print one line with the time; on
+# failure print the end of the log and exit with CMD's status. CMD runs in a subshell outside any
+# condition, so `set -e` holds inside it (an `if` or `||` around it would switch -e off).
+stage() {
+    local name=$1 log="$logs/$1.log" t0=$SECONDS rc
+    shift
+    printf '== %-32s ' "$name ..."
+    set +e
+    ( set -e; "$@" ) >"$log" 2>&1 </dev/null
+    rc=$?
+    set -e
+    if [ "$rc" -eq 0 ]; then
+        echo "ok ($((SECONDS - t0)) s)"
+        return 0
+    fi
+    echo "FAILED (exit $rc, $((SECONDS - t0)) s); the end of $log:"
+    tail -n "${LATHE_TEST_TAIL:-60}" "$log" | sed 's/^/    /'
+    exit "$rc"
+}
 
-echo "== ASan+UBSan build"
-scripts/build.sh build-asan -DLATHE_SANITIZE=ON -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug
-export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-ctest --test-dir build-asan --output-on-failure -j "$jobs"
-LATHE_BIN=build-asan/lathe python3 -m pytest -q -n "$jobs" tests/test_bad_input.py tests/test_cli.py tests/test_audit_issue2.py -k "not light_model"
-scripts/conformance_check.sh build-asan/lathe interp
+nvrtc_env() { # NVRTC from pip when the system has none (setup.sh installed it)
+    if [ -z "${LATHE_NVRTC:-}" ] && ! ldconfig -p 2>/dev/null | grep -qE 'libnvrtc\.so\.1[23] '; then
+        LATHE_NVRTC=$(scripts/nvrtc_path.sh)
+        export LATHE_NVRTC
+    fi
+}
+asan_env() {
+    export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+}
+stage setup scripts/setup.sh
+nvrtc_env
+stage build scripts/build.sh build
+stage sample scripts/run_sample.sh --prepare
+stage unit-tests ctest --test-dir build --output-on-failure -j "$jobs"
+stage pytest env LATHE_BIN=build/lathe python3 -m pytest -q -n "$jobs" tests
+stage conformance-interp scripts/conformance_check.sh build/lathe interp
+stage conformance-cpu scripts/conformance_check.sh build/lathe cpu
+stage conformance-cuda-compile scripts/conformance_check.sh build/lathe cuda-compile
 
-echo "== fuzz (bounded)"
-scripts/build.sh build-fuzz -DLATHE_FUZZ=ON -DCMAKE_C_COMPILER=clang
+stage asan-build scripts/build.sh build-asan -DLATHE_SANITIZE=ON -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug
+asan_env
+stage asan-unit-tests ctest --test-dir build-asan --output-on-failure -j "$jobs"
+stage asan-pytest env LATHE_BIN=build-asan/lathe python3 -m pytest -q -n "$jobs" tests/test_bad_input.py tests/test_cli.py tests/test_import_interpreter_audit.py -k "not light_model"
+stage asan-conformance-interp scripts/conformance_check.sh build-asan/lathe interp
+
+stage fuzz-build scripts/build.sh build-fuzz -DLATHE_FUZZ=ON -DCMAKE_C_COMPILER=clang
 mkdir -p build-fuzz/corpus
-python3 fuzz/make_corpus.py build-fuzz/corpus
-build-fuzz/fuzz_import -max_total_time="${LATHE_FUZZ_SECONDS:-60}" -rss_limit_mb=2048 build-fuzz/corpus
-fuzz/tune_db_seeds.sh build-fuzz/corpus_tune_db
-build-fuzz/fuzz_tune_db -max_total_time="${LATHE_FUZZ_TUNE_SECONDS:-20}" -max_len=4096 -rss_limit_mb=2048 build-fuzz/corpus_tune_db
-echo "== all tests passed"
+stage fuzz-corpus python3 fuzz/make_corpus.py build-fuzz/corpus
+stage fuzz-import build-fuzz/fuzz_import -max_total_time="${LATHE_FUZZ_SECONDS:-60}" -rss_limit_mb=2048 build-fuzz/corpus
+stage fuzz-tune-db-seeds fuzz/tune_db_seeds.sh build-fuzz/corpus_tune_db
+stage fuzz-tune-db build-fuzz/fuzz_tune_db -max_total_time="${LATHE_FUZZ_TUNE_SECONDS:-20}" -max_len=4096 -rss_limit_mb=2048 build-fuzz/corpus_tune_db
+echo "== all tests passed (logs in $logs)"
