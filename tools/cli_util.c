@@ -70,8 +70,8 @@ static void esc_emit(esc_sink *o, const char *s, bool keep_lines) {
             p += n;
         } else { /* a control byte, a control sequence byte by byte, or a byte that is not UTF-8 */
             for (int k = 0; k < (n ? n : 1); k++) {
-                char hex[5];
-                snprintf(hex, sizeof hex, "\\x%02x", p[k]);
+                static const char digits[] = "0123456789abcdef";
+                char hex[4] = {'\\', 'x', digits[p[k] >> 4], digits[p[k] & 15]};
                 sink_put(o, hex, 4);
             }
             p += n ? n : 1;
