@@ -367,3 +367,30 @@ def test_shapes_known_at_run_time_rejected_alike(name, tmp_path, cache):
     assert interp.returncode == 2, interp.stdout + interp.stderr
     assert cpu.returncode == 2, cpu.stdout + cpu.stderr
     assert error_line(interp, part) == error_line(cpu, part)
+
+
+def test_blocked_layout_compiles_every_node(tmp_path, cache):
+    """The layout_nchwc pass rewrites convs and pools into the blocked Nchwc ops: inference verifies
+    each of them, so nothing becomes a host step, and the result matches the interpreter."""
+    rng = np.random.default_rng(0)
+    w = lambda name, *s: floats(name, rng.standard_normal(s))  # noqa: E731
+    nodes = [N("Conv", ["x", "w0", "b0"], ["c0"], pads=[1, 1, 1, 1]), N("Relu", ["c0"], ["r0"]),
+             N("Conv", ["r0", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]), N("Add", ["c1", "r0"], ["a1"]),
+             N("MaxPool", ["a1"], ["mp"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
+             N("AveragePool", ["mp"], ["ap"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+             N("GlobalAveragePool", ["ap"], ["y"]), N("GlobalMaxPool", ["ap"], ["z"])]
+    for i, nd in enumerate(nodes):
+        nd.name = f"n{i}"
+    path = model(tmp_path / "blocked.onnx", nodes, [X(1, 16, 12, 12)], [Y, vi("z", F, None)],
+                 [w("w0", 16, 16, 3, 3), w("b0", 16), w("w1", 16, 16, 3, 3), w("b1", 16)])
+    outs = {}
+    for backend in ("interp", "cpu"):
+        out = tmp_path / f"{backend}.npz"
+        p = lathe("run", path, "--backend", backend, "--enable-pass", "layout_nchwc", "--verbose", "--output", out,
+                  cache=cache)
+        assert p.returncode == 0, p.stdout + p.stderr
+        if backend == "cpu":
+            assert " 0 host steps" in p.stdout + p.stderr, p.stdout + p.stderr
+        outs[backend] = dict(np.load(out))
+    for k in outs["interp"]:
+        np.testing.assert_allclose(outs["interp"][k], outs["cpu"][k], rtol=1e-4, atol=1e-4, err_msg=k)
