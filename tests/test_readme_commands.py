@@ -15,7 +15,7 @@ install and build; this test stands in for their effect), and anything with `--b
 (needs a GPU). Each SKIP entry must still be in the README, so the list cannot rot.
 
 Also: no Markdown link in README.md or docs/*.md points outside the repository or at a missing file,
-and no text points at a folder beside it (../shared).
+and no relative path in their text ("../x/y.md" in prose or code) leaves the repository.
 """
 import os
 import re
@@ -108,7 +108,10 @@ def markdown_files():
 @pytest.mark.parametrize("path", markdown_files(), ids=lambda p: os.path.relpath(p, ROOT))
 def test_docs_stay_in_repo(path):
     text = open(path, encoding="utf-8").read()
-    assert "../shared" not in text, f"{path} points at ../shared, outside the repository"
+    for rel in re.findall(r"(?:\.\./)+[\w.-]+(?:/[\w.-]+)*", text):  # a path in prose or code
+        inside = [os.path.normpath(os.path.join(base, rel)) for base in (os.path.dirname(path), ROOT)]
+        assert any(f.startswith(ROOT + os.sep) and os.path.exists(f) for f in inside), \
+            f"{path}: '{rel}' is not a file of the repository (relative to the document or the root)"
     for target in re.findall(r"\]\(([^)\s]+)\)", text):
         if re.match(r"[a-z]+://|#|mailto:", target):
             continue
