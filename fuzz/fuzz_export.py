@@ -275,6 +275,7 @@ def main():
     ap.add_argument("--cache-dir", default=None, help="lathe's module cache (default: lathe's own, so warm)")
     ap.add_argument("--no-avoid-known", dest="avoid_known", action="store_false",
                     help="also generate the patterns of KNOWN_ISSUES (findings not fixed yet)")
+    ap.add_argument("--progress", action="store_true", help="a line per round")
     ap.add_argument("--isolate", action="store_true",
                     help="after a failing round, check its chains one by one (slow) to name the culprits")
     a = ap.parse_args()
@@ -323,6 +324,9 @@ def main():
             findings.append("%s: %s (chains alone: %s)" % (keep, why.splitlines()[0][:300], culprits))
             print("fuzz_export: FINDING in round %d: %s" % (rounds - 1, why[:2000]), flush=True)
         shutil.rmtree(d, ignore_errors=True)
+        if a.progress:
+            print("fuzz_export: round %d %s, %d chains passed so far, %.0f s" % (rounds - 1, "FAILED" if why else "ok",
+                                                                             execs, time.time() - t0), flush=True)
     secs = time.time() - t0
     print("fuzz_export: seed %d, %d rounds, %d models (chains) compiled, built with %s%s, run and equal to the "
           "interpreter, in %.0f s; %d failing round(s)" % (seed, rounds, execs, "/".join(a.std), " + NVRTC" if a.cuda
