@@ -59,12 +59,25 @@ static bool node_verified(const lt_node *n) {
     return true;
 }
 
-static lt_status infer_node(lt_infer *ic, lt_node *n) {
+/* Infer a subgraph (an If branch, a Loop body). A branch may hold nodes that would be wrong were it
+ * taken (an If that picks the branch for the input's rank): an inconsistency there is not the
+ * model's error unless the branch runs, so it is left to the interpreter, which runs subgraphs and
+ * checks every node it runs. Out of memory still fails. */
+static lt_status infer_subgraph(lt_infer *ic, lt_graph *g) {
+    lt_status s = infer_graph(ic, g);
+    if (s == LT_ERR_INVALID) {
+        lt_ctx_clear(ic->ctx);
+        return LT_OK;
+    }
+    return s;
+}
+
+lt_status lt_infer_node(lt_infer *ic, lt_node *n) {
     for (int a = 0; a < n->n_attr; a++) {
         lt_attr *at = &n->attrs[a];
-        if (at->type == LT_AT_GRAPH) LT_TRY(infer_graph(ic, at->g));
+        if (at->type == LT_AT_GRAPH) LT_TRY(infer_subgraph(ic, at->g));
         if (at->type == LT_AT_GRAPHS)
-            for (int k = 0; k < at->n; k++) LT_TRY(infer_graph(ic, at->graphs[k]));
+            for (int k = 0; k < at->n; k++) LT_TRY(infer_subgraph(ic, at->graphs[k]));
     }
     const lt_op_hooks *h = lt_op_hooks_get(n->op);
     n->shapes_verified = false;
@@ -88,7 +101,7 @@ static lt_status infer_node(lt_infer *ic, lt_node *n) {
 }
 
 static lt_status infer_graph(lt_infer *ic, lt_graph *g) {
-    for (int i = 0; i < g->n_nodes; i++) LT_TRY(infer_node(ic, g->nodes[i]));
+    for (int i = 0; i < g->n_nodes; i++) LT_TRY(lt_infer_node(ic, g->nodes[i]));
     return LT_OK;
 }
 

@@ -11,6 +11,10 @@
 #include "graph.h"
 
 lt_status lt_graph_infer(lt_ctx *ctx, lt_model *m);
+/* One node (its subgraphs first): the op's infer hook from unknown outputs, the declared types kept
+ * where it learns less, lt_node.shapes_verified set. Passes call it through lt_node_infer. */
+struct lt_infer;
+lt_status lt_infer_node(struct lt_infer *ic, lt_node *n);
 /* Set the shape of graph input `name` (error if unknown, or rank/known dims disagree). */
 lt_status lt_model_bind_shape(lt_ctx *ctx, lt_model *m, const char *name, int rank, const int64_t *dims);
 /* Replace every dim named `param` by value (error if no dim has that name). */

@@ -7,6 +7,7 @@
 #include "mutate.h"
 
 #include "../ops/ops.h"
+#include "infer.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -541,40 +542,9 @@ void lt_node_remove(lt_graph *g, lt_node *n) {
     n->index = -1;
 }
 
-/* Inference learned less than the value's earlier type said (the same rule as lt_graph_infer). */
-static bool less_known(const lt_type *t, const lt_type *d) {
-    if (d->kind == LT_TK_UNKNOWN) return false;
-    if (t->kind == LT_TK_UNKNOWN || t->kind != d->kind) return true;
-    if (t->kind == LT_TK_TENSOR) {
-        if (t->dtype == LT_UNDEFINED && d->dtype != LT_UNDEFINED) return true;
-        if (t->rank < 0 && d->rank >= 0) return true;
-    }
-    return false;
-}
-
 lt_status lt_node_infer(lt_ctx *ctx, lt_node *n) {
-    const lt_op_hooks *h = lt_op_hooks_get(n->op);
-    if (!h->infer) return LT_OK;
-    lt_type declared[16];
-    int nd = n->n_out < 16 ? n->n_out : 16;
-    for (int i = 0; i < nd; i++) declared[i] = n->out[i] ? n->out[i]->type : (lt_type){0};
     lt_infer ic = {ctx, &n->graph->model->arena};
-    LT_TRY(h->infer(&ic, n));
-    for (int i = 0; i < nd; i++) {
-        lt_value *v = n->out[i];
-        if (!v) continue;
-        if (less_known(&v->type, &declared[i])) {
-            v->type = declared[i];
-        } else if (v->type.kind == LT_TK_TENSOR && declared[i].kind == LT_TK_TENSOR && v->type.rank == declared[i].rank &&
-                   v->type.rank > 0 && v->type.dims && declared[i].dims) {
-            /* keep dims (values or names) the hook could not work out */
-            for (int k = 0; k < v->type.rank; k++)
-                if (v->type.dims[k].value < 0 && !v->type.dims[k].param &&
-                    (declared[i].dims[k].value >= 0 || declared[i].dims[k].param))
-                    v->type.dims[k] = declared[i].dims[k];
-        }
-    }
-    return LT_OK;
+    return lt_infer_node(&ic, n); /* the one per-node driver of graph/infer.c */
 }
 
 /* ---- whole graph ---- */

@@ -86,7 +86,17 @@ static lt_status fold_graph(lt_ctx *ctx, lt_graph *g, void *user) {
         lt_node *n = g->nodes[i];
         /* Types downstream of what was folded earlier in this walk are stale (a Reshape whose shape
          * just became constant): refresh them before looking at the node. */
-        if (!lt_node_has_subgraphs(n)) LT_TRY(lt_node_infer(ctx, n));
+        if (!lt_node_has_subgraphs(n)) {
+            lt_status s = lt_node_infer(ctx, n);
+            /* a node of an If branch may be wrong where the branch is never taken: leave it to
+             * the interpreter, which checks it if the branch runs (as lt_graph_infer does) */
+            if (s == LT_ERR_INVALID && g->parent) {
+                lt_ctx_clear(ctx);
+                i++;
+                continue;
+            }
+            LT_TRY(s);
+        }
         if (st->shapes) {
             bool done = false;
             LT_TRY(lt_fold_shape_node(ctx, g, n, &done));
