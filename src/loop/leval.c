@@ -249,7 +249,8 @@ static lt_status eval(ev *e, const lt_lnode *n, val *out) {
     case LT_L_CAST: {
         LT_TRY(eval(e, n->kids[0], &a));
         bool from_fl = is_fl(n->kids[0]->dtype);
-        if (is_fl(n->dtype)) out->f = round_fl(n->dtype, from_fl ? a.f : (double)a.i);
+        double ival = n->kids[0]->dtype == LT_UINT64 ? (double)(uint64_t)a.i : (double)a.i;
+        if (is_fl(n->dtype)) out->f = round_fl(n->dtype, from_fl ? a.f : ival);
         else if (n->dtype == LT_BOOL) out->i = from_fl ? a.f != 0 : a.i != 0;
         else if (from_fl) {
             int64_t tmp = 0;

@@ -314,7 +314,9 @@ lt_lnode *lt_lower_flat(lt_lctx *lc, int rank, const int64_t *dims, lt_lnode *co
     int64_t stride = 1;
     for (int d = rank - 1; d >= 0; d--) {
         if (dims[d] != 1) off = lt_l_add(lc->k, off, stride == 1 ? idx[d] : lt_l_mul(lc->k, idx[d], lt_l_int(lc->k, stride)));
-        stride *= dims[d];
+        /* lowered values have element counts inference checked to fit int64; the stride past the
+         * outermost dim is never used, so it may not fit */
+        if (d > 0 && !lt_mul_i64(stride, dims[d], &stride)) return NULL;
     }
     return off;
 }

@@ -395,6 +395,8 @@ static lt_status e_pad(lt_lctx *lc, const lt_node *n, int o, lt_lnode *const *id
         }
         case 1: x = clampi(lc, x, 0, dim - 1); break;
         case 2:
+            if (pi.begin[i] < 0 || dout[i] - dim - pi.begin[i] < 0) /* reflect about a cropped edge */
+                return lt_lower_error(lc, n, LT_ERR_UNSUPPORTED, "reflect padding with negative pads");
             if (dim == 1) x = I(lc, 0);
             else {
                 /* reflect once: |x|, then 2(d-1) - x past the end (pads < dim, checked in accept) */
@@ -403,9 +405,15 @@ static lt_status e_pad(lt_lctx *lc, const lt_node *n, int o, lt_lnode *const *id
                 x = clampi(lc, x, 0, dim - 1);
             }
             break;
-        case 3: /* wrap: ((x % d) + d) % d */
-            x = bin(lc, LT_LOP_MOD, lt_l_add(K, bin(lc, LT_LOP_MOD, x, I(lc, dim)), I(lc, dim)), I(lc, dim));
+        case 3: { /* wrap: negative pads crop first (as onnxruntime), then ((x % d) + d) % d over the crop */
+            int64_t pb = pi.begin[i], pe = dout[i] - dim - pb;
+            int64_t cs = pb < 0 ? -pb : 0, dc = dim - cs - (pe < 0 ? -pe : 0);
+            if (dc <= 0) return lt_lower_error(lc, n, LT_ERR_UNSUPPORTED, "wrap padding of an empty crop");
+            x = lt_l_add(K, idx[i], I(lc, pb > 0 ? -pb : 0));
+            x = bin(lc, LT_LOP_MOD, lt_l_add(K, bin(lc, LT_LOP_MOD, x, I(lc, dc)), I(lc, dc)), I(lc, dc));
+            x = lt_l_add(K, x, I(lc, cs));
             break;
+        }
         }
         sub[i] = x;
         if (!x) return lt_lower_nomem(lc);
