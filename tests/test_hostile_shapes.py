@@ -215,3 +215,18 @@ def test_pad_with_negative_pads_agrees(tmp_path, cache, pads, mode):
         outs[b] = np.load(o)["y"]
     np.testing.assert_array_equal(outs["cpu"], outs["interp"])
     np.testing.assert_array_equal(outs["loopir"], outs["interp"])
+
+
+def test_reshape_to_scalar_with_run_time_shape(tmp_path, cache):
+    """A shape input of length 0 makes a scalar whatever its values: inference knows the output and
+    must check the element count (found by fuzz_compile_diff: the compiled plan copied one element)."""
+    m = model([helper.make_node("Reshape", ["x", "s"], ["y"])], [vi("x", T.FLOAT, [2, 3, 4]), vi("s", T.INT64, [0])], Y)
+    p = str(tmp_path / "rs0.onnx")
+    onnx.save(m, p)
+    np.save(tmp_path / "s.npy", np.zeros((0,), np.int64))
+    msgs = set()
+    for b in ["interp", "cpu", "loopir"]:
+        r = lathe("run", p, "--backend", b, "--input", f"s={tmp_path / 's.npy'}", env={"LATHE_CACHE_DIR": cache})
+        assert r.returncode == 2, f"{b}: {r.returncode} {r.stderr[-500:]}"
+        msgs.add(error_line(r))
+    assert len(msgs) == 1 and "cannot reshape [2,3,4] into []" in msgs.pop()

@@ -267,6 +267,10 @@ static lt_status infer_reshape(lt_infer *ic, lt_node *n) {
     if (!lt_shp_infer_ints(n, reshape_shape_input(n), "shape", sh, LT_MAX_RANK, &r)) {
         const lt_type *st = lt_shp_infer_ranked(n, 1);
         lt_dim d0 = lt_shp_dim(st, 0);
+        /* an empty shape makes a scalar whatever its values: the output is then fully known, so
+         * the element count is checked here too (the compiled path trusts a static output) */
+        if (st && st->rank == 1 && d0.value == 0 && lt_shp_infer_static(n, 0, &xr, xd))
+            LT_TRY(reshape_dims(ic->ctx, n, xr, xd, sh, 0, reshape_allowzero(n)));
         if (st && st->rank == 1 && d0.value >= 0 && d0.value <= LT_MAX_RANK)
             return lt_infer_set(ic, n, 0, dt, (int)d0.value, NULL);
         return lt_infer_set(ic, n, 0, dt, -1, NULL);
