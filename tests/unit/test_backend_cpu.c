@@ -410,7 +410,7 @@ static void test_vmath(void) {
     lt_kernel *k = k_vmath(&ar);
     lt_strbuf src = {0};
     CHECK_OK(&ctx, emit_c(&ctx, &k, 1, &src));
-    CHECK(src.s && strstr(src.s, "lt_erf_f32(x_") && strstr(src.s, "#pragma omp simd"));
+    CHECK(src.s && strstr(src.s, "lt_erf_f32(a8[" /* buffers are named by position: x[3] is argument 8 */) && strstr(src.s, "#pragma omp simd"));
     lt_cpu_options opt = {.cache_dir = g_cache};
     lt_cpu_module *m = NULL;
     if (src.s) CHECK_OK(&ctx, lt_cpu_compile(&ctx, src.s, &opt, &m));
