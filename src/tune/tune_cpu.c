@@ -47,8 +47,23 @@ lt_status lt_tune_cpu_kernel_key(lt_ctx *ctx, const lt_kernel *k, int threads, l
     return lt_tune_key_kernel(ctx, k, target, shapes, key);
 }
 
-/* Only loops: a kernel with scratch buffers or packed weights calls a microkernel. */
-static bool tunable(const lt_lowered *lw) { return lw->n_scratch == 0 && lw->n_packs == 0; }
+/* Walk callback: remember loops and calls (nothing below a call matters). */
+static bool find_call_or_loop(const lt_lnode *n, void *user) {
+    int *seen = user; /* bit 0: a loop, bit 1: a call */
+    if (n->kind == LT_L_FOR) *seen |= 1;
+    if (n->kind == LT_L_EVAL) *seen |= 2;
+    return !(*seen & 2);
+}
+
+/* Only loops: a kernel with scratch buffers or packed weights calls a microkernel, and one that
+ * calls a prelude routine (the channel-blocked reorders and pools) or has no loop has nothing the
+ * search could change. */
+static bool tunable(const lt_lowered *lw) {
+    if (lw->n_scratch != 0 || lw->n_packs != 0) return false;
+    int seen = 0;
+    lt_lwalk(lw->kernel->body, find_call_or_loop, &seen);
+    return seen == 1;
+}
 
 /* ---- measuring one kernel ---- */
 
