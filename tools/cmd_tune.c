@@ -98,9 +98,11 @@ static bool layout_ran(const lt_compile_report *rep) {
     return false;
 }
 
+/* The kernel rows (user: a tune_run). A row of the blocked variant comes after a line saying so. */
 static void log_line(void *user, const char *line) {
-    (void)user;
+    const char **heading = user;
     cli_progress_clear();
+    if (*heading) printf("%s\n", *heading), *heading = NULL;
     printf("%s\n", line);
     fflush(stdout);
 }
@@ -113,6 +115,7 @@ typedef struct tune_counts {
 /* The schedule hook of lathe tune: lt_tune_cpu_hook, with each kernel counted by where its schedule
  * comes from (known: the database as loaded) and a progress line while it is searched. */
 typedef struct tune_run {
+    const char *heading; /* printed before the next kernel row (log_line's user points here) */
     lt_tune_cpu tc;
     const lt_tune_db *known;
     const char *variant;
@@ -229,6 +232,7 @@ int cmd_tune(int argc, char **argv) {
                            .options = {.beam = (int)beam, .depth = (int)depth, .max_trials = (int)trials,
                                        .confirm = (int)confirm}},
                     .known = known, .variant = "NCHW"};
+    run.tc.log_user = &run.heading;
     ca.o.schedule_hook = tune_hook;
     ca.o.schedule_user = &run;
     ca.o.progress = cli_progress_compile;
@@ -256,8 +260,9 @@ int cmd_tune(int argc, char **argv) {
         ca.o.enable = ca.enable;
         run.c = (tune_counts){0};
         run.variant = "channel-blocked";
-        printf("the channel-blocked layout (layout_nchwc), its kernels:\n");
+        run.heading = "the channel-blocked layout (layout_nchwc):";
         rc = cli_compile_model(&ca, m2, in, &plan2, &rep2);
+        run.heading = NULL;
         ca.enable[len] = 0;
         ca.o.enable = len ? ca.enable : NULL;
         if (rc) goto out;
