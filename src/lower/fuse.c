@@ -62,15 +62,6 @@ bool lt_lower_supported(const lt_node *n, char *why, size_t why_size) {
         snprintf(why, why_size, "no lowering for %s", n->op_type);
         return false;
     }
-    /* Compiled kernels index with the shapes inference derived: only shapes it checked against
-     * every rule of the op (ops.def CHECKS) may be trusted. Anything else runs in the interpreter,
-     * which checks at run time. */
-    if (!n->shapes_verified) {
-        snprintf(why, why_size, "shapes not verified by inference (%s)",
-                 lt_op_info_get(n->op)->flags & LT_OPF_INFER_CHECKS ? "dynamic or unknown shapes"
-                                                                    : "its inference does not check every rule");
-        return false;
-    }
     for (int i = 0; i < n->n_in; i++) {
         const lt_value *v = n->in[i];
         if (!v) continue;
@@ -102,6 +93,15 @@ bool lt_lower_supported(const lt_node *n, char *why, size_t why_size) {
     }
     if (!any_out) {
         snprintf(why, why_size, "no outputs");
+        return false;
+    }
+    /* Compiled kernels index with the shapes inference derived: only shapes it checked against
+     * every rule of the op (ops.def CHECKS) may be trusted. Anything else runs in the interpreter,
+     * which checks at run time. */
+    if (!n->shapes_verified) {
+        snprintf(why, why_size, "shapes not verified by inference (%s)",
+                 lt_op_info_get(n->op)->flags & LT_OPF_INFER_CHECKS ? "shapes it could not derive"
+                                                                    : "its inference does not check every rule");
         return false;
     }
     return r->accept ? r->accept(n, why, why_size) : lt_lower_accept_default(n, why, why_size);
