@@ -206,6 +206,17 @@ static uint64_t rng_next(uint64_t *s) {
 }
 
 /* The data of one input under its mutation (new reference): the test's, or random in the new shape. */
+/* v is a value of integer dtype dt (a wrapped -3 in a uint32 exponent is 2^32-3, whose parity
+ * float32 cannot hold: a rounding question, not the compiler's) */
+static bool fits(lt_dtype dt, int64_t v) {
+    int bits = lt_dtype_size(dt) * 8;
+    bool is_unsigned = lt_dtype_get(dt)->cls == LT_DC_UINT;
+    if (bits >= 64) return !is_unsigned || v >= 0;
+    int64_t lo = is_unsigned ? 0 : -((int64_t)1 << (bits - 1));
+    int64_t hi = is_unsigned ? ((int64_t)1 << bits) - 1 : ((int64_t)1 << (bits - 1)) - 1;
+    return v >= lo && v <= hi;
+}
+
 static lt_status input_tensor(lt_ctx *ctx, const lt_tensor *src, const input_mut *im, uint64_t *rng,
                               lt_tensor **out) {
     lt_tensor *t;
@@ -222,7 +233,7 @@ static lt_status input_tensor(lt_ctx *ctx, const lt_tensor *src, const input_mut
             lt_store_f64(t->data, t->dtype, e, x);
         }
     }
-    if (im->tweak && lt_dtype_is_int(t->dtype) && t->numel > 0) {
+    if (im->tweak && lt_dtype_is_int(t->dtype) && t->numel > 0 && fits(t->dtype, im->tweak_val)) {
         int64_t at = (int64_t)(im->tweak_at % (uint64_t)t->numel);
         if (t->dtype == LT_INT64) ((int64_t *)t->data)[at] = im->tweak_val;
         else lt_store_f64(t->data, t->dtype, at, (double)im->tweak_val);
