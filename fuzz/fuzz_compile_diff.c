@@ -228,7 +228,7 @@ static lt_status input_tensor(lt_ctx *ctx, const lt_tensor *src, const input_mut
             uint64_t v = rng_next(rng);
             /* floats mostly positive, so sums rarely cancel (log of a sum near 0 is ill-conditioned) */
             double x = is_float ? (0.1 + (double)(v % 2001) / 1000.0) * ((v >> 20) % 8 ? 1 : -1)
-                                : (double)(int64_t)(v % 12) - 3.0;
+                                : (double)(int64_t)(v % 12) - (lt_dtype_get(t->dtype)->cls == LT_DC_UINT ? 0 : 3);
             if (t->dtype == LT_BOOL) x = (double)(v & 1);
             lt_store_f64(t->data, t->dtype, e, x);
         }
