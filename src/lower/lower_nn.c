@@ -449,6 +449,7 @@ static lt_status l_pool(lt_lctx *lc, const lt_node *n, lt_lnode **res) {
         outer_in = outer_in ? lt_l_binary(K_, LT_LOP_AND, outer_in, c) : c;
     }
     int64_t OW = odims[last], L = lo[pc.nsp - 1], H = hi[pc.nsp - 1] + 1;
+    if (L > OW) L = OW; /* padding wider than the output row: every column is an edge column */
     if (H < L) H = L;
     lt_lnode *body;
     if (global) {
