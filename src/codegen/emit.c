@@ -109,6 +109,7 @@ typedef struct em {
     const struct vacc *vac;
     int n_vac;
     const lt_lnode *no_vec; /* the VECTORIZED loop being emitted as its plain fallback */
+    bool *var_read;         /* by var id: some expression reads it (else its LET is followed by a (void)) */
 } em;
 
 static lt_status fail(em *e, lt_status s, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -1209,6 +1210,10 @@ static void st(em *e, const lt_lnode *n) {
         OUT("%s %s = ", compute_type(e, n->var->dtype), vname(e, n->var));
         ex(e, n->kids[0], P_ANY);
         OUT(";\n");
+        if (e->var_read && n->var->id >= 0 && n->var->id < e->k->n_vars && !e->var_read[n->var->id]) {
+            put_indent(e); /* a value the kernel never reads (-Wunused-variable under -Werror) */
+            OUT("(void)%s;\n", vname(e, n->var));
+        }
         break;
     case LT_L_ASSIGN:
         put_indent(e);
@@ -1301,6 +1306,12 @@ static bool use_walk(const lt_lnode *n, void *user) {
     return true;
 }
 
+static bool read_walk(const lt_lnode *n, void *user) {
+    em *e = user;
+    if (n->kind == LT_L_VAR && n->var && n->var->id >= 0 && n->var->id < e->k->n_vars) e->var_read[n->var->id] = true;
+    return true;
+}
+
 static lt_status emit_kernel(em *e, const lt_emit_kernel *ek) {
     const lt_kernel *k = ek->kernel;
     const lt_lang *L = e->L;
@@ -1310,7 +1321,8 @@ static lt_status emit_kernel(em *e, const lt_emit_kernel *ek) {
     e->vname = lt_arena_alloc(&e->names_arena, ((size_t)k->n_vars + 1) * sizeof *e->vname);
     e->bname = lt_arena_alloc(&e->names_arena, ((size_t)k->n_bufs + 1) * sizeof *e->bname);
     arg_use *use = lt_mem_calloc((size_t)k->n_bufs + 1, sizeof *use);
-    if (!e->vname || !e->bname || !use) {
+    e->var_read = lt_arena_alloc(&e->names_arena, ((size_t)k->n_vars + 1) * sizeof *e->var_read);
+    if (!e->vname || !e->bname || !use || !e->var_read) {
         lt_mem_free(use);
         return fail(e, LT_ERR_NOMEM, "out of memory");
     }
@@ -1327,6 +1339,8 @@ static lt_status emit_kernel(em *e, const lt_emit_kernel *ek) {
         goto done;
     }
     lt_lwalk(k->body, use_walk, use);
+    memset(e->var_read, 0, ((size_t)k->n_vars + 1) * sizeof *e->var_read);
+    lt_lwalk(k->body, read_walk, e);
 
     /* header comment: origin, (CUDA) the arguments' tensors, cost, launch shape (last: cuda_module.c
      * reads it); the model's names only escaped */

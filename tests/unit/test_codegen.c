@@ -149,6 +149,7 @@ static void test_names_literals_casts(void) {
     CHECK(strstr(s, "float v0 = 0.0f;") && strstr(s, "float int_1 = 1.0f;") && strstr(s, "float uint4_2 = 2.0f;"));
     CHECK(strstr(s, "float v3 = 3.0f;") && strstr(s, "float unix_4 = 4.0f;") && strstr(s, "float a0_5 = 5.0f;"));
     CHECK(strstr(s, "float v6 = 6.0f;") && strstr(s, "float v7 = 7.0f;"));
+    CHECK(strstr(s, "float v0 = 0.0f;\n    (void)v0;\n")); /* never read: no -Wunused-variable under -Werror */
     if (failures) fprintf(stderr, "%s", s);
     lt_sb_free(&o);
     lt_arena_free(&ar);
