@@ -57,7 +57,7 @@ stage conformance-cuda-compile scripts/conformance_check.sh build/lathe cuda-com
 stage asan-build scripts/build.sh build-asan -DLATHE_SANITIZE=ON -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug
 asan_env
 stage asan-unit-tests ctest --test-dir build-asan --output-on-failure -j "$jobs"
-stage asan-pytest env LATHE_BIN=build-asan/lathe python3 -m pytest -q -n "$jobs" tests/test_bad_input.py tests/test_cli.py tests/test_import_interpreter_audit.py -k "not light_model"
+stage asan-pytest env LATHE_BIN=build-asan/lathe python3 -m pytest -q -n "$jobs" tests/test_bad_input.py tests/test_cli.py tests/test_import_interpreter_audit.py tests/test_hostile_shapes.py tests/test_input_limits.py -k "not light_model"
 stage asan-conformance-interp scripts/conformance_check.sh build-asan/lathe interp
 
 stage fuzz-build scripts/build.sh build-fuzz -DLATHE_FUZZ=ON -DCMAKE_C_COMPILER=clang
@@ -66,4 +66,15 @@ stage fuzz-corpus python3 fuzz/make_corpus.py build-fuzz/corpus
 stage fuzz-import build-fuzz/fuzz_import -max_total_time="${LATHE_FUZZ_SECONDS:-60}" -rss_limit_mb=2048 build-fuzz/corpus
 stage fuzz-tune-db-seeds fuzz/tune_db_seeds.sh build-fuzz/corpus_tune_db
 stage fuzz-tune-db build-fuzz/fuzz_tune_db -max_total_time="${LATHE_FUZZ_TUNE_SECONDS:-20}" -max_len=4096 -rss_limit_mb=2048 build-fuzz/corpus_tune_db
+stage fuzz-npy-seeds python3 fuzz/io_seeds.py npy build-fuzz/corpus_npy
+stage fuzz-npy build-fuzz/fuzz_npy -max_total_time="${LATHE_FUZZ_IO_SECONDS:-20}" -max_len=4096 -malloc_limit_mb=256 -rss_limit_mb=2048 build-fuzz/corpus_npy
+stage fuzz-npz-seeds python3 fuzz/io_seeds.py npz build-fuzz/corpus_npz
+stage fuzz-npz build-fuzz/fuzz_npz -max_total_time="${LATHE_FUZZ_IO_SECONDS:-20}" -max_len=65536 -malloc_limit_mb=256 -rss_limit_mb=2048 build-fuzz/corpus_npz
+stage fuzz-schedule-seeds fuzz/schedule_seeds.sh build-fuzz/fuzz_schedule build-fuzz/corpus_schedule
+stage fuzz-schedule build-fuzz/fuzz_schedule -max_total_time="${LATHE_FUZZ_SCHEDULE_SECONDS:-20}" -max_len=512 -dict=fuzz/schedule.dict -rss_limit_mb=2048 build-fuzz/corpus_schedule
+# the compile pipeline against the interpreter on mutated node tests (kernels in the bounds-checked
+# Loop IR evaluator); -entropic=0: entropic scheduling spends most of the time on bookkeeping here
+node_tests=$(python3 -c "import onnx, os; print(os.path.join(os.path.dirname(onnx.__file__), 'backend', 'test', 'data', 'node'))")
+mkdir -p build-fuzz/corpus_compile_diff
+stage fuzz-compile-diff env LATHE_FUZZ_NODE_TESTS="$node_tests" build-fuzz/fuzz_compile_diff -entropic=0 -max_total_time="${LATHE_FUZZ_DIFF_SECONDS:-60}" -max_len=64 -rss_limit_mb=4096 -timeout=60 build-fuzz/corpus_compile_diff
 echo "== all tests passed (logs in $logs)"
