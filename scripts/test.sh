@@ -2,8 +2,8 @@
 # test.sh — the whole test run (what CI runs): set up, build with -Werror, unit tests, CLI and
 # bad-input tests, the 9 light models, the ONNX conformance suite against its committed floor (and
 # every test's CUDA code compiled with NVRTC), then the same unit tests and the interpreter's
-# conformance run under AddressSanitizer + UndefinedBehaviorSanitizer, and bounded runs of the
-# import and tuning-database fuzzers.
+# conformance run under AddressSanitizer + UndefinedBehaviorSanitizer, and bounded runs of every
+# fuzzer (docs/FUZZING.md).
 #
 # One line per stage with its time ("== unit-tests ... ok (41 s)"); each stage's whole output goes to
 # build/test-logs/<stage>.log, and a failing stage prints the end of its log and fails the script.
@@ -72,6 +72,10 @@ stage fuzz-npz-seeds python3 fuzz/io_seeds.py npz build-fuzz/corpus_npz
 stage fuzz-npz build-fuzz/fuzz_npz -max_total_time="${LATHE_FUZZ_IO_SECONDS:-20}" -max_len=65536 -malloc_limit_mb=256 -rss_limit_mb=2048 build-fuzz/corpus_npz
 stage fuzz-schedule-seeds fuzz/schedule_seeds.sh build-fuzz/fuzz_schedule build-fuzz/corpus_schedule
 stage fuzz-schedule build-fuzz/fuzz_schedule -max_total_time="${LATHE_FUZZ_SCHEDULE_SECONDS:-20}" -max_len=512 -dict=fuzz/schedule.dict -rss_limit_mb=2048 build-fuzz/corpus_schedule
+stage fuzz-cli-specs-seeds fuzz/cli_specs_seeds.sh build-fuzz/corpus_cli_specs
+stage fuzz-cli-specs build-fuzz/fuzz_cli_specs -max_total_time="${LATHE_FUZZ_CLI_SECONDS:-20}" -max_len=512 -dict=fuzz/cli_specs.dict -rss_limit_mb=2048 build-fuzz/corpus_cli_specs
+stage fuzz-python-args env LATHE_BIN=build/lathe python3 tests/fuzz_python_args.py --cases 300 --seed 1 --jobs "$jobs"
+stage fuzz-export env LATHE_BIN=build/lathe python3 fuzz/fuzz_export.py --seconds "${LATHE_FUZZ_EXPORT_SECONDS:-60}" --batch 40 --cuda
 # the compile pipeline against the interpreter on mutated node tests (kernels in the bounds-checked
 # Loop IR evaluator); -entropic=0: entropic scheduling spends most of the time on bookkeeping here
 node_tests=$(python3 -c "import onnx, os; print(os.path.join(os.path.dirname(onnx.__file__), 'backend', 'test', 'data', 'node'))")

@@ -230,3 +230,20 @@ def test_reshape_to_scalar_with_run_time_shape(tmp_path, cache):
         assert r.returncode == 2, f"{b}: {r.returncode} {r.stderr[-500:]}"
         msgs.add(error_line(r))
     assert len(msgs) == 1 and "cannot reshape [2,3,4] into []" in msgs.pop()
+
+
+@pytest.mark.parametrize("backend", ["cpu", "loopir"])
+def test_conv_with_one_output_channel_and_bias(tmp_path, cache, backend):
+    """A one-element bias is an operand the convolution call reads from memory, not an immediate
+    (found by fuzz/fuzz_export.py: the lowering ran out of buffers and the run failed)."""
+    m = model([helper.make_node("Conv", ["x", "w", "b"], ["y"], pads=[1, 1, 1, 1])], [vi("x", T.FLOAT, [1, 1, 4, 4])],
+              Y, [f32("w", 1, 1, 3, 3), f32("b", 1)])
+    p = str(tmp_path / "conv1.onnx")
+    onnx.save(m, p)
+    outs = {}
+    for b in ["interp", backend]:
+        o = tmp_path / f"{b}.npz"
+        r = lathe("run", p, "--backend", b, "--seed", 3, "--output", o, env={"LATHE_CACHE_DIR": cache})
+        assert r.returncode == 0, f"{b}: {r.stderr[-500:]}"
+        outs[b] = np.load(o)["y"]
+    np.testing.assert_allclose(outs[backend], outs["interp"], rtol=1e-5, atol=1e-6)

@@ -412,7 +412,9 @@ static lt_status build_group(lt_ctx *ctx, lt_arena *arena, const fuse_state *s, 
             if (!gr->host && !lt_lower_reads_input(n, j)) continue;
             if (!gr->host) {
                 if (v->producer && v->producer->graph == g && s->root[v->producer->index] == root) continue;
-                if (lt_lower_is_imm(v)) continue;
+                /* one-element constants are immediates, except for the operands of a GEMM or
+                 * convolution call, which reads each operand (a bias of one channel) from memory */
+                if (lt_lower_is_imm(v) && lt_op_info_get(n->op)->pattern != LT_PK_OUT_EW_FUSABLE) continue;
             }
             push_unique(tmp, &nt, v);
         }
