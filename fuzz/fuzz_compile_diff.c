@@ -13,8 +13,8 @@
  *   - a kernel that indexes outside a buffer (the evaluator's error "kernel ...");
  *   - an internal error;
  *   - the interpreter rejecting what the compiled plan runs, or the reverse;
- *   - outputs that differ (shape, dtype, or values beyond fp32 rtol 1e-3 / atol 1e-4 — the compiled
- *     path may sum in another order).
+ *   - outputs that differ (shape, dtype, or values beyond rtol 1e-2 / atol 1e-3 — the compiled path
+ *     may sum in another order, and some node tests compute a variance as E[x^2] - E[x]^2).
  * A model that shape inference rejects after mutation is rejected identically by both paths (they
  * share inference), and counts as an execution that found nothing. Also built with the sanitizers,
  * so memory errors in the library itself (the interpreter included) are findings too.
@@ -308,7 +308,9 @@ static void finding(const mutation *mu, const char *what, const char *a, const c
 static bool close_enough(double a, double b, bool exact) {
     if (isnan(a) || isnan(b)) return isnan(a) && isnan(b);
     if (exact || isinf(a) || isinf(b)) return a == b;
-    return fabs(a - b) <= 1e-4 + 1e-3 * fabs(b);
+    /* loose: sums in another order amplify cancellation (a variance as E[x^2] - E[x]^2); wrong
+     * indexing or semantics show as far larger errors */
+    return fabs(a - b) <= 1e-3 + 1e-2 * fabs(b);
 }
 
 static void compare(const mutation *mu, const lt_datum *a, const lt_datum *b, int k) {

@@ -195,11 +195,13 @@ def test_declared_shape_is_not_trusted(tmp_path, cache):
     assert len(msgs) == 1 and "reshape" in msgs.pop().lower()
 
 
-@pytest.mark.parametrize("pads", [[0, 0, -1, 1, 0, 0, 1, 1], [0, 0, 1, -2, 0, 0, 1, 1], [0, 0, 1, 1, 0, 0, -3, 1]])
+@pytest.mark.parametrize("pads", [[0, 0, -1, 1, 0, 0, 1, 1], [0, 0, 1, -2, 0, 0, 1, 1], [0, 0, 1, 1, 0, 0, -3, 1],
+                                  [0, 0, 1, 5, 0, 0, 1, 1], [0, 0, 1, 1, 0, 0, 1, 6]])
 @pytest.mark.parametrize("mode", ["wrap", "reflect", "edge"])
 def test_pad_with_negative_pads_agrees(tmp_path, cache, pads, mode):
-    """Negative pads crop before the wrap/reflect/edge padding (as onnxruntime): the compiled kernel
-    gives the interpreter's answer (a wrap kernel once wrapped over the uncropped axis)."""
+    """Negative pads crop before the wrap/reflect/edge padding (as onnxruntime), and an end pad may be
+    as wide as the axis: the compiled kernel gives the interpreter's answer (a wrap kernel once wrapped
+    over the uncropped axis, a reflect kernel reflected an end pad wider than the axis only once)."""
     m = model([helper.make_node("Pad", ["x", "p"], ["y"], mode=mode)], [vi("x", T.INT32, [1, 3, 4, 5])], Y,
               [i64("p", pads)], opset=19)
     m.graph.output[0].type.tensor_type.elem_type = T.INT32

@@ -446,11 +446,19 @@ static bool accept_pad(const lt_node *n, char *why, size_t size) {
         snprintf(why, size, "constant_value is not a scalar");
         return false;
     }
-    for (int i = 0; i < r; i++)
-        if (pi.mode == 2 && (pi.begin[i] >= d[i] || pi.begin[i] < 0)) {
-            snprintf(why, size, "reflect pad wider than the input");
+    int ro;
+    int64_t dout[LT_MAX_RANK];
+    if (!lt_lower_shape(n->out[0], &ro, dout) || ro != r) {
+        snprintf(why, size, "output shape unknown");
+        return false;
+    }
+    for (int i = 0; i < r; i++) { /* reflect once, about an uncropped edge: both pads in [0, dim) */
+        int64_t end = dout[i] - d[i] - pi.begin[i];
+        if (pi.mode == 2 && (pi.begin[i] >= d[i] || pi.begin[i] < 0 || end >= d[i] || end < 0)) {
+            snprintf(why, size, "reflect pad wider than the input, or negative");
             return false;
         }
+    }
     return lt_lower_accept_default(n, why, size);
 }
 
