@@ -508,9 +508,10 @@ static void finish(test *t, slot *s, int wstatus, double timeout, bool timed_out
 }
 
 static void print_result(const test *t, bool verbose) {
-    if (t->status == 'F') printf("FAIL %s: %s\n", t->name, t->reason);
-    else if (verbose && t->status == 'P') printf("PASS %s (%.2f s)\n", t->name, t->secs);
-    else if (verbose && t->status == 'S') printf("SKIP %s: %s\n", t->name, t->reason);
+    /* test names are folder names and reasons quote the models: escaped for the terminal */
+    if (t->status == 'F') printf("FAIL %s: %s\n", cli_esc(t->name), cli_esc(t->reason));
+    else if (verbose && t->status == 'P') printf("PASS %s (%.2f s)\n", cli_esc(t->name), t->secs);
+    else if (verbose && t->status == 'S') printf("SKIP %s: %s\n", cli_esc(t->name), cli_esc(t->reason));
 }
 
 int cmd_conformance(int argc, char **argv) {

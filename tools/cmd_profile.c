@@ -149,7 +149,7 @@ int cmd_ceilings(int argc, char **argv) {
         return cli_fail(&ctx);
     lt_strbuf b = {0};
     lt_ceilings_format(&c, &b);
-    if (b.s) fputs(b.s, stdout);
+    if (b.s) cli_put_text(stdout, b.s); /* kernel and node names come from the model */
     lt_sb_free(&b);
     if (ca.cache_dir[0]) {
         char path[4096];
@@ -324,7 +324,7 @@ int cmd_profile(int argc, char **argv) {
         rc = cli_fail(&ctx);
         goto out;
     }
-    if (b.s) fputs(b.s, stdout);
+    if (b.s) cli_put_text(stdout, b.s); /* kernel and node names come from the model */
     lt_sb_free(&b);
     printf("run: median %.3f ms for the whole run; the steps' medians add up to %.3f ms\n", med_total * 1e3,
            tot.time_s * 1e3);

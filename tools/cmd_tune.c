@@ -103,7 +103,7 @@ static void log_line(void *user, const char *line) {
     const char **heading = user;
     cli_progress_clear();
     if (*heading) printf("%s\n", *heading), *heading = NULL;
-    printf("%s\n", line);
+    printf("%s\n", cli_esc(line)); /* rows name kernels after the model's nodes */
     fflush(stdout);
 }
 
