@@ -119,7 +119,9 @@ lt_status lt_out_new(lt_eval *ev, const lt_node *n, lt_datum **out, int i, lt_dt
                      const int64_t *dims, lt_tensor **t);
 /* Set output i to an existing tensor (takes over the caller's reference). */
 lt_status lt_out_set(lt_eval *ev, lt_datum **out, int i, lt_tensor *t);
-/* Normalize an axis in [-rank, rank) to [0, rank); error naming the node otherwise. */
+/* Normalize an axis in [-rank, rank) to [0, rank); error naming the node otherwise (lt_node_axis:
+ * the same for checks shared by infer and eval hooks). */
+lt_status lt_node_axis(lt_ctx *ctx, const lt_node *n, int64_t axis, int rank, int *out);
 lt_status lt_norm_axis(lt_eval *ev, const lt_node *n, int64_t axis, int rank, int *out);
 /* Read an integer tensor (any int dtype) into int64s (max entries; error if more). */
 lt_status lt_tensor_ints(lt_eval *ev, const lt_node *n, const lt_tensor *t, int64_t *buf, int max,

@@ -75,12 +75,16 @@ lt_status lt_out_new(lt_eval *ev, const lt_node *n, lt_datum **out, int i, lt_dt
     return LT_OK;
 }
 
-lt_status lt_norm_axis(lt_eval *ev, const lt_node *n, int64_t axis, int rank, int *out) {
+lt_status lt_node_axis(lt_ctx *ctx, const lt_node *n, int64_t axis, int rank, int *out) {
     int64_t a = axis < 0 ? axis + rank : axis;
     if (a < 0 || a >= (rank ? rank : 1))
-        return lt_op_error(ev, n, LT_ERR_INVALID, "axis %lld is out of range for rank %d", (long long)axis, rank);
+        return lt_node_error(ctx, n, LT_ERR_INVALID, "axis %lld is out of range for rank %d", (long long)axis, rank);
     *out = (int)a;
     return LT_OK;
+}
+
+lt_status lt_norm_axis(lt_eval *ev, const lt_node *n, int64_t axis, int rank, int *out) {
+    return lt_node_axis(ev->ctx, n, axis, rank, out);
 }
 
 lt_status lt_tensor_ints(lt_eval *ev, const lt_node *n, const lt_tensor *t, int64_t *buf, int max, int *count) {

@@ -203,11 +203,7 @@ lt_status lt_shp_numel(lt_ctx *ctx, const lt_node *n, const char *what, int rank
 }
 
 lt_status lt_shp_axis(lt_ctx *ctx, const lt_node *n, int64_t axis, int rank, int *out) {
-    int64_t a = axis < 0 ? axis + rank : axis;
-    if (a < 0 || a >= (rank ? rank : 1))
-        return lt_node_error(ctx, n, LT_ERR_INVALID, "axis %lld is out of range for rank %d", (long long)axis, rank);
-    *out = (int)a;
-    return LT_OK;
+    return lt_node_axis(ctx, n, axis, rank, out);
 }
 
 lt_status lt_shp_axes(lt_ctx *ctx, const lt_node *n, int64_t *axes, int count, int rank) {
