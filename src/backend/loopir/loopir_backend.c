@@ -17,7 +17,6 @@
 #include "../../loop/leval.h"
 
 #include <math.h>
-#include <stdlib.h>
 #include <string.h>
 
 typedef struct loopir_backend {
@@ -78,26 +77,15 @@ static lt_status loopir_load(lt_backend *b, lt_ctx *ctx, lt_bmodule *m, const ch
     return lt_error(ctx, LT_ERR_INVALID, "loopir: no kernel '%s' in the module", name);
 }
 
+/* Host memory exactly as the CPU backend's (whose calls ignore the instance). */
 static lt_status loopir_alloc(lt_backend *b, lt_ctx *ctx, size_t bytes, void **out) {
-    (void)b;
-    size_t size = (bytes + 63) & ~(size_t)63;
-    if (size < bytes) return lt_error(ctx, LT_ERR_NOMEM, "allocation of %zu bytes overflows", bytes);
-    void *p = aligned_alloc(64, size ? size : 64);
-    if (!p) return lt_error(ctx, LT_ERR_NOMEM, "out of memory (%zu bytes of buffer)", bytes);
-    *out = p;
-    return LT_OK;
+    return lt_backend_cpu.alloc(b, ctx, bytes, out);
 }
 
-static void loopir_free(lt_backend *b, void *p) {
-    (void)b;
-    free(p);
-}
+static void loopir_free(lt_backend *b, void *p) { lt_backend_cpu.free(b, p); }
 
 static lt_status loopir_copy(lt_backend *b, lt_ctx *ctx, void *dst, const void *src, size_t bytes, lt_copy_dir dir) {
-    (void)b, (void)dir;
-    if (bytes && (!dst || !src)) return lt_error(ctx, LT_ERR_USAGE, "copy of %zu bytes with a NULL pointer", bytes);
-    if (bytes) memmove(dst, src, bytes);
-    return LT_OK;
+    return lt_backend_cpu.copy(b, ctx, dst, src, bytes, dir);
 }
 
 /* The scalar intrinsics plain Loop IR may call (the lowering's, not microkernels). */
