@@ -28,6 +28,7 @@
 #include "interp/interp.h"
 #include "io/io.h"
 #include "onnx/onnx.h"
+#include "runtime/onnx_writer.h"
 #include "runtime/plan.h"
 
 #include <dirent.h>
@@ -382,12 +383,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     co.backend = "loopir";
     co.given_inputs = given;
     lt_compile_report rep = {0};
-    sb = lt_compile(&cb, mb, &co, &plan, &rep);
-    if (getenv("LATHE_FUZZ_DEBUG")) { /* reproducing a finding: what ran and how it compiled */
+    bool debug = getenv("LATHE_FUZZ_DEBUG") != NULL;
+    if (debug) { /* reproducing a finding: what runs (before the compile, which may be what fails) */
+        fprintf(stderr, "model %s (seed %llu)\n", sm->name, (unsigned long long)mu.seed);
         for (int i = 0; i < sm->n_in; i++) {
             char d[128];
             fprintf(stderr, "input %d: %s freeze %d\n", i, ins[i] ? lt_datum_describe(din[i], d, sizeof d) : "-", mu.in[i].freeze);
         }
+        const char *save = getenv("LATHE_FUZZ_SAVE"); /* the mutated model, frozen inputs as constants */
+        if (save && lt_onnx_write_model_file(&cb, mb, save) != LT_OK) fprintf(stderr, "LATHE_FUZZ_SAVE: %s\n", cb.msg);
+    }
+    sb = lt_compile(&cb, mb, &co, &plan, &rep);
+    if (debug) { /* how it compiled */
         lt_strbuf rs = {0};
         lt_compile_report_print(&rep, &rs);
         fprintf(stderr, "%s\n", rs.s ? rs.s : "");

@@ -249,3 +249,30 @@ def test_conv_with_one_output_channel_and_bias(tmp_path, cache, backend):
         assert r.returncode == 0, f"{b}: {r.stderr[-500:]}"
         outs[b] = np.load(o)["y"]
     np.testing.assert_allclose(outs[backend], outs["interp"], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("op,attrs", [
+    ("MaxPool", {"kernel_shape": [2**62, 2]}),
+    ("MaxPool", {"kernel_shape": [2**63 - 1, 3]}),
+    ("AveragePool", {"kernel_shape": [2**40, 3]}),
+    ("AveragePool", {"kernel_shape": [2**40, 3], "count_include_pad": 1}),
+    ("AveragePool", {"kernel_shape": [9, 3], "count_include_pad": 1}),
+    ("MaxPool", {"kernel_shape": [9, 3], "strides": [2, 1]}),
+])
+def test_pool_window_wider_than_its_input(tmp_path, cache, op, attrs):
+    """SAME padding around a kernel wider than the input: the taps that only ever read padding are
+    skipped and count_include_pad's divisor is computed, so the compiled kernel gives the
+    interpreter's answer at once (found by fuzz_compile_diff: a 2^62-tap window overflowed the tap
+    count, the lowering crashed, and the window loops would have run over the padding)."""
+    m = model([helper.make_node(op, ["x"], ["y"], auto_pad="SAME_UPPER", **attrs)], [vi("x", T.FLOAT, [1, 2, 5, 6])], Y)
+    p = str(tmp_path / "pool.onnx")
+    onnx.save(m, p)
+    outs = {}
+    for b in ["interp", "cpu", "loopir"]:
+        o = tmp_path / f"{b}.npz"
+        r = lathe("run", p, "--backend", b, "--seed", 5, "--output", o, env={"LATHE_CACHE_DIR": cache})
+        assert r.returncode == 0, f"{b}: {r.stderr[-500:]}"
+        outs[b] = np.load(o)["y"]
+    assert np.isfinite(outs["interp"]).all() and np.ptp(outs["interp"]) > 0
+    np.testing.assert_allclose(outs["cpu"], outs["interp"], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(outs["loopir"], outs["interp"], rtol=1e-5, atol=1e-6)

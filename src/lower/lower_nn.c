@@ -278,17 +278,59 @@ typedef struct pool_ctx {
 
 /* The window reduction at output index oi: statements into s (returns their count) and the
  * result. guarded: taps may fall outside the input (select + clamp, counted divisor). */
+/* The taps [*lo, *hi) of spatial dim d that some output reads inside the input: tap r reads
+ * o*s + r*dil - pb, smallest at o = 0 and largest at the last output. A window wider than the
+ * input and its padding (SAME padding around a huge kernel) has taps that only ever read padding;
+ * the loops skip them. (in + pb and the last window's end fit int64: nn_geom_init checked.) */
+static void pool_useful_taps(const nn_geom *g, int d, int64_t *lo, int64_t *hi) {
+    int64_t dil = g->d[d], reach = g->in[d] + g->pb[d], below = g->pb[d] - (g->out[d] - 1) * g->s[d];
+    *lo = below > 0 ? (below + dil - 1) / dil : 0;
+    *hi = (reach + dil - 1) / dil;
+    if (*hi > g->k[d]) *hi = g->k[d];
+    if (*lo > *hi) *lo = *hi;
+}
+
+/* Whether any spatial dim has taps that no output reads inside the input. */
+static bool pool_clips(const nn_geom *g, int nsp) {
+    for (int d = 0; d < nsp; d++) {
+        int64_t lo, hi;
+        pool_useful_taps(g, d, &lo, &hi);
+        if (lo > 0 || hi < g->k[d]) return true;
+    }
+    return false;
+}
+
+/* count_include_pad's divisor of a clipped window, without visiting its taps: per dim, the taps
+ * r in [0, k) with o*s + r*dil - pb < in + pe, i.e. min(k, ceil((in + pb + pe - o*s) / dil)) (the
+ * numerator is positive: every window starts before the end padding ends), multiplied over dims. */
+static lt_lnode *pool_padded_count(lt_lctx *lc, const pool_ctx *pc) {
+    const nn_geom *g = &pc->g;
+    lt_lnode *cnt = NULL;
+    for (int d = 0; d < pc->nsp; d++) {
+        int64_t dil = g->d[d], end = g->in[d] + g->pb[d] + g->pe[d] + dil - 1;
+        lt_lnode *taps = lt_l_binary(K_, LT_LOP_DIV, add(lc, I(lc, end), mulc(lc, pc->oi[2 + d], -g->s[d])), I(lc, dil));
+        taps = lt_l_binary(K_, LT_LOP_MIN, taps, I(lc, g->k[d]));
+        cnt = cnt ? lt_l_mul(K_, cnt, taps) : taps;
+    }
+    return lt_l_cast(K_, pc->dt, cnt);
+}
+
 static lt_status pool_window(lt_lctx *lc, const pool_ctx *pc, bool guarded, lt_lnode **s, int *ns, lt_lnode **val) {
     const nn_geom *g = &pc->g;
     lt_lvar *rv[LT_MAX_RANK];
     lt_lnode *xi[LT_MAX_RANK], *inb = NULL, *inpad = NULL;
+    int64_t tap_lo[LT_MAX_RANK], tap_hi[LT_MAX_RANK];
+    bool clip = pool_clips(g, pc->nsp);
     xi[0] = pc->oi[0];
     xi[1] = pc->oi[1];
     for (int d = 0; d < pc->nsp; d++) {
         char name[16];
         snprintf(name, sizeof name, "r%d", d);
         rv[d] = lt_kernel_var(K_, name, LT_INT64);
-        lt_lnode *pos = add(lc, add(lc, mulc(lc, pc->oi[2 + d], g->s[d]), mulc(lc, V(lc, rv[d]), g->d[d])), I(lc, -g->pb[d]));
+        tap_lo[d] = 0, tap_hi[d] = g->k[d];
+        if (clip) pool_useful_taps(g, d, &tap_lo[d], &tap_hi[d]);
+        lt_lnode *pos = add(lc, add(lc, mulc(lc, pc->oi[2 + d], g->s[d]), mulc(lc, V(lc, rv[d]), g->d[d])),
+                            I(lc, tap_lo[d] * g->d[d] - g->pb[d]));
         int64_t in = g->in[d];
         bool may_out = g->pb[d] > 0 || (g->out[d] - 1) * g->s[d] + (g->k[d] - 1) * g->d[d] - g->pb[d] >= in;
         if (guarded && may_out) {
@@ -315,7 +357,7 @@ static lt_status pool_window(lt_lctx *lc, const pool_ctx *pc, bool guarded, lt_l
         upd = lt_l_assign(K_, acc, lt_l_add(K_, V(lc, acc), x));
         s[(*ns)++] = lt_l_let(K_, acc, lt_lower_imm(lc, dt, 0));
         lt_lnode *counted = pc->include_pad ? inpad : inb;
-        if (counted) {
+        if (counted && !(clip && pc->include_pad)) {
             /* the divisor depends on the window's position: count it */
             cnt = lt_kernel_var(K_, "cnt", dt);
             s[(*ns)++] = lt_l_let(K_, cnt, lt_lower_imm(lc, dt, 0));
@@ -324,13 +366,19 @@ static lt_status pool_window(lt_lctx *lc, const pool_ctx *pc, bool guarded, lt_l
             upd = lt_l_seq(K_, 2, two);
         }
     }
-    for (int d = pc->nsp - 1; d >= 0; d--) upd = loop(lc, rv[d], I(lc, g->k[d]), upd);
+    for (int d = pc->nsp - 1; d >= 0; d--) upd = loop(lc, rv[d], I(lc, tap_hi[d] - tap_lo[d]), upd);
     s[(*ns)++] = upd;
     lt_lnode *v = V(lc, acc);
     if (!pc->is_max) {
-        int64_t full = 1;
-        for (int d = 0; d < pc->nsp; d++) full *= g->k[d];
-        v = lt_l_binary(K_, LT_LOP_DIV, v, cnt ? V(lc, cnt) : lt_lower_imm(lc, dt, (double)full));
+        lt_lnode *div;
+        if (cnt) div = V(lc, cnt);
+        else if (clip && pc->include_pad) div = pool_padded_count(lc, pc);
+        else { /* an unguarded window lies inside the input: its taps fit in memory, so in int64 */
+            int64_t full = 1;
+            for (int d = 0; d < pc->nsp; d++) full *= g->k[d];
+            div = lt_lower_imm(lc, dt, (double)full);
+        }
+        v = lt_l_binary(K_, LT_LOP_DIV, v, div);
     }
     *val = v;
     return LT_LNN(lc, v);
@@ -373,8 +421,14 @@ static lt_status pool_window_unrolled(lt_lctx *lc, const pool_ctx *pc, lt_lnode 
 static lt_status pool_elem(lt_lctx *lc, const pool_ctx *pc, bool guarded, lt_lnode **res) {
     lt_lnode *s[5], *v;
     int ns = 0;
-    int64_t full = 1;
-    for (int d = 0; d < pc->nsp; d++) full *= pc->g.k[d];
+    int64_t full = 1; /* taps per window, saturated past the unrolling limit */
+    for (int d = 0; d < pc->nsp; d++) {
+        if (full > POOL_UNROLL_TAPS || pc->g.k[d] > POOL_UNROLL_TAPS) {
+            full = POOL_UNROLL_TAPS + 1;
+            break;
+        }
+        full *= pc->g.k[d];
+    }
     if (!guarded && full <= POOL_UNROLL_TAPS) LT_TRY(pool_window_unrolled(lc, pc, &v));
     else LT_TRY(pool_window(lc, pc, guarded, s, &ns, &v));
     LT_TRY(lt_lower_store_out(lc, pc->n->out[0], pc->oi, v, &s[ns]));
