@@ -276,3 +276,30 @@ def test_pool_window_wider_than_its_input(tmp_path, cache, op, attrs):
     assert np.isfinite(outs["interp"]).all() and np.ptp(outs["interp"]) > 0
     np.testing.assert_allclose(outs["cpu"], outs["interp"], rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(outs["loopir"], outs["interp"], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("narrow", [T.FLOAT16, T.BFLOAT16])
+@pytest.mark.parametrize("backend", ["cpu", "loopir"])
+def test_cast_down_and_up_keeps_the_rounding(tmp_path, cache, narrow, backend):
+    """x - float(narrow(x)) is the rounding error of the narrow type: a fused kernel computes float16
+    and bfloat16 in float, but an explicit Cast still rounds (found by fuzz_compile_diff: the compiled
+    paths skipped the Cast, giving 0, and the Loop IR evaluator did not round casts to those types)."""
+    nodes = [helper.make_node("Cast", ["x"], ["n"], to=narrow), helper.make_node("Cast", ["n"], ["f"], to=T.FLOAT),
+             helper.make_node("Sub", ["x", "f"], ["y"])]
+    m = model(nodes, [vi("x", T.FLOAT, [64])], [vi("y", T.FLOAT, [64])])
+    p = str(tmp_path / "cast.onnx")
+    onnx.save(m, p)
+    x = np.random.default_rng(7).uniform(-3, 3, 64).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    ref = x - x.astype(np.float16).astype(np.float32) if narrow == T.FLOAT16 else None
+    outs = {}
+    for b in ["interp", backend]:
+        o = tmp_path / f"{b}.npz"
+        r = lathe("run", p, "--backend", b, "--input", f"x={tmp_path / 'x.npy'}", "--output", o,
+                  env={"LATHE_CACHE_DIR": cache})
+        assert r.returncode == 0, f"{b}: {r.stderr[-500:]}"
+        outs[b] = np.load(o)["y"]
+    assert np.count_nonzero(outs["interp"]) > 32
+    if ref is not None:
+        np.testing.assert_array_equal(outs["interp"], ref)
+    np.testing.assert_array_equal(outs[backend], outs["interp"])

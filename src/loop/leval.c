@@ -45,7 +45,25 @@ static int64_t wrap(lt_dtype dt, int64_t v) {
     return lt_load_i64(&tmp, dt, 0);
 }
 
-static double round_fl(lt_dtype dt, double v) { return dt == LT_FLOAT ? (double)(float)v : v; }
+/* double -> float rounded to odd: the float keeps a sticky last bit when inexact, so rounding it
+ * again to float16 / bfloat16 equals rounding the double once (as the generated code does). */
+static float to_float_odd(double d) {
+    float f = (float)d;
+    if (f != f || (double)f == d) return f;
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    if (f != 0 && (f > 0) == ((double)f > d)) u -= 1; /* rounded away from zero: step back */
+    u |= 1u;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+/* A value of float type dt: rounded to its precision. */
+static double round_fl(lt_dtype dt, double v) {
+    if (dt == LT_FLOAT16) return (double)lt_f16_to_f32(lt_f32_to_f16(to_float_odd(v)));
+    if (dt == LT_BFLOAT16) return (double)lt_bf16_to_f32(lt_f32_to_bf16(to_float_odd(v)));
+    return dt == LT_FLOAT ? (double)(float)v : v;
+}
 
 static lt_status eval(ev *e, const lt_lnode *n, val *out);
 

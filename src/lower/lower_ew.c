@@ -324,8 +324,12 @@ static lt_status e_cast(lt_lctx *lc, const lt_node *n, int o, lt_lnode *const *i
     (void)o;
     lt_lnode *x;
     LT_TRY(in0(lc, n, 0, idx, &x));
-    lt_dtype to = odt(n, 0);
-    if (x->dtype == to) *r = x;
+    lt_dtype to = odt(n, 0), stored = n->out[0]->type.dtype;
+    if (stored != to && lt_dtype_is_float(stored) && x->dtype == to) {
+        /* to float16 / bfloat16, computed in float: round through the narrow type, so that a value
+         * cast down and back up keeps the rounding the model asked for */
+        *r = lt_l_cast(K, to, lt_l_cast(K, stored, x));
+    } else if (x->dtype == to) *r = x;
     else if (to == LT_BOOL) *r = bin(lc, LT_LOP_NE, x, fimm(lc, x, 0));
     else if (lt_dtype_is_float(x->dtype) && !lt_dtype_is_float(to)) {
         /* NaN -> 0 as the reference does (C leaves it undefined) */
