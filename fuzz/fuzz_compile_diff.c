@@ -109,7 +109,7 @@ static int by_name(const void *a, const void *b) { return strcmp(*(char *const *
  * Range with a huge limit): the interpreter allocates what the model asked for, which is right, but
  * then the input tells nothing and takes minutes or all the memory. Allocations past this fail, the
  * run ends with LT_ERR_NOMEM, and the input is skipped (as too_big skips static shapes). */
-#define MAX_ONE_ALLOCATION ((size_t)64 << 20)
+#define MAX_ONE_ALLOCATION ((size_t)16 << 20) /* too_big allows 2^20 elements of 8 bytes in all */
 static void *capped_alloc(void *user, size_t size) {
     (void)user;
     return size > MAX_ONE_ALLOCATION ? NULL : malloc(size);
