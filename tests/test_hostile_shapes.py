@@ -303,3 +303,22 @@ def test_cast_down_and_up_keeps_the_rounding(tmp_path, cache, narrow, backend):
     if ref is not None:
         np.testing.assert_array_equal(outs["interp"], ref)
     np.testing.assert_array_equal(outs[backend], outs["interp"])
+
+
+@pytest.mark.parametrize("backend", ["interp", "cpu", "loopir"])
+def test_prelu_slope_along_the_one_matching_dim(tmp_path, cache, backend):
+    """A 1-D slope that is not unidirectionally broadcastable to X but matches exactly one of its
+    dims applies along that dim, and Y has X's shape (found by fuzz_compile_diff: the interpreter
+    broadcast both ways, X [6,1,1,1] with slope [6] gave [6,1,1,6] where inference said [6,1,1,1])."""
+    m = model([helper.make_node("PRelu", ["x", "s"], ["y"])], [vi("x", T.FLOAT, [6, 1, 1, 1]), vi("s", T.FLOAT, [6])], Y)
+    p = str(tmp_path / "prelu.onnx")
+    onnx.save(m, p)
+    x = -np.arange(1, 7, dtype=np.float32).reshape(6, 1, 1, 1)
+    s = np.linspace(0.1, 0.6, 6, dtype=np.float32)
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "s.npy", s)
+    o = tmp_path / "y.npz"
+    r = lathe("run", p, "--backend", backend, "--input", f"x={tmp_path / 'x.npy'}", "--input", f"s={tmp_path / 's.npy'}",
+              "--output", o, env={"LATHE_CACHE_DIR": cache})
+    assert r.returncode == 0, r.stderr[-500:]
+    np.testing.assert_allclose(np.load(o)["y"], x * s.reshape(6, 1, 1, 1), rtol=1e-6)

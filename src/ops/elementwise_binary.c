@@ -302,12 +302,12 @@ lt_status lt_ew_eval_bitshift(lt_eval *ev, const lt_node *n, lt_datum **in, lt_d
 }
 
 /* ---- PRelu ---- */
-static bool can_broadcast(const lt_tensor *a, const lt_tensor *b) {
-    int r = a->rank > b->rank ? a->rank : b->rank;
-    for (int d = 0; d < r; d++) {
-        int da = d - (r - a->rank), db = d - (r - b->rank);
-        int64_t x = da >= 0 ? a->dims[da] : 1, z = db >= 0 ? b->dims[db] : 1;
-        if (x != z && x != 1 && z != 1) return false;
+/* Is the slope unidirectionally broadcastable to X (the rule check_prelu applies first)? */
+static bool slope_broadcasts_to(const lt_tensor *x, const lt_tensor *slope) {
+    if (slope->rank > x->rank) return false;
+    for (int d = 0; d < slope->rank; d++) {
+        int64_t sv = slope->dims[d], xv = x->dims[d + x->rank - slope->rank];
+        if (sv != 1 && sv != xv) return false;
     }
     return true;
 }
@@ -321,7 +321,7 @@ lt_status lt_ew_eval_prelu(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datu
         return lt_op_error(ev, n, LT_ERR_INVALID, "inputs have different types %s and %s", lt_dtype_name(x->dtype),
                            lt_dtype_name(slope->dtype));
     lt_tensor sv = *slope;
-    if (!can_broadcast(x, slope) && slope->rank == 1) {
+    if (!slope_broadcasts_to(x, slope) && slope->rank == 1) {
         /* Older PRelu: a 1-D slope matching exactly one dimension of X applies along it. */
         int hits = 0, at = -1;
         for (int d = 0; d < x->rank; d++)
