@@ -60,6 +60,15 @@ const char *lt_loop_kind_name(lt_loop_kind k) {
     return "?";
 }
 
+const char *lt_loop_role_name(lt_loop_role r) {
+    static const char *const names[] = {
+#define LT_X(n, s) s,
+        LT_LOOP_ROLES(LT_X)
+#undef LT_X
+    };
+    return (unsigned)r < LT_ROLE_COUNT ? names[r] : "?";
+}
+
 /* ---- kernels, variables, buffers ---- */
 
 lt_kernel *lt_kernel_new(lt_arena *arena, const char *name) {
@@ -292,12 +301,14 @@ lt_lnode *lt_l_seq(lt_kernel *k, int n, lt_lnode *const *stmts) {
 
 lt_lnode *lt_l_empty(lt_kernel *k) { return lt_l_seq(k, 0, NULL); }
 
-lt_lnode *lt_l_for(lt_kernel *k, lt_lvar *v, lt_lnode *min, lt_lnode *extent, lt_loop_kind kind, lt_lnode *body) {
+lt_lnode *lt_l_for(lt_kernel *k, lt_lvar *v, lt_loop_role role, lt_lnode *min, lt_lnode *extent, lt_loop_kind kind,
+                   lt_lnode *body) {
     if (!v || !min || !extent || !body) return NULL;
     lt_lnode *x = mk(k, LT_L_FOR, LT_UNDEFINED, 3);
     if (!x) return NULL;
     x->var = v;
     x->op = kind;
+    x->role = role;
     x->kids[0] = min;
     x->kids[1] = extent;
     x->kids[2] = body;
@@ -885,11 +896,11 @@ static const char *scope_name(lt_scope s) {
 
 static const char axis_name[] = "xyz";
 
-static void print_stmt(const lt_lnode *n, lt_strbuf *o, int ind) {
+static void print_stmt(const lt_lnode *n, lt_strbuf *o, int ind, bool roles) {
     switch (n->kind) {
     case LT_L_SEQ:
         if (!n->n) lt_sb_printf(o, "%*snop\n", 2 * ind, "");
-        for (int i = 0; i < n->n; i++) print_stmt(n->kids[i], o, ind);
+        for (int i = 0; i < n->n; i++) print_stmt(n->kids[i], o, ind, roles);
         return;
     case LT_L_FOR: {
         lt_sb_printf(o, "%*s", 2 * ind, "");
@@ -918,8 +929,10 @@ static void print_stmt(const lt_lnode *n, lt_strbuf *o, int ind) {
             lt_sb_printf(o, " + ");
             print_expr(n->kids[1], o, P_ADD + 1);
         }
-        lt_sb_printf(o, "):\n");
-        print_stmt(n->kids[2], o, ind + 1);
+        lt_sb_printf(o, "):");
+        if (roles && n->role != LT_ROLE_NONE) lt_sb_printf(o, "  [%s]", lt_loop_role_name(n->role));
+        lt_sb_printf(o, "\n");
+        print_stmt(n->kids[2], o, ind + 1, roles);
         return;
     }
     case LT_L_STORE:
@@ -935,16 +948,16 @@ static void print_stmt(const lt_lnode *n, lt_strbuf *o, int ind) {
         lt_sb_printf(o, "%*sif ", 2 * ind, "");
         print_expr(n->kids[0], o, 0);
         lt_sb_printf(o, ":\n");
-        print_stmt(n->kids[1], o, ind + 1);
+        print_stmt(n->kids[1], o, ind + 1, roles);
         if (n->n > 2) {
             lt_sb_printf(o, "%*selse:\n", 2 * ind, "");
-            print_stmt(n->kids[2], o, ind + 1);
+            print_stmt(n->kids[2], o, ind + 1, roles);
         }
         return;
     case LT_L_ALLOC:
         lt_sb_printf(o, "%*salloc %s %s %s[%lld]:\n", 2 * ind, "", scope_name(n->buf->scope), lt_dtype_name(n->buf->dtype),
                      n->buf->name, (long long)n->buf->size);
-        print_stmt(n->kids[0], o, ind + 1);
+        print_stmt(n->kids[0], o, ind + 1, roles);
         return;
     case LT_L_LET:
     case LT_L_ASSIGN:
@@ -973,11 +986,11 @@ void lt_lprint(const lt_lnode *n, lt_strbuf *out, int indent) {
         lt_sb_printf(out, "%*s<null>\n", 2 * indent, "");
         return;
     }
-    if (lt_lnode_info_get(n->kind)->is_stmt) print_stmt(n, out, indent);
+    if (lt_lnode_info_get(n->kind)->is_stmt) print_stmt(n, out, indent, false);
     else print_expr(n, out, 0);
 }
 
-void lt_kernel_print(const lt_kernel *k, lt_strbuf *out) {
+static void kernel_print(const lt_kernel *k, lt_strbuf *out, bool roles) {
     lt_sb_printf(out, "kernel %s(", k->name);
     for (int i = 0; i < k->n_args; i++) {
         const lt_lbuf *b = k->args[i];
@@ -986,8 +999,13 @@ void lt_kernel_print(const lt_kernel *k, lt_strbuf *out) {
                      (long long)b->size);
     }
     lt_sb_printf(out, "):\n");
-    lt_lprint(k->body, out, 1);
+    if (!k->body) lt_sb_printf(out, "  <null>\n");
+    else if (lt_lnode_info_get(k->body->kind)->is_stmt) print_stmt(k->body, out, 1, roles);
+    else print_expr(k->body, out, 0);
 }
+
+void lt_kernel_print(const lt_kernel *k, lt_strbuf *out) { kernel_print(k, out, false); }
+void lt_kernel_dump(const lt_kernel *k, lt_strbuf *out) { kernel_print(k, out, true); }
 
 /* ---- static cost ---- */
 

@@ -584,10 +584,10 @@ static lt_lnode *build_nest(rr *r, lt_lnode *f) {
     int64_t per = r->T * r->V, J = (C + per - 1) / per;
     if (C % per) b = lt_l_if(k, lt_l_binary(k, LT_LOP_LT, flat, lt_l_int(k, C)), b, NULL);
     if (v) {
-        b = lt_l_for(k, v, lt_l_int(k, 0), lt_l_int(k, r->V), LT_LOOP_VECTORIZED, b);
+        b = lt_l_for(k, v, f->role, lt_l_int(k, 0), lt_l_int(k, r->V), LT_LOOP_VECTORIZED, b);
         if (b) b->ival = r->V;
     }
-    b = lt_l_for(k, j, lt_l_int(k, 0), lt_l_int(k, J), J <= 8 && J > 1 ? LT_LOOP_UNROLLED : LT_LOOP_SERIAL, b);
+    b = lt_l_for(k, j, f->role, lt_l_int(k, 0), lt_l_int(k, J), J <= 8 && J > 1 ? LT_LOOP_UNROLLED : LT_LOOP_SERIAL, b);
     if (b && J <= 8 && J > 1) b->ival = J;
     lt_lnode *all[33];
     int na = 0;
@@ -638,9 +638,9 @@ lt_status lt_sched_rowreduce_(lt_ctx *ctx, lt_kernel *k, const lt_sstep *step) {
     if (r.t && cache_plan(&r, L->kids[2]) == LT_OK) {
         nb = build_stmt(&r, L->kids[2]);
         for (int c = 0; c < r.nc && nb; c++) nb = lt_l_alloc(k, r.ce[c].local, nb);
-        lt_lnode *tl = nb ? lt_l_for(k, r.t, lt_l_int(k, 0), lt_l_int(k, r.T), LT_LOOP_GPU_THREAD, nb) : NULL;
+        lt_lnode *tl = nb ? lt_l_for(k, r.t, LT_ROLE_ROW_THREADS, lt_l_int(k, 0), lt_l_int(k, r.T), LT_LOOP_GPU_THREAD, nb) : NULL;
         if (tl) tl->ival = 0;
-        nl = tl ? lt_l_for(k, L->var, L->kids[0], L->kids[1], (lt_loop_kind)L->op, tl) : NULL;
+        nl = tl ? lt_l_for(k, L->var, L->role, L->kids[0], L->kids[1], (lt_loop_kind)L->op, tl) : NULL;
         if (nl) nl->ival = L->ival;
         body = nl ? lt_lreplace(k, k->body, L, nl) : NULL;
         body = lt_lsimplify_exprs(k, body);

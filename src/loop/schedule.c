@@ -82,7 +82,7 @@ static lt_lnode *sole_loop(lt_lnode *body) {
 }
 
 static lt_lnode *mk_for_like(lt_kernel *k, const lt_lnode *f, lt_lnode *min, lt_lnode *ext, lt_lnode *body) {
-    lt_lnode *x = lt_l_for(k, f->var, min, ext, (lt_loop_kind)f->op, body);
+    lt_lnode *x = lt_l_for(k, f->var, f->role, min, ext, (lt_loop_kind)f->op, body);
     if (x) x->ival = f->ival;
     return x;
 }
@@ -139,7 +139,7 @@ static lt_status split(sctx *s, lt_lnode *l, int64_t f, const char **outer_name,
     lt_lnode *oext = cext ? lt_l_int(k, e / f + (e % f != 0))
                                          : lt_l_binary(k, LT_LOP_DIV, lt_l_add(k, ext, lt_l_int(k, f - 1)), lt_l_int(k, f));
     if (!exact) body = guard_innermost(k, body, lt_l_binary(k, LT_LOP_LT, off, ext));
-    lt_lnode *inner = lt_l_for(k, vi, lt_l_int(k, 0), lt_l_int(k, f), LT_LOOP_SERIAL, body);
+    lt_lnode *inner = lt_l_for(k, vi, l->role, lt_l_int(k, 0), lt_l_int(k, f), LT_LOOP_SERIAL, body);
     lt_lnode *outer = inner ? mk_for_like(k, l, lt_l_int(k, 0), oext, inner) : NULL;
     if (!outer) return oom(s);
     outer->var = vo;
@@ -487,7 +487,7 @@ static lt_lnode *copy_nest(sctx *s, const cache_plan *p, lt_lnode *base, bool in
         st = lt_l_if(k, ok, st, NULL);
     }
     for (int d = nd - 1; d >= 0; d--)
-        st = lt_l_for(k, t[d], lt_l_int(k, 0), lt_l_int(k, p->box ? p->dext[d] : p->dext[0]), LT_LOOP_SERIAL, st);
+        st = lt_l_for(k, t[d], LT_ROLE_COPY, lt_l_int(k, 0), lt_l_int(k, p->box ? p->dext[d] : p->dext[0]), LT_LOOP_SERIAL, st);
     return st;
 }
 

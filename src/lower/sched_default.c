@@ -1,22 +1,24 @@
 /* sched_default.c — the default schedule of a lowered kernel, by group pattern (lt_sched_default).
  *
  * The schedule is recorded as steps (schedule.h) computed from the unscheduled loop structure, so
- * it can be printed, stored and replayed like a tuned one. Per top-level loop nest of the body:
- *   elementwise / broadcast / injective nests ("i0", "i1", ...):
+ * it can be printed, stored and replayed like a tuned one. Loops are recognized by their roles
+ * (lt_loop_role, set by the lowering), never by their names; the steps then name the loops they
+ * act on. Per top-level loop nest of the body:
+ *   elementwise / broadcast / injective nests (OUTPUT loops):
  *     fuse the innermost loops while the innermost extent is below 2*lanes, split the innermost by
  *     the vector lanes and vectorize it when the lanes divide the extent, parallelize the outermost
  *     loop when the nest is big enough to pay for threads (fusing the two outermost loops first when
  *     the outermost is too short to feed the threads);
- *   reductions, pooling, direct convolution (kept loops "o..", reduced loops "r.." inside): the
- *     kept loops are parallelized the same way; the reduction loops stay serial (their accumulator
- *     is a loop-carried dependence) except the "lane" loops of partial accumulators
- *     (lower_reduce.c), which are vectorized, and innermost reduced loops that only store (the
- *     normalize pass of softmax and the norms), which are split by the lanes and vectorized, and
- *     pooling's interior loop "vo" (one output per lane);
- *   GEMM calls (lower_gemm.c): the call is parallel inside; its batch loops stay serial and its
- *     epilogue nest ("eb0".., "ei", "ej") is scheduled as an elementwise nest;
- *   plain GEMM nests (lower_gemm.c with no_microkernels): "parallel mb" (or the outermost batch
- *     loop), the init and epilogue loops vectorized along j.
+ *   reductions, pooling, direct convolution (KEPT and BATCH loops outside, REDUCE loops inside):
+ *     the kept loops are parallelized the same way; the reduction loops stay serial (their
+ *     accumulator is a loop-carried dependence); the LANES loops of partial accumulators
+ *     (lower_reduce.c) are vectorized, the innermost REDUCED_OUTPUT loops (the normalize pass of
+ *     softmax and the norms) split by the lanes and vectorized, and pooling's interior LANE_OUTPUT
+ *     loop too (one output per lane);
+ *   GEMM calls (lower_gemm.c): the call is parallel inside; its BATCH loops stay serial and its
+ *     EPILOGUE nest is scheduled as an elementwise nest;
+ *   plain GEMM nests (lower_gemm.c with no_microkernels; they hold an INIT loop): the BLOCK loop
+ *     parallel (or the BATCH_OUTER loop), the INIT_COLS and EPILOGUE_COLS loops vectorized.
  * With opt->gpu, nests are bound to blocks and threads instead (the CUDA backend): see "GPU
  * schedules" below (vectorized grid-stride elementwise nests; reductions a warp or a block per row
  * through the rowreduce step, or a thread per output).
@@ -302,13 +304,18 @@ static lt_status sched_elementwise(sched_b *b, const lt_lnode **loops, int nl, b
     return parallel_outer(b, &nn, total, nn.n - 1);
 }
 
-/* Kept loops ("o..") outside reduction loops: parallelize the kept part. */
+/* Loops a reduction-like nest keeps (its iterations independent): KEPT dims and GEMM batches. */
+static bool is_kept(const lt_lnode *f) {
+    return f->role == LT_ROLE_KEPT || f->role == LT_ROLE_BATCH_OUTER || f->role == LT_ROLE_BATCH;
+}
+
+/* Kept loops outside reduction loops: parallelize the kept part. */
 static lt_status sched_kept(sched_b *b, const lt_lnode **loops, int nl, int64_t inner_work, bool gpu) {
     nest_names nn = {0};
     int64_t total = inner_work;
     int kept = 0;
     for (int i = 0; i < nl; i++) {
-        if (loops[i]->var->name[0] != 'o' && loops[i]->var->name[0] != 'b') break;
+        if (!is_kept(loops[i])) break;
         snprintf(nn.name[i], sizeof nn.name[i], "%s", loops[i]->var->name);
         nn.ext[i] = extent(loops[i]);
         if (nn.ext[i] < 0) break;
@@ -335,21 +342,23 @@ static int64_t work_of(const lt_lnode *n) {
     return w ? w : 1;
 }
 
-static const lt_lnode *find_named(const lt_lnode *n, const char *name) {
+/* The first loop of the given role in pre-order (NULL if none). */
+static const lt_lnode *find_role(const lt_lnode *n, lt_loop_role role) {
     if (!n) return NULL;
-    if (n->kind == LT_L_FOR && strcmp(n->var->name, name) == 0) return n;
+    if (n->kind == LT_L_FOR && n->role == role) return n;
     if (!lt_lnode_info_get(n->kind)->is_stmt) return NULL;
     for (int i = 0; i < n->n; i++) {
-        const lt_lnode *f = find_named(n->kids[i], name);
+        const lt_lnode *f = find_role(n->kids[i], role);
         if (f) return f;
     }
     return NULL;
 }
 
-static lt_status vectorize_named(sched_b *b, const lt_lnode *body, const char *name) {
-    const lt_lnode *f = find_named(body, name);
+/* Split loop f by the lanes and vectorize the inner part, when the lanes divide its extent. */
+static lt_status vectorize_loop(sched_b *b, const lt_lnode *f) {
     int64_t e = f ? extent(f) : -1;
     if (!f || b->lanes <= 1 || e < b->lanes || e % b->lanes) return LT_OK;
+    const char *name = f->var->name;
     char in[64];
     if (strlen(name) + 3 > sizeof in) return LT_OK;
     LT_TRY(push(b, LT_S_SPLIT, name, NULL, NULL, b->lanes, 0));
@@ -359,11 +368,12 @@ static lt_status vectorize_named(sched_b *b, const lt_lnode *body, const char *n
 
 static lt_status sched_gemm(sched_b *b, const lt_lnode *body, const lt_lower_options *opt) {
     if (opt->gpu) return LT_OK;
-    LT_TRY(vectorize_named(b, body, "zj"));
-    LT_TRY(vectorize_named(b, body, "ej"));
-    if (find_named(body, "mb")) return push(b, LT_S_PARALLEL, "mb", NULL, NULL, 0, 0);
-    const lt_lnode *b0 = find_named(body, "b0");
-    if (b0 && extent(b0) >= 2) return push(b, LT_S_PARALLEL, "b0", NULL, NULL, 0, 0);
+    LT_TRY(vectorize_loop(b, find_role(body, LT_ROLE_INIT_COLS)));
+    LT_TRY(vectorize_loop(b, find_role(body, LT_ROLE_EPILOGUE_COLS)));
+    const lt_lnode *blk = find_role(body, LT_ROLE_BLOCK);
+    if (blk) return push(b, LT_S_PARALLEL, blk->var->name, NULL, NULL, 0, 0);
+    const lt_lnode *b0 = find_role(body, LT_ROLE_BATCH_OUTER);
+    if (b0 && extent(b0) >= 2) return push(b, LT_S_PARALLEL, b0->var->name, NULL, NULL, 0, 0);
     return LT_OK;
 }
 
@@ -376,16 +386,16 @@ static bool has_assign_or_loop(const lt_lnode *n) {
     return false;
 }
 
-/* Inside reductions: vectorize the "lane" loops of partial accumulators, and split+vectorize the
- * innermost reduced loops ("r..") whose body only stores (softmax's and the norms' last pass). */
+/* Inside reductions: vectorize the LANES loops of partial accumulators, and split+vectorize the
+ * innermost REDUCED_OUTPUT loops (softmax's and the norms' last pass: the body only stores). */
 static lt_status sched_inner_vectors(sched_b *b, const lt_lnode *n) {
     if (!n || !lt_lnode_info_get(n->kind)->is_stmt) return LT_OK;
     if (n->kind == LT_L_FOR) {
         const char *nm = n->var->name;
         int64_t e = extent(n);
-        if (strncmp(nm, "lane", 4) == 0 && e >= 1 && e <= 64) return push(b, LT_S_VECTORIZE, nm, NULL, NULL, 0, 0);
+        if (n->role == LT_ROLE_LANES && e >= 1 && e <= 64) return push(b, LT_S_VECTORIZE, nm, NULL, NULL, 0, 0);
         /* pooling's unguarded interior positions: one output per lane */
-        if (strncmp(nm, "vo", 2) == 0 && e >= 2 && b->lanes > 1) {
+        if (n->role == LT_ROLE_LANE_OUTPUT && e >= 2 && b->lanes > 1) {
             if (e <= 64) return push(b, LT_S_VECTORIZE, nm, NULL, NULL, 0, 0);
             char in[64];
             if (strlen(nm) + 3 > sizeof in) return LT_OK;
@@ -393,7 +403,7 @@ static lt_status sched_inner_vectors(sched_b *b, const lt_lnode *n) {
             snprintf(in, sizeof in, "%s.i", nm);
             return push(b, LT_S_VECTORIZE, in, NULL, NULL, 0, 0);
         }
-        if (nm[0] == 'r' && nm[1] >= '0' && nm[1] <= '9' && !has_assign_or_loop(n->kids[2]) && b->lanes > 1 &&
+        if (n->role == LT_ROLE_REDUCED_OUTPUT && !has_assign_or_loop(n->kids[2]) && b->lanes > 1 &&
             e >= b->lanes && e % b->lanes == 0 && strlen(nm) + 3 <= 63) {
             char in[64];
             LT_TRY(push(b, LT_S_SPLIT, nm, NULL, NULL, b->lanes, 0));
@@ -413,8 +423,8 @@ lt_status lt_sched_default(lt_ctx *ctx, const lt_group *g, const lt_kernel *k, c
     sched_b b = {ctx, out, opt->vector_lanes > 0 ? opt->vector_lanes : 16, k};
     const lt_lnode *body = k->body;
     if (!body) return LT_OK;
-    /* GEMM-shaped kernels (MatMul, Gemm, pointwise Conv) */
-    if (find_named(body, "i") && find_named(body, "zi")) return sched_gemm(&b, body, opt);
+    /* plain GEMM nests (MatMul, Gemm, pointwise Conv): the output is zeroed, then accumulated */
+    if (find_role(body, LT_ROLE_INIT)) return sched_gemm(&b, body, opt);
     /* each top-level nest */
     int nstmts = body->kind == LT_L_SEQ ? body->n : 1;
     for (int s = 0; s < nstmts; s++) {
@@ -423,19 +433,19 @@ lt_status lt_sched_default(lt_ctx *ctx, const lt_group *g, const lt_kernel *k, c
         const lt_lnode *loops[LT_MAX_RANK * 2];
         int nl = perfect_nest(st, loops, LT_MAX_RANK * 2);
         /* a GEMM call's batch loops stay serial (the call is parallel inside); its epilogue nest
-         * ("eb0".., "ei", "ej") is elementwise */
+         * is elementwise */
         const lt_lnode *inner = nl ? loops[nl - 1]->kids[2] : NULL;
         while (inner && inner->kind == LT_L_SEQ && inner->n == 1) inner = inner->kids[0];
         if (inner && inner->kind == LT_L_EVAL) continue;
         if (opt->gpu && gpu_bound(st)) continue; /* bound by the lowering (GPU GEMM / conv kernels) */
-        bool epilogue = st->var->name[0] == 'e';
+        bool epilogue = st->role == LT_ROLE_EPILOGUE || st->role == LT_ROLE_EPILOGUE_COLS;
         bool chain = epilogue || g->pattern == LT_PK_ELEMWISE || g->pattern == LT_PK_BROADCAST ||
                      g->pattern == LT_PK_INJECTIVE;
         if (chain) LT_TRY(sched_elementwise(&b, loops, nl, opt->gpu));
         else {
             /* work inside the kept loops: what is under the last kept loop */
             int kept = 0;
-            while (kept < nl && (loops[kept]->var->name[0] == 'o' || loops[kept]->var->name[0] == 'b')) kept++;
+            while (kept < nl && is_kept(loops[kept])) kept++;
             int64_t inner_work = kept ? work_of(loops[kept - 1]->kids[2]) : 1;
             LT_TRY(sched_kept(&b, loops, nl, inner_work, opt->gpu));
             if (!opt->gpu) LT_TRY(sched_inner_vectors(&b, st));
