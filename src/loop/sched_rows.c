@@ -37,7 +37,7 @@
 #define RR_MAX_CACHE 4     /* arrays of the row cache */
 #define RR_CACHE_ELEMS 64  /* elements per thread of one array (registers) */
 #define RR_CACHE_TOTAL 96  /* elements per thread of all arrays */
-#define RR_MAX_ITEMS 64    /* statements of a row body the cache looks at */
+#define RR_MAX_ITEMS 64    /* statements of a row body the cache looks at (a longer body: no cache) */
 
 typedef struct centry {
     lt_lnode *nest;       /* the nest that fills the array */
@@ -55,6 +55,7 @@ typedef struct rr {
     size_t why_n;
     /* the row cache (see below) */
     int n_items;
+    bool items_over;               /* the body has more than RR_MAX_ITEMS statements */
     lt_lnode *items[RR_MAX_ITEMS]; /* L's body statements in order (nests not entered) */
     lt_lnode *xbody[RR_MAX_ITEMS]; /* nests: the innermost body with its LETs expanded */
     int nc;
@@ -263,6 +264,7 @@ static void row_items(rr *r, lt_lnode *n) {
         return;
     }
     if (r->n_items < RR_MAX_ITEMS) r->items[r->n_items++] = n;
+    else r->items_over = true;
 }
 
 static int item_of(const rr *r, const lt_lnode *n) {
@@ -431,6 +433,10 @@ static lt_lnode *expand_lets(rr *r, lt_lnode *body) {
 /* Decide the cache for L's body. */
 static lt_status cache_plan(rr *r, lt_lnode *body) {
     row_items(r, body);
+    if (r->items_over) { /* not every statement was looked at: no cache (never a partial one) */
+        r->n_items = 0;
+        return LT_OK;
+    }
     for (int i = 0; i < r->n_items; i++) {
         lt_lnode *lk[RR_MAX_NEST], *bk;
         if (r->items[i]->kind != LT_L_FOR) continue;

@@ -54,16 +54,20 @@ static lt_status oom(sctx *s) {
 
 /* ---- helpers ---- */
 
-/* The loop named `name`, with the chain of its enclosing loops (outermost first) in path. */
-static bool find_path(lt_lnode *n, const char *name, lt_lnode **path, int *depth, int max) {
+/* The loop named `name`, with the chain of its enclosing loops (outermost first) in path; *deep is
+ * set when a chain longer than max was met (not searched). */
+static bool find_path(lt_lnode *n, const char *name, lt_lnode **path, int *depth, int max, bool *deep) {
     if (n->kind == LT_L_FOR) {
-        if (*depth >= max) return false;
+        if (*depth >= max) {
+            *deep = true;
+            return false;
+        }
         path[(*depth)++] = n;
         if (!strcmp(n->var->name, name)) return true;
     }
     if (lt_lnode_info_get(n->kind)->is_stmt)
         for (int i = 0; i < n->n; i++)
-            if (find_path(n->kids[i], name, path, depth, max)) return true;
+            if (find_path(n->kids[i], name, path, depth, max, deep)) return true;
     if (n->kind == LT_L_FOR) (*depth)--;
     return false;
 }
@@ -210,10 +214,14 @@ static const lt_lnode *find_kind(const lt_lnode *n, lt_loop_kind kind) {
 }
 
 static lt_status mark(sctx *s, lt_loop_kind kind, int64_t ival) {
-    lt_lnode *path[256];
+    enum { MAX_DEPTH = 256 };
+    lt_lnode *path[MAX_DEPTH];
     int depth = 0;
+    bool deep = false;
     const char *name = s->step->loop;
-    if (!find_path(s->k->body, name, path, &depth, 256)) return serr(s, "no loop named '%s'", name);
+    if (!find_path(s->k->body, name, path, &depth, MAX_DEPTH, &deep))
+        return deep ? serr(s, "loops nested deeper than %d (looking for loop '%s')", MAX_DEPTH, name)
+                    : serr(s, "no loop named '%s'", name);
     lt_lnode *l = path[depth - 1];
     int64_t e = 0;
     bool const_ext = lt_lis_int(l->kids[1], &e);

@@ -38,15 +38,27 @@ typedef struct sched_b {
     const lt_kernel *k;
 } sched_b;
 
+#define STEP_NAME_MAX ((int)sizeof(((lt_sstep *)0)->loop) - 1) /* the longest loop name a step holds */
+
+/* A loop name (plus `extra` characters of suffixes the steps will add) must fit a step: the names
+ * come from the lowering and are short, so a longer one is a bug, reported rather than skipped. */
+static lt_status name_fits(sched_b *b, const char *name, size_t extra) {
+    if (strlen(name) + extra <= (size_t)STEP_NAME_MAX) return LT_OK;
+    return lt_error(b->ctx, LT_ERR_INTERNAL, "default schedule of kernel %s: loop name '%.80s' (+%zu) is longer than a "
+                    "schedule step holds (%d characters)", b->k->name, name, extra, STEP_NAME_MAX);
+}
+
 static lt_status push(sched_b *b, lt_sstep_kind kind, const char *loop, const char *loop2, const char *name,
                       int64_t f, int64_t f2) {
-    if (b->s->n >= (int)(sizeof b->s->steps / sizeof b->s->steps[0]))
-        return LT_OK; /* a longer schedule is still a valid (partial) default */
+    int cap = (int)(sizeof b->s->steps / sizeof b->s->steps[0]);
+    if (b->s->n >= cap)
+        return lt_error(b->ctx, LT_ERR_UNSUPPORTED, "default schedule of kernel %s: more than %d steps (one schedule's "
+                        "most)", b->k->name, cap);
+    LT_TRY(name_fits(b, loop, 0));
+    if (loop2) LT_TRY(name_fits(b, loop2, 0));
     lt_sstep *st = &b->s->steps[b->s->n];
     memset(st, 0, sizeof *st);
     st->kind = kind;
-    if (strlen(loop) >= sizeof st->loop || (loop2 && strlen(loop2) >= sizeof st->loop2))
-        return LT_OK; /* names too long for a step: leave the loop as it is */
     snprintf(st->loop, sizeof st->loop, "%s", loop);
     if (loop2) snprintf(st->loop2, sizeof st->loop2, "%s", loop2);
     if (name) snprintf(st->name, sizeof st->name, "%s", name);
@@ -56,10 +68,12 @@ static lt_status push(sched_b *b, lt_sstep_kind kind, const char *loop, const ch
     return LT_OK;
 }
 
-/* The perfect nest starting at FOR node n: loops[0] = n, each the only statement of the previous. */
+/* The perfect nest starting at FOR node n: loops[0] = n, each the only statement of the previous.
+ * -1 when it is deeper than max. */
 static int perfect_nest(const lt_lnode *n, const lt_lnode **loops, int max) {
     int c = 0;
-    while (n && n->kind == LT_L_FOR && c < max) {
+    while (n && n->kind == LT_L_FOR) {
+        if (c == max) return -1;
         loops[c++] = n;
         const lt_lnode *body = n->kids[2];
         while (body && body->kind == LT_L_SEQ && body->n == 1) body = body->kids[0];
@@ -82,7 +96,7 @@ typedef struct nest_names {
 
 static lt_status fuse_pair(sched_b *b, nest_names *nn, int a) {
     char fused[64];
-    if (strlen(nn->name[a]) + strlen(nn->name[a + 1]) + 2 > sizeof fused) return LT_OK;
+    LT_TRY(name_fits(b, nn->name[a], strlen(nn->name[a + 1]) + 1));
     LT_TRY(push(b, LT_S_FUSE, nn->name[a], nn->name[a + 1], NULL, 0, 0));
     snprintf(fused, sizeof fused, "%s.%s", nn->name[a], nn->name[a + 1]);
     memcpy(nn->name[a], fused, sizeof fused);
@@ -155,7 +169,7 @@ static void name2(char *out, size_t n, const char *a, const char *b) { /* a + b 
 
 static lt_status gpu_elementwise(sched_b *b, nest_names *nn, int64_t total) {
     while (nn->n > 1) LT_TRY(fuse_pair(b, nn, 0));
-    if (strlen(nn->name[0]) + 10 >= 64) return LT_OK; /* names too long for steps: leave it serial */
+    LT_TRY(name_fits(b, nn->name[0], 10));
     char cur[80], o[80], in[80], oo[80], oi[80];
     snprintf(cur, sizeof cur, "%s", nn->name[0]);
     int64_t V = gpu_lanes(b->k, true), n = total;
@@ -234,7 +248,7 @@ static bool steps_by_one(const lt_lnode *n, const lt_lvar *v) {
 
 static lt_status gpu_reduce(sched_b *b, nest_names *nn, const lt_lnode *row) {
     while (nn->n > 1) LT_TRY(fuse_pair(b, nn, 0));
-    if (strlen(nn->name[0]) + 10 >= 64) return LT_OK;
+    LT_TRY(name_fits(b, nn->name[0], 10));
     char o[80], oo[80], oi[80];
     snprintf(o, sizeof o, "%s", nn->name[0]);
     int64_t rows = nn->ext[0];
@@ -281,6 +295,7 @@ static lt_status sched_elementwise(sched_b *b, const lt_lnode **loops, int nl, b
     nest_names nn = {0};
     int64_t total = 1;
     for (int i = 0; i < nl; i++) {
+        LT_TRY(name_fits(b, loops[i]->var->name, 0));
         snprintf(nn.name[i], sizeof nn.name[i], "%s", loops[i]->var->name);
         nn.ext[i] = extent(loops[i]);
         if (nn.ext[i] < 0) return LT_OK; /* not a static nest: leave it */
@@ -293,7 +308,7 @@ static lt_status sched_elementwise(sched_b *b, const lt_lnode **loops, int nl, b
     bool vec = nn.ext[inner] >= b->lanes && nn.ext[inner] % b->lanes == 0 && b->lanes > 1;
     if (vec) {
         char o[64], in[64];
-        if (strlen(nn.name[inner]) + 3 > sizeof o) return LT_OK;
+        LT_TRY(name_fits(b, nn.name[inner], 2));
         LT_TRY(push(b, LT_S_SPLIT, nn.name[inner], NULL, NULL, b->lanes, 0));
         snprintf(o, sizeof o, "%s.o", nn.name[inner]);
         snprintf(in, sizeof in, "%s.i", nn.name[inner]);
@@ -316,6 +331,7 @@ static lt_status sched_kept(sched_b *b, const lt_lnode **loops, int nl, int64_t 
     int kept = 0;
     for (int i = 0; i < nl; i++) {
         if (!is_kept(loops[i])) break;
+        LT_TRY(name_fits(b, loops[i]->var->name, 0));
         snprintf(nn.name[i], sizeof nn.name[i], "%s", loops[i]->var->name);
         nn.ext[i] = extent(loops[i]);
         if (nn.ext[i] < 0) break;
@@ -360,7 +376,7 @@ static lt_status vectorize_loop(sched_b *b, const lt_lnode *f) {
     if (!f || b->lanes <= 1 || e < b->lanes || e % b->lanes) return LT_OK;
     const char *name = f->var->name;
     char in[64];
-    if (strlen(name) + 3 > sizeof in) return LT_OK;
+    LT_TRY(name_fits(b, name, 2));
     LT_TRY(push(b, LT_S_SPLIT, name, NULL, NULL, b->lanes, 0));
     snprintf(in, sizeof in, "%s.i", name);
     return push(b, LT_S_VECTORIZE, in, NULL, NULL, 0, 0);
@@ -398,14 +414,15 @@ static lt_status sched_inner_vectors(sched_b *b, const lt_lnode *n) {
         if (n->role == LT_ROLE_LANE_OUTPUT && e >= 2 && b->lanes > 1) {
             if (e <= 64) return push(b, LT_S_VECTORIZE, nm, NULL, NULL, 0, 0);
             char in[64];
-            if (strlen(nm) + 3 > sizeof in) return LT_OK;
+            LT_TRY(name_fits(b, nm, 2));
             LT_TRY(push(b, LT_S_SPLIT, nm, NULL, NULL, b->lanes, 0));
             snprintf(in, sizeof in, "%s.i", nm);
             return push(b, LT_S_VECTORIZE, in, NULL, NULL, 0, 0);
         }
         if (n->role == LT_ROLE_REDUCED_OUTPUT && !has_assign_or_loop(n->kids[2]) && b->lanes > 1 &&
-            e >= b->lanes && e % b->lanes == 0 && strlen(nm) + 3 <= 63) {
+            e >= b->lanes && e % b->lanes == 0) {
             char in[64];
+            LT_TRY(name_fits(b, nm, 2));
             LT_TRY(push(b, LT_S_SPLIT, nm, NULL, NULL, b->lanes, 0));
             snprintf(in, sizeof in, "%s.i", nm);
             return push(b, LT_S_VECTORIZE, in, NULL, NULL, 0, 0);
@@ -432,6 +449,9 @@ lt_status lt_sched_default(lt_ctx *ctx, const lt_group *g, const lt_kernel *k, c
         if (st->kind != LT_L_FOR) continue;
         const lt_lnode *loops[LT_MAX_RANK * 2];
         int nl = perfect_nest(st, loops, LT_MAX_RANK * 2);
+        if (nl < 0)
+            return lt_error(ctx, LT_ERR_UNSUPPORTED, "default schedule of kernel %s: a loop nest deeper than %d loops",
+                            k->name, LT_MAX_RANK * 2);
         /* a GEMM call's batch loops stay serial (the call is parallel inside); its epilogue nest
          * is elementwise */
         const lt_lnode *inner = nl ? loops[nl - 1]->kids[2] : NULL;
