@@ -75,7 +75,7 @@ static int perfect_nest(const lt_lnode *n, const lt_lnode **loops, int max) {
     while (n && n->kind == LT_L_FOR) {
         if (c == max) return -1;
         loops[c++] = n;
-        const lt_lnode *body = n->kids[2];
+        const lt_lnode *body = lt_lfor_body(n);
         while (body && body->kind == LT_L_SEQ && body->n == 1) body = body->kids[0];
         n = body;
     }
@@ -84,7 +84,7 @@ static int perfect_nest(const lt_lnode *n, const lt_lnode **loops, int max) {
 
 static int64_t extent(const lt_lnode *f) {
     int64_t e;
-    return lt_lis_int(f->kids[1], &e) ? e : -1;
+    return lt_lis_int(lt_lfor_extent(f), &e) ? e : -1;
 }
 
 /* Names of loops as the steps recorded so far rename them. */
@@ -220,13 +220,13 @@ static bool coef_of(const lt_lnode *n, const lt_lvar *v, int64_t *c) {
     case LT_L_VAR: *c = n->var == v; return true;
     case LT_L_BINARY:
         if (n->op == LT_LOP_ADD || n->op == LT_LOP_SUB) {
-            if (!coef_of(n->kids[0], v, &a) || !coef_of(n->kids[1], v, &b)) return false;
+            if (!coef_of(lt_lexpr_a(n), v, &a) || !coef_of(lt_lexpr_b(n), v, &b)) return false;
             *c = n->op == LT_LOP_ADD ? a + b : a - b;
             return true;
         }
         if (n->op == LT_LOP_MUL) {
-            if (lt_lis_int(n->kids[1], &k) && coef_of(n->kids[0], v, &a)) { *c = a * k; return true; }
-            if (lt_lis_int(n->kids[0], &k) && coef_of(n->kids[1], v, &a)) { *c = a * k; return true; }
+            if (lt_lis_int(lt_lexpr_b(n), &k) && coef_of(lt_lexpr_a(n), v, &a)) { *c = a * k; return true; }
+            if (lt_lis_int(lt_lexpr_a(n), &k) && coef_of(lt_lexpr_b(n), v, &a)) { *c = a * k; return true; }
         }
         if (!lt_luses_var(n, v)) { *c = 0; return true; }
         return false;
@@ -240,7 +240,7 @@ static bool coef_of(const lt_lnode *n, const lt_lvar *v, int64_t *c) {
 static bool steps_by_one(const lt_lnode *n, const lt_lvar *v) {
     if (!n) return false;
     int64_t c;
-    if (n->kind == LT_L_LOAD && coef_of(n->kids[0], v, &c) && c == 1) return true;
+    if (n->kind == LT_L_LOAD && coef_of(lt_lload_index(n), v, &c) && c == 1) return true;
     for (int i = 0; i < n->n; i++)
         if (steps_by_one(n->kids[i], v)) return true;
     return false;
@@ -253,17 +253,17 @@ static lt_status gpu_reduce(sched_b *b, nest_names *nn, const lt_lnode *row) {
     snprintf(o, sizeof o, "%s", nn->name[0]);
     int64_t rows = nn->ext[0];
     /* the reduced elements of a row: the first nest of the row body */
-    const lt_lnode *f = first_nest(row->kids[2]), *last = f;
+    const lt_lnode *f = first_nest(lt_lfor_body(row)), *last = f;
     int64_t C = 1;
     for (const lt_lnode *x = f; x && x->kind == LT_L_FOR;) {
         int64_t e = extent(x);
         C = e > 0 && C > 0 ? C * e : -1;
         last = x;
-        x = x->kids[2];
+        x = lt_lfor_body(x);
         while (x && x->kind == LT_L_SEQ && x->n == 1) x = x->kids[0];
     }
     int64_t V = gpu_lanes(b->k, false);
-    if (f && C >= GPU_ROW_MIN && steps_by_one(last->kids[2], last->var)) {
+    if (f && C >= GPU_ROW_MIN && steps_by_one(lt_lfor_body(last), last->var)) {
         int64_t nv = (C + V - 1) / V;
         if (nv <= 32 * 4 && rows >= GPU_WARP_ROWS &&
             lt_sched_rowreduce_check(b->k, row->var->name, 32, V, NULL, 0)) { /* a warp per row */
@@ -349,7 +349,7 @@ static int64_t work_of(const lt_lnode *n) {
     if (!n) return 0;
     if (n->kind == LT_L_FOR) {
         int64_t e = extent(n);
-        int64_t w = work_of(n->kids[2]);
+        int64_t w = work_of(lt_lfor_body(n));
         return (e < 0 ? 1 : e) * (w < 1 ? 1 : w);
     }
     int64_t w = 0;
@@ -419,7 +419,7 @@ static lt_status sched_inner_vectors(sched_b *b, const lt_lnode *n) {
             snprintf(in, sizeof in, "%s.i", nm);
             return push(b, LT_S_VECTORIZE, in, NULL, NULL, 0, 0);
         }
-        if (n->role == LT_ROLE_REDUCED_OUTPUT && !has_assign_or_loop(n->kids[2]) && b->lanes > 1 &&
+        if (n->role == LT_ROLE_REDUCED_OUTPUT && !has_assign_or_loop(lt_lfor_body(n)) && b->lanes > 1 &&
             e >= b->lanes && e % b->lanes == 0) {
             char in[64];
             LT_TRY(name_fits(b, nm, 2));
@@ -454,7 +454,7 @@ lt_status lt_sched_default(lt_ctx *ctx, const lt_group *g, const lt_kernel *k, c
                             k->name, LT_MAX_RANK * 2);
         /* a GEMM call's batch loops stay serial (the call is parallel inside); its epilogue nest
          * is elementwise */
-        const lt_lnode *inner = nl ? loops[nl - 1]->kids[2] : NULL;
+        const lt_lnode *inner = nl ? lt_lfor_body(loops[nl - 1]) : NULL;
         while (inner && inner->kind == LT_L_SEQ && inner->n == 1) inner = inner->kids[0];
         if (inner && inner->kind == LT_L_EVAL) continue;
         if (opt->gpu && gpu_bound(st)) continue; /* bound by the lowering (GPU GEMM / conv kernels) */
@@ -466,7 +466,7 @@ lt_status lt_sched_default(lt_ctx *ctx, const lt_group *g, const lt_kernel *k, c
             /* work inside the kept loops: what is under the last kept loop */
             int kept = 0;
             while (kept < nl && is_kept(loops[kept])) kept++;
-            int64_t inner_work = kept ? work_of(loops[kept - 1]->kids[2]) : 1;
+            int64_t inner_work = kept ? work_of(lt_lfor_body(loops[kept - 1])) : 1;
             LT_TRY(sched_kept(&b, loops, nl, inner_work, opt->gpu));
             if (!opt->gpu) LT_TRY(sched_inner_vectors(&b, st));
         }

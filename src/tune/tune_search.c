@@ -119,10 +119,10 @@ static void walk(const lt_lnode *n, int depth, bool in_par, loops *L, bool *has_
         bool par = n->op == LT_LOOP_PARALLEL, f = false, p = false;
         if (me >= 0) {
             int64_t e;
-            L->l[me] = (loop_info){n, n->var->name, (lt_loop_kind)n->op, lt_lis_int(n->kids[1], &e) ? e : -1, depth,
+            L->l[me] = (loop_info){n, n->var->name, (lt_loop_kind)n->op, lt_lis_int(lt_lfor_extent(n), &e) ? e : -1, depth,
                                    false, in_par, false};
         }
-        walk(n->kids[2], depth + 1, in_par || par, L, &f, &p);
+        walk(lt_lfor_body(n), depth + 1, in_par || par, L, &f, &p);
         if (me >= 0) L->l[me].innermost = !f, L->l[me].has_par = p;
         *has_for = true;
         *has_par = *has_par || p || par;
@@ -163,7 +163,7 @@ static bool check_writes(const lt_lnode *n, void *user) {
         bool private_buf = false;
         for (int i = 0; i < p->n_allocs && !private_buf; i++) private_buf = p->allocs[i] == n->buf;
         /* a shared buffer must be written at an index that moves with the loop variable */
-        if (!private_buf && !lt_luses_var(n->kids[0], p->var)) p->safe = false;
+        if (!private_buf && !lt_luses_var(lt_lstore_index(n), p->var)) p->safe = false;
     } else if (n->kind == LT_L_ASSIGN) {
         bool private_var = false;
         for (int i = 0; i < p->n_lets && !private_var; i++) private_var = p->lets[i] == n->var;
@@ -182,8 +182,8 @@ static bool parallel_safe(const lt_lnode *loop) {
     p.var = loop->var;
     p.n_lets = p.n_allocs = 0;
     p.safe = true;
-    lt_lwalk(loop->kids[2], collect_private, &p);
-    if (p.safe) lt_lwalk(loop->kids[2], check_writes, &p);
+    lt_lwalk(lt_lfor_body(loop), collect_private, &p);
+    if (p.safe) lt_lwalk(lt_lfor_body(loop), check_writes, &p);
     return p.safe;
 }
 
