@@ -120,14 +120,15 @@ typedef struct lt_lnode {
 } lt_lnode;
 
 /* Named reads of node children (nodes.def gives each kind's children): code that knows the node's
- * kind reads its fields through these; only generic walkers (lt_lwalk, lt_lmutate, the printer...)
- * index kids. */
+ * kind reads its fields through these; only code that goes over all the children of a node
+ * (lt_lwalk, lt_lmutate, hashing, the builders) indexes kids. */
 static inline lt_lnode *lt_lfor_min(const lt_lnode *f) { return f->kids[0]; }
 static inline lt_lnode *lt_lfor_extent(const lt_lnode *f) { return f->kids[1]; }
 static inline lt_lnode *lt_lfor_body(const lt_lnode *f) { return f->kids[2]; }
 static inline lt_lnode *lt_lstore_index(const lt_lnode *s) { return s->kids[0]; }
 static inline lt_lnode *lt_lstore_value(const lt_lnode *s) { return s->kids[1]; }
 static inline lt_lnode *lt_lload_index(const lt_lnode *l) { return l->kids[0]; }   /* LOAD and ADDR */
+static inline lt_lnode *lt_lmem_index(const lt_lnode *m) { return m->kids[0]; }    /* LOAD, ADDR or STORE */
 static inline lt_lnode *lt_lif_cond(const lt_lnode *i) { return i->kids[0]; }
 static inline lt_lnode *lt_lif_then(const lt_lnode *i) { return i->kids[1]; }
 static inline lt_lnode *lt_lif_else(const lt_lnode *i) { return i->n > 2 ? i->kids[2] : NULL; }
@@ -138,7 +139,8 @@ static inline lt_lnode *lt_lexpr_a(const lt_lnode *e) { return e->kids[0]; } /* 
 static inline lt_lnode *lt_lexpr_b(const lt_lnode *e) { return e->kids[1]; } /* BINARY rhs */
 static inline lt_lnode *lt_llet_value(const lt_lnode *s) { return s->kids[0]; } /* LET, ASSIGN: the value */
 static inline lt_lnode *lt_lalloc_body(const lt_lnode *a) { return a->kids[0]; }
-static inline lt_lnode *lt_lstmt_call(const lt_lnode *e) { return e->kids[0]; }
+static inline lt_lnode *lt_lstmt_call(const lt_lnode *e) { return e->kids[0]; } /* EVAL: the CALL */
+static inline lt_lnode *lt_lseq_stmt(const lt_lnode *s, int i) { return s->kids[i]; } /* SEQ: statement i */
 
 /* A kernel: its arguments (buffers with arg >= 0, in order) and body, plus static cost. */
 typedef struct lt_kernel {
