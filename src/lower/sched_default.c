@@ -76,7 +76,7 @@ static int perfect_nest(const lt_lnode *n, const lt_lnode **loops, int max) {
         if (c == max) return -1;
         loops[c++] = n;
         const lt_lnode *body = lt_lfor_body(n);
-        while (body && body->kind == LT_L_SEQ && body->n == 1) body = body->kids[0];
+        while (body && body->kind == LT_L_SEQ && body->n == 1) body = lt_lseq_stmt(body, 0);
         n = body;
     }
     return c;
@@ -260,7 +260,7 @@ static lt_status gpu_reduce(sched_b *b, nest_names *nn, const lt_lnode *row) {
         C = e > 0 && C > 0 ? C * e : -1;
         last = x;
         x = lt_lfor_body(x);
-        while (x && x->kind == LT_L_SEQ && x->n == 1) x = x->kids[0];
+        while (x && x->kind == LT_L_SEQ && x->n == 1) x = lt_lseq_stmt(x, 0);
     }
     int64_t V = gpu_lanes(b->k, false);
     if (f && C >= GPU_ROW_MIN && steps_by_one(lt_lfor_body(last), last->var)) {
@@ -455,7 +455,7 @@ lt_status lt_sched_default(lt_ctx *ctx, const lt_group *g, const lt_kernel *k, c
         /* a GEMM call's batch loops stay serial (the call is parallel inside); its epilogue nest
          * is elementwise */
         const lt_lnode *inner = nl ? lt_lfor_body(loops[nl - 1]) : NULL;
-        while (inner && inner->kind == LT_L_SEQ && inner->n == 1) inner = inner->kids[0];
+        while (inner && inner->kind == LT_L_SEQ && inner->n == 1) inner = lt_lseq_stmt(inner, 0);
         if (inner && inner->kind == LT_L_EVAL) continue;
         if (opt->gpu && gpu_bound(st)) continue; /* bound by the lowering (GPU GEMM / conv kernels) */
         bool epilogue = st->role == LT_ROLE_EPILOGUE || st->role == LT_ROLE_EPILOGUE_COLS;
