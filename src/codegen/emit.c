@@ -297,14 +297,14 @@ static int prec_of(em *e, const lt_lnode *n) {
     switch (n->kind) {
     case LT_L_INT: return n->ival < 0 ? P_UNARY : P_PRIMARY;
     case LT_L_FLOAT: return (n->fval < 0 || (isinf(n->fval) && n->fval < 0)) ? P_UNARY : P_PRIMARY;
-    case LT_L_ADDR: return lt_lis_int(n->kids[0], NULL) && n->kids[0]->ival == 0 ? P_PRIMARY : P_UNARY;
+    case LT_L_ADDR: return lt_lis_int(lt_lload_index(n), NULL) && lt_lload_index(n)->ival == 0 ? P_PRIMARY : P_UNARY;
     case LT_L_UNARY:
         if (n->op == LT_LOP_NEG || n->op == LT_LOP_NOT) return P_UNARY;
         if (is_int(n->dtype) && (n->op == LT_LOP_FLOOR || n->op == LT_LOP_CEIL || n->op == LT_LOP_ROUND))
-            return prec_of(e, n->kids[0]);
+            return prec_of(e, lt_lexpr_a(n));
         return P_PRIMARY;
     case LT_L_BINARY: {
-        lt_dtype dt = n->kids[0]->dtype;
+        lt_dtype dt = lt_lexpr_a(n)->dtype;
         bool fl = is_fl(dt);
         switch (n->op) {
         case LT_LOP_ADD: case LT_LOP_SUB: return needs_wrap(n->dtype) ? P_UNARY : P_ADD;
@@ -312,7 +312,7 @@ static int prec_of(em *e, const lt_lnode *n) {
         case LT_LOP_DIV: case LT_LOP_MOD: case LT_LOP_FMOD: {
             int64_t c;
             if (fl) return n->op == LT_LOP_DIV ? P_MUL : P_PRIMARY;
-            return lt_lis_int(n->kids[1], &c) && c != 0 && c != -1 ? P_MUL : P_PRIMARY;
+            return lt_lis_int(lt_lexpr_b(n), &c) && c != 0 && c != -1 ? P_MUL : P_PRIMARY;
         }
         case LT_LOP_AND: return P_LAND;
         case LT_LOP_OR: return P_LOR;
@@ -364,7 +364,7 @@ static void helper2(em *e, const char *op, lt_dtype dt, const lt_lnode *a, const
 }
 
 static void ex_unary(em *e, const lt_lnode *n) {
-    const lt_lnode *a = n->kids[0];
+    const lt_lnode *a = lt_lexpr_a(n);
     lt_dtype dt = a->dtype;
     int op = n->op;
     if (op == LT_LOP_NEG || op == LT_LOP_NOT) {
@@ -399,13 +399,13 @@ static void ex_unary(em *e, const lt_lnode *n) {
 }
 
 static void infix(em *e, const lt_lnode *n, const char *sym, int p) {
-    ex(e, n->kids[0], p);
+    ex(e, lt_lexpr_a(n), p);
     OUT(" %s ", sym);
-    ex(e, n->kids[1], p - 1);
+    ex(e, lt_lexpr_b(n), p - 1);
 }
 
 static void ex_binary(em *e, const lt_lnode *n) {
-    const lt_lnode *a = n->kids[0], *b = n->kids[1];
+    const lt_lnode *a = lt_lexpr_a(n), *b = lt_lexpr_b(n);
     lt_dtype dt = a->dtype;
     bool fl = is_fl(dt);
     int64_t c;
@@ -486,8 +486,8 @@ static cast_form cast_kind(lt_dtype src, lt_dtype dst, const char **fn) {
 }
 static int cast_prec(em *e, const lt_lnode *n) {
     const char *fn;
-    switch (cast_kind(n->kids[0]->dtype, n->dtype, &fn)) {
-    case CAST_NONE: return prec_of(e, n->kids[0]);
+    switch (cast_kind(lt_lexpr_a(n)->dtype, n->dtype, &fn)) {
+    case CAST_NONE: return prec_of(e, lt_lexpr_a(n));
     case CAST_C: return P_UNARY;
     case CAST_FN:
         return is_int(n->dtype) && n->dtype != LT_INT64 && n->dtype != LT_UINT64 ? P_UNARY : P_PRIMARY;
@@ -495,7 +495,7 @@ static int cast_prec(em *e, const lt_lnode *n) {
     }
 }
 static void ex_cast(em *e, const lt_lnode *n, int maxp) {
-    const lt_lnode *a = n->kids[0];
+    const lt_lnode *a = lt_lexpr_a(n);
     lt_dtype src = a->dtype, dst = n->dtype;
     const char *fn;
     switch (cast_kind(src, dst, &fn)) {
@@ -522,7 +522,7 @@ static const struct vacc *vacc_find(const em *e, const lt_lbuf *b, const lt_lnod
 static const char *vacc_reg(const struct vacc *a);
 
 static void ex_load(em *e, const lt_lnode *n) {
-    const struct vacc *va = vacc_find(e, n->buf, n->kids[0], false);
+    const struct vacc *va = vacc_find(e, n->buf, lt_lload_index(n), false);
     if (va) { /* a lane of a vector loaded before the lane loop */
         if (n->buf->dtype == LT_FLOAT16) OUT("lt_h2f(");
         else if (n->buf->dtype == LT_BFLOAT16) OUT("lt_bf2f(");
@@ -534,7 +534,7 @@ static void ex_load(em *e, const lt_lnode *n) {
     if (n->buf->dtype == LT_FLOAT16) OUT("lt_h2f(");
     else if (n->buf->dtype == LT_BFLOAT16) OUT("lt_bf2f(");
     OUT("%s[", name);
-    ex(e, n->kids[0], P_ANY);
+    ex(e, lt_lload_index(n), P_ANY);
     OUT("]");
     if (is_narrow_float(n->buf->dtype)) OUT(")");
 }
@@ -575,22 +575,22 @@ static void ex(em *e, const lt_lnode *n, int maxp) {
     case LT_L_VAR: OUT("%s", vname(e, n->var)); break;
     case LT_L_LOAD: ex_load(e, n); break;
     case LT_L_ADDR:
-        if (lt_lis_int(n->kids[0], NULL) && n->kids[0]->ival == 0) {
+        if (lt_lis_int(lt_lload_index(n), NULL) && lt_lload_index(n)->ival == 0) {
             OUT("%s", bname(e, n->buf));
         } else {
             OUT("&%s[", bname(e, n->buf));
-            ex(e, n->kids[0], P_ANY);
+            ex(e, lt_lload_index(n), P_ANY);
             OUT("]");
         }
         break;
     case LT_L_UNARY: ex_unary(e, n); break;
     case LT_L_BINARY: ex_binary(e, n); break;
     case LT_L_SELECT:
-        ex(e, n->kids[0], P_COND - 1);
+        ex(e, lt_lsel_cond(n), P_COND - 1);
         OUT(" ? ");
-        ex(e, n->kids[1], P_COND - 1);
+        ex(e, lt_lsel_then(n), P_COND - 1);
         OUT(" : ");
-        ex(e, n->kids[2], P_COND);
+        ex(e, lt_lsel_else(n), P_COND);
         break;
     case LT_L_CAST: ex_cast(e, n, paren ? P_ANY : maxp); break;
     case LT_L_CALL:
@@ -623,7 +623,7 @@ typedef struct loop_scan {
 
 static bool load_conflicts(const lt_lnode *n, const lt_lbuf *b, const lt_lnode *idx) {
     if (!n) return false;
-    if ((n->kind == LT_L_LOAD || n->kind == LT_L_ADDR) && n->buf == b && !lt_lequal(n->kids[0], idx)) return true;
+    if ((n->kind == LT_L_LOAD || n->kind == LT_L_ADDR) && n->buf == b && !lt_lequal(lt_lload_index(n), idx)) return true;
     for (int i = 0; i < n->n; i++)
         if (load_conflicts(n->kids[i], b, idx)) return true;
     return false;
@@ -643,23 +643,23 @@ static void scan_rec(loop_scan *s, const lt_lnode *n, const lt_lnode *root) {
     case LT_L_FOR: s->nested = true; if (n->var) s->inner[n->var->id] = true; break;
     case LT_L_LET:
         if (n->var) s->inner[n->var->id] = true;
-        if (n->var && uses_dep(n->kids[0], s->dep)) s->dep[n->var->id] = true; /* t = i % 56 */
+        if (n->var && uses_dep(lt_llet_value(n), s->dep)) s->dep[n->var->id] = true; /* t = i % 56 */
         break;
     case LT_L_CALL: s->call = true; break;
     case LT_L_STORE:
-        if (!uses_dep(n->kids[0], s->dep)) s->store_invariant = true;
-        if (load_conflicts(root, n->buf, n->kids[0])) s->dependence = true;
+        if (!uses_dep(lt_lstore_index(n), s->dep)) s->store_invariant = true;
+        if (load_conflicts(root, n->buf, lt_lstore_index(n))) s->dependence = true;
         break;
     case LT_L_ASSIGN:
-        if (n->var && s->inner[n->var->id] && uses_dep(n->kids[0], s->dep)) s->dep[n->var->id] = true;
+        if (n->var && s->inner[n->var->id] && uses_dep(lt_llet_value(n), s->dep)) s->dep[n->var->id] = true;
         if (n->var && !s->inner[n->var->id]) {
             const char *red = NULL;
-            const lt_lnode *x = n->kids[0];
+            const lt_lnode *x = lt_llet_value(n);
             if (x->kind == LT_L_BINARY && (x->op == LT_LOP_ADD || x->op == LT_LOP_MUL) &&
-                ((x->kids[0]->kind == LT_L_VAR && x->kids[0]->var == n->var &&
-                  !lt_luses_var(x->kids[1], n->var)) ||
-                 (x->kids[1]->kind == LT_L_VAR && x->kids[1]->var == n->var &&
-                  !lt_luses_var(x->kids[0], n->var))))
+                ((lt_lexpr_a(x)->kind == LT_L_VAR && lt_lexpr_a(x)->var == n->var &&
+                  !lt_luses_var(lt_lexpr_b(x), n->var)) ||
+                 (lt_lexpr_b(x)->kind == LT_L_VAR && lt_lexpr_b(x)->var == n->var &&
+                  !lt_luses_var(lt_lexpr_a(x), n->var))))
                 red = x->op == LT_LOP_ADD ? "+" : "*";
             int i = 0;
             while (i < s->n_outer && s->outer[i] != n->var) i++;
@@ -693,10 +693,10 @@ static bool scan_loop(em *e, const lt_lnode *loop, loop_scan *s) {
     if (!s->inner) { fail(e, LT_ERR_NOMEM, "out of memory analysing loop %s", loop->var->name); return false; }
     s->dep = s->inner + e->k->n_vars + 1;
     s->dep[loop->var->id] = true;
-    scan_rec(s, loop->kids[2], loop->kids[2]);
+    scan_rec(s, lt_lfor_body(loop), lt_lfor_body(loop));
     /* a reduction variable may be read only by its own updates */
     for (int i = 0; i < s->n_outer; i++)
-        if (s->red_op[i] && count_refs(loop->kids[2], s->outer[i], LT_L_VAR) != count_refs(loop->kids[2], s->outer[i], LT_L_ASSIGN))
+        if (s->red_op[i] && count_refs(lt_lfor_body(loop), s->outer[i], LT_L_VAR) != count_refs(lt_lfor_body(loop), s->outer[i], LT_L_ASSIGN))
             s->red_op[i] = NULL;
     lt_mem_free(s->inner);
     s->inner = s->dep = NULL;
@@ -758,7 +758,7 @@ static int vcoef(const vscan *s, const lt_lnode *n) {
     case LT_L_INT: case LT_L_FLOAT: return 0;
     case LT_L_VAR: return n->var == s->v ? 1 : s->inner[n->var->id] ? -1 : 0;
     case LT_L_BINARY: {
-        int a = vcoef(s, n->kids[0]), b = vcoef(s, n->kids[1]);
+        int a = vcoef(s, lt_lexpr_a(n)), b = vcoef(s, lt_lexpr_b(n));
         if (a < 0 || b < 0) return -1;
         if (!a && !b) return 0;
         if (!is_int(n->dtype)) return -1;
@@ -766,11 +766,11 @@ static int vcoef(const vscan *s, const lt_lnode *n) {
         case LT_LOP_ADD: return a + b == 1 ? 1 : -1;
         case LT_LOP_SUB: return b == 0 ? a : -1;
         case LT_LOP_MUL:
-            return (a && lt_lis_int(n->kids[1], &c) && c == 1) || (b && lt_lis_int(n->kids[0], &c) && c == 1) ? 1 : -1;
+            return (a && lt_lis_int(lt_lexpr_b(n), &c) && c == 1) || (b && lt_lis_int(lt_lexpr_a(n), &c) && c == 1) ? 1 : -1;
         case LT_LOP_DIV: /* (mV + v) / (kV) == mV / (kV) for 0 <= v < V */
-            return b == 0 && lt_lis_int(n->kids[1], &c) && c > 0 && c % s->V == 0 && vmult(s, n->kids[0]) ? 0 : -1;
+            return b == 0 && lt_lis_int(lt_lexpr_b(n), &c) && c > 0 && c % s->V == 0 && vmult(s, lt_lexpr_a(n)) ? 0 : -1;
         case LT_LOP_MOD: /* (mV + v) % (kV) == (mV) % (kV) + v */
-            return b == 0 && lt_lis_int(n->kids[1], &c) && c > 0 && c % s->V == 0 && vmult(s, n->kids[0]) ? 1 : -1;
+            return b == 0 && lt_lis_int(lt_lexpr_b(n), &c) && c > 0 && c % s->V == 0 && vmult(s, lt_lexpr_a(n)) ? 1 : -1;
         default: return -1;
         }
     }
@@ -790,9 +790,9 @@ static bool vmult(const vscan *s, const lt_lnode *n) {
     case LT_L_BINARY:
         if (!is_int(n->dtype)) return false;
         switch (n->op) {
-        case LT_LOP_ADD: case LT_LOP_SUB: return vmult(s, n->kids[0]) && vmult(s, n->kids[1]);
-        case LT_LOP_MUL: return vmult(s, n->kids[0]) || vmult(s, n->kids[1]);
-        case LT_LOP_MOD: return lt_lis_int(n->kids[1], &c) && c > 0 && c % s->V == 0 && vmult(s, n->kids[0]);
+        case LT_LOP_ADD: case LT_LOP_SUB: return vmult(s, lt_lexpr_a(n)) && vmult(s, lt_lexpr_b(n));
+        case LT_LOP_MUL: return vmult(s, lt_lexpr_a(n)) || vmult(s, lt_lexpr_b(n));
+        case LT_LOP_MOD: return lt_lis_int(lt_lexpr_b(n), &c) && c > 0 && c % s->V == 0 && vmult(s, lt_lexpr_a(n));
         default: return false;
         }
     default: return false;
@@ -836,15 +836,15 @@ static void vstores(vplan *p, const lt_lnode *n, bool cond) {
         while (i < p->ns && p->sbuf[i] != n->buf) i++;
         if (i == p->ns) {
             if (p->ns == VACC_MAX) { p->reject = true; return; }
-            p->sbuf[i] = n->buf, p->sidx[i] = n->kids[0], p->scond[i] = cond, p->ns++;
-        } else if (!lt_lequal(p->sidx[i], n->kids[0])) {
+            p->sbuf[i] = n->buf, p->sidx[i] = lt_lstore_index(n), p->scond[i] = cond, p->ns++;
+        } else if (!lt_lequal(p->sidx[i], lt_lstore_index(n))) {
             p->reject = true;
             return;
         }
         p->scond[i] |= cond;
     }
     if (n->kind == LT_L_IF) {
-        vstores(p, n->kids[0], cond);
+        vstores(p, lt_lif_cond(n), cond);
         for (int i = 1; i < n->n; i++) vstores(p, n->kids[i], true);
         return;
     }
@@ -865,13 +865,13 @@ static void vloads(vplan *p, const lt_lnode *n, bool cond) {
     if (!n || p->reject) return;
     if (n->kind == LT_L_LOAD) {
         for (int i = 0; i < p->ns; i++)
-            if (p->sbuf[i] == n->buf && !lt_lequal(p->sidx[i], n->kids[0])) { p->reject = true; return; }
-        if (!cond && vaccess(&p->s, n->buf, n->kids[0])) vadd(p, n->buf, n->kids[0], false);
+            if (p->sbuf[i] == n->buf && !lt_lequal(p->sidx[i], lt_lload_index(n))) { p->reject = true; return; }
+        if (!cond && vaccess(&p->s, n->buf, lt_lload_index(n))) vadd(p, n->buf, lt_lload_index(n), false);
     }
-    if (n->kind == LT_L_STORE && !cond && vaccess(&p->s, n->buf, n->kids[0])) {
+    if (n->kind == LT_L_STORE && !cond && vaccess(&p->s, n->buf, lt_lstore_index(n))) {
         int i = 0;
         while (i < p->ns && p->sbuf[i] != n->buf) i++;
-        if (i < p->ns && !p->scond[i]) vadd(p, n->buf, n->kids[0], true);
+        if (i < p->ns && !p->scond[i]) vadd(p, n->buf, lt_lstore_index(n), true);
     }
     bool branchy = n->kind == LT_L_IF || n->kind == LT_L_SELECT ||
                    (n->kind == LT_L_BINARY && (n->op == LT_LOP_AND || n->op == LT_LOP_OR));
@@ -912,15 +912,15 @@ static void vcopies(em *e, const vplan *p, const vacc *a, const lt_lnode *base) 
  * loop does not qualify (nothing written). */
 static bool st_for_vector(em *e, const lt_lnode *n) {
     int64_t lo, V;
-    if (e->vac || !lt_lis_int(n->kids[0], &lo) || lo != 0 || !lt_lis_int(n->kids[1], &V) || V < 2 || V > 64) return false;
+    if (e->vac || !lt_lis_int(lt_lfor_min(n), &lo) || lo != 0 || !lt_lis_int(lt_lfor_extent(n), &V) || V < 2 || V > 64) return false;
     /* peel the guards */
-    const lt_lnode *guards[16], *body = n->kids[2];
+    const lt_lnode *guards[16], *body = lt_lfor_body(n);
     int ng = 0;
     for (;;) {
-        while (body->kind == LT_L_SEQ && body->n == 1) body = body->kids[0];
-        if (body->kind != LT_L_IF || (body->n > 2 && body->kids[2] && !lt_lis_empty(body->kids[2])) || ng == 16) break;
-        guards[ng++] = body->kids[0];
-        body = body->kids[1];
+        while (body->kind == LT_L_SEQ && body->n == 1) body = lt_lseq_stmt(body, 0);
+        if (body->kind != LT_L_IF || (body->n > 2 && lt_lif_else(body) && !lt_lis_empty(lt_lif_else(body))) || ng == 16) break;
+        guards[ng++] = lt_lif_cond(body);
+        body = lt_lif_then(body);
     }
     bool *inner = lt_mem_calloc((size_t)e->k->n_vars + 1, sizeof *inner);
     vplan *p = lt_mem_calloc(1, sizeof *p);
@@ -934,7 +934,7 @@ static bool st_for_vector(em *e, const lt_lnode *n) {
         int cc = vcoef(&p->s, c);
         if (cc == 0) gx[i] = (lt_lnode *)c;
         else if (c->kind == LT_L_BINARY && (c->op == LT_LOP_LT || c->op == LT_LOP_LE) &&
-                 vcoef(&p->s, c->kids[0]) == 1 && vcoef(&p->s, c->kids[1]) == 0)
+                 vcoef(&p->s, lt_lexpr_a(c)) == 1 && vcoef(&p->s, lt_lexpr_b(c)) == 0)
             gx[i] = vsub(e, c, n->var, V - 1); /* lane V-1 in bounds: every lane is */
         else p->reject = true;
         if (!p->reject && !gx[i]) { fail(e, LT_ERR_NOMEM, "out of memory"); done = true; goto out; }
@@ -1017,7 +1017,7 @@ out:
 
 static void st_for(em *e, const lt_lnode *n) {
     const char *v = vname(e, n->var);
-    const lt_lnode *lo = n->kids[0], *ext = n->kids[1];
+    const lt_lnode *lo = lt_lfor_min(n), *ext = lt_lfor_extent(n);
     int64_t clo = 0, cext = 0;
     bool klo = lt_lis_int(lo, &clo), kext = lt_lis_int(ext, &cext);
     const char *vt = compute_type(e, n->var->dtype);
@@ -1045,11 +1045,11 @@ static void st_for(em *e, const lt_lnode *n) {
             if (klo && kext) OUT("%lld", (long long)(clo + cext));
             else { ex(e, lo, P_ADD); OUT(" + "); ex(e, ext, P_ADD - 1); }
             OUT(") {\n");
-            block(e, n->kids[2]);
+            block(e, lt_lfor_body(n));
             put_indent(e);
             OUT("}\n");
         } else {
-            st(e, n->kids[2]);
+            st(e, lt_lfor_body(n));
         }
         e->ind--;
         put_indent(e);
@@ -1119,13 +1119,13 @@ static void st_for(em *e, const lt_lnode *n) {
     else if (klo && clo == 0) ex(e, ext, P_REL - 1);
     else { ex(e, lo, P_ADD); OUT(" + "); ex(e, ext, P_ADD - 1); }
     OUT("; %s++) {\n", v);
-    block(e, n->kids[2]);
+    block(e, lt_lfor_body(n));
     put_indent(e);
     OUT("}\n");
 }
 
 static void st_store(em *e, const lt_lnode *n) {
-    const lt_lnode *idx = n->kids[0], *val = n->kids[1];
+    const lt_lnode *idx = lt_lstore_index(n), *val = lt_lstore_value(n);
     if (n->lanes > 1 || idx->lanes > 1 || val->lanes > 1) {
         fail(e, LT_ERR_UNSUPPORTED, "vector store into %s (%d lanes): mark the loop vectorized instead",
              n->buf->name, n->lanes);
@@ -1144,11 +1144,11 @@ static void st_store(em *e, const lt_lnode *n) {
     lt_dtype bt = n->buf->dtype;
     if (e->L->vector_memory && is_narrow_float(bt) && val->kind == LT_L_LOAD && val->buf->dtype == bt) {
         /* a copy between float16 (bfloat16) buffers: the bits, no round trip through float */
-        const struct vacc *vl = vacc_find(e, val->buf, val->kids[0], false);
+        const struct vacc *vl = vacc_find(e, val->buf, lt_lload_index(val), false);
         if (vl) OUT("%s", vacc_reg(vl));
         else {
             OUT("%s[", bname(e, val->buf));
-            ex(e, val->kids[0], P_ANY);
+            ex(e, lt_lload_index(val), P_ANY);
             OUT("]");
         }
     } else if (bt == LT_FLOAT16 || bt == LT_BFLOAT16) {
@@ -1177,7 +1177,7 @@ static void st_alloc(em *e, const lt_lnode *n) {
     OUT("%s%s %s[%lld]%s; /* %s */\n", b->scope == LT_SCOPE_SHARED ? e->L->shared_qualifier : "",
         storage_type(e, b->dtype), bname(e, b), (long long)b->size, e->L->local_attr,
         b->scope == LT_SCOPE_SHARED ? "shared" : "local");
-    st(e, n->kids[0]);
+    st(e, lt_lalloc_body(n));
 }
 
 static void st(em *e, const lt_lnode *n) {
@@ -1192,13 +1192,13 @@ static void st(em *e, const lt_lnode *n) {
     case LT_L_IF:
         put_indent(e);
         OUT("if (");
-        ex(e, n->kids[0], P_ANY);
+        ex(e, lt_lif_cond(n), P_ANY);
         OUT(") {\n");
-        block(e, n->kids[1]);
-        if (n->n > 2 && n->kids[2] && !lt_lis_empty(n->kids[2])) {
+        block(e, lt_lif_then(n));
+        if (n->n > 2 && lt_lif_else(n) && !lt_lis_empty(lt_lif_else(n))) {
             put_indent(e);
             OUT("} else {\n");
-            block(e, n->kids[2]);
+            block(e, lt_lif_else(n));
         }
         put_indent(e);
         OUT("}\n");
@@ -1208,7 +1208,7 @@ static void st(em *e, const lt_lnode *n) {
         if (!check_dtype(e, n->var->dtype, "variable")) return;
         put_indent(e);
         OUT("%s %s = ", compute_type(e, n->var->dtype), vname(e, n->var));
-        ex(e, n->kids[0], P_ANY);
+        ex(e, lt_llet_value(n), P_ANY);
         OUT(";\n");
         if (e->var_read && n->var->id >= 0 && n->var->id < e->k->n_vars && !e->var_read[n->var->id]) {
             put_indent(e); /* a value the kernel never reads (-Wunused-variable under -Werror) */
@@ -1218,12 +1218,12 @@ static void st(em *e, const lt_lnode *n) {
     case LT_L_ASSIGN:
         put_indent(e);
         OUT("%s = ", vname(e, n->var));
-        ex(e, n->kids[0], P_ANY);
+        ex(e, lt_llet_value(n), P_ANY);
         OUT(";\n");
         break;
     case LT_L_EVAL:
         put_indent(e);
-        ex(e, n->kids[0], P_ANY);
+        ex(e, lt_lstmt_call(n), P_ANY);
         OUT(";\n");
         break;
     case LT_L_BARRIER:
@@ -1258,7 +1258,7 @@ static void dims_rec(dims_scan *d, const lt_lnode *n) {
                              d->k->name, nm, axis);
             return;
         }
-        if (!lt_lis_int(n->kids[1], &ext) || ext <= 0) {
+        if (!lt_lis_int(lt_lfor_extent(n), &ext) || ext <= 0) {
             d->st = lt_error(d->ctx, LT_ERR_UNSUPPORTED, "kernel %s: loop %s is bound to a GPU %s but its "
                              "extent is not a positive constant", d->k->name, nm, blk ? "block" : "thread");
             return;

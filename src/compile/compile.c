@@ -321,7 +321,7 @@ lt_status lt_compile(lt_ctx *ctx, lt_model *m, const lt_compile_options *opt, lt
             char sched[128];
             lt_sb_printf(&kdump, "==== %s (group g%d, %s): %s\n---- unscheduled\n", lw->kernel->name, i,
                          lt_pattern_name(gs->groups[i].pattern), group_origin(arena, &gs->groups[i]));
-            lt_kernel_print(lw->kernel, &kdump);
+            lt_kernel_dump(lw->kernel, &kdump);
             lt_sb_printf(&kdump, "---- schedule\n");
             for (int k = 0; k < lw->schedule.n; k++) {
                 lt_sstep_format(&lw->schedule.steps[k], sched, sizeof sched);
@@ -366,7 +366,7 @@ lt_status lt_compile(lt_ctx *ctx, lt_model *m, const lt_compile_options *opt, lt
         }
         if (opt->dump_code_dir) {
             lt_sb_printf(&kdump, "---- scheduled (%.0f flops, %.0f bytes)\n", lw->kernel->flops, lw->kernel->bytes);
-            lt_kernel_print(lw->kernel, &kdump);
+            lt_kernel_dump(lw->kernel, &kdump);
         }
     }
     r->stage_seconds[LT_STAGE_SCHEDULE] = now_s() - t;

@@ -79,7 +79,7 @@ static lt_status check_index(ev *e, const lt_lnode *n, int64_t idx) {
 }
 
 static lt_status unary(ev *e, const lt_lnode *n, val a, val *out) {
-    lt_dtype dt = n->kids[0]->dtype;
+    lt_dtype dt = lt_lexpr_a(n)->dtype;
     if (is_fl(dt)) {
         double x = a.f, r;
         switch (n->op) {
@@ -131,7 +131,7 @@ static lt_status unary(ev *e, const lt_lnode *n, val a, val *out) {
 }
 
 static lt_status binary(ev *e, const lt_lnode *n, val a, val b, val *out) {
-    lt_dtype dt = n->kids[0]->dtype;
+    lt_dtype dt = lt_lexpr_a(n)->dtype;
     int op = n->op;
     if (op >= LT_LOP_LT && op <= LT_LOP_NE) {
         bool fl = is_fl(dt);
@@ -217,7 +217,7 @@ static lt_status call(ev *e, const lt_lnode *n, val *out) {
         args[i].dtype = a->dtype;
         val v = {0, 0};
         if (a->kind == LT_L_ADDR) {
-            if ((s = eval(e, a->kids[0], &v)) != LT_OK) break;
+            if ((s = eval(e, lt_lload_index(a), &v)) != LT_OK) break;
             if ((s = check_index(e, a, v.i)) != LT_OK) break;
             args[i].ptr = (char *)e->mem[a->buf->id] + v.i * lt_dtype_size(a->buf->dtype);
             args[i].avail = a->buf->size - v.i;
@@ -249,25 +249,25 @@ static lt_status eval(ev *e, const lt_lnode *n, val *out) {
         *out = e->vars[n->var->id];
         return LT_OK;
     case LT_L_LOAD:
-        LT_TRY(eval(e, n->kids[0], &a));
+        LT_TRY(eval(e, lt_lload_index(n), &a));
         LT_TRY(check_index(e, n, a.i));
         if (is_fl(n->dtype)) out->f = round_fl(n->dtype, lt_load_f64(e->mem[n->buf->id], n->buf->dtype, a.i));
         else out->i = lt_load_i64(e->mem[n->buf->id], n->buf->dtype, a.i);
         return LT_OK;
     case LT_L_UNARY:
-        LT_TRY(eval(e, n->kids[0], &a));
+        LT_TRY(eval(e, lt_lexpr_a(n), &a));
         return unary(e, n, a, out);
     case LT_L_BINARY:
-        LT_TRY(eval(e, n->kids[0], &a));
-        LT_TRY(eval(e, n->kids[1], &b));
+        LT_TRY(eval(e, lt_lexpr_a(n), &a));
+        LT_TRY(eval(e, lt_lexpr_b(n), &b));
         return binary(e, n, a, b, out);
     case LT_L_SELECT:
-        LT_TRY(eval(e, n->kids[0], &c));
-        return eval(e, n->kids[c.i ? 1 : 2], out);
+        LT_TRY(eval(e, lt_lsel_cond(n), &c));
+        return eval(e, c.i ? lt_lsel_then(n) : lt_lsel_else(n), out);
     case LT_L_CAST: {
-        LT_TRY(eval(e, n->kids[0], &a));
-        bool from_fl = is_fl(n->kids[0]->dtype);
-        double ival = n->kids[0]->dtype == LT_UINT64 ? (double)(uint64_t)a.i : (double)a.i;
+        LT_TRY(eval(e, lt_lexpr_a(n), &a));
+        bool from_fl = is_fl(lt_lexpr_a(n)->dtype);
+        double ival = lt_lexpr_a(n)->dtype == LT_UINT64 ? (double)(uint64_t)a.i : (double)a.i;
         if (is_fl(n->dtype)) out->f = round_fl(n->dtype, from_fl ? a.f : ival);
         else if (n->dtype == LT_BOOL) out->i = from_fl ? a.f != 0 : a.i != 0;
         else if (from_fl) {
@@ -289,8 +289,8 @@ static lt_status exec(ev *e, const lt_lnode *n) {
         for (int i = 0; i < n->n; i++) LT_TRY(exec(e, n->kids[i]));
         return LT_OK;
     case LT_L_FOR: {
-        LT_TRY(eval(e, n->kids[0], &a));
-        LT_TRY(eval(e, n->kids[1], &b));
+        LT_TRY(eval(e, lt_lfor_min(n), &a));
+        LT_TRY(eval(e, lt_lfor_extent(n), &b));
         int id = n->var->id;
         bool was = e->bound[id];
         val saved = e->vars[id];
@@ -299,7 +299,7 @@ static lt_status exec(ev *e, const lt_lnode *n) {
         for (int64_t i = 0; i < b.i && s == LT_OK; i++) {
             e->vars[id].i = a.i + i;
             e->vars[id].f = (double)(a.i + i);
-            s = exec(e, n->kids[2]);
+            s = exec(e, lt_lfor_body(n));
         }
         e->bound[id] = was;
         e->vars[id] = saved;
@@ -307,16 +307,16 @@ static lt_status exec(ev *e, const lt_lnode *n) {
     }
     case LT_L_STORE:
         if (n->lanes != 1) return fail(e, LT_ERR_UNSUPPORTED, "vector node", n);
-        LT_TRY(eval(e, n->kids[0], &a));
-        LT_TRY(eval(e, n->kids[1], &b));
+        LT_TRY(eval(e, lt_lstore_index(n), &a));
+        LT_TRY(eval(e, lt_lstore_value(n), &b));
         LT_TRY(check_index(e, n, a.i));
         if (is_fl(n->buf->dtype)) lt_store_f64(e->mem[n->buf->id], n->buf->dtype, a.i, b.f);
         else lt_store_i64(e->mem[n->buf->id], n->buf->dtype, a.i, b.i);
         return LT_OK;
     case LT_L_IF:
-        LT_TRY(eval(e, n->kids[0], &a));
-        if (a.i) return exec(e, n->kids[1]);
-        return n->n > 2 ? exec(e, n->kids[2]) : LT_OK;
+        LT_TRY(eval(e, lt_lif_cond(n), &a));
+        if (a.i) return exec(e, lt_lif_then(n));
+        return n->n > 2 ? exec(e, lt_lif_else(n)) : LT_OK;
     case LT_L_ALLOC: {
         const lt_lbuf *bf = n->buf;
         size_t bytes;
@@ -329,19 +329,19 @@ static lt_status exec(ev *e, const lt_lnode *n) {
         else memset(m, 0xA5, bytes);
         void *saved = e->mem[bf->id];
         e->mem[bf->id] = m;
-        lt_status s = exec(e, n->kids[0]);
+        lt_status s = exec(e, lt_lalloc_body(n));
         e->mem[bf->id] = saved;
         lt_mem_free(m);
         return s;
     }
     case LT_L_LET:
     case LT_L_ASSIGN:
-        LT_TRY(eval(e, n->kids[0], &a));
+        LT_TRY(eval(e, lt_llet_value(n), &a));
         if (n->kind == LT_L_ASSIGN && !e->bound[n->var->id]) return fail(e, LT_ERR_INVALID, "assignment to an undeclared variable", n);
         e->vars[n->var->id] = a;
         e->bound[n->var->id] = true;
         return LT_OK;
-    case LT_L_EVAL: return eval(e, n->kids[0], &a);
+    case LT_L_EVAL: return eval(e, lt_lstmt_call(n), &a);
     case LT_L_BARRIER: return LT_OK;
     default: return fail(e, LT_ERR_INVALID, "expression where a statement is expected", n);
     }

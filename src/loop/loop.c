@@ -60,6 +60,15 @@ const char *lt_loop_kind_name(lt_loop_kind k) {
     return "?";
 }
 
+const char *lt_loop_role_name(lt_loop_role r) {
+    static const char *const names[] = {
+#define LT_X(n, s) s,
+        LT_LOOP_ROLES(LT_X)
+#undef LT_X
+    };
+    return (unsigned)r < LT_ROLE_COUNT ? names[r] : "?";
+}
+
 /* ---- kernels, variables, buffers ---- */
 
 lt_kernel *lt_kernel_new(lt_arena *arena, const char *name) {
@@ -292,12 +301,14 @@ lt_lnode *lt_l_seq(lt_kernel *k, int n, lt_lnode *const *stmts) {
 
 lt_lnode *lt_l_empty(lt_kernel *k) { return lt_l_seq(k, 0, NULL); }
 
-lt_lnode *lt_l_for(lt_kernel *k, lt_lvar *v, lt_lnode *min, lt_lnode *extent, lt_loop_kind kind, lt_lnode *body) {
+lt_lnode *lt_l_for(lt_kernel *k, lt_lvar *v, lt_loop_role role, lt_lnode *min, lt_lnode *extent, lt_loop_kind kind,
+                   lt_lnode *body) {
     if (!v || !min || !extent || !body) return NULL;
     lt_lnode *x = mk(k, LT_L_FOR, LT_UNDEFINED, 3);
     if (!x) return NULL;
     x->var = v;
     x->op = kind;
+    x->role = role;
     x->kids[0] = min;
     x->kids[1] = extent;
     x->kids[2] = body;
@@ -559,9 +570,9 @@ bool lt_lbounds(const lt_lnode *n, const int64_t *lo, const int64_t *hi, const b
         *out_lo = lo[n->var->id];
         *out_hi = hi[n->var->id];
         return true;
-    case LT_L_CAST: return lt_dtype_is_int(n->dtype) && lt_lbounds(n->kids[0], lo, hi, known, out_lo, out_hi);
+    case LT_L_CAST: return lt_dtype_is_int(n->dtype) && lt_lbounds(lt_lexpr_a(n), lo, hi, known, out_lo, out_hi);
     case LT_L_SELECT:
-        if (!lt_lbounds(n->kids[1], lo, hi, known, &al, &ah) || !lt_lbounds(n->kids[2], lo, hi, known, &bl, &bh))
+        if (!lt_lbounds(lt_lsel_then(n), lo, hi, known, &al, &ah) || !lt_lbounds(lt_lsel_else(n), lo, hi, known, &bl, &bh))
             return false;
         *out_lo = al < bl ? al : bl;
         *out_hi = ah > bh ? ah : bh;
@@ -570,8 +581,8 @@ bool lt_lbounds(const lt_lnode *n, const int64_t *lo, const int64_t *hi, const b
     default: return false;
     }
     if (!lt_dtype_is_int(n->dtype)) return false;
-    bool ka = lt_lbounds(n->kids[0], lo, hi, known, &al, &ah);
-    bool kb = lt_lbounds(n->kids[1], lo, hi, known, &bl, &bh);
+    bool ka = lt_lbounds(lt_lexpr_a(n), lo, hi, known, &al, &ah);
+    bool kb = lt_lbounds(lt_lexpr_b(n), lo, hi, known, &bl, &bh);
     int64_t r[4];
     switch (n->op) {
     case LT_LOP_ADD:
@@ -657,8 +668,8 @@ static lt_status verify_self(verify_ctx *v, const lt_lnode *n) {
     case LT_L_STORE:
     case LT_L_ADDR:
         if (!buf_ok(v, n->buf)) return vfail(v, n, "buffer not an argument nor allocated here");
-        if (n->kids[0]->dtype != LT_INT64) return vfail(v, n, "index is not int64");
-        if (n->kind == LT_L_STORE && n->kids[1]->dtype != n->buf->dtype) return vfail(v, n, "stored value has the wrong dtype");
+        if (lt_lmem_index(n)->dtype != LT_INT64) return vfail(v, n, "index is not int64");
+        if (n->kind == LT_L_STORE && lt_lstore_value(n)->dtype != n->buf->dtype) return vfail(v, n, "stored value has the wrong dtype");
         break;
     case LT_L_UNARY:
     case LT_L_BINARY:
@@ -666,22 +677,22 @@ static lt_status verify_self(verify_ctx *v, const lt_lnode *n) {
         if (n->dtype == LT_UNDEFINED) return vfail(v, n, "operands of different dtypes (cast explicitly)");
         if (n->kind != LT_L_SELECT && (n->op < 0 || n->op >= LT_LOP_COUNT || lt_lop_is_binary(n->op) != (n->kind == LT_L_BINARY)))
             return vfail(v, n, "bad operator");
-        if (n->kind == LT_L_SELECT && n->kids[0]->dtype != LT_BOOL) return vfail(v, n, "condition is not bool");
+        if (n->kind == LT_L_SELECT && lt_lsel_cond(n)->dtype != LT_BOOL) return vfail(v, n, "condition is not bool");
         break;
     case LT_L_IF:
-        if (n->kids[0]->dtype != LT_BOOL) return vfail(v, n, "condition is not bool");
+        if (lt_lif_cond(n)->dtype != LT_BOOL) return vfail(v, n, "condition is not bool");
         break;
     case LT_L_FOR:
-        if (n->kids[0]->dtype != LT_INT64 || n->kids[1]->dtype != LT_INT64) return vfail(v, n, "bounds are not int64");
+        if (lt_lfor_min(n)->dtype != LT_INT64 || lt_lfor_extent(n)->dtype != LT_INT64) return vfail(v, n, "bounds are not int64");
         break;
     case LT_L_LET:
     case LT_L_ASSIGN:
-        if (n->kids[0]->dtype != n->var->dtype) return vfail(v, n, "value does not have the variable's dtype");
+        if (lt_llet_value(n)->dtype != n->var->dtype) return vfail(v, n, "value does not have the variable's dtype");
         if (n->kind == LT_L_ASSIGN && !v->bound[n->var->id]) return vfail(v, n, "assignment to a variable out of scope");
         if (n->kind == LT_L_LET && v->bound[n->var->id]) return vfail(v, n, "variable declared twice in one scope");
         break;
     case LT_L_EVAL:
-        if (n->kids[0]->kind != LT_L_CALL) return vfail(v, n, "EVAL of something other than a CALL");
+        if (lt_lstmt_call(n)->kind != LT_L_CALL) return vfail(v, n, "EVAL of something other than a CALL");
         break;
     default: break;
     }
@@ -703,11 +714,11 @@ static lt_status verify_rec(verify_ctx *v, const lt_lnode *n) {
             return vfail(v, n, want_stmt ? "expression where a statement belongs" : "statement where an expression belongs");
     }
     if (n->kind == LT_L_FOR) {
-        LT_TRY(verify_rec(v, n->kids[0]));
-        LT_TRY(verify_rec(v, n->kids[1]));
+        LT_TRY(verify_rec(v, lt_lfor_min(n)));
+        LT_TRY(verify_rec(v, lt_lfor_extent(n)));
         if (v->bound[n->var->id]) return vfail(v, n, "loop variable already bound");
         v->bound[n->var->id] = true;
-        lt_status s = verify_rec(v, n->kids[2]);
+        lt_status s = verify_rec(v, lt_lfor_body(n));
         v->bound[n->var->id] = false;
         return s != LT_OK ? s : verify_self(v, n);
     }
@@ -716,7 +727,7 @@ static lt_status verify_rec(verify_ctx *v, const lt_lnode *n) {
             return vfail(v, n, "allocates an argument or foreign buffer");
         if (v->allocated[n->buf->id]) return vfail(v, n, "buffer allocated twice");
         v->allocated[n->buf->id] = true;
-        lt_status s = verify_rec(v, n->kids[0]);
+        lt_status s = verify_rec(v, lt_lalloc_body(n));
         v->allocated[n->buf->id] = false;
         return s;
     }
@@ -829,17 +840,17 @@ static void print_expr(const lt_lnode *n, lt_strbuf *o, int min_prec) {
     case LT_L_LOAD:
     case LT_L_ADDR:
         lt_sb_printf(o, "%s%s[", n->kind == LT_L_ADDR ? "&" : "", n->buf->name);
-        print_expr(n->kids[0], o, 0);
+        print_expr(lt_lload_index(n), o, 0);
         lt_sb_printf(o, "]");
         print_lanes(n, o);
         break;
     case LT_L_UNARY:
         if (n->op == LT_LOP_NEG || n->op == LT_LOP_NOT) {
             lt_sb_printf(o, "%s", n->op == LT_LOP_NEG ? "-" : "!");
-            print_expr(n->kids[0], o, P_UNARY);
+            print_expr(lt_lexpr_a(n), o, P_UNARY);
         } else {
             lt_sb_printf(o, "%s(", lt_lop_name(n->op));
-            print_expr(n->kids[0], o, 0);
+            print_expr(lt_lexpr_a(n), o, 0);
             lt_sb_printf(o, ")");
         }
         break;
@@ -847,9 +858,9 @@ static void print_expr(const lt_lnode *n, lt_strbuf *o, int min_prec) {
         int bp;
         const char *s = infix(n->op, &bp);
         if (s) {
-            print_expr(n->kids[0], o, bp);
+            print_expr(lt_lexpr_a(n), o, bp);
             lt_sb_printf(o, bp >= P_MUL ? "%s" : " %s ", s);
-            print_expr(n->kids[1], o, bp + 1);
+            print_expr(lt_lexpr_b(n), o, bp + 1);
         } else {
             lt_sb_printf(o, "%s(", lt_lop_name(n->op));
             print_args(n, o, 0);
@@ -858,15 +869,15 @@ static void print_expr(const lt_lnode *n, lt_strbuf *o, int min_prec) {
         break;
     }
     case LT_L_SELECT:
-        print_expr(n->kids[0], o, P_SELECT + 1);
+        print_expr(lt_lsel_cond(n), o, P_SELECT + 1);
         lt_sb_printf(o, " ? ");
-        print_expr(n->kids[1], o, P_SELECT + 1);
+        print_expr(lt_lsel_then(n), o, P_SELECT + 1);
         lt_sb_printf(o, " : ");
-        print_expr(n->kids[2], o, P_SELECT);
+        print_expr(lt_lsel_else(n), o, P_SELECT);
         break;
     case LT_L_CAST:
         lt_sb_printf(o, "%s(", lt_dtype_name(n->dtype));
-        print_expr(n->kids[0], o, 0);
+        print_expr(lt_lexpr_a(n), o, 0);
         lt_sb_printf(o, ")");
         break;
     case LT_L_CALL:
@@ -885,11 +896,11 @@ static const char *scope_name(lt_scope s) {
 
 static const char axis_name[] = "xyz";
 
-static void print_stmt(const lt_lnode *n, lt_strbuf *o, int ind) {
+static void print_stmt(const lt_lnode *n, lt_strbuf *o, int ind, bool roles) {
     switch (n->kind) {
     case LT_L_SEQ:
         if (!n->n) lt_sb_printf(o, "%*snop\n", 2 * ind, "");
-        for (int i = 0; i < n->n; i++) print_stmt(n->kids[i], o, ind);
+        for (int i = 0; i < n->n; i++) print_stmt(n->kids[i], o, ind, roles);
         return;
     case LT_L_FOR: {
         lt_sb_printf(o, "%*s", 2 * ind, "");
@@ -909,54 +920,56 @@ static void print_stmt(const lt_lnode *n, lt_strbuf *o, int ind) {
         }
         lt_sb_printf(o, "for %s in [", n->var->name);
         int64_t m, e;
-        print_expr(n->kids[0], o, 0);
+        print_expr(lt_lfor_min(n), o, 0);
         lt_sb_printf(o, ", ");
-        if (lt_lis_int(n->kids[0], &m) && lt_lis_int(n->kids[1], &e)) lt_sb_printf(o, "%lld", (long long)(m + e));
-        else if (lt_lis_int(n->kids[0], &m) && m == 0) print_expr(n->kids[1], o, 0);
+        if (lt_lis_int(lt_lfor_min(n), &m) && lt_lis_int(lt_lfor_extent(n), &e)) lt_sb_printf(o, "%lld", (long long)(m + e));
+        else if (lt_lis_int(lt_lfor_min(n), &m) && m == 0) print_expr(lt_lfor_extent(n), o, 0);
         else {
-            print_expr(n->kids[0], o, P_ADD);
+            print_expr(lt_lfor_min(n), o, P_ADD);
             lt_sb_printf(o, " + ");
-            print_expr(n->kids[1], o, P_ADD + 1);
+            print_expr(lt_lfor_extent(n), o, P_ADD + 1);
         }
-        lt_sb_printf(o, "):\n");
-        print_stmt(n->kids[2], o, ind + 1);
+        lt_sb_printf(o, "):");
+        if (roles && n->role != LT_ROLE_NONE) lt_sb_printf(o, "  [%s]", lt_loop_role_name(n->role));
+        lt_sb_printf(o, "\n");
+        print_stmt(lt_lfor_body(n), o, ind + 1, roles);
         return;
     }
     case LT_L_STORE:
         lt_sb_printf(o, "%*s%s[", 2 * ind, "", n->buf->name);
-        print_expr(n->kids[0], o, 0);
+        print_expr(lt_lstore_index(n), o, 0);
         lt_sb_printf(o, "]");
         print_lanes(n, o);
         lt_sb_printf(o, " = ");
-        print_expr(n->kids[1], o, 0);
+        print_expr(lt_lstore_value(n), o, 0);
         lt_sb_printf(o, "\n");
         return;
     case LT_L_IF:
         lt_sb_printf(o, "%*sif ", 2 * ind, "");
-        print_expr(n->kids[0], o, 0);
+        print_expr(lt_lif_cond(n), o, 0);
         lt_sb_printf(o, ":\n");
-        print_stmt(n->kids[1], o, ind + 1);
+        print_stmt(lt_lif_then(n), o, ind + 1, roles);
         if (n->n > 2) {
             lt_sb_printf(o, "%*selse:\n", 2 * ind, "");
-            print_stmt(n->kids[2], o, ind + 1);
+            print_stmt(lt_lif_else(n), o, ind + 1, roles);
         }
         return;
     case LT_L_ALLOC:
         lt_sb_printf(o, "%*salloc %s %s %s[%lld]:\n", 2 * ind, "", scope_name(n->buf->scope), lt_dtype_name(n->buf->dtype),
                      n->buf->name, (long long)n->buf->size);
-        print_stmt(n->kids[0], o, ind + 1);
+        print_stmt(lt_lalloc_body(n), o, ind + 1, roles);
         return;
     case LT_L_LET:
     case LT_L_ASSIGN:
         lt_sb_printf(o, "%*s", 2 * ind, "");
         if (n->kind == LT_L_LET) lt_sb_printf(o, "let %s ", lt_dtype_name(n->var->dtype));
         lt_sb_printf(o, "%s = ", n->var->name);
-        print_expr(n->kids[0], o, 0);
+        print_expr(lt_llet_value(n), o, 0);
         lt_sb_printf(o, "\n");
         return;
     case LT_L_EVAL:
         lt_sb_printf(o, "%*seval ", 2 * ind, "");
-        print_expr(n->kids[0], o, 0);
+        print_expr(lt_lstmt_call(n), o, 0);
         lt_sb_printf(o, "\n");
         return;
     case LT_L_BARRIER: lt_sb_printf(o, "%*sbarrier\n", 2 * ind, ""); return;
@@ -973,11 +986,11 @@ void lt_lprint(const lt_lnode *n, lt_strbuf *out, int indent) {
         lt_sb_printf(out, "%*s<null>\n", 2 * indent, "");
         return;
     }
-    if (lt_lnode_info_get(n->kind)->is_stmt) print_stmt(n, out, indent);
+    if (lt_lnode_info_get(n->kind)->is_stmt) print_stmt(n, out, indent, false);
     else print_expr(n, out, 0);
 }
 
-void lt_kernel_print(const lt_kernel *k, lt_strbuf *out) {
+static void kernel_print(const lt_kernel *k, lt_strbuf *out, bool roles) {
     lt_sb_printf(out, "kernel %s(", k->name);
     for (int i = 0; i < k->n_args; i++) {
         const lt_lbuf *b = k->args[i];
@@ -986,8 +999,13 @@ void lt_kernel_print(const lt_kernel *k, lt_strbuf *out) {
                      (long long)b->size);
     }
     lt_sb_printf(out, "):\n");
-    lt_lprint(k->body, out, 1);
+    if (!k->body) lt_sb_printf(out, "  <null>\n");
+    else if (lt_lnode_info_get(k->body->kind)->is_stmt) print_stmt(k->body, out, 1, roles);
+    else print_expr(k->body, out, 0);
 }
+
+void lt_kernel_print(const lt_kernel *k, lt_strbuf *out) { kernel_print(k, out, false); }
+void lt_kernel_dump(const lt_kernel *k, lt_strbuf *out) { kernel_print(k, out, true); }
 
 /* ---- static cost ---- */
 
@@ -1004,8 +1022,8 @@ static void cost_rec(cost_ctx *c, const lt_lnode *n, double *flops, double *byte
     case LT_L_FOR: {
         int64_t mlo, mhi, elo, ehi;
         double trips = 1;
-        bool have_min = lt_lbounds(n->kids[0], c->lo, c->hi, c->known, &mlo, &mhi);
-        if (lt_lbounds(n->kids[1], c->lo, c->hi, c->known, &elo, &ehi)) trips = ehi > 0 ? (double)ehi : 0;
+        bool have_min = lt_lbounds(lt_lfor_min(n), c->lo, c->hi, c->known, &mlo, &mhi);
+        if (lt_lbounds(lt_lfor_extent(n), c->lo, c->hi, c->known, &elo, &ehi)) trips = ehi > 0 ? (double)ehi : 0;
         double fb = 0, bb = 0;
         int id = n->var->id;
         if (c->known && have_min && trips > 0) {
@@ -1015,21 +1033,21 @@ static void cost_rec(cost_ctx *c, const lt_lnode *n, double *flops, double *byte
         }
         bool gpu = n->op == LT_LOOP_GPU_BLOCK || n->op == LT_LOOP_GPU_THREAD;
         c->gpu_depth += gpu;
-        cost_rec(c, n->kids[2], &fb, &bb);
+        cost_rec(c, lt_lfor_body(n), &fb, &bb);
         c->gpu_depth -= gpu;
         if (c->known) c->known[id] = false;
         /* the bounds expressions themselves are evaluated once */
-        cost_rec(c, n->kids[0], &f, &b);
-        cost_rec(c, n->kids[1], &f, &b);
+        cost_rec(c, lt_lfor_min(n), &f, &b);
+        cost_rec(c, lt_lfor_extent(n), &f, &b);
         f += trips * fb;
         b += trips * bb;
         break;
     }
     case LT_L_IF: {
         double ft = 0, bt = 0, fe = 0, be = 0;
-        cost_rec(c, n->kids[0], &f, &b);
-        cost_rec(c, n->kids[1], &ft, &bt);
-        if (n->n > 2) cost_rec(c, n->kids[2], &fe, &be);
+        cost_rec(c, lt_lif_cond(n), &f, &b);
+        cost_rec(c, lt_lif_then(n), &ft, &bt);
+        if (n->n > 2) cost_rec(c, lt_lif_else(n), &fe, &be);
         f += ft > fe ? ft : fe;
         b += bt > be ? bt : be;
         break;
@@ -1044,7 +1062,7 @@ static void cost_rec(cost_ctx *c, const lt_lnode *n, double *flops, double *byte
     default:
         if ((n->kind == LT_L_LOAD || n->kind == LT_L_STORE) && n->buf->scope == LT_SCOPE_GLOBAL)
             b += (double)n->lanes * lt_dtype_size(n->buf->dtype);
-        if ((n->kind == LT_L_UNARY || n->kind == LT_L_BINARY) && lt_dtype_is_float(n->kids[0]->dtype))
+        if ((n->kind == LT_L_UNARY || n->kind == LT_L_BINARY) && lt_dtype_is_float(lt_lexpr_a(n)->dtype))
             f += n->lanes;
         for (int i = 0; i < n->n; i++) cost_rec(c, n->kids[i], &f, &b);
         break;

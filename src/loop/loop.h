@@ -47,6 +47,41 @@ typedef enum lt_loop_kind {
 } lt_loop_kind;
 const char *lt_loop_kind_name(lt_loop_kind k);
 
+/* What a loop is for. The lowering sets it where it creates the loop (lt_l_for); schedule steps keep
+ * it (a split or tile gives two loops of the role, a fuse the outer loop's, a reorder moves it with
+ * its loop); the default schedules and the tuner find loops by it, never by their names (names are
+ * how schedule steps refer to loops, nothing more). */
+#define LT_LOOP_ROLES(X)                                                                           \
+    X(NONE, "")                 /* none given: loops built by hand (tests) */                      \
+    X(OUTPUT, "output")         /* over output elements: elementwise / injective nests, GEMM's i, j */ \
+    X(KEPT, "kept")             /* a kept (not reduced) dim of a reduction, pooling or direct      \
+                                 * convolution: independent iterations holding the reduction */    \
+    X(BATCH_OUTER, "batch_outer") /* the outermost batch dim around a GEMM (its product or call) */ \
+    X(BATCH, "batch")           /* the other batch dims around a GEMM */                           \
+    X(BLOCK, "block")           /* a block of GEMM rows (plain loops): a disjoint part of the output */ \
+    X(INIT, "init")             /* the rows of an output zeroed before the nest accumulates into it \
+                                 * (plain GEMM) */                                                 \
+    X(INIT_COLS, "init_cols")   /* the columns of that zeroing (contiguous) */                     \
+    X(REDUCE, "reduce")         /* a reduced dim: its iterations carry an accumulator */           \
+    X(REDUCED_OUTPUT, "reduced_output") /* over a reduced dim, one output written per iteration     \
+                                 * (the normalize pass of softmax and the norms) */                \
+    X(LANES, "lanes")           /* partial accumulators, one per vector lane (no carried dependence) */ \
+    X(PARTIALS, "partials")     /* over the partial accumulators: their init and merge */          \
+    X(LANE_OUTPUT, "lane_output") /* outputs one per vector lane with no bounds checks (pooling's  \
+                                 * interior) */                                                    \
+    X(EPILOGUE, "epilogue")     /* an epilogue nest over a GEMM's output, after the product: its   \
+                                 * batch dims and rows */                                          \
+    X(EPILOGUE_COLS, "epilogue_cols") /* the columns of that epilogue (contiguous) */              \
+    X(COPY, "copy")             /* a copy into or out of a staged buffer (the cache step) */       \
+    X(ROW_THREADS, "row_threads") /* a row's threads and the work they share (the rowreduce step) */
+typedef enum lt_loop_role {
+#define LT_X(n, s) LT_ROLE_##n,
+    LT_LOOP_ROLES(LT_X)
+#undef LT_X
+    LT_ROLE_COUNT
+} lt_loop_role;
+const char *lt_loop_role_name(lt_loop_role r); /* "kept", ...; "" for NONE */
+
 typedef enum lt_scope {
     LT_SCOPE_GLOBAL, /* kernel argument or workspace */
     LT_SCOPE_LOCAL,  /* per-thread registers / stack */
@@ -73,6 +108,7 @@ typedef struct lt_lnode {
     lt_lkind kind;
     lt_dtype dtype;   /* value type of an expression (INT64 for index math, BOOL for conditions) */
     int op;           /* UNARY/BINARY: lt_lop; FOR: lt_loop_kind */
+    lt_loop_role role; /* FOR: what the loop is for */
     int lanes;        /* vector width of an expression or LOAD/STORE (1 = scalar) */
     int64_t ival;     /* INT value; FOR: unroll/vector factor or GPU axis */
     double fval;      /* FLOAT value */
@@ -82,6 +118,29 @@ typedef struct lt_lnode {
     int n;
     struct lt_lnode **kids;
 } lt_lnode;
+
+/* Named reads of node children (nodes.def gives each kind's children): code that knows the node's
+ * kind reads its fields through these; only code that goes over all the children of a node
+ * (lt_lwalk, lt_lmutate, hashing, the builders) indexes kids. */
+static inline lt_lnode *lt_lfor_min(const lt_lnode *f) { return f->kids[0]; }
+static inline lt_lnode *lt_lfor_extent(const lt_lnode *f) { return f->kids[1]; }
+static inline lt_lnode *lt_lfor_body(const lt_lnode *f) { return f->kids[2]; }
+static inline lt_lnode *lt_lstore_index(const lt_lnode *s) { return s->kids[0]; }
+static inline lt_lnode *lt_lstore_value(const lt_lnode *s) { return s->kids[1]; }
+static inline lt_lnode *lt_lload_index(const lt_lnode *l) { return l->kids[0]; }   /* LOAD and ADDR */
+static inline lt_lnode *lt_lmem_index(const lt_lnode *m) { return m->kids[0]; }    /* LOAD, ADDR or STORE */
+static inline lt_lnode *lt_lif_cond(const lt_lnode *i) { return i->kids[0]; }
+static inline lt_lnode *lt_lif_then(const lt_lnode *i) { return i->kids[1]; }
+static inline lt_lnode *lt_lif_else(const lt_lnode *i) { return i->n > 2 ? i->kids[2] : NULL; }
+static inline lt_lnode *lt_lsel_cond(const lt_lnode *s) { return s->kids[0]; }
+static inline lt_lnode *lt_lsel_then(const lt_lnode *s) { return s->kids[1]; }
+static inline lt_lnode *lt_lsel_else(const lt_lnode *s) { return s->kids[2]; }
+static inline lt_lnode *lt_lexpr_a(const lt_lnode *e) { return e->kids[0]; } /* UNARY, CAST, BINARY lhs */
+static inline lt_lnode *lt_lexpr_b(const lt_lnode *e) { return e->kids[1]; } /* BINARY rhs */
+static inline lt_lnode *lt_llet_value(const lt_lnode *s) { return s->kids[0]; } /* LET, ASSIGN: the value */
+static inline lt_lnode *lt_lalloc_body(const lt_lnode *a) { return a->kids[0]; }
+static inline lt_lnode *lt_lstmt_call(const lt_lnode *e) { return e->kids[0]; } /* EVAL: the CALL */
+static inline lt_lnode *lt_lseq_stmt(const lt_lnode *s, int i) { return s->kids[i]; } /* SEQ: statement i */
 
 /* A kernel: its arguments (buffers with arg >= 0, in order) and body, plus static cost. */
 typedef struct lt_kernel {
@@ -128,7 +187,8 @@ lt_lnode *lt_l_select(lt_kernel *k, lt_lnode *c, lt_lnode *a, lt_lnode *b);
 lt_lnode *lt_l_cast(lt_kernel *k, lt_dtype dt, lt_lnode *a);
 lt_lnode *lt_l_call(lt_kernel *k, lt_dtype dt, const char *name, int n, lt_lnode *const *args);
 lt_lnode *lt_l_seq(lt_kernel *k, int n, lt_lnode *const *stmts);
-lt_lnode *lt_l_for(lt_kernel *k, lt_lvar *v, lt_lnode *min, lt_lnode *extent, lt_loop_kind kind, lt_lnode *body);
+lt_lnode *lt_l_for(lt_kernel *k, lt_lvar *v, lt_loop_role role, lt_lnode *min, lt_lnode *extent, lt_loop_kind kind,
+                   lt_lnode *body);
 lt_lnode *lt_l_store(lt_kernel *k, lt_lbuf *b, lt_lnode *index, lt_lnode *value);
 lt_lnode *lt_l_if(lt_kernel *k, lt_lnode *cond, lt_lnode *then_s, lt_lnode *else_s /* may be NULL */);
 lt_lnode *lt_l_alloc(lt_kernel *k, lt_lbuf *b, lt_lnode *body);
@@ -187,6 +247,9 @@ lt_status lt_kernel_verify(lt_ctx *ctx, const lt_kernel *k);
  * expressions print inline, parenthesized only where precedence needs it. */
 void lt_lprint(const lt_lnode *n, lt_strbuf *out, int indent);
 void lt_kernel_print(const lt_kernel *k, lt_strbuf *out);
+/* lt_kernel_print with each loop's role after its line ("for o0 in [0, 4):  [kept]"): the code
+ * dump's form. lt_kernel_print leaves roles out (tuning database keys are hashes of its text). */
+void lt_kernel_dump(const lt_kernel *k, lt_strbuf *out);
 /* Constant folding and algebraic identities on index math (x*1, x+0, (a*c1)*c2, min/max of
  * constants, division/modulo by 1, loops of extent 1 removed). Returns the same pointer if unchanged. */
 lt_lnode *lt_lsimplify(lt_kernel *k, lt_lnode *n);

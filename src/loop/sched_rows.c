@@ -37,7 +37,7 @@
 #define RR_MAX_CACHE 4     /* arrays of the row cache */
 #define RR_CACHE_ELEMS 64  /* elements per thread of one array (registers) */
 #define RR_CACHE_TOTAL 96  /* elements per thread of all arrays */
-#define RR_MAX_ITEMS 64    /* statements of a row body the cache looks at */
+#define RR_MAX_ITEMS 64    /* statements of a row body the cache looks at (a longer body: no cache) */
 
 typedef struct centry {
     lt_lnode *nest;       /* the nest that fills the array */
@@ -55,6 +55,7 @@ typedef struct rr {
     size_t why_n;
     /* the row cache (see below) */
     int n_items;
+    bool items_over;               /* the body has more than RR_MAX_ITEMS statements */
     lt_lnode *items[RR_MAX_ITEMS]; /* L's body statements in order (nests not entered) */
     lt_lnode *xbody[RR_MAX_ITEMS]; /* nests: the innermost body with its LETs expanded */
     int nc;
@@ -83,11 +84,11 @@ static bool has_var_ref(const lt_lnode *n, const lt_lvar *v, int *reads, int *as
 
 /* The op of `a = a OP e` (or `a = e OP a`), or -1. */
 static int acc_op(const lt_lnode *as) {
-    const lt_lnode *x = as->kids[0];
+    const lt_lnode *x = lt_llet_value(as);
     if (x->kind != LT_L_BINARY) return -1;
     if (x->op != LT_LOP_ADD && x->op != LT_LOP_MUL && x->op != LT_LOP_MAX && x->op != LT_LOP_MIN) return -1;
-    bool l = x->kids[0]->kind == LT_L_VAR && x->kids[0]->var == as->var && !lt_luses_var(x->kids[1], as->var);
-    bool rr_ = x->kids[1]->kind == LT_L_VAR && x->kids[1]->var == as->var && !lt_luses_var(x->kids[0], as->var);
+    bool l = lt_lexpr_a(x)->kind == LT_L_VAR && lt_lexpr_a(x)->var == as->var && !lt_luses_var(lt_lexpr_b(x), as->var);
+    bool rr_ = lt_lexpr_b(x)->kind == LT_L_VAR && lt_lexpr_b(x)->var == as->var && !lt_luses_var(lt_lexpr_a(x), as->var);
     return l || rr_ ? x->op : -1;
 }
 
@@ -133,8 +134,8 @@ static int nest_of(lt_lnode *n, lt_lnode **loops, int max, lt_lnode **body) {
     int c = 0;
     while (n->kind == LT_L_FOR && c < max) {
         loops[c++] = n;
-        n = n->kids[2];
-        while (n->kind == LT_L_SEQ && n->n == 1) n = n->kids[0];
+        n = lt_lfor_body(n);
+        while (n->kind == LT_L_SEQ && n->n == 1) n = lt_lseq_stmt(n, 0);
     }
     *body = n;
     return c;
@@ -147,7 +148,7 @@ static bool check_nest(rr *r, lt_lnode *f, accs *a) {
     for (int i = 0; i < nl; i++) {
         int64_t lo, e;
         if (loops[i]->op != LT_LOOP_SERIAL) return nope(r, "loop %s is not serial", loops[i]->var->name);
-        if (!lt_lis_int(loops[i]->kids[0], &lo) || !lt_lis_int(loops[i]->kids[1], &e) || e < 1)
+        if (!lt_lis_int(lt_lfor_min(loops[i]), &lo) || !lt_lis_int(lt_lfor_extent(loops[i]), &e) || e < 1)
             return nope(r, "loop %s has non-constant bounds", loops[i]->var->name);
     }
     bool *decl = lt_mem_calloc((size_t)r->k->n_vars + 1, sizeof *decl);
@@ -186,7 +187,7 @@ static bool check(rr *r, lt_lnode *L) {
     if (r->T != 32 && (r->T < 64 || r->T > 1024 || r->T % 32))
         return nope(r, "thread count %lld is not 32 or a multiple of 32 in [64, 1024]", (long long)r->T);
     if (r->V < 1 || r->V > 16) return nope(r, "vector width %lld is not in [1, 16]", (long long)r->V);
-    return check_stmt(r, L->kids[2]);
+    return check_stmt(r, lt_lfor_body(L));
 }
 
 /* ---- building ---- */
@@ -199,7 +200,7 @@ typedef struct rename_acc {
 static lt_lnode *rename_fn(lt_kernel *k, lt_lnode *n, void *user) {
     const rename_acc *ra = user;
     if (n->kind == LT_L_VAR && n->var == ra->from) return lt_l_var(k, ra->to);
-    if (n->kind == LT_L_ASSIGN && n->var == ra->from) return lt_l_assign(k, ra->to, n->kids[0]);
+    if (n->kind == LT_L_ASSIGN && n->var == ra->from) return lt_l_assign(k, ra->to, lt_llet_value(n));
     return n;
 }
 
@@ -251,7 +252,7 @@ static bool same_nest_shape(lt_lnode *a, lt_lnode *b) {
     int na = nest_of(a, la, RR_MAX_NEST, &ba), nb = nest_of(b, lb, RR_MAX_NEST, &bb);
     if (na != nb) return false;
     for (int i = 0; i < na; i++)
-        if (!lt_lequal(la[i]->kids[0], lb[i]->kids[0]) || !lt_lequal(la[i]->kids[1], lb[i]->kids[1])) return false;
+        if (!lt_lequal(lt_lfor_min(la[i]), lt_lfor_min(lb[i])) || !lt_lequal(lt_lfor_extent(la[i]), lt_lfor_extent(lb[i]))) return false;
     return true;
 }
 
@@ -263,6 +264,7 @@ static void row_items(rr *r, lt_lnode *n) {
         return;
     }
     if (r->n_items < RR_MAX_ITEMS) r->items[r->n_items++] = n;
+    else r->items_over = true;
 }
 
 static int item_of(const rr *r, const lt_lnode *n) {
@@ -412,10 +414,10 @@ static lt_lnode *expand_lets(rr *r, lt_lnode *body) {
         for (int j = 0; j < nv && st; j++) st = lt_lsubstitute(r->k, st, vars[j], vals[j]);
         if (!st) return NULL;
         kids[i] = st;
-        if (st->kind == LT_L_LET && nv < 32 && !loads_stored(st->kids[0], body)) {
+        if (st->kind == LT_L_LET && nv < 32 && !loads_stored(lt_llet_value(st), body)) {
             int reads = 0, assigns = 0;
             has_var_ref(body, st->var, &reads, &assigns);
-            if (!assigns) vars[nv] = st->var, vals[nv] = st->kids[0], nv++;
+            if (!assigns) vars[nv] = st->var, vals[nv] = lt_llet_value(st), nv++;
         }
     }
     /* drop the expanded LETs (nothing reads them now) */
@@ -431,6 +433,10 @@ static lt_lnode *expand_lets(rr *r, lt_lnode *body) {
 /* Decide the cache for L's body. */
 static lt_status cache_plan(rr *r, lt_lnode *body) {
     row_items(r, body);
+    if (r->items_over) { /* not every statement was looked at: no cache (never a partial one) */
+        r->n_items = 0;
+        return LT_OK;
+    }
     for (int i = 0; i < r->n_items; i++) {
         lt_lnode *lk[RR_MAX_NEST], *bk;
         if (r->items[i]->kind != LT_L_FOR) continue;
@@ -445,7 +451,7 @@ static lt_status cache_plan(rr *r, lt_lnode *body) {
     int nl = nest_of(first, loops, RR_MAX_NEST, &b);
     b = r->xbody[item_of(r, first)];
     int64_t C = 1, e;
-    for (int i = 0; i < nl; i++) C *= lt_lis_int(loops[i]->kids[1], &e) ? e : 0;
+    for (int i = 0; i < nl; i++) C *= lt_lis_int(lt_lfor_extent(loops[i]), &e) ? e : 0;
     int64_t per = r->T * r->V;
     r->slots = (C + per - 1) / per * r->V;
     if (C <= 0 || r->slots > RR_CACHE_ELEMS || (C + per - 1) / per > 8) return LT_OK;
@@ -528,8 +534,8 @@ static lt_lnode *build_nest(rr *r, lt_lnode *f) {
     if (!check_nest(r, f, &a)) return NULL; /* checked before: cannot fail here */
     int64_t lo[RR_MAX_NEST], ext[RR_MAX_NEST], C = 1;
     for (int i = 0; i < nl; i++) {
-        lt_lis_int(loops[i]->kids[0], &lo[i]);
-        lt_lis_int(loops[i]->kids[1], &ext[i]);
+        lt_lis_int(lt_lfor_min(loops[i]), &lo[i]);
+        lt_lis_int(lt_lfor_extent(loops[i]), &ext[i]);
         C *= ext[i];
     }
     const char *base = f->var->name;
@@ -584,10 +590,10 @@ static lt_lnode *build_nest(rr *r, lt_lnode *f) {
     int64_t per = r->T * r->V, J = (C + per - 1) / per;
     if (C % per) b = lt_l_if(k, lt_l_binary(k, LT_LOP_LT, flat, lt_l_int(k, C)), b, NULL);
     if (v) {
-        b = lt_l_for(k, v, lt_l_int(k, 0), lt_l_int(k, r->V), LT_LOOP_VECTORIZED, b);
+        b = lt_l_for(k, v, f->role, lt_l_int(k, 0), lt_l_int(k, r->V), LT_LOOP_VECTORIZED, b);
         if (b) b->ival = r->V;
     }
-    b = lt_l_for(k, j, lt_l_int(k, 0), lt_l_int(k, J), J <= 8 && J > 1 ? LT_LOOP_UNROLLED : LT_LOOP_SERIAL, b);
+    b = lt_l_for(k, j, f->role, lt_l_int(k, 0), lt_l_int(k, J), J <= 8 && J > 1 ? LT_LOOP_UNROLLED : LT_LOOP_SERIAL, b);
     if (b && J <= 8 && J > 1) b->ival = J;
     lt_lnode *all[33];
     int na = 0;
@@ -635,12 +641,12 @@ lt_status lt_sched_rowreduce_(lt_ctx *ctx, lt_kernel *k, const lt_sstep *step) {
     char *tn = suffixed(k, L->var->name, ".t");
     r.t = tn ? lt_kernel_var(k, tn, LT_INT64) : NULL;
     lt_lnode *nb = NULL, *nl = NULL, *body = NULL;
-    if (r.t && cache_plan(&r, L->kids[2]) == LT_OK) {
-        nb = build_stmt(&r, L->kids[2]);
+    if (r.t && cache_plan(&r, lt_lfor_body(L)) == LT_OK) {
+        nb = build_stmt(&r, lt_lfor_body(L));
         for (int c = 0; c < r.nc && nb; c++) nb = lt_l_alloc(k, r.ce[c].local, nb);
-        lt_lnode *tl = nb ? lt_l_for(k, r.t, lt_l_int(k, 0), lt_l_int(k, r.T), LT_LOOP_GPU_THREAD, nb) : NULL;
+        lt_lnode *tl = nb ? lt_l_for(k, r.t, LT_ROLE_ROW_THREADS, lt_l_int(k, 0), lt_l_int(k, r.T), LT_LOOP_GPU_THREAD, nb) : NULL;
         if (tl) tl->ival = 0;
-        nl = tl ? lt_l_for(k, L->var, L->kids[0], L->kids[1], (lt_loop_kind)L->op, tl) : NULL;
+        nl = tl ? lt_l_for(k, L->var, L->role, lt_lfor_min(L), lt_lfor_extent(L), (lt_loop_kind)L->op, tl) : NULL;
         if (nl) nl->ival = L->ival;
         body = nl ? lt_lreplace(k, k->body, L, nl) : NULL;
         body = lt_lsimplify_exprs(k, body);

@@ -54,16 +54,20 @@ static lt_status oom(sctx *s) {
 
 /* ---- helpers ---- */
 
-/* The loop named `name`, with the chain of its enclosing loops (outermost first) in path. */
-static bool find_path(lt_lnode *n, const char *name, lt_lnode **path, int *depth, int max) {
+/* The loop named `name`, with the chain of its enclosing loops (outermost first) in path; *deep is
+ * set when a chain longer than max was met (not searched). */
+static bool find_path(lt_lnode *n, const char *name, lt_lnode **path, int *depth, int max, bool *deep) {
     if (n->kind == LT_L_FOR) {
-        if (*depth >= max) return false;
+        if (*depth >= max) {
+            *deep = true;
+            return false;
+        }
         path[(*depth)++] = n;
         if (!strcmp(n->var->name, name)) return true;
     }
     if (lt_lnode_info_get(n->kind)->is_stmt)
         for (int i = 0; i < n->n; i++)
-            if (find_path(n->kids[i], name, path, depth, max)) return true;
+            if (find_path(n->kids[i], name, path, depth, max, deep)) return true;
     if (n->kind == LT_L_FOR) (*depth)--;
     return false;
 }
@@ -77,12 +81,12 @@ static lt_status find(sctx *s, const char *name, lt_lnode **out) {
 
 /* A loop that is the whole body of `outer` (directly, or as the only statement of a SEQ). */
 static lt_lnode *sole_loop(lt_lnode *body) {
-    if (body->kind == LT_L_SEQ && body->n == 1) body = body->kids[0];
+    if (body->kind == LT_L_SEQ && body->n == 1) body = lt_lseq_stmt(body, 0);
     return body->kind == LT_L_FOR ? body : NULL;
 }
 
 static lt_lnode *mk_for_like(lt_kernel *k, const lt_lnode *f, lt_lnode *min, lt_lnode *ext, lt_lnode *body) {
-    lt_lnode *x = lt_l_for(k, f->var, min, ext, (lt_loop_kind)f->op, body);
+    lt_lnode *x = lt_l_for(k, f->var, f->role, min, ext, (lt_loop_kind)f->op, body);
     if (x) x->ival = f->ival;
     return x;
 }
@@ -109,8 +113,8 @@ static char *joined(sctx *s, const char *a, const char *sep, const char *b) {
 static lt_lnode *guard_innermost(lt_kernel *k, lt_lnode *body, lt_lnode *cond) {
     lt_lnode *inner = sole_loop(body);
     if (inner) {
-        lt_lnode *nb = guard_innermost(k, inner->kids[2], cond);
-        return nb ? mk_for_like(k, inner, inner->kids[0], inner->kids[1], nb) : NULL;
+        lt_lnode *nb = guard_innermost(k, lt_lfor_body(inner), cond);
+        return nb ? mk_for_like(k, inner, lt_lfor_min(inner), lt_lfor_extent(inner), nb) : NULL;
     }
     return lt_l_if(k, cond, body, NULL);
 }
@@ -118,7 +122,7 @@ static lt_lnode *guard_innermost(lt_kernel *k, lt_lnode *body, lt_lnode *cond) {
 static lt_status split(sctx *s, lt_lnode *l, int64_t f, const char **outer_name, const char **inner_name) {
     lt_kernel *k = s->k;
     if (f < 1) return serr(s, "split factor %lld of loop '%s' must be >= 1", (long long)f, l->var->name);
-    lt_lnode *min = l->kids[0], *ext = lt_lsimplify(k, l->kids[1]);
+    lt_lnode *min = lt_lfor_min(l), *ext = lt_lsimplify(k, lt_lfor_extent(l));
     if (!ext) return oom(s);
     int64_t e;
     bool cext = lt_lis_int(ext, &e);
@@ -135,11 +139,11 @@ static lt_status split(sctx *s, lt_lnode *l, int64_t f, const char **outer_name,
     if (!vo || !vi) return oom(s);
     bool exact = cext && e % f == 0;
     lt_lnode *off = lt_l_add(k, lt_l_mul(k, lt_l_var(k, vo), lt_l_int(k, f)), lt_l_var(k, vi));
-    lt_lnode *body = lt_lsubstitute(k, l->kids[2], l->var, lt_l_add(k, min, off));
+    lt_lnode *body = lt_lsubstitute(k, lt_lfor_body(l), l->var, lt_l_add(k, min, off));
     lt_lnode *oext = cext ? lt_l_int(k, e / f + (e % f != 0))
                                          : lt_l_binary(k, LT_LOP_DIV, lt_l_add(k, ext, lt_l_int(k, f - 1)), lt_l_int(k, f));
     if (!exact) body = guard_innermost(k, body, lt_l_binary(k, LT_LOP_LT, off, ext));
-    lt_lnode *inner = lt_l_for(k, vi, lt_l_int(k, 0), lt_l_int(k, f), LT_LOOP_SERIAL, body);
+    lt_lnode *inner = lt_l_for(k, vi, l->role, lt_l_int(k, 0), lt_l_int(k, f), LT_LOOP_SERIAL, body);
     lt_lnode *outer = inner ? mk_for_like(k, l, lt_l_int(k, 0), oext, inner) : NULL;
     if (!outer) return oom(s);
     outer->var = vo;
@@ -152,10 +156,10 @@ static lt_status split(sctx *s, lt_lnode *l, int64_t f, const char **outer_name,
 
 /* outer directly holding inner, with inner's bounds independent of outer. */
 static lt_status check_nested(sctx *s, lt_lnode *outer, lt_lnode *inner, const char *what) {
-    if (sole_loop(outer->kids[2]) != inner)
+    if (sole_loop(lt_lfor_body(outer)) != inner)
         return serr(s, "loops '%s' and '%s' are not perfectly nested (the body of '%s' must be exactly loop '%s' to %s)",
                     outer->var->name, inner->var->name, outer->var->name, inner->var->name, what);
-    if (lt_luses_var(inner->kids[0], outer->var) || lt_luses_var(inner->kids[1], outer->var))
+    if (lt_luses_var(lt_lfor_min(inner), outer->var) || lt_luses_var(lt_lfor_extent(inner), outer->var))
         return serr(s, "the bounds of loop '%s' depend on loop '%s'", inner->var->name, outer->var->name);
     return LT_OK;
 }
@@ -166,10 +170,10 @@ static lt_status reorder(sctx *s, const char *a_name, const char *b_name) {
     LT_TRY(find(s, b_name, &b));
     if (a == b) return serr(s, "cannot reorder loop '%s' with itself", a_name);
     lt_lnode *outer = a, *inner = b;
-    if (sole_loop(b->kids[2]) == a) outer = b, inner = a;
+    if (sole_loop(lt_lfor_body(b)) == a) outer = b, inner = a;
     LT_TRY(check_nested(s, outer, inner, "swap them"));
-    lt_lnode *no = mk_for_like(s->k, outer, outer->kids[0], outer->kids[1], inner->kids[2]);
-    lt_lnode *ni = no ? mk_for_like(s->k, inner, inner->kids[0], inner->kids[1], no) : NULL;
+    lt_lnode *no = mk_for_like(s->k, outer, lt_lfor_min(outer), lt_lfor_extent(outer), lt_lfor_body(inner));
+    lt_lnode *ni = no ? mk_for_like(s->k, inner, lt_lfor_min(inner), lt_lfor_extent(inner), no) : NULL;
     if (!ni) return oom(s);
     return commit(s, outer, ni);
 }
@@ -181,16 +185,16 @@ static lt_status fuse(sctx *s) {
     LT_TRY(find(s, s->step->loop2, &b));
     LT_TRY(check_nested(s, a, b, "fuse them"));
     int64_t ea, eb, e;
-    if (!lt_lis_int(a->kids[1], &ea) || !lt_lis_int(b->kids[1], &eb))
+    if (!lt_lis_int(lt_lfor_extent(a), &ea) || !lt_lis_int(lt_lfor_extent(b), &eb))
         return serr(s, "fusing needs constant extents; loop '%s' or '%s' has a variable one", a->var->name, b->var->name);
     if (ea < 1 || eb < 1 || !lt_mul_i64(ea, eb, &e)) return serr(s, "bad extents %lld x %lld", (long long)ea, (long long)eb);
     const char *name = joined(s, a->var->name, ".", b->var->name);
     lt_lvar *v = name ? lt_kernel_var(k, name, LT_INT64) : NULL;
     if (!v) return oom(s);
     lt_lnode *fv = lt_l_var(k, v);
-    lt_lnode *body = lt_lsubstitute(k, b->kids[2], b->var,
-                                    lt_l_add(k, b->kids[0], lt_l_binary(k, LT_LOP_MOD, fv, lt_l_int(k, eb))));
-    body = lt_lsubstitute(k, body, a->var, lt_l_add(k, a->kids[0], lt_l_binary(k, LT_LOP_DIV, fv, lt_l_int(k, eb))));
+    lt_lnode *body = lt_lsubstitute(k, lt_lfor_body(b), b->var,
+                                    lt_l_add(k, lt_lfor_min(b), lt_l_binary(k, LT_LOP_MOD, fv, lt_l_int(k, eb))));
+    body = lt_lsubstitute(k, body, a->var, lt_l_add(k, lt_lfor_min(a), lt_l_binary(k, LT_LOP_DIV, fv, lt_l_int(k, eb))));
     lt_lnode *f = body ? mk_for_like(k, a, lt_l_int(k, 0), lt_l_int(k, e), body) : NULL;
     if (!f) return oom(s);
     f->var = v;
@@ -210,13 +214,17 @@ static const lt_lnode *find_kind(const lt_lnode *n, lt_loop_kind kind) {
 }
 
 static lt_status mark(sctx *s, lt_loop_kind kind, int64_t ival) {
-    lt_lnode *path[256];
+    enum { MAX_DEPTH = 256 };
+    lt_lnode *path[MAX_DEPTH];
     int depth = 0;
+    bool deep = false;
     const char *name = s->step->loop;
-    if (!find_path(s->k->body, name, path, &depth, 256)) return serr(s, "no loop named '%s'", name);
+    if (!find_path(s->k->body, name, path, &depth, MAX_DEPTH, &deep))
+        return deep ? serr(s, "loops nested deeper than %d (looking for loop '%s')", MAX_DEPTH, name)
+                    : serr(s, "no loop named '%s'", name);
     lt_lnode *l = path[depth - 1];
     int64_t e = 0;
-    bool const_ext = lt_lis_int(l->kids[1], &e);
+    bool const_ext = lt_lis_int(lt_lfor_extent(l), &e);
     if (kind == LT_LOOP_VECTORIZED) {
         if (!const_ext) return serr(s, "loop '%s' has a variable extent; vectorizing needs a constant one (split it first)", name);
         if (e < 1 || e > 64) return serr(s, "loop '%s' has extent %lld; vectorizing needs 1..64 (split it first)", name, (long long)e);
@@ -238,10 +246,10 @@ static lt_status mark(sctx *s, lt_loop_kind kind, int64_t ival) {
                 return serr(s, "loop '%s' is inside loop '%s', already bound to the same GPU axis", name, path[i]->var->name);
     }
     if (kind == LT_LOOP_PARALLEL) {
-        const lt_lnode *inner = find_kind(l->kids[2], LT_LOOP_PARALLEL);
+        const lt_lnode *inner = find_kind(lt_lfor_body(l), LT_LOOP_PARALLEL);
         if (inner) return serr(s, "loop '%s' contains parallel loop '%s'", name, inner->var->name);
     }
-    lt_lnode *m = mk_for_like(s->k, l, l->kids[0], l->kids[1], l->kids[2]);
+    lt_lnode *m = mk_for_like(s->k, l, lt_lfor_min(l), lt_lfor_extent(l), lt_lfor_body(l));
     if (!m) return oom(s);
     m->op = kind;
     m->ival = ival;
@@ -294,9 +302,9 @@ static void aff_collect(aff *a, const nest *ns, lt_lnode *n, int64_t scale) {
     case LT_L_BINARY:
         if (n->dtype != LT_INT64) break;
         if (n->op == LT_LOP_ADD || n->op == LT_LOP_SUB) {
-            aff_collect(a, ns, n->kids[0], scale);
+            aff_collect(a, ns, lt_lexpr_a(n), scale);
             if (n->op == LT_LOP_SUB && scale == INT64_MIN) a->ok = false;
-            else aff_collect(a, ns, n->kids[1], n->op == LT_LOP_SUB ? -scale : scale);
+            else aff_collect(a, ns, lt_lexpr_b(n), n->op == LT_LOP_SUB ? -scale : scale);
             return;
         }
         if (n->op == LT_LOP_MUL)
@@ -434,7 +442,7 @@ static lt_lnode *local_index(lt_kernel *k, const cache_plan *p, const aff *a) {
     for (int v = 0; v < p->ns->nv; v++) {
         if (!a->coeff[v]) continue;
         const lt_lnode *f = p->ns->loop[v];
-        lt_lnode *u = lt_l_binary(k, LT_LOP_SUB, lt_l_var(k, f->var), f->kids[0]);
+        lt_lnode *u = lt_l_binary(k, LT_LOP_SUB, lt_l_var(k, f->var), lt_lfor_min(f));
         int64_t mult = a->coeff[v];
         if (p->box)
             for (int d = 0; d < p->nd; d++)
@@ -453,12 +461,12 @@ static lt_lnode *redirect_fn(lt_kernel *k, lt_lnode *n, void *user) {
     redirect_ctx *r = user;
     if ((n->kind != LT_L_LOAD && n->kind != LT_L_STORE) || n->buf != r->p->from) return n;
     aff a;
-    if (!aff_of(&a, r->p->ns, n->kids[0])) { /* cannot happen: checked before */
+    if (!aff_of(&a, r->p->ns, lt_lmem_index(n))) { /* cannot happen: checked before */
         r->fail = true;
         return n;
     }
     lt_lnode *idx = local_index(k, r->p, &a);
-    lt_lnode *x = n->kind == LT_L_LOAD ? lt_l_load(k, r->p->to, idx) : lt_l_store(k, r->p->to, idx, n->kids[1]);
+    lt_lnode *x = n->kind == LT_L_LOAD ? lt_l_load(k, r->p->to, idx) : lt_l_store(k, r->p->to, idx, lt_lstore_value(n));
     if (x) x->lanes = n->lanes;
     return x;
 }
@@ -487,7 +495,7 @@ static lt_lnode *copy_nest(sctx *s, const cache_plan *p, lt_lnode *base, bool in
         st = lt_l_if(k, ok, st, NULL);
     }
     for (int d = nd - 1; d >= 0; d--)
-        st = lt_l_for(k, t[d], lt_l_int(k, 0), lt_l_int(k, p->box ? p->dext[d] : p->dext[0]), LT_LOOP_SERIAL, st);
+        st = lt_l_for(k, t[d], LT_ROLE_COPY, lt_l_int(k, 0), lt_l_int(k, p->box ? p->dext[d] : p->dext[0]), LT_LOOP_SERIAL, st);
     return st;
 }
 
@@ -500,7 +508,7 @@ static lt_status cache(sctx *s) {
     LT_TRY(find(s, lname, &L));
     if (s->step->factor != 0 && s->step->factor != 1)
         return serr(s, "cache scope %lld must be 0 (local) or 1 (shared)", (long long)s->step->factor);
-    lt_lnode *body = L->kids[2];
+    lt_lnode *body = lt_lfor_body(L);
     if (allocates(body, B)) return serr(s, "buffer '%s' is allocated inside loop '%s'", bname, lname);
     nest ns = {0};
     bool overflow = false;
@@ -520,15 +528,15 @@ static lt_status cache(sctx *s) {
         written |= n->kind == LT_L_STORE;
         read |= n->kind == LT_L_LOAD;
         guarded |= al.items[i].guarded;
-        if (!aff_of(&fa[i], &ns, n->kids[0]))
+        if (!aff_of(&fa[i], &ns, lt_lmem_index(n)))
             return serr(s, "an index of '%s' is not affine in the loops inside '%s'", bname, lname);
         for (int v = 0; v < ns.nv; v++) {
             int64_t m;
-            if (fa[i].coeff[v] && (!lt_lis_int(ns.loop[v]->kids[0], &m) || !lt_lis_int(ns.loop[v]->kids[1], &m)))
+            if (fa[i].coeff[v] && (!lt_lis_int(lt_lfor_min(ns.loop[v]), &m) || !lt_lis_int(lt_lfor_extent(ns.loop[v]), &m)))
                 return serr(s, "loop '%s' indexing '%s' has non-constant bounds", ns.loop[v]->var->name, bname);
             if (fa[i].coeff[v] < 0) return serr(s, "'%s' is indexed backwards by loop '%s'", bname, ns.loop[v]->var->name);
             /* fold the constant min into the offset */
-            int64_t mn = ns.loop[v]->kids[0]->ival, t;
+            int64_t mn = lt_lfor_min(ns.loop[v])->ival, t;
             if (fa[i].coeff[v] && (!lt_mul_i64(mn, fa[i].coeff[v], &t) || !lt_add_i64(fa[i].c, t, &fa[i].c)))
                 return serr(s, "index overflow for '%s'", bname);
         }
@@ -560,7 +568,7 @@ static lt_status cache(sctx *s) {
             for (int i = 0; i < al.n; i++) { /* extent of the sum of this access's vars with coefficient dcoef[d] */
                 int64_t e = 1;
                 for (int v = 0; v < ns.nv; v++)
-                    if (fa[i].coeff[v] == p.dcoef[d]) e += ns.loop[v]->kids[1]->ival - 1;
+                    if (fa[i].coeff[v] == p.dcoef[d]) e += lt_lfor_extent(ns.loop[v])->ival - 1;
                 if (e > p.dext[d]) p.dext[d] = e;
             }
         }
@@ -581,7 +589,7 @@ static lt_status cache(sctx *s) {
         int64_t lo = INT64_MAX, hi = INT64_MIN;
         for (int i = 0; i < al.n; i++) {
             int64_t h = fa[i].c;
-            for (int v = 0; v < ns.nv; v++) h += fa[i].coeff[v] * (ns.loop[v]->kids[1]->ival - 1);
+            for (int v = 0; v < ns.nv; v++) h += fa[i].coeff[v] * (lt_lfor_extent(ns.loop[v])->ival - 1);
             if (fa[i].c < lo) lo = fa[i].c;
             if (h > hi) hi = h;
         }
@@ -595,7 +603,7 @@ static lt_status cache(sctx *s) {
     bool all_run = true;
     for (int v = 0; v < ns.nv; v++) {
         int64_t e;
-        all_run &= lt_lis_int(ns.loop[v]->kids[1], &e) && e >= 1;
+        all_run &= lt_lis_int(lt_lfor_extent(ns.loop[v]), &e) && e >= 1;
     }
     bool exact = same && !guarded && all_run;
     if (written && !exact)
@@ -622,7 +630,7 @@ static lt_status cache(sctx *s) {
         if (shared && !(stmts[ns_++] = lt_l_barrier(k))) return oom(s);
         if (!(stmts[ns_++] = copy_nest(s, &p, base, false, false))) return oom(s);
     }
-    lt_lnode *nl = mk_for_like(k, L, L->kids[0], L->kids[1], lt_l_alloc(k, p.to, lt_l_seq(k, ns_, stmts)));
+    lt_lnode *nl = mk_for_like(k, L, lt_lfor_min(L), lt_lfor_extent(L), lt_l_alloc(k, p.to, lt_l_seq(k, ns_, stmts)));
     if (!nl) return oom(s);
     return commit(s, L, nl);
 }
@@ -639,7 +647,7 @@ static lt_status microkernel(sctx *s) {
     collect_nest(&ns, L, &overflow);
     if (overflow) return serr(s, "more than %d loops in the nest at '%s'", AFF_MAXV, L->var->name);
     for (int i = 0; i < ns.nv; i++)
-        if (uses_nest(&ns, ns.loop[i]->kids[0]) || uses_nest(&ns, ns.loop[i]->kids[1]))
+        if (uses_nest(&ns, lt_lfor_min(ns.loop[i])) || uses_nest(&ns, lt_lfor_extent(ns.loop[i])))
             return serr(s, "the bounds of loop '%s' depend on the nest at '%s'", ns.loop[i]->var->name, L->var->name);
     const lt_lnode *stack[512];
     int sp = 0;
@@ -664,7 +672,7 @@ static lt_status microkernel(sctx *s) {
     for (int i = 0; i < al.n; i++) {
         lt_lnode *n = al.items[i].node;
         aff a;
-        if (!aff_of(&a, &ns, n->kids[0]))
+        if (!aff_of(&a, &ns, lt_lmem_index(n)))
             return serr(s, "an index of '%s' is not affine in the nest at '%s'", n->buf->name, L->var->name);
         int j = 0;
         while (j < nb && bufs[j] != n->buf) j++;
@@ -682,10 +690,10 @@ static lt_status microkernel(sctx *s) {
     for (int j = 0; j < nb; j++) {
         lt_lnode *off = aff_base(k, &fa[j], fa[j].c);
         for (int v = 0; v < ns.nv && off; v++)
-            if (fa[j].coeff[v]) off = lt_l_add(k, off, lt_l_mul(k, ns.loop[v]->kids[0], lt_l_int(k, fa[j].coeff[v])));
+            if (fa[j].coeff[v]) off = lt_l_add(k, off, lt_l_mul(k, lt_lfor_min(ns.loop[v]), lt_l_int(k, fa[j].coeff[v])));
         if (!(args[j] = lt_l_addr(k, (lt_lbuf *)bufs[j], off ? lt_lsimplify(k, off) : NULL))) return oom(s);
     }
-    for (int v = 0; v < ns.nv; v++) args[nb + v] = ns.loop[v]->kids[1];
+    for (int v = 0; v < ns.nv; v++) args[nb + v] = lt_lfor_extent(ns.loop[v]);
     for (int j = 0; j < nb; j++)
         for (int v = 0; v < ns.nv; v++)
             if (!(args[nb + ns.nv + j * ns.nv + v] = lt_l_int(k, fa[j].coeff[v]))) return oom(s);

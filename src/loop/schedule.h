@@ -6,6 +6,10 @@
  * schedules can be stored in a database and replayed.
  *
  * Step semantics (E = extent, m = min of the named loop; new loops are named after the old ones):
+ * New loops keep the role (lt_loop_role) of the loop they come from: both loops of a split (and of
+ * each split of a tile), the outer loop's for a fuse; copy loops of a cache step are COPY; the
+ * thread loop of rowreduce is ROW_THREADS, its flattened loops keep the role of the nest they replace.
+ *
  *  split L f       L in [m, m+E) -> L.o in [0, ceil(E/f)) { L.i in [0, f) } with L = m + L.o*f + L.i.
  *                  When f does not divide E (or E is not a constant) the innermost statement of the
  *                  perfectly nested body is wrapped in `if L.o*f + L.i < E` (the nest stays perfect).

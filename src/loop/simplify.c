@@ -140,13 +140,13 @@ static void lin_collect(lin *l, lt_lnode *n, int64_t scale) {
     if (n->kind == LT_L_BINARY && n->dtype == LT_INT64) {
         switch (n->op) {
         case LT_LOP_ADD:
-            lin_collect(l, n->kids[0], scale);
-            lin_collect(l, n->kids[1], scale);
+            lin_collect(l, lt_lexpr_a(n), scale);
+            lin_collect(l, lt_lexpr_b(n), scale);
             return;
         case LT_LOP_SUB:
-            lin_collect(l, n->kids[0], scale);
+            lin_collect(l, lt_lexpr_a(n), scale);
             if (scale == INT64_MIN) l->ok = false;
-            else lin_collect(l, n->kids[1], -scale);
+            else lin_collect(l, lt_lexpr_b(n), -scale);
             return;
         case LT_LOP_MUL:
             for (int side = 0; side < 2; side++)
@@ -160,7 +160,7 @@ static void lin_collect(lin *l, lt_lnode *n, int64_t scale) {
         }
     }
     if (n->kind == LT_L_UNARY && n->op == LT_LOP_NEG && n->dtype == LT_INT64 && scale != INT64_MIN) {
-        lin_collect(l, n->kids[0], -scale);
+        lin_collect(l, lt_lexpr_a(n), -scale);
         return;
     }
     lin_add_term(l, n, scale);
@@ -171,17 +171,17 @@ static void lin_merge_divmod(lin *l) {
     for (int i = 0; i < l->n; i++) {
         lt_lnode *d = l->term[i];
         int64_t c;
-        if (d->kind != LT_L_BINARY || d->op != LT_LOP_DIV || !lt_lis_int(d->kids[1], &c) || c <= 0) continue;
+        if (d->kind != LT_L_BINARY || d->op != LT_LOP_DIV || !lt_lis_int(lt_lexpr_b(d), &c) || c <= 0) continue;
         for (int j = 0; j < l->n; j++) {
             lt_lnode *m = l->term[j];
             int64_t cm;
-            if (m->kind != LT_L_BINARY || m->op != LT_LOP_MOD || !is_int(m->kids[1], c) ||
-                !lt_lequal(m->kids[0], d->kids[0]) || !l->coeff[j] || !lt_mul_i64(l->coeff[j], c, &cm) ||
+            if (m->kind != LT_L_BINARY || m->op != LT_LOP_MOD || !is_int(lt_lexpr_b(m), c) ||
+                !lt_lequal(lt_lexpr_a(m), lt_lexpr_a(d)) || !l->coeff[j] || !lt_mul_i64(l->coeff[j], c, &cm) ||
                 l->coeff[i] != cm)
                 continue;
             int64_t m_coeff = l->coeff[j];
             l->coeff[i] = l->coeff[j] = 0;
-            lin_add_term(l, d->kids[0], m_coeff);
+            lin_add_term(l, lt_lexpr_a(d), m_coeff);
             break;
         }
     }
@@ -219,9 +219,9 @@ static lt_lnode *canon_sum(lt_kernel *k, lt_lnode *n) {
 /* (sum of multiples of c) / c and % c: exact for truncating division. */
 static lt_lnode *divmod_exact(lt_kernel *k, lt_lnode *n) {
     int64_t c;
-    if (n->dtype != LT_INT64 || !lt_lis_int(n->kids[1], &c) || c <= 0) return n;
+    if (n->dtype != LT_INT64 || !lt_lis_int(lt_lexpr_b(n), &c) || c <= 0) return n;
     lin l = {.ok = true};
-    lin_collect(&l, n->kids[0], 1);
+    lin_collect(&l, lt_lexpr_a(n), 1);
     if (!l.ok || l.c % c) return n;
     for (int i = 0; i < l.n; i++)
         if (l.coeff[i] % c) return n;
@@ -243,7 +243,7 @@ static bool commutative(int op) {
 }
 
 static lt_lnode *simp_binary(lt_kernel *k, lt_lnode *n) {
-    lt_lnode *a = n->kids[0], *b = n->kids[1];
+    lt_lnode *a = lt_lexpr_a(n), *b = lt_lexpr_b(n);
     lt_dtype dt = a->dtype; /* operand type */
     int op = n->op;
     if (a->dtype != b->dtype || n->dtype == LT_UNDEFINED || n->lanes != 1) return n;
@@ -285,11 +285,11 @@ static lt_lnode *simp_binary(lt_kernel *k, lt_lnode *n) {
     case LT_LOP_MIN:
     case LT_LOP_MAX:
         if (lt_lequal(a, b)) return a;
-        if (ints && a->kind == LT_L_BINARY && a->op == op && a->kids[1]->kind == LT_L_INT && b->kind == LT_L_INT) {
+        if (ints && a->kind == LT_L_BINARY && a->op == op && lt_lexpr_b(a)->kind == LT_L_INT && b->kind == LT_L_INT) {
             /* min(min(x, c1), c2) -> min(x, min(c1, c2)) */
-            int64_t c = op == LT_LOP_MIN ? (a->kids[1]->ival < b->ival ? a->kids[1]->ival : b->ival)
-                                         : (a->kids[1]->ival > b->ival ? a->kids[1]->ival : b->ival);
-            return lt_l_binary(k, op, a->kids[0], mk_int(k, dt, c));
+            int64_t c = op == LT_LOP_MIN ? (lt_lexpr_b(a)->ival < b->ival ? lt_lexpr_b(a)->ival : b->ival)
+                                         : (lt_lexpr_b(a)->ival > b->ival ? lt_lexpr_b(a)->ival : b->ival);
+            return lt_l_binary(k, op, lt_lexpr_a(a), mk_int(k, dt, c));
         }
         break;
     case LT_LOP_AND:
@@ -309,17 +309,17 @@ static lt_lnode *simp_binary(lt_kernel *k, lt_lnode *n) {
 }
 
 static lt_lnode *simp_unary(lt_kernel *k, lt_lnode *n) {
-    lt_lnode *a = n->kids[0];
+    lt_lnode *a = lt_lexpr_a(n);
     if (a->kind == LT_L_INT && a->dtype == LT_INT64 && n->op == LT_LOP_NEG && a->ival != INT64_MIN)
         return lt_l_int(k, -a->ival);
     if (a->kind == LT_L_FLOAT && n->op == LT_LOP_NEG) return mk_float(k, a->dtype, -a->fval);
     if (a->kind == LT_L_INT && a->dtype == LT_BOOL && n->op == LT_LOP_NOT) return mk_int(k, LT_BOOL, !a->ival);
-    if (a->kind == LT_L_UNARY && a->op == n->op && (n->op == LT_LOP_NEG || n->op == LT_LOP_NOT)) return a->kids[0];
+    if (a->kind == LT_L_UNARY && a->op == n->op && (n->op == LT_LOP_NEG || n->op == LT_LOP_NOT)) return lt_lexpr_a(a);
     return n;
 }
 
 static lt_lnode *simp_cast(lt_kernel *k, lt_lnode *n) {
-    lt_lnode *a = n->kids[0];
+    lt_lnode *a = lt_lexpr_a(n);
     if (a->dtype == n->dtype) return a;
     if (a->kind == LT_L_INT && int_fits(n->dtype, a->ival)) return mk_int(k, n->dtype, a->ival);
     if (a->kind == LT_L_INT && (n->dtype == LT_DOUBLE || n->dtype == LT_FLOAT))
@@ -347,7 +347,7 @@ static lt_lnode *simp_seq(lt_kernel *k, lt_lnode *n) {
         for (int i = 0; i < n->n; i++) {
             lt_lnode *c = n->kids[i];
             if (c->kind != LT_L_SEQ) return c;
-            if (c->n) return c->kids[0];
+            if (c->n) return lt_lseq_stmt(c, 0);
         }
     }
     lt_lnode **kids = lt_arena_alloc(k->arena, (size_t)(count ? count : 1) * sizeof *kids);
@@ -369,24 +369,24 @@ static lt_lnode *simp(lt_kernel *k, lt_lnode *n, void *user) {
     case LT_L_UNARY: return simp_unary(k, n);
     case LT_L_CAST: return simp_cast(k, n);
     case LT_L_SELECT:
-        if (lt_lis_int(n->kids[0], &v)) return n->kids[v ? 1 : 2];
-        if (lt_lequal(n->kids[1], n->kids[2])) return n->kids[1];
+        if (lt_lis_int(lt_lsel_cond(n), &v)) return v ? lt_lsel_then(n) : lt_lsel_else(n);
+        if (lt_lequal(lt_lsel_then(n), lt_lsel_else(n))) return lt_lsel_then(n);
         return n;
     case LT_L_SEQ: return simp_seq(k, n);
     case LT_L_FOR:
-        if (lt_lis_empty(n->kids[2])) return n->kids[2];
-        if (lt_lis_int(n->kids[1], &v) && v <= 0) return lt_l_empty(k);
-        if (lt_lis_int(n->kids[1], &v) && v == 1) {
-            lt_lnode *body = lt_lsubstitute(k, n->kids[2], n->var, n->kids[0]);
+        if (lt_lis_empty(lt_lfor_body(n))) return lt_lfor_body(n);
+        if (lt_lis_int(lt_lfor_extent(n), &v) && v <= 0) return lt_l_empty(k);
+        if (lt_lis_int(lt_lfor_extent(n), &v) && v == 1) {
+            lt_lnode *body = lt_lsubstitute(k, lt_lfor_body(n), n->var, lt_lfor_min(n));
             return body ? lt_lsimplify(k, body) : NULL;
         }
         return n;
     case LT_L_IF:
-        if (lt_lis_int(n->kids[0], &v)) return v ? n->kids[1] : n->n > 2 ? n->kids[2] : lt_l_empty(k);
-        if (n->n > 2 && lt_lis_empty(n->kids[2])) return lt_l_if(k, n->kids[0], n->kids[1], NULL);
-        if (n->n == 2 && lt_lis_empty(n->kids[1])) return n->kids[1];
+        if (lt_lis_int(lt_lif_cond(n), &v)) return v ? lt_lif_then(n) : n->n > 2 ? lt_lif_else(n) : lt_l_empty(k);
+        if (n->n > 2 && lt_lis_empty(lt_lif_else(n))) return lt_l_if(k, lt_lif_cond(n), lt_lif_then(n), NULL);
+        if (n->n == 2 && lt_lis_empty(lt_lif_then(n))) return lt_lif_then(n);
         return n;
-    case LT_L_ALLOC: return lt_lis_empty(n->kids[0]) ? n->kids[0] : n;
+    case LT_L_ALLOC: return lt_lis_empty(lt_lalloc_body(n)) ? lt_lalloc_body(n) : n;
     default: return n;
     }
 }

@@ -423,7 +423,7 @@ lt_status lt_lower_nest(lt_lctx *lc, const char *prefix, int rank, const int64_t
     lt_lnode *body = NULL;
     LT_TRY(fn(lc, idx, user, &body));
     for (int d = rank - 1; d >= 0; d--)
-        body = lt_l_for(lc->k, vars[d], lt_l_int(lc->k, 0), lt_l_int(lc->k, dims[d]), LT_LOOP_SERIAL, body);
+        body = lt_l_for(lc->k, vars[d], LT_ROLE_OUTPUT, lt_l_int(lc->k, 0), lt_l_int(lc->k, dims[d]), LT_LOOP_SERIAL, body);
     *res = body;
     return LT_LNN(lc, body);
 }

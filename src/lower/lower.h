@@ -203,7 +203,8 @@ lt_status lt_lower_apply_schedule(lt_ctx *ctx, lt_lowered *lw);
  *   reductions, pooling: parallel over the kept (row) loops; vectorized partial accumulators
  *     ("lane" loops), store-only inner passes and pooling's unguarded interior;
  *   microkernel calls: parallel inside the call; their epilogue nest as elementwise.
- * Loops are found by the names the lowering gave them (see lower_impl.h). */
+ * Loops are found by the roles the lowering gave them (lt_loop_role, see lower_impl.h), never by
+ * their names; the steps name the loops they act on. */
 lt_status lt_sched_default(lt_ctx *ctx, const lt_group *g, const lt_kernel *k,
                            const lt_lower_options *opt, lt_schedule *out);
 

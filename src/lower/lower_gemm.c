@@ -17,8 +17,9 @@
  *       for b..: for mb: { zero C block; for i: for j: for k: C += A*B; epilogue nest }
  *     the reference form the evaluator runs in tests (and the nest the `microkernel` schedule step
  *     could replace).
- * Loop names the default schedule relies on: "b0".. batch, "mb" row blocks, "zi"/"zj" zeroing,
- * "i"/"j"/"k" the product, "ei"/"ej" (and "eb0"..) the epilogue.
+ * Loops and their roles (lt_loop_role: what the default schedule goes by): "b0" BATCH_OUTER and
+ * "b1".. BATCH, "mb" BLOCK (row blocks), "zi" INIT / "zj" INIT_COLS (zeroing), "i"/"j" OUTPUT and
+ * "k" REDUCE (the product), "eb0".., "ei" EPILOGUE / "ej" EPILOGUE_COLS (the epilogue).
  */
 #include "lower_gpu.h"
 #include "lower_impl.h"
@@ -40,8 +41,8 @@ static lt_lnode *I(lt_lctx *lc, int64_t v) { return lt_l_int(K_, v); }
 static lt_lnode *V(lt_lctx *lc, lt_lvar *v) { return lt_l_var(K_, v); }
 static lt_lnode *add(lt_lctx *lc, lt_lnode *a, lt_lnode *b) { return lt_l_add(K_, a, b); }
 static lt_lnode *mulc(lt_lctx *lc, lt_lnode *a, int64_t c) { return c == 1 ? a : lt_l_mul(K_, a, I(lc, c)); }
-static lt_lnode *loop(lt_lctx *lc, lt_lvar *v, lt_lnode *ext, lt_lnode *body) {
-    return lt_l_for(K_, v, I(lc, 0), ext, LT_LOOP_SERIAL, body);
+static lt_lnode *loop(lt_lctx *lc, lt_lvar *v, lt_loop_role role, lt_lnode *ext, lt_lnode *body) {
+    return lt_l_for(K_, v, role, I(lc, 0), ext, LT_LOOP_SERIAL, body);
 }
 static lt_lnode *F(lt_lctx *lc, double v) { return lt_l_float(K_, LT_FLOAT, v); }
 
@@ -116,8 +117,11 @@ static lt_status batch_vars(lt_lctx *lc, const lt_gemm_desc *g, int nb, const ch
     return LT_OK;
 }
 
-static lt_lnode *wrap_batch(lt_lctx *lc, const lt_gemm_desc *g, int nb, lt_lvar **bv, lt_lnode *body) {
-    for (int d = nb - 1; d >= 0; d--) body = loop(lc, bv[d], I(lc, g->bext[d]), body);
+/* Batch loops around body: roles BATCH_OUTER (dim 0) and BATCH, or all EPILOGUE. */
+static lt_lnode *wrap_batch(lt_lctx *lc, const lt_gemm_desc *g, int nb, lt_lvar **bv, bool epilogue, lt_lnode *body) {
+    for (int d = nb - 1; d >= 0; d--)
+        body = loop(lc, bv[d], epilogue ? LT_ROLE_EPILOGUE : d ? LT_ROLE_BATCH : LT_ROLE_BATCH_OUTER, I(lc, g->bext[d]),
+                    body);
     return body;
 }
 
@@ -135,7 +139,8 @@ static lt_status epi_nest(lt_lctx *lc, const lt_gemm_desc *g, const epi_flags *f
         off = lt_lower_strided(lc, &g->cview, idx);
     }
     LT_TRY(epi_store(lc, g, f, from, bidx, V(lc, ei), V(lc, ej), lt_l_load(K_, g->C, off), &st));
-    *res = wrap_batch(lc, g, g->nb, bv, loop(lc, ei, I(lc, g->M), loop(lc, ej, I(lc, g->N), st)));
+    *res = wrap_batch(lc, g, g->nb, bv, true,
+                      loop(lc, ei, LT_ROLE_EPILOGUE, I(lc, g->M), loop(lc, ej, LT_ROLE_EPILOGUE_COLS, I(lc, g->N), st)));
     return LT_LNN(lc, *res);
 }
 
@@ -164,7 +169,7 @@ static lt_status gemm_loops(lt_lctx *lc, const lt_gemm_desc *g, lt_lnode **res) 
     int ns = 0;
     lt_lvar *zi = lt_kernel_var(K_, "zi", LT_INT64), *zj = lt_kernel_var(K_, "zj", LT_INT64);
     lt_lnode *zoff = add(lc, add(lc, cbase, mulc(lc, V(lc, zi), g->ci)), mulc(lc, V(lc, zj), g->cj));
-    s[ns++] = loop(lc, zi, rows, loop(lc, zj, I(lc, g->N), lt_l_store(K_, g->C, zoff, F(lc, 0))));
+    s[ns++] = loop(lc, zi, LT_ROLE_INIT, rows, loop(lc, zj, LT_ROLE_INIT_COLS, I(lc, g->N), lt_l_store(K_, g->C, zoff, F(lc, 0))));
     /* C = C + A * B: buffers in the order C, A, B (the microkernel step's convention) */
     lt_lvar *i = lt_kernel_var(K_, "i", LT_INT64), *j = lt_kernel_var(K_, "j", LT_INT64);
     lt_lvar *k = lt_kernel_var(K_, "k", LT_INT64);
@@ -174,17 +179,18 @@ static lt_status gemm_loops(lt_lctx *lc, const lt_gemm_desc *g, lt_lnode **res) 
     lt_lnode *upd = lt_l_store(K_, g->C, coff,
                                lt_l_add(K_, lt_l_load(K_, g->C, coff),
                                         lt_l_mul(K_, lt_l_load(K_, g->A, aoff), lt_l_load(K_, g->B, boff))));
-    s[ns++] = loop(lc, i, rows, loop(lc, j, I(lc, g->N), loop(lc, k, I(lc, g->K), upd)));
+    s[ns++] = loop(lc, i, LT_ROLE_OUTPUT, rows,
+                   loop(lc, j, LT_ROLE_OUTPUT, I(lc, g->N), loop(lc, k, LT_ROLE_REDUCE, I(lc, g->K), upd)));
     epi_flags f = {true, true, true};
     if (epi_needed(lc, g, &f)) {
         lt_lvar *ei = lt_kernel_var(K_, "ei", LT_INT64), *ej = lt_kernel_var(K_, "ej", LT_INT64);
         lt_lnode *eoff = add(lc, add(lc, cbase, mulc(lc, V(lc, ei), g->ci)), mulc(lc, V(lc, ej), g->cj)), *st;
         LT_TRY(epi_store(lc, g, &f, NULL, bidx, add(lc, row0, V(lc, ei)), V(lc, ej), lt_l_load(K_, g->C, eoff), &st));
-        s[ns++] = loop(lc, ei, rows, loop(lc, ej, I(lc, g->N), st));
+        s[ns++] = loop(lc, ei, LT_ROLE_EPILOGUE, rows, loop(lc, ej, LT_ROLE_EPILOGUE_COLS, I(lc, g->N), st));
     }
     lt_lnode *body = lt_l_seq(K_, ns, s);
-    if (mb) body = loop(lc, mb, I(lc, nblk), body);
-    *res = wrap_batch(lc, g, g->nb, bv, body);
+    if (mb) body = loop(lc, mb, LT_ROLE_BLOCK, I(lc, nblk), body);
+    *res = wrap_batch(lc, g, g->nb, bv, false, body);
     return LT_LNN(lc, *res);
 }
 
@@ -214,13 +220,13 @@ lt_status lt_lower_gemm_gpu_loops(lt_lctx *lc, const lt_gemm_desc *g, lt_lnode *
                               lt_lower_conv(lc, lt_l_load(K_, g->B, boff), LT_FLOAT));
     lt_lnode *s[3], *st;
     s[0] = lt_l_let(K_, acc, F(lc, 0));
-    s[1] = loop(lc, k, I(lc, g->K), lt_l_assign(K_, acc, lt_l_add(K_, V(lc, acc), prod)));
+    s[1] = loop(lc, k, LT_ROLE_REDUCE, I(lc, g->K), lt_l_assign(K_, acc, lt_l_add(K_, V(lc, acc), prod)));
     epi_flags f = {true, true, true};
     LT_TRY(epi_store(lc, g, &f, NULL, idx, i, j, V(lc, acc), &st));
     s[2] = st;
     lt_lnode *body = lt_l_if(K_, lt_l_binary(K_, LT_LOP_LT, flat, I(lc, total)), lt_l_seq(K_, 3, s), NULL);
-    body = lt_l_for(K_, blk, I(lc, 0), I(lc, blocks), LT_LOOP_GPU_BLOCK,
-                    lt_l_for(K_, thr, I(lc, 0), I(lc, THREADS), LT_LOOP_GPU_THREAD, body));
+    body = lt_l_for(K_, blk, LT_ROLE_OUTPUT, I(lc, 0), I(lc, blocks), LT_LOOP_GPU_BLOCK,
+                    lt_l_for(K_, thr, LT_ROLE_OUTPUT, I(lc, 0), I(lc, THREADS), LT_LOOP_GPU_THREAD, body));
     *res = body;
     return LT_LNN(lc, body);
 }
@@ -472,7 +478,7 @@ static lt_status gemm_call(lt_lctx *lc, const lt_gemm_desc *g, lt_lnode **res) {
     int64_t batch = b1 * b2;
     call->fval = 2.0 * (double)g->M * (double)g->N * (double)g->K * (double)batch;
     call->ival = (int64_t)(4 * batch * (g->M * g->K + g->K * g->N + g->M * g->N));
-    lt_lnode *body = wrap_batch(lc, g, outer, bv, lt_l_eval(K_, call));
+    lt_lnode *body = wrap_batch(lc, g, outer, bv, false, lt_l_eval(K_, call));
     if (need_epi) {
         lt_lnode *two[2] = {body, NULL};
         LT_TRY(lt_lower_call_epilogue_nest(lc, g, &ce, &two[1]));

@@ -12,8 +12,8 @@
  * (lt_lower_options.gpu_arch: wgmma on sm_90a only): tensor cores for float16 / bfloat16 when k, n,
  * the leading dimensions and batch strides are multiples of 8 (buffers are 64-byte aligned by the
  * plan), else SIMT (float32 always: no tf32). An entry that uses dynamic shared memory sets
- * lt_kernel.dyn_shared to its bytes (the emitter writes them beside the launch shape). The loop names ("g...") are
- * none the default schedule touches, so the kernel is used as lowered.
+ * lt_kernel.dyn_shared to its bytes (the emitter writes them beside the launch shape). Its loops are bound to
+ * blocks and threads already, so the default schedule leaves the kernel as lowered.
  * When no entry fits (see lower_gemm.c) the GEMM falls back to lt_lower_gemm_gpu_loops and the
  * convolution to lower_nn.c's direct loops (lt_lower_gpu_conv leaves *handled false).
  */
@@ -36,7 +36,8 @@ int lt_lower_gpu_act(int call_act);
 int lt_lower_gpu_simt_tile(int64_t m, int64_t n, int64_t batch);
 /* Do the kernels target sm_90a (lt_lower_options.gpu_arch), so the wgmma tile entries may be used? */
 bool lt_lower_gpu_wgmma(const lt_lctx *lc);
-/* Binds loop f (a fresh GPU_BLOCK / GPU_THREAD loop) to axis 0..2. */
-lt_lnode *lt_lower_gpu_loop(lt_lctx *lc, lt_lvar *v, int64_t extent, lt_loop_kind kind, int axis, lt_lnode *body);
+/* A fresh GPU_BLOCK / GPU_THREAD loop of the given role, bound to axis 0..2. */
+lt_lnode *lt_lower_gpu_loop(lt_lctx *lc, lt_lvar *v, lt_loop_role role, int64_t extent, lt_loop_kind kind, int axis,
+                            lt_lnode *body);
 
 #endif

@@ -126,8 +126,8 @@ lt_status lt_lower_gpu_conv(lt_lctx *lc, const lt_node *n, bool *handled, lt_lno
     if (!call) return lt_lower_nomem(lc);
     call->fval = 2.0 * (double)N * (double)OC * (double)P * (double)Kg;
     call->ival = lt_dtype_size(dt) * (lt_lower_numel(n->in[0]) + lt_lower_numel(n->in[1]) + N * OC * P);
-    lt_lnode *body = lt_lower_gpu_loop(lc, thr, threads, LT_LOOP_GPU_THREAD, 0, lt_l_eval(K_, call));
-    body = lt_lower_gpu_loop(lc, blk, blocks, LT_LOOP_GPU_BLOCK, 0, body);
+    lt_lnode *body = lt_lower_gpu_loop(lc, thr, LT_ROLE_OUTPUT, threads, LT_LOOP_GPU_THREAD, 0, lt_l_eval(K_, call));
+    body = lt_lower_gpu_loop(lc, blk, LT_ROLE_OUTPUT, blocks, LT_LOOP_GPU_BLOCK, 0, body);
     if (!body) return lt_lower_nomem(lc);
     *res = body;
     *handled = true;

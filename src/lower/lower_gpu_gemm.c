@@ -32,8 +32,9 @@ int lt_lower_gpu_act(int call_act) {
     return call_act >= 0 && call_act < (int)(sizeof map / sizeof *map) ? map[call_act] : -1;
 }
 
-lt_lnode *lt_lower_gpu_loop(lt_lctx *lc, lt_lvar *v, int64_t extent, lt_loop_kind kind, int axis, lt_lnode *body) {
-    lt_lnode *f = v && body ? lt_l_for(K_, v, I(lc, 0), I(lc, extent), kind, body) : NULL;
+lt_lnode *lt_lower_gpu_loop(lt_lctx *lc, lt_lvar *v, lt_loop_role role, int64_t extent, lt_loop_kind kind, int axis,
+                            lt_lnode *body) {
+    lt_lnode *f = v && body ? lt_l_for(K_, v, role, I(lc, 0), I(lc, extent), kind, body) : NULL;
     if (f) f->ival = axis;
     return f;
 }
@@ -202,9 +203,11 @@ lt_status lt_lower_gpu_gemm(lt_lctx *lc, const lt_gemm_desc *g, lt_lnode **res) 
     double batch = (double)(b1 * b2 * outer_n), es = (double)lt_dtype_size(dt);
     call->fval = 2.0 * (double)g->M * (double)g->N * (double)g->K * batch;
     call->ival = (int64_t)(es * batch * (double)(g->M * g->K + g->K * g->N + g->M * g->N));
-    lt_lnode *body = lt_lower_gpu_loop(lc, thr, threads, LT_LOOP_GPU_THREAD, 0, lt_l_eval(K_, call));
-    body = lt_lower_gpu_loop(lc, blk, blocks, LT_LOOP_GPU_BLOCK, 0, body);
-    for (int d = outer - 1; d >= 0; d--) body = lt_lower_gpu_loop(lc, bv[d], g->bext[d], LT_LOOP_GPU_BLOCK, 1 + d, body);
+    lt_lnode *body = lt_lower_gpu_loop(lc, thr, LT_ROLE_OUTPUT, threads, LT_LOOP_GPU_THREAD, 0, lt_l_eval(K_, call));
+    body = lt_lower_gpu_loop(lc, blk, LT_ROLE_OUTPUT, blocks, LT_LOOP_GPU_BLOCK, 0, body);
+    for (int d = outer - 1; d >= 0; d--)
+        body = lt_lower_gpu_loop(lc, bv[d], d ? LT_ROLE_BATCH : LT_ROLE_BATCH_OUTER, g->bext[d], LT_LOOP_GPU_BLOCK, 1 + d,
+                                 body);
     *res = body;
     return LT_LNN(lc, body);
 }

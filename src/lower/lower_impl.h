@@ -14,11 +14,13 @@
  *                          it must be a constant for the node to compile and is never a kernel arg.
  *   unused_inputs          bit i set: input i is not read at all (need not be constant).
  *
- * Loop naming (the default schedules find loops by these names): pure elementwise nests use
- * "i0", "i1", ... per output dim (of the coalesced view); reductions, softmax, norms, pooling and
- * direct convolution use "o0".. for kept dims and "r0".. for reduced dims, "ro"/"lane" for
- * partial-vector accumulation, "vo" for pooling's unguarded interior; GEMM nests use "b0".. (batch),
- * "mb" (row blocks), "zi"/"zj" (zeroing), "i"/"j"/"k", and "eb0"../"ei"/"ej" for epilogue nests.
+ * Loop roles (lt_loop_role, loop.h: the default schedules find loops by these, never by name) and
+ * the names that go with them (for people and for schedule steps): pure elementwise nests use
+ * OUTPUT loops "i0", "i1", ... per output dim (of the coalesced view); reductions, softmax, norms,
+ * pooling and direct convolution use KEPT "o0".. for kept dims and REDUCE "r0".. for reduced dims
+ * (REDUCED_OUTPUT for the normalize passes that store per element), REDUCE "ro" / LANES "lane" /
+ * PARTIALS "q" for partial-vector accumulation, LANE_OUTPUT "vo" for pooling's unguarded interior;
+ * GEMM nests: see lower_gemm.c.
  */
 #ifndef LT_LOWER_IMPL_H
 #define LT_LOWER_IMPL_H
@@ -175,7 +177,8 @@ lt_lbuf *lt_lower_out_buf(lt_lctx *lc, const lt_value *v, const lt_value **final
 /* The epilogue nodes after anchor value v, in order, into nodes (max entries): returns their count
  * (0: v is itself a group output), -1 when the chain is longer than max. */
 int lt_lower_epilogue_chain(lt_lctx *lc, const lt_value *v, const lt_node **nodes, int max);
-/* A loop nest over dims with fresh variables named prefix0.. (kind serial), body from a callback. */
+/* A loop nest over dims with fresh variables named prefix0.. (kind serial, role OUTPUT), body from
+ * a callback. */
 typedef lt_status (*lt_lower_body_fn)(lt_lctx *lc, lt_lnode *const *idx, void *user, lt_lnode **body);
 lt_status lt_lower_nest(lt_lctx *lc, const char *prefix, int rank, const int64_t *dims,
                         lt_lower_body_fn fn, void *user, lt_lnode **res);

@@ -21,8 +21,8 @@ static lt_lnode *I(lt_lctx *lc, int64_t v) { return lt_l_int(K_, v); }
 static lt_lnode *V(lt_lctx *lc, lt_lvar *v) { return lt_l_var(K_, v); }
 static lt_lnode *add(lt_lctx *lc, lt_lnode *a, lt_lnode *b) { return lt_l_add(K_, a, b); }
 static lt_lnode *mulc(lt_lctx *lc, lt_lnode *a, int64_t c) { return c == 1 ? a : lt_l_mul(K_, a, I(lc, c)); }
-static lt_lnode *loop(lt_lctx *lc, lt_lvar *v, lt_lnode *ext, lt_lnode *body) {
-    return lt_l_for(K_, v, I(lc, 0), ext, LT_LOOP_SERIAL, body);
+static lt_lnode *loop(lt_lctx *lc, lt_lvar *v, lt_loop_role role, lt_lnode *ext, lt_lnode *body) {
+    return lt_l_for(K_, v, role, I(lc, 0), ext, LT_LOOP_SERIAL, body);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -240,14 +240,14 @@ static lt_status l_conv(lt_lctx *lc, const lt_node *n, lt_lnode **res) {
     lt_lnode *xl = lt_l_load(K_, X, xoff);
     if (inb) xl = lt_l_select(K_, inb, xl, lt_l_float(K_, LT_FLOAT, 0));
     lt_lnode *body = lt_l_assign(K_, acc, lt_l_add(K_, V(lc, acc), lt_l_mul(K_, xl, lt_l_load(K_, W, woff))));
-    for (int d = nsp - 1; d >= 0; d--) body = loop(lc, rv[1 + d], I(lc, ci.g.k[d]), body);
-    body = loop(lc, rv[0], I(lc, Cg), body);
+    for (int d = nsp - 1; d >= 0; d--) body = loop(lc, rv[1 + d], LT_ROLE_REDUCE, I(lc, ci.g.k[d]), body);
+    body = loop(lc, rv[0], LT_ROLE_REDUCE, I(lc, Cg), body);
     lt_lnode *s[3];
     s[0] = lt_l_let(K_, acc, init);
     s[1] = body;
     LT_TRY(lt_lower_store_out(lc, n->out[0], oi, V(lc, acc), &s[2]));
     body = lt_l_seq(K_, 3, s);
-    for (int d = nsp + 1; d >= 0; d--) body = loop(lc, ov[d], I(lc, odims[d]), body);
+    for (int d = nsp + 1; d >= 0; d--) body = loop(lc, ov[d], LT_ROLE_KEPT, I(lc, odims[d]), body);
     *res = body;
     return LT_LNN(lc, body);
 }
@@ -366,7 +366,7 @@ static lt_status pool_window(lt_lctx *lc, const pool_ctx *pc, bool guarded, lt_l
             upd = lt_l_seq(K_, 2, two);
         }
     }
-    for (int d = pc->nsp - 1; d >= 0; d--) upd = loop(lc, rv[d], I(lc, tap_hi[d] - tap_lo[d]), upd);
+    for (int d = pc->nsp - 1; d >= 0; d--) upd = loop(lc, rv[d], LT_ROLE_REDUCE, I(lc, tap_hi[d] - tap_lo[d]), upd);
     s[(*ns)++] = upd;
     lt_lnode *v = V(lc, acc);
     if (!pc->is_max) {
@@ -437,9 +437,9 @@ static lt_status pool_elem(lt_lctx *lc, const pool_ctx *pc, bool guarded, lt_lno
     return LT_LNN(lc, *res);
 }
 
-/* A loop over the last output dim in [lo, hi) (named name), body = one element. */
-static lt_status pool_range(lt_lctx *lc, pool_ctx *pc, const char *name, int64_t lo, int64_t hi, bool guarded,
-                            lt_lnode **res) {
+/* A loop over the last output dim in [lo, hi) (named name, of the given role), body = one element. */
+static lt_status pool_range(lt_lctx *lc, pool_ctx *pc, const char *name, lt_loop_role role, int64_t lo, int64_t hi,
+                            bool guarded, lt_lnode **res) {
     if (hi <= lo) {
         *res = NULL;
         return LT_OK;
@@ -449,14 +449,14 @@ static lt_status pool_range(lt_lctx *lc, pool_ctx *pc, const char *name, int64_t
     if (!v || !(pc->oi[last] = V(lc, v))) return lt_lower_nomem(lc);
     lt_lnode *body;
     LT_TRY(pool_elem(lc, pc, guarded, &body));
-    *res = lt_l_for(K_, v, I(lc, lo), I(lc, hi - lo), LT_LOOP_SERIAL, body);
+    *res = lt_l_for(K_, v, role, I(lc, lo), I(lc, hi - lo), LT_LOOP_SERIAL, body);
     return LT_LNN(lc, *res);
 }
 
-/* Pooling. Loops "o0" (image), "o1" (channel), "o2".. (positions but the last); along the last
- * position dim, the windows that stay inside the input run in a loop "vo" with no bounds checks
- * (the default schedule vectorizes it: each lane one output), the edges in guarded loops; rows
- * whose windows leave the input along an outer dim are all guarded. */
+/* Pooling. Kept loops "o0" (image), "o1" (channel), "o2".. (positions but the last); along the last
+ * position dim, the windows that stay inside the input run in a loop "vo" (role LANE_OUTPUT) with no
+ * bounds checks (the default schedule vectorizes it: each lane one output), the edges in guarded
+ * kept loops; rows whose windows leave the input along an outer dim are all guarded. */
 static lt_status l_pool(lt_lctx *lc, const lt_node *n, lt_lnode **res) {
     pool_ctx pc = {.n = n};
     int64_t dx[LT_MAX_RANK];
@@ -507,25 +507,25 @@ static lt_status l_pool(lt_lctx *lc, const lt_node *n, lt_lnode **res) {
     if (H < L) H = L;
     lt_lnode *body;
     if (global) {
-        LT_TRY(pool_range(lc, &pc, "o", 0, OW, false, &body));
+        LT_TRY(pool_range(lc, &pc, "o", LT_ROLE_KEPT, 0, OW, false, &body));
     } else {
         /* rows inside along the outer dims: guarded edges, unguarded middle */
         lt_lnode *parts[3];
         int np = 0;
-        LT_TRY(pool_range(lc, &pc, "oa", 0, L, true, &parts[np]));
+        LT_TRY(pool_range(lc, &pc, "oa", LT_ROLE_KEPT, 0, L, true, &parts[np]));
         if (parts[np]) np++;
-        LT_TRY(pool_range(lc, &pc, "vo", L, H, false, &parts[np]));
+        LT_TRY(pool_range(lc, &pc, "vo", LT_ROLE_LANE_OUTPUT, L, H, false, &parts[np]));
         if (parts[np]) np++;
-        LT_TRY(pool_range(lc, &pc, "ob", H, OW, true, &parts[np]));
+        LT_TRY(pool_range(lc, &pc, "ob", LT_ROLE_KEPT, H, OW, true, &parts[np]));
         if (parts[np]) np++;
         body = np == 1 ? parts[0] : lt_l_seq(K_, np, parts);
         if (outer_in || outer_empty) {
             lt_lnode *slow;
-            LT_TRY(pool_range(lc, &pc, "oc", 0, OW, true, &slow));
+            LT_TRY(pool_range(lc, &pc, "oc", LT_ROLE_KEPT, 0, OW, true, &slow));
             body = outer_empty ? slow : lt_l_if(K_, outer_in, body, slow);
         }
     }
-    for (int d = last - 1; d >= 0; d--) body = loop(lc, ov[d], I(lc, odims[d]), body);
+    for (int d = last - 1; d >= 0; d--) body = loop(lc, ov[d], LT_ROLE_KEPT, I(lc, odims[d]), body);
     *res = body;
     return LT_LNN(lc, body);
 }

@@ -50,10 +50,11 @@ static lt_status rnest_init(lt_lctx *lc, const lt_node *n, const bool *red, rnes
     return LT_OK;
 }
 
-/* Loops over the reduced dims around body(full index). */
+/* Loops over the reduced dims (of the given role: REDUCE when body accumulates, REDUCED_OUTPUT when
+ * it stores an output per element) around body(full index). */
 typedef lt_status (*rbody_fn)(rnest *rn, lt_lnode *const *full, void *user, lt_lnode **body);
 
-static lt_status red_pass(rnest *rn, rbody_fn fn, void *user, lt_lnode **res) {
+static lt_status red_pass(rnest *rn, lt_loop_role role, rbody_fn fn, void *user, lt_lnode **res) {
     lt_lctx *lc = rn->lc;
     lt_lvar *rv[LT_MAX_RANK] = {0};
     lt_lnode *full[LT_MAX_RANK];
@@ -71,7 +72,7 @@ static lt_status red_pass(rnest *rn, rbody_fn fn, void *user, lt_lnode **res) {
     lt_lnode *body = NULL;
     LT_TRY(fn(rn, full, user, &body));
     for (int d = rn->rank - 1; d >= 0; d--)
-        if (rv[d]) body = lt_l_for(K, rv[d], lt_l_int(K, 0), lt_l_int(K, rn->dims[d]), LT_LOOP_SERIAL, body);
+        if (rv[d]) body = lt_l_for(K, rv[d], role, lt_l_int(K, 0), lt_l_int(K, rn->dims[d]), LT_LOOP_SERIAL, body);
     *res = body;
     return LT_LNN(lc, body);
 }
@@ -80,7 +81,7 @@ static lt_status red_pass(rnest *rn, rbody_fn fn, void *user, lt_lnode **res) {
 static lt_lnode *kept_loops(rnest *rn, lt_lnode *body) {
     lt_lctx *lc = rn->lc;
     for (int d = rn->rank - 1; d >= 0; d--)
-        if (rn->ov[d]) body = lt_l_for(K, rn->ov[d], lt_l_int(K, 0), lt_l_int(K, rn->dims[d]), LT_LOOP_SERIAL, body);
+        if (rn->ov[d]) body = lt_l_for(K, rn->ov[d], LT_ROLE_KEPT, lt_l_int(K, 0), lt_l_int(K, rn->dims[d]), LT_LOOP_SERIAL, body);
     return body;
 }
 
@@ -203,14 +204,14 @@ static lt_status acc_pass_lanes(rnest *rn, acc_pass *ap, lt_lnode *init, int L, 
     } else {
         body = lt_l_store(K, part, pl, acc_combine(lc, ap->kind, lt_l_load(K, part, pl), x, ap->shift));
     }
-    body = lt_l_for(K, lane, lt_l_int(K, 0), lt_l_int(K, L), LT_LOOP_SERIAL, body);
-    body = lt_l_for(K, ro, lt_l_int(K, 0), lt_l_int(K, rn->dims[last] / L), LT_LOOP_SERIAL, body);
+    body = lt_l_for(K, lane, LT_ROLE_LANES, lt_l_int(K, 0), lt_l_int(K, L), LT_LOOP_SERIAL, body);
+    body = lt_l_for(K, ro, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, rn->dims[last] / L), LT_LOOP_SERIAL, body);
     for (int d = last - 1; d >= 0; d--)
-        if (rv[d]) body = lt_l_for(K, rv[d], lt_l_int(K, 0), lt_l_int(K, rn->dims[d]), LT_LOOP_SERIAL, body);
+        if (rv[d]) body = lt_l_for(K, rv[d], LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, rn->dims[d]), LT_LOOP_SERIAL, body);
     lt_lnode *s3[3];
-    s3[0] = lt_l_for(K, q, lt_l_int(K, 0), lt_l_int(K, L), LT_LOOP_SERIAL, lt_l_store(K, part, lt_l_var(K, q), init));
+    s3[0] = lt_l_for(K, q, LT_ROLE_PARTIALS, lt_l_int(K, 0), lt_l_int(K, L), LT_LOOP_SERIAL, lt_l_store(K, part, lt_l_var(K, q), init));
     s3[1] = body;
-    s3[2] = lt_l_for(K, q2, lt_l_int(K, 0), lt_l_int(K, L), LT_LOOP_SERIAL,
+    s3[2] = lt_l_for(K, q2, LT_ROLE_PARTIALS, lt_l_int(K, 0), lt_l_int(K, L), LT_LOOP_SERIAL,
                      lt_l_assign(K, ap->acc, lt_l_binary(K, merge_op(ap->kind), lt_l_var(K, ap->acc),
                                                          lt_l_load(K, part, lt_l_var(K, q2)))));
     *res = lt_l_alloc(K, part, lt_l_seq(K, 3, s3));
@@ -226,7 +227,7 @@ static lt_status accumulate_save(rnest *rn, acc_kind kind, lt_dtype dt, lt_lnode
     s[(*ns)++] = lt_l_let(K, ap.acc, init);
     int L = acc_lanes(rn);
     if (L) LT_TRY(acc_pass_lanes(rn, &ap, init, L, &s[*ns]));
-    else LT_TRY(red_pass(rn, acc_body, &ap, &s[*ns]));
+    else LT_TRY(red_pass(rn, LT_ROLE_REDUCE, acc_body, &ap, &s[*ns]));
     (*ns)++;
     *acc = ap.acc;
     return LT_OK;
@@ -387,7 +388,7 @@ static lt_status l_argmax(lt_lctx *lc, const lt_node *n, lt_lnode **res) {
     int ns = 0;
     s[ns++] = lt_l_let(K, ap.best, ap.is_max ? lt_lower_lowest(lc, dt) : lt_lower_highest(lc, dt));
     s[ns++] = lt_l_let(K, ap.bi, lt_l_int(K, 0));
-    LT_TRY(red_pass(&rn, arg_body, &ap, &s[ns]));
+    LT_TRY(red_pass(&rn, LT_ROLE_REDUCE, arg_body, &ap, &s[ns]));
     ns++;
     lt_lnode *oi[LT_MAX_RANK];
     out_index(&rn, lt_attr_int(n, "keepdims", 1) != 0, oi);
@@ -468,7 +469,7 @@ static lt_status l_softmax(lt_lctx *lc, const lt_node *n, lt_lnode **res) {
     if (np.log) np.ls = bind(lc, "lsum", lt_l_unary(K, LT_LOP_LOG, lt_l_var(K, sum)), s, &ns);
     else np.inv = bind(lc, "inv", lt_l_binary(K, LT_LOP_DIV, lt_lower_imm(lc, dt, 1), lt_l_var(K, sum)), s, &ns);
     if (!np.ls && !np.inv) return lt_lower_nomem(lc);
-    LT_TRY(red_pass(&rn, softmax_store, &np, &s[ns]));
+    LT_TRY(red_pass(&rn, LT_ROLE_REDUCED_OUTPUT, softmax_store, &np, &s[ns]));
     ns++;
     *res = kept_loops(&rn, seq(lc, ns, s));
     return LT_LNN(lc, *res);
@@ -539,7 +540,7 @@ static lt_status l_norm(lt_lctx *lc, const lt_node *n, lt_lnode **res) {
     lp.inv = bind(lc, "inv", lt_l_binary(K, LT_LOP_DIV, lt_lower_imm(lc, dt, 1),
                                          lt_l_unary(K, LT_LOP_SQRT, lt_l_add(K, var, lt_lower_imm(lc, dt, eps)))), s, &ns);
     if (!lp.inv) return lt_lower_nomem(lc);
-    LT_TRY(red_pass(&rn, ln_store, &lp, &s[ns]));
+    LT_TRY(red_pass(&rn, LT_ROLE_REDUCED_OUTPUT, ln_store, &lp, &s[ns]));
     ns++;
     /* optional Mean / InvStdDev outputs, shaped like X with 1 at the normalized dims */
     lt_lnode *oi[LT_MAX_RANK];

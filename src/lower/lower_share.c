@@ -67,12 +67,14 @@ static void count_refs(lt_arena *a, share_map *m, const lt_lnode *e) {
     /* a load in an arm of a select is hoisted too: C's `c ? x[i] : y` reads x only when c holds, a
      * conditional load compilers rarely vectorize (masked attention scores: Where(mask, s, -inf));
      * a loaded value is a blend of two vectors */
-    if (e->kind == LT_L_SELECT)
-        for (int k = 1; k < e->n && k < 3; k++)
-            if (e->kids[k] && e->kids[k]->kind == LT_L_LOAD) {
-                int j = find_slot(m, e->kids[k]);
-                if (m->keys[j] == e->kids[k]) m->count[j]++;
+    if (e->kind == LT_L_SELECT) {
+        const lt_lnode *arms[2] = {lt_lsel_then(e), lt_lsel_else(e)};
+        for (int k = 0; k < 2; k++)
+            if (arms[k] && arms[k]->kind == LT_L_LOAD) {
+                int j = find_slot(m, arms[k]);
+                if (m->keys[j] == arms[k]) m->count[j]++;
             }
+    }
 }
 
 static bool is_leaf(const lt_lnode *e) {

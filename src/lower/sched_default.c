@@ -1,22 +1,24 @@
 /* sched_default.c — the default schedule of a lowered kernel, by group pattern (lt_sched_default).
  *
  * The schedule is recorded as steps (schedule.h) computed from the unscheduled loop structure, so
- * it can be printed, stored and replayed like a tuned one. Per top-level loop nest of the body:
- *   elementwise / broadcast / injective nests ("i0", "i1", ...):
+ * it can be printed, stored and replayed like a tuned one. Loops are recognized by their roles
+ * (lt_loop_role, set by the lowering), never by their names; the steps then name the loops they
+ * act on. Per top-level loop nest of the body:
+ *   elementwise / broadcast / injective nests (OUTPUT loops):
  *     fuse the innermost loops while the innermost extent is below 2*lanes, split the innermost by
  *     the vector lanes and vectorize it when the lanes divide the extent, parallelize the outermost
  *     loop when the nest is big enough to pay for threads (fusing the two outermost loops first when
  *     the outermost is too short to feed the threads);
- *   reductions, pooling, direct convolution (kept loops "o..", reduced loops "r.." inside): the
- *     kept loops are parallelized the same way; the reduction loops stay serial (their accumulator
- *     is a loop-carried dependence) except the "lane" loops of partial accumulators
- *     (lower_reduce.c), which are vectorized, and innermost reduced loops that only store (the
- *     normalize pass of softmax and the norms), which are split by the lanes and vectorized, and
- *     pooling's interior loop "vo" (one output per lane);
- *   GEMM calls (lower_gemm.c): the call is parallel inside; its batch loops stay serial and its
- *     epilogue nest ("eb0".., "ei", "ej") is scheduled as an elementwise nest;
- *   plain GEMM nests (lower_gemm.c with no_microkernels): "parallel mb" (or the outermost batch
- *     loop), the init and epilogue loops vectorized along j.
+ *   reductions, pooling, direct convolution (KEPT and BATCH loops outside, REDUCE loops inside):
+ *     the kept loops are parallelized the same way; the reduction loops stay serial (their
+ *     accumulator is a loop-carried dependence); the LANES loops of partial accumulators
+ *     (lower_reduce.c) are vectorized, the innermost REDUCED_OUTPUT loops (the normalize pass of
+ *     softmax and the norms) split by the lanes and vectorized, and pooling's interior LANE_OUTPUT
+ *     loop too (one output per lane);
+ *   GEMM calls (lower_gemm.c): the call is parallel inside; its BATCH loops stay serial and its
+ *     EPILOGUE nest is scheduled as an elementwise nest;
+ *   plain GEMM nests (lower_gemm.c with no_microkernels; they hold an INIT loop): the BLOCK loop
+ *     parallel (or the BATCH_OUTER loop), the INIT_COLS and EPILOGUE_COLS loops vectorized.
  * With opt->gpu, nests are bound to blocks and threads instead (the CUDA backend): see "GPU
  * schedules" below (vectorized grid-stride elementwise nests; reductions a warp or a block per row
  * through the rowreduce step, or a thread per output).
@@ -36,15 +38,27 @@ typedef struct sched_b {
     const lt_kernel *k;
 } sched_b;
 
+#define STEP_NAME_MAX ((int)sizeof(((lt_sstep *)0)->loop) - 1) /* the longest loop name a step holds */
+
+/* A loop name (plus `extra` characters of suffixes the steps will add) must fit a step: the names
+ * come from the lowering and are short, so a longer one is a bug, reported rather than skipped. */
+static lt_status name_fits(sched_b *b, const char *name, size_t extra) {
+    if (strlen(name) + extra <= (size_t)STEP_NAME_MAX) return LT_OK;
+    return lt_error(b->ctx, LT_ERR_INTERNAL, "default schedule of kernel %s: loop name '%.80s' (+%zu) is longer than a "
+                    "schedule step holds (%d characters)", b->k->name, name, extra, STEP_NAME_MAX);
+}
+
 static lt_status push(sched_b *b, lt_sstep_kind kind, const char *loop, const char *loop2, const char *name,
                       int64_t f, int64_t f2) {
-    if (b->s->n >= (int)(sizeof b->s->steps / sizeof b->s->steps[0]))
-        return LT_OK; /* a longer schedule is still a valid (partial) default */
+    int cap = (int)(sizeof b->s->steps / sizeof b->s->steps[0]);
+    if (b->s->n >= cap)
+        return lt_error(b->ctx, LT_ERR_UNSUPPORTED, "default schedule of kernel %s: more than %d steps (one schedule's "
+                        "most)", b->k->name, cap);
+    LT_TRY(name_fits(b, loop, 0));
+    if (loop2) LT_TRY(name_fits(b, loop2, 0));
     lt_sstep *st = &b->s->steps[b->s->n];
     memset(st, 0, sizeof *st);
     st->kind = kind;
-    if (strlen(loop) >= sizeof st->loop || (loop2 && strlen(loop2) >= sizeof st->loop2))
-        return LT_OK; /* names too long for a step: leave the loop as it is */
     snprintf(st->loop, sizeof st->loop, "%s", loop);
     if (loop2) snprintf(st->loop2, sizeof st->loop2, "%s", loop2);
     if (name) snprintf(st->name, sizeof st->name, "%s", name);
@@ -54,13 +68,15 @@ static lt_status push(sched_b *b, lt_sstep_kind kind, const char *loop, const ch
     return LT_OK;
 }
 
-/* The perfect nest starting at FOR node n: loops[0] = n, each the only statement of the previous. */
+/* The perfect nest starting at FOR node n: loops[0] = n, each the only statement of the previous.
+ * -1 when it is deeper than max. */
 static int perfect_nest(const lt_lnode *n, const lt_lnode **loops, int max) {
     int c = 0;
-    while (n && n->kind == LT_L_FOR && c < max) {
+    while (n && n->kind == LT_L_FOR) {
+        if (c == max) return -1;
         loops[c++] = n;
-        const lt_lnode *body = n->kids[2];
-        while (body && body->kind == LT_L_SEQ && body->n == 1) body = body->kids[0];
+        const lt_lnode *body = lt_lfor_body(n);
+        while (body && body->kind == LT_L_SEQ && body->n == 1) body = lt_lseq_stmt(body, 0);
         n = body;
     }
     return c;
@@ -68,7 +84,7 @@ static int perfect_nest(const lt_lnode *n, const lt_lnode **loops, int max) {
 
 static int64_t extent(const lt_lnode *f) {
     int64_t e;
-    return lt_lis_int(f->kids[1], &e) ? e : -1;
+    return lt_lis_int(lt_lfor_extent(f), &e) ? e : -1;
 }
 
 /* Names of loops as the steps recorded so far rename them. */
@@ -80,7 +96,7 @@ typedef struct nest_names {
 
 static lt_status fuse_pair(sched_b *b, nest_names *nn, int a) {
     char fused[64];
-    if (strlen(nn->name[a]) + strlen(nn->name[a + 1]) + 2 > sizeof fused) return LT_OK;
+    LT_TRY(name_fits(b, nn->name[a], strlen(nn->name[a + 1]) + 1));
     LT_TRY(push(b, LT_S_FUSE, nn->name[a], nn->name[a + 1], NULL, 0, 0));
     snprintf(fused, sizeof fused, "%s.%s", nn->name[a], nn->name[a + 1]);
     memcpy(nn->name[a], fused, sizeof fused);
@@ -153,7 +169,7 @@ static void name2(char *out, size_t n, const char *a, const char *b) { /* a + b 
 
 static lt_status gpu_elementwise(sched_b *b, nest_names *nn, int64_t total) {
     while (nn->n > 1) LT_TRY(fuse_pair(b, nn, 0));
-    if (strlen(nn->name[0]) + 10 >= 64) return LT_OK; /* names too long for steps: leave it serial */
+    LT_TRY(name_fits(b, nn->name[0], 10));
     char cur[80], o[80], in[80], oo[80], oi[80];
     snprintf(cur, sizeof cur, "%s", nn->name[0]);
     int64_t V = gpu_lanes(b->k, true), n = total;
@@ -204,13 +220,13 @@ static bool coef_of(const lt_lnode *n, const lt_lvar *v, int64_t *c) {
     case LT_L_VAR: *c = n->var == v; return true;
     case LT_L_BINARY:
         if (n->op == LT_LOP_ADD || n->op == LT_LOP_SUB) {
-            if (!coef_of(n->kids[0], v, &a) || !coef_of(n->kids[1], v, &b)) return false;
+            if (!coef_of(lt_lexpr_a(n), v, &a) || !coef_of(lt_lexpr_b(n), v, &b)) return false;
             *c = n->op == LT_LOP_ADD ? a + b : a - b;
             return true;
         }
         if (n->op == LT_LOP_MUL) {
-            if (lt_lis_int(n->kids[1], &k) && coef_of(n->kids[0], v, &a)) { *c = a * k; return true; }
-            if (lt_lis_int(n->kids[0], &k) && coef_of(n->kids[1], v, &a)) { *c = a * k; return true; }
+            if (lt_lis_int(lt_lexpr_b(n), &k) && coef_of(lt_lexpr_a(n), v, &a)) { *c = a * k; return true; }
+            if (lt_lis_int(lt_lexpr_a(n), &k) && coef_of(lt_lexpr_b(n), v, &a)) { *c = a * k; return true; }
         }
         if (!lt_luses_var(n, v)) { *c = 0; return true; }
         return false;
@@ -224,7 +240,7 @@ static bool coef_of(const lt_lnode *n, const lt_lvar *v, int64_t *c) {
 static bool steps_by_one(const lt_lnode *n, const lt_lvar *v) {
     if (!n) return false;
     int64_t c;
-    if (n->kind == LT_L_LOAD && coef_of(n->kids[0], v, &c) && c == 1) return true;
+    if (n->kind == LT_L_LOAD && coef_of(lt_lload_index(n), v, &c) && c == 1) return true;
     for (int i = 0; i < n->n; i++)
         if (steps_by_one(n->kids[i], v)) return true;
     return false;
@@ -232,22 +248,22 @@ static bool steps_by_one(const lt_lnode *n, const lt_lvar *v) {
 
 static lt_status gpu_reduce(sched_b *b, nest_names *nn, const lt_lnode *row) {
     while (nn->n > 1) LT_TRY(fuse_pair(b, nn, 0));
-    if (strlen(nn->name[0]) + 10 >= 64) return LT_OK;
+    LT_TRY(name_fits(b, nn->name[0], 10));
     char o[80], oo[80], oi[80];
     snprintf(o, sizeof o, "%s", nn->name[0]);
     int64_t rows = nn->ext[0];
     /* the reduced elements of a row: the first nest of the row body */
-    const lt_lnode *f = first_nest(row->kids[2]), *last = f;
+    const lt_lnode *f = first_nest(lt_lfor_body(row)), *last = f;
     int64_t C = 1;
     for (const lt_lnode *x = f; x && x->kind == LT_L_FOR;) {
         int64_t e = extent(x);
         C = e > 0 && C > 0 ? C * e : -1;
         last = x;
-        x = x->kids[2];
-        while (x && x->kind == LT_L_SEQ && x->n == 1) x = x->kids[0];
+        x = lt_lfor_body(x);
+        while (x && x->kind == LT_L_SEQ && x->n == 1) x = lt_lseq_stmt(x, 0);
     }
     int64_t V = gpu_lanes(b->k, false);
-    if (f && C >= GPU_ROW_MIN && steps_by_one(last->kids[2], last->var)) {
+    if (f && C >= GPU_ROW_MIN && steps_by_one(lt_lfor_body(last), last->var)) {
         int64_t nv = (C + V - 1) / V;
         if (nv <= 32 * 4 && rows >= GPU_WARP_ROWS &&
             lt_sched_rowreduce_check(b->k, row->var->name, 32, V, NULL, 0)) { /* a warp per row */
@@ -279,6 +295,7 @@ static lt_status sched_elementwise(sched_b *b, const lt_lnode **loops, int nl, b
     nest_names nn = {0};
     int64_t total = 1;
     for (int i = 0; i < nl; i++) {
+        LT_TRY(name_fits(b, loops[i]->var->name, 0));
         snprintf(nn.name[i], sizeof nn.name[i], "%s", loops[i]->var->name);
         nn.ext[i] = extent(loops[i]);
         if (nn.ext[i] < 0) return LT_OK; /* not a static nest: leave it */
@@ -291,7 +308,7 @@ static lt_status sched_elementwise(sched_b *b, const lt_lnode **loops, int nl, b
     bool vec = nn.ext[inner] >= b->lanes && nn.ext[inner] % b->lanes == 0 && b->lanes > 1;
     if (vec) {
         char o[64], in[64];
-        if (strlen(nn.name[inner]) + 3 > sizeof o) return LT_OK;
+        LT_TRY(name_fits(b, nn.name[inner], 2));
         LT_TRY(push(b, LT_S_SPLIT, nn.name[inner], NULL, NULL, b->lanes, 0));
         snprintf(o, sizeof o, "%s.o", nn.name[inner]);
         snprintf(in, sizeof in, "%s.i", nn.name[inner]);
@@ -302,13 +319,19 @@ static lt_status sched_elementwise(sched_b *b, const lt_lnode **loops, int nl, b
     return parallel_outer(b, &nn, total, nn.n - 1);
 }
 
-/* Kept loops ("o..") outside reduction loops: parallelize the kept part. */
+/* Loops a reduction-like nest keeps (its iterations independent): KEPT dims and GEMM batches. */
+static bool is_kept(const lt_lnode *f) {
+    return f->role == LT_ROLE_KEPT || f->role == LT_ROLE_BATCH_OUTER || f->role == LT_ROLE_BATCH;
+}
+
+/* Kept loops outside reduction loops: parallelize the kept part. */
 static lt_status sched_kept(sched_b *b, const lt_lnode **loops, int nl, int64_t inner_work, bool gpu) {
     nest_names nn = {0};
     int64_t total = inner_work;
     int kept = 0;
     for (int i = 0; i < nl; i++) {
-        if (loops[i]->var->name[0] != 'o' && loops[i]->var->name[0] != 'b') break;
+        if (!is_kept(loops[i])) break;
+        LT_TRY(name_fits(b, loops[i]->var->name, 0));
         snprintf(nn.name[i], sizeof nn.name[i], "%s", loops[i]->var->name);
         nn.ext[i] = extent(loops[i]);
         if (nn.ext[i] < 0) break;
@@ -326,7 +349,7 @@ static int64_t work_of(const lt_lnode *n) {
     if (!n) return 0;
     if (n->kind == LT_L_FOR) {
         int64_t e = extent(n);
-        int64_t w = work_of(n->kids[2]);
+        int64_t w = work_of(lt_lfor_body(n));
         return (e < 0 ? 1 : e) * (w < 1 ? 1 : w);
     }
     int64_t w = 0;
@@ -335,23 +358,25 @@ static int64_t work_of(const lt_lnode *n) {
     return w ? w : 1;
 }
 
-static const lt_lnode *find_named(const lt_lnode *n, const char *name) {
+/* The first loop of the given role in pre-order (NULL if none). */
+static const lt_lnode *find_role(const lt_lnode *n, lt_loop_role role) {
     if (!n) return NULL;
-    if (n->kind == LT_L_FOR && strcmp(n->var->name, name) == 0) return n;
+    if (n->kind == LT_L_FOR && n->role == role) return n;
     if (!lt_lnode_info_get(n->kind)->is_stmt) return NULL;
     for (int i = 0; i < n->n; i++) {
-        const lt_lnode *f = find_named(n->kids[i], name);
+        const lt_lnode *f = find_role(n->kids[i], role);
         if (f) return f;
     }
     return NULL;
 }
 
-static lt_status vectorize_named(sched_b *b, const lt_lnode *body, const char *name) {
-    const lt_lnode *f = find_named(body, name);
+/* Split loop f by the lanes and vectorize the inner part, when the lanes divide its extent. */
+static lt_status vectorize_loop(sched_b *b, const lt_lnode *f) {
     int64_t e = f ? extent(f) : -1;
     if (!f || b->lanes <= 1 || e < b->lanes || e % b->lanes) return LT_OK;
+    const char *name = f->var->name;
     char in[64];
-    if (strlen(name) + 3 > sizeof in) return LT_OK;
+    LT_TRY(name_fits(b, name, 2));
     LT_TRY(push(b, LT_S_SPLIT, name, NULL, NULL, b->lanes, 0));
     snprintf(in, sizeof in, "%s.i", name);
     return push(b, LT_S_VECTORIZE, in, NULL, NULL, 0, 0);
@@ -359,11 +384,12 @@ static lt_status vectorize_named(sched_b *b, const lt_lnode *body, const char *n
 
 static lt_status sched_gemm(sched_b *b, const lt_lnode *body, const lt_lower_options *opt) {
     if (opt->gpu) return LT_OK;
-    LT_TRY(vectorize_named(b, body, "zj"));
-    LT_TRY(vectorize_named(b, body, "ej"));
-    if (find_named(body, "mb")) return push(b, LT_S_PARALLEL, "mb", NULL, NULL, 0, 0);
-    const lt_lnode *b0 = find_named(body, "b0");
-    if (b0 && extent(b0) >= 2) return push(b, LT_S_PARALLEL, "b0", NULL, NULL, 0, 0);
+    LT_TRY(vectorize_loop(b, find_role(body, LT_ROLE_INIT_COLS)));
+    LT_TRY(vectorize_loop(b, find_role(body, LT_ROLE_EPILOGUE_COLS)));
+    const lt_lnode *blk = find_role(body, LT_ROLE_BLOCK);
+    if (blk) return push(b, LT_S_PARALLEL, blk->var->name, NULL, NULL, 0, 0);
+    const lt_lnode *b0 = find_role(body, LT_ROLE_BATCH_OUTER);
+    if (b0 && extent(b0) >= 2) return push(b, LT_S_PARALLEL, b0->var->name, NULL, NULL, 0, 0);
     return LT_OK;
 }
 
@@ -376,26 +402,27 @@ static bool has_assign_or_loop(const lt_lnode *n) {
     return false;
 }
 
-/* Inside reductions: vectorize the "lane" loops of partial accumulators, and split+vectorize the
- * innermost reduced loops ("r..") whose body only stores (softmax's and the norms' last pass). */
+/* Inside reductions: vectorize the LANES loops of partial accumulators, and split+vectorize the
+ * innermost REDUCED_OUTPUT loops (softmax's and the norms' last pass: the body only stores). */
 static lt_status sched_inner_vectors(sched_b *b, const lt_lnode *n) {
     if (!n || !lt_lnode_info_get(n->kind)->is_stmt) return LT_OK;
     if (n->kind == LT_L_FOR) {
         const char *nm = n->var->name;
         int64_t e = extent(n);
-        if (strncmp(nm, "lane", 4) == 0 && e >= 1 && e <= 64) return push(b, LT_S_VECTORIZE, nm, NULL, NULL, 0, 0);
+        if (n->role == LT_ROLE_LANES && e >= 1 && e <= 64) return push(b, LT_S_VECTORIZE, nm, NULL, NULL, 0, 0);
         /* pooling's unguarded interior positions: one output per lane */
-        if (strncmp(nm, "vo", 2) == 0 && e >= 2 && b->lanes > 1) {
+        if (n->role == LT_ROLE_LANE_OUTPUT && e >= 2 && b->lanes > 1) {
             if (e <= 64) return push(b, LT_S_VECTORIZE, nm, NULL, NULL, 0, 0);
             char in[64];
-            if (strlen(nm) + 3 > sizeof in) return LT_OK;
+            LT_TRY(name_fits(b, nm, 2));
             LT_TRY(push(b, LT_S_SPLIT, nm, NULL, NULL, b->lanes, 0));
             snprintf(in, sizeof in, "%s.i", nm);
             return push(b, LT_S_VECTORIZE, in, NULL, NULL, 0, 0);
         }
-        if (nm[0] == 'r' && nm[1] >= '0' && nm[1] <= '9' && !has_assign_or_loop(n->kids[2]) && b->lanes > 1 &&
-            e >= b->lanes && e % b->lanes == 0 && strlen(nm) + 3 <= 63) {
+        if (n->role == LT_ROLE_REDUCED_OUTPUT && !has_assign_or_loop(lt_lfor_body(n)) && b->lanes > 1 &&
+            e >= b->lanes && e % b->lanes == 0) {
             char in[64];
+            LT_TRY(name_fits(b, nm, 2));
             LT_TRY(push(b, LT_S_SPLIT, nm, NULL, NULL, b->lanes, 0));
             snprintf(in, sizeof in, "%s.i", nm);
             return push(b, LT_S_VECTORIZE, in, NULL, NULL, 0, 0);
@@ -413,8 +440,8 @@ lt_status lt_sched_default(lt_ctx *ctx, const lt_group *g, const lt_kernel *k, c
     sched_b b = {ctx, out, opt->vector_lanes > 0 ? opt->vector_lanes : 16, k};
     const lt_lnode *body = k->body;
     if (!body) return LT_OK;
-    /* GEMM-shaped kernels (MatMul, Gemm, pointwise Conv) */
-    if (find_named(body, "i") && find_named(body, "zi")) return sched_gemm(&b, body, opt);
+    /* plain GEMM nests (MatMul, Gemm, pointwise Conv): the output is zeroed, then accumulated */
+    if (find_role(body, LT_ROLE_INIT)) return sched_gemm(&b, body, opt);
     /* each top-level nest */
     int nstmts = body->kind == LT_L_SEQ ? body->n : 1;
     for (int s = 0; s < nstmts; s++) {
@@ -422,21 +449,24 @@ lt_status lt_sched_default(lt_ctx *ctx, const lt_group *g, const lt_kernel *k, c
         if (st->kind != LT_L_FOR) continue;
         const lt_lnode *loops[LT_MAX_RANK * 2];
         int nl = perfect_nest(st, loops, LT_MAX_RANK * 2);
+        if (nl < 0)
+            return lt_error(ctx, LT_ERR_UNSUPPORTED, "default schedule of kernel %s: a loop nest deeper than %d loops",
+                            k->name, LT_MAX_RANK * 2);
         /* a GEMM call's batch loops stay serial (the call is parallel inside); its epilogue nest
-         * ("eb0".., "ei", "ej") is elementwise */
-        const lt_lnode *inner = nl ? loops[nl - 1]->kids[2] : NULL;
-        while (inner && inner->kind == LT_L_SEQ && inner->n == 1) inner = inner->kids[0];
+         * is elementwise */
+        const lt_lnode *inner = nl ? lt_lfor_body(loops[nl - 1]) : NULL;
+        while (inner && inner->kind == LT_L_SEQ && inner->n == 1) inner = lt_lseq_stmt(inner, 0);
         if (inner && inner->kind == LT_L_EVAL) continue;
         if (opt->gpu && gpu_bound(st)) continue; /* bound by the lowering (GPU GEMM / conv kernels) */
-        bool epilogue = st->var->name[0] == 'e';
+        bool epilogue = st->role == LT_ROLE_EPILOGUE || st->role == LT_ROLE_EPILOGUE_COLS;
         bool chain = epilogue || g->pattern == LT_PK_ELEMWISE || g->pattern == LT_PK_BROADCAST ||
                      g->pattern == LT_PK_INJECTIVE;
         if (chain) LT_TRY(sched_elementwise(&b, loops, nl, opt->gpu));
         else {
             /* work inside the kept loops: what is under the last kept loop */
             int kept = 0;
-            while (kept < nl && (loops[kept]->var->name[0] == 'o' || loops[kept]->var->name[0] == 'b')) kept++;
-            int64_t inner_work = kept ? work_of(loops[kept - 1]->kids[2]) : 1;
+            while (kept < nl && is_kept(loops[kept])) kept++;
+            int64_t inner_work = kept ? work_of(lt_lfor_body(loops[kept - 1])) : 1;
             LT_TRY(sched_kept(&b, loops, nl, inner_work, opt->gpu));
             if (!opt->gpu) LT_TRY(sched_inner_vectors(&b, st));
         }

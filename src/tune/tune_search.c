@@ -9,8 +9,9 @@
  * verified and costed, handed to measure, and the kernel is restored: body, flops/bytes and the
  * variable and buffer counts (the tables only grow at their ends, so truncating them forgets the
  * names a candidate created and the next candidate's "split i 16" makes "i.o" again).
- * "parallel" is only offered for loops whose iterations write disjoint locations (parallel_safe):
- * the schedule step checks nesting only, and parallelizing a reduction loop would race.
+ * "parallel" is only offered for loops whose iterations write disjoint locations (parallel_safe)
+ * and whose role is not REDUCE (lt_loop_role: the tuner goes by roles, never by loop names): the
+ * schedule step checks nesting only, and parallelizing a reduction loop would race.
  * Candidates whose steps fail their preconditions (LT_ERR_INVALID from lt_sched_apply) are
  * rejected quietly; any other failure stops the search. Schedules already tried are skipped (a set
  * of their text). Order is deterministic: loops in pre-order, actions in the order listed, ties
@@ -29,7 +30,6 @@
 
 #include "../profile/profile.h"
 
-#define MAX_LOOPS 256
 #define LT_TUNE_CONFIRM_GAIN 0.98 /* a confirmed winner's median is at most this times the base's */
 #define MAX_STEPS ((int)(sizeof(((lt_schedule *)0)->steps) / sizeof(((lt_schedule *)0)->steps[0])))
 
@@ -92,22 +92,37 @@ typedef struct loop_info {
 } loop_info;
 
 typedef struct loops {
-    int n;
-    loop_info l[MAX_LOOPS];
+    int n, cap;
+    loop_info *l; /* grows: every loop of the kernel is listed */
+    bool oom;
 } loops;
+
+static int add_loop(loops *L) {
+    if (L->n == L->cap) {
+        int cap = L->cap ? L->cap * 2 : 64;
+        loop_info *nl = lt_mem_realloc(L->l, (size_t)cap * sizeof *nl);
+        if (!nl) {
+            L->oom = true;
+            return -1;
+        }
+        L->l = nl;
+        L->cap = cap;
+    }
+    return L->n++;
+}
 
 /* Walk statements; *has_for / *has_par: the subtree holds a FOR / a parallel FOR. */
 static void walk(const lt_lnode *n, int depth, bool in_par, loops *L, bool *has_for, bool *has_par) {
     if (!n) return;
     if (n->kind == LT_L_FOR) {
-        int me = L->n < MAX_LOOPS ? L->n++ : -1;
+        int me = add_loop(L);
         bool par = n->op == LT_LOOP_PARALLEL, f = false, p = false;
         if (me >= 0) {
             int64_t e;
-            L->l[me] = (loop_info){n, n->var->name, (lt_loop_kind)n->op, lt_lis_int(n->kids[1], &e) ? e : -1, depth,
+            L->l[me] = (loop_info){n, n->var->name, (lt_loop_kind)n->op, lt_lis_int(lt_lfor_extent(n), &e) ? e : -1, depth,
                                    false, in_par, false};
         }
-        walk(n->kids[2], depth + 1, in_par || par, L, &f, &p);
+        walk(lt_lfor_body(n), depth + 1, in_par || par, L, &f, &p);
         if (me >= 0) L->l[me].innermost = !f, L->l[me].has_par = p;
         *has_for = true;
         *has_par = *has_par || p || par;
@@ -148,7 +163,7 @@ static bool check_writes(const lt_lnode *n, void *user) {
         bool private_buf = false;
         for (int i = 0; i < p->n_allocs && !private_buf; i++) private_buf = p->allocs[i] == n->buf;
         /* a shared buffer must be written at an index that moves with the loop variable */
-        if (!private_buf && !lt_luses_var(n->kids[0], p->var)) p->safe = false;
+        if (!private_buf && !lt_luses_var(lt_lstore_index(n), p->var)) p->safe = false;
     } else if (n->kind == LT_L_ASSIGN) {
         bool private_var = false;
         for (int i = 0; i < p->n_lets && !private_var; i++) private_var = p->lets[i] == n->var;
@@ -167,8 +182,8 @@ static bool parallel_safe(const lt_lnode *loop) {
     p.var = loop->var;
     p.n_lets = p.n_allocs = 0;
     p.safe = true;
-    lt_lwalk(loop->kids[2], collect_private, &p);
-    if (p.safe) lt_lwalk(loop->kids[2], check_writes, &p);
+    lt_lwalk(lt_lfor_body(loop), collect_private, &p);
+    if (p.safe) lt_lwalk(lt_lfor_body(loop), check_writes, &p);
     return p.safe;
 }
 
@@ -240,18 +255,28 @@ static bool split_names_free(const lt_kernel *k, const char *name, char *inner, 
            !lt_kernel_find_buf(k, inner);
 }
 
+static bool enumerate_loops(const lt_kernel *k, const space *sp, const loops *L, actions *A);
+
 static bool enumerate(const lt_kernel *k, const space *sp, actions *A) {
-    loops L;
-    L.n = 0;
+    loops L = {0};
     bool f = false, p = false;
     walk(k->body, 0, false, &L, &f, &p);
+    bool ok = !L.oom && enumerate_loops(k, sp, &L, A);
+    lt_mem_free(L.l);
+    return ok;
+}
+
+static bool enumerate_loops(const lt_kernel *k, const space *sp, const loops *LL, actions *A) {
+    const loops L = *LL;
     for (int i = 0; i < L.n; i++) {
         const loop_info *l = &L.l[i];
         if (l->kind != LT_LOOP_SERIAL || strlen(l->name) >= 64) continue;
         action a;
         char inner[80];
         bool names_free = split_names_free(k, l->name, inner, sizeof inner);
-        if (sp->parallel && !l->in_par && !l->has_par && l->depth < sp->par_depth && parallel_safe(l->node)) {
+        /* a REDUCE loop carries its accumulator: never parallel, whatever the heuristic says */
+        if (sp->parallel && !l->in_par && !l->has_par && l->depth < sp->par_depth && l->node->role != LT_ROLE_REDUCE &&
+            parallel_safe(l->node)) {
             a = (action){1, {mkstep(LT_S_PARALLEL, l->name, 0)}};
             if (!push_action(A, &a)) return false;
         }

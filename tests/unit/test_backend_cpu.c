@@ -63,8 +63,8 @@ static lt_kernel *k_bias_relu(lt_arena *ar, lt_ctx *ctx) {
     lt_lnode *idx = lt_l_add(k, lt_l_mul(k, lt_l_var(k, i), lt_l_int(k, C)), lt_l_var(k, j));
     lt_lnode *v = lt_l_binary(k, LT_LOP_ADD, lt_l_load(k, a, idx), lt_l_load(k, b, lt_l_var(k, j)));
     v = lt_l_binary(k, LT_LOP_MAX, v, lt_l_float(k, LT_FLOAT, 0));
-    lt_lnode *inner = lt_l_for(k, j, lt_l_int(k, 0), lt_l_int(k, C), LT_LOOP_SERIAL, lt_l_store(k, y, idx, v));
-    k->body = lt_l_for(k, i, lt_l_int(k, 0), lt_l_int(k, R), LT_LOOP_SERIAL, inner);
+    lt_lnode *inner = lt_l_for(k, j, LT_ROLE_NONE, lt_l_int(k, 0), lt_l_int(k, C), LT_LOOP_SERIAL, lt_l_store(k, y, idx, v));
+    k->body = lt_l_for(k, i, LT_ROLE_NONE, lt_l_int(k, 0), lt_l_int(k, R), LT_LOOP_SERIAL, inner);
     lt_schedule s = {0};
     const char *steps[] = {"split j 16", "vectorize j.i", "parallel i"};
     for (int n = 0; n < 3; n++) CHECK_OK(ctx, lt_sstep_parse(ctx, steps[n], &s.steps[s.n++]));
@@ -87,15 +87,15 @@ static lt_kernel *k_rowreduce(lt_arena *ar) {
     lt_lnode *xij2 = lt_l_load(k, x, lt_l_add(k, lt_l_mul(k, lt_l_var(k, i), lt_l_int(k, C)), lt_l_var(k, j2)));
     lt_lnode *body[] = {
         lt_l_let(k, acc, lt_l_float(k, LT_FLOAT, 0)),
-        lt_l_for(k, j, lt_l_int(k, 0), lt_l_int(k, C), LT_LOOP_VECTORIZED,
+        lt_l_for(k, j, LT_ROLE_NONE, lt_l_int(k, 0), lt_l_int(k, C), LT_LOOP_VECTORIZED,
                  lt_l_assign(k, acc, lt_l_binary(k, LT_LOP_ADD, lt_l_var(k, acc), xij))),
         lt_l_store(k, sum, lt_l_var(k, i), lt_l_var(k, acc)),
         lt_l_let(k, m, lt_l_float(k, LT_FLOAT, -INFINITY)),
-        lt_l_for(k, j2, lt_l_int(k, 0), lt_l_int(k, C), LT_LOOP_VECTORIZED,
+        lt_l_for(k, j2, LT_ROLE_NONE, lt_l_int(k, 0), lt_l_int(k, C), LT_LOOP_VECTORIZED,
                  lt_l_assign(k, m, lt_l_binary(k, LT_LOP_MAX, lt_l_var(k, m), xij2))),
         lt_l_store(k, mx, lt_l_var(k, i), lt_l_var(k, m)),
     };
-    k->body = lt_l_for(k, i, lt_l_int(k, 0), lt_l_int(k, R), LT_LOOP_PARALLEL, lt_l_seq(k, 6, body));
+    k->body = lt_l_for(k, i, LT_ROLE_NONE, lt_l_int(k, 0), lt_l_int(k, R), LT_LOOP_PARALLEL, lt_l_seq(k, 6, body));
     lt_kernel_cost(k);
     return k;
 }
@@ -119,7 +119,7 @@ static lt_kernel *k_math(lt_arena *ar) {
         lt_l_store(k, y, lt_l_var(k, i), sel),
         lt_l_store(k, z, lt_l_var(k, i), lt_l_binary(k, LT_LOP_POW, xd, lt_l_float(k, LT_DOUBLE, 2.0))),
     };
-    k->body = lt_l_for(k, i, lt_l_int(k, 0), lt_l_int(k, NM), LT_LOOP_UNROLLED, lt_l_seq(k, 2, st));
+    k->body = lt_l_for(k, i, LT_ROLE_NONE, lt_l_int(k, 0), lt_l_int(k, NM), LT_LOOP_UNROLLED, lt_l_seq(k, 2, st));
     k->body->ival = 4;
     lt_kernel_cost(k);
     return k;
@@ -148,7 +148,7 @@ static lt_kernel *k_half(lt_arena *ar) {
         lt_l_store(k, back, IV, lt_l_cast(k, LT_FLOAT, lt_l_load(k, hin, IV))),
         lt_l_store(k, bback, IV, lt_l_cast(k, LT_FLOAT, lt_l_load(k, bin, IV))),
     };
-    k->body = lt_l_for(k, i, lt_l_int(k, 0), lt_l_int(k, NH), LT_LOOP_PARALLEL, lt_l_seq(k, 5, st));
+    k->body = lt_l_for(k, i, LT_ROLE_NONE, lt_l_int(k, 0), lt_l_int(k, NH), LT_LOOP_PARALLEL, lt_l_seq(k, 5, st));
 #undef IV
     lt_kernel_cost(k);
     return k;
@@ -181,7 +181,7 @@ static lt_kernel *k_ints(lt_arena *ar) {
     };
 #undef IV
 #undef LD
-    k->body = lt_l_for(k, i, lt_l_int(k, 0), lt_l_int(k, NI), LT_LOOP_SERIAL, lt_l_seq(k, 8, st));
+    k->body = lt_l_for(k, i, LT_ROLE_NONE, lt_l_int(k, 0), lt_l_int(k, NI), LT_LOOP_SERIAL, lt_l_seq(k, 8, st));
     lt_kernel_cost(k);
     return k;
 }
@@ -200,7 +200,7 @@ static lt_kernel *k_vmath(lt_arena *ar) {
     lt_lnode *st[VM_N];
     for (int o = 0; o < VM_N; o++)
         st[o] = lt_l_store(k, out[o], lt_l_var(k, i), lt_l_unary(k, ops[o], lt_l_load(k, in[o], lt_l_var(k, i))));
-    k->body = lt_l_for(k, i, lt_l_int(k, 0), lt_l_int(k, NV), LT_LOOP_VECTORIZED, lt_l_seq(k, VM_N, st));
+    k->body = lt_l_for(k, i, LT_ROLE_NONE, lt_l_int(k, 0), lt_l_int(k, NV), LT_LOOP_VECTORIZED, lt_l_seq(k, VM_N, st));
     lt_kernel_cost(k);
     return k;
 }
@@ -224,7 +224,7 @@ static lt_kernel *k_gemm(lt_arena *ar, const char *name, float tag) {
     lt_lvar *i = lt_kernel_var(k, "i", LT_INT64);
     lt_lnode *st[] = {
         lt_l_eval(k, lt_l_call(k, LT_UNDEFINED, "lt_gemm_f32", 33, args)),
-        lt_l_for(k, i, lt_l_int(k, 0), lt_l_int(k, GM * GN), LT_LOOP_VECTORIZED,
+        lt_l_for(k, i, LT_ROLE_NONE, lt_l_int(k, 0), lt_l_int(k, GM * GN), LT_LOOP_VECTORIZED,
                  lt_l_store(k, c, lt_l_var(k, i), lt_l_binary(k, LT_LOP_ADD, lt_l_load(k, c, lt_l_var(k, i)),
                                                              lt_l_float(k, LT_FLOAT, 0.5 + tag)))),
     };

@@ -41,7 +41,7 @@ static void test_exact_text(void) {
     lt_lnode *xi = lt_l_load(k, x, lt_l_var(k, i));
     lt_lnode *v = lt_l_binary(k, LT_LOP_MUL, lt_l_binary(k, LT_LOP_ADD, xi, lt_l_float(k, LT_FLOAT, 1)),
                               lt_l_unary(k, LT_LOP_EXP, lt_l_unary(k, LT_LOP_NEG, xi)));
-    k->body = lt_l_for(k, i, lt_l_int(k, 0), lt_l_int(k, 32), LT_LOOP_VECTORIZED, lt_l_store(k, y, lt_l_var(k, i), v));
+    k->body = lt_l_for(k, i, LT_ROLE_NONE, lt_l_int(k, 0), lt_l_int(k, 32), LT_LOOP_VECTORIZED, lt_l_store(k, y, lt_l_var(k, i), v));
     lt_kernel_cost(k);
     lt_strbuf o = {0};
     CHECK(emit1(&ctx, &lt_lang_c, k, "Mul_3 (Mul)", &o) == LT_OK);
@@ -63,7 +63,7 @@ static void test_exact_text(void) {
     lt_sb_free(&o);
 
     /* CUDA: the same kernel with the loop bound to threads of one block */
-    k->body = lt_l_for(k, i, lt_l_int(k, 0), lt_l_int(k, 32), LT_LOOP_GPU_THREAD, lt_l_store(k, y, lt_l_var(k, i), v));
+    k->body = lt_l_for(k, i, LT_ROLE_NONE, lt_l_int(k, 0), lt_l_int(k, 32), LT_LOOP_GPU_THREAD, lt_l_store(k, y, lt_l_var(k, i), v));
     CHECK(emit1(&ctx, &lt_lang_cuda, k, NULL, &o) == LT_OK);
     CHECK(o.s && strstr(o.s, "extern \"C\" __global__ void lt_k0(float *a0, const float *a1) {\n"));
     CHECK(o.s && strstr(o.s, " * a0: \"y\" float[32]\n * a1: \"x\" float[32]\n"));
@@ -107,7 +107,7 @@ static void test_names_literals_casts(void) {
         lt_l_store(k, d, iv, lt_l_binary(k, LT_LOP_DIV, lt_l_load(k, d, iv), lt_l_load(k, d, lt_l_int(k, 0)))),
         lt_l_store(k, g, iv, lt_l_unary(k, LT_LOP_SQRT, lt_l_load(k, g, iv))),
     };
-    k->body = lt_l_for(k, i, lt_l_int(k, 0), lt_l_int(k, 8), LT_LOOP_SERIAL, lt_l_seq(k, 10, st));
+    k->body = lt_l_for(k, i, LT_ROLE_NONE, lt_l_int(k, 0), lt_l_int(k, 8), LT_LOOP_SERIAL, lt_l_seq(k, 10, st));
     lt_strbuf o = {0};
     CHECK(emit1(&ctx, &lt_lang_c, k, NULL, &o) == LT_OK);
     const char *s = o.s ? o.s : "";
@@ -140,7 +140,7 @@ static void test_names_literals_casts(void) {
     lt_lnode *lets[9];
     for (int v = 0; v < 8; v++) lets[v] = lt_l_let(k2, lt_kernel_var(k2, vn[v], LT_FLOAT), lt_l_float(k2, LT_FLOAT, v));
     lt_lvar *j = lt_kernel_var(k2, "j", LT_INT64);
-    lets[8] = lt_l_for(k2, j, lt_l_int(k2, 0), lt_l_int(k2, 4), LT_LOOP_SERIAL, lt_l_store(k2, y, lt_l_var(k2, j), lt_l_float(k2, LT_FLOAT, 1)));
+    lets[8] = lt_l_for(k2, j, LT_ROLE_NONE, lt_l_int(k2, 0), lt_l_int(k2, 4), LT_LOOP_SERIAL, lt_l_store(k2, y, lt_l_var(k2, j), lt_l_float(k2, LT_FLOAT, 1)));
     k2->body = lt_l_seq(k2, 9, lets);
     CHECK(emit1(&ctx, &lt_lang_c, k2, "'x*/y' (Relu)", &o) == LT_OK);
     s = o.s ? o.s : "";
@@ -166,7 +166,7 @@ static void test_loop_safety(void) {
     lt_lbuf *x = lt_kernel_arg(k, "x", LT_FLOAT, 64);
     lt_lvar *i = lt_kernel_var(k, "i", LT_INT64);
     lt_lnode *prev = lt_l_load(k, y, lt_l_binary(k, LT_LOP_SUB, lt_l_var(k, i), lt_l_int(k, 1)));
-    k->body = lt_l_for(k, i, lt_l_int(k, 1), lt_l_int(k, 63), LT_LOOP_VECTORIZED,
+    k->body = lt_l_for(k, i, LT_ROLE_NONE, lt_l_int(k, 1), lt_l_int(k, 63), LT_LOOP_VECTORIZED,
                        lt_l_store(k, y, lt_l_var(k, i), lt_l_binary(k, LT_LOP_ADD, prev, lt_l_load(k, x, lt_l_var(k, i)))));
     lt_strbuf o = {0};
     CHECK(emit1(&ctx, &lt_lang_c, k, NULL, &o) == LT_OK);
@@ -182,12 +182,12 @@ static void test_loop_safety(void) {
     lt_lvar *t = lt_kernel_var(k3, "t", LT_INT64);
     lt_lnode *sb[] = {lt_l_let(k3, t, lt_l_mul(k3, lt_l_var(k3, i), lt_l_int(k3, 2))),
                       lt_l_store(k3, y, lt_l_var(k3, t), lt_l_load(k3, x, lt_l_var(k3, i)))};
-    k3->body = lt_l_for(k3, i, lt_l_int(k3, 0), lt_l_int(k3, 64), LT_LOOP_VECTORIZED, lt_l_seq(k3, 2, sb));
+    k3->body = lt_l_for(k3, i, LT_ROLE_NONE, lt_l_int(k3, 0), lt_l_int(k3, 64), LT_LOOP_VECTORIZED, lt_l_seq(k3, 2, sb));
     CHECK(emit1(&ctx, &lt_lang_c, k3, NULL, &o) == LT_OK);
     CHECK(o.s && strstr(o.s, "#pragma omp simd\n") && strstr(o.s, "int64_t t = i * 2;\n"));
     lt_sb_free(&o);
     sb[0] = lt_l_let(k3, t, lt_l_int(k3, 5)); /* ... but not through a loop-invariant one */
-    k3->body = lt_l_for(k3, i, lt_l_int(k3, 0), lt_l_int(k3, 64), LT_LOOP_VECTORIZED, lt_l_seq(k3, 2, sb));
+    k3->body = lt_l_for(k3, i, LT_ROLE_NONE, lt_l_int(k3, 0), lt_l_int(k3, 64), LT_LOOP_VECTORIZED, lt_l_seq(k3, 2, sb));
     CHECK(emit1(&ctx, &lt_lang_c, k3, NULL, &o) == LT_OK);
     CHECK(o.s && !strstr(o.s, "omp simd") && strstr(o.s, "store not indexed by the loop"));
     lt_sb_free(&o);
@@ -204,7 +204,7 @@ static void test_loop_safety(void) {
     };
     lt_lnode *top[] = {
         lt_l_let(k2, acc, lt_l_float(k2, LT_FLOAT, 0)),
-        lt_l_for(k2, i, lt_l_int(k2, 0), lt_l_int(k2, 64), LT_LOOP_VECTORIZED, lt_l_seq(k2, 2, body)),
+        lt_l_for(k2, i, LT_ROLE_NONE, lt_l_int(k2, 0), lt_l_int(k2, 64), LT_LOOP_VECTORIZED, lt_l_seq(k2, 2, body)),
     };
     k2->body = lt_l_seq(k2, 2, top);
     CHECK(emit1(&ctx, &lt_lang_c, k2, NULL, &o) == LT_OK);
@@ -235,7 +235,7 @@ static void test_unsupported(void) {
     lt_kernel *k = lt_kernel_new(&ar, "lt_str");
     lt_lbuf *y = lt_kernel_arg(k, "names", LT_STRING, 4);
     lt_lvar *i = lt_kernel_var(k, "i", LT_INT64);
-    k->body = lt_l_for(k, i, lt_l_int(k, 0), lt_l_int(k, 4), LT_LOOP_SERIAL,
+    k->body = lt_l_for(k, i, LT_ROLE_NONE, lt_l_int(k, 0), lt_l_int(k, 4), LT_LOOP_SERIAL,
                        lt_l_store(k, y, lt_l_var(k, i), lt_l_load(k, y, lt_l_int(k, 0))));
     lt_ctx ctx = {0};
     lt_strbuf o = {0};
@@ -276,9 +276,9 @@ static lt_kernel *tiny(lt_arena *ar, const char *name, const char *call) {
     if (call) {
         lt_lnode *args[] = {lt_l_int(k, 1), lt_l_int(k, 1), lt_l_int(k, 1)};
         lt_lnode *st[] = {lt_l_eval(k, lt_l_call(k, LT_UNDEFINED, call, 3, args)), lt_l_store(k, y, lt_l_var(k, i), v)};
-        k->body = lt_l_for(k, i, lt_l_int(k, 0), lt_l_int(k, 4), LT_LOOP_SERIAL, lt_l_seq(k, 2, st));
+        k->body = lt_l_for(k, i, LT_ROLE_NONE, lt_l_int(k, 0), lt_l_int(k, 4), LT_LOOP_SERIAL, lt_l_seq(k, 2, st));
     } else {
-        k->body = lt_l_for(k, i, lt_l_int(k, 0), lt_l_int(k, 4), LT_LOOP_SERIAL, lt_l_store(k, y, lt_l_var(k, i), v));
+        k->body = lt_l_for(k, i, LT_ROLE_NONE, lt_l_int(k, 0), lt_l_int(k, 4), LT_LOOP_SERIAL, lt_l_store(k, y, lt_l_var(k, i), v));
     }
     return k;
 }
@@ -343,7 +343,7 @@ static void cuda_kernels(lt_arena *ar, lt_kernel **k1, lt_kernel **k2) {
     lt_lnode *xrc = lt_l_cast(k, LT_FLOAT, lt_l_load(k, x, lt_l_add(k, lt_l_mul(k, lt_l_var(k, r), lt_l_int(k, COLS)), lt_l_var(k, c))));
     lt_lnode *sum[] = {
         lt_l_let(k, acc, lt_l_float(k, LT_FLOAT, 0)),
-        lt_l_for(k, j, lt_l_int(k, 0), lt_l_int(k, COLS), LT_LOOP_SERIAL,
+        lt_l_for(k, j, LT_ROLE_NONE, lt_l_int(k, 0), lt_l_int(k, COLS), LT_LOOP_SERIAL,
                  lt_l_assign(k, acc, lt_l_binary(k, LT_LOP_ADD, lt_l_var(k, acc), lt_l_load(k, sh, lt_l_var(k, j))))),
         lt_l_store(k, out, lt_l_var(k, r), lt_l_var(k, acc)),
     };
@@ -352,8 +352,8 @@ static void cuda_kernels(lt_arena *ar, lt_kernel **k1, lt_kernel **k2) {
         lt_l_barrier(k),
         lt_l_if(k, lt_l_binary(k, LT_LOP_EQ, lt_l_var(k, c), lt_l_int(k, 0)), lt_l_seq(k, 3, sum), NULL),
     };
-    lt_lnode *th = lt_l_for(k, c, lt_l_int(k, 0), lt_l_int(k, COLS), LT_LOOP_GPU_THREAD, lt_l_seq(k, 3, tb));
-    k->body = lt_l_alloc(k, sh, lt_l_for(k, r, lt_l_int(k, 0), lt_l_int(k, ROWS), LT_LOOP_GPU_BLOCK, th));
+    lt_lnode *th = lt_l_for(k, c, LT_ROLE_NONE, lt_l_int(k, 0), lt_l_int(k, COLS), LT_LOOP_GPU_THREAD, lt_l_seq(k, 3, tb));
+    k->body = lt_l_alloc(k, sh, lt_l_for(k, r, LT_ROLE_NONE, lt_l_int(k, 0), lt_l_int(k, ROWS), LT_LOOP_GPU_BLOCK, th));
     *k1 = k;
 
     k = lt_kernel_new(ar, "lt_relu2d");
@@ -363,10 +363,10 @@ static void cuda_kernels(lt_arena *ar, lt_kernel **k1, lt_kernel **k2) {
     lt_lnode *idx = lt_l_add(k, lt_l_mul(k, lt_l_add(k, lt_l_mul(k, lt_l_var(k, by), lt_l_int(k, 4)), lt_l_var(k, bx)), lt_l_int(k, 128)),
                              lt_l_var(k, t));
     lt_lnode *v = lt_l_binary(k, LT_LOP_MAX, lt_l_load(k, xf, idx), lt_l_float(k, LT_FLOAT, 0));
-    lt_lnode *tl = lt_l_for(k, t, lt_l_int(k, 0), lt_l_int(k, 128), LT_LOOP_GPU_THREAD, lt_l_store(k, y, idx, v));
-    lt_lnode *bl = lt_l_for(k, bx, lt_l_int(k, 0), lt_l_int(k, 4), LT_LOOP_GPU_BLOCK, tl);
+    lt_lnode *tl = lt_l_for(k, t, LT_ROLE_NONE, lt_l_int(k, 0), lt_l_int(k, 128), LT_LOOP_GPU_THREAD, lt_l_store(k, y, idx, v));
+    lt_lnode *bl = lt_l_for(k, bx, LT_ROLE_NONE, lt_l_int(k, 0), lt_l_int(k, 4), LT_LOOP_GPU_BLOCK, tl);
     bl->ival = 0;
-    k->body = lt_l_for(k, by, lt_l_int(k, 0), lt_l_int(k, ROWS * COLS / 512), LT_LOOP_GPU_BLOCK, bl);
+    k->body = lt_l_for(k, by, LT_ROLE_NONE, lt_l_int(k, 0), lt_l_int(k, ROWS * COLS / 512), LT_LOOP_GPU_BLOCK, bl);
     k->body->ival = 1;
     *k2 = k;
 }
@@ -397,8 +397,8 @@ static void test_cuda(void) {
     lt_kernel *k3 = lt_kernel_new(&ar, "lt_twice");
     lt_lbuf *y = lt_kernel_arg(k3, "y", LT_FLOAT, 16);
     lt_lvar *p = lt_kernel_var(k3, "p", LT_INT64), *q = lt_kernel_var(k3, "q", LT_INT64);
-    k3->body = lt_l_for(k3, p, lt_l_int(k3, 0), lt_l_int(k3, 4), LT_LOOP_GPU_THREAD,
-                        lt_l_for(k3, q, lt_l_int(k3, 0), lt_l_int(k3, 4), LT_LOOP_GPU_THREAD,
+    k3->body = lt_l_for(k3, p, LT_ROLE_NONE, lt_l_int(k3, 0), lt_l_int(k3, 4), LT_LOOP_GPU_THREAD,
+                        lt_l_for(k3, q, LT_ROLE_NONE, lt_l_int(k3, 0), lt_l_int(k3, 4), LT_LOOP_GPU_THREAD,
                                  lt_l_store(k3, y, lt_l_add(k3, lt_l_mul(k3, lt_l_var(k3, p), lt_l_int(k3, 4)), lt_l_var(k3, q)),
                                             lt_l_float(k3, LT_FLOAT, 1))));
     lt_ctx tc = {0};
@@ -495,8 +495,8 @@ static lt_kernel *cuda_math_kernel(lt_arena *ar, const int *ops, int nops) {
         st[o] = lt_l_store(k, y, lt_l_add(k, lt_l_mul(k, lt_l_int(k, o), lt_l_int(k, NG)), i),
                            lt_l_unary(k, ops[o], lt_l_load(k, x, i)));
     st[nops] = lt_l_store(k, h, i, lt_l_cast(k, LT_FLOAT16, lt_l_load(k, x, i)));
-    k->body = lt_l_for(k, b, lt_l_int(k, 0), lt_l_int(k, NG / 256), LT_LOOP_GPU_BLOCK,
-                       lt_l_for(k, t, lt_l_int(k, 0), lt_l_int(k, 256), LT_LOOP_GPU_THREAD, lt_l_seq(k, nops + 1, st)));
+    k->body = lt_l_for(k, b, LT_ROLE_NONE, lt_l_int(k, 0), lt_l_int(k, NG / 256), LT_LOOP_GPU_BLOCK,
+                       lt_l_for(k, t, LT_ROLE_NONE, lt_l_int(k, 0), lt_l_int(k, 256), LT_LOOP_GPU_THREAD, lt_l_seq(k, nops + 1, st)));
     return k;
 }
 

@@ -97,8 +97,8 @@ static void test_backend(void) {
     lt_lnode *i = lt_l_add(k, lt_l_mul(k, lt_l_var(k, b), lt_l_int(k, T)), lt_l_var(k, t));
     lt_lnode *v = lt_l_binary(k, LT_LOP_ADD, lt_l_binary(k, LT_LOP_MUL, lt_l_load(k, x, i), lt_l_float(k, LT_FLOAT, 2)),
                               lt_l_float(k, LT_FLOAT, 1));
-    k->body = lt_l_for(k, b, lt_l_int(k, 0), lt_l_int(k, N / T), LT_LOOP_GPU_BLOCK,
-                       lt_l_for(k, t, lt_l_int(k, 0), lt_l_int(k, T), LT_LOOP_GPU_THREAD, lt_l_store(k, y, i, v)));
+    k->body = lt_l_for(k, b, LT_ROLE_NONE, lt_l_int(k, 0), lt_l_int(k, N / T), LT_LOOP_GPU_BLOCK,
+                       lt_l_for(k, t, LT_ROLE_NONE, lt_l_int(k, 0), lt_l_int(k, T), LT_LOOP_GPU_THREAD, lt_l_store(k, y, i, v)));
     lt_strbuf src = {0};
     lt_emit_kernel ek = {k, "test"};
     CHECK_OK(&ctx, lt_emit_module(&ctx, be->vt->lang, &ek, 1, NULL, &src));

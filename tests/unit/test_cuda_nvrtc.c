@@ -168,8 +168,8 @@ static void test_emitted(lt_nvrtc *nv, const char *cache) {
     lt_lnode *v = lt_l_binary(k, LT_LOP_ADD,
                               lt_l_binary(k, LT_LOP_MUL, lt_l_cast(k, LT_FLOAT, lt_l_load(k, x, i)), lt_l_float(k, LT_FLOAT, 2)),
                               lt_l_float(k, LT_FLOAT, 1));
-    k->body = lt_l_for(k, b, lt_l_int(k, 0), lt_l_int(k, 16), LT_LOOP_GPU_BLOCK,
-                       lt_l_for(k, t, lt_l_int(k, 0), lt_l_int(k, 256), LT_LOOP_GPU_THREAD,
+    k->body = lt_l_for(k, b, LT_ROLE_NONE, lt_l_int(k, 0), lt_l_int(k, 16), LT_LOOP_GPU_BLOCK,
+                       lt_l_for(k, t, LT_ROLE_NONE, lt_l_int(k, 0), lt_l_int(k, 256), LT_LOOP_GPU_THREAD,
                                 lt_l_store(k, y, i, lt_l_cast(k, LT_FLOAT16, v))));
     lt_ctx ctx = {0};
     lt_strbuf src = {0};
@@ -282,10 +282,10 @@ static void test_rowreduce_step(void) {
     lt_lvar *o = lt_kernel_var(k, "o0", LT_INT64), *r = lt_kernel_var(k, "r0", LT_INT64), *acc = lt_kernel_var(k, "acc", LT_FLOAT);
     lt_lnode *ld = lt_l_load(k, x, lt_l_add(k, lt_l_mul(k, lt_l_var(k, o), lt_l_int(k, 100)), lt_l_var(k, r)));
     lt_lnode *s3[3] = {lt_l_let(k, acc, lt_l_float(k, LT_FLOAT, 0)),
-                       lt_l_for(k, r, lt_l_int(k, 0), lt_l_int(k, 100), LT_LOOP_SERIAL,
+                       lt_l_for(k, r, LT_ROLE_NONE, lt_l_int(k, 0), lt_l_int(k, 100), LT_LOOP_SERIAL,
                                 lt_l_assign(k, acc, lt_l_add(k, lt_l_var(k, acc), ld))),
                        lt_l_store(k, y, lt_l_var(k, o), lt_l_var(k, acc))};
-    k->body = lt_l_for(k, o, lt_l_int(k, 0), lt_l_int(k, 8), LT_LOOP_SERIAL, lt_l_seq(k, 3, s3));
+    k->body = lt_l_for(k, o, LT_ROLE_NONE, lt_l_int(k, 0), lt_l_int(k, 8), LT_LOOP_SERIAL, lt_l_seq(k, 3, s3));
     CHECK(lt_sched_rowreduce_check(k, "o0", 64, 4, NULL, 0));
     char why[200] = "";
     CHECK(!lt_sched_rowreduce_check(k, "o0", 48, 4, why, sizeof why) && strstr(why, "48"));
@@ -304,9 +304,9 @@ static void test_rowreduce_step(void) {
     lt_lvar *o2 = lt_kernel_var(k2, "o0", LT_INT64), *r2 = lt_kernel_var(k2, "r0", LT_INT64), *b2 = lt_kernel_var(k2, "best", LT_FLOAT);
     lt_lnode *ld2 = lt_l_load(k2, x2, lt_l_add(k2, lt_l_mul(k2, lt_l_var(k2, o2), lt_l_int(k2, 100)), lt_l_var(k2, r2)));
     lt_lnode *t3[3] = {lt_l_let(k2, b2, lt_l_float(k2, LT_FLOAT, 0)),
-                       lt_l_for(k2, r2, lt_l_int(k2, 0), lt_l_int(k2, 100), LT_LOOP_SERIAL, lt_l_assign(k2, b2, ld2)),
+                       lt_l_for(k2, r2, LT_ROLE_NONE, lt_l_int(k2, 0), lt_l_int(k2, 100), LT_LOOP_SERIAL, lt_l_assign(k2, b2, ld2)),
                        lt_l_store(k2, y2, lt_l_var(k2, o2), lt_l_var(k2, b2))};
-    k2->body = lt_l_for(k2, o2, lt_l_int(k2, 0), lt_l_int(k2, 8), LT_LOOP_SERIAL, lt_l_seq(k2, 3, t3));
+    k2->body = lt_l_for(k2, o2, LT_ROLE_NONE, lt_l_int(k2, 0), lt_l_int(k2, 8), LT_LOOP_SERIAL, lt_l_seq(k2, 3, t3));
     lt_ctx ec = {0};
     CHECK(lt_sched_apply(&ec, k2, &st) == LT_ERR_INVALID && strstr(ec.msg, "rowreduce o0 64 4") && strstr(ec.msg, "best"));
     lt_arena_free(&ar);

@@ -167,7 +167,7 @@ static lt_kernel *build_inc(lt_arena *a, int64_t n) {
     lt_lbuf *C = lt_kernel_arg(k, "C", LT_FLOAT, n), *A = lt_kernel_arg(k, "A", LT_FLOAT, n);
     lt_lvar *i = lt_kernel_var(k, "i", LT_INT64);
     lt_lnode *st = lt_l_store(k, C, lt_l_var(k, i), lt_l_add(k, lt_l_load(k, A, lt_l_var(k, i)), lt_l_float(k, LT_FLOAT, 1)));
-    k->body = lt_l_for(k, i, lt_l_int(k, 0), lt_l_int(k, n), LT_LOOP_SERIAL, st);
+    k->body = lt_l_for(k, i, LT_ROLE_NONE, lt_l_int(k, 0), lt_l_int(k, n), LT_LOOP_SERIAL, st);
     return k->body ? k : NULL;
 }
 

@@ -52,8 +52,8 @@ static lt_kernel *build_add(lt_arena *a) {
     lt_lvar *i = lt_kernel_var(k, "i", LT_INT64), *j = lt_kernel_var(k, "j", LT_INT64);
     lt_lnode *idx = lt_l_add(k, lt_l_mul(k, lt_l_var(k, i), lt_l_int(k, 100)), lt_l_var(k, j));
     lt_lnode *st = lt_l_store(k, C, idx, lt_l_add(k, lt_l_load(k, A, idx), lt_l_load(k, B, idx)));
-    k->body = lt_l_for(k, i, lt_l_int(k, 0), lt_l_int(k, 64), LT_LOOP_SERIAL,
-                       lt_l_for(k, j, lt_l_int(k, 0), lt_l_int(k, 100), LT_LOOP_SERIAL, st));
+    k->body = lt_l_for(k, i, LT_ROLE_NONE, lt_l_int(k, 0), lt_l_int(k, 64), LT_LOOP_SERIAL,
+                       lt_l_for(k, j, LT_ROLE_NONE, lt_l_int(k, 0), lt_l_int(k, 100), LT_LOOP_SERIAL, st));
     return k->body ? k : NULL;
 }
 
@@ -80,11 +80,11 @@ static void test_types(void) {
     lt_lnode *bad = lt_l_add(k, x, y);
     CHECK(bad && bad->dtype == LT_UNDEFINED);
     CHECK(lt_l_add(k, x, lt_l_cast(k, LT_FLOAT, y))->dtype == LT_FLOAT);
-    k->body = lt_l_for(k, i, lt_l_int(k, 0), lt_l_int(k, 10), LT_LOOP_SERIAL, lt_l_store(k, X, iv, bad));
+    k->body = lt_l_for(k, i, LT_ROLE_NONE, lt_l_int(k, 0), lt_l_int(k, 10), LT_LOOP_SERIAL, lt_l_store(k, X, iv, bad));
     lt_ctx c = {0};
     CHECK(lt_kernel_verify(&c, k) == LT_ERR_INTERNAL && strstr(c.msg, "X[i] + i_2[i]") && strstr(c.msg, "dtypes"));
     /* NULL children propagate */
-    CHECK(!lt_l_add(k, NULL, iv) && !lt_l_store(k, X, NULL, x) && !lt_l_for(k, i, iv, iv, LT_LOOP_SERIAL, NULL));
+    CHECK(!lt_l_add(k, NULL, iv) && !lt_l_store(k, X, NULL, x) && !lt_l_for(k, i, LT_ROLE_NONE, iv, iv, LT_LOOP_SERIAL, NULL));
     /* node table */
     CHECK(!strcmp(lt_lnode_info_get(LT_L_FOR)->name, "FOR") && lt_lnode_info_get(LT_L_FOR)->is_stmt);
     CHECK(!lt_lnode_info_get(LT_L_LOAD)->is_stmt && lt_lnode_info_get(LT_L_SELECT)->n_fixed_kids == 3);
@@ -125,9 +125,9 @@ static void test_print(void) {
     lt_lnode *body[5] = {lt_l_let(k, t, lt_l_float(k, LT_FLOAT, 0)), lt_l_assign(k, t, lt_l_add(k, lt_l_var(k, t), ld)),
                          lt_l_if(k, lt_l_binary(k, LT_LOP_EQ, jv, lt_l_int(k, 0)), store, lt_l_empty(k)),
                          lt_l_eval(k, lt_l_call(k, LT_UNDEFINED, "g", 0, NULL)), lt_l_barrier(k)};
-    lt_lnode *vec = lt_l_for(k, j, lt_l_int(k, 0), lt_l_int(k, 16), LT_LOOP_VECTORIZED, lt_l_seq(k, 5, body));
+    lt_lnode *vec = lt_l_for(k, j, LT_ROLE_NONE, lt_l_int(k, 0), lt_l_int(k, 16), LT_LOOP_VECTORIZED, lt_l_seq(k, 5, body));
     vec->ival = 16;
-    lt_lnode *par = lt_l_for(k, i, lt_l_int(k, 0), lt_l_int(k, 64), LT_LOOP_PARALLEL, lt_l_alloc(k, L, vec));
+    lt_lnode *par = lt_l_for(k, i, LT_ROLE_NONE, lt_l_int(k, 0), lt_l_int(k, 64), LT_LOOP_PARALLEL, lt_l_alloc(k, L, vec));
     CHECK_TEXT(pn(par), "parallel for i in [0, 64):\n"
                         "  alloc local float acc[16]:\n"
                         "    vectorized(16) for j in [0, 16):\n"
@@ -139,10 +139,10 @@ static void test_print(void) {
                         "        nop\n"
                         "      eval g()\n"
                         "      barrier\n");
-    lt_lnode *un = lt_l_for(k, j, iv, lt_l_int(k, 4), LT_LOOP_UNROLLED, lt_l_empty(k));
+    lt_lnode *un = lt_l_for(k, j, LT_ROLE_NONE, iv, lt_l_int(k, 4), LT_LOOP_UNROLLED, lt_l_empty(k));
     un->ival = 4;
     CHECK_TEXT(pn(un), "unrolled(4) for j in [i, i + 4):\n  nop\n");
-    lt_lnode *bl = lt_l_for(k, j, lt_l_int(k, 2), lt_l_int(k, 4), LT_LOOP_GPU_BLOCK, lt_l_empty(k));
+    lt_lnode *bl = lt_l_for(k, j, LT_ROLE_NONE, lt_l_int(k, 2), lt_l_int(k, 4), LT_LOOP_GPU_BLOCK, lt_l_empty(k));
     bl->ival = 1;
     CHECK_TEXT(pn(bl), "block.y for j in [2, 6):\n  nop\n");
     lt_arena_free(&a);
@@ -254,9 +254,9 @@ static void test_simplify(void) {
     /* statements */
     lt_lvar *i = lt_kernel_var(k, "i", LT_INT64), *j = lt_kernel_var(k, "j", LT_INT64);
     lt_lnode *st = lt_l_store(k, A, B(ADD, B(MUL, lt_l_var(k, i), I(10)), lt_l_var(k, j)), F);
-    SIMP(lt_l_for(k, i, I(3), I(1), LT_LOOP_SERIAL, lt_l_for(k, j, I(0), I(10), LT_LOOP_SERIAL, st)),
+    SIMP(lt_l_for(k, i, LT_ROLE_NONE, I(3), I(1), LT_LOOP_SERIAL, lt_l_for(k, j, LT_ROLE_NONE, I(0), I(10), LT_LOOP_SERIAL, st)),
          "for j in [0, 10):\n  A[j + 30] = f\n");
-    SIMP(lt_l_for(k, i, I(0), I(0), LT_LOOP_SERIAL, st), "nop\n");
+    SIMP(lt_l_for(k, i, LT_ROLE_NONE, I(0), I(0), LT_LOOP_SERIAL, st), "nop\n");
     lt_lnode *e = lt_l_empty(k);
     lt_lnode *inner[3] = {e, st, e}, *inner_seq = lt_l_seq(k, 3, inner);
     lt_lnode *outer[3] = {inner_seq, lt_l_seq(k, 0, NULL), st};
@@ -265,9 +265,9 @@ static void test_simplify(void) {
     SIMP(lt_l_if(k, B(LT, I(1), I(2)), st, e), "A[i*10 + j] = f\n");
     SIMP(lt_l_if(k, B(GT, I(1), I(2)), st, NULL), "nop\n");
     SIMP(lt_l_if(k, B(LT, X, Y), st, e), "if x < y:\n  A[i*10 + j] = f\n");
-    SIMP(lt_l_for(k, i, I(0), I(4), LT_LOOP_SERIAL, e), "nop\n");
+    SIMP(lt_l_for(k, i, LT_ROLE_NONE, I(0), I(4), LT_LOOP_SERIAL, e), "nop\n");
     /* unchanged trees keep their pointer */
-    lt_lnode *kept = lt_l_for(k, i, I(0), I(4), LT_LOOP_PARALLEL, st);
+    lt_lnode *kept = lt_l_for(k, i, LT_ROLE_NONE, I(0), I(4), LT_LOOP_PARALLEL, st);
     CHECK(lt_lsimplify(k, kept) == kept);
     lt_arena_free(&a);
 }
@@ -287,7 +287,7 @@ static void test_cost_verify(void) {
     lt_lnode *idx = lt_l_add(t, lt_l_mul(t, lt_l_var(t, i), lt_l_int(t, 10)), lt_l_var(t, j));
     lt_lnode *st = lt_l_store(t, O, idx, lt_l_unary(t, LT_LOP_EXP, lt_l_load(t, In, idx)));
     lt_lnode *ext = lt_l_binary(t, LT_LOP_MIN, lt_l_add(t, lt_l_var(t, i), lt_l_int(t, 1)), lt_l_int(t, 4));
-    t->body = lt_l_for(t, i, lt_l_int(t, 0), lt_l_int(t, 10), LT_LOOP_SERIAL, lt_l_for(t, j, lt_l_int(t, 0), ext, LT_LOOP_SERIAL, st));
+    t->body = lt_l_for(t, i, LT_ROLE_NONE, lt_l_int(t, 0), lt_l_int(t, 10), LT_LOOP_SERIAL, lt_l_for(t, j, LT_ROLE_NONE, lt_l_int(t, 0), ext, LT_LOOP_SERIAL, st));
     lt_kernel_cost(t);
     CHECK(t->flops == 10 * 4 && t->bytes == 10 * 4 * 16);
     CHECK(lt_kernel_verify(&c, t) == LT_OK);
@@ -296,7 +296,7 @@ static void test_cost_verify(void) {
     lt_lbuf *U = lt_kernel_arg(u, "U", LT_FLOAT, 8);
     lt_lvar *q = lt_kernel_var(u, "q", LT_INT64), *m = lt_kernel_var(u, "m", LT_INT64);
     lt_lnode *body[2] = {lt_l_let(u, m, lt_l_cast(u, LT_INT64, lt_l_load(u, U, lt_l_int(u, 0)))),
-                         lt_l_for(u, q, lt_l_int(u, 0), lt_l_var(u, m), LT_LOOP_SERIAL,
+                         lt_l_for(u, q, LT_ROLE_NONE, lt_l_int(u, 0), lt_l_var(u, m), LT_LOOP_SERIAL,
                                   lt_l_store(u, U, lt_l_var(u, q), lt_l_float(u, LT_FLOAT, 1)))};
     u->body = lt_l_seq(u, 2, body);
     lt_kernel_cost(u);
@@ -310,11 +310,11 @@ static void test_cost_verify(void) {
     CHECK(call != NULL);
     if (call) {
         call->fval = 1000, call->ival = 64;
-        g->body = lt_l_for(g, bx, lt_l_int(g, 0), lt_l_int(g, 40), LT_LOOP_GPU_BLOCK,
-                           lt_l_for(g, tx, lt_l_int(g, 0), lt_l_int(g, 128), LT_LOOP_GPU_THREAD, call));
+        g->body = lt_l_for(g, bx, LT_ROLE_NONE, lt_l_int(g, 0), lt_l_int(g, 40), LT_LOOP_GPU_BLOCK,
+                           lt_l_for(g, tx, LT_ROLE_NONE, lt_l_int(g, 0), lt_l_int(g, 128), LT_LOOP_GPU_THREAD, call));
         lt_kernel_cost(g);
         CHECK(g->flops == 1000 && g->bytes == 64);
-        g->body = lt_l_for(g, s, lt_l_int(g, 0), lt_l_int(g, 3), LT_LOOP_SERIAL, call);
+        g->body = lt_l_for(g, s, LT_ROLE_NONE, lt_l_int(g, 0), lt_l_int(g, 3), LT_LOOP_SERIAL, call);
         lt_kernel_cost(g);
         CHECK(g->flops == 3000 && g->bytes == 192);
     }
@@ -351,10 +351,10 @@ static void test_leval(void) {
     lt_lvar *i = lt_kernel_var(r, "i", LT_INT64), *j = lt_kernel_var(r, "j", LT_INT64), *s = lt_kernel_var(r, "s", LT_DOUBLE);
     lt_lnode *idx = lt_l_add(r, lt_l_mul(r, lt_l_var(r, i), lt_l_int(r, 16)), lt_l_var(r, j));
     lt_lnode *body[3] = {lt_l_let(r, s, lt_l_float(r, LT_DOUBLE, 0)),
-                         lt_l_for(r, j, lt_l_int(r, 0), lt_l_int(r, 16), LT_LOOP_SERIAL,
+                         lt_l_for(r, j, LT_ROLE_NONE, lt_l_int(r, 0), lt_l_int(r, 16), LT_LOOP_SERIAL,
                                   lt_l_assign(r, s, lt_l_add(r, lt_l_var(r, s), lt_l_unary(r, LT_LOP_EXP, lt_l_load(r, In, idx))))),
                          lt_l_store(r, O, lt_l_var(r, i), lt_l_var(r, s))};
-    r->body = lt_l_for(r, i, lt_l_int(r, 0), lt_l_int(r, 8), LT_LOOP_SERIAL, lt_l_seq(r, 3, body));
+    r->body = lt_l_for(r, i, LT_ROLE_NONE, lt_l_int(r, 0), lt_l_int(r, 8), LT_LOOP_SERIAL, lt_l_seq(r, 3, body));
     CHECK(lt_kernel_verify(&c, r) == LT_OK);
     double x[128], out[8];
     for (int q = 0; q < 128; q++) x[q] = frand();
@@ -369,7 +369,7 @@ static void test_leval(void) {
     lt_kernel *o = lt_kernel_new(&a, "oob");
     lt_lbuf *D = lt_kernel_arg(o, "D", LT_INT32, 10);
     lt_lvar *q = lt_kernel_var(o, "q", LT_INT64);
-    o->body = lt_l_for(o, q, lt_l_int(o, 0), lt_l_int(o, 11), LT_LOOP_SERIAL,
+    o->body = lt_l_for(o, q, LT_ROLE_NONE, lt_l_int(o, 0), lt_l_int(o, 11), LT_LOOP_SERIAL,
                        lt_l_store(o, D, lt_l_var(o, q), lt_l_cast(o, LT_INT32, lt_l_mul(o, lt_l_var(o, q), lt_l_int(o, 3)))));
     int32_t d[11] = {0};
     void *oargs[1] = {d};

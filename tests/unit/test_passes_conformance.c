@@ -12,36 +12,7 @@
 
 #include "onnx/onnx.h"
 
-#include <dirent.h>
-#include <sys/stat.h>
-
-static bool is_dir(const char *p) {
-    struct stat sb;
-    return stat(p, &sb) == 0 && S_ISDIR(sb.st_mode);
-}
-
-static bool find_suite(char *out, size_t n) {
-    const char *env = getenv("LATHE_ONNX_SUITE");
-    if (env && *env) {
-        snprintf(out, n, "%s", env);
-        return is_dir(out);
-    }
-    const char *py = getenv("LATHE_PYTHON");
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd, "'%s' -c 'import onnx,os;print(os.path.dirname(onnx.__file__))' 2>/dev/null",
-             py && *py ? py : "python3");
-    FILE *f = popen(cmd, "r");
-    if (!f) return false;
-    char line[768] = "";
-    bool got = fgets(line, sizeof line, f) != NULL;
-    pclose(f);
-    line[strcspn(line, "\r\n")] = 0;
-    if (!got || !*line) return false;
-    snprintf(out, n, "%s/backend/test/data/node", line);
-    return is_dir(out);
-}
-
-static int cmp_names(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+#include "onnx_suite.h"
 
 static bool has_random(const lt_graph *g) {
     for (int i = 0; i < g->n_nodes; i++) {
@@ -127,7 +98,7 @@ static void check_test(const char *suite, const char *test, stats *st) {
              **after = calloc((size_t)n_out + 1, sizeof *after);
     /* inputs of data set 0: input_k.pb binds the k-th graph input without an initializer */
     int next = 0;
-    bool have_data = is_dir(dir);
+    bool have_data = suite_is_dir(dir);
     for (int k = 0; have_data; k++) {
         snprintf(path, sizeof path, "%s/test_data_set_0/input_%d.pb", dir, k);
         FILE *f = fopen(path, "rb");
@@ -188,26 +159,14 @@ static void check_test(const char *suite, const char *test, stats *st) {
 
 int main(void) {
     char suite[1024];
-    if (!find_suite(suite, sizeof suite)) {
+    if (!suite_find(suite, sizeof suite)) {
         fprintf(stderr, "test_passes_conformance: the ONNX node tests were not found (set LATHE_ONNX_SUITE, or "
                         "install the onnx package of requirements.txt)\n");
         return 1;
     }
-    DIR *d = opendir(suite);
-    if (!d) return 1;
-    char **names = NULL;
-    int n = 0, cap = 0;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        if (strncmp(e->d_name, "test_", 5) != 0) continue;
-        if (n == cap) {
-            cap = cap ? 2 * cap : 256;
-            names = realloc(names, (size_t)cap * sizeof *names);
-        }
-        names[n++] = strdup(e->d_name);
-    }
-    closedir(d);
-    qsort(names, (size_t)n, sizeof *names, cmp_names);
+    int n = 0;
+    char **names = suite_list(suite, &n);
+    if (!names) return 1;
     stats st = {0};
     for (int i = 0; i < n; i++) {
         check_test(suite, names[i], &st);

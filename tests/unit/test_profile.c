@@ -748,8 +748,8 @@ static lt_kernel *build_add(lt_arena *a) {
     lt_lvar *i = lt_kernel_var(k, "i", LT_INT64), *j = lt_kernel_var(k, "j", LT_INT64);
     lt_lnode *idx = lt_l_add(k, lt_l_mul(k, lt_l_var(k, i), lt_l_int(k, 256)), lt_l_var(k, j));
     lt_lnode *st = lt_l_store(k, C, idx, lt_l_binary(k, LT_LOP_ADD, lt_l_load(k, A, idx), lt_l_load(k, B, idx)));
-    lt_lnode *body = lt_l_for(k, i, lt_l_int(k, 0), lt_l_int(k, 64), LT_LOOP_SERIAL,
-                              lt_l_for(k, j, lt_l_int(k, 0), lt_l_int(k, 256), LT_LOOP_SERIAL, st));
+    lt_lnode *body = lt_l_for(k, i, LT_ROLE_NONE, lt_l_int(k, 0), lt_l_int(k, 64), LT_LOOP_SERIAL,
+                              lt_l_for(k, j, LT_ROLE_NONE, lt_l_int(k, 0), lt_l_int(k, 256), LT_LOOP_SERIAL, st));
     if (!body) return NULL;
     k->body = body;
     return k;
@@ -982,8 +982,8 @@ static void test_tune_search(void) {
                                lt_l_binary(red, LT_LOP_ADD, lt_l_load(red, Cb, ci),
                                            lt_l_load(red, Ab, lt_l_add(red, lt_l_mul(red, ci, lt_l_int(red, 64)),
                                                                        lt_l_var(red, vr)))));
-    red->body = lt_l_for(red, vi, lt_l_int(red, 0), lt_l_int(red, 32), LT_LOOP_SERIAL,
-                         lt_l_for(red, vr, lt_l_int(red, 0), lt_l_int(red, 64), LT_LOOP_SERIAL, acc));
+    red->body = lt_l_for(red, vi, LT_ROLE_NONE, lt_l_int(red, 0), lt_l_int(red, 32), LT_LOOP_SERIAL,
+                         lt_l_for(red, vr, LT_ROLE_NONE, lt_l_int(red, 0), lt_l_int(red, 64), LT_LOOP_SERIAL, acc));
     CHECK(red->body != NULL);
     if (red->body) {
         lt_kernel_cost(red);

@@ -35,8 +35,8 @@ static lt_kernel *build_add(lt_arena *a) { /* C[i*100 + j] = A[i*100 + j] + B[i*
     lt_lvar *i = lt_kernel_var(k, "i", LT_INT64), *j = lt_kernel_var(k, "j", LT_INT64);
     lt_lnode *idx = lt_l_add(k, lt_l_mul(k, lt_l_var(k, i), lt_l_int(k, 100)), lt_l_var(k, j));
     lt_lnode *st = lt_l_store(k, C, idx, lt_l_add(k, lt_l_load(k, A, idx), lt_l_load(k, B, idx)));
-    lt_lnode *body = lt_l_for(k, i, lt_l_int(k, 0), lt_l_int(k, 64), LT_LOOP_SERIAL,
-                              lt_l_for(k, j, lt_l_int(k, 0), lt_l_int(k, 100), LT_LOOP_SERIAL, st));
+    lt_lnode *body = lt_l_for(k, i, LT_ROLE_NONE, lt_l_int(k, 0), lt_l_int(k, 64), LT_LOOP_SERIAL,
+                              lt_l_for(k, j, LT_ROLE_NONE, lt_l_int(k, 0), lt_l_int(k, 100), LT_LOOP_SERIAL, st));
     if (!body) return NULL;
     k->body = body;
     return k;
@@ -52,9 +52,9 @@ static lt_kernel *build_mm(lt_arena *a) { /* C[i,j] += A[i,k] * B[k,j] */
     lt_lnode *ai = lt_l_add(k, lt_l_mul(k, lt_l_var(k, i), lt_l_int(k, MM_K)), lt_l_var(k, kk));
     lt_lnode *bi = lt_l_add(k, lt_l_mul(k, lt_l_var(k, kk), lt_l_int(k, MM_N)), lt_l_var(k, j));
     lt_lnode *upd = lt_l_store(k, C, ci, lt_l_add(k, lt_l_load(k, C, ci), lt_l_mul(k, lt_l_load(k, A, ai), lt_l_load(k, B, bi))));
-    lt_lnode *body = lt_l_for(k, i, lt_l_int(k, 0), lt_l_int(k, MM_M), LT_LOOP_SERIAL,
-                              lt_l_for(k, j, lt_l_int(k, 0), lt_l_int(k, MM_N), LT_LOOP_SERIAL,
-                                       lt_l_for(k, kk, lt_l_int(k, 0), lt_l_int(k, MM_K), LT_LOOP_SERIAL, upd)));
+    lt_lnode *body = lt_l_for(k, i, LT_ROLE_OUTPUT, lt_l_int(k, 0), lt_l_int(k, MM_M), LT_LOOP_SERIAL,
+                              lt_l_for(k, j, LT_ROLE_OUTPUT, lt_l_int(k, 0), lt_l_int(k, MM_N), LT_LOOP_SERIAL,
+                                       lt_l_for(k, kk, LT_ROLE_REDUCE, lt_l_int(k, 0), lt_l_int(k, MM_K), LT_LOOP_SERIAL, upd)));
     if (!body) return NULL;
     k->body = body;
     return k;
@@ -67,10 +67,10 @@ static lt_kernel *build_rsum(lt_arena *a) { /* out[i] = 0; out[i] = out[i] + x[i
     lt_lnode *oi = lt_l_var(k, i);
     lt_lnode *xi = lt_l_add(k, lt_l_mul(k, lt_l_var(k, i), lt_l_int(k, 50)), lt_l_var(k, j));
     lt_lnode *init = lt_l_store(k, O, oi, lt_l_float(k, LT_DOUBLE, 0));
-    lt_lnode *acc = lt_l_for(k, j, lt_l_int(k, 0), lt_l_int(k, 50), LT_LOOP_SERIAL,
+    lt_lnode *acc = lt_l_for(k, j, LT_ROLE_NONE, lt_l_int(k, 0), lt_l_int(k, 50), LT_LOOP_SERIAL,
                              lt_l_store(k, O, oi, lt_l_add(k, lt_l_load(k, O, oi), lt_l_load(k, X, xi))));
     lt_lnode *seq[2] = {init, acc};
-    lt_lnode *body = lt_l_for(k, i, lt_l_int(k, 0), lt_l_int(k, 24), LT_LOOP_SERIAL, lt_l_seq(k, 2, seq));
+    lt_lnode *body = lt_l_for(k, i, LT_ROLE_NONE, lt_l_int(k, 0), lt_l_int(k, 24), LT_LOOP_SERIAL, lt_l_seq(k, 2, seq));
     if (!body) return NULL;
     k->body = body;
     return k;
@@ -82,8 +82,8 @@ static lt_kernel *build_tri(lt_arena *a) { /* for i in [0, 12): for j in [0, i +
     lt_lvar *i = lt_kernel_var(k, "i", LT_INT64), *j = lt_kernel_var(k, "j", LT_INT64);
     lt_lnode *idx = lt_l_add(k, lt_l_mul(k, lt_l_var(k, i), lt_l_int(k, 12)), lt_l_var(k, j));
     lt_lnode *st = lt_l_store(k, L, idx, lt_l_mul(k, lt_l_load(k, S, idx), lt_l_float(k, LT_FLOAT, 2)));
-    lt_lnode *body = lt_l_for(k, i, lt_l_int(k, 0), lt_l_int(k, 12), LT_LOOP_SERIAL,
-                              lt_l_for(k, j, lt_l_int(k, 0), lt_l_add(k, lt_l_var(k, i), lt_l_int(k, 1)), LT_LOOP_SERIAL, st));
+    lt_lnode *body = lt_l_for(k, i, LT_ROLE_NONE, lt_l_int(k, 0), lt_l_int(k, 12), LT_LOOP_SERIAL,
+                              lt_l_for(k, j, LT_ROLE_NONE, lt_l_int(k, 0), lt_l_add(k, lt_l_var(k, i), lt_l_int(k, 1)), LT_LOOP_SERIAL, st));
     if (!body) return NULL;
     k->body = body;
     return k;
@@ -388,6 +388,40 @@ static void test_microkernel(void) {
     lt_arena_free(&a);
 }
 
+static lt_loop_role role_of(lt_kernel *k, const char *loop) {
+    lt_lnode *f = lt_lfind_loop(k->body, loop, NULL);
+    return f ? f->role : LT_ROLE_COUNT;
+}
+
+/* Steps keep loop roles: a split gives two loops of the role, a tile four, a fuse the outer's, a
+ * reorder and the markers move the role with the loop; the dump shows them. */
+static void test_roles(void) {
+    lt_arena a;
+    lt_arena_init(&a);
+    lt_kernel *k = build_mm(&a);
+    const char *steps[] = {"split k 4", "tile i j 4 4", "fuse i.o j.o", "reorder i.i j.i", "vectorize k.i",
+                           "parallel i.o.j.o"};
+    lt_ctx ctx = {0};
+    for (size_t s = 0; s < sizeof steps / sizeof *steps; s++) {
+        lt_sstep st;
+        CHECK(lt_sstep_parse(&ctx, steps[s], &st) == LT_OK);
+        CHECK(lt_sched_apply(&ctx, k, &st) == LT_OK);
+    }
+    CHECK(role_of(k, "k.o") == LT_ROLE_REDUCE && role_of(k, "k.i") == LT_ROLE_REDUCE);
+    CHECK(role_of(k, "i.o.j.o") == LT_ROLE_OUTPUT);
+    CHECK(role_of(k, "i.i") == LT_ROLE_OUTPUT && role_of(k, "j.i") == LT_ROLE_OUTPUT);
+    lt_strbuf b = {0};
+    lt_kernel_dump(k, &b);
+    CHECK(b.s && strstr(b.s, "parallel for i.o.j.o in [0, 40):  [output]\n"));
+    CHECK(b.s && strstr(b.s, "vectorized(4) for k.i in [0, 4):  [reduce]\n"));
+    lt_sb_free(&b);
+    lt_kernel_print(k, &b); /* the tuning key's text: no roles */
+    CHECK(b.s && !strstr(b.s, "[output]") && !strstr(b.s, "[reduce]"));
+    lt_sb_free(&b);
+    CHECK(!strcmp(lt_loop_role_name(LT_ROLE_LANE_OUTPUT), "lane_output") && !strcmp(lt_loop_role_name(LT_ROLE_NONE), ""));
+    lt_arena_free(&a);
+}
+
 static void test_errors(void) {
     const char *split_j[] = {"split j 16", NULL}, *par_j[] = {"parallel j", NULL}, *par_i[] = {"parallel i", NULL};
     const char *blk[] = {"bind i block x", NULL}, *cache_a[] = {"cache A i local", NULL};
@@ -575,6 +609,7 @@ int main(void) {
     test_markers();
     test_cache();
     test_microkernel();
+    test_roles();
     test_errors();
     test_random();
     test_format();

@@ -50,8 +50,8 @@ static lt_kernel *build_add(lt_arena *a) {
     lt_lvar *i = lt_kernel_var(k, "i", LT_INT64), *j = lt_kernel_var(k, "j", LT_INT64);
     lt_lnode *idx = lt_l_add(k, lt_l_mul(k, lt_l_var(k, i), lt_l_int(k, 256)), lt_l_var(k, j));
     lt_lnode *st = lt_l_store(k, C, idx, lt_l_binary(k, LT_LOP_ADD, lt_l_load(k, A, idx), lt_l_load(k, B, idx)));
-    k->body = lt_l_for(k, i, lt_l_int(k, 0), lt_l_int(k, 64), LT_LOOP_SERIAL,
-                       lt_l_for(k, j, lt_l_int(k, 0), lt_l_int(k, 256), LT_LOOP_SERIAL, st));
+    k->body = lt_l_for(k, i, LT_ROLE_NONE, lt_l_int(k, 0), lt_l_int(k, 64), LT_LOOP_SERIAL,
+                       lt_l_for(k, j, LT_ROLE_NONE, lt_l_int(k, 0), lt_l_int(k, 256), LT_LOOP_SERIAL, st));
     if (k->body) lt_kernel_cost(k);
     return k->body ? k : NULL;
 }
