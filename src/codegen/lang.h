@@ -1,11 +1,13 @@
 /* lang.h — a target language as data: what the shared emitter (emit.c) needs to know to write C or
- * CUDA from the same Loop IR. Two tables exist: lt_lang_c (lang_c.c) and lt_lang_cuda (lang_cuda.c).
+ * CUDA from the same Loop IR. Two tables exist: lt_lang_c (lang_c.c) and lt_lang_cuda (lang_cuda.c),
+ * both derived from one base list of entries (lang_base.h: the C target's): a target's table is the
+ * base with its differences overriding it, so an entry the targets share is written once.
  *
  * Everything target-specific lives here: type names, float literal suffixes, math function names
  * per dtype, how each loop kind is rendered (pragmas, GPU indices), the kernel signature, how local
  * and shared buffers are declared, the barrier, and which prelude headers start a file. A new target
- * is a new table, not a new emitter. Tables are constant; to vary one (CUDA fast math), copy it:
- * `lt_lang l = lt_lang_cuda; l.fast_math = true;`.
+ * is a new table (the base plus its delta), not a new emitter. Tables are constant; to vary one
+ * (CUDA fast math), copy it: `lt_lang l = lt_lang_cuda; l.fast_math = true;`.
  * Operators that both languages spell the same (+, <, ?:, ...) are not in the table. Math ops with a
  * NULL name fall back to the prelude helper named lt_<op>_<suffix> (lt_sigmoid_f32, lt_max_i64,
  * see prelude/common.h); integer ops always use those helpers.

@@ -24,18 +24,12 @@
 #include "lower_gpu.h"
 #include "lower_impl.h"
 
+#include "../codegen/prelude/abi.h" /* gemm.h's codes and constants: LT_ACT_*, LT_GEMM_* */
+
 #include <stdio.h>
 #include <string.h>
 
 #define K_ (lc->k)
-
-/* gemm.h's constants: workspace floats per thread at full speed, and the widest B panel (NR) of
- * any instruction set, which bounds the packed sizes (lt_sgemm_packed_{a,b}_size). */
-#define GEMM_WS_PER_THREAD ((int64_t)256 * (768 + 16) + 32)
-#define GEMM_PANEL_MAX 48
-enum { GEMM_N = 0, GEMM_T = 1, GEMM_PACKED = 2 };
-enum { ACT_NONE = 0, ACT_RELU, ACT_CLIP, ACT_LEAKY_RELU, ACT_SIGMOID, ACT_TANH, ACT_GELU, ACT_GELU_TANH,
-       ACT_SILU, ACT_HARD_SIGMOID };
 
 static lt_lnode *I(lt_lctx *lc, int64_t v) { return lt_l_int(K_, v); }
 static lt_lnode *V(lt_lctx *lc, lt_lvar *v) { return lt_l_var(K_, v); }
@@ -261,15 +255,15 @@ static bool const_scalar(const lt_node *n, int i, double *out) {
 
 static bool match_act(const lt_node *e, lt_call_epi *ce) {
     switch (e->op) {
-    case LT_OP_Relu: ce->act = ACT_RELU; return true;
-    case LT_OP_Sigmoid: ce->act = ACT_SIGMOID; return true;
-    case LT_OP_Tanh: ce->act = ACT_TANH; return true;
-    case LT_OP_LeakyRelu: ce->act = ACT_LEAKY_RELU, ce->act_a = lt_attr_float(e, "alpha", 0.01f); return true;
+    case LT_OP_Relu: ce->act = LT_ACT_RELU; return true;
+    case LT_OP_Sigmoid: ce->act = LT_ACT_SIGMOID; return true;
+    case LT_OP_Tanh: ce->act = LT_ACT_TANH; return true;
+    case LT_OP_LeakyRelu: ce->act = LT_ACT_LEAKY_RELU, ce->act_a = lt_attr_float(e, "alpha", 0.01f); return true;
     case LT_OP_HardSigmoid:
-        ce->act = ACT_HARD_SIGMOID, ce->act_a = lt_attr_float(e, "alpha", 0.2f), ce->act_b = lt_attr_float(e, "beta", 0.5f);
+        ce->act = LT_ACT_HARD_SIGMOID, ce->act_a = lt_attr_float(e, "alpha", 0.2f), ce->act_b = lt_attr_float(e, "beta", 0.5f);
         return true;
     case LT_OP_Gelu:
-        ce->act = strcmp(lt_attr_string(e, "approximate", "none"), "tanh") == 0 ? ACT_GELU_TANH : ACT_GELU;
+        ce->act = strcmp(lt_attr_string(e, "approximate", "none"), "tanh") == 0 ? LT_ACT_GELU_TANH : LT_ACT_GELU;
         return true;
     case LT_OP_Clip: {
         double lo = -3.4028234663852886e38, hi = 3.4028234663852886e38;
@@ -279,7 +273,7 @@ static bool match_act(const lt_node *e, lt_call_epi *ce) {
             if (e->n_in > 1 && e->in[1] && !const_scalar(e, 1, &lo)) return false;
             if (e->n_in > 2 && e->in[2] && !const_scalar(e, 2, &hi)) return false;
         }
-        ce->act = ACT_CLIP, ce->act_a = lo, ce->act_b = hi;
+        ce->act = LT_ACT_CLIP, ce->act_a = lo, ce->act_b = hi;
         return true;
     }
     default: return false;
@@ -383,15 +377,16 @@ lt_kernel *lt_lower_pack_kernel(lt_lctx *lc, const char *fn, const lt_value *src
 }
 
 int64_t lt_lower_packed_rows(int64_t rows, bool is_a) {
-    if (!is_a) return (rows + GEMM_PANEL_MAX - 1) / GEMM_PANEL_MAX * GEMM_PANEL_MAX;
-    int64_t r6 = (rows + 5) / 6 * 6, r8 = (rows + 7) / 8 * 8; /* MR is 6 or 8 */
+    if (!is_a) return (rows + LT_GEMM_NR_MAX - 1) / LT_GEMM_NR_MAX * LT_GEMM_NR_MAX;
+    const int64_t m6 = LT_GEMM_MR_AVX2, m8 = LT_GEMM_MR_AVX512; /* the portable MR is the AVX2 one */
+    int64_t r6 = (rows + m6 - 1) / m6 * m6, r8 = (rows + m8 - 1) / m8 * m8;
     return r6 > r8 ? r6 : r8;
 }
 
 lt_lbuf *lt_lower_gemm_scratch(lt_lctx *lc, int64_t *floats) {
     *floats = 0;
     if (!lc->opt->scratch) return NULL;
-    *floats = GEMM_WS_PER_THREAD * (lc->opt->threads > 0 ? lc->opt->threads : 8);
+    *floats = LT_GEMM_WS_PER_THREAD * (lc->opt->threads > 0 ? lc->opt->threads : 8);
     return lt_lower_add_scratch(lc, "ws", LT_FLOAT, *floats);
 }
 
@@ -407,11 +402,11 @@ static lt_status gemm_call(lt_lctx *lc, const lt_gemm_desc *g, lt_lnode **res) {
     /* operand modes: N (row stride ld, unit column) or T (unit row stride) */
     int a_mode, b_mode;
     int64_t lda, ldb;
-    if (g->ak == 1) a_mode = GEMM_N, lda = g->ai;
-    else if (g->ai == 1) a_mode = GEMM_T, lda = g->ak;
+    if (g->ak == 1) a_mode = LT_GEMM_N, lda = g->ai;
+    else if (g->ai == 1) a_mode = LT_GEMM_T, lda = g->ak;
     else return gemm_loops(lc, g, res);
-    if (g->bj == 1) b_mode = GEMM_N, ldb = g->bk;
-    else if (g->bk == 1) b_mode = GEMM_T, ldb = g->bj;
+    if (g->bj == 1) b_mode = LT_GEMM_N, ldb = g->bk;
+    else if (g->bk == 1) b_mode = LT_GEMM_T, ldb = g->bj;
     else return gemm_loops(lc, g, res);
     if (g->cj != 1) return gemm_loops(lc, g, res);
     lt_call_epi ce;
@@ -424,14 +419,14 @@ static lt_status gemm_call(lt_lctx *lc, const lt_gemm_desc *g, lt_lnode **res) {
         int64_t ints[4] = {lda, a_mode, g->M, g->K};
         lt_kernel *pk = lt_lower_pack_kernel(lc, "lt_sgemm_pack_a", g->Av, size, 4, ints);
         if (!pk || !(A = lt_lower_add_pack(lc, g->Av, "Apacked", LT_FLOAT, size, pk))) return lt_lower_nomem(lc);
-        pa = GEMM_PACKED;
+        pa = LT_GEMM_PACKED;
     }
     if (!opt->no_packing && constant_2d(g, g->Bv, g->bsb)) {
         int64_t size = lt_lower_packed_rows(g->N, false) * (g->K > 0 ? g->K : 1);
         int64_t ints[4] = {ldb, b_mode, g->K, g->N};
         lt_kernel *pk = lt_lower_pack_kernel(lc, "lt_sgemm_pack_b", g->Bv, size, 4, ints);
         if (!pk || !(B = lt_lower_add_pack(lc, g->Bv, "Bpacked", LT_FLOAT, size, pk))) return lt_lower_nomem(lc);
-        pb = GEMM_PACKED;
+        pb = LT_GEMM_PACKED;
     }
     int64_t ws_floats;
     lt_lbuf *ws = lt_lower_gemm_scratch(lc, &ws_floats);
@@ -448,8 +443,8 @@ static lt_status gemm_call(lt_lctx *lc, const lt_gemm_desc *g, lt_lnode **res) {
     } else if (g->nb - outer == 1) {
         b1 = g->bext[outer], sa1 = g->bsa[outer], sb1 = g->bsb[outer], sc1 = g->bsc[outer];
     }
-    if (pa == GEMM_PACKED) sa1 = sa2 = 0, ab = I(lc, 0);
-    if (pb == GEMM_PACKED) sb1 = sb2 = 0, bb = I(lc, 0);
+    if (pa == LT_GEMM_PACKED) sa1 = sa2 = 0, ab = I(lc, 0);
+    if (pb == LT_GEMM_PACKED) sb1 = sb2 = 0, bb = I(lc, 0);
     lt_lnode *cptr = lt_l_addr(K_, g->C, cb);
     lt_lnode *a[33];
     int na = 0;

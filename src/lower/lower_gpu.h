@@ -28,8 +28,8 @@ lt_status lt_lower_gemm_gpu_loops(lt_lctx *lc, const lt_gemm_desc *g, lt_lnode *
 /* 2-D Conv n on the GPU; *handled false: lower it otherwise (a pointwise conv the GEMM entries
  * take as it is, or an epilogue the entries cannot apply). */
 lt_status lt_lower_gpu_conv(lt_lctx *lc, const lt_node *n, bool *handled, lt_lnode **res);
-/* GPU activation code (cuda_gemm.h LT_ACT_*) of a call epilogue's activation (lt_call_epi.act,
- * gemm.h's codes); -1 when the CUDA prelude lacks it. */
+/* GPU activation code of a call epilogue's activation (lt_call_epi.act): the same LT_ACT_* code
+ * (codegen/prelude/abi.h, one numbering for both targets); -1 when it is none. */
 int lt_lower_gpu_act(int call_act);
 /* Edge of the SIMT GEMM tile (128, 64 or 32: cuda_gemm.h lt_cuda_mm_*_simt, _simt64, _simt32) for an
  * m x n output over `batch` entries: the largest giving at least ~one block per SM, else 32. */

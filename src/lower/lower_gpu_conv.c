@@ -14,6 +14,7 @@
  */
 #include "lower_gpu.h"
 
+#include "../codegen/prelude/abi.h" /* LT_CONV_DYN_SMEM */
 #include "../ops/nn_internal.h"
 
 #include <stdio.h>
@@ -85,10 +86,10 @@ lt_status lt_lower_gpu_conv(lt_lctx *lc, const lt_node *n, bool *handled, lt_lno
         int bm = OCg <= 64 ? 64 : 128, bn = 128;
         threads = 128;
         if (OCg >= 256 && ((OCg + 255) / 256) * ((P + 127) / 128) * N * G >= MIN_BLOCKS / 2) {
-            /* wide layers: the 256-row tile in dynamic shared memory (cuda_conv.h LT_CONV_DYN_SMEM(256, 128, 3)),
+            /* wide layers: the 256-row tile in dynamic shared memory (cuda_conv.h, 3 stages),
              * half the im2col gathers per MMA of the 128-row tile, worth a grid of half as many blocks */
             bm = 256, threads = 256;
-            K_->dyn_shared = K_->dyn_shared > 3 * (256 + 128) * 64 ? K_->dyn_shared : 3 * (256 + 128) * 64;
+            K_->dyn_shared = K_->dyn_shared > LT_CONV_DYN_SMEM(256, 128, 3) ? K_->dyn_shared : LT_CONV_DYN_SMEM(256, 128, 3);
         } else if (((OCg + bm - 1) / bm) * ((P + bn - 1) / bn) * N * G < MIN_BLOCKS) {
             bm = 64, bn = 64;
         }

@@ -17,6 +17,8 @@
  */
 #include "lower_gpu.h"
 
+#include "../codegen/prelude/abi.h" /* LT_ACT_*, LT_MM_DYN_SMEM_* */
+
 #include <stdio.h>
 #include <string.h>
 
@@ -27,9 +29,7 @@
 static lt_lnode *I(lt_lctx *lc, int64_t v) { return lt_l_int(K_, v); }
 
 int lt_lower_gpu_act(int call_act) {
-    /* gemm.h: NONE, RELU, CLIP, LEAKY_RELU, SIGMOID, TANH, GELU, GELU_TANH, SILU, HARD_SIGMOID */
-    static const int map[] = {0, 1, 7, 6, 4, 5, 2, 3, 9, 8};
-    return call_act >= 0 && call_act < (int)(sizeof map / sizeof *map) ? map[call_act] : -1;
+    return call_act >= LT_ACT_NONE && call_act < LT_ACT_COUNT ? call_act : -1; /* one numbering: abi.h */
 }
 
 lt_lnode *lt_lower_gpu_loop(lt_lctx *lc, lt_lvar *v, lt_loop_role role, int64_t extent, lt_loop_kind kind, int axis,
@@ -62,10 +62,10 @@ typedef struct tc_tile {
 } tc_tile;
 enum { TC_WG128x256, TC_WG128x128, TC_WG64x128, TC_128x256, TC_128x128, TC_64x128, TC_64x64, TC_N };
 static const tc_tile tc_tiles[TC_N] = {
-    [TC_WG128x256] = {"wg128x256", 128, 256, 64, 256, 4 * (128 + 256) * 128 + 1024, 1, 3.8, 3.8},
-    [TC_WG128x128] = {"wg128x128", 128, 128, 64, 256, 3 * (128 + 128) * 128 + 1024, 2, 3.5, 3.54},
-    [TC_WG64x128] = {"wg64x128", 64, 128, 64, 128, 4 * (64 + 128) * 128 + 1024, 2, 1.87, 2.68},
-    [TC_128x256] = {"128x256", 128, 256, 32, 256, 4 * (128 + 256) * 64, 1, 3.34, 3.34},
+    [TC_WG128x256] = {"wg128x256", 128, 256, 64, 256, LT_MM_DYN_SMEM_WG(128, 256, 4), 1, 3.8, 3.8},
+    [TC_WG128x128] = {"wg128x128", 128, 128, 64, 256, LT_MM_DYN_SMEM_WG(128, 128, 3), 2, 3.5, 3.54},
+    [TC_WG64x128] = {"wg64x128", 64, 128, 64, 128, LT_MM_DYN_SMEM_WG(64, 128, 4), 2, 1.87, 2.68},
+    [TC_128x256] = {"128x256", 128, 256, 32, 256, LT_MM_DYN_SMEM_TC(128, 256, 4), 1, 3.34, 3.34},
     [TC_128x128] = {"128x128", 128, 128, 32, 128, 0, 2, 2.7, 3.13},
     [TC_64x128] = {"64x128", 64, 128, 32, 128, 0, 6, 2.33, 2.79},
     [TC_64x64] = {"64x64", 64, 64, 32, 128, 0, 8, 1.2, 2.23},

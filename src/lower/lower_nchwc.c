@@ -23,8 +23,6 @@
 
 #define K_ (lc->k)
 
-enum { ACT_NONE = 0 }; /* gemm.h's LT_ACT_* codes travel through lt_call_epi.act unchanged */
-
 static lt_lnode *I(lt_lctx *lc, int64_t v) { return lt_l_int(K_, v); }
 
 static lt_lbuf *in_buf(lt_lctx *lc, const lt_value *v) {

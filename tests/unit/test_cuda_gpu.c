@@ -331,7 +331,11 @@ static void check_gemm(const gemm_case *gc) {
         .stride_a = (int64_t)m * k, .stride_b = gc->shared_b ? 0 : (int64_t)k * n, .stride_c = (int64_t)m * n,
         .stride_r = (int64_t)m * n, .bias = gc->epi && gc->epi != 4 ? dbias : NULL,
         .bias_kind = gc->epi == 3 ? 2 : gc->epi && gc->epi != 4 ? 1 : 0, .res = has_res ? dR : NULL,
-        .act = gc->epi == 1 ? 1 : gc->epi == 2 ? 2 : gc->epi == 3 ? 3 : gc->epi == 4 ? 4 : 0,
+        .act = gc->epi == 1   ? LT_ACT_RELU
+               : gc->epi == 2 ? LT_ACT_GELU
+               : gc->epi == 3 ? LT_ACT_GELU_TANH
+               : gc->epi == 4 ? LT_ACT_SIGMOID
+                              : LT_ACT_NONE,
         .res_after_act = gc->epi == 2, .alpha = alpha, .beta = beta, .config = gc->config,
     };
     const char *kname = "?";

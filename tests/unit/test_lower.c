@@ -6,6 +6,7 @@
  * lt_gemm_f32 and the packing calls by gemm.h's documented semantics) with packing and scratch,
  * without packing, without scratch, and unfused. Also checks
  * the printed Loop IR of a small elementwise group and of a reduction. Exits non-zero on failure. */
+#include "codegen/prelude/abi.h"
 #include "interp/interp.h"
 #include "loop/leval.h"
 #include "lower/lower.h"
@@ -31,20 +32,20 @@ static double urand(void) {
     return (double)(rng >> 11) / 9007199254740992.0;
 }
 
-/* The prelude calls, by their documented semantics (codegen/prelude/gemm.h). Packing copies the
+/* The prelude calls, by their documented semantics (codegen/prelude/gemm.h; codes of abi.h). Packing copies the
  * operand into a plain row-major [rows, K] (A) or [K, N] (B) layout, which "packed" mode then reads. */
 static float act_f(float v, int64_t act, float a, float b) {
     switch (act) {
-    case 0: return v;
-    case 1: return v < 0 ? 0 : v;
-    case 2: return v < a ? a : (v > b ? b : v);
-    case 3: return v > 0 ? v : a * v;
-    case 4: return 1.0f / (1.0f + expf(-v));
-    case 5: return tanhf(v);
-    case 6: return 0.5f * v * (1.0f + erff(v / sqrtf(2.0f)));
-    case 7: return 0.5f * v * (1.0f + tanhf(0.7978845608f * (v + 0.044715f * v * v * v)));
-    case 8: return v / (1.0f + expf(-v));
-    case 9: { float h = a * v + b; return h < 0 ? 0 : (h > 1 ? 1 : h); }
+    case LT_ACT_NONE: return v;
+    case LT_ACT_RELU: return v < 0 ? 0 : v;
+    case LT_ACT_CLIP: return v < a ? a : (v > b ? b : v);
+    case LT_ACT_LEAKY_RELU: return v > 0 ? v : a * v;
+    case LT_ACT_SIGMOID: return 1.0f / (1.0f + expf(-v));
+    case LT_ACT_TANH: return tanhf(v);
+    case LT_ACT_GELU: return 0.5f * v * (1.0f + erff(v / sqrtf(2.0f)));
+    case LT_ACT_GELU_TANH: return 0.5f * v * (1.0f + tanhf(0.7978845608f * (v + 0.044715f * v * v * v)));
+    case LT_ACT_SILU: return v / (1.0f + expf(-v));
+    case LT_ACT_HARD_SIGMOID: { float h = a * v + b; return h < 0 ? 0 : (h > 1 ? 1 : h); }
     default: return NAN;
     }
 }

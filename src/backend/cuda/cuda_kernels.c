@@ -4,7 +4,8 @@
  * for lt_lang_cuda: cuda_core.h, common.h and every cuda_*.h) followed by one instantiation line
  * (LT_NORM_KERNELS(f16), LT_GEMM_TC(...)), so a process compiles only the kernels it launches, and the
  * cubin cache keeps them across processes. The modules live until lt_cuda_close (the state hangs on
- * lt_cuda.kernels). The parameter structs below mirror cuda_norm.h / cuda_gemm.h field for field.
+ * lt_cuda.kernels). The parameter structs, op and activation codes and the GEMM configurations are
+ * those of the prelude's abi.h, the one definition the device code compiles too.
  */
 #include "cuda_kernels.h"
 
@@ -12,28 +13,8 @@
 #include <string.h>
 
 #include "../../codegen/codegen.h"
+#include "../../codegen/prelude/abi.h"
 #include "cuda_impl.h"
-
-/* ---- parameter structs: the same layout as the device side ---- */
-typedef struct norm_params {
-    void *y;
-    const void *x, *gamma, *beta;
-    float *mean, *rstd;
-    long long rows;
-    int cols, op;
-    float eps, scale;
-} norm_params;
-_Static_assert(sizeof(norm_params) == 72, "norm_params must match lt_cuda_norm_params (cuda_norm.h)");
-
-typedef struct gemm_params {
-    void *c;
-    const void *a, *b, *bias, *res;
-    long long stride_a, stride_b, stride_c, stride_r;
-    int m, n, k, lda, ldb, ldc, ldr, bias_kind, act, res_after_act;
-    float alpha, beta;
-    float act_a, act_b; /* the extra activations of compiled models; the launchers use none */
-} gemm_params;
-_Static_assert(sizeof(gemm_params) == 128, "gemm_params must match lt_cuda_gemm_params (cuda_gemm.h)");
 
 /* ---- compiled modules, by instantiation line ---- */
 typedef struct kmod {
@@ -194,7 +175,7 @@ lt_status lt_cuda_norm(lt_cuda *cu, lt_ctx *ctx, const lt_cuda_norm_args *a) {
     if (a->rows == 0) return LT_OK;
     lt_cuda_func *f;
     LT_TRY(get_kernel(cu, ctx, np.inst, np.name, &f));
-    norm_params p = {
+    lt_cuda_norm_params p = {
         .y = a->y, .x = a->x, .gamma = a->gamma, .beta = a->beta, .mean = a->mean, .rstd = a->rstd,
         .rows = a->rows, .cols = a->cols, .op = (int)a->op, .eps = a->eps, .scale = a->scale != 0 ? a->scale : 1.0f,
     };
@@ -209,13 +190,12 @@ typedef struct tc_config {
     bool wg; /* wgmma (sm_90a only) rather than mma.sync */
     int bm, bn, bk, wm, wn, stages, minb; /* warp tile wm x wn: mma.sync only */
 } tc_config;
-/* the same lists as LT_GEMM_TC_CONFIGS and LT_GEMM_WG_CONFIGS in cuda_gemm.h */
-static const tc_config tc_configs[] = {
-    {"128x256x32", false, 128, 256, 32, 64, 64, 4, 1},    {"256x128x32", false, 256, 128, 32, 64, 64, 4, 1},
-    {"128x128x32", false, 128, 128, 32, 64, 64, 4, 2},    {"64x64x32", false, 64, 64, 32, 32, 32, 3, 4},
-    {"wg128x256x64", true, 128, 256, 64, 0, 0, 4, 1},     {"wg256x128x64", true, 256, 128, 64, 0, 0, 4, 1},
-    {"wg128x128x64", true, 128, 128, 64, 0, 0, 3, 2},
-};
+/* abi.h's LT_GEMM_TC_CONFIGS then LT_GEMM_WG_CONFIGS, in their order (the config numbers) */
+#define TC_ROW(dt, lay, BT, BM, BN, BK, WM, WN, ST, MINB) {#BM "x" #BN "x" #BK, false, BM, BN, BK, WM, WN, ST, MINB},
+#define WG_ROW(dt, lay, BT, BM, BN, BK, ST, MINB) {"wg" #BM "x" #BN "x" #BK, true, BM, BN, BK, 0, 0, ST, MINB},
+static const tc_config tc_configs[] = {LT_GEMM_TC_CONFIGS(TC_ROW, -, -, -) LT_GEMM_WG_CONFIGS(WG_ROW, -, -, -)};
+#undef TC_ROW
+#undef WG_ROW
 enum { N_TC = (int)(sizeof tc_configs / sizeof tc_configs[0]), SIMT = N_TC };
 
 static int config_index(const char *name) {
@@ -244,7 +224,9 @@ static lt_status gemm_choose(lt_cuda *cu, lt_ctx *ctx, const lt_cuda_gemm_args *
     if (!a->c || !a->a || !a->b) return lt_error(ctx, LT_ERR_USAGE, "CUDA GEMM: a, b or c is NULL");
     if (a->bias_kind < 0 || a->bias_kind > 2 || (a->bias_kind && !a->bias))
         return lt_error(ctx, LT_ERR_USAGE, "CUDA GEMM: bias_kind %d with %s bias", a->bias_kind, a->bias ? "a" : "no");
-    if (a->act < 0 || a->act > 4) return lt_error(ctx, LT_ERR_USAGE, "CUDA GEMM: unknown activation %d", a->act);
+    if (a->act != LT_ACT_NONE && a->act != LT_ACT_RELU && a->act != LT_ACT_GELU && a->act != LT_ACT_GELU_TANH &&
+        a->act != LT_ACT_SIGMOID)
+        return lt_error(ctx, LT_ERR_USAGE, "CUDA GEMM: unknown activation %d", a->act);
     gp->lda = a->lda ? a->lda : a->k;
     gp->ldb = a->ldb ? a->ldb : (a->b_trans ? a->k : a->n);
     gp->ldc = a->ldc ? a->ldc : a->n;
@@ -299,12 +281,12 @@ static lt_status gemm_choose(lt_cuda *cu, lt_ctx *ctx, const lt_cuda_gemm_args *
             snprintf(gp->inst, sizeof gp->inst, "LT_GEMM_WG(%s, %s, %s, %d, %d, %d, %d, %d)", dt, lay, bt, t->bm, t->bn,
                      t->bk, t->stages, t->minb);
             gp->threads = t->bm / 64 * 128;
-            gp->smem = t->stages * (t->bm + t->bn) * t->bk * 2 + 1024; /* + 1024: the kernel aligns its stages */
+            gp->smem = LT_GEMM_SMEM_WG(t->bm, t->bn, t->bk, t->stages);
         } else {
             snprintf(gp->inst, sizeof gp->inst, "LT_GEMM_TC(%s, %s, %s, %d, %d, %d, %d, %d, %d, %d)", dt, lay, bt, t->bm,
                      t->bn, t->bk, t->wm, t->wn, t->stages, t->minb);
             gp->threads = (t->bm / t->wm) * (t->bn / t->wn) * 32;
-            gp->smem = t->stages * (t->bm + t->bn) * t->bk * 2;
+            gp->smem = LT_GEMM_SMEM_TC(t->bm, t->bn, t->bk, t->stages);
         }
         snprintf(gp->name, sizeof gp->name, "lt_cuda_gemm_%s_%s_%s", dt, lay, t->name);
         gp->bm = t->bm, gp->bn = t->bn;
@@ -333,7 +315,7 @@ lt_status lt_cuda_gemm(lt_cuda *cu, lt_ctx *ctx, const lt_cuda_gemm_args *a) {
     LT_TRY(get_kernel(cu, ctx, gp.inst, gp.name, &f));
     if (gp.smem > 48 * 1024) LT_TRY(lt_cuda_func_set_shared(cu, ctx, f, gp.smem));
     const size_t es = lt_dtype_size(a->dtype);
-    gemm_params p = {
+    lt_cuda_gemm_params p = {
         .c = a->c, .a = a->a, .b = a->b, .bias = a->bias, .res = a->res,
         .stride_a = a->stride_a, .stride_b = a->stride_b, .stride_c = a->stride_c, .stride_r = a->stride_r,
         .m = a->m, .n = a->n, .k = a->k, .lda = gp.lda, .ldb = gp.ldb, .ldc = gp.ldc, .ldr = gp.ldr,
@@ -345,7 +327,7 @@ lt_status lt_cuda_gemm(lt_cuda *cu, lt_ctx *ctx, const lt_cuda_gemm_args *a) {
     /* gridDim.y is at most 65535: larger batches go in chunks, the pointers advanced */
     for (int z0 = 0; z0 < gp.batch; z0 += 65535) {
         int nz = gp.batch - z0 < 65535 ? gp.batch - z0 : 65535;
-        gemm_params q = p;
+        lt_cuda_gemm_params q = p;
         q.c = (char *)a->c + (size_t)z0 * (size_t)a->stride_c * es;
         q.a = (const char *)a->a + (size_t)z0 * (size_t)a->stride_a * es;
         q.b = (const char *)a->b + (size_t)z0 * (size_t)a->stride_b * es;

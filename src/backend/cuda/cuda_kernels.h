@@ -13,14 +13,15 @@
 #define LT_BACKEND_CUDA_KERNELS_H
 
 #include "../../base/dtype.h"
+#include "../../codegen/prelude/abi.h"
 #include "cuda.h"
 
-typedef enum lt_cuda_norm_op {
-    LT_CUDA_SOFTMAX = 0,    /* y = exp(x - max) / sum, over each row */
-    LT_CUDA_LOGSOFTMAX = 1, /* y = x - max - log(sum exp(x - max)) */
-    LT_CUDA_LAYERNORM = 2,  /* y = (x - mean) / sqrt(var + eps) * gamma + beta */
-    LT_CUDA_RMSNORM = 3,    /* y = x / sqrt(mean(x^2) + eps) * gamma */
-    LT_CUDA_ROWSUM = 4      /* y[r] = scale * sum_c x[r, c] */
+typedef enum lt_cuda_norm_op { /* the kernels' own codes (abi.h LT_NORM_*) */
+    LT_CUDA_SOFTMAX = LT_NORM_SOFTMAX,       /* y = exp(x - max) / sum, over each row */
+    LT_CUDA_LOGSOFTMAX = LT_NORM_LOGSOFTMAX, /* y = x - max - log(sum exp(x - max)) */
+    LT_CUDA_LAYERNORM = LT_NORM_LAYERNORM,   /* y = (x - mean) / sqrt(var + eps) * gamma + beta */
+    LT_CUDA_RMSNORM = LT_NORM_RMSNORM,       /* y = x / sqrt(mean(x^2) + eps) * gamma */
+    LT_CUDA_ROWSUM = LT_NORM_ROWSUM          /* y[r] = scale * sum_c x[r, c] */
 } lt_cuda_norm_op;
 
 typedef struct lt_cuda_norm_args {
@@ -55,7 +56,7 @@ typedef struct lt_cuda_gemm_args {
     int lda, ldb, ldc, ldr; /* 0: dense */
     int64_t stride_a, stride_b, stride_c, stride_r; /* batch strides in elements; 0: shared */
     int bias_kind;
-    int act;                /* 0 none, 1 relu, 2 gelu (erf), 3 gelu (tanh), 4 sigmoid */
+    int act;                /* abi.h LT_ACT_*: NONE, RELU, GELU (erf), GELU_TANH, SIGMOID */
     bool res_after_act;     /* act(alpha * AB + bias) + beta * R, instead of act(... + beta * R) */
     float alpha, beta;      /* 0 is taken as 1 for both */
     int config;             /* -1: choose; 0 .. lt_cuda_gemm_n_configs() - 1: that one (the SIMT

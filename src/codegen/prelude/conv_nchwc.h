@@ -11,7 +11,7 @@
  *   void lt_nchwc_conv_f32(y, x, wpacked, bias, res, N, C, H, W, M, KH, KW, SH, SW, PH, PW, DH, DW,
  *                          OH, OW, dw, B, has_bias, res_mode, act, act_a, act_b)
  *       y [N, ceil(M/B), OH, OW, B] = conv(x [N, ceil(C/B), H, W, B]) (+ bias[M]), res (y's shape)
- *       added before (res_mode 1) or after (2) the activation (gemm.h's LT_ACT_*). PH/PW are the
+ *       added before (res_mode 1) or after (2) the activation (abi.h's LT_ACT_*). PH/PW are the
  *       top/left pads (the bottom/right ones only shape OH/OW). Padding lanes of y: act(0 + res).
  *   void lt_nchwc_pool_f32(y, x, NC, H, W, OH, OW, KH, KW, SH, SW, PH, PW, PH1, PW1, DH, DW,
  *                          is_max, include_pad, B)     NC = N * Cb planes; global: KH=H, KW=W

@@ -317,9 +317,8 @@ template <typename D> LT_FN void lt_conv_direct(LT_CONV_ARGS) {
     __shared__ __align__(128) char smem[2 * (BM + BN) * 32 * 2];                                   \
     lt_conv_run<lt_dt_##dt, BM, BN>(LT_CONV_PASS, [&](const lt_cuda_gemm_params &q, const lt_cuda_conv_geom &g, int bid, \
                                                        int tid) { lt_conv_tc<lt_dt_##dt, BM, BN, WM, WN, 2>(q, g, smem, bid, tid); });
-/* ... and in dynamic shared memory (cuda_gemm.h lt_gemm_dyn_smem), LT_CONV_DYN_SMEM(BM, BN, ST) bytes
- * (the lowering, src/lower/lower_gpu_conv.c, records the same number on the kernel) */
-#define LT_CONV_DYN_SMEM(BM, BN, ST) ((ST) * ((BM) + (BN)) * 64)
+/* ... and in dynamic shared memory (cuda_gemm.h lt_gemm_dyn_smem), abi.h's LT_CONV_DYN_SMEM(BM, BN, ST)
+ * bytes (the lowering, src/lower/lower_gpu_conv.c, records that number on the kernel) */
 #define LT_CONV_TC_DYN_BODY(dt, BM, BN, WM, WN, ST)                                                \
     lt_conv_run<lt_dt_##dt, BM, BN>(LT_CONV_PASS, [&](const lt_cuda_gemm_params &q, const lt_cuda_conv_geom &g, int bid, \
                                                        int tid) { lt_conv_tc<lt_dt_##dt, BM, BN, WM, WN, ST>(q, g, lt_gemm_dyn_smem, bid, tid); });

@@ -35,32 +35,15 @@
  * arguments; see "tile entry points" below): mma.sync 128x128, 64x128, 64x64 and SIMT simt, simt64,
  * simt32 in static shared memory; wgmma wg128x256, wg128x128, wg64x128 (sm_90a) and mma.sync
  * 128x256 in dynamic shared memory. cuda_conv.h reuses the A-tile loader, the MMA fragments and
- * steps, the epilogue and the SIMT tile. The parameter
- * struct is mirrored on the host (src/backend/cuda/cuda_kernels.c): keep the two in the same order.
+ * steps, the epilogue and the SIMT tile. The parameter struct, the activation codes and the
+ * configurations the host launches are abi.h's (one definition for the host and the device).
  */
 #ifndef LT_PRELUDE_CUDA_GEMM_H
 #define LT_PRELUDE_CUDA_GEMM_H
 
 #include "cuda_norm.h"
 
-enum { LT_ACT_NONE = 0, LT_ACT_RELU = 1, LT_ACT_GELU = 2, LT_ACT_GELU_TANH = 3, LT_ACT_SIGMOID = 4,
-       LT_ACT_TANH = 5, LT_ACT_LEAKY_RELU = 6, LT_ACT_CLIP = 7, LT_ACT_HARD_SIGMOID = 8, LT_ACT_SILU = 9 };
-
-struct lt_cuda_gemm_params {
-    void *c;
-    const void *a;
-    const void *b;
-    const void *bias;    /* NULL: none */
-    const void *res;     /* residual R, same type and shape as C (ldr, stride_r); NULL: none */
-    long long stride_a, stride_b, stride_c, stride_r;
-    int m, n, k;
-    int lda, ldb, ldc, ldr;
-    int bias_kind;       /* 0 none, 1 per column [n], 2 per row [m] */
-    int act;             /* LT_ACT_* */
-    int res_after_act;   /* 1: act(v + bias) + R; 0: act(v + bias + R) */
-    float alpha, beta;
-    float act_a, act_b;  /* LeakyRelu alpha; Clip min, max; HardSigmoid alpha, beta */
-};
+/* LT_ACT_* (the CPU's codes) and struct lt_cuda_gemm_params, which the host launchers fill: abi.h */
 
 LT_FN float lt_gemm_act(int act, float a, float b, float v) {
     switch (act) {
@@ -779,9 +762,8 @@ LT_FN void lt_mm_run(LT_MM_ARGS, Tile tile) {
  *   wgmma (sm_90a only; elsewhere the body traps): BM x BN x 64 in ST stages, BM / 64 warpgroups of
  *   128 threads, ST * (BM + BN) * 128 + 1024 bytes (the stages are aligned to 1024 inside);
  *   mma.sync: BM x BN x 32 in ST stages, warps of 64x64, ST * (BM + BN) * 64 bytes.
- * The lowering's table (src/lower/lower_gpu_gemm.c) repeats these sizes and thread counts. */
-#define LT_MM_DYN_SMEM_WG(BM, BN, ST) ((ST) * ((BM) + (BN)) * 128 + 1024)
-#define LT_MM_DYN_SMEM_TC(BM, BN, ST) ((ST) * ((BM) + (BN)) * 64)
+ * The sizes are abi.h's LT_MM_DYN_SMEM_WG / _TC, which the lowering (src/lower/lower_gpu_gemm.c)
+ * records; its table repeats the thread counts. */
 #define LT_MM_WG_BODY(dt, BT, BM, BN, ST)                                                          \
     lt_mm_run<lt_dt_##dt, BM, BN>(LT_MM_PASS, [&](const lt_cuda_gemm_params &q, int bid, int tid) { \
         lt_gemm_wg<lt_dt_##dt, BM, BN, 64, ST, BT>(q, lt_gemm_dyn_smem, bid, 0, tid);              \
@@ -868,17 +850,7 @@ template <int I_ = 0> LT_FN void lt_cuda_mm_bf16_nt_simt32(LT_MM_ARGS) { LT_MM_S
         lt_gemm_wg<lt_dt_##dt, BM, BN, BK, ST, BT>(p, lt_gemm_dyn_smem, (int)blockIdx.x, blockIdx.y,            \
                                                    (int)threadIdx.x);                              \
     }
-/* The configurations (the host's table in cuda_kernels.c lists the same). mma.sync: BM, BN, BK, warp
- * tile WM x WN, stages, min blocks per SM; wgmma: BM, BN, BK, stages, min blocks per SM. */
-#define LT_GEMM_TC_CONFIGS(X, dt, lay, BT)                                                         \
-    X(dt, lay, BT, 128, 256, 32, 64, 64, 4, 1)                                                     \
-    X(dt, lay, BT, 256, 128, 32, 64, 64, 4, 1)                                                     \
-    X(dt, lay, BT, 128, 128, 32, 64, 64, 4, 2)                                                     \
-    X(dt, lay, BT, 64, 64, 32, 32, 32, 3, 4)
-#define LT_GEMM_WG_CONFIGS(X, dt, lay, BT)                                                         \
-    X(dt, lay, BT, 128, 256, 64, 4, 1)                                                             \
-    X(dt, lay, BT, 256, 128, 64, 4, 1)                                                             \
-    X(dt, lay, BT, 128, 128, 64, 3, 2)
+/* The configurations: abi.h's LT_GEMM_TC_CONFIGS / LT_GEMM_WG_CONFIGS (the host's table too). */
 #ifdef LT_CUDA_ENTRY_GEMM
 LT_GEMM_TC_CONFIGS(LT_GEMM_TC, f16, nn, false)
 LT_GEMM_TC_CONFIGS(LT_GEMM_TC, f16, nt, true)

@@ -19,13 +19,14 @@
  * bit for bit). Softmax carries (max, sum of exp(x - max)) pairs and merges them, so the row is
  * reduced once; exp is exp2f of a pre-scaled argument. NaN anywhere in a row makes that row's
  * softmax NaN, as the reference's does.
- * The entry points' parameter struct is mirrored on the host (src/backend/cuda/cuda_kernels.c):
- * keep the two in the same order.
+ * The entry points' parameter struct and op codes are abi.h's, shared with the host launchers
+ * (src/backend/cuda/cuda_kernels.c).
  */
 #ifndef LT_PRELUDE_CUDA_NORM_H
 #define LT_PRELUDE_CUDA_NORM_H
 
 #include "cuda_core.h"
+#include "abi.h"
 
 /* ---- element types: tags with their storage type, conversions, 16-byte vectors ---- */
 struct lt_dt_f32 { typedef float S; };
@@ -98,22 +99,7 @@ template <typename D> LT_FN uint4 lt_pack16(D d, const float *f) {
     return make_uint4(lt_pack2(d, f[0], f[1]), lt_pack2(d, f[2], f[3]), lt_pack2(d, f[4], f[5]), lt_pack2(d, f[6], f[7]));
 }
 
-/* ---- the kernels' parameters (mirrored on the host) ---- */
-enum { LT_NORM_SOFTMAX = 0, LT_NORM_LOGSOFTMAX = 1, LT_NORM_LAYERNORM = 2, LT_NORM_RMSNORM = 3, LT_NORM_ROWSUM = 4 };
-
-struct lt_cuda_norm_params {
-    void *y;            /* [rows, cols]; ROWSUM: [rows] */
-    const void *x;      /* [rows, cols] */
-    const void *gamma;  /* [cols] scale (LayerNorm, RMSNorm), NULL: 1 */
-    const void *beta;   /* [cols] bias (LayerNorm), NULL: 0 */
-    float *mean;        /* [rows] LayerNorm's mean, NULL: not written */
-    float *rstd;        /* [rows] 1 / sqrt(variance + eps) (LayerNorm, RMSNorm), NULL: not written */
-    long long rows;
-    int cols;
-    int op;             /* LT_NORM_* */
-    float eps;
-    float scale;        /* ROWSUM: the sum is multiplied by it (1 / cols: a mean) */
-};
+/* ---- the kernels' parameters: abi.h's LT_NORM_* and struct lt_cuda_norm_params (the host fills it) ---- */
 
 #define LT_LOG2E 1.4426950408889634f
 

@@ -50,10 +50,9 @@
  *                      res_mode /0 none, 1 before act, 2 after act/, ldr, sr1, sr2,
  *                      act, act_a, act_b, alpha, beta, ws_floats)
  *
- * Activation codes (act, act_a, act_b):
- *   LT_ACT_NONE 0, LT_ACT_RELU 1, LT_ACT_CLIP 2 (min a, max b), LT_ACT_LEAKY_RELU 3 (alpha a),
- *   LT_ACT_SIGMOID 4, LT_ACT_TANH 5, LT_ACT_GELU 6 (erf form), LT_ACT_GELU_TANH 7, LT_ACT_SILU 8
- *   (x*sigmoid(x)), LT_ACT_HARD_SIGMOID 9 (max(0, min(1, a*x + b))).
+ * Activation codes (act, act_a, act_b): LT_ACT_* of abi.h (the same codes on the GPU): NONE, RELU,
+ *   CLIP (min a, max b), LEAKY_RELU (alpha a), SIGMOID, TANH, GELU (erf form), GELU_TANH, SILU
+ *   (x*sigmoid(x)), HARD_SIGMOID (max(0, min(1, a*x + b))).
  *
  * ---- Design -------------------------------------------------------------------------------------
  * Packed panels: an operand is cut into K blocks (lt_gemm_kblock: at most LT_GEMM_KC deep, equal
@@ -86,18 +85,13 @@
 #define LT_PRELUDE_GEMM_H
 
 #include "core.h"
+#include "abi.h" /* LT_ACT_*, LT_GEMM_* modes, blocking and workspace constants */
 
 #if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
 #include <immintrin.h>
 #endif
 
-/* ---- public constants and types ---- */
-enum { LT_GEMM_N = 0, LT_GEMM_T = 1, LT_GEMM_PACKED = 2 };
-enum {
-    LT_ACT_NONE = 0, LT_ACT_RELU = 1, LT_ACT_CLIP = 2, LT_ACT_LEAKY_RELU = 3, LT_ACT_SIGMOID = 4,
-    LT_ACT_TANH = 5, LT_ACT_GELU = 6, LT_ACT_GELU_TANH = 7, LT_ACT_SILU = 8, LT_ACT_HARD_SIGMOID = 9
-};
-
+/* ---- public types (the constants, LT_GEMM_* and LT_ACT_*, are abi.h's) ---- */
 typedef struct lt_epilogue {
     const float *bias;      /* NULL: none; bias[j] per column, or bias[i] when bias_per_row */
     int bias_per_row;
@@ -108,21 +102,12 @@ typedef struct lt_epilogue {
     int residual_after_act; /* 0: act(v + residual) (ResNet); 1: act(v) + residual */
 } lt_epilogue;
 
-/* ---- configuration per instruction set ---- */
-#ifndef LT_GEMM_KC
-#define LT_GEMM_KC 256 /* deepest K block */
-#endif
-#ifndef LT_GEMM_NC
-#define LT_GEMM_NC 768 /* columns of an N chunk (B block KC x NC in L2) */
-#endif
-/* workspace floats one thread needs at full speed, for every instruction set (MR <= 16) */
-#define LT_GEMM_WS_PER_THREAD ((int64_t)LT_GEMM_KC * (LT_GEMM_NC + 16) + 32)
-
+/* ---- configuration per instruction set (blocking LT_GEMM_KC / LT_GEMM_NC: abi.h) ---- */
 #if defined(__AVX512F__)
 #define LT_GEMM_ISA "avx512"
 #define LT_GL 16 /* lanes */
 #ifndef LT_GEMM_MR
-#define LT_GEMM_MR 8
+#define LT_GEMM_MR LT_GEMM_MR_AVX512
 #endif
 #ifndef LT_GEMM_NV
 #define LT_GEMM_NV 3
@@ -139,7 +124,7 @@ typedef __m512 lt_gv;
 #define LT_GEMM_ISA "avx2"
 #define LT_GL 8
 #ifndef LT_GEMM_MR
-#define LT_GEMM_MR 6
+#define LT_GEMM_MR LT_GEMM_MR_AVX2
 #endif
 #ifndef LT_GEMM_NV
 #define LT_GEMM_NV 2
@@ -156,7 +141,7 @@ typedef __m256 lt_gv;
 #define LT_GEMM_ISA "portable"
 #define LT_GL 4
 #ifndef LT_GEMM_MR
-#define LT_GEMM_MR 6
+#define LT_GEMM_MR LT_GEMM_MR_PORTABLE
 #endif
 #ifndef LT_GEMM_NV
 #define LT_GEMM_NV 2
@@ -174,6 +159,7 @@ LT_FN lt_gv lt_gv_min_(lt_gv a, lt_gv b) { lt_gv r; for (int i = 0; i < 4; i++) 
 #endif
 
 #define LT_GEMM_NR (LT_GEMM_NV * LT_GL)
+LT_ABI_ASSERT(LT_GEMM_NR <= LT_GEMM_NR_MAX, "packed B sizes (abi.h LT_GEMM_NR_MAX) assume NR <= 48");
 #define LT_GEMM_WS_MIN ((int64_t)LT_GEMM_MR * LT_GEMM_KC + (int64_t)LT_GEMM_KC * LT_GEMM_NR + 32)
 
 #define LT_GEMM_AI static inline __attribute__((always_inline, unused))
