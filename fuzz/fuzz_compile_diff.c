@@ -398,6 +398,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (sa != sb || (sa && strcmp(ca.msg, cb.msg)))
         finding(&mu, "shape inference differs between two copies", ca.msg, cb.msg);
     if (sa != LT_OK) goto done; /* rejected before either path runs: the same message on both */
+    const char *save = debug ? getenv("LATHE_FUZZ_SAVE") : NULL; /* the mutated model, frozen inputs as constants */
+    if (save && lt_onnx_write_model_file(&cb, mb, save) != LT_OK) fprintf(stderr, "LATHE_FUZZ_SAVE: %s\n", cb.msg);
     if (too_big(ma->graph)) goto done;
 
     const char *given[MAX_IN + 1];
@@ -423,8 +425,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             char d[128];
             fprintf(stderr, "input %d: %s freeze %d\n", i, ins[i] ? lt_datum_describe(din[i], d, sizeof d) : "-", mu.in[i].freeze);
         }
-        const char *save = getenv("LATHE_FUZZ_SAVE"); /* the mutated model, frozen inputs as constants */
-        if (save && lt_onnx_write_model_file(&cb, mb, save) != LT_OK) fprintf(stderr, "LATHE_FUZZ_SAVE: %s\n", cb.msg);
     }
     sb = lt_compile(&cb, mb, &co, &plan, &rep);
     if (debug) { /* how it compiled */

@@ -322,3 +322,41 @@ def test_prelu_slope_along_the_one_matching_dim(tmp_path, cache, backend):
               "--output", o, env={"LATHE_CACHE_DIR": cache})
     assert r.returncode == 0, r.stderr[-500:]
     np.testing.assert_allclose(np.load(o)["y"], x * s.reshape(6, 1, 1, 1), rtol=1e-6)
+
+
+def test_tfidf_huge_skip_count_ends(tmp_path, cache):
+    """A max_skip_count past the row length counts what a skip of the row length counts, at once
+    (found by fuzz_compile_diff: a skip count of 2^62 looped for ever)."""
+    outs = []
+    for skip in [6, 2**62]:
+        node = helper.make_node("TfIdfVectorizer", ["x"], ["y"], mode="TF", min_gram_length=1, max_gram_length=2,
+                                max_skip_count=skip, ngram_counts=[0, 4], ngram_indexes=[0, 1, 2, 3, 4, 5, 6],
+                                pool_int64s=[2, 3, 5, 4, 5, 6, 7, 8, 6, 7])
+        m = model([node], [vi("x", T.INT32, [2, 6])], Y, opset=17)
+        p = str(tmp_path / f"tfidf{skip}.onnx")
+        onnx.save(m, p)
+        np.save(tmp_path / "x.npy", np.array([[1, 1, 3, 3, 3, 7], [8, 6, 7, 5, 6, 8]], np.int32))
+        o = tmp_path / f"y{skip}.npz"
+        r = lathe("run", p, "--backend", "cpu", "--input", f"x={tmp_path / 'x.npy'}", "--output", o,
+                  env={"LATHE_CACHE_DIR": cache})
+        assert r.returncode == 0, r.stderr[-500:]
+        outs.append(np.load(o)["y"])
+    assert outs[0].sum() > 0
+    np.testing.assert_array_equal(outs[1], outs[0])
+
+
+def test_roialign_sample_count_is_bounded(tmp_path, cache):
+    """A sampling_ratio asking for billions of samples is an error naming the node on every path,
+    not hours of work (found by fuzz_compile_diff: sampling_ratio 65536 ran for minutes)."""
+    node = helper.make_node("RoiAlign", ["x", "rois", "bi"], ["y"], output_height=5, output_width=5,
+                            sampling_ratio=65536)
+    m = model([node], [vi("x", T.FLOAT, [1, 1, 10, 10])], Y,
+              [numpy_helper.from_array(np.array([[0, 0, 9, 9]], np.float32), "rois"), i64("bi", [0])], opset=16)
+    p = str(tmp_path / "roi.onnx")
+    onnx.save(m, p)
+    msgs = set()
+    for b in ["interp", "cpu"]:
+        r = lathe("run", p, "--backend", b, env={"LATHE_CACHE_DIR": cache})
+        assert r.returncode != 0 and "samples per bin" in r.stderr, f"{b}: {r.returncode} {r.stderr[-300:]}"
+        msgs.add(error_line(r))
+    assert len(msgs) == 1

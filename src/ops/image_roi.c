@@ -76,8 +76,12 @@ lt_status lt_img_roialign_eval(lt_eval *ev, const lt_node *n, lt_datum **in, lt_
             return lt_op_error(ev, n, LT_ERR_INVALID, "roi %lld is not finite", (long long)r);
         double bh = rh / (double)oh, bw = rw / (double)ow;
         double gh_d = sr > 0 ? (double)sr : ceil(rh / (double)oh), gw_d = sr > 0 ? (double)sr : ceil(rw / (double)ow);
-        if (gh_d > 1e6 || gw_d > 1e6)
-            return lt_op_error(ev, n, LT_ERR_UNSUPPORTED, "roi %lld needs too many samples per bin", (long long)r);
+        /* the samples of one roi over all channels and bins: a huge sampling_ratio or roi would take
+         * hours (as it would in onnxruntime), so past 2^31 it is an error */
+        if (gh_d > 1e6 || gw_d > 1e6 || gh_d * gw_d * (double)C * (double)oh * (double)ow > 2147483648.0)
+            return lt_op_error(ev, n, LT_ERR_UNSUPPORTED,
+                               "roi %lld needs %.0f x %.0f samples per bin over %lld channels and %lld x %lld bins, "
+                               "more than 2^31 in all", (long long)r, gh_d, gw_d, (long long)C, (long long)oh, (long long)ow);
         int64_t gh = gh_d > 0 ? (int64_t)gh_d : 0, gw = gw_d > 0 ? (int64_t)gw_d : 0;
         double count = (double)(gh * gw > 1 ? gh * gw : 1);
         for (int64_t c = 0; c < C; c++) {

@@ -325,7 +325,10 @@ static lt_status eval_tfidf(lt_eval *ev, const lt_node *n, lt_datum **in, lt_dat
     for (int64_t r = 0; r < rows; r++) {
         int64_t row_off = r * cols;
         int64_t start_size = minn;
-        for (int64_t d = 1; d <= skip + 1; d++) {
+        /* a gap of cols or more fits no n-gram of two or more: stop there (a huge max_skip_count
+         * would otherwise loop for ever) */
+        int64_t last_d = skip < cols ? skip + 1 : cols;
+        for (int64_t d = 1; d <= last_d; d++) {
             for (int64_t s0 = 0; s0 < cols; s0++) {
                 for (int64_t size = start_size; size <= maxn; size++) {
                     if (s0 + d * (size - 1) >= cols) break;
