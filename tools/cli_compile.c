@@ -187,7 +187,8 @@ int cli_compile_check_backend(const cli_compile_args *ca, bool allow_interp) {
 }
 
 int cli_compile_check_backend_forked(const cli_compile_args *ca, bool allow_interp) {
-    if ((allow_interp && strcmp(ca->backend, "interp") == 0) || strcmp(ca->backend, "cpu") == 0)
+    const lt_backend_vtbl *vt = lt_backend_find(ca->backend);
+    if ((allow_interp && strcmp(ca->backend, "interp") == 0) || (vt && !vt->opens_device)) /* no device to spoil */
         return cli_compile_check_backend(ca, allow_interp);
     fflush(NULL);
     pid_t pid = fork();
@@ -222,12 +223,15 @@ void cli_tune_db_path(const cli_compile_args *ca, char *buf, size_t n) {
     else if (ca->o.cache_dir) cli_fmt(buf, n, "%s/tune.tsv", ca->o.cache_dir);
 }
 
-/* The tuning database's schedules and layout choice for a CPU compile (unless the caller set a hook:
+/* The tuning database's schedules and layout choice for a compile whose target takes them (CPU) (unless the caller set a hook:
  * lathe tune). A default database that does not exist is no database; a named one is an error. */
 static int tune_db_open(cli_compile_args *ca, const lt_model *m) {
     char path[4200];
     cli_tune_db_path(ca, path, sizeof path);
-    if (ca->o.schedule_hook || !path[0] || strcmp(ca->backend, "cpu") != 0) return 0;
+    lt_target t;
+    lt_ctx tctx = {0};
+    if (ca->o.schedule_hook || !path[0] || lt_backend_target_named(&tctx, ca->backend, NULL, &t) != LT_OK || !t.tune_db)
+        return 0;
     lt_ctx ctx = {0};
     if (lt_tune_cpu_attach(&ctx, path, !ca->tune_db_given, m, &ca->o, &ca->lookups) != LT_OK) return cli_fail(&ctx);
     return 0;

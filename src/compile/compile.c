@@ -17,8 +17,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../backend/cpu/cpu.h"
-#include "../backend/cuda/cuda.h"
 #include "../codegen/codegen.h"
 #include "../graph/infer.h"
 #include "../runtime/onnx_writer.h"
@@ -40,21 +38,10 @@ const char *lt_compile_stage_name(int stage) {
     return stage >= 0 && stage < LT_STAGE_COUNT ? names[stage] : "?";
 }
 
-int lt_compile_host_lanes(void) {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f")) return 16;
-    if (__builtin_cpu_supports("avx2")) return 8;
-#endif
-    return 4;
-}
+int lt_compile_host_lanes(void) { return lt_target_host_lanes(); }
 
 /* Threads the plan's kernels may use (sizes per-thread scratch): the option, else the CPUs online. */
-int lt_compile_threads(int threads) {
-    if (threads > 0) return threads;
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n < 1 ? 1 : n > 256 ? 256 : (int)n;
-}
+int lt_compile_threads(int threads) { return lt_target_threads(threads); }
 
 /* Is `name` in the comma-separated list (NULL: empty)? */
 static bool list_has(const char *list, const char *name) {
@@ -222,6 +209,21 @@ lt_status lt_compile(lt_ctx *ctx, lt_model *m, const lt_compile_options *opt, lt
     if (!opt->keep_initializer_inputs && (s = freeze_inputs(ctx, m, opt->given_inputs, api_frozen, &r->n_frozen_inputs)) != LT_OK)
         goto fail;
 
+    /* the target, once: from the options, and from the device for a backend that opens one (so the
+     * device is opened first, unless the compile only emits source) */
+    lt_backend_options bo = {.cc = opt->cc, .cache_dir = opt->cache_dir, .extra_flags = opt->extra_cflags,
+                             .cc_timeout_s = opt->cc_timeout_s, .threads = opt->threads, .device = opt->device,
+                             .nvrtc = opt->nvrtc, .arch = opt->arch};
+    if (vt->opens_device && !opt->emit_only) {
+        double tb = now_s();
+        if ((s = lt_backend_create(ctx, bname, &bo, &backend)) != LT_OK) goto fail;
+        r->stage_seconds[LT_STAGE_BACKEND] = now_s() - tb;
+    }
+    lt_target_options tgo = {.threads = opt->threads, .vector_lanes = opt->vector_lanes, .arch = opt->arch,
+                             .no_microkernels = opt->no_microkernels};
+    lt_target target;
+    if ((s = lt_backend_target(ctx, vt, backend, &tgo, &target)) != LT_OK) goto fail;
+
     /* 1. graph passes (with the tuned ones not disabled by name) */
     progress(opt, LT_STAGE_PASSES, 0, 0);
     char enable[1024];
@@ -238,8 +240,8 @@ lt_status lt_compile(lt_ctx *ctx, lt_model *m, const lt_compile_options *opt, lt
         .disable = opt->disable,
         .enable = enable[0] ? enable : NULL,
         .stop_after = opt->stop_after,
-        .target = bname,
-        .no_microkernels = opt->no_microkernels || vt->loop_ir_only,
+        .target = &target,
+        .no_microkernels = !target.microkernels,
     };
     r->nodes_before = m->graph->n_nodes;
     if ((s = lt_pass_options_check(ctx, &po)) != LT_OK) goto fail;
@@ -255,39 +257,24 @@ lt_status lt_compile(lt_ctx *ctx, lt_model *m, const lt_compile_options *opt, lt
     if ((s = lt_graph_verify(ctx, m->graph)) != LT_OK || (s = lt_graph_infer(ctx, m)) != LT_OK) goto fail;
     lt_groups *gs = lt_arena_alloc(arena, sizeof *gs);
     if (!gs) { s = lt_error(ctx, LT_ERR_NOMEM, "out of memory (groups)"); goto fail; }
-    bool gpu = vt->lang && vt->lang->block_index[0] != NULL; /* the target binds GPU blocks (CUDA) */
     lt_fuse_options fo = {.no_fusion = opt->no_fusion || opt->opt_level == 0,
                           .no_epilogues = opt->no_epilogues,
                           .all_host = opt->all_host,
-                          .gpu = gpu};
+                          .gpu = target.gpu_blocks};
     if ((s = lt_fuse(ctx, m, arena, &fo, gs)) != LT_OK) goto fail;
     r->n_groups = gs->n;
     r->n_host_groups = gs->n_host;
     r->stage_seconds[LT_STAGE_FUSE] = now_s() - t;
 
-    /* The GPU target the kernels are lowered for (which tile entries they may call): the option,
-     * else the device's own, so a device backend is created (the device opened) before lowering. */
-    lt_backend_options bo = {.cc = opt->cc, .cache_dir = opt->cache_dir, .extra_flags = opt->extra_cflags,
-                             .cc_timeout_s = opt->cc_timeout_s, .threads = opt->threads, .device = opt->device,
-                             .nvrtc = opt->nvrtc, .arch = opt->arch};
-    const char *gpu_arch = opt->arch;
-    if (gpu && !opt->emit_only) {
-        t = now_s();
-        if ((s = lt_backend_create(ctx, bname, &bo, &backend)) != LT_OK) goto fail;
-        lt_cuda *dev = lt_backend_cuda_device(backend);
-        if (!gpu_arch && dev) gpu_arch = lt_cuda_get_info(dev)->arch;
-        r->stage_seconds[LT_STAGE_BACKEND] = now_s() - t;
-    }
-
     /* 3. lowering (host fallback per group) */
     progress(opt, LT_STAGE_LOWER, 0, 0);
     t = now_s();
-    lt_lower_options lo = {.vector_lanes = opt->vector_lanes > 0 ? opt->vector_lanes : lt_compile_host_lanes(),
-                           .no_microkernels = opt->no_microkernels || vt->loop_ir_only,
+    lt_lower_options lo = {.vector_lanes = target.vector_lanes,
+                           .no_microkernels = !target.microkernels,
                            .scratch = true, /* the plan binds lt_lscratch buffers in its workspace */
-                           .threads = lt_compile_threads(opt->threads),
-                           .gpu = gpu,
-                           .gpu_arch = gpu ? gpu_arch : NULL};
+                           .threads = target.threads,
+                           .gpu = target.gpu_blocks,
+                           .wgmma = target.gpu_blocks && target.wgmma};
     lt_lowered *lowered = lt_arena_alloc(arena, sizeof *lowered * (size_t)(gs->n + 1));
     if (!lowered) { s = lt_error(ctx, LT_ERR_NOMEM, "out of memory (lowered kernels)"); goto fail; }
     int n_emit = 0;
@@ -331,7 +318,7 @@ lt_status lt_compile(lt_ctx *ctx, lt_model *m, const lt_compile_options *opt, lt
         lt_ctx c2 = {0};
         lt_status ss = LT_OK;
         bool applied = false;
-        if (opt->schedule_hook && !gpu) { /* a tuned schedule instead of the default? */
+        if (opt->schedule_hook && !target.gpu_blocks) { /* a tuned schedule instead of the default? */
             lt_schedule dflt = lw->schedule;
             bool replaced = false;
             if ((s = opt->schedule_hook(opt->schedule_user, ctx, lw, lo.threads, &replaced)) != LT_OK) {
@@ -391,8 +378,8 @@ lt_status lt_compile(lt_ctx *ctx, lt_model *m, const lt_compile_options *opt, lt
         r->n_kernels++;
     }
     /* a backend that runs the Loop IR itself needs no source unless someone asked to see it */
-    bool need_source = !vt->compile_ir || opt->dump_code_dir || opt->emit_source || opt->emit_only;
-    if (ne > 0 && need_source && (s = lt_emit_module(ctx, vt->lang, ek, ne, NULL, &src)) != LT_OK) {
+    bool need_source = !target.runs_loop_ir || opt->dump_code_dir || opt->emit_source || opt->emit_only;
+    if (ne > 0 && need_source && (s = lt_emit_module(ctx, target.lang, ek, ne, NULL, &src)) != LT_OK) {
         lt_sb_free(&kdump);
         goto fail;
     }
@@ -402,7 +389,9 @@ lt_status lt_compile(lt_ctx *ctx, lt_model *m, const lt_compile_options *opt, lt
         lt_strbuf gdump = {0};
         lt_groups_print(gs, &gdump);
         s = make_dir(ctx, opt->dump_code_dir);
-        if (s == LT_OK) s = write_text(ctx, opt->dump_code_dir, gpu ? "model.cu" : "model.c", src.s ? src.s : "", src.len);
+        char fname[32];
+        snprintf(fname, sizeof fname, "model.%s", target.source_ext ? target.source_ext : "c");
+        if (s == LT_OK) s = write_text(ctx, opt->dump_code_dir, fname, src.s ? src.s : "", src.len);
         if (s == LT_OK) s = write_text(ctx, opt->dump_code_dir, "kernels.txt", kdump.s ? kdump.s : "", kdump.len);
         if (s == LT_OK) s = write_text(ctx, opt->dump_code_dir, "groups.txt", gdump.s ? gdump.s : "", gdump.len);
         if (s == LT_OK && (kdump.failed || gdump.failed)) s = lt_error(ctx, LT_ERR_NOMEM, "out of memory (code dump)");
@@ -430,24 +419,19 @@ lt_status lt_compile(lt_ctx *ctx, lt_model *m, const lt_compile_options *opt, lt
     progress(opt, LT_STAGE_BACKEND, 0, 0);
     t = now_s();
     if (!backend && (s = lt_backend_create(ctx, bname, &bo, &backend)) != LT_OK) goto fail;
-    if (ne > 0 && vt->compile_ir) {
+    if (ne > 0 && backend->vt->compile_ir) {
         const lt_kernel **ks = lt_arena_alloc(arena, (size_t)ne * sizeof *ks);
         if (!ks) { s = lt_error(ctx, LT_ERR_NOMEM, "out of memory (kernel list)"); goto fail; }
         for (int i = 0; i < ne; i++) ks[i] = ek[i].kernel;
-        if ((s = vt->compile_ir(backend, ctx, ks, ne, &module)) != LT_OK) goto fail;
+        if ((s = backend->vt->compile_ir(backend, ctx, ks, ne, &module)) != LT_OK) goto fail;
     } else if (ne > 0) {
         if ((s = backend->vt->compile(backend, ctx, src.s, &module)) != LT_OK) goto fail;
-        if (strcmp(bname, "cpu") == 0) {
-            const lt_cpu_module_info *mi = lt_cpu_module_get_info((const lt_cpu_module *)module);
-            r->cache_hit = mi->cache_hit;
-            snprintf(r->cache_key, sizeof r->cache_key, "%s", mi->key);
-            snprintf(r->source_path, sizeof r->source_path, "%s", mi->source_path ? mi->source_path : "");
-        } else if (vt == &lt_backend_cuda) {
-            const lt_cuda_image *img = lt_cuda_module_image((const lt_cuda_module *)module);
-            if (img) {
-                r->cache_hit = img->cache_hit;
-                snprintf(r->cache_key, sizeof r->cache_key, "%s", img->key);
-            }
+        if (backend->vt->module_info) { /* cache facts for the report */
+            lt_bmodule_info mi = {0};
+            backend->vt->module_info(backend, module, &mi);
+            r->cache_hit = mi.cache_hit;
+            snprintf(r->cache_key, sizeof r->cache_key, "%s", mi.key);
+            snprintf(r->source_path, sizeof r->source_path, "%s", mi.source_path);
         }
     }
     r->stage_seconds[LT_STAGE_BACKEND] += now_s() - t;
