@@ -99,8 +99,13 @@ int cli_compile_opt(const char *cmd, int argc, char **argv, int *i, cli_compile_
     if ((r = cli_opt_value(cmd, argc, argv, i, "--stop-after", &v))) {
         int64_t n;
         if (r < 0) return -1;
+        if (ca->stop_stages && lt_compile_stage_find(v) >= 0) { /* a stage name (lathe compile) */
+            ca->o.stop_after_stage = v;
+            return 1;
+        }
         if (!cli_parse_i64(v, &n) || n < 1 || n > 1000000)
-            return cli_usage(cmd, "--stop-after needs a positive number of passes, got '%s'", v), -1;
+            return cli_usage(cmd, ca->stop_stages ? "--stop-after needs a positive number of passes or a stage name, got '%s'"
+                                                  : "--stop-after needs a positive number of passes, got '%s'", v), -1;
         ca->o.stop_after = (int)n;
         return 1;
     }
@@ -264,9 +269,10 @@ int cli_compile_model(cli_compile_args *ca, lt_model *m, lt_datum *const *in, lt
     ca->o.given_inputs = NULL;
     free(given);
     lt_tune_cpu_detach(&ca->o, &ca->lookups); /* this compile's lookups only */
-    if (ca->o.time_passes && rep->passes.n) {
+    if (ca->o.time_passes) {
         lt_strbuf b = {0};
-        lt_pass_report_print(&rep->passes, &b);
+        if (rep->passes.n) lt_pass_report_print(&rep->passes, &b);
+        lt_compile_report_print_stages(rep, &b);
         if (b.s) cli_put_text(stderr, b.s);
         lt_sb_free(&b);
     }

@@ -69,6 +69,7 @@ int cmd_compile(int argc, char **argv) {
     lt_strbuf source = {0};
     cli_compile_args ca;
     cli_compile_init(&ca, "cpu");
+    ca.stop_stages = true;
     if (!shapes || !dims) { cli_error("out of memory"); rc = CLI_EXIT_INVALID; goto out; }
     for (int i = 1; i < argc;) {
         const char *v = NULL, *a = argv[i];
@@ -137,6 +138,10 @@ int cmd_compile(int argc, char **argv) {
         if (outdir && !ca.backend_given) ca.backend = target; /* the target compiles the plan it writes */
         if ((rc = cli_compile_check_backend(&ca, false))) goto out;
     }
+    if (ca.o.stop_after_stage && outdir && !from_source) {
+        rc = cli_usage("compile", "--stop-after %s builds no plan: nothing for -o to write", ca.o.stop_after_stage);
+        goto out;
+    }
     if ((rc = cli_load_model(model, n_shapes, shapes, n_dims, dims, &m))) goto out;
     /* -o DIR is created with its missing parents (before compiling: --target cuda writes into it) */
     if (outdir && (rc = cli_make_dirs("-o", outdir))) goto out;
@@ -163,6 +168,10 @@ int cmd_compile(int argc, char **argv) {
     }
     printf("model: %s\n", cli_esc(model));
     cli_compile_print_report(&rep, stdout);
+    if (!plan) { /* --stop-after STAGE */
+        printf("stopped after %s: no plan\n", rep.stopped_after ? rep.stopped_after : "?");
+        goto out;
+    }
     if (rep.source_path[0]) printf("generated: %s\n", cli_esc(rep.source_path));
     if (print_plan) {
         lt_strbuf b = {0};
