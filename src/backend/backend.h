@@ -52,6 +52,9 @@ typedef struct lt_backend_options {
 typedef struct lt_backend_ceilings {
     double peak_gflops; /* FP32 FMA peak, GFLOP/s */
     double mem_gbps;    /* sustained memory bandwidth, GB/s */
+    /* device backends, 0 when unknown: the tensor-core rate (f16 -> f32, TFLOP/s) and the rates the
+     * device's attributes promise (spec) */
+    double tc_tflops, spec_gflops, spec_mem_gbps;
 } lt_backend_ceilings;
 
 /* What a compiled module says about itself, for the compile report (module_info). */

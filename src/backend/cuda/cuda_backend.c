@@ -127,6 +127,9 @@ static lt_status be_ceilings(lt_backend *b, lt_ctx *ctx, lt_backend_ceilings *ou
     LT_TRY(lt_cuda_ceilings_get(((cuda_backend *)b)->cu, ctx, &c));
     out->peak_gflops = c.fp32_gflops;
     out->mem_gbps = c.copy_gbps;
+    out->tc_tflops = c.tc_f16_tflops;
+    out->spec_gflops = c.spec_fp32_gflops;
+    out->spec_mem_gbps = c.spec_mem_gbps;
     return LT_OK;
 }
 
