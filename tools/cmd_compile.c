@@ -116,13 +116,19 @@ int cmd_compile(int argc, char **argv) {
     /* the target -o writes: a registered backend with an output */
     const lt_backend_vtbl *tv = lt_backend_find(target);
     if (!tv || !tv->write_output) {
+        const char *outs[16];
+        int no = 0;
+        for (const char *const *n = lt_backend_names(); n && *n && no < 16; n++)
+            if (lt_backend_find(*n)->write_output) outs[no++] = *n;
+        for (int i = 1; i < no; i++) /* in name order */
+            for (int j = i; j > 0 && strcmp(outs[j - 1], outs[j]) > 0; j--) {
+                const char *x = outs[j];
+                outs[j] = outs[j - 1], outs[j - 1] = x;
+            }
         char names[256] = "";
         size_t off = 0;
-        for (const char *const *n = lt_backend_names(); n && *n && off < sizeof names; n++) {
-            const lt_backend_vtbl *v = lt_backend_find(*n);
-            if (!v->write_output) continue;
-            off += (size_t)snprintf(names + off, sizeof names - off, "%s%s", off ? " or " : "", *n);
-        }
+        for (int i = 0; i < no && off < sizeof names; i++)
+            off += (size_t)snprintf(names + off, sizeof names - off, "%s%s", i ? " or " : "", outs[i]);
         rc = cli_usage("compile", "--target must be %s, not '%s'", names, target);
         goto out;
     }
