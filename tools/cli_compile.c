@@ -99,8 +99,13 @@ int cli_compile_opt(const char *cmd, int argc, char **argv, int *i, cli_compile_
     if ((r = cli_opt_value(cmd, argc, argv, i, "--stop-after", &v))) {
         int64_t n;
         if (r < 0) return -1;
+        if (ca->stop_stages && lt_compile_stage_find(v) >= 0) { /* a stage name (lathe compile) */
+            ca->o.stop_after_stage = v;
+            return 1;
+        }
         if (!cli_parse_i64(v, &n) || n < 1 || n > 1000000)
-            return cli_usage(cmd, "--stop-after needs a positive number of passes, got '%s'", v), -1;
+            return cli_usage(cmd, ca->stop_stages ? "--stop-after needs a positive number of passes or a stage name, got '%s'"
+                                                  : "--stop-after needs a positive number of passes, got '%s'", v), -1;
         ca->o.stop_after = (int)n;
         return 1;
     }
@@ -187,7 +192,8 @@ int cli_compile_check_backend(const cli_compile_args *ca, bool allow_interp) {
 }
 
 int cli_compile_check_backend_forked(const cli_compile_args *ca, bool allow_interp) {
-    if ((allow_interp && strcmp(ca->backend, "interp") == 0) || strcmp(ca->backend, "cpu") == 0)
+    const lt_backend_vtbl *vt = lt_backend_find(ca->backend);
+    if ((allow_interp && strcmp(ca->backend, "interp") == 0) || (vt && !vt->opens_device)) /* no device to spoil */
         return cli_compile_check_backend(ca, allow_interp);
     fflush(NULL);
     pid_t pid = fork();
@@ -222,12 +228,15 @@ void cli_tune_db_path(const cli_compile_args *ca, char *buf, size_t n) {
     else if (ca->o.cache_dir) cli_fmt(buf, n, "%s/tune.tsv", ca->o.cache_dir);
 }
 
-/* The tuning database's schedules and layout choice for a CPU compile (unless the caller set a hook:
+/* The tuning database's schedules and layout choice for a compile whose target takes them (CPU) (unless the caller set a hook:
  * lathe tune). A default database that does not exist is no database; a named one is an error. */
 static int tune_db_open(cli_compile_args *ca, const lt_model *m) {
     char path[4200];
     cli_tune_db_path(ca, path, sizeof path);
-    if (ca->o.schedule_hook || !path[0] || strcmp(ca->backend, "cpu") != 0) return 0;
+    lt_target t;
+    lt_ctx tctx = {0};
+    if (ca->o.schedule_hook || !path[0] || lt_backend_target_named(&tctx, ca->backend, NULL, &t) != LT_OK || !t.tune_db)
+        return 0;
     lt_ctx ctx = {0};
     if (lt_tune_cpu_attach(&ctx, path, !ca->tune_db_given, m, &ca->o, &ca->lookups) != LT_OK) return cli_fail(&ctx);
     return 0;
@@ -260,9 +269,10 @@ int cli_compile_model(cli_compile_args *ca, lt_model *m, lt_datum *const *in, lt
     ca->o.given_inputs = NULL;
     free(given);
     lt_tune_cpu_detach(&ca->o, &ca->lookups); /* this compile's lookups only */
-    if (ca->o.time_passes && rep->passes.n) {
+    if (ca->o.time_passes) {
         lt_strbuf b = {0};
-        lt_pass_report_print(&rep->passes, &b);
+        if (rep->passes.n) lt_pass_report_print(&rep->passes, &b);
+        lt_compile_report_print_stages(rep, &b);
         if (b.s) cli_put_text(stderr, b.s);
         lt_sb_free(&b);
     }

@@ -22,6 +22,7 @@ typedef struct cli_compile_args {
     bool tune_db_given;
     bool no_tune_db;        /* --no-tune-db: default schedules only */
     lt_tune_cpu lookups;    /* the database's schedule hook during one cli_compile_model */
+    bool stop_stages;       /* --stop-after takes a stage name too (lathe compile: no plan needed) */
 } cli_compile_args;
 
 /* Defaults (level, backend, CC and cache directory from the environment). */
@@ -48,11 +49,15 @@ void cli_tune_db_path(const cli_compile_args *ca, char *buf, size_t n);
     "  -O0 .. -O3            optimization level (default -O3): -O0 no passes and no fusion, -O1 folding\n" \
     "                        and DCE, -O2 + simplification, CSE, BatchNorm folding, -O3 + patterns\n"       \
     "  --verify-each         verify the graph after every pass\n"                                          \
-    "  --dump-after PASS|all print the graph after PASS (or every pass) when it changed, on stderr\n"      \
-    "  --time-passes         print each pass's time on stderr\n"                                           \
+    "  --dump-after PASS|STAGE|all  print the graph after PASS when it changed, or what STAGE produced\n"  \
+    "                        (graph, groups, every kernel's Loop IR, source, plan), or after every one,\n" \
+    "                        on stderr\n"                                                                   \
+    "  --time-passes         print each pass's and each compile stage's time on stderr\n"                  \
     "  --disable-pass NAME   do not run pass NAME (repeatable)\n"                                          \
     "  --enable-pass NAME    run pass NAME though it is off by default, e.g. layout_nchwc (repeatable)\n"   \
-    "  --stop-after N        run at most N passes (bisecting)\n"                                           \
+    "  --stop-after N        run at most N passes (bisecting); lathe compile also takes a stage name:\n"    \
+    "                        inputs, passes, fuse, lower, tuned, schedule, emit, backend or plan (stop\n"  \
+    "                        after it: a report and --dump-code files, no plan)\n"                          \
     "  --dump-code DIR       write the generated C (model.c), Loop IR (kernels.txt), groups and plan\n"    \
     "  --dump-graph OUT.onnx write the optimized graph as ONNX (Netron opens it)\n"                        \
     "  --threads N           threads of parallel loops (default: all CPUs)\n"                              \

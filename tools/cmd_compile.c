@@ -1,11 +1,13 @@
 /* cmd_compile.c — `lathe compile MODEL`: compile a model for its bound shapes and print the compile
  * report (stage times, groups, kernels, host steps, cache hit, the memory plan: workspace peak next
  * to the sum of all intermediates); with -o DIR (--target c, the default) also export it as
- * standalone C (src/runtime/export.h): DIR/model.c, model.h, model_main.c and model.weights (or
- * weights embedded in model.c under 1 MiB). --print-plan lists the plan's steps and buffers.
- * --target cuda -o DIR writes the CUDA translation unit (DIR/model.cu, with the Loop IR and groups)
- * with no GPU needed, and DIR/model.cubin when NVRTC is found (--arch, default sm_90). DIR is created
- * with its missing parents (mkdir -p). Names and paths are printed escaped (cli_esc).
+ * standalone C (the "c" target, src/backend/c: DIR/model.c, model.h, model_main.c and model.weights,
+ * or weights embedded in model.c under 1 MiB). --print-plan lists the plan's steps and buffers.
+ * --target NAME is looked up in the backend registry like --backend: any target with a write_output
+ * (c, cuda) is one -o can write. A target whose output is its emitted source (cuda: DIR/model.cu with
+ * the Loop IR and groups, and DIR/model.cubin when NVRTC is found, --arch, default sm_90) is compiled
+ * emit-only, with no device needed. DIR is created with its missing parents (mkdir -p). Names and
+ * paths are printed escaped (cli_esc).
  * Exit codes: 0 ok, 1 usage, 2 bad model, 3 unsupported (backend, or host steps in an export).
  */
 #include "cli_compile.h"
@@ -13,9 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/cuda/cuda.h"
 #include "graph/infer.h"
-#include "runtime/export.h"
 
 static const char HELP[] =
     "usage: lathe compile MODEL [options]\n"
@@ -41,53 +41,20 @@ static const char HELP[] =
     "\n"
     "Exit status: 0 ok, 1 usage error, 2 bad model, 3 unsupported (an export with host steps).\n";
 
-/* --target cuda: DIR/model.cu is written; compile it to DIR/model.cubin when NVRTC is here. */
-static int write_cubin(const char *dir, const char *arch, const char *nvrtc, const lt_compile_report *rep) {
-    char path[4096];
-    cli_fmt(path, sizeof path, "%s/model.cu", dir);
-    printf("cuda: %d kernels (+%d weight packing), %d host groups; wrote %s (%zu bytes), kernels.txt, groups.txt\n",
-           rep->n_kernels, rep->n_pack_kernels, rep->n_host_groups, cli_esc(path), rep->source_bytes);
+static void warn_line(const char *msg) { cli_warn("%s", msg); }
+
+/* -o DIR: the target writes its output (its target built as the compile's was); stdout gets its lines. */
+static int write_output(const lt_backend_vtbl *tv, const cli_compile_args *ca, const lt_output_request *req) {
     lt_ctx ctx = {0};
-    lt_nvrtc *nv = NULL;
-    if (lt_nvrtc_open_path(&ctx, nvrtc, &nv) != LT_OK) {
-        cli_warn("no cubin: %s", ctx.msg);
-        return 0;
-    }
-    char *src = NULL;
-    size_t len = 0;
-    FILE *f = fopen(path, "rb");
-    if (f) {
-        fseek(f, 0, SEEK_END);
-        long n = ftell(f);
-        fseek(f, 0, SEEK_SET);
-        src = n >= 0 ? malloc((size_t)n + 1) : NULL;
-        len = src ? fread(src, 1, (size_t)n, f) : 0;
-        if (src) src[len] = 0;
-        fclose(f);
-    }
-    int rc = 0;
-    lt_cuda_image img = {0};
-    lt_cuda_compile_options co = {.name = "model.cu"};
-    if (!src) {
-        cli_error("%s: cannot read back", path);
-        rc = CLI_EXIT_INVALID;
-    } else if (lt_cuda_build(&ctx, nv, src, arch, NULL, &co, &img) != LT_OK) {
-        rc = cli_fail(&ctx);
-    } else {
-        cli_fmt(path, sizeof path, "%s/model.%s", dir, img.is_cubin ? "cubin" : "ptx");
-        FILE *o = fopen(path, "wb");
-        if (!o || fwrite(img.data, 1, img.size, o) != img.size) {
-            cli_error("%s: cannot write", path);
-            rc = CLI_EXIT_INVALID;
-        } else {
-            printf("cuda: wrote %s (%zu bytes, %s, NVRTC %.2f s)\n", cli_esc(path), img.size, cli_esc(arch), img.seconds);
-        }
-        if (o) fclose(o);
-    }
-    lt_cuda_image_free(&img);
-    free(src);
-    lt_nvrtc_close(nv);
-    return rc;
+    lt_target t;
+    lt_target_options to = {.threads = ca->o.threads, .vector_lanes = ca->o.vector_lanes, .arch = ca->o.arch,
+                            .no_microkernels = ca->o.no_microkernels};
+    lt_strbuf log = {0};
+    lt_status s = lt_backend_target(&ctx, tv, NULL, &to, &t);
+    if (s == LT_OK) s = tv->write_output(&ctx, &t, req, &log);
+    if (log.s) fputs(log.s, stdout);
+    lt_sb_free(&log);
+    return s == LT_OK ? 0 : cli_fail(&ctx);
 }
 
 int cmd_compile(int argc, char **argv) {
@@ -99,8 +66,10 @@ int cmd_compile(int argc, char **argv) {
     lt_model *m = NULL;
     lt_plan *plan = NULL;
     lt_compile_report rep = {0};
+    lt_strbuf source = {0};
     cli_compile_args ca;
     cli_compile_init(&ca, "cpu");
+    ca.stop_stages = true;
     if (!shapes || !dims) { cli_error("out of memory"); rc = CLI_EXIT_INVALID; goto out; }
     for (int i = 1; i < argc;) {
         const char *v = NULL, *a = argv[i];
@@ -144,15 +113,41 @@ int cmd_compile(int argc, char **argv) {
         }
     }
     if (!model) { rc = cli_usage("compile", "missing MODEL"); goto out; }
-    bool cuda = strcmp(target, "cuda") == 0;
-    if (!cuda && strcmp(target, "c") != 0) { rc = cli_usage("compile", "--target must be c or cuda, not '%s'", target); goto out; }
-    if (cuda && !outdir) { rc = cli_usage("compile", "--target cuda needs -o DIR"); goto out; }
-    if (cuda) { /* emit only: no device needed */
-        ca.backend = "cuda";
+    /* the target -o writes: a registered backend with an output */
+    const lt_backend_vtbl *tv = lt_backend_find(target);
+    if (!tv || !tv->write_output) {
+        const char *outs[16];
+        int no = 0;
+        for (const char *const *n = lt_backend_names(); n && *n && no < 16; n++)
+            if (lt_backend_find(*n)->write_output) outs[no++] = *n;
+        for (int i = 1; i < no; i++) /* in name order */
+            for (int j = i; j > 0 && strcmp(outs[j - 1], outs[j]) > 0; j--) {
+                const char *x = outs[j];
+                outs[j] = outs[j - 1], outs[j - 1] = x;
+            }
+        char names[256] = "";
+        size_t off = 0;
+        for (int i = 0; i < no && off < sizeof names; i++)
+            off += (size_t)snprintf(names + off, sizeof names - off, "%s%s", i ? " or " : "", outs[i]);
+        rc = cli_usage("compile", "--target must be %s, not '%s'", names, target);
+        goto out;
+    }
+    bool from_source = tv->output_from_source;
+    if (from_source && !outdir) { rc = cli_usage("compile", "--target %s needs -o DIR", target); goto out; }
+    if (from_source) { /* emit only: no device needed */
+        ca.backend = target;
         ca.o.emit_only = true;
         ca.o.dump_code_dir = outdir;
-        ca.o.arch = arch; /* the kernels are lowered for the cubin's target */
-    } else if ((rc = cli_compile_check_backend(&ca, false))) goto out;
+        ca.o.emit_source = &source;
+        ca.o.arch = arch; /* the kernels are lowered for the output's architecture */
+    } else {
+        if (outdir && !ca.backend_given) ca.backend = target; /* the target compiles the plan it writes */
+        if ((rc = cli_compile_check_backend(&ca, false))) goto out;
+    }
+    if (ca.o.stop_after_stage && outdir && !from_source) {
+        rc = cli_usage("compile", "--stop-after %s builds no plan: nothing for -o to write", ca.o.stop_after_stage);
+        goto out;
+    }
     if ((rc = cli_load_model(model, n_shapes, shapes, n_dims, dims, &m))) goto out;
     /* -o DIR is created with its missing parents (before compiling: --target cuda writes into it) */
     if (outdir && (rc = cli_make_dirs("-o", outdir))) goto out;
@@ -168,12 +163,21 @@ int cmd_compile(int argc, char **argv) {
     }
     if ((rc = cli_compile_model(&ca, m, NULL, &plan, &rep))) goto out;
     have_rep = true;
-    if (cuda) {
-        rc = write_cubin(outdir, arch, ca.o.nvrtc, &rep);
+    lt_output_request req = {.dir = outdir, .prefix = name, .model_path = model,
+                             .embed_limit = embed < 0 ? 0 : embed == 0 ? -1 : embed, .nvrtc = ca.o.nvrtc,
+                             .plan = plan, .source = source.s, .source_len = source.len, .n_kernels = rep.n_kernels,
+                             .n_pack_kernels = rep.n_pack_kernels, .n_host_groups = rep.n_host_groups,
+                             .esc = cli_esc, .warn = warn_line};
+    if (from_source) {
+        rc = write_output(tv, &ca, &req);
         goto out;
     }
     printf("model: %s\n", cli_esc(model));
     cli_compile_print_report(&rep, stdout);
+    if (!plan) { /* --stop-after STAGE */
+        printf("stopped after %s: no plan\n", rep.stopped_after ? rep.stopped_after : "?");
+        goto out;
+    }
     if (rep.source_path[0]) printf("generated: %s\n", cli_esc(rep.source_path));
     if (print_plan) {
         lt_strbuf b = {0};
@@ -181,18 +185,9 @@ int cmd_compile(int argc, char **argv) {
         if (b.s) cli_put_text(stdout, b.s);
         lt_sb_free(&b);
     }
-    if (outdir) {
-        lt_export_options eo = {.dir = outdir, .prefix = name, .model_path = model,
-                                .embed_limit = embed < 0 ? 0 : embed == 0 ? -1 : embed};
-        lt_export_report er = {0};
-        if (lt_export_c(&ctx, plan, &eo, &er) != LT_OK) { rc = cli_fail(&ctx); goto out; }
-        printf("export: %d kernels, weights %lld bytes (%s), workspace %lld bytes\n", er.n_kernels,
-               (long long)er.weight_bytes, er.embedded ? "embedded" : "separate file", (long long)er.workspace_bytes);
-        for (int i = 0; i < er.n_files; i++) printf("  wrote %s\n", cli_esc(er.files[i]));
-        const char *P = cli_esc(name ? name : "model"), *D = cli_esc(outdir);
-        printf("build: cc -O2 %s/%s.c %s/%s_main.c -lm   (add -O3 -march=native -fopenmp for speed)\n", D, P, D, P);
-    }
+    if (outdir) rc = write_output(tv, &ca, &req);
 out:
+    lt_sb_free(&source);
     lt_plan_free(plan);
     if (have_rep) lt_compile_report_free(&rep);
     lt_model_free(m);

@@ -23,7 +23,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "backend/cuda/cuda.h"
 #include "graph/infer.h"
 #include "profile/profile.h"
 
@@ -77,16 +76,13 @@ static const char *step_kind(const lt_plan_step *st) {
     return lt_pattern_name(st->pattern);
 }
 
-/* The GPU's ceilings (measured by the CUDA backend). */
-static int cuda_ceilings(lt_backend *b, lt_cuda_ceilings *out, const char **name) {
+/* A device's ceilings (measured by its backend) and its name (from its target). */
+static int device_ceilings(lt_backend *b, lt_backend_ceilings *out, char *name, size_t name_size) {
     lt_ctx ctx = {0};
-    lt_cuda *cu = lt_backend_cuda_device(b);
-    if (!cu) {
-        cli_error("backend '%s' has no CUDA device", b->vt->name);
-        return CLI_EXIT_UNSUPPORTED;
-    }
-    if (lt_cuda_ceilings_get(cu, &ctx, out) != LT_OK) return cli_fail(&ctx);
-    *name = lt_cuda_get_info(cu)->name;
+    lt_target t;
+    if (b->vt->ceilings(b, &ctx, out) != LT_OK || lt_backend_target(&ctx, b->vt, b, NULL, &t) != LT_OK)
+        return cli_fail(&ctx);
+    cli_fmt(name, name_size, "%s", t.device_name[0] ? t.device_name : t.name);
     return 0;
 }
 
@@ -95,15 +91,15 @@ static int ceilings_device(cli_compile_args *ca) {
     lt_backend *b = NULL;
     lt_backend_options bo = {.device = ca->o.device, .nvrtc = ca->o.nvrtc, .cache_dir = ca->o.cache_dir};
     if (lt_backend_create(&ctx, ca->backend, &bo, &b) != LT_OK) return cli_fail(&ctx);
-    lt_cuda_ceilings c;
-    const char *name = "?";
-    int rc = cuda_ceilings(b, &c, &name);
+    lt_backend_ceilings c = {0};
+    char name[128] = "?";
+    int rc = device_ceilings(b, &c, name, sizeof name);
     if (!rc) {
         printf("device: %s\n", name);
-        printf("copy bandwidth: %.1f GB/s (device to device, read + write; spec %.1f GB/s)\n", c.copy_gbps,
+        printf("copy bandwidth: %.1f GB/s (device to device, read + write; spec %.1f GB/s)\n", c.mem_gbps,
                c.spec_mem_gbps);
-        printf("FP32 FMA rate: %.1f GFLOP/s (spec %.1f GFLOP/s)\n", c.fp32_gflops, c.spec_fp32_gflops);
-        printf("tensor cores (mma.sync f16 -> f32): %.1f TFLOP/s\n", c.tc_f16_tflops);
+        printf("FP32 FMA rate: %.1f GFLOP/s (spec %.1f GFLOP/s)\n", c.peak_gflops, c.spec_gflops);
+        printf("tensor cores (mma.sync f16 -> f32): %.1f TFLOP/s\n", c.tc_tflops);
     }
     lt_backend_destroy(b);
     return rc;
@@ -135,8 +131,12 @@ int cmd_ceilings(int argc, char **argv) {
             return cli_usage("ceilings", "unknown option '%s'", a);
         }
     }
-    if (strcmp(ca.backend, "cpu") != 0) {
-        if (!lt_backend_find(ca.backend) || lt_backend_find(ca.backend)->host_memory) {
+    /* the host's roofline for kernels that run natively on host memory, the device's otherwise */
+    lt_target tt;
+    lt_ctx tctx = {0};
+    bool known = lt_backend_target_named(&tctx, ca.backend, NULL, &tt) == LT_OK;
+    if (!known || !tt.host_memory || tt.runs_loop_ir) {
+        if (!known || tt.host_memory) {
             cli_error("ceilings: --backend must be cpu or cuda, not '%s'", ca.backend);
             return CLI_EXIT_UNSUPPORTED;
         }
@@ -255,16 +255,19 @@ int cmd_profile(int argc, char **argv) {
     lt_ceilings ceil;
     bool cached = false;
     int threads = ca.o.threads > 0 ? ca.o.threads : lt_cpu_count();
-    lt_cuda_ceilings gc = {0};
-    const char *gpu = NULL;
+    lt_backend_ceilings gc = {0};
+    char gpu_name[128] = "?";
+    const char *gpu = NULL; /* the device's name when the plan runs on one */
     if (rep.plan.device) {
-        if ((rc = cuda_ceilings(lt_plan_backend(plan), &gc, &gpu))) goto out;
+        gpu = gpu_name;
+        lt_backend *pb = lt_plan_backend(plan);
+        if ((rc = device_ceilings(pb, &gc, gpu_name, sizeof gpu_name))) goto out;
         memset(&ceil, 0, sizeof ceil);
-        ceil.peak_gflops = gc.fp32_gflops;
-        ceil.mem_gbps = gc.copy_gbps;
-        ceil.copy_gbps = gc.copy_gbps;
+        ceil.peak_gflops = gc.peak_gflops;
+        ceil.mem_gbps = gc.mem_gbps;
+        ceil.copy_gbps = gc.mem_gbps;
         ceil.threads = 1;
-        cli_fmt(ceil.isa, sizeof ceil.isa, "cuda");
+        cli_fmt(ceil.isa, sizeof ceil.isa, "%s", pb->vt->name); /* the roofline's label */
         cli_fmt(ceil.cpu, sizeof ceil.cpu, "%s", gpu);
     } else if (lt_ceilings_get(&ctx, ca.cache_dir[0] ? ca.cache_dir : NULL, threads, remeasure, &ceil, &cached) != LT_OK) {
         rc = cli_fail(&ctx);
@@ -330,7 +333,7 @@ int cmd_profile(int argc, char **argv) {
            tot.time_s * 1e3);
     if (gpu)
         printf("ceilings: %.1f GFLOP/s FP32, %.1f TFLOP/s tensor cores (f16 mma), %.1f GB/s copy (%s, measured now)\n",
-               ceil.peak_gflops, gc.tc_f16_tflops, ceil.mem_gbps, gpu);
+               ceil.peak_gflops, gc.tc_tflops, ceil.mem_gbps, gpu);
     else
         printf("ceilings: %.1f GFLOP/s, %.1f GB/s (%s, %s)\n", ceil.peak_gflops, ceil.mem_gbps, ceil.isa,
                cached ? "cached" : "measured now");

@@ -200,7 +200,9 @@ int cmd_tune(int argc, char **argv) {
         }
     }
     if (!model) { rc = cli_usage("tune", "missing MODEL"); goto out; }
-    if (strcmp(ca.backend, "cpu") != 0) {
+    lt_target tt;
+    lt_ctx tctx = {0};
+    if (lt_backend_target_named(&tctx, ca.backend, NULL, &tt) != LT_OK || !tt.tune_db) {
         rc = cli_usage("tune", "only the cpu backend is tuned (got --backend %s)", ca.backend);
         goto out;
     }

@@ -90,7 +90,10 @@ lathe_status lathe_compile(const char *path, const lathe_load_options *load, con
         co.enable = opts->enable_passes;
     }
     co.given_inputs = given;
-    if (opts && opts->tune_db && (!co.backend || !strcmp(co.backend, "cpu")) &&
+    lt_target tgt;
+    lt_ctx tctx = {0};
+    bool tunable = lt_backend_target_named(&tctx, co.backend, NULL, &tgt) == LT_OK && tgt.tune_db;
+    if (opts && opts->tune_db && tunable &&
         lt_tune_cpu_attach(&ctx, opts->tune_db, false, c->m, &co, &tc) != LT_OK)
         goto fail;
     lt_status cs = lt_compile(&ctx, c->m, &co, &c->plan, &rep);

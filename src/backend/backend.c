@@ -10,6 +10,7 @@ static const lt_backend_vtbl *registry[LT_BACKEND_MAX + 1] = {
     &lt_backend_cpu,
     &lt_backend_cuda,
     &lt_backend_loopir,
+    &lt_backend_c,
     NULL,
 };
 
@@ -53,4 +54,28 @@ lt_status lt_backend_create(lt_ctx *ctx, const char *name, const lt_backend_opti
 
 void lt_backend_destroy(lt_backend *b) {
     if (b) b->vt->destroy(b);
+}
+
+lt_status lt_backend_target(lt_ctx *ctx, const lt_backend_vtbl *vt, lt_backend *b, const lt_target_options *opt,
+                            lt_target *out) {
+    lt_target_options none = {0};
+    if (!opt) opt = &none;
+    if (vt->target) return vt->target(ctx, b, opt, out);
+    /* a backend without its own constructor (one registered by a test): the host's, its language */
+    lt_target_host(opt, out);
+    out->name = vt->name;
+    out->lang = vt->lang;
+    out->dtypes = lt_target_lang_dtypes(vt->lang);
+    out->gpu_blocks = vt->lang && vt->lang->block_index[0] != NULL;
+    out->host_memory = vt->host_memory;
+    out->runs_loop_ir = vt->compile_ir != NULL;
+    out->microkernels = out->microkernels && !vt->loop_ir_only;
+    out->tune_db = out->layout_nchwc = false;
+    return LT_OK;
+}
+
+lt_status lt_backend_target_named(lt_ctx *ctx, const char *name, const lt_target_options *opt, lt_target *out) {
+    const lt_backend_vtbl *vt = lt_backend_find(name);
+    if (!vt) return lt_error(ctx, LT_ERR_UNSUPPORTED, "unknown backend '%s'", name ? name : "(null)");
+    return lt_backend_target(ctx, vt, NULL, opt, out);
 }

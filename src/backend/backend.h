@@ -25,6 +25,7 @@
 #include "../base/base.h"
 #include "../codegen/lang.h"
 #include "../loop/loop.h"
+#include "target.h"
 
 typedef struct lt_backend lt_backend;
 typedef struct lt_bmodule lt_bmodule; /* a compiled, loaded module (opaque) */
@@ -51,13 +52,46 @@ typedef struct lt_backend_options {
 typedef struct lt_backend_ceilings {
     double peak_gflops; /* FP32 FMA peak, GFLOP/s */
     double mem_gbps;    /* sustained memory bandwidth, GB/s */
+    /* device backends, 0 when unknown: the tensor-core rate (f16 -> f32, TFLOP/s) and the rates the
+     * device's attributes promise (spec) */
+    double tc_tflops, spec_gflops, spec_mem_gbps;
 } lt_backend_ceilings;
 
+/* What a compiled module says about itself, for the compile report (module_info). */
+typedef struct lt_bmodule_info {
+    bool cache_hit;
+    char key[65];             /* content-hash cache key ("" none) */
+    char source_path[1024];   /* the generated source kept on disk ("" none) */
+} lt_bmodule_info;
+
+/* What `lathe compile MODEL --target NAME -o DIR` asks of a target's write_output. */
+typedef struct lt_output_request {
+    const char *dir;          /* the output folder (exists) */
+    const char *prefix;       /* file stem / C prefix (NULL: "model") */
+    const char *model_path;   /* for header comments (may be NULL) */
+    int64_t embed_limit;      /* weights under this many bytes embedded (0: the default; < 0 never) */
+    const char *nvrtc;        /* a device compiler library tried first (NULL: none) */
+    const struct lt_plan *plan; /* the compiled plan (NULL for a target with output_from_source) */
+    const char *source;       /* the emitted translation unit (output_from_source), NUL-terminated */
+    size_t source_len;
+    int n_kernels, n_pack_kernels, n_host_groups; /* from the compile report */
+    /* printing: lines for stdout go to `log`; paths and names pass through esc (the CLI's
+     * escaper); a problem that does not fail the output goes to warn */
+    const char *(*esc)(const char *s);
+    void (*warn)(const char *msg);
+} lt_output_request;
+
 typedef struct lt_backend_vtbl {
-    const char *name;    /* "cpu", "cuda" */
+    const char *name;    /* "cpu", "cuda": registry key and messages, never compared elsewhere */
     const lt_lang *lang; /* language table the emitter uses for this backend */
     bool host_memory;    /* alloc returns host memory the runtime may dereference (CPU) */
     bool loop_ir_only;   /* runs Loop IR itself (compile_ir): kernels must not call prelude microkernels */
+    bool opens_device;   /* create opens a device (which does not survive fork); the target is read
+                          * from it, so a compile creates the instance before lowering */
+    bool output_from_source; /* write_output needs only the emitted source (no plan, no device) */
+    /* The target a compile builds for (target.h): from the options, and from `b` (an instance,
+     * NULL when none was created: a compile that only emits) for a device backend. */
+    lt_status (*target)(lt_ctx *ctx, lt_backend *b, const lt_target_options *opt, lt_target *out);
     lt_status (*create)(lt_ctx *ctx, const lt_backend_options *opt, lt_backend **out);
     void (*destroy)(lt_backend *b);
     /* source: one translation unit from lt_emit_module(lang); cached by content hash */
@@ -74,6 +108,13 @@ typedef struct lt_backend_vtbl {
     lt_status (*ceilings)(lt_backend *b, lt_ctx *ctx, lt_backend_ceilings *out);
 
     /* ---- optional (NULL: not available; device backends) ---- */
+    /* cache facts of a compiled module, for the report (NULL: none to tell) */
+    void (*module_info)(lt_backend *b, const lt_bmodule *m, lt_bmodule_info *out);
+    /* threads of the module's parallel loops (n <= 0: the runtime's default); NULL: not threaded */
+    void (*module_set_threads)(lt_backend *b, lt_bmodule *m, int n);
+    /* `lathe compile --target NAME -o DIR`: write the target's product into req->dir (NULL: the
+     * backend is no such target) */
+    lt_status (*write_output)(lt_ctx *ctx, const lt_target *t, const lt_output_request *req, lt_strbuf *log);
     /* A backend that runs Loop IR directly (the evaluator) takes the kernels instead of source; they
      * live as long as the plan. When set, the compile calls it instead of emitting and `compile`. */
     lt_status (*compile_ir)(lt_backend *b, lt_ctx *ctx, const lt_kernel *const *kernels, int n, lt_bmodule **out);
@@ -102,6 +143,7 @@ struct lt_backend {
 extern const lt_backend_vtbl lt_backend_cpu;
 extern const lt_backend_vtbl lt_backend_cuda;   /* src/backend/cuda/cuda_backend.c */
 extern const lt_backend_vtbl lt_backend_loopir; /* src/backend/loopir: the bounds-checked evaluator */
+extern const lt_backend_vtbl lt_backend_c;      /* src/backend/c: the standalone C export */
 
 /* The registered backend called `name` ("cpu"), NULL if none. */
 const lt_backend_vtbl *lt_backend_find(const char *name);
@@ -113,5 +155,11 @@ const char *const *lt_backend_names(void);
 /* Find + create; LT_ERR_UNSUPPORTED naming the known backends when `name` is not one. */
 lt_status lt_backend_create(lt_ctx *ctx, const char *name, const lt_backend_options *opt, lt_backend **out);
 void lt_backend_destroy(lt_backend *b); /* NULL is fine */
+/* The target of backend `name` with no instance (a device backend's static capabilities: whether
+ * the tuning database applies, ...); LT_ERR_UNSUPPORTED when no backend has that name. */
+lt_status lt_backend_target_named(lt_ctx *ctx, const char *name, const lt_target_options *opt, lt_target *out);
+/* The target of backend vt (b: its instance, or NULL when none was created). */
+lt_status lt_backend_target(lt_ctx *ctx, const lt_backend_vtbl *vt, lt_backend *b, const lt_target_options *opt,
+                            lt_target *out);
 
 #endif

@@ -17,8 +17,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../backend/cpu/cpu.h"
-#include "../backend/cuda/cuda.h"
 #include "../codegen/codegen.h"
 #include "../graph/infer.h"
 #include "../runtime/onnx_writer.h"
@@ -35,26 +33,10 @@ void lt_compile_options_init(lt_compile_options *o) {
     o->backend = "cpu";
 }
 
-const char *lt_compile_stage_name(int stage) {
-    static const char *const names[LT_STAGE_COUNT] = {"passes", "fuse", "lower", "schedule", "emit", "backend", "plan"};
-    return stage >= 0 && stage < LT_STAGE_COUNT ? names[stage] : "?";
-}
-
-int lt_compile_host_lanes(void) {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f")) return 16;
-    if (__builtin_cpu_supports("avx2")) return 8;
-#endif
-    return 4;
-}
+int lt_compile_host_lanes(void) { return lt_target_host_lanes(); }
 
 /* Threads the plan's kernels may use (sizes per-thread scratch): the option, else the CPUs online. */
-int lt_compile_threads(int threads) {
-    if (threads > 0) return threads;
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n < 1 ? 1 : n > 256 ? 256 : (int)n;
-}
+int lt_compile_threads(int threads) { return lt_target_threads(threads); }
 
 /* Is `name` in the comma-separated list (NULL: empty)? */
 static bool list_has(const char *list, const char *name) {
@@ -176,6 +158,408 @@ static void progress(const lt_compile_options *o, int stage, int done, int total
     if (o->progress) o->progress(o->progress_user, stage, done, total);
 }
 
+/* ---- the compile state every stage reads and writes ---- */
+
+typedef struct cstate {
+    lt_ctx *ctx;
+    lt_model *m;
+    const lt_compile_options *opt;
+    lt_compile_report *r;
+    const char *bname;
+    const lt_backend_vtbl *vt;
+    lt_backend_options bo;
+    lt_target target;
+    lt_arena *arena;             /* owned until the plan takes it */
+    lt_backend *backend;         /* likewise */
+    lt_bmodule *module;          /* likewise */
+    int n_api;                   /* the graph's inputs as the caller knows them */
+    const char **api_names;
+    bool *api_frozen;
+    char enable[1024];           /* enable + tuned passes */
+    lt_groups *gs;
+    lt_lower_options lo;
+    lt_lowered *lowered;         /* per group; kernel NULL: host group or lowering fallback */
+    bool *tuned;                 /* per group: a tuned schedule was applied */
+    lt_strbuf *kdump;            /* per group: Loop IR before and after scheduling (dump_code_dir) */
+    int n_emit;                  /* kernels + pack kernels */
+    lt_emit_kernel *ek;
+    int ne;
+    lt_strbuf src;               /* the translation unit */
+    bool dumped;                 /* dump_code_dir files written */
+    lt_plan *plan;
+} cstate;
+
+typedef enum stage_kind {
+    SK_GRAPH,   /* rewrites the graph: dumps print it, verify_each verifies it */
+    SK_GROUPS,  /* partitions it: dumps print the groups */
+    SK_LOOP,    /* a loop pass over each group's kernel: dumps print every kernel, verify_each verifies it */
+    SK_CODE,    /* source: dumps print the translation unit */
+    SK_MODULE,  /* the backend's module */
+    SK_PLAN     /* the plan: dumps print it */
+} stage_kind;
+
+typedef struct stage {
+    const char *name;
+    int id;                      /* LT_STAGE_*: its slot in the report's stage_seconds */
+    stage_kind kind;
+    bool (*wanted)(const cstate *st); /* NULL: always runs */
+    lt_status (*run)(cstate *st);     /* the whole stage, or (loop passes) NULL and: */
+    lt_status (*run_group)(cstate *st, int group);
+} stage;
+
+/* inputs: graph inputs with initializers become constants (unless given) */
+static lt_status st_inputs(cstate *st) {
+    lt_graph *g = st->m->graph;
+    st->n_api = g->n_inputs;
+    st->api_names = lt_arena_alloc(st->arena, sizeof(char *) * (size_t)(st->n_api + 1));
+    st->api_frozen = lt_arena_alloc(st->arena, sizeof(bool) * (size_t)(st->n_api + 1));
+    if (!st->api_names || !st->api_frozen) return lt_error(st->ctx, LT_ERR_NOMEM, "out of memory (inputs)");
+    for (int i = 0; i < st->n_api; i++)
+        if (!(st->api_names[i] = lt_arena_strdup(st->arena, g->inputs[i]->name)))
+            return lt_error(st->ctx, LT_ERR_NOMEM, "out of memory (inputs)");
+    if (st->opt->keep_initializer_inputs) return LT_OK;
+    return freeze_inputs(st->ctx, st->m, st->opt->given_inputs, st->api_frozen, &st->r->n_frozen_inputs);
+}
+
+/* The pass manager's dump_after: a pass name or "all" (a stage name is the driver's). */
+static const char *pass_dump_after(const char *d) { return d && (!strcmp(d, "all") || lt_pass_find(d)) ? d : NULL; }
+
+/* passes: the graph passes at the -O level (with the tuned ones not disabled by name) */
+static lt_status st_passes(cstate *st) {
+    const lt_compile_options *opt = st->opt;
+    lt_compile_report *r = st->r;
+    snprintf(st->enable, sizeof st->enable, "%s", opt->enable ? opt->enable : "");
+    if (opt->tuned_passes) LT_TRY(add_tuned_passes(st->ctx, opt, st->enable, sizeof st->enable, r));
+    lt_pass_options po = {
+        .level = opt->opt_level,
+        .verify_each = opt->verify_each,
+        .dump_after = pass_dump_after(opt->dump_after),
+        .dump_cb = opt->dump_cb,
+        .dump_user = opt->dump_user,
+        .dump = opt->dump_cb ? NULL : &r->pass_dump,
+        .time_passes = opt->time_passes,
+        .disable = opt->disable,
+        .enable = st->enable[0] ? st->enable : NULL,
+        .stop_after = opt->stop_after,
+        .target = &st->target,
+        .no_microkernels = !st->target.microkernels,
+    };
+    r->nodes_before = st->m->graph->n_nodes;
+    LT_TRY(lt_pass_options_check(st->ctx, &po));
+    if (opt->opt_level > 0) LT_TRY(lt_passes_run(st->ctx, st->m, &po, &r->passes));
+    r->nodes_after = st->m->graph->n_nodes;
+    if (opt->dump_graph) LT_TRY(lt_onnx_write_model_file(st->ctx, st->m, opt->dump_graph));
+    return LT_OK;
+}
+
+/* fuse: partition the graph, verified again after the passes: every node's shapes are checked once
+ * more by inference (lt_node.shapes_verified), and lowering compiles only nodes it verified */
+static lt_status st_fuse(cstate *st) {
+    LT_TRY(lt_graph_verify(st->ctx, st->m->graph));
+    LT_TRY(lt_graph_infer(st->ctx, st->m));
+    st->gs = lt_arena_alloc(st->arena, sizeof *st->gs);
+    if (!st->gs) return lt_error(st->ctx, LT_ERR_NOMEM, "out of memory (groups)");
+    lt_fuse_options fo = {.no_fusion = st->opt->no_fusion || st->opt->opt_level == 0,
+                          .no_epilogues = st->opt->no_epilogues,
+                          .all_host = st->opt->all_host,
+                          .gpu = st->target.gpu_blocks};
+    LT_TRY(lt_fuse(st->ctx, st->m, st->arena, &fo, st->gs));
+    st->r->n_groups = st->gs->n;
+    st->r->n_host_groups = st->gs->n_host;
+    int n = st->gs->n + 1;
+    st->lowered = lt_arena_alloc(st->arena, sizeof *st->lowered * (size_t)n);
+    st->tuned = lt_arena_alloc(st->arena, sizeof *st->tuned * (size_t)n);
+    st->kdump = lt_arena_alloc(st->arena, sizeof *st->kdump * (size_t)n);
+    if (!st->lowered || !st->tuned || !st->kdump) return lt_error(st->ctx, LT_ERR_NOMEM, "out of memory (lowered kernels)");
+    memset(st->lowered, 0, sizeof *st->lowered * (size_t)n);
+    memset(st->tuned, 0, sizeof *st->tuned * (size_t)n);
+    memset(st->kdump, 0, sizeof *st->kdump * (size_t)n);
+    return LT_OK;
+}
+
+/* The lowering options: the target's capabilities, in this one place. */
+static void lower_options(cstate *st) {
+    const lt_target *t = &st->target;
+    st->lo = (lt_lower_options){.vector_lanes = t->vector_lanes,
+                                .no_microkernels = !t->microkernels,
+                                .scratch = true, /* the plan binds lt_lscratch buffers in its workspace */
+                                .threads = t->threads,
+                                .gpu = t->gpu_blocks,
+                                .wgmma = t->gpu_blocks && t->wgmma};
+}
+
+/* lower (a loop pass): one group to a Loop IR kernel with its default schedule recorded; a group the
+ * lowering rejects falls back to host steps. Loop IR simplification runs inside (lt_lower_group). */
+static lt_status lp_lower(cstate *st, int i) {
+    const lt_group *g = &st->gs->groups[i];
+    if (i == 0) progress(st->opt, LT_STAGE_LOWER, 0, 0);
+    if (g->host) return LT_OK;
+    lt_lowered *lw = &st->lowered[i];
+    lt_ctx c2 = {0};
+    lt_status ls = lt_lower_group(&c2, st->gs, g, st->arena, &st->lo, lw);
+    if (ls == LT_OK) ls = name_packs(&c2, st->arena, lw);
+    if (ls != LT_OK) {
+        if (ls == LT_ERR_NOMEM || st->opt->strict) return lt_error(st->ctx, ls, "lowering group g%d: %s", g->id, c2.msg);
+        note_fallback(st->r, g, "lowering", &c2);
+        memset(lw, 0, sizeof *lw);
+        return LT_OK;
+    }
+    st->n_emit += 1 + lw->n_packs;
+    if (st->opt->dump_code_dir) {
+        lt_strbuf *kd = &st->kdump[i];
+        char sched[128];
+        lt_sb_printf(kd, "==== %s (group g%d, %s): %s\n---- unscheduled\n", lw->kernel->name, i, lt_pattern_name(g->pattern),
+                     group_origin(st->arena, g));
+        lt_kernel_dump(lw->kernel, kd);
+        lt_sb_printf(kd, "---- schedule\n");
+        for (int k = 0; k < lw->schedule.n; k++) {
+            lt_sstep_format(&lw->schedule.steps[k], sched, sizeof sched);
+            lt_sb_printf(kd, "  %s\n", sched);
+        }
+    }
+    return LT_OK;
+}
+
+/* tuned (a loop pass): a schedule from options.schedule_hook (the tuning database, or lathe tune's
+ * search) instead of the default; one that fails to apply leaves the default to the next pass. */
+static bool want_tuned(const cstate *st) { return st->opt->schedule_hook && !st->target.gpu_blocks; }
+
+static lt_status lp_tuned(cstate *st, int i) {
+    lt_lowered *lw = &st->lowered[i];
+    progress(st->opt, LT_STAGE_TUNED, i, st->gs->n);
+    if (!lw->kernel) return LT_OK;
+    lt_schedule dflt = lw->schedule;
+    bool replaced = false;
+    LT_TRY(st->opt->schedule_hook(st->opt->schedule_user, st->ctx, lw, st->lo.threads, &replaced));
+    lw->kernel->body = lw->body0; /* the hook may have tried schedules on it */
+    if (!replaced) return LT_OK;
+    lt_ctx c2 = {0};
+    lt_status ss = lt_lower_apply_schedule(&c2, lw);
+    if (ss == LT_ERR_NOMEM)
+        return lt_error(st->ctx, ss, "scheduling %s (group g%d): %s", lw->kernel->name, i, c2.msg);
+    if (ss == LT_OK) {
+        st->tuned[i] = true;
+        st->r->n_tuned++;
+        return LT_OK;
+    }
+    lw->schedule = dflt, lw->kernel->body = lw->body0; /* a stale or foreign entry: the default instead */
+    return LT_OK;
+}
+
+/* schedule (a loop pass): the default schedule of the group's pattern, where no tuned one applied;
+ * one that fails leaves the kernel unscheduled (correct, slower). Simplification runs inside
+ * (lt_lower_apply_schedule). */
+static lt_status lp_schedule(cstate *st, int i) {
+    lt_lowered *lw = &st->lowered[i];
+    if (!want_tuned(st)) progress(st->opt, LT_STAGE_SCHEDULE, i, st->gs->n);
+    if (!lw->kernel) return LT_OK;
+    if (!st->tuned[i]) {
+        lt_ctx c2 = {0};
+        lt_status ss = lt_lower_apply_schedule(&c2, lw);
+        if (ss != LT_OK) {
+            if (ss == LT_ERR_NOMEM || st->opt->strict)
+                return lt_error(st->ctx, ss, "scheduling %s (group g%d): %s", lw->kernel->name, i, c2.msg);
+            lw->kernel->body = lw->body0;
+            lt_kernel_cost(lw->kernel);
+            lt_compile_report *r = st->r;
+            if (!r->fallback_first[0])
+                snprintf(r->fallback_first, sizeof r->fallback_first, "%.40s: default schedule not applied: %.400s",
+                         lw->kernel->name, c2.msg);
+            r->n_unscheduled++;
+        }
+    }
+    if (st->opt->dump_code_dir) {
+        lt_sb_printf(&st->kdump[i], "---- scheduled (%.0f flops, %.0f bytes)\n", lw->kernel->flops, lw->kernel->bytes);
+        lt_kernel_dump(lw->kernel, &st->kdump[i]);
+    }
+    return LT_OK;
+}
+
+static void free_kdump(cstate *st) {
+    for (int i = 0; st->gs && st->kdump && i < st->gs->n; i++) lt_sb_free(&st->kdump[i]);
+    st->kdump = NULL;
+}
+
+/* The dump_code_dir files of what exists so far: groups.txt, kernels.txt, the translation unit. */
+static lt_status write_dumps(cstate *st) {
+    const lt_compile_options *opt = st->opt;
+    if (!opt->dump_code_dir || st->dumped) return LT_OK;
+    st->dumped = true;
+    lt_strbuf gdump = {0}, kd = {0};
+    if (st->gs) lt_groups_print(st->gs, &gdump);
+    bool failed = false;
+    for (int i = 0; st->gs && st->kdump && i < st->gs->n; i++) {
+        if (st->kdump[i].len) lt_sb_printf(&kd, "%.*s", (int)st->kdump[i].len, st->kdump[i].s);
+        failed |= st->kdump[i].failed;
+    }
+    lt_status s = make_dir(st->ctx, opt->dump_code_dir);
+    char fname[32];
+    snprintf(fname, sizeof fname, "model.%s", st->target.source_ext ? st->target.source_ext : "c");
+    if (s == LT_OK && st->ek) s = write_text(st->ctx, opt->dump_code_dir, fname, st->src.s ? st->src.s : "", st->src.len);
+    if (s == LT_OK && st->lowered) s = write_text(st->ctx, opt->dump_code_dir, "kernels.txt", kd.s ? kd.s : "", kd.len);
+    if (s == LT_OK && st->gs) s = write_text(st->ctx, opt->dump_code_dir, "groups.txt", gdump.s ? gdump.s : "", gdump.len);
+    if (s == LT_OK && (kd.failed || gdump.failed || failed)) s = lt_error(st->ctx, LT_ERR_NOMEM, "out of memory (code dump)");
+    lt_sb_free(&gdump);
+    lt_sb_free(&kd);
+    return s;
+}
+
+/* emit: ONE translation unit of every kernel and pack kernel */
+static lt_status st_emit(cstate *st) {
+    const lt_compile_options *opt = st->opt;
+    lt_compile_report *r = st->r;
+    st->ek = lt_calloc(st->ctx, (size_t)st->n_emit + 1, sizeof *st->ek, "kernel list");
+    if (!st->ek) return LT_ERR_NOMEM;
+    for (int i = 0; i < st->gs->n; i++) {
+        lt_lowered *lw = &st->lowered[i];
+        if (!lw->kernel) continue;
+        const char *origin = group_origin(st->arena, &st->gs->groups[i]);
+        for (int k = 0; k < lw->n_packs; k++) {
+            lt_kernel *pk = lw->packs[k].kernel;
+            if (pk->body) lt_kernel_cost(pk);
+            st->ek[st->ne++] = (lt_emit_kernel){pk, "weight packing"};
+            r->n_pack_kernels++;
+        }
+        st->ek[st->ne++] = (lt_emit_kernel){lw->kernel, origin};
+        r->n_kernels++;
+    }
+    /* a backend that runs the Loop IR itself needs no source unless someone asked to see it */
+    bool need_source = !st->target.runs_loop_ir || opt->dump_code_dir || opt->emit_source || opt->emit_only;
+    if (st->ne > 0 && need_source) LT_TRY(lt_emit_module(st->ctx, st->target.lang, st->ek, st->ne, NULL, &st->src));
+    r->source_bytes = st->src.len;
+    LT_TRY(write_dumps(st));
+    if (opt->emit_source && st->src.len) {
+        lt_sb_printf(opt->emit_source, "%.*s", (int)st->src.len, st->src.s);
+        if (opt->emit_source->failed) return lt_error(st->ctx, LT_ERR_NOMEM, "out of memory (emitted source)");
+    }
+    return LT_OK;
+}
+
+static bool want_backend(const cstate *st) { return !st->opt->emit_only; }
+
+/* backend: build and load the module (cached) */
+static lt_status st_backend(cstate *st) {
+    if (!st->backend) LT_TRY(lt_backend_create(st->ctx, st->bname, &st->bo, &st->backend));
+    lt_backend *b = st->backend;
+    if (st->ne > 0 && b->vt->compile_ir) {
+        const lt_kernel **ks = lt_arena_alloc(st->arena, (size_t)st->ne * sizeof *ks);
+        if (!ks) return lt_error(st->ctx, LT_ERR_NOMEM, "out of memory (kernel list)");
+        for (int i = 0; i < st->ne; i++) ks[i] = st->ek[i].kernel;
+        LT_TRY(b->vt->compile_ir(b, st->ctx, ks, st->ne, &st->module));
+    } else if (st->ne > 0) {
+        LT_TRY(b->vt->compile(b, st->ctx, st->src.s, &st->module));
+        if (b->vt->module_info) { /* cache facts for the report */
+            lt_bmodule_info mi = {0};
+            b->vt->module_info(b, st->module, &mi);
+            st->r->cache_hit = mi.cache_hit;
+            snprintf(st->r->cache_key, sizeof st->r->cache_key, "%s", mi.key);
+            snprintf(st->r->source_path, sizeof st->r->source_path, "%s", mi.source_path);
+        }
+    }
+    return LT_OK;
+}
+
+/* plan: steps, slots, the static memory plan (lt_plan_build plans memory too), packed weights; it
+ * takes over the arena, backend and module */
+static lt_status st_plan(cstate *st) {
+    free_kdump(st); /* the arena goes to the plan */
+    lt_plan_build_args pa = {.model = st->m, .arena = st->arena, .groups = st->gs, .lowered = st->lowered,
+                             .backend = st->backend, .module = st->module, .threads = st->opt->threads,
+                             .no_inplace = st->opt->no_inplace, .no_graphs = st->opt->no_graphs,
+                             .n_api_inputs = st->n_api, .api_input_names = st->api_names,
+                             .api_input_frozen = st->api_frozen};
+    st->arena = NULL;
+    st->backend = NULL;
+    st->module = NULL;
+    LT_TRY(lt_plan_build(st->ctx, &pa, &st->plan));
+    lt_plan_get_stats(st->plan, &st->r->plan);
+    if (st->opt->dump_code_dir) {
+        lt_strbuf pd = {0};
+        lt_plan_print(st->plan, &pd);
+        lt_status s = pd.failed ? lt_error(st->ctx, LT_ERR_NOMEM, "out of memory (plan dump)")
+                                : write_text(st->ctx, st->opt->dump_code_dir, "plan.txt", pd.s ? pd.s : "", pd.len);
+        lt_sb_free(&pd);
+        return s;
+    }
+    return LT_OK;
+}
+
+/* The stages in order; LT_STAGE_* (compile.h) follows this table. */
+static const stage stages[LT_STAGE_COUNT] = {
+    {"inputs", LT_STAGE_INPUTS, SK_GRAPH, NULL, st_inputs, NULL},
+    {"passes", LT_STAGE_PASSES, SK_GRAPH, NULL, st_passes, NULL},
+    {"fuse", LT_STAGE_FUSE, SK_GROUPS, NULL, st_fuse, NULL},
+    {"lower", LT_STAGE_LOWER, SK_LOOP, NULL, NULL, lp_lower},
+    {"tuned", LT_STAGE_TUNED, SK_LOOP, want_tuned, NULL, lp_tuned},
+    {"schedule", LT_STAGE_SCHEDULE, SK_LOOP, NULL, NULL, lp_schedule},
+    {"emit", LT_STAGE_EMIT, SK_CODE, NULL, st_emit, NULL},
+    {"backend", LT_STAGE_BACKEND, SK_MODULE, want_backend, st_backend, NULL},
+    {"plan", LT_STAGE_PLAN, SK_PLAN, want_backend, st_plan, NULL},
+};
+
+const char *lt_compile_stage_name(int stage) { return stage >= 0 && stage < LT_STAGE_COUNT ? stages[stage].name : "?"; }
+
+int lt_compile_stage_find(const char *name) {
+    for (int i = 0; name && i < LT_STAGE_COUNT; i++)
+        if (!strcmp(stages[i].name, name)) return i;
+    return -1;
+}
+
+/* --dump-after for a stage: what it produced, through dump_cb or into the report's pass_dump. */
+static void dump_stage(cstate *st, const stage *sg) {
+    const lt_compile_options *opt = st->opt;
+    if (!opt->dump_after || (strcmp(opt->dump_after, "all") != 0 && strcmp(opt->dump_after, sg->name) != 0)) return;
+    lt_strbuf b = {0};
+    switch (sg->kind) {
+    case SK_GRAPH: lt_graph_print(st->m->graph, &b); break;
+    case SK_GROUPS: lt_groups_print(st->gs, &b); break;
+    case SK_LOOP:
+        for (int i = 0; i < st->gs->n; i++) {
+            const lt_lowered *lw = &st->lowered[i];
+            if (!lw->kernel) continue;
+            for (int k = 0; k < lw->n_packs; k++) {
+                lt_sb_printf(&b, "==== %s (group g%d, weight packing)\n", lw->packs[k].kernel->name, i);
+                lt_kernel_dump(lw->packs[k].kernel, &b);
+            }
+            lt_sb_printf(&b, "==== %s (group g%d)\n", lw->kernel->name, i);
+            lt_kernel_dump(lw->kernel, &b);
+        }
+        break;
+    case SK_CODE: lt_sb_printf(&b, "%.*s", (int)st->src.len, st->src.s ? st->src.s : ""); break;
+    case SK_MODULE: lt_sb_printf(&b, "module: %d kernel(s)%s\n", st->ne, st->r->cache_hit ? ", cache hit" : ""); break;
+    case SK_PLAN: lt_plan_print(st->plan, &b); break;
+    }
+    if (opt->dump_cb) opt->dump_cb(opt->dump_user, sg->name, 0, b.s ? b.s : "");
+    else {
+        lt_sb_printf(&st->r->pass_dump, "; after %s\n", sg->name);
+        lt_sb_printf(&st->r->pass_dump, "%.*s", (int)b.len, b.s ? b.s : "");
+    }
+    lt_sb_free(&b);
+}
+
+/* --verify-each for a stage: the graph after graph stages, every kernel after loop passes. */
+static lt_status verify_stage(cstate *st, const stage *sg) {
+    if (!st->opt->verify_each) return LT_OK;
+    lt_ctx c2 = {0};
+    lt_status s = LT_OK;
+    if (sg->kind == SK_GRAPH) s = lt_graph_verify(&c2, st->m->graph);
+    for (int i = 0; sg->kind == SK_LOOP && s == LT_OK && i < st->gs->n; i++) {
+        const lt_lowered *lw = &st->lowered[i];
+        if (!lw->kernel) continue;
+        for (int k = 0; k < lw->n_packs && s == LT_OK; k++)
+            if (lw->packs[k].kernel->body) s = lt_kernel_verify(&c2, lw->packs[k].kernel);
+        if (s == LT_OK) s = lt_kernel_verify(&c2, lw->kernel);
+    }
+    return s ? lt_error(st->ctx, s, "after stage '%s': %s", sg->name, c2.msg) : LT_OK;
+}
+
+/* Run one stage: the whole of it, or (a loop pass) each group in order. */
+static lt_status run_stage(cstate *st, const stage *sg) {
+    if (sg->run) return sg->run(st);
+    for (int i = 0; i < st->gs->n; i++) LT_TRY(sg->run_group(st, i));
+    return LT_OK;
+}
+
 lt_status lt_compile(lt_ctx *ctx, lt_model *m, const lt_compile_options *opt, lt_plan **out, lt_compile_report *report) {
     lt_compile_options dflt;
     if (!opt) {
@@ -187,6 +571,19 @@ lt_status lt_compile(lt_ctx *ctx, lt_model *m, const lt_compile_options *opt, lt
     if (!m || !out) return lt_error(ctx, LT_ERR_USAGE, "lt_compile: missing model or output");
     if (opt->opt_level < 0 || opt->opt_level > 3)
         return lt_error(ctx, LT_ERR_USAGE, "optimization level must be 0 to 3, not %d", opt->opt_level);
+    int stop_stage = LT_STAGE_COUNT - 1;
+    if (opt->stop_after_stage && (stop_stage = lt_compile_stage_find(opt->stop_after_stage)) < 0) {
+        lt_strbuf names = {0};
+        for (int i = 0; i < LT_STAGE_COUNT; i++) lt_sb_printf(&names, "%s%s", i ? ", " : "", stages[i].name);
+        lt_status s = lt_error(ctx, LT_ERR_USAGE, "stop after '%s': no stage has that name (stages: %s)",
+                               opt->stop_after_stage, names.s ? names.s : "");
+        lt_sb_free(&names);
+        return s;
+    }
+    if (opt->dump_after && strcmp(opt->dump_after, "all") != 0 && !lt_pass_find(opt->dump_after) &&
+        lt_compile_stage_find(opt->dump_after) < 0)
+        return lt_error(ctx, LT_ERR_USAGE, "--dump-after=%s: no pass or stage has that name (try 'all', a pass or a stage)",
+                        opt->dump_after);
     const char *bname = opt->backend ? opt->backend : "cpu";
     const lt_backend_vtbl *vt = lt_backend_find(bname);
     if (!vt) {
@@ -197,305 +594,66 @@ lt_status lt_compile(lt_ctx *ctx, lt_model *m, const lt_compile_options *opt, lt
         lt_sb_free(&names);
         return s;
     }
-    double t_start = now_s(), t;
+    double t_start = now_s();
     lt_status s = LT_OK;
-    lt_arena *arena = NULL;
-    lt_backend *backend = NULL;
-    lt_bmodule *module = NULL;
-    lt_strbuf src = {0};
-    lt_emit_kernel *ek = NULL;
+    cstate *st = lt_calloc(ctx, 1, sizeof *st, "compile state");
+    if (!st) return LT_ERR_NOMEM;
+    *st = (cstate){.ctx = ctx, .m = m, .opt = opt, .r = r, .bname = bname, .vt = vt};
+    st->bo = (lt_backend_options){.cc = opt->cc, .cache_dir = opt->cache_dir, .extra_flags = opt->extra_cflags,
+                                  .cc_timeout_s = opt->cc_timeout_s, .threads = opt->threads, .device = opt->device,
+                                  .nvrtc = opt->nvrtc, .arch = opt->arch};
+    st->arena = lt_mem_alloc(sizeof *st->arena);
+    if (!st->arena) {
+        lt_mem_free(st);
+        return lt_error(ctx, LT_ERR_NOMEM, "out of memory (compilation arena)");
+    }
+    lt_arena_init(st->arena);
 
-    arena = lt_mem_alloc(sizeof *arena);
-    if (!arena) return lt_error(ctx, LT_ERR_NOMEM, "out of memory (compilation arena)");
-    lt_arena_init(arena);
+    /* the target, once: from the options, and from the device for a backend that opens one (so the
+     * device is opened first, unless the compile only emits source) */
+    if (vt->opens_device && !opt->emit_only) {
+        double tb = now_s();
+        if ((s = lt_backend_create(ctx, bname, &st->bo, &st->backend)) != LT_OK) goto done;
+        r->stage_seconds[LT_STAGE_BACKEND] = now_s() - tb;
+    }
+    lt_target_options tgo = {.threads = opt->threads, .vector_lanes = opt->vector_lanes, .arch = opt->arch,
+                             .no_microkernels = opt->no_microkernels};
+    if ((s = lt_backend_target(ctx, vt, st->backend, &tgo, &st->target)) != LT_OK) goto done;
+    lower_options(st);
 
-    /* 0. inputs with initializers become constants (unless given) */
-    t = now_s();
-    int n_api = m->graph->n_inputs;
-    const char **api_names = lt_arena_alloc(arena, sizeof(char *) * (size_t)(n_api + 1));
-    bool *api_frozen = lt_arena_alloc(arena, sizeof(bool) * (size_t)(n_api + 1));
-    if (!api_names || !api_frozen) { s = lt_error(ctx, LT_ERR_NOMEM, "out of memory (inputs)"); goto fail; }
-    for (int i = 0; i < n_api; i++) {
-        api_names[i] = lt_arena_strdup(arena, m->graph->inputs[i]->name);
-        if (!api_names[i]) { s = lt_error(ctx, LT_ERR_NOMEM, "out of memory (inputs)"); goto fail; }
+    /* the stages, each timed, dumped and verified on request; emit_only stops after emit */
+    for (int i = 0; i <= stop_stage && s == LT_OK; i++) {
+        const stage *sg = &stages[i];
+        if (sg->wanted && !sg->wanted(st)) continue;
+        if (sg->id != LT_STAGE_LOWER && sg->id != LT_STAGE_TUNED && sg->id != LT_STAGE_SCHEDULE)
+            progress(opt, sg->id, 0, 0);
+        double t = now_s();
+        s = run_stage(st, sg);
+        r->stage_seconds[sg->id] += now_s() - t;
+        if (s == LT_OK) s = verify_stage(st, sg);
+        if (s == LT_OK) dump_stage(st, sg);
     }
-    if (!opt->keep_initializer_inputs && (s = freeze_inputs(ctx, m, opt->given_inputs, api_frozen, &r->n_frozen_inputs)) != LT_OK)
-        goto fail;
-
-    /* 1. graph passes (with the tuned ones not disabled by name) */
-    progress(opt, LT_STAGE_PASSES, 0, 0);
-    char enable[1024];
-    snprintf(enable, sizeof enable, "%s", opt->enable ? opt->enable : "");
-    if (opt->tuned_passes && (s = add_tuned_passes(ctx, opt, enable, sizeof enable, r)) != LT_OK) goto fail;
-    lt_pass_options po = {
-        .level = opt->opt_level,
-        .verify_each = opt->verify_each,
-        .dump_after = opt->dump_after,
-        .dump_cb = opt->dump_cb,
-        .dump_user = opt->dump_user,
-        .dump = opt->dump_cb ? NULL : &r->pass_dump,
-        .time_passes = opt->time_passes,
-        .disable = opt->disable,
-        .enable = enable[0] ? enable : NULL,
-        .stop_after = opt->stop_after,
-        .target = bname,
-        .no_microkernels = opt->no_microkernels || vt->loop_ir_only,
-    };
-    r->nodes_before = m->graph->n_nodes;
-    if ((s = lt_pass_options_check(ctx, &po)) != LT_OK) goto fail;
-    if (opt->opt_level > 0 && (s = lt_passes_run(ctx, m, &po, &r->passes)) != LT_OK) goto fail;
-    r->nodes_after = m->graph->n_nodes;
-    r->stage_seconds[LT_STAGE_PASSES] = now_s() - t;
-    if (opt->dump_graph && (s = lt_onnx_write_model_file(ctx, m, opt->dump_graph)) != LT_OK) goto fail;
-
-    /* 2. fusion, of a graph verified again after the passes: every node's shapes are checked once
-     * more by inference (lt_node.shapes_verified), and lowering compiles only nodes it verified */
-    progress(opt, LT_STAGE_FUSE, 0, 0);
-    t = now_s();
-    if ((s = lt_graph_verify(ctx, m->graph)) != LT_OK || (s = lt_graph_infer(ctx, m)) != LT_OK) goto fail;
-    lt_groups *gs = lt_arena_alloc(arena, sizeof *gs);
-    if (!gs) { s = lt_error(ctx, LT_ERR_NOMEM, "out of memory (groups)"); goto fail; }
-    bool gpu = vt->lang && vt->lang->block_index[0] != NULL; /* the target binds GPU blocks (CUDA) */
-    lt_fuse_options fo = {.no_fusion = opt->no_fusion || opt->opt_level == 0,
-                          .no_epilogues = opt->no_epilogues,
-                          .all_host = opt->all_host,
-                          .gpu = gpu};
-    if ((s = lt_fuse(ctx, m, arena, &fo, gs)) != LT_OK) goto fail;
-    r->n_groups = gs->n;
-    r->n_host_groups = gs->n_host;
-    r->stage_seconds[LT_STAGE_FUSE] = now_s() - t;
-
-    /* The GPU target the kernels are lowered for (which tile entries they may call): the option,
-     * else the device's own, so a device backend is created (the device opened) before lowering. */
-    lt_backend_options bo = {.cc = opt->cc, .cache_dir = opt->cache_dir, .extra_flags = opt->extra_cflags,
-                             .cc_timeout_s = opt->cc_timeout_s, .threads = opt->threads, .device = opt->device,
-                             .nvrtc = opt->nvrtc, .arch = opt->arch};
-    const char *gpu_arch = opt->arch;
-    if (gpu && !opt->emit_only) {
-        t = now_s();
-        if ((s = lt_backend_create(ctx, bname, &bo, &backend)) != LT_OK) goto fail;
-        lt_cuda *dev = lt_backend_cuda_device(backend);
-        if (!gpu_arch && dev) gpu_arch = lt_cuda_get_info(dev)->arch;
-        r->stage_seconds[LT_STAGE_BACKEND] = now_s() - t;
+    if (s == LT_OK) s = write_dumps(st); /* stopped before emit: what exists */
+    if (s == LT_OK && !st->plan) r->stopped_after = lt_compile_stage_name(opt->emit_only ? LT_STAGE_EMIT : stop_stage);
+done:
+    if (st->plan && s != LT_OK) {
+        lt_plan_free(st->plan);
+        st->plan = NULL;
     }
-
-    /* 3. lowering (host fallback per group) */
-    progress(opt, LT_STAGE_LOWER, 0, 0);
-    t = now_s();
-    lt_lower_options lo = {.vector_lanes = opt->vector_lanes > 0 ? opt->vector_lanes : lt_compile_host_lanes(),
-                           .no_microkernels = opt->no_microkernels || vt->loop_ir_only,
-                           .scratch = true, /* the plan binds lt_lscratch buffers in its workspace */
-                           .threads = lt_compile_threads(opt->threads),
-                           .gpu = gpu,
-                           .gpu_arch = gpu ? gpu_arch : NULL};
-    lt_lowered *lowered = lt_arena_alloc(arena, sizeof *lowered * (size_t)(gs->n + 1));
-    if (!lowered) { s = lt_error(ctx, LT_ERR_NOMEM, "out of memory (lowered kernels)"); goto fail; }
-    int n_emit = 0;
-    for (int i = 0; i < gs->n; i++) {
-        const lt_group *g = &gs->groups[i];
-        if (g->host) continue;
-        lt_ctx c2 = {0};
-        lt_status ls = lt_lower_group(&c2, gs, g, arena, &lo, &lowered[i]);
-        if (ls == LT_OK) ls = name_packs(&c2, arena, &lowered[i]);
-        if (ls != LT_OK) {
-            if (ls == LT_ERR_NOMEM || opt->strict) {
-                s = lt_error(ctx, ls, "lowering group g%d: %s", g->id, c2.msg);
-                goto fail;
-            }
-            note_fallback(r, g, "lowering", &c2);
-            memset(&lowered[i], 0, sizeof lowered[i]);
-            continue;
-        }
-        n_emit += 1 + lowered[i].n_packs;
+    if (st->module) st->backend->vt->module_free(st->backend, st->module);
+    lt_backend_destroy(st->backend);
+    if (st->arena) {
+        free_kdump(st);
+        lt_arena_free(st->arena);
+        lt_mem_free(st->arena);
     }
-    r->stage_seconds[LT_STAGE_LOWER] = now_s() - t;
-
-    /* 4. default schedules */
-    t = now_s();
-    lt_strbuf kdump = {0};
-    for (int i = 0; i < gs->n; i++) {
-        lt_lowered *lw = &lowered[i];
-        progress(opt, LT_STAGE_SCHEDULE, i, gs->n);
-        if (!lw->kernel) continue;
-        if (opt->dump_code_dir) {
-            char sched[128];
-            lt_sb_printf(&kdump, "==== %s (group g%d, %s): %s\n---- unscheduled\n", lw->kernel->name, i,
-                         lt_pattern_name(gs->groups[i].pattern), group_origin(arena, &gs->groups[i]));
-            lt_kernel_dump(lw->kernel, &kdump);
-            lt_sb_printf(&kdump, "---- schedule\n");
-            for (int k = 0; k < lw->schedule.n; k++) {
-                lt_sstep_format(&lw->schedule.steps[k], sched, sizeof sched);
-                lt_sb_printf(&kdump, "  %s\n", sched);
-            }
-        }
-        lt_ctx c2 = {0};
-        lt_status ss = LT_OK;
-        bool applied = false;
-        if (opt->schedule_hook && !gpu) { /* a tuned schedule instead of the default? */
-            lt_schedule dflt = lw->schedule;
-            bool replaced = false;
-            if ((s = opt->schedule_hook(opt->schedule_user, ctx, lw, lo.threads, &replaced)) != LT_OK) {
-                lt_sb_free(&kdump);
-                goto fail;
-            }
-            lw->kernel->body = lw->body0; /* the hook may have tried schedules on it */
-            if (replaced) {
-                ss = lt_lower_apply_schedule(&c2, lw);
-                applied = ss == LT_OK || ss == LT_ERR_NOMEM;
-                if (ss == LT_OK) r->n_tuned++;
-                if (!applied) { /* a stale or foreign entry: the default schedule instead */
-                    lw->schedule = dflt, lw->kernel->body = lw->body0;
-                    c2 = (lt_ctx){0}, ss = LT_OK;
-                }
-            }
-        }
-        if (!applied) ss = lt_lower_apply_schedule(&c2, lw);
-        if (ss != LT_OK) {
-            if (ss == LT_ERR_NOMEM || opt->strict) {
-                s = lt_error(ctx, ss, "scheduling %s (group g%d): %s", lw->kernel->name, i, c2.msg);
-                lt_sb_free(&kdump);
-                goto fail;
-            }
-            /* unscheduled is correct, only slower */
-            lw->kernel->body = lw->body0;
-            lt_kernel_cost(lw->kernel);
-            if (!r->fallback_first[0])
-                snprintf(r->fallback_first, sizeof r->fallback_first, "%.40s: default schedule not applied: %.400s",
-                         lw->kernel->name, c2.msg);
-            r->n_unscheduled++;
-        }
-        if (opt->dump_code_dir) {
-            lt_sb_printf(&kdump, "---- scheduled (%.0f flops, %.0f bytes)\n", lw->kernel->flops, lw->kernel->bytes);
-            lt_kernel_dump(lw->kernel, &kdump);
-        }
-    }
-    r->stage_seconds[LT_STAGE_SCHEDULE] = now_s() - t;
-
-    /* 5. one translation unit */
-    progress(opt, LT_STAGE_EMIT, 0, 0);
-    t = now_s();
-    ek = lt_calloc(ctx, (size_t)n_emit + 1, sizeof *ek, "kernel list");
-    if (!ek) { s = LT_ERR_NOMEM; lt_sb_free(&kdump); goto fail; }
-    int ne = 0;
-    for (int i = 0; i < gs->n; i++) {
-        lt_lowered *lw = &lowered[i];
-        if (!lw->kernel) continue;
-        const char *origin = group_origin(arena, &gs->groups[i]);
-        for (int k = 0; k < lw->n_packs; k++) {
-            lt_kernel *pk = lw->packs[k].kernel;
-            if (pk->body) lt_kernel_cost(pk);
-            ek[ne++] = (lt_emit_kernel){pk, "weight packing"};
-            r->n_pack_kernels++;
-        }
-        ek[ne++] = (lt_emit_kernel){lw->kernel, origin};
-        r->n_kernels++;
-    }
-    /* a backend that runs the Loop IR itself needs no source unless someone asked to see it */
-    bool need_source = !vt->compile_ir || opt->dump_code_dir || opt->emit_source || opt->emit_only;
-    if (ne > 0 && need_source && (s = lt_emit_module(ctx, vt->lang, ek, ne, NULL, &src)) != LT_OK) {
-        lt_sb_free(&kdump);
-        goto fail;
-    }
-    r->source_bytes = src.len;
-    r->stage_seconds[LT_STAGE_EMIT] = now_s() - t;
-    if (opt->dump_code_dir) {
-        lt_strbuf gdump = {0};
-        lt_groups_print(gs, &gdump);
-        s = make_dir(ctx, opt->dump_code_dir);
-        if (s == LT_OK) s = write_text(ctx, opt->dump_code_dir, gpu ? "model.cu" : "model.c", src.s ? src.s : "", src.len);
-        if (s == LT_OK) s = write_text(ctx, opt->dump_code_dir, "kernels.txt", kdump.s ? kdump.s : "", kdump.len);
-        if (s == LT_OK) s = write_text(ctx, opt->dump_code_dir, "groups.txt", gdump.s ? gdump.s : "", gdump.len);
-        if (s == LT_OK && (kdump.failed || gdump.failed)) s = lt_error(ctx, LT_ERR_NOMEM, "out of memory (code dump)");
-        lt_sb_free(&gdump);
-    }
-    lt_sb_free(&kdump);
-    if (s != LT_OK) goto fail;
-    if (opt->emit_source && src.len) {
-        lt_sb_printf(opt->emit_source, "%.*s", (int)src.len, src.s);
-        if (opt->emit_source->failed) { s = lt_error(ctx, LT_ERR_NOMEM, "out of memory (emitted source)"); goto fail; }
-    }
-    if (opt->emit_only) {
-        progress(opt, -1, 0, 0);
-        r->total_seconds = now_s() - t_start;
-        lt_arena_free(arena);
-        lt_mem_free(arena);
-        lt_sb_free(&src);
-        lt_mem_free(ek);
-        if (!report) lt_compile_report_free(&local);
-        *out = NULL;
-        return LT_OK;
-    }
-
-    /* 6. backend compile (cached) */
-    progress(opt, LT_STAGE_BACKEND, 0, 0);
-    t = now_s();
-    if (!backend && (s = lt_backend_create(ctx, bname, &bo, &backend)) != LT_OK) goto fail;
-    if (ne > 0 && vt->compile_ir) {
-        const lt_kernel **ks = lt_arena_alloc(arena, (size_t)ne * sizeof *ks);
-        if (!ks) { s = lt_error(ctx, LT_ERR_NOMEM, "out of memory (kernel list)"); goto fail; }
-        for (int i = 0; i < ne; i++) ks[i] = ek[i].kernel;
-        if ((s = vt->compile_ir(backend, ctx, ks, ne, &module)) != LT_OK) goto fail;
-    } else if (ne > 0) {
-        if ((s = backend->vt->compile(backend, ctx, src.s, &module)) != LT_OK) goto fail;
-        if (strcmp(bname, "cpu") == 0) {
-            const lt_cpu_module_info *mi = lt_cpu_module_get_info((const lt_cpu_module *)module);
-            r->cache_hit = mi->cache_hit;
-            snprintf(r->cache_key, sizeof r->cache_key, "%s", mi->key);
-            snprintf(r->source_path, sizeof r->source_path, "%s", mi->source_path ? mi->source_path : "");
-        } else if (vt == &lt_backend_cuda) {
-            const lt_cuda_image *img = lt_cuda_module_image((const lt_cuda_module *)module);
-            if (img) {
-                r->cache_hit = img->cache_hit;
-                snprintf(r->cache_key, sizeof r->cache_key, "%s", img->key);
-            }
-        }
-    }
-    r->stage_seconds[LT_STAGE_BACKEND] += now_s() - t;
-
-    /* 7. the plan (it takes over arena, backend and module) */
-    progress(opt, LT_STAGE_PLAN, 0, 0);
-    t = now_s();
-    lt_plan_build_args pa = {.model = m, .arena = arena, .groups = gs, .lowered = lowered, .backend = backend,
-                             .module = module, .threads = opt->threads, .no_inplace = opt->no_inplace,
-                             .no_graphs = opt->no_graphs,
-                             .n_api_inputs = n_api, .api_input_names = api_names, .api_input_frozen = api_frozen};
-    arena = NULL;
-    backend = NULL;
-    module = NULL;
-    lt_plan *plan = NULL;
-    if ((s = lt_plan_build(ctx, &pa, &plan)) != LT_OK) goto fail;
-    lt_plan_get_stats(plan, &r->plan);
-    r->stage_seconds[LT_STAGE_PLAN] = now_s() - t;
-    if (opt->dump_code_dir) {
-        lt_strbuf pd = {0};
-        lt_plan_print(plan, &pd);
-        s = pd.failed ? lt_error(ctx, LT_ERR_NOMEM, "out of memory (plan dump)")
-                      : write_text(ctx, opt->dump_code_dir, "plan.txt", pd.s ? pd.s : "", pd.len);
-        lt_sb_free(&pd);
-        if (s != LT_OK) {
-            lt_plan_free(plan);
-            goto fail;
-        }
-    }
-    r->total_seconds = now_s() - t_start;
-    lt_sb_free(&src);
-    lt_mem_free(ek);
-    if (!report) lt_compile_report_free(&local);
-    progress(opt, -1, 0, 0);
-    *out = plan;
-    return LT_OK;
-fail:
-    if (module) backend->vt->module_free(backend, module);
-    lt_backend_destroy(backend);
-    if (arena) {
-        lt_arena_free(arena);
-        lt_mem_free(arena);
-    }
-    lt_sb_free(&src);
-    lt_mem_free(ek);
+    lt_sb_free(&st->src);
+    lt_mem_free(st->ek);
     r->total_seconds = now_s() - t_start;
     if (!report) lt_compile_report_free(&local);
     progress(opt, -1, 0, 0);
+    if (s == LT_OK) *out = st->plan;
+    lt_mem_free(st);
     return s;
 }
 
@@ -509,6 +667,13 @@ static void human(int64_t b, char *buf, size_t n) {
     if (b >= ((int64_t)1 << 20)) snprintf(buf, n, "%.2f MiB", (double)b / (double)((int64_t)1 << 20));
     else if (b >= 1024) snprintf(buf, n, "%.1f KiB", (double)b / 1024.0);
     else snprintf(buf, n, "%lld B", (long long)b);
+}
+
+void lt_compile_report_print_stages(const lt_compile_report *r, lt_strbuf *out) {
+    lt_sb_printf(out, "%-16s %10s\n", "stage", "ms");
+    for (int i = 0; i < LT_STAGE_COUNT; i++) lt_sb_printf(out, "%-16s %10.3f\n", lt_compile_stage_name(i), r->stage_seconds[i] * 1e3);
+    lt_sb_printf(out, "compile total %.3f ms%s%s\n", r->total_seconds * 1e3, r->stopped_after ? ", stopped after " : "",
+                 r->stopped_after ? r->stopped_after : "");
 }
 
 void lt_compile_report_print(const lt_compile_report *r, lt_strbuf *out) {

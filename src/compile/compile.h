@@ -1,19 +1,24 @@
 /* compile.h — the compile pipeline: an imported model (shapes bound) in, an executable plan out.
  *
- *   lt_compile(ctx, model, options, &plan, &report):
- *     1. passes     graph passes at the -O level (src/passes: verify, dump, time, disable, stop-after)
- *     2. fuse       partition the main graph into kernel groups (src/lower: lt_fuse)
- *     3. lower      each compiled group to a Loop IR kernel (lt_lower_group; GPU schedules when the
- *                   backend's language binds GPU blocks, as CUDA does); a group the lowering
- *                   rejects (LT_ERR_UNSUPPORTED) falls back to host steps, one per node, and is
- *                   counted in the report (options.strict makes it an error instead)
- *     4. schedule   the default schedule of each group's pattern (lt_lower_apply_schedule)
- *     5. emit       ONE translation unit holding every kernel and pack kernel (src/codegen)
- *     6. backend    compile + load it (CPU: cc -> .so -> dlopen; CUDA: NVRTC -> cubin -> driver;
- *                   cached by content hash)
- *     7. plan       steps, slots, static memory plan, workspace, packed weights (src/runtime/plan.h)
- *   Each stage is timed in the report. The model is rewritten by the passes (answers unchanged) and
- *   must outlive the plan (weights are used in place).
+ *   lt_compile(ctx, model, options, &plan, &report) runs a table of named stages (compile.c), each a
+ *   function over one compile state, run by a small driver that times each (the report's
+ *   stage_seconds), dumps what it produced (dump_after = its name), verifies it (verify_each: the
+ *   graph after graph stages, every kernel after loop passes) and stops after it (stop_after_stage):
+ *     inputs     graph inputs with initializers become constants (unless given)
+ *     passes     graph passes at the -O level (src/passes: verify, dump, time, disable, stop-after N)
+ *     fuse       partition the main graph into kernel groups (src/lower: lt_fuse)
+ *     lower      loop pass: each compiled group to a Loop IR kernel (lt_lower_group; GPU schedules
+ *                when the target binds GPU blocks, as CUDA does); a group the lowering rejects
+ *                (LT_ERR_UNSUPPORTED) falls back to host steps, one per node, and is counted in the
+ *                report (options.strict makes it an error instead)
+ *     tuned      loop pass: schedules from options.schedule_hook (tuning database, lathe tune)
+ *     schedule   loop pass: the default schedule of each group's pattern (lt_lower_apply_schedule)
+ *     emit       ONE translation unit holding every kernel and pack kernel (src/codegen)
+ *     backend    compile + load it (CPU: cc -> .so -> dlopen; CUDA: NVRTC -> cubin -> driver;
+ *                cached by content hash)
+ *     plan       steps, slots, static memory plan, workspace, packed weights (src/runtime/plan.h)
+ *   The target (src/backend/target.h) is built once before the stages, by the backend. The model is
+ *   rewritten by the passes (answers unchanged) and must outlive the plan (weights are used in place).
  *
  * The library never reads the environment: the cache directory and compiler come from the options
  * (the CLI reads CC / XDG_CACHE_HOME / HOME). Errors name the stage and the thing at fault (pass,
@@ -54,13 +59,17 @@ typedef struct lt_compile_options {
     /* pass manager options (level is taken from opt_level; dump output goes to the report's
      * pass_dump unless dump_cb is set) */
     bool verify_each;
-    const char *dump_after;     /* NULL, "all" or a pass name */
+    const char *dump_after;     /* NULL, "all", a pass name or a stage name (graph stages print the
+                                 * graph, fuse the groups, loop stages every kernel's Loop IR, emit
+                                 * the source, plan the plan); "all": every pass and stage */
     void (*dump_cb)(void *user, const char *pass, int round, const char *ir);
     void *dump_user;
-    bool time_passes;
+    bool time_passes;           /* each pass's time in the report (every stage is always timed) */
     const char *disable;        /* comma-separated pass names */
     const char *enable;         /* comma-separated pass names run though off by default (layout_nchwc) */
-    int stop_after;             /* > 0: run at most N passes */
+    int stop_after;             /* > 0: run at most N graph passes (the compile goes on) */
+    const char *stop_after_stage; /* a stage name (lt_compile_stage_name): stop after it; no plan
+                                 * (*out = NULL), the report says what ran (stopped_after) */
     /* code generation */
     bool no_fusion;             /* every compilable node its own kernel */
     bool no_epilogues;
@@ -102,14 +111,23 @@ void lt_compile_options_init(lt_compile_options *o);
 /* The thread count a compile with options.threads = threads builds for (0: the online CPUs). */
 int lt_compile_threads(int threads);
 
+/* The stages, in the order the compile runs them (compile.c's stage table): inputs (freeze
+ * initializer inputs), passes (graph passes), fuse, lower / tuned / schedule (loop passes over each
+ * group's kernel: lowering with its default schedule recorded, tuned schedules from schedule_hook,
+ * the default schedules; Loop IR simplification runs inside lowering and after each schedule is
+ * applied), emit (the translation unit), backend (build and load the module), plan (steps, the
+ * static memory plan, packed weights: lt_plan_build). */
 enum {
-    LT_STAGE_PASSES, LT_STAGE_FUSE, LT_STAGE_LOWER, LT_STAGE_SCHEDULE, LT_STAGE_EMIT, LT_STAGE_BACKEND,
-    LT_STAGE_PLAN, LT_STAGE_COUNT
+    LT_STAGE_INPUTS, LT_STAGE_PASSES, LT_STAGE_FUSE, LT_STAGE_LOWER, LT_STAGE_TUNED, LT_STAGE_SCHEDULE,
+    LT_STAGE_EMIT, LT_STAGE_BACKEND, LT_STAGE_PLAN, LT_STAGE_COUNT
 };
-const char *lt_compile_stage_name(int stage); /* "passes", "fuse", ... */
+const char *lt_compile_stage_name(int stage); /* "inputs", "passes", "fuse", ... */
+int lt_compile_stage_find(const char *name);  /* LT_STAGE_* of a stage name, -1 if none */
 
 typedef struct lt_compile_report {
-    double stage_seconds[LT_STAGE_COUNT];
+    double stage_seconds[LT_STAGE_COUNT]; /* per stage of the table (LT_STAGE_*) */
+    const char *stopped_after;  /* the last stage run when the compile stopped before a plan
+                                 * (stop_after_stage, emit_only); NULL when it built one */
     double total_seconds;
     lt_pass_report passes;      /* heap: freed by lt_compile_report_free */
     lt_strbuf pass_dump;        /* --dump-after output when no dump_cb (heap) */
@@ -134,6 +152,8 @@ void lt_compile_report_free(lt_compile_report *r);
 /* A few lines: per-stage times, groups/kernels/host steps, the fraction of nodes compiled, the
  * cache hit, the memory plan (workspace peak next to the sum of intermediates). */
 void lt_compile_report_print(const lt_compile_report *r, lt_strbuf *out);
+/* --time-passes: one line per stage of the table with its time, then the total. */
+void lt_compile_report_print_stages(const lt_compile_report *r, lt_strbuf *out);
 
 /* The CPU's f32 SIMD width in lanes (16 with AVX-512F, 8 with AVX2, 4 otherwise): the default of
  * vector_lanes. */

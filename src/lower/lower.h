@@ -142,10 +142,10 @@ typedef struct lt_lower_options {
     bool scratch;          /* the caller binds scratch arguments (lt_lscratch); without them the GEMM
                             * and conv calls pack on their stack, on one thread */
     int threads;           /* threads the plan may use: sizes scratch (0 means 8) */
-    bool gpu;              /* default schedules bind GPU blocks/threads instead of parallel/vector */
-    const char *gpu_arch;  /* with gpu: the CUDA target the kernels are built for; "sm_90a" lets
-                            * GEMMs use the Hopper-only wgmma tile entries. NULL: entries that run
-                            * on any target */
+    bool gpu;              /* default schedules bind GPU blocks/threads instead of parallel/vector
+                            * (lt_target.gpu_blocks) */
+    bool wgmma;            /* with gpu: GEMMs may use the Hopper-only wgmma tile entries
+                            * (lt_target.wgmma); false: entries that run on any target */
     const char *gpu_tile;  /* with gpu: the tensor-core GEMM tile every GEMM that can use one gets
                             * ("wg128x256", "128x128", ... of lower_gpu_gemm.c's table; wgmma ones
                             * only for sm_90a), for benchmarks that time each. NULL: the cost model's */

@@ -9,7 +9,7 @@
  *           eval lt_cuda_mm_<dt>_<nn|nt>_<tile>(...) / lt_cuda_conv_<dt>_<kind>(...)
  * with the group's epilogue fused into the entry (scale, bias, residual, one activation). The
  * configuration is chosen here from static shapes, dtypes, strides and the target
- * (lt_lower_options.gpu_arch: wgmma on sm_90a only): tensor cores for float16 / bfloat16 when k, n,
+ * (lt_lower_options.wgmma: wgmma on sm_90a only): tensor cores for float16 / bfloat16 when k, n,
  * the leading dimensions and batch strides are multiples of 8 (buffers are 64-byte aligned by the
  * plan), else SIMT (float32 always: no tf32). An entry that uses dynamic shared memory sets
  * lt_kernel.dyn_shared to its bytes (the emitter writes them beside the launch shape). Its loops are bound to
@@ -34,7 +34,7 @@ int lt_lower_gpu_act(int call_act);
 /* Edge of the SIMT GEMM tile (128, 64 or 32: cuda_gemm.h lt_cuda_mm_*_simt, _simt64, _simt32) for an
  * m x n output over `batch` entries: the largest giving at least ~one block per SM, else 32. */
 int lt_lower_gpu_simt_tile(int64_t m, int64_t n, int64_t batch);
-/* Do the kernels target sm_90a (lt_lower_options.gpu_arch), so the wgmma tile entries may be used? */
+/* Do the kernels target sm_90a (lt_lower_options.wgmma), so the wgmma tile entries may be used? */
 bool lt_lower_gpu_wgmma(const lt_lctx *lc);
 /* A fresh GPU_BLOCK / GPU_THREAD loop of the given role, bound to axis 0..2. */
 lt_lnode *lt_lower_gpu_loop(lt_lctx *lc, lt_lvar *v, lt_loop_role role, int64_t extent, lt_loop_kind kind, int axis,

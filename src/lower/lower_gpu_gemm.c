@@ -46,7 +46,7 @@ static const char *dt_name(lt_dtype dt) {
 static bool mult8(int64_t v) { return v % 8 == 0; }
 
 bool lt_lower_gpu_wgmma(const lt_lctx *lc) {
-    return lc->opt && lc->opt->gpu_arch && strcmp(lc->opt->gpu_arch, "sm_90a") == 0;
+    return lc->opt && lc->opt->wgmma;
 }
 
 /* The tensor-core tile entries (cuda_gemm.h lt_cuda_mm_<dt>_<nn|nt>_<name>): tile and k step, threads,

@@ -284,7 +284,7 @@ static lt_status run(lt_ctx *ctx, lt_model *m, const lt_pass_options *opt, bool 
 
 /* Only when compiling for the host CPU with microkernels: the blocked ops lower to CPU prelude
  * calls only (no plain Loop IR form), so --no-microkernels keeps the model in NCHW. */
-static bool enabled(const lt_pass_options *opt) { return lt_pass_targets_cpu(opt) && !opt->no_microkernels; }
+static bool enabled(const lt_pass_options *opt) { return lt_pass_target_nchwc(opt) && !opt->no_microkernels; }
 
 const lt_pass lt_pass_layout_nchwc = {
     .name = "layout_nchwc",

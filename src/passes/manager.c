@@ -42,7 +42,7 @@ bool lt_pass_is_enabled(const lt_pass_options *opt, const lt_pass *p) {
     return on && (!p->enabled || p->enabled(opt));
 }
 
-bool lt_pass_targets_cpu(const lt_pass_options *opt) { return opt && (!opt->target || !strcmp(opt->target, "cpu")); }
+bool lt_pass_target_nchwc(const lt_pass_options *opt) { return opt && (!opt->target || opt->target->layout_nchwc); }
 
 /* Every name of the comma-separated list names a pass (and none is in `other`, the disable list). */
 static lt_status check_names(lt_ctx *ctx, const char *list, const char *what, const char *other) {

@@ -24,6 +24,7 @@
 #ifndef LT_PASS_H
 #define LT_PASS_H
 
+#include "../backend/target.h"
 #include "../graph/graph.h"
 
 #define LT_PASS_DEFAULT_FOLD_BYTES ((int64_t)64 << 20)
@@ -51,9 +52,9 @@ typedef struct lt_pass_options {
      * pass makes them plain initializers (removed from the main graph's inputs: callers can no longer
      * bind them), which lets weights fold. */
     bool freeze_inputs;
-    /* The backend the model is compiled for ("cpu", "cuda", ...; NULL: the host CPU). Passes that
-     * rewrite into CPU-only ops (layout_nchwc) run only for "cpu" (lt_pass_targets_cpu). */
-    const char *target;
+    /* The target the model is compiled for (src/backend/target.h; NULL: the host CPU). Passes ask
+     * it about capabilities: layout_nchwc runs only where target->layout_nchwc. */
+    const lt_target *target;
     /* Lowering without microkernel calls (--no-microkernels): passes whose ops lower only to
      * prelude calls (layout_nchwc) do not run, the model keeps its plain ops. */
     bool no_microkernels;
@@ -107,8 +108,8 @@ typedef struct lt_pass_report {
 /* Would the manager run p under these options (level, disable and enable lists, off-by-default
  * entries, the pass's enabled hook)? */
 bool lt_pass_is_enabled(const lt_pass_options *opt, const lt_pass *p);
-/* Is the compilation target the host CPU (opt->target NULL or "cpu")? */
-bool lt_pass_targets_cpu(const lt_pass_options *opt);
+/* May the blocked NCHWc layout pass rewrite convolutions for opt->target (NULL: the host CPU)? */
+bool lt_pass_target_nchwc(const lt_pass_options *opt);
 /* Check the option values (level range, dump_after / disable / enable name existing passes, no pass
  * both disabled and enabled): usage errors listing the known passes. */
 lt_status lt_pass_options_check(lt_ctx *ctx, const lt_pass_options *opt);

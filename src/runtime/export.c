@@ -689,7 +689,7 @@ lt_status lt_export_c(lt_ctx *ctx, const lt_plan *p, const lt_export_options *op
     for (int i = 0; i < p->n_steps; i++) ek[ne++] = (lt_emit_kernel){p->steps[i].kernel, p->steps[i].origin};
     gen_api(&e, embedded, blob + 16, &api);
     if (api.failed) { s = lt_error(ctx, LT_ERR_NOMEM, "out of memory (export)"); goto done; }
-    if ((s = lt_emit_module(ctx, &lt_lang_c, ek, ne, api.s, &src)) != LT_OK) goto done;
+    if ((s = lt_emit_module(ctx, opt->lang ? opt->lang : &lt_lang_c, ek, ne, api.s, &src)) != LT_OK) goto done;
     gen_header(&e, opt, embedded, &hdr);
     gen_main(&e, embedded, &mainc);
     if (src.failed || hdr.failed || mainc.failed) { s = lt_error(ctx, LT_ERR_NOMEM, "out of memory (export)"); goto done; }

@@ -28,6 +28,7 @@
 #ifndef LT_EXPORT_H
 #define LT_EXPORT_H
 
+#include "../codegen/lang.h"
 #include "plan.h"
 
 typedef struct lt_export_options {
@@ -35,6 +36,7 @@ typedef struct lt_export_options {
     const char *prefix;         /* C identifier prefix and file name stem (NULL = "model") */
     int64_t embed_limit;        /* weights under this many bytes are embedded (0 = 1 MiB; < 0 never) */
     const char *model_path;     /* for the header comment (may be NULL) */
+    const lt_lang *lang;        /* the target's language table (NULL: lt_lang_c) */
 } lt_export_options;
 
 typedef struct lt_export_report {

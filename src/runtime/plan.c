@@ -23,7 +23,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "../backend/cpu/cpu.h"
 
 static double now_s(void) {
     struct timespec ts;
@@ -969,8 +968,8 @@ const lt_plan_step *lt_plan_first_host(const lt_plan *p) {
 void lt_plan_set_threads(lt_plan *p, int threads) {
     p->threads = threads > 0 ? threads : 0;
     p->stats.threads = p->threads;
-    if (p->module && p->backend && strcmp(p->backend->vt->name, "cpu") == 0)
-        lt_cpu_module_set_threads((lt_cpu_module *)p->module, p->threads);
+    if (p->module && p->backend && p->backend->vt->module_set_threads)
+        p->backend->vt->module_set_threads(p->backend, p->module, p->threads);
 }
 
 static const char *slot_kind_name(lt_slot_kind k) {

@@ -6,7 +6,7 @@
  * into compiled groups only; it is lowered and scheduled by default and emitted with lt_lang_cuda:
  *   - the kernel calls the expected entry (tensor cores, SIMT, direct, or the naive nest), with the
  *     epilogue (bias per column / row / channel, residual before / after, activations, alpha) fused;
- *     cases lowered for sm_90a (lt_lower_options.gpu_arch) get the wgmma tiles (the cost model's
+ *     cases lowered for sm_90a (lt_lower_options.wgmma) get the wgmma tiles (the cost model's
  *     pick, or one forced with lt_lower_options.gpu_tile); the big tiles' dynamic shared memory is
  *     recorded on the kernel and written beside its launch shape;
  *   - the module compiles with NVRTC for sm_90a (skipped, with a message, without NVRTC);
@@ -38,7 +38,7 @@ typedef struct tcase {
     const char *name;
     const char *expect; /* a call the emitted module must contain ("lt_cuda_mm_f16_nn_64x64(") */
     lt_dtype dt;
-    const char *arch;   /* lt_lower_options.gpu_arch (NULL: any target); run on a GPU of that target only */
+    const char *arch;   /* the target (lt_lower_options.wgmma for sm_90a; NULL: any target); run on a GPU of that target only */
     int64_t dyn_shared; /* the dynamic shared memory the kernel must record (0: none) */
     const char *tile;   /* lt_lower_options.gpu_tile: the tensor-core tile forced (NULL: the lowering's choice) */
 } tcase;
@@ -283,7 +283,7 @@ static bool lower_model(tb *b, lowered *L, const char *name, const char *arch, c
     lt_arena_init(&L->arena);
     lt_ctx ctx = {0};
     lt_fuse_options fo = {.gpu = true};
-    lt_lower_options lo = {.vector_lanes = 1, .gpu = true, .gpu_arch = arch, .gpu_tile = tile};
+    lt_lower_options lo = {.vector_lanes = 1, .gpu = true, .wgmma = arch && strcmp(arch, "sm_90a") == 0, .gpu_tile = tile};
     if (lt_fuse(&ctx, b->m, &L->arena, &fo, &L->gs) != LT_OK) {
         fprintf(stderr, "%s: fuse: %s\n", name, ctx.msg);
         failures++;

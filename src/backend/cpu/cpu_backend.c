@@ -10,6 +10,7 @@
  */
 #include "../backend.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -120,10 +121,33 @@ static lt_status cpu_ceilings(lt_backend *b, lt_ctx *ctx, lt_backend_ceilings *o
     return LT_OK;
 }
 
+/* The host CPU as it is (target.h): every capability on. */
+static lt_status cpu_target(lt_ctx *ctx, lt_backend *b, const lt_target_options *opt, lt_target *out) {
+    (void)ctx, (void)b;
+    lt_target_host(opt, out);
+    return LT_OK;
+}
+
+static void cpu_module_info(lt_backend *b, const lt_bmodule *m, lt_bmodule_info *out) {
+    (void)b;
+    const lt_cpu_module_info *mi = lt_cpu_module_get_info((const lt_cpu_module *)m);
+    out->cache_hit = mi->cache_hit;
+    snprintf(out->key, sizeof out->key, "%s", mi->key);
+    snprintf(out->source_path, sizeof out->source_path, "%s", mi->source_path ? mi->source_path : "");
+}
+
+static void cpu_module_set_threads(lt_backend *b, lt_bmodule *m, int n) {
+    (void)b;
+    lt_cpu_module_set_threads((lt_cpu_module *)m, n);
+}
+
 const lt_backend_vtbl lt_backend_cpu = {
     .name = "cpu",
     .lang = &lt_lang_c,
     .host_memory = true,
+    .target = cpu_target,
+    .module_info = cpu_module_info,
+    .module_set_threads = cpu_module_set_threads,
     .create = cpu_create,
     .destroy = cpu_destroy,
     .compile = cpu_compile,

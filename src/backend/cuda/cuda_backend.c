@@ -15,6 +15,9 @@
  */
 #include "cuda_impl.h"
 
+#include <stdio.h>
+#include <string.h>
+
 typedef struct cuda_backend {
     lt_backend base;
     lt_cuda *cu;
@@ -124,13 +127,63 @@ static lt_status be_ceilings(lt_backend *b, lt_ctx *ctx, lt_backend_ceilings *ou
     LT_TRY(lt_cuda_ceilings_get(((cuda_backend *)b)->cu, ctx, &c));
     out->peak_gflops = c.fp32_gflops;
     out->mem_gbps = c.copy_gbps;
+    out->tc_tflops = c.tc_f16_tflops;
+    out->spec_gflops = c.spec_fp32_gflops;
+    out->spec_mem_gbps = c.spec_mem_gbps;
     return LT_OK;
+}
+
+/* The GPU: from the opened device when there is one (b), else from opt->arch alone (a compile that
+ * only emits source); the host's fields (threads, lanes) stay for host steps and scratch sizing. */
+static lt_status be_target(lt_ctx *ctx, lt_backend *b, const lt_target_options *opt, lt_target *out) {
+    (void)ctx;
+    lt_target_host(opt, out);
+    out->name = "cuda";
+    out->lang = &lt_lang_cuda;
+    out->source_ext = "cu";
+    out->dtypes = lt_target_lang_dtypes(out->lang);
+    out->gpu_blocks = true;
+    out->warp_size = 32;
+    out->max_threads_per_block = (int)lt_lang_cuda.max_block_threads;
+    out->host_memory = false;
+    out->tune_db = false;
+    out->layout_nchwc = false;
+    out->cache_l1 = out->cache_l2 = out->cache_l3 = 0;
+    out->memory_bytes = 0;
+    out->arch[0] = 0;
+    lt_cuda *cu = b ? ((cuda_backend *)b)->cu : NULL;
+    if (cu) {
+        const lt_cuda_info *in = lt_cuda_get_info(cu);
+        snprintf(out->device_name, sizeof out->device_name, "%s", in->name);
+        snprintf(out->arch, sizeof out->arch, "%s", in->arch);
+        out->sm_count = in->sm_count;
+        out->max_threads_per_block = in->max_threads_per_block;
+        out->shared_mem_per_block = in->max_smem_per_block;
+        out->cache_l2 = in->l2_bytes;
+        out->memory_bytes = in->total_mem;
+    }
+    if (opt->arch) snprintf(out->arch, sizeof out->arch, "%s", opt->arch);
+    out->wgmma = strcmp(out->arch, "sm_90a") == 0; /* the Hopper-only wgmma tile entries */
+    return LT_OK;
+}
+
+static void be_module_info(lt_backend *b, const lt_bmodule *m, lt_bmodule_info *out) {
+    (void)b;
+    const lt_cuda_image *img = lt_cuda_module_image((const lt_cuda_module *)m);
+    if (!img) return;
+    out->cache_hit = img->cache_hit;
+    snprintf(out->key, sizeof out->key, "%s", img->key);
 }
 
 const lt_backend_vtbl lt_backend_cuda = {
     .name = "cuda",
     .lang = &lt_lang_cuda,
     .host_memory = false,
+    .opens_device = true,
+    .output_from_source = true,
+    .target = be_target,
+    .module_info = be_module_info,
+    .write_output = lt_cuda_write_output,
     .create = be_create,
     .destroy = be_destroy,
     .compile = be_compile,

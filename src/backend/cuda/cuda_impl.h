@@ -130,4 +130,8 @@ lt_status lt_cuda_bind_(lt_cuda *cu, lt_ctx *ctx);
         if (cu_r_ != CU_SUCCESS) return lt_cuda_fail_((cu), (ctx), cu_r_, (call), __VA_ARGS__);    \
     } while (0)
 
+/* cuda_output.c: `lathe compile --target cuda -o DIR` (the backend's write_output): the emitted
+ * translation unit is already DIR/model.cu; build it to DIR/model.cubin when NVRTC is here. */
+lt_status lt_cuda_write_output(lt_ctx *ctx, const lt_target *t, const lt_output_request *req, lt_strbuf *log);
+
 #endif

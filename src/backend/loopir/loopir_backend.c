@@ -119,7 +119,21 @@ static lt_status loopir_ceilings(lt_backend *b, lt_ctx *ctx, lt_backend_ceilings
     return lt_error(ctx, LT_ERR_UNSUPPORTED, "the loopir backend (an evaluator) has no roofline ceilings");
 }
 
+/* The host CPU, its kernels plain Loop IR run by the evaluator: no microkernels, no tuned schedules,
+ * no NCHWc layout (its ops lower only to microkernel calls). */
+static lt_status loopir_target(lt_ctx *ctx, lt_backend *b, const lt_target_options *opt, lt_target *out) {
+    (void)ctx, (void)b;
+    lt_target_host(opt, out);
+    out->name = "loopir";
+    out->microkernels = false;
+    out->runs_loop_ir = true;
+    out->tune_db = false;
+    out->layout_nchwc = false;
+    return LT_OK;
+}
+
 const lt_backend_vtbl lt_backend_loopir = {
+    .target = loopir_target,
     .name = "loopir",
     .lang = &lt_lang_c,
     .host_memory = true,
