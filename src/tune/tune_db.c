@@ -20,7 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../backend/hash.h"
+#include "../base/hash.h"
 #include "../io/io.h"
 #include "../profile/profile.h"
 
