@@ -1,4 +1,5 @@
-/* hash.c — SHA-256 (FIPS 180-4) for the compiled-module cache key; see hash.h for why.
+/* hash.c — SHA-256 (FIPS 180-4) for the compiled-module cache and tuning database keys, and FNV-1a
+ * for the in-memory hash tables; see hash.h for why each.
  * Invariant: byte-order independent (message words are assembled big-endian by hand). */
 #include "hash.h"
 
@@ -103,4 +104,20 @@ bool lt_sha256_fd(int fd, char out[65], uint64_t *size) {
     to_hex(d, out);
     if (size) *size = (uint64_t)off;
     return true;
+}
+
+/* ---- FNV-1a ---- */
+
+uint64_t lt_fnv1a_more(uint64_t h, const void *data, size_t n) {
+    const unsigned char *b = data;
+    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * LT_FNV1A_PRIME;
+    return h;
+}
+
+uint64_t lt_fnv1a(const void *data, size_t n) { return lt_fnv1a_more(LT_FNV1A_BASIS, data, n); }
+
+uint64_t lt_fnv1a_str(const char *s) {
+    uint64_t h = LT_FNV1A_BASIS;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * LT_FNV1A_PRIME;
+    return h;
 }
