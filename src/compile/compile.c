@@ -21,7 +21,7 @@
 #include "../backend/cuda/cuda.h"
 #include "../codegen/codegen.h"
 #include "../graph/infer.h"
-#include "../runtime/onnx_writer.h"
+#include "../onnx/onnx_writer.h"
 
 static double now_s(void) {
     struct timespec ts;

@@ -19,8 +19,8 @@
 
 #include <string.h>
 
-#include "../io/io.h"
-#include "../onnx/onnx.h"
+#include "../base/file.h"
+#include "onnx.h"
 
 #ifndef LATHE_VERSION
 #define LATHE_VERSION "0.0.0"
