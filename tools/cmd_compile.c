@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "backend/cuda/cuda.h"
-#include "graph/infer.h"
+#include "ops/infer.h"
 #include "runtime/export.h"
 
 static const char HELP[] =

@@ -24,7 +24,7 @@
 #include <time.h>
 
 #include "backend/cuda/cuda.h"
-#include "graph/infer.h"
+#include "ops/infer.h"
 #include "profile/profile.h"
 
 static const char CEIL_HELP[] =

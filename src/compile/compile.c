@@ -20,7 +20,7 @@
 #include "../backend/cpu/cpu.h"
 #include "../backend/cuda/cuda.h"
 #include "../codegen/codegen.h"
-#include "../graph/infer.h"
+#include "../ops/infer.h"
 #include "../onnx/onnx_writer.h"
 
 static double now_s(void) {

@@ -9,8 +9,8 @@
  */
 #include "pass.h"
 
-#include "../graph/infer.h"
-#include "../graph/mutate.h"
+#include "../ops/infer.h"
+#include "mutate.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -2,7 +2,7 @@
  *
  * A pass is one file in src/passes/ exporting one descriptor (lt_pass): its name, the lowest -O
  * level that runs it, and run(ctx, model, options, &changed). A pass rewrites the model's graphs
- * (all of them: subgraphs included) through src/graph/mutate.h, keeps the interpreter's answers
+ * (all of them: subgraphs included) through src/passes/mutate.h, keeps the interpreter's answers
  * unchanged, leaves the graph valid (lt_graph_verify) and sets *changed only when it changed
  * something. It reports errors on ctx (naming the node or value at fault); the manager prefixes
  * them with the pass name.

@@ -8,7 +8,7 @@
 #ifndef LT_INFER_H
 #define LT_INFER_H
 
-#include "graph.h"
+#include "../graph/graph.h"
 
 lt_status lt_graph_infer(lt_ctx *ctx, lt_model *m);
 /* One node (its subgraphs first): the op's infer hook from unknown outputs, the declared types kept

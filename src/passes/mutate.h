@@ -32,7 +32,7 @@
 #ifndef LT_MUTATE_H
 #define LT_MUTATE_H
 
-#include "graph.h"
+#include "../graph/graph.h"
 
 /* ---- walking ---- */
 typedef lt_status (*lt_graph_fn)(lt_ctx *ctx, lt_graph *g, void *user);

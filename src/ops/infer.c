@@ -5,7 +5,7 @@
  * value_info / graph outputs) is kept when the hook learns less than the declaration says. */
 #include "infer.h"
 
-#include "../ops/ops.h"
+#include "ops.h"
 
 #include <errno.h>
 #include <stdio.h>

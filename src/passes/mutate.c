@@ -7,7 +7,7 @@
 #include "mutate.h"
 
 #include "../ops/ops.h"
-#include "infer.h"
+#include "../ops/infer.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -544,7 +544,7 @@ void lt_node_remove(lt_graph *g, lt_node *n) {
 
 lt_status lt_node_infer(lt_ctx *ctx, lt_node *n) {
     lt_infer ic = {ctx, &n->graph->model->arena};
-    return lt_infer_node(&ic, n); /* the one per-node driver of graph/infer.c */
+    return lt_infer_node(&ic, n); /* the one per-node driver of ops/infer.c */
 }
 
 /* ---- whole graph ---- */
