@@ -47,12 +47,20 @@ int lt_op_lookup(const char *domain, const char *op_type);
 
 /* ---- evaluation context ---- */
 struct lt_env;
+struct lt_eval;
+/* Runs subgraph g for the node being evaluated (the contract of lt_eval_subgraph below). */
+typedef lt_status (*lt_subgraph_fn)(struct lt_eval *ev, const lt_graph *g, lt_datum *const *inputs, int n_inputs,
+                                    lt_datum **outputs);
 typedef struct lt_eval {
     lt_ctx *ctx;
     uint64_t rng;          /* state for random ops (lt_eval_random) */
     struct lt_env *env;    /* the environment of the graph being run (for subgraph outer scope) */
     const lt_model *model;
     int64_t max_loop_bytes; /* most bytes a Loop's scan outputs or one sequence may hold; 0: the default */
+    /* Runs the subgraphs of If, Loop, Scan, SequenceMap and FlexAttention: set by whoever runs graphs
+     * (the interpreter's lt_interp_subgraph, in the interpreter and in a plan's host steps), so the
+     * ops need nothing above them. NULL: this evaluator runs no subgraph (lt_eval_subgraph fails). */
+    lt_subgraph_fn run_subgraph;
 } lt_eval;
 #define LT_EVAL_DEFAULT_MAX_LOOP_BYTES ((int64_t)4 << 30)
 
@@ -94,10 +102,11 @@ const lt_op_hooks *lt_op_hooks_get(int op); /* never NULL; fields NULL when not 
 extern const lt_op_reg lt_ops_elementwise[], lt_ops_reduce[], lt_ops_shape[], lt_ops_nn[],
     lt_ops_control[], lt_ops_recurrent[], lt_ops_image[], lt_ops_misc[], lt_ops_nchwc[];
 
-/* ---- running subgraphs (If, Loop, Scan, SequenceMap) ----
+/* ---- running subgraphs (If, Loop, Scan, SequenceMap, FlexAttention) ----
  * Binds inputs[i] to g->inputs[i] (n_inputs may be fewer than g->n_inputs only if the rest have
  * initializers), resolves outer-scope names through ev->env, runs g, and stores new references to
- * its outputs in outputs[0..g->n_outputs). The caller releases inputs it owns and the outputs. */
+ * its outputs in outputs[0..g->n_outputs). The caller releases inputs it owns and the outputs.
+ * Calls ev->run_subgraph (LT_ERR_INTERNAL when it is NULL). */
 lt_status lt_eval_subgraph(lt_eval *ev, const lt_graph *g, lt_datum *const *inputs, int n_inputs,
                            lt_datum **outputs);
 
