@@ -14,7 +14,7 @@
  */
 #include "lower_gpu.h"
 
-#include "../ops/nn_internal.h"
+#include "../ops/nn/nn_impl.h"
 
 #include <stdio.h>
 #include <string.h>

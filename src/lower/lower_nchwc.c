@@ -16,7 +16,7 @@
  */
 #include "lower_impl.h"
 
-#include "../ops/nn_internal.h"
+#include "../ops/nn/nn_impl.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -7,7 +7,7 @@
  * pathological patterns), tree-ensemble error paths, and out-of-memory on every allocation of a set
  * of ops with a check that nothing leaks. Nodes are built by hand and run through the op table's
  * hooks. Exits non-zero on any failure. */
-#include "ops/misc_impl.h"
+#include "ops/misc/misc_impl.h"
 #include "ops/ops.h"
 #include "test_node.h"
 

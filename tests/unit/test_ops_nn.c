@@ -3,7 +3,7 @@
  * (checked against naive loops, float within tolerance, double and integers exactly), exact int64
  * products beyond 2^53, old-opset attribute forms, error paths (bad indices, bad shapes, bad
  * equations) and out-of-memory on every allocation. Exits non-zero on any failure. */
-#include "ops/nn_internal.h"
+#include "ops/nn/nn_impl.h"
 #include "test_node.h"
 
 #include <math.h>
