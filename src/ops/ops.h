@@ -1,8 +1,13 @@
 /* ops.h — the operator table, the per-op hooks, and the helpers op implementations share.
  *
- * Every op is one line in ops.def. A family file (src/ops/<family>.c) defines a table
+ * Every op is one line in ops.def. Each family (the fourth column of ops.def) lives in its folder,
+ * src/ops/<family>/ (the nchwc ops in nn/): its main file <family>.c defines a table
  *     const lt_op_reg lt_ops_<family>[] = { {LT_OP_Abs, infer_fn, eval_fn}, ..., {0} };
- * and ops.c gathers the family tables. An op's hooks:
+ * the family's other files define hooks for it, and <family>_impl.h (where the family has more than
+ * one file) declares what they share, private to src/ops (but nn_impl.h's window geometry, which
+ * lowering reuses). ops.c gathers the family tables; the
+ * rest of src/ops is shared by all families (ops_util.c, infer_util.c) or drives the hooks over a
+ * whole graph (infer.c). An op's hooks:
  *   infer(ic, node): set the type of every node->out[i] (non-NULL) from the input types (and constant
  *     inputs, lt_infer_const) — dtype always, shape where it can be known, else rank -1 / dims -1.
  *     Return an error only for a definite inconsistency, naming the node (lt_infer_error).

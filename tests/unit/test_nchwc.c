@@ -1,4 +1,4 @@
-/* test_nchwc.c — the layout_nchwc pass and the channel-blocked ops (src/ops/nn_nchwc.c,
+/* test_nchwc.c — the layout_nchwc pass and the channel-blocked ops (src/ops/nn/nn_nchwc.c,
  * src/lower/lower_nchwc.c, codegen/prelude/conv_nchwc.h).
  *
  *   1. before/after on printed IR: a conv -> relu -> conv -> residual add chain becomes one blocked

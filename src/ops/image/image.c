@@ -2,7 +2,7 @@
  *
  * The hooks live in image_resize.c (Resize, Upsample), image_sample.c (GridSample, AffineGrid),
  * image_roi.c (RoiAlign, MaxRoiPool, NonMaxSuppression), image_signal.c (DFT, STFT, the window
- * functions, MelWeightMatrix) and image_decode.c (ImageDecoder); image_internal.h declares them.
+ * functions, MelWeightMatrix) and image_decode.c (ImageDecoder); image_impl.h declares them.
  */
 #include "image_impl.h"
 

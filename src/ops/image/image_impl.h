@@ -1,9 +1,9 @@
-/* image_internal.h — private declarations shared by the image family's files (image.c,
+/* image_impl.h — private declarations shared by the image family's files (image.c,
  * image_resize.c, image_sample.c, image_signal.c, image_decode.c). Not part of any public contract:
  * only the family table lt_ops_image[] (image.c) is exported to the rest of lathe.
  */
-#ifndef LT_IMAGE_INTERNAL_H
-#define LT_IMAGE_INTERNAL_H
+#ifndef LT_IMAGE_IMPL_H
+#define LT_IMAGE_IMPL_H
 
 #include "../ops.h"
 

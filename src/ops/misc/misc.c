@@ -1,7 +1,7 @@
 /* misc.c — the misc family's table and its string and feature ops: StringConcat, StringSplit,
  * StringNormalizer, RegexFullMatch, TfIdfVectorizer, LabelEncoder, ArrayFeatureExtractor,
  * Binarizer, and the op table. Random and training ops live in misc_train.c, the other ai.onnx.ml
- * ops in misc_ml.c and misc_ml2.c, the regex engine in misc_regex.c (hooks declared in misc_impl.h).
+ * ops in misc_ml.c and misc_ml_svm_tree.c, the regex engine in misc_regex.c (hooks declared in misc_impl.h).
  *
  * Strings are bytes (UTF-8 passes through untouched); case changes and case-insensitive
  * comparisons are ASCII-only. Semantics follow the ONNX spec, checked against onnx's reference:

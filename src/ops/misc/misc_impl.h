@@ -51,7 +51,7 @@ lt_status lt_misc_eval_featvec(lt_eval *ev, const lt_node *n, lt_datum **in, lt_
 lt_status lt_misc_infer_catmap(lt_infer *ic, lt_node *n);
 lt_status lt_misc_eval_catmap(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum **out);
 
-/* ---- hooks defined in misc_ml2.c (ai.onnx.ml) ---- */
+/* ---- hooks defined in misc_ml_svm_tree.c (ai.onnx.ml) ---- */
 lt_status lt_misc_infer_tree_legacy(lt_infer *ic, lt_node *n);
 lt_status lt_misc_eval_tree_legacy(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum **out);
 lt_status lt_misc_infer_svm(lt_infer *ic, lt_node *n);

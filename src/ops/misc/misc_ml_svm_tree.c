@@ -1,4 +1,4 @@
-/* misc_ml2.c — more ai.onnx.ml operators: TreeEnsembleRegressor and TreeEnsembleClassifier
+/* misc_ml_svm_tree.c — more ai.onnx.ml operators: TreeEnsembleRegressor and TreeEnsembleClassifier
  * (opset 1-3, trees addressed by (tree id, node id)), SVMRegressor, SVMClassifier, and the map ops
  * ZipMap, DictVectorizer, CastMap.
  *

@@ -1,4 +1,4 @@
-/* nn.c — the nn family's op table, and the helpers its files share (nn_internal.h): sliding-window
+/* nn.c — the nn family's op table, and the helpers its files share (nn_impl.h): sliding-window
  * geometry from the conv/pool attributes, dtype buffers for the kernels, shape-inference helpers.
  * The hooks live in nn_conv.c, nn_pool.c, nn_matmul.c, nn_quant.c and nn_einsum.c. */
 #include "nn_impl.h"

@@ -1,4 +1,4 @@
-/* nn_internal.h — private interface between the nn family's files (nn*.c); not for other modules.
+/* nn_impl.h — private interface between the nn family's files (nn*.c); not for other modules.
  *
  * nn.c          the family table, shared helpers (window geometry, dtype buffers, shape inference)
  * nn_kernels.c  the dense numeric kernels (GEMM, im2col/col2im, convolution) instantiated from
@@ -14,8 +14,8 @@
  * may be unknown (-1), called by both its infer hook and its eval hook, so shape inference rejects
  * what eval would and the compiled path (which trusts inferred shapes) reports the same error.
  */
-#ifndef LT_NN_INTERNAL_H
-#define LT_NN_INTERNAL_H
+#ifndef LT_NN_IMPL_H
+#define LT_NN_IMPL_H
 
 #include "../ops.h"
 

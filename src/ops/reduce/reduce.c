@@ -9,14 +9,14 @@
  * Floats are computed in double and rounded once; integer sums/products wrap in uint64 (the same
  * residue as numpy's fixed-width arithmetic) and max/min compare exactly, never through double.
  * The other ops of the family live in reduce_norm.c, reduce_softmax.c and reduce_scan.c
- * (reduce_priv.h declares their hooks); this file holds the one exported table.
+ * (reduce_impl.h declares their hooks); this file holds the one exported table.
  */
 #include "reduce_impl.h"
 
 #include <math.h>
 #include <string.h>
 
-/* ================= shared helpers (reduce_priv.h) ================= */
+/* ================= shared helpers (reduce_impl.h) ================= */
 
 void lt_red_iter_init(lt_red_iter *it, int rank, const int64_t *dims, const int64_t *strides) {
     it->rank = rank;

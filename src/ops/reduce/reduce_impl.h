@@ -1,4 +1,4 @@
-/* reduce_priv.h — private to the reduce family (reduce.c, reduce_norm.c, reduce_softmax.c,
+/* reduce_impl.h — private to the reduce family (reduce.c, reduce_norm.c, reduce_softmax.c,
  * reduce_scan.c): the hooks the other files define for reduce.c's table, and shared helpers.
  *
  * Helpers:
@@ -8,8 +8,8 @@
  *   lt_red_split views a tensor as [outer, n, inner] around one axis.
  * Nothing here is part of the library's interface.
  */
-#ifndef LT_REDUCE_PRIV_H
-#define LT_REDUCE_PRIV_H
+#ifndef LT_REDUCE_IMPL_H
+#define LT_REDUCE_IMPL_H
 
 #include "../ops.h"
 

@@ -1,4 +1,4 @@
-/* shape_internal.h — private to the shape family (shape.c, shape_util.c, shape_index.c,
+/* shape_impl.h — private to the shape family (shape.c, shape_util.c, shape_index.c,
  * shape_pad.c, shape_unique.c): the data-movement helpers they share and the hooks that shape.c
  * registers in lt_ops_shape[].
  *
@@ -6,8 +6,8 @@
  * elements, which are duplicated with lt_tensor_set_string (so every copy can fail with NOMEM and
  * returns a status). Offsets and strides count elements.
  */
-#ifndef LT_SHAPE_INTERNAL_H
-#define LT_SHAPE_INTERNAL_H
+#ifndef LT_SHAPE_IMPL_H
+#define LT_SHAPE_IMPL_H
 
 #include "../ops.h"
 

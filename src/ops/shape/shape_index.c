@@ -1,6 +1,6 @@
 /* shape_index.c — the shape family's indexing ops: Gather, GatherElements, GatherND, Scatter /
  * ScatterElements, ScatterND, TensorScatter, Compress, NonZero, OneHot (hooks registered by
- * shape.c through shape_internal.h).
+ * shape.c through shape_impl.h).
  *
  * Every index read from a tensor is range-checked before use (negative indices count from the end
  * where the spec allows them); an index out of range is an error naming the node and the position.

@@ -1,5 +1,5 @@
 /* shape_pad.c — the shape family's window and block ops: Pad, CenterCropPad, Slice, DepthToSpace,
- * SpaceToDepth, ReverseSequence (hooks registered by shape.c through shape_internal.h).
+ * SpaceToDepth, ReverseSequence (hooks registered by shape.c through shape_impl.h).
  *
  * Pad maps each output coordinate, axis by axis, to a source coordinate (or to the constant): a
  * negative pad first crops that side, then the modes reflect / edge / wrap read inside the cropped

@@ -1,4 +1,4 @@
-/* shape_unique.c — Unique (shape family; hooks registered by shape.c through shape_internal.h).
+/* shape_unique.c — Unique (shape family; hooks registered by shape.c through shape_impl.h).
  *
  * Without `axis` the input is flattened and its elements are compared; with `axis` the slices along
  * that axis are compared lexicographically (elements in row-major order with the axis removed, as

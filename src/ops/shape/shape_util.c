@@ -1,4 +1,4 @@
-/* shape_util.c — helpers shared by the shape family (declared in shape_internal.h): dtype-generic
+/* shape_util.c — helpers shared by the shape family (declared in shape_impl.h): dtype-generic
  * element copies (strings duplicated), the strided copy most data-movement ops reduce to, integer
  * lists from inputs or attributes, index normalization, and small helpers for the infer hooks. */
 #include "shape_impl.h"
