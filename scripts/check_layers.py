@@ -104,13 +104,13 @@ def scan_includes(root):
     return edges, unresolved
 
 
-def object_layer(root, path, names):
-    """The layer of an object file, or None: not one of lathe's, or left over from a source that no
-    longer exists (a build folder keeps the objects of moved files)."""
-    p = path.replace(os.sep, "/")
-    if "/generated/lt_prelude_embed.c" in p:
+def object_layer(root, rel, names):
+    """The layer of an object file (rel: its path inside its target's folder, e.g. src/ops/ops.c.o),
+    or None: not one of lathe's, or left over from a source that no longer exists (a build folder
+    keeps the objects of moved files)."""
+    if rel == "generated/lt_prelude_embed.c.o":
         return "codegen"  # the embedded prelude headers (cmake/embed.cmake)
-    m = re.search(r"/((src/([A-Za-z0-9_]+)|tools)/.*\.c)\.o$", p)
+    m = re.match(r"((src/([A-Za-z0-9_]+)|tools)/.*\.c)\.o$", rel)
     if not m or not os.path.isfile(os.path.join(root, m.group(1))):
         return None
     layer = m.group(3) or "tools"
@@ -136,7 +136,8 @@ def scan_symbols(root, objdir, names):
         for fn in files:
             if fn.endswith(".o"):
                 full = os.path.join(d, fn)
-                layer = object_layer(root, full, names)
+                inside = os.path.relpath(full, os.path.join(objdir, m.group(0))).replace(os.sep, "/")
+                layer = object_layer(root, inside, names)
                 if layer:
                     objs.append((full, layer))
     if not objs:
