@@ -2,10 +2,11 @@
 # library as strings, so generated C/CUDA builds with no lathe header on disk.
 #
 # Two roles in one file:
-#  * included from CMakeLists.txt (`include(cmake/embed.cmake)`, after lathe_obj is defined; if it is
-#    not defined yet the attachment is deferred to the end of the directory): globs the headers and
-#    adds a build-time command that regenerates ${CMAKE_BINARY_DIR}/generated/lt_prelude_embed.c
-#    whenever a header changes, and adds that file to lathe_obj;
+#  * included from CMakeLists.txt (`include(cmake/embed.cmake)`, after lathe_codegen, the code
+#    generator's layer, is defined; if it is not defined yet the attachment is deferred to the end of
+#    the directory): globs the headers and adds a build-time command that regenerates
+#    ${CMAKE_BINARY_DIR}/generated/lt_prelude_embed.c whenever a header changes, and adds that file
+#    to lathe_codegen;
 #  * run as a script (cmake -DOUT=... -DDIR=... -P embed.cmake): writes the C file, one byte array
 #    per header plus the table `lt_prelude_files[]` declared in src/codegen/codegen.h.
 # The generated file is written to a temporary name and renamed, so an interrupted build never
@@ -47,10 +48,10 @@ function(lathe_embed_prelude)
     DEPENDS ${headers} ${CMAKE_SOURCE_DIR}/cmake/embed.cmake
     COMMENT "Embedding the code generator prelude (${dir})"
     VERBATIM)
-  target_sources(lathe_obj PRIVATE "${out}")
+  target_sources(lathe_codegen PRIVATE "${out}")
 endfunction()
 
-if(TARGET lathe_obj)
+if(TARGET lathe_codegen)
   lathe_embed_prelude()
 else()
   cmake_language(DEFER DIRECTORY "${CMAKE_SOURCE_DIR}" CALL lathe_embed_prelude)

@@ -17,7 +17,7 @@
  *        (seeds: fuzz/cli_specs_seeds.sh DIR)
  */
 #include "cli.h"
-#include "graph/infer.h"
+#include "ops/infer.h"
 #include "io/io.h"
 #include "onnx/onnx.h"
 

@@ -24,11 +24,11 @@
  * mutated inputs and the compile report of each input (to reproduce a finding).
  */
 #include "compile/compile.h"
-#include "graph/infer.h"
+#include "ops/infer.h"
 #include "interp/interp.h"
 #include "io/io.h"
 #include "onnx/onnx.h"
-#include "runtime/onnx_writer.h"
+#include "onnx/onnx_writer.h"
 #include "runtime/plan.h"
 
 #include <dirent.h>

@@ -4,7 +4,7 @@
  * Build: cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DLATHE_FUZZ=ON && cmake --build build-fuzz
  * Run:   build-fuzz/fuzz_import -max_len=65536 CORPUS_DIR   (seeds: python3 fuzz/make_corpus.py DIR)
  * A 16 MiB byte cap keeps densified sparse tensors and the like small enough for the fuzzer. */
-#include "graph/infer.h"
+#include "ops/infer.h"
 #include "onnx/onnx.h"
 
 #include <stddef.h>

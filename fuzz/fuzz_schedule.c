@@ -17,7 +17,7 @@
  * Seeds: LATHE_FUZZ_SCHEDULE_SEEDS=DIR build-fuzz/fuzz_schedule -runs=0 writes each kernel's default
  * CPU and GPU schedules into DIR (fuzz/schedule_seeds.sh does that).
  * Run:   build-fuzz/fuzz_schedule -dict=fuzz/schedule.dict -max_len=512 CORPUS_DIR */
-#include "graph/infer.h"
+#include "ops/infer.h"
 #include "loop/leval.h"
 #include "lower/lower.h"
 #include "onnx/onnx.h"

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# test.sh — the whole test run (what CI runs): set up, build with -Werror, unit tests, CLI and
-# bad-input tests, the 9 light models, the ONNX conformance suite against its committed floor (and
-# every test's CUDA code compiled with NVRTC), then the same unit tests and the interpreter's
-# conformance run under AddressSanitizer + UndefinedBehaviorSanitizer, and bounded runs of every
-# fuzzer (docs/FUZZING.md).
+# test.sh — the whole test run (what CI runs): set up, build with -Werror, the layer check, unit
+# tests, CLI and bad-input tests, the 9 light models, the ONNX conformance suite against its
+# committed floor (and every test's CUDA code compiled with NVRTC), then the same unit tests and the
+# interpreter's conformance run under AddressSanitizer + UndefinedBehaviorSanitizer, and bounded runs
+# of every fuzzer (docs/FUZZING.md).
 #
 # One line per stage with its time ("== unit-tests ... ok (41 s)"); each stage's whole output goes to
 # build/test-logs/<stage>.log, and a failing stage prints the end of its log and fails the script.
@@ -47,6 +47,9 @@ asan_env() {
 stage setup scripts/setup.sh
 nvrtc_env
 stage build scripts/build.sh build
+# every include and every call of a layer goes to a layer below it (cmake/layers.cmake); the build
+# above already linked each layer against only those (build/layers/)
+stage layers python3 scripts/check_layers.py --objects build
 stage sample scripts/run_sample.sh --prepare
 stage unit-tests ctest --test-dir build --output-on-failure -j "$jobs"
 stage pytest env LATHE_BIN=build/lathe python3 -m pytest -q -n "$jobs" tests

@@ -11,7 +11,7 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "graph/infer.h"
+#include "ops/infer.h"
 #include "io/io.h"
 #include "onnx/onnx.h"
 

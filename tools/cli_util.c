@@ -11,7 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "graph/infer.h"
+#include "ops/infer.h"
 #include "onnx/onnx.h"
 
 /* ---- printing names safely ---- */

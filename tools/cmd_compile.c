@@ -15,7 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "graph/infer.h"
+#include "ops/infer.h"
+#include "runtime/export.h"
 
 static const char HELP[] =
     "usage: lathe compile MODEL [options]\n"
@@ -42,6 +43,21 @@ static const char HELP[] =
     "Exit status: 0 ok, 1 usage error, 2 bad model, 3 unsupported (an export with host steps).\n";
 
 static void warn_line(const char *msg) { cli_warn("%s", msg); }
+
+/* The standalone program of a plan (the runtime's C export), for targets whose output it is. */
+static lt_status write_program(lt_ctx *ctx, const lt_output_request *req, const lt_lang *lang, lt_strbuf *log) {
+    lt_export_options eo = {.dir = req->dir, .prefix = req->prefix, .model_path = req->model_path,
+                            .embed_limit = req->embed_limit, .lang = lang};
+    lt_export_report er = {0};
+    LT_TRY(lt_export_c(ctx, req->plan, &eo, &er));
+    lt_sb_printf(log, "export: %d kernels, weights %lld bytes (%s), workspace %lld bytes\n", er.n_kernels,
+                 (long long)er.weight_bytes, er.embedded ? "embedded" : "separate file", (long long)er.workspace_bytes);
+    for (int i = 0; i < er.n_files; i++) lt_sb_printf(log, "  wrote %s\n", req->esc(er.files[i]));
+    const char *P = req->prefix ? req->prefix : "model";
+    lt_sb_printf(log, "build: cc -O2 %s/%s.c %s/%s_main.c -lm   (add -O3 -march=native -fopenmp for speed)\n",
+                 req->esc(req->dir), req->esc(P), req->esc(req->dir), req->esc(P));
+    return LT_OK;
+}
 
 /* -o DIR: the target writes its output (its target built as the compile's was); stdout gets its lines. */
 static int write_output(const lt_backend_vtbl *tv, const cli_compile_args *ca, const lt_output_request *req) {
@@ -167,7 +183,7 @@ int cmd_compile(int argc, char **argv) {
                              .embed_limit = embed < 0 ? 0 : embed == 0 ? -1 : embed, .nvrtc = ca.o.nvrtc,
                              .plan = plan, .source = source.s, .source_len = source.len, .n_kernels = rep.n_kernels,
                              .n_pack_kernels = rep.n_pack_kernels, .n_host_groups = rep.n_host_groups,
-                             .esc = cli_esc, .warn = warn_line};
+                             .esc = cli_esc, .warn = warn_line, .write_program = write_program};
     if (from_source) {
         rc = write_output(tv, &ca, &req);
         goto out;

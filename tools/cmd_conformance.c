@@ -32,7 +32,7 @@
 #include <unistd.h>
 
 #include "backend/cuda/cuda.h"
-#include "graph/infer.h"
+#include "ops/infer.h"
 #include "interp/interp.h"
 #include "io/io.h"
 #include "onnx/onnx.h"

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "graph/infer.h"
+#include "ops/infer.h"
 
 static const char HELP[] =
     "usage: lathe inspect MODEL [options]\n"

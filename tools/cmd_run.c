@@ -17,7 +17,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "graph/infer.h"
+#include "ops/infer.h"
 #include "interp/interp.h"
 #include "onnx/onnx.h"
 

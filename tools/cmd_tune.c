@@ -30,7 +30,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "graph/infer.h"
+#include "ops/infer.h"
 #include "profile/profile.h"
 
 static const char TUNE_HELP[] =

@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "graph/infer.h"
+#include "ops/infer.h"
 #include "interp/interp.h"
 #include "io/io.h"
 #include "onnx/onnx.h"

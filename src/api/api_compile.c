@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "compile/compile.h"
-#include "graph/infer.h"
+#include "ops/infer.h"
 #include "io/io.h"
 #include "onnx/onnx.h"
 #include "tune/tune_cpu.h"

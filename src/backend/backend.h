@@ -79,6 +79,10 @@ typedef struct lt_output_request {
      * escaper); a problem that does not fail the output goes to warn */
     const char *(*esc)(const char *s);
     void (*warn)(const char *msg);
+    /* Writes `plan` as a standalone program in the language `lang` and says what it wrote: the
+     * plan lives in a layer above the backends, so the caller supplies its writer (the CLI passes
+     * the runtime's C export); a target whose output is a program built from the plan calls it. */
+    lt_status (*write_program)(lt_ctx *ctx, const struct lt_output_request *req, const lt_lang *lang, lt_strbuf *log);
 } lt_output_request;
 
 typedef struct lt_backend_vtbl {

@@ -19,6 +19,7 @@
  */
 #include "codegen.h"
 #include "emit_impl.h"
+#include "../base/hash.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -35,14 +36,9 @@ typedef struct nameset {
     size_t cap, n;
 } nameset;
 
-static uint64_t str_hash(const char *s) {
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
-}
 static bool ns_has(const nameset *ns, const char *s) {
     if (!ns->cap) return false;
-    for (size_t i = str_hash(s) & (ns->cap - 1);; i = (i + 1) & (ns->cap - 1)) {
+    for (size_t i = lt_fnv1a_str(s) & (ns->cap - 1);; i = (i + 1) & (ns->cap - 1)) {
         if (!ns->slot[i]) return false;
         if (strcmp(ns->slot[i], s) == 0) return true;
     }
@@ -54,7 +50,7 @@ static bool ns_add(nameset *ns, const char *s) {
         if (!slot) return false;
         for (size_t i = 0; i < ns->cap; i++) {
             if (!ns->slot[i]) continue;
-            size_t j = str_hash(ns->slot[i]) & (cap - 1);
+            size_t j = lt_fnv1a_str(ns->slot[i]) & (cap - 1);
             while (slot[j]) j = (j + 1) & (cap - 1);
             slot[j] = ns->slot[i];
         }
@@ -62,7 +58,7 @@ static bool ns_add(nameset *ns, const char *s) {
         ns->slot = slot;
         ns->cap = cap;
     }
-    size_t i = str_hash(s) & (ns->cap - 1);
+    size_t i = lt_fnv1a_str(s) & (ns->cap - 1);
     while (ns->slot[i]) i = (i + 1) & (ns->cap - 1);
     ns->slot[i] = s;
     ns->n++;

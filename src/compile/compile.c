@@ -18,8 +18,8 @@
 #include <unistd.h>
 
 #include "../codegen/codegen.h"
-#include "../graph/infer.h"
-#include "../runtime/onnx_writer.h"
+#include "../ops/infer.h"
+#include "../onnx/onnx_writer.h"
 
 static double now_s(void) {
     struct timespec ts;
@@ -241,7 +241,7 @@ static lt_status st_passes(cstate *st) {
         .disable = opt->disable,
         .enable = st->enable[0] ? st->enable : NULL,
         .stop_after = opt->stop_after,
-        .target = &st->target,
+        .no_nchwc_layout = !st->target.layout_nchwc,
         .no_microkernels = !st->target.microkernels,
     };
     r->nodes_before = st->m->graph->n_nodes;

@@ -24,7 +24,7 @@
  * (the CLI reads CC / XDG_CACHE_HOME / HOME). Errors name the stage and the thing at fault (pass,
  * group, node, kernel, generated file). On failure *out is untouched and the report holds what ran.
  * Entry points: lt_compile_options_init, lt_compile, lt_compile_report_print, lt_compile_report_free.
- * Related: src/runtime/export.h (standalone C export of a plan), src/runtime/onnx_writer.h (the
+ * Related: src/runtime/export.h (standalone C export of a plan), src/onnx/onnx_writer.h (the
  * optimized graph as ONNX, for dump_graph).
  */
 #ifndef LT_COMPILE_H

@@ -89,7 +89,7 @@ typedef struct lt_node {
     int n_attr;
     lt_attr *attrs;
     struct lt_graph *graph;
-    bool shapes_verified;   /* set by shape inference (graph/infer.c): the op's infer hook checked every
+    bool shapes_verified;   /* set by shape inference (ops/infer.c): the op's infer hook checked every
                              * shape and attribute rule of the spec on static input shapes and produced
                              * static output shapes; lowering compiles only such nodes */
 } lt_node;

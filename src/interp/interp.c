@@ -9,12 +9,6 @@
 #include <limits.h>
 #include <string.h>
 
-typedef struct lt_env {
-    const lt_graph *graph;
-    struct lt_env *parent;
-    lt_datum **vals;
-} lt_env;
-
 /* Mark, for every value of `g` that subgraph `sub` (nested anywhere) reads through ->outer, a use
  * at node index `at`. */
 static void mark_outer_uses(const lt_graph *sub, const lt_graph *g, int at, int *last_use) {
@@ -165,13 +159,14 @@ done:
     return s;
 }
 
-lt_status lt_eval_subgraph(lt_eval *ev, const lt_graph *g, lt_datum *const *inputs, int n_inputs, lt_datum **outputs) {
+lt_status lt_interp_subgraph(lt_eval *ev, const lt_graph *g, lt_datum *const *inputs, int n_inputs, lt_datum **outputs) {
     return run_graph(ev, ev->env, g, inputs, n_inputs, outputs);
 }
 
 lt_status lt_interp_run(lt_ctx *ctx, const lt_model *m, const lt_interp_options *opt, lt_datum *const *inputs,
                         lt_datum **outputs) {
-    lt_eval ev = {ctx, opt ? opt->seed : 0, NULL, m, opt ? opt->max_loop_bytes : 0};
+    lt_eval ev = {.ctx = ctx, .rng = opt ? opt->seed : 0, .model = m, .max_loop_bytes = opt ? opt->max_loop_bytes : 0,
+                  .run_subgraph = lt_interp_subgraph};
     const lt_graph *g = m->graph;
     for (int i = 0; i < g->n_inputs; i++) {
         const lt_datum *d = inputs ? inputs[i] : NULL;

@@ -12,6 +12,20 @@ typedef struct lt_interp_options {
     int64_t max_loop_bytes;
 } lt_interp_options;
 
+/* An environment: one datum per value of `graph` (by value id) and the enclosing graph's environment,
+ * through which subgraphs read outer-scope values (lt_value.outer). lt_eval.env points at the one of
+ * the graph being run; a plan's host steps (src/runtime) keep one for the main graph. */
+typedef struct lt_env {
+    const lt_graph *graph;
+    struct lt_env *parent;
+    lt_datum **vals; /* by value id */
+} lt_env;
+
+/* The lt_eval.run_subgraph of every evaluator that runs graphs (lt_interp_run sets it; so do the
+ * plan's host steps): runs g in ev->env, as ops.h's lt_eval_subgraph says. */
+lt_status lt_interp_subgraph(lt_eval *ev, const lt_graph *g, lt_datum *const *inputs, int n_inputs,
+                             lt_datum **outputs);
+
 /* inputs[i] binds m->graph->inputs[i]; NULL keeps its initializer (error if it has none).
  * outputs[0..m->graph->n_outputs) receive new references the caller releases. */
 lt_status lt_interp_run(lt_ctx *ctx, const lt_model *m, const lt_interp_options *opt,

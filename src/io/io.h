@@ -1,5 +1,6 @@
-/* io.h — reading and writing tensor files: numpy .npy and .npz, whole files, atomic writes, and
- * binding user data to model inputs (checks against the declared type, fills).
+/* io.h — reading and writing tensor files: numpy .npy and .npz, and binding user data to model inputs
+ * (checks against the declared type, fills). Whole-file reads and atomic writes are src/base/file.h's
+ * (included here).
  *
  * Every reader is bounded: header lengths, shapes, zip directory entries and inflated sizes are
  * checked against the bytes actually present before anything is read or allocated, so a truncated or
@@ -18,10 +19,8 @@
 #ifndef LT_IO_H
 #define LT_IO_H
 
+#include "../base/file.h" /* lt_io_read_file, lt_io_write_file_atomic */
 #include "../graph/graph.h"
-
-/* Largest file the readers accept (bytes). */
-#define LT_IO_MAX_FILE ((int64_t)1 << 38)
 
 /* Limits of the decoders; a zero field takes its default. */
 typedef struct lt_io_limits {
@@ -32,11 +31,6 @@ typedef struct lt_io_limits {
 #define LT_IO_DEFAULT_MAX_BYTES ((int64_t)4 << 30)
 /* Largest .npy item (one element of a string dtype), bytes. */
 #define LT_NPY_MAX_ITEMSIZE ((int64_t)1 << 30)
-
-/* Read a whole file into a new heap buffer (lt_mem_free it). A 1-byte buffer for an empty file. */
-lt_status lt_io_read_file(lt_ctx *ctx, const char *path, uint8_t **data, size_t *size);
-/* Write `size` bytes to path atomically (temp file in the same folder + rename). */
-lt_status lt_io_write_file_atomic(lt_ctx *ctx, const char *path, const void *data, size_t size);
 
 /* ---- npy ---- */
 /* Decode a .npy image; `what` names it in messages (a path, or "a.npz:x.npy"). */

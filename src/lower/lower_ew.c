@@ -1,7 +1,7 @@
 /* lower_ew.c — `expr` hooks of the ELEMWISE and BROADCAST ops: the Loop IR expression of the output
  * at an index, from the inputs read with numpy broadcasting (lt_lower_input0).
  *
- * Semantics follow the reference eval hooks (src/ops/elementwise*.c) in the compute dtype (float16
+ * Semantics follow the reference eval hooks (src/ops/elementwise/) in the compute dtype (float16
  * and bfloat16 compute in float): Relu and the clamps keep NaN, integer Div/Mod by zero give 0
  * instead of trapping, Mod with fmod=0 takes the divisor's sign, Max/Min/Sum/Mean fold left.
  * Pow lowers small constant exponents to multiplications (x^2 = x*x, x^0.5 = sqrt x).

@@ -15,7 +15,7 @@
 #include "lower_gpu.h"
 
 #include "../codegen/prelude/abi.h" /* LT_CONV_DYN_SMEM */
-#include "../ops/nn_internal.h"
+#include "../ops/nn/nn_impl.h"
 
 #include <stdio.h>
 #include <string.h>

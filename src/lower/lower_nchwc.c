@@ -1,4 +1,4 @@
-/* lower_nchwc.c — `lower` hooks of the channel-blocked ops (src/ops/nn_nchwc.c): each is one EVAL
+/* lower_nchwc.c — `lower` hooks of the channel-blocked ops (src/ops/nn/nn_nchwc.c): each is one EVAL
  * CALL of a prelude routine of codegen/prelude/conv_nchwc.h.
  *
  *   NchwcConv        lt_nchwc_conv_f32 on weights packed once ([Mb][Cb][KH][KW][B][B], or
@@ -16,7 +16,7 @@
  */
 #include "lower_impl.h"
 
-#include "../ops/nn_internal.h"
+#include "../ops/nn/nn_impl.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -9,7 +9,7 @@
 #include "lower_gpu.h"
 #include "lower_impl.h"
 
-#include "../ops/nn_internal.h"
+#include "../ops/nn/nn_impl.h"
 
 #include <math.h>
 #include <stdio.h>

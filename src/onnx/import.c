@@ -15,7 +15,7 @@
  */
 #include "onnx_int.h"
 
-#include "../graph/infer.h"
+#include "../ops/infer.h"
 #include "../ops/ops.h"
 
 #include <errno.h>

@@ -1,15 +1,14 @@
-/* names.c — the importer's name -> pointer hash map (open addressing, FNV-1a, heap via lt_mem_*).
+/* names.c — the importer's name -> pointer hash map (open addressing, FNV-1a of base/hash.h, heap via
+ * lt_mem_*).
  * Keys are NUL-terminated strings owned by the caller (arena names); lookups take a byte slice so
  * wire strings need no copy. */
 #include "onnx_int.h"
 
+#include "../base/hash.h"
+
 #include <string.h>
 
-static uint32_t hash_bytes(const char *s, size_t n) {
-    uint32_t h = 2166136261u;
-    for (size_t i = 0; i < n; i++) h = (h ^ (uint8_t)s[i]) * 16777619u;
-    return h;
-}
+static uint32_t hash_bytes(const char *s, size_t n) { return (uint32_t)lt_fnv1a(s, n); }
 
 static bool key_eq(const char *key, const char *s, size_t n) { return strncmp(key, s, n) == 0 && key[n] == 0; }
 

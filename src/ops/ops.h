@@ -1,8 +1,13 @@
 /* ops.h — the operator table, the per-op hooks, and the helpers op implementations share.
  *
- * Every op is one line in ops.def. A family file (src/ops/<family>.c) defines a table
+ * Every op is one line in ops.def. Each family (the fourth column of ops.def) lives in its folder,
+ * src/ops/<family>/ (the nchwc ops in nn/): its main file <family>.c defines a table
  *     const lt_op_reg lt_ops_<family>[] = { {LT_OP_Abs, infer_fn, eval_fn}, ..., {0} };
- * and ops.c gathers the family tables. An op's hooks:
+ * the family's other files define hooks for it, and <family>_impl.h (where the family has more than
+ * one file) declares what they share, private to src/ops (but nn_impl.h's window geometry, which
+ * lowering reuses). ops.c gathers the family tables; the
+ * rest of src/ops is shared by all families (ops_util.c, infer_util.c) or drives the hooks over a
+ * whole graph (infer.c). An op's hooks:
  *   infer(ic, node): set the type of every node->out[i] (non-NULL) from the input types (and constant
  *     inputs, lt_infer_const) — dtype always, shape where it can be known, else rank -1 / dims -1.
  *     Return an error only for a definite inconsistency, naming the node (lt_infer_error).
@@ -47,12 +52,20 @@ int lt_op_lookup(const char *domain, const char *op_type);
 
 /* ---- evaluation context ---- */
 struct lt_env;
+struct lt_eval;
+/* Runs subgraph g for the node being evaluated (the contract of lt_eval_subgraph below). */
+typedef lt_status (*lt_subgraph_fn)(struct lt_eval *ev, const lt_graph *g, lt_datum *const *inputs, int n_inputs,
+                                    lt_datum **outputs);
 typedef struct lt_eval {
     lt_ctx *ctx;
     uint64_t rng;          /* state for random ops (lt_eval_random) */
     struct lt_env *env;    /* the environment of the graph being run (for subgraph outer scope) */
     const lt_model *model;
     int64_t max_loop_bytes; /* most bytes a Loop's scan outputs or one sequence may hold; 0: the default */
+    /* Runs the subgraphs of If, Loop, Scan, SequenceMap and FlexAttention: set by whoever runs graphs
+     * (the interpreter's lt_interp_subgraph, in the interpreter and in a plan's host steps), so the
+     * ops need nothing above them. NULL: this evaluator runs no subgraph (lt_eval_subgraph fails). */
+    lt_subgraph_fn run_subgraph;
 } lt_eval;
 #define LT_EVAL_DEFAULT_MAX_LOOP_BYTES ((int64_t)4 << 30)
 
@@ -94,10 +107,11 @@ const lt_op_hooks *lt_op_hooks_get(int op); /* never NULL; fields NULL when not 
 extern const lt_op_reg lt_ops_elementwise[], lt_ops_reduce[], lt_ops_shape[], lt_ops_nn[],
     lt_ops_control[], lt_ops_recurrent[], lt_ops_image[], lt_ops_misc[], lt_ops_nchwc[];
 
-/* ---- running subgraphs (If, Loop, Scan, SequenceMap) ----
+/* ---- running subgraphs (If, Loop, Scan, SequenceMap, FlexAttention) ----
  * Binds inputs[i] to g->inputs[i] (n_inputs may be fewer than g->n_inputs only if the rest have
  * initializers), resolves outer-scope names through ev->env, runs g, and stores new references to
- * its outputs in outputs[0..g->n_outputs). The caller releases inputs it owns and the outputs. */
+ * its outputs in outputs[0..g->n_outputs). The caller releases inputs it owns and the outputs.
+ * Calls ev->run_subgraph (LT_ERR_INTERNAL when it is NULL). */
 lt_status lt_eval_subgraph(lt_eval *ev, const lt_graph *g, lt_datum *const *inputs, int n_inputs,
                            lt_datum **outputs);
 

@@ -1,5 +1,6 @@
 /* ops_util.c — helpers shared by the eval hooks: node-labelled errors, input/output access,
- * axis normalization, broadcasting, multi-index iteration, the evaluation RNG. */
+ * axis normalization, broadcasting, multi-index iteration, subgraphs (through the evaluator's
+ * run_subgraph), the evaluation RNG. */
 #include "ops.h"
 
 #include <stdio.h>
@@ -136,6 +137,13 @@ bool lt_index_next(int rank, const int64_t *dims, int64_t *idx) {
         idx[d] = 0;
     }
     return false;
+}
+
+lt_status lt_eval_subgraph(lt_eval *ev, const lt_graph *g, lt_datum *const *inputs, int n_inputs,
+                           lt_datum **outputs) {
+    if (!ev->run_subgraph)
+        return lt_error(ev->ctx, LT_ERR_INTERNAL, "subgraph '%s': this evaluator runs no subgraphs", g->name ? g->name : "");
+    return ev->run_subgraph(ev, g, inputs, n_inputs, outputs);
 }
 
 double lt_eval_random(lt_eval *ev) {

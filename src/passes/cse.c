@@ -11,6 +11,8 @@
  */
 #include "util.h"
 
+#include "../base/hash.h"
+
 #include <string.h>
 
 #define CSE_CONST_BYTES 4096
@@ -20,37 +22,30 @@ static uint64_t mix(uint64_t h, uint64_t x) {
     return h;
 }
 
-static uint64_t hash_bytes(const void *p, size_t n) {
-    const unsigned char *b = p;
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ull;
-    return h;
-}
-
 static uint64_t hash_tensor(const lt_tensor *t) {
     uint64_t h = mix((uint64_t)t->dtype, (uint64_t)t->rank);
     for (int i = 0; i < t->rank; i++) h = mix(h, (uint64_t)t->dims[i]);
     if (t->dtype == LT_STRING) {
         for (int64_t i = 0; i < t->numel; i++) {
             const char *s = ((char *const *)t->data)[i];
-            h = mix(h, hash_bytes(s, strlen(s)));
+            h = mix(h, lt_fnv1a(s, strlen(s)));
         }
         return h;
     }
-    return mix(h, hash_bytes(t->data, (size_t)lt_tensor_nbytes(t)));
+    return mix(h, lt_fnv1a(t->data, (size_t)lt_tensor_nbytes(t)));
 }
 
 static uint64_t hash_node(const lt_node *n) {
-    uint64_t h = mix((uint64_t)n->op, hash_bytes(n->op_type, strlen(n->op_type)));
+    uint64_t h = mix((uint64_t)n->op, lt_fnv1a(n->op_type, strlen(n->op_type)));
     h = mix(h, (uint64_t)n->n_in * 131 + (uint64_t)n->n_out);
     for (int i = 0; i < n->n_in; i++) h = mix(h, (uint64_t)(uintptr_t)n->in[i]);
     /* attributes in any order: combine commutatively */
     uint64_t ah = 0;
     for (int a = 0; a < n->n_attr; a++) {
         const lt_attr *at = &n->attrs[a];
-        uint64_t x = mix(hash_bytes(at->name, strlen(at->name)), (uint64_t)at->type);
+        uint64_t x = mix(lt_fnv1a(at->name, strlen(at->name)), (uint64_t)at->type);
         if (at->type == LT_AT_INT) x = mix(x, (uint64_t)at->i);
-        if (at->type == LT_AT_INTS && at->n) x = mix(x, hash_bytes(at->ints, (size_t)at->n * sizeof *at->ints));
+        if (at->type == LT_AT_INTS && at->n) x = mix(x, lt_fnv1a(at->ints, (size_t)at->n * sizeof *at->ints));
         ah += x;
     }
     return mix(h, ah);

@@ -1,5 +1,5 @@
 /* layout_nchwc.c — convolutions on the CPU in the channel-blocked NCHW{B}c layout (ops of
- * src/ops/nn_nchwc.c), with reorders only at the ends of each blocked chain.
+ * src/ops/nn/nn_nchwc.c), with reorders only at the ends of each blocked chain.
  *
  * B is the f32 SIMD width of the host: 16 with AVX-512, 8 with AVX2; on other hosts the pass does
  * nothing (the blocked kernels would not pay). In one walk over the main graph, in order:

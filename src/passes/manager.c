@@ -9,8 +9,8 @@
  */
 #include "pass.h"
 
-#include "../graph/infer.h"
-#include "../graph/mutate.h"
+#include "../ops/infer.h"
+#include "mutate.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -42,7 +42,7 @@ bool lt_pass_is_enabled(const lt_pass_options *opt, const lt_pass *p) {
     return on && (!p->enabled || p->enabled(opt));
 }
 
-bool lt_pass_target_nchwc(const lt_pass_options *opt) { return opt && (!opt->target || opt->target->layout_nchwc); }
+bool lt_pass_target_nchwc(const lt_pass_options *opt) { return opt && !opt->no_nchwc_layout; }
 
 /* Every name of the comma-separated list names a pass (and none is in `other`, the disable list). */
 static lt_status check_names(lt_ctx *ctx, const char *list, const char *what, const char *other) {

@@ -2,7 +2,7 @@
  *
  * A pass is one file in src/passes/ exporting one descriptor (lt_pass): its name, the lowest -O
  * level that runs it, and run(ctx, model, options, &changed). A pass rewrites the model's graphs
- * (all of them: subgraphs included) through src/graph/mutate.h, keeps the interpreter's answers
+ * (all of them: subgraphs included) through src/passes/mutate.h, keeps the interpreter's answers
  * unchanged, leaves the graph valid (lt_graph_verify) and sets *changed only when it changed
  * something. It reports errors on ctx (naming the node or value at fault); the manager prefixes
  * them with the pass name.
@@ -24,7 +24,6 @@
 #ifndef LT_PASS_H
 #define LT_PASS_H
 
-#include "../backend/target.h"
 #include "../graph/graph.h"
 
 #define LT_PASS_DEFAULT_FOLD_BYTES ((int64_t)64 << 20)
@@ -52,9 +51,10 @@ typedef struct lt_pass_options {
      * pass makes them plain initializers (removed from the main graph's inputs: callers can no longer
      * bind them), which lets weights fold. */
     bool freeze_inputs;
-    /* The target the model is compiled for (src/backend/target.h; NULL: the host CPU). Passes ask
-     * it about capabilities: layout_nchwc runs only where target->layout_nchwc. */
-    const lt_target *target;
+    /* Capabilities of the target the model is compiled for, that passes ask about (the compile
+     * copies them from its lt_target; zero: the host CPU's): the target has no kernels for the
+     * blocked NCHWc layout, so layout_nchwc does not run. */
+    bool no_nchwc_layout;
     /* Lowering without microkernel calls (--no-microkernels): passes whose ops lower only to
      * prelude calls (layout_nchwc) do not run, the model keeps its plain ops. */
     bool no_microkernels;
@@ -108,7 +108,7 @@ typedef struct lt_pass_report {
 /* Would the manager run p under these options (level, disable and enable lists, off-by-default
  * entries, the pass's enabled hook)? */
 bool lt_pass_is_enabled(const lt_pass_options *opt, const lt_pass *p);
-/* May the blocked NCHWc layout pass rewrite convolutions for opt->target (NULL: the host CPU)? */
+/* May the blocked NCHWc layout pass rewrite convolutions for the target (opt NULL: the host CPU)? */
 bool lt_pass_target_nchwc(const lt_pass_options *opt);
 /* Check the option values (level range, dump_after / disable / enable name existing passes, no pass
  * both disabled and enabled): usage errors listing the known passes. */

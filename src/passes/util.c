@@ -167,7 +167,7 @@ bool lt_pu_eval_node(const lt_model *m, const lt_node *n, lt_tensor **out) {
     const lt_op_hooks *h = lt_op_hooks_get(n->op);
     if (!h->eval || lt_node_has_subgraphs(n) || n->n_in > 64 || n->n_out > 64) return false;
     lt_ctx tmp = {0};
-    lt_eval ev = {&tmp, 0, NULL, m, 0};
+    lt_eval ev = {.ctx = &tmp, .model = m}; /* no run_subgraph: nodes with subgraphs are not evaluated here */
     lt_datum *in[64] = {0}, *res[64] = {0};
     bool ok = true;
     for (int i = 0; i < n->n_in && ok; i++) {

@@ -4,7 +4,7 @@
 #ifndef LT_PASSES_UTIL_H
 #define LT_PASSES_UTIL_H
 
-#include "../graph/mutate.h"
+#include "mutate.h"
 #include "../ops/ops.h"
 #include "pass.h"
 

@@ -33,7 +33,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../io/io.h"
+#include "../base/file.h"
 
 #if defined(__x86_64__)
 #define LT_X86 1

@@ -17,7 +17,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../io/io.h"
+#include "../base/file.h"
 
 #define W 900.0
 #define H 560.0

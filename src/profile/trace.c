@@ -14,7 +14,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "../io/io.h"
+#include "../base/file.h"
 
 static void json_str(lt_strbuf *b, const char *s) {
     lt_sb_printf(b, "\"");

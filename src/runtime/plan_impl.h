@@ -8,14 +8,9 @@
 
 #include "plan.h"
 
-/* The interpreter's environment layout (src/interp/interp.c, struct lt_env): subgraphs of host
- * steps (If, Loop, Scan) read main-graph values through ev->env. Mirrored here until interp.h
- * exposes an API for it (requested); keep the two in sync. */
-struct lt_env {
-    const lt_graph *graph;
-    struct lt_env *parent;
-    lt_datum **vals; /* by value id */
-};
+/* lt_env and lt_interp_subgraph: subgraphs of host steps (If, Loop, Scan) run through the interpreter
+ * and read main-graph values through ev->env */
+#include "../interp/interp.h"
 
 typedef struct lt_plan_pack {
     int slot;                /* the PACKED slot */

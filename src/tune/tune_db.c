@@ -1,7 +1,7 @@
 /* tune_db.c — the tuning database: key -> best schedule and time, kept in a TSV file (tune.h).
  *
  * In memory: an array of entries (heap, grown by doubling), an open-addressing index of entry
- * numbers keyed by FNV-1a of the key's three fields (rebuilt when it is half full), and an arena
+ * numbers keyed by FNV-1a (base/hash.h) of the key's three fields (rebuilt when it is half full), and an arena
  * for the step arrays. Replacing an entry allocates its new steps in the arena (the old ones stay
  * until the database is freed: entries improve a bounded number of times).
  * Invariants: every stored key passed check_key; at most one entry per key; time_s > 0 and finite.
@@ -20,7 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../backend/hash.h"
+#include "../base/hash.h"
 #include "../io/io.h"
 #include "../profile/profile.h"
 
@@ -113,11 +113,11 @@ static lt_status check_key(lt_ctx *ctx, const lt_tune_key *k) {
 }
 
 static uint64_t key_hash(const lt_tune_key *k) {
-    uint64_t h = 1469598103934665603ull;
+    uint64_t h = LT_FNV1A_BASIS;
     const char *parts[3] = {k->hash, k->target, k->shapes};
     for (int i = 0; i < 3; i++) {
-        for (const char *p = parts[i]; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ull;
-        h = (h ^ 0xff) * 1099511628211ull; /* field separator */
+        h = lt_fnv1a_more(h, parts[i], strlen(parts[i]));
+        h = lt_fnv1a_more(h, "\xff", 1); /* field separator */
     }
     return h;
 }

@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../base/hash.h"
 #include "../profile/profile.h"
 
 #define LT_TUNE_CONFIRM_GAIN 0.98 /* a confirmed winner's median is at most this times the base's */
@@ -315,12 +316,6 @@ typedef struct seen_set {
     int cap, n;
 } seen_set;
 
-static uint64_t fnv(const char *s) {
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
-}
-
 /* Insert text; *fresh = it was not there. false on out-of-memory. */
 static bool seen_add(seen_set *S, const char *text, bool *fresh) {
     if ((S->n + 1) * 2 > S->cap) {
@@ -329,7 +324,7 @@ static bool seen_add(seen_set *S, const char *text, bool *fresh) {
         if (!ns) return false;
         for (int i = 0; i < S->cap; i++) {
             if (!S->slot[i]) continue;
-            int j = (int)(fnv(S->slot[i]) & (uint64_t)(cap - 1));
+            int j = (int)(lt_fnv1a_str(S->slot[i]) & (uint64_t)(cap - 1));
             while (ns[j]) j = (j + 1) & (cap - 1);
             ns[j] = S->slot[i];
         }
@@ -337,7 +332,7 @@ static bool seen_add(seen_set *S, const char *text, bool *fresh) {
         S->slot = ns;
         S->cap = cap;
     }
-    int j = (int)(fnv(text) & (uint64_t)(S->cap - 1));
+    int j = (int)(lt_fnv1a_str(text) & (uint64_t)(S->cap - 1));
     for (; S->slot[j]; j = (j + 1) & (S->cap - 1))
         if (!strcmp(S->slot[j], text)) {
             *fresh = false;

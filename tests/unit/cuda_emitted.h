@@ -18,8 +18,8 @@
 #define TEST_CUDA_EMITTED_H
 
 #include "codegen/codegen.h"
-#include "graph/infer.h"
-#include "graph/mutate.h"
+#include "ops/infer.h"
+#include "passes/mutate.h"
 #include "loop/schedule.h"
 #include "lower/lower.h"
 

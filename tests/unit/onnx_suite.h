@@ -5,7 +5,7 @@
 #ifndef ONNX_SUITE_H
 #define ONNX_SUITE_H
 
-#include "graph/infer.h"
+#include "ops/infer.h"
 #include "onnx/onnx.h"
 
 #include <dirent.h>

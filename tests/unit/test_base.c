@@ -1,7 +1,9 @@
 /* test_base.c — unit tests of src/base: checked arithmetic, arenas, the allocator hook (failing on
- * purpose), dtype conversions and tensor/datum lifetimes. Exits non-zero on the first failure. */
+ * purpose), dtype conversions, tensor/datum lifetimes and the hashes (SHA-256 and FNV-1a against
+ * published test vectors). Exits non-zero on the first failure. */
 #include "base/base.h"
 #include "base/dtype.h"
+#include "base/hash.h"
 #include "base/tensor.h"
 #include "test_util.h"
 
@@ -119,11 +121,24 @@ static void test_tensors_under_failing_allocator(void) {
     CHECK(lt_tensor_new(&c, LT_FLOAT, 3, huge, &t) == LT_ERR_NOMEM && strstr(c.msg, "too large"));
 }
 
+/* FIPS 180-4's "abc" example, and FNV-1a 64 as its authors publish it (offset basis
+ * 14695981039346656037): "" is the basis itself. */
+static void test_hashes(void) {
+    char hex[65];
+    lt_sha256_hex("abc", 3, hex);
+    CHECK(strcmp(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad") == 0);
+    CHECK(lt_fnv1a("", 0) == 0xcbf29ce484222325ull && lt_fnv1a_str("") == 0xcbf29ce484222325ull);
+    CHECK(lt_fnv1a("a", 1) == 0xaf63dc4c8601ec8cull && lt_fnv1a_str("a") == 0xaf63dc4c8601ec8cull);
+    CHECK(lt_fnv1a("foobar", 6) == 0x85944171f73967e8ull && lt_fnv1a_str("foobar") == 0x85944171f73967e8ull);
+    CHECK(lt_fnv1a_more(lt_fnv1a("foo", 3), "bar", 3) == lt_fnv1a("foobar", 6));
+}
+
 int main(void) {
     test_checked();
     test_arena();
     test_ctx();
     test_dtypes();
     test_tensors_under_failing_allocator();
+    test_hashes();
     return test_report("test_base");
 }

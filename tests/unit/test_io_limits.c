@@ -10,7 +10,7 @@
  * - the interpreter: a Loop whose trip count is INT64_MAX fails at lt_interp_options.max_loop_bytes
  *   with an error naming the node, and a raised limit lets a bounded loop through.
  * Exits non-zero if a check fails. */
-#include "graph/infer.h"
+#include "ops/infer.h"
 #include "interp/interp.h"
 #include "io/io.h"
 #include "loop/schedule.h"

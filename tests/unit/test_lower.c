@@ -187,7 +187,7 @@ static lt_status run_groups(lt_ctx *ctx, const lt_model *m, lt_datum **vals, con
             const lt_node *n = gr->nodes[0];
             lt_datum *in[16] = {0}, *out[16] = {0};
             for (int i = 0; i < n->n_in; i++) in[i] = n->in[i] ? vals[n->in[i]->id] : NULL;
-            lt_eval ev = {ctx, 0, NULL, m, 0};
+            lt_eval ev = {.ctx = ctx, .model = m, .run_subgraph = lt_interp_subgraph};
             s = lt_op_hooks_get(n->op)->eval(&ev, n, in, out);
             for (int i = 0; i < n->n_out; i++)
                 if (n->out[i]) vals[n->out[i]->id] = out[i];

@@ -1,4 +1,4 @@
-/* test_nchwc.c — the layout_nchwc pass and the channel-blocked ops (src/ops/nn_nchwc.c,
+/* test_nchwc.c — the layout_nchwc pass and the channel-blocked ops (src/ops/nn/nn_nchwc.c,
  * src/lower/lower_nchwc.c, codegen/prelude/conv_nchwc.h).
  *
  *   1. before/after on printed IR: a conv -> relu -> conv -> residual add chain becomes one blocked
@@ -260,14 +260,13 @@ static void test_errors(void) {
  * any level >= 1, and only for a target that takes the NCHWc layout (the CPU), with microkernels (its ops lower to calls only). */
 static void test_enabled(void) {
     const lt_pass *p = &lt_pass_layout_nchwc;
-    lt_target cpu = {.layout_nchwc = true}, gpu = {.gpu_blocks = true, .layout_nchwc = false};
     CHECK(lt_pass_find("layout_nchwc") == p && lt_pass_off_by_default(p));
     CHECK(!lt_pass_is_enabled(&(lt_pass_options){.level = 3}, p));
-    CHECK(!lt_pass_is_enabled(&(lt_pass_options){.level = 3, .target = &cpu}, p));
+    CHECK(!lt_pass_is_enabled(&(lt_pass_options){.level = 3, .no_nchwc_layout = false}, p));
     CHECK(lt_pass_is_enabled(&(lt_pass_options){.level = 3, .enable = "layout_nchwc"}, p));
-    CHECK(lt_pass_is_enabled(&(lt_pass_options){.level = 1, .target = &cpu, .enable = "cse,layout_nchwc"}, p));
+    CHECK(lt_pass_is_enabled(&(lt_pass_options){.level = 1, .no_nchwc_layout = false, .enable = "cse,layout_nchwc"}, p));
     CHECK(!lt_pass_is_enabled(&(lt_pass_options){.level = 0, .enable = "layout_nchwc"}, p));
-    CHECK(!lt_pass_is_enabled(&(lt_pass_options){.level = 3, .target = &gpu, .enable = "layout_nchwc"}, p));
+    CHECK(!lt_pass_is_enabled(&(lt_pass_options){.level = 3, .no_nchwc_layout = true, .enable = "layout_nchwc"}, p));
     CHECK(!lt_pass_is_enabled(&(lt_pass_options){.level = 3, .no_microkernels = true, .enable = "layout_nchwc"}, p));
     CHECK(!lt_pass_is_enabled(&(lt_pass_options){.level = 3, .disable = "layout_nchwc"}, p));
     /* a default-on pass is not affected by the list; enabling one runs it below its level */

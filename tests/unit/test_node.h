@@ -8,6 +8,7 @@
 
 #include "test_util.h"
 
+#include "interp/interp.h"
 #include "ops/ops.h"
 
 #define TN_MAXIO 9  /* inputs, and outputs, at most */
@@ -124,7 +125,7 @@ static inline void tn_clear_out(tnode *t) {
     }
 }
 static inline lt_status tn_eval(tnode *t) {
-    lt_eval ev = {&t->ctx, 1, NULL, NULL, 0};
+    lt_eval ev = {.ctx = &t->ctx, .rng = 1, .run_subgraph = lt_interp_subgraph};
     tn_clear_out(t);
     lt_ctx_clear(&t->ctx);
     return lt_op_hooks_get(t->node.op)->eval(&ev, &t->node, t->in, t->out);

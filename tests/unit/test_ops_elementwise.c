@@ -1,5 +1,5 @@
-/* test_ops_elementwise.c — unit tests of the elementwise and misc families (src/ops/elementwise*.c,
- * src/ops/misc*.c) and the narrow-float conversions in src/base/dtype.c, for what the ONNX node tests
+/* test_ops_elementwise.c — unit tests of the elementwise and misc families (src/ops/elementwise/,
+ * src/ops/misc/) and the narrow-float conversions in src/base/dtype.c, for what the ONNX node tests
  * do not reach: Cast to and from strings (numpy's shortest-repr formatting, parsing and its errors),
  * float8 NaN signs and e8m0 rounding modes, integer division and modulo corners (INT64_MIN / -1,
  * division by zero), shifts by the type's width or more, opset < 7 legacy broadcasting, Clip-6's
@@ -7,7 +7,7 @@
  * pathological patterns), tree-ensemble error paths, and out-of-memory on every allocation of a set
  * of ops with a check that nothing leaks. Nodes are built by hand and run through the op table's
  * hooks. Exits non-zero on any failure. */
-#include "ops/misc_impl.h"
+#include "ops/misc/misc_impl.h"
 #include "ops/ops.h"
 #include "test_node.h"
 

@@ -1,4 +1,4 @@
-/* test_ops_image.c — unit tests of the image family (src/ops/image*.c) for what the ONNX node tests
+/* test_ops_image.c — unit tests of the image family (src/ops/image/) for what the ONNX node tests
  * do not reach: MaxRoiPool (no node test), old-opset Resize/Upsample rules, exact int64 and string
  * nearest resizing, ImageDecoder formats built here byte by byte (palette / gray / 16-bit PNG, BMP,
  * PGM, TIFF; truncated and unknown data), NonMaxSuppression without optional inputs, an odd-length

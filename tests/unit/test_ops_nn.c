@@ -1,9 +1,9 @@
-/* test_ops_nn.c — unit tests of the nn family (src/ops/nn*.c) for what the ONNX node tests do not
+/* test_ops_nn.c — unit tests of the nn family (src/ops/nn/) for what the ONNX node tests do not
  * reach: the blocked GEMM and convolution kernels on sizes that cross every block and tile edge
  * (checked against naive loops, float within tolerance, double and integers exactly), exact int64
  * products beyond 2^53, old-opset attribute forms, error paths (bad indices, bad shapes, bad
  * equations) and out-of-memory on every allocation. Exits non-zero on any failure. */
-#include "ops/nn_internal.h"
+#include "ops/nn/nn_impl.h"
 #include "test_node.h"
 
 #include <math.h>

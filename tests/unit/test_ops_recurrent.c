@@ -1,4 +1,4 @@
-/* test_ops_recurrent.c — unit tests of the recurrent family (src/ops/recurrent*.c) for what the ONNX
+/* test_ops_recurrent.c — unit tests of the recurrent family (src/ops/recurrent/) for what the ONNX
  * node tests do not reach: bidirectional and reverse RNN/GRU/LSTM with sequence_lens, initial
  * states, peepholes, clip, input_forget, linear_before_reset and non-default activations (expected
  * values from onnxruntime 1.31, see below), layout 1 against layout 0, Attention with

@@ -1,4 +1,4 @@
-/* test_ops_reduce.c — unit tests of the reduce family (src/ops/reduce*.c) for what the ONNX node
+/* test_ops_reduce.c — unit tests of the reduce family (src/ops/reduce/) for what the ONNX node
  * tests do not reach: old-opset semantics (Softmax coercion to 2-D, attribute axes), exact int64
  * reductions, empty reductions, tie and NaN order in TopK/ArgMax, error paths (bad indices, bad
  * shapes) and out-of-memory on every allocation. Nodes are built by hand and run through the hooks

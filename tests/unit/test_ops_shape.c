@@ -1,4 +1,4 @@
-/* test_ops_shape.c — unit tests of the shape family (src/ops/shape*.c) for what the ONNX node tests
+/* test_ops_shape.c — unit tests of the shape family (src/ops/shape/) for what the ONNX node tests
  * do not reach: old-opset forms (attributes that later became inputs, Tile-1, Concat-1's default
  * axis), string tensors through every kind of data movement, the clamping corners of Slice and Pad,
  * error paths (indices out of range, negative or huge sizes, bad shapes) with their messages, infer

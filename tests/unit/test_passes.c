@@ -1,4 +1,4 @@
-/* test_passes.c — the graph mutation API (src/graph/mutate.h), the pass manager (options, report,
+/* test_passes.c — the graph mutation API (src/passes/mutate.h), the pass manager (options, report,
  * dumps, bisecting) and the folding / DCE / CSE passes, each with a before/after check on printed
  * IR and the interpreter's answers compared before and after on the same inputs. Models are built
  * with the mutation API (test_passes_util.h). Exits non-zero on any failure. */

@@ -1,13 +1,13 @@
 /* test_passes_util.h — shared by the tests/unit/test_passes*.c programs: a builder for small models
- * made with the mutation API (src/graph/mutate.h), a runner of one pass (or a pass list) through the
+ * made with the mutation API (src/passes/mutate.h), a runner of one pass (or a pass list) through the
  * pass manager, printed-IR comparison, and the correctness check every pass test makes: the
  * interpreter's outputs on the same (random, never zero) inputs agree before and after.
  * Header-only (static functions): each test program includes it once. */
 #ifndef TEST_PASSES_UTIL_H
 #define TEST_PASSES_UTIL_H
 
-#include "graph/infer.h"
-#include "graph/mutate.h"
+#include "ops/infer.h"
+#include "passes/mutate.h"
 #include "interp/interp.h"
 #include "ops/ops.h"
 #include "passes/pass.h"

@@ -11,7 +11,7 @@
 #include "compile/compile.h"
 #include "interp/interp.h"
 #include "onnx/onnx.h"
-#include "runtime/onnx_writer.h"
+#include "onnx/onnx_writer.h"
 
 #include <math.h>
 #include <stdio.h>

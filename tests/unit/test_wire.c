@@ -4,7 +4,7 @@
  * int32_data, strings, sparse tensors, sequences / optionals / maps, encoding round trips, model
  * import errors, function inlining, and allocation failures injected at every allocation (each must
  * give an error, never a crash or a leak). Exits non-zero on the first failure. */
-#include "graph/infer.h"
+#include "ops/infer.h"
 #include "onnx/onnx.h"
 #include "onnx/wire.h"
 #include "ops/ops.h"

@@ -1,5 +1,5 @@
 /* c_target.c — the "c" target: a model as standalone C (`lathe compile MODEL --target c -o DIR`,
- * src/runtime/export.h): DIR/model.c, model.h, model_main.c and model.weights, built with a plain C
+ * written by src/runtime/export.c through the request's write_program): DIR/model.c, model.h, model_main.c and model.weights, built with a plain C
  * compiler and no lathe library.
  *
  * A target like cpu and cuda, found in the same registry (backend.c): its language table is derived
@@ -11,8 +11,6 @@
 #include "../backend.h"
 
 #include <pthread.h>
-
-#include "../../runtime/export.h"
 
 static lt_lang c_lang_table;
 static pthread_once_t c_lang_once = PTHREAD_ONCE_INIT;
@@ -42,19 +40,11 @@ static lt_status c_create(lt_ctx *ctx, const lt_backend_options *opt, lt_backend
     return lt_backend_cpu.create(ctx, opt, out);
 }
 
+/* The program is written from the plan by the writer the caller passes (the runtime's C export):
+ * the plan is above this layer. */
 static lt_status c_write_output(lt_ctx *ctx, const lt_target *t, const lt_output_request *req, lt_strbuf *log) {
-    if (!req->plan) return lt_error(ctx, LT_ERR_USAGE, "target %s: no plan to export", t->name);
-    lt_export_options eo = {.dir = req->dir, .prefix = req->prefix, .model_path = req->model_path,
-                            .embed_limit = req->embed_limit, .lang = t->lang};
-    lt_export_report er = {0};
-    LT_TRY(lt_export_c(ctx, req->plan, &eo, &er));
-    lt_sb_printf(log, "export: %d kernels, weights %lld bytes (%s), workspace %lld bytes\n", er.n_kernels,
-                 (long long)er.weight_bytes, er.embedded ? "embedded" : "separate file", (long long)er.workspace_bytes);
-    for (int i = 0; i < er.n_files; i++) lt_sb_printf(log, "  wrote %s\n", req->esc(er.files[i]));
-    const char *P = req->prefix ? req->prefix : "model";
-    lt_sb_printf(log, "build: cc -O2 %s/%s.c %s/%s_main.c -lm   (add -O3 -march=native -fopenmp for speed)\n",
-                 req->esc(req->dir), req->esc(P), req->esc(req->dir), req->esc(P));
-    return LT_OK;
+    if (!req->plan || !req->write_program) return lt_error(ctx, LT_ERR_USAGE, "target %s: no plan to export", t->name);
+    return req->write_program(ctx, req, t->lang, log);
 }
 
 const lt_backend_vtbl lt_backend_c = {

@@ -32,7 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../hash.h"
+#include "../../base/hash.h"
 #include "cpu_impl.h"
 
 #define MANIFEST_MAGIC "lathe-cpu-manifest-v1"

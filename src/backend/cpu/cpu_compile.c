@@ -33,7 +33,7 @@
 #include <unistd.h>
 
 #include "../../codegen/codegen.h"
-#include "../hash.h"
+#include "../../base/hash.h"
 #include "cpu_impl.h"
 
 extern char **environ;

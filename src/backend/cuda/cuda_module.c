@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "../../codegen/codegen.h"
-#include "../hash.h"
+#include "../../base/hash.h"
 #include "cuda_impl.h"
 
 #define KEY_VERSION "lathe-cuda-cubin-v1"
