@@ -159,6 +159,7 @@ int cmd_tune(int argc, char **argv) {
     lt_tune_db *db = NULL, *known = NULL;
     lt_compile_report rep = {0}, rep2 = {0};
     bool have_rep = false, have_rep2 = false;
+    tune_run run = {0};
     cli_compile_args ca;
     cli_compile_init(&ca, "cpu");
     if (!shapes || !dims || !inputs) { cli_error("out of memory"); rc = CLI_EXIT_INVALID; goto out; }
@@ -229,11 +230,11 @@ int cmd_tune(int argc, char **argv) {
         goto out;
     }
     int before = lt_tune_db_count(db);
-    tune_run run = {.tc = {.db = db, .search = true, .cc = ca.o.cc, .cache_dir = ca.o.cache_dir,
-                           .min_seconds = (double)min_ms * 1e-3, .log = log_line,
-                           .options = {.beam = (int)beam, .depth = (int)depth, .max_trials = (int)trials,
-                                       .confirm = (int)confirm}},
-                    .known = known, .variant = "NCHW"};
+    run = (tune_run){.tc = {.db = db, .search = true, .backend = ca.backend, .cc = ca.o.cc,
+                            .cache_dir = ca.o.cache_dir, .min_seconds = (double)min_ms * 1e-3, .log = log_line,
+                            .options = {.beam = (int)beam, .depth = (int)depth, .max_trials = (int)trials,
+                                        .confirm = (int)confirm}},
+                     .known = known, .variant = "NCHW"};
     run.tc.log_user = &run.heading;
     ca.o.schedule_hook = tune_hook;
     ca.o.schedule_user = &run;
@@ -301,6 +302,7 @@ int cmd_tune(int argc, char **argv) {
     printf("measurements: %d kernel builds timed, %d rejected as wrong\n", run.tc.n_trials, run.tc.n_wrong);
     printf("database: %s (%d entries, %d new)\n", path, lt_tune_db_count(db), lt_tune_db_count(db) - before);
 out:
+    lt_tune_cpu_end(&run.tc); /* the search's backend instance */
     for (int i = 0; in && i < n_in; i++) lt_datum_release(in[i]);
     free(in);
     lt_plan_free(plan);

@@ -1,6 +1,6 @@
-/* tune_cpu.c — tuned schedules in the compile pipeline for the CPU (compile.h's schedule_hook):
- * a database lookup for every compile (lathe run / compile / profile) and a measured search for
- * `lathe tune` (tune.h).
+/* tune_cpu.c — tuned schedules in the compile pipeline (compile.h's schedule_hook), for a target
+ * whose capabilities say the tuning database applies (lt_target.tune_db): a database lookup for
+ * every compile (lathe run / compile / profile) and a measured search for `lathe tune` (tune.h).
  *
  * Key of a kernel: the hash of its unscheduled Loop IR (lt_tune_key_kernel: the name left out, so
  * a model's identical layers share one entry), the target "cpu-<isa>" and "threads=<N>" (a schedule
@@ -9,8 +9,13 @@
  * Search (lt_tune_cpu.search): kernels built from plain loops only (no microkernel call: those have
  * scratch buffers or packed weights, and their tile sizes are the microkernels' business) are tuned
  * by lt_tune_kernel, starting from the default schedule, with a measure callback that
- *   - emits the scheduled kernel as a module of its own (lt_emit_module, the C language table) and
- *     builds it with the CPU backend's compiler driver (cached by content like every module);
+ *   - emits the scheduled kernel as a module of its own (lt_emit_module, the backend's language
+ *     table) and builds it through the backend vtable of the backend the caller compiles for
+ *     (lt_tune_cpu.backend; one instance per tuning session, created on the first search and kept
+ *     until lt_tune_cpu_end): vt->compile (cached by content like every module), vt->load by the
+ *     kernel's name, module_set_threads, and vt->launch on the argument pointers. The arguments are
+ *     host memory, so the backend must have host memory (vt->host_memory) and a target that takes
+ *     the tuning database;
  *   - runs it on fixed random arguments (floats in [-1, 1); integers and bools zero, which is a
  *     valid index for any gather), each argument restored from a pristine copy first;
  *   - checks the outputs against the default schedule's (|got - want| <= 1e-4 (|want| + mean|want|)):
@@ -29,7 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../backend/cpu/cpu.h"
+#include "../backend/backend.h"
 #include "../codegen/codegen.h"
 #include "../graph/graph.h"
 #include "../profile/profile.h"
@@ -154,61 +159,89 @@ static bool same_outputs(const measure_state *m, const lt_kernel *k) {
     return true;
 }
 
+/* The session's backend instance: created on the first search from tc->backend, after checking
+ * that its target takes the tuning database and its memory is host memory (the arguments are). */
+static lt_status session_backend(lt_ctx *ctx, lt_tune_cpu *tc, lt_backend **out) {
+    if (!tc->b) {
+        const lt_backend_vtbl *vt = tc->backend ? lt_backend_find(tc->backend) : NULL;
+        if (!vt) return lt_error(ctx, LT_ERR_USAGE, "tuning: no backend %s to measure kernels on",
+                                 tc->backend ? tc->backend : "named");
+        lt_target t;
+        LT_TRY(lt_backend_target(ctx, vt, NULL, NULL, &t));
+        if (!t.tune_db)
+            return lt_error(ctx, LT_ERR_UNSUPPORTED, "tuning: the %s backend's target takes no tuned schedules", vt->name);
+        if (!vt->host_memory)
+            return lt_error(ctx, LT_ERR_UNSUPPORTED,
+                            "tuning: kernels are measured on host memory, and the %s backend's memory is not", vt->name);
+        lt_backend_options bo = {.cc = tc->cc, .cache_dir = tc->cache_dir};
+        LT_TRY(lt_backend_create(ctx, vt->name, &bo, &tc->b));
+    }
+    *out = tc->b;
+    return LT_OK;
+}
+
 static lt_status measure(void *user, lt_ctx *ctx, const lt_kernel *k, const lt_schedule *s, double *seconds) {
     (void)s;
     measure_state *m = user;
     lt_tune_cpu *tc = m->tc;
     *seconds = INFINITY;
+    lt_backend *b = NULL;
+    LT_TRY(session_backend(ctx, tc, &b));
+    const lt_backend_vtbl *vt = b->vt;
     lt_emit_kernel ek = {k, "lathe tune"};
     lt_strbuf src = {0};
-    lt_status st = lt_emit_module(ctx, &lt_lang_c, &ek, 1, NULL, &src);
+    lt_status st = lt_emit_module(ctx, vt->lang, &ek, 1, NULL, &src);
     if (st == LT_OK && (src.failed || !src.s)) st = lt_error(ctx, LT_ERR_NOMEM, "out of memory (tuning %s)", k->name);
     if (st != LT_OK) {
         lt_sb_free(&src);
         return st;
     }
-    lt_cpu_options co = {.cc = tc->cc, .cache_dir = tc->cache_dir};
-    lt_cpu_module *mod = NULL;
+    lt_bmodule *mod = NULL;
     lt_ctx c2 = {0};
-    st = lt_cpu_compile(&c2, src.s, &co, &mod);
+    st = vt->compile(b, &c2, src.s, &mod);
     lt_sb_free(&src);
     if (st == LT_ERR_NOMEM || st == LT_ERR_UNSUPPORTED) return lt_error(ctx, st, "%s", c2.msg);
     if (st != LT_OK) return LT_OK; /* this candidate does not compile: rejected */
-    int nk = 0;
-    const lt_cpu_kernel_desc *d = lt_cpu_module_kernels(mod, &nk);
-    if (!d || nk < 1 || d[0].n_args != m->n) {
-        lt_cpu_module_free(mod);
-        return lt_error(ctx, LT_ERR_INTERNAL, "tuning %s: the module's kernel table does not match", k->name);
+    lt_bkernel *fn = NULL;
+    if ((st = vt->load(b, ctx, mod, k->name, &fn)) != LT_OK) {
+        vt->module_free(b, mod);
+        return st;
     }
-    lt_cpu_module_set_threads(mod, m->threads);
+    if (vt->module_set_threads) vt->module_set_threads(b, mod, m->threads);
+    void *const *args = m->arg;
     restore(m);
     double t0 = now_s();
-    d[0].fn(m->arg);
+    st = vt->launch(b, ctx, fn, args, m->n);
     double once = now_s() - t0;
+    if (st != LT_OK) {
+        vt->module_free(b, mod);
+        return st;
+    }
     tc->n_trials++;
     if (!m->have_want) { /* the first measurement is the default schedule's */
         if ((st = record_outputs(ctx, m, k)) != LT_OK) {
-            lt_cpu_module_free(mod);
+            vt->module_free(b, mod);
             return st;
         }
     } else if (!same_outputs(m, k)) {
         tc->n_wrong++;
-        lt_cpu_module_free(mod);
+        vt->module_free(b, mod);
         return LT_OK; /* computes something else: rejected */
     }
     double min_s = tc->min_seconds > 0 ? tc->min_seconds : 0.02;
     t0 = now_s(); /* the first call also paid for page faults and starting threads: size batches on a warm one */
-    d[0].fn(m->arg);
+    st = vt->launch(b, ctx, fn, args, m->n);
     once = now_s() - t0;
     int64_t reps = once > 0 ? (int64_t)(min_s / 5 / once) + 1 : 1000;
     if (reps > 100000) reps = 100000;
     double t[5];
-    for (int b = 0; b < 5; b++) {
+    for (int bt = 0; bt < 5 && st == LT_OK; bt++) {
         t0 = now_s();
-        for (int64_t r = 0; r < reps; r++) d[0].fn(m->arg);
-        t[b] = (now_s() - t0) / (double)reps;
+        for (int64_t r = 0; r < reps && st == LT_OK; r++) st = vt->launch(b, ctx, fn, args, m->n);
+        t[bt] = (now_s() - t0) / (double)reps;
     }
-    lt_cpu_module_free(mod);
+    vt->module_free(b, mod);
+    if (st != LT_OK) return st;
     double med = lt_profile_median(t, 5);
     *seconds = med > 0 ? med : 1e-9;
     return LT_OK;
@@ -316,4 +349,10 @@ void lt_tune_cpu_detach(lt_compile_options *o, lt_tune_cpu *tc) {
     if (o->schedule_user == tc) o->schedule_hook = NULL, o->schedule_user = NULL, o->tuned_passes = NULL;
     lt_tune_db_free(tc->db);
     tc->db = NULL;
+    lt_tune_cpu_end(tc);
+}
+
+void lt_tune_cpu_end(lt_tune_cpu *tc) {
+    lt_backend_destroy(tc->b);
+    tc->b = NULL;
 }
