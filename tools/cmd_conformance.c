@@ -11,8 +11,9 @@
  * reason, comma-separated ops. Results are printed in test-name order as soon as every earlier test
  * has finished; the last line is exactly "N passed, N failed, N skipped". On a terminal, a progress
  * line on stderr counts the tests done and failed (cli_progress.h); the children never draw.
- * --compile-only (cuda): each data set's model is compiled as above but only emitted, and the CUDA
- * translation unit built with NVRTC (no device needed); nothing runs.
+ * --compile-only (a backend whose vtable builds without a device: build_offline; cuda, with NVRTC):
+ * each data set's model is compiled as above but only emitted, and the translation unit built by the
+ * backend's offline builder, readied once by the parent before the tests fork; nothing runs.
  */
 #include "cli_compile.h"
 #include "cli_progress.h"
@@ -31,7 +32,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "backend/cuda/cuda.h"
 #include "ops/infer.h"
 #include "interp/interp.h"
 #include "io/io.h"
@@ -76,10 +76,11 @@ static const char HELP[] =
     "  --rtol X         relative tolerance (default 1e-3, the suite's own)\n"
     "  --atol X         absolute tolerance (default 1e-7)\n"
     "  --verbose        also print passing and skipped tests\n"
-    "  --compile-only   --backend cuda: compile every test for the GPU (emit + NVRTC for --arch, cubins\n"
-    "                   cached in the cache dir) without running it: needs NVRTC, no GPU. A test\n"
-    "                   passes when its CUDA translation unit compiles (CI checks the emitter so)\n"
-    "  --arch SM        --compile-only: the NVRTC target (default sm_90)\n"
+    "  --compile-only   with a backend that builds without a device (cuda): compile every test for\n"
+    "                   it (emit + build for --arch; cuda: NVRTC, cubins cached in the cache dir)\n"
+    "                   without running it: needs NVRTC, no GPU. A test passes when its translation\n"
+    "                   unit builds (CI checks the CUDA emitter so)\n"
+    "  --arch SM        --compile-only: the architecture to build for (cuda: NVRTC's, default sm_90)\n"
     "  -h, --help       show this help\n"
     "compile options (--backend cpu, cuda):\n"
     CLI_COMPILE_HELP
@@ -207,24 +208,21 @@ static int list_datasets(const char *dir, char ***out) {
     return n;
 }
 
-/* --compile-only: the NVRTC target (NULL when tests run) and NVRTC, opened once by the parent (the
- * forked test processes inherit it) */
+/* --compile-only: the architecture built for (NULL when tests run) and the backend's offline builder,
+ * readied once by the parent (the forked test processes inherit it) */
 static const char *g_compile_only_arch;
-static lt_nvrtc *g_nvrtc;
+static const lt_backend_vtbl *g_offline_vt;
+static lt_boffline *g_offline;
 
-/* --compile-only: build one emitted CUDA translation unit with NVRTC (cubins cached in cache_dir). */
-static lt_status nvrtc_build(lt_ctx *ctx, const char *src, const cli_compile_args *ca, child_out *co) {
-    const char *cache_dir = ca->no_cache ? "" : ca->cache_dir;
-    lt_cuda_image img = {0};
-    lt_cuda_compile_options copt = {.name = "model.cu"};
-    lt_status s = lt_cuda_build(ctx, g_nvrtc, src, g_compile_only_arch, cache_dir[0] ? cache_dir : NULL, &copt, &img);
-    if (s != LT_OK) cli_fmt(co->reason, REASON_MAX, "NVRTC: %s", ctx->msg[0] ? ctx->msg : lt_status_name(s));
-    lt_cuda_image_free(&img);
+/* --compile-only: build one emitted translation unit with the backend's offline builder. */
+static lt_status offline_build(lt_ctx *ctx, const char *src, child_out *co) {
+    lt_status s = g_offline_vt->build_offline(g_offline, ctx, src);
+    if (s != LT_OK) cli_fmt(co->reason, REASON_MAX, "%s", ctx->msg[0] ? ctx->msg : lt_status_name(s));
     return s;
 }
 
 /* Compile m for the shapes of `inputs` (cpu backend): fix the input shapes, compile. With
- * --compile-only, emit the CUDA translation unit and build it with NVRTC instead (*plan stays NULL). */
+ * --compile-only, emit the translation unit and build it offline instead (*plan stays NULL). */
 static bool compile_for(lt_model *m, lt_datum *const *inputs, const cli_compile_args *ca, lt_plan **plan,
                         child_out *co) {
     lt_ctx ctx = {0};
@@ -255,7 +253,7 @@ static bool compile_for(lt_model *m, lt_datum *const *inputs, const cli_compile_
     if (g_compile_only_arch) {
         o.emit_only = true;
         o.emit_source = &src;
-        o.arch = g_compile_only_arch; /* lowered for the target NVRTC builds */
+        o.arch = g_compile_only_arch; /* lowered for the architecture the offline builder builds for */
     }
     lt_status s = lt_compile(&ctx, m, &o, plan, &rep);
     lt_compile_report_free(&rep);
@@ -264,7 +262,7 @@ static bool compile_for(lt_model *m, lt_datum *const *inputs, const cli_compile_
         lt_sb_free(&src);
         return false;
     }
-    if (g_compile_only_arch && src.len) s = nvrtc_build(&ctx, src.s, ca, co);
+    if (g_compile_only_arch && src.len) s = offline_build(&ctx, src.s, co);
     lt_sb_free(&src);
     return s == LT_OK;
 }
@@ -580,14 +578,27 @@ int cmd_conformance(int argc, char **argv) {
             return cli_usage("conformance", "unexpected argument '%s'", a);
         }
     }
-    if (compile_only) { /* no device: the emitter and NVRTC only */
-        if (strcmp(ca.backend, "cuda") != 0) return cli_usage("conformance", "--compile-only needs --backend cuda");
+    if (compile_only) { /* no device: the emitter and the backend's offline builder only */
+        const lt_backend_vtbl *vt = lt_backend_find(ca.backend);
+        if (!vt || !vt->offline_open || !vt->build_offline) {
+            char names[256] = "";
+            size_t len = 0;
+            for (const char *const *n = lt_backend_names(); *n; n++) {
+                const lt_backend_vtbl *b = lt_backend_find(*n);
+                if (b && b->offline_open && b->build_offline && len < sizeof names)
+                    len += (size_t)snprintf(names + len, sizeof names - len, "%s%s", len ? ", " : "", *n);
+            }
+            return cli_usage("conformance", "--compile-only needs a backend that builds without a device (%s), "
+                             "got --backend %s", names[0] ? names : "none", ca.backend);
+        }
+        lt_backend_options bo = {.arch = arch, .nvrtc = ca.o.nvrtc,
+                                 .cache_dir = !ca.no_cache && ca.cache_dir[0] ? ca.cache_dir : NULL};
         lt_ctx nctx = {0};
-        if (lt_nvrtc_open_path(&nctx, ca.o.nvrtc, &g_nvrtc) != LT_OK) {
+        if (vt->offline_open(&nctx, &bo, &g_offline, &g_compile_only_arch) != LT_OK) {
             cli_error("--compile-only: %s", nctx.msg);
             return CLI_EXIT_UNSUPPORTED;
         }
-        g_compile_only_arch = arch ? arch : "sm_90";
+        g_offline_vt = vt;
     } else if (arch) {
         return cli_usage("conformance", "--arch is for --compile-only");
     }
@@ -800,8 +811,8 @@ int cmd_conformance(int argc, char **argv) {
     free(slots);
     free(pfds);
     free(suite);
-    lt_nvrtc_close(g_nvrtc);
-    g_nvrtc = NULL;
+    if (g_offline_vt && g_offline_vt->offline_close) g_offline_vt->offline_close(g_offline);
+    g_offline = NULL;
     (void)done;
     return rc;
 }

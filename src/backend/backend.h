@@ -12,7 +12,8 @@
  * directly (CPU: yes; CUDA: no, it is reached only through copy and launch). Device backends may
  * add the optional calls (NULL when absent): copy_async (queued in order with launches; the host
  * side must stay valid and unchanged until the next sync), graph capture and replay of a launch
- * sequence, and events for device-side timing. The runtime's plan (src/runtime/plan.h) drives
+ * sequence, events for device-side timing, and building emitted source with no device (a compiler
+ * readied once before fork, then one translation unit per call: `lathe conformance --compile-only`). The runtime's plan (src/runtime/plan.h) drives
  * every device through these calls only.
  * Every call returns a status with the message on ctx; results go through out-parameters, untouched
  * on failure. On the CPU "device" memory is host memory (64-byte aligned), copies are memcpy, launch
@@ -30,6 +31,7 @@
 typedef struct lt_backend lt_backend;
 typedef struct lt_bmodule lt_bmodule; /* a compiled, loaded module (opaque) */
 typedef struct lt_bkernel lt_bkernel; /* a kernel of a module (opaque; lives as long as its module) */
+typedef struct lt_boffline lt_boffline; /* a backend's compiler readied for builds with no device (opaque) */
 
 typedef enum lt_copy_dir {
     LT_COPY_HOST_TO_DEVICE,
@@ -119,6 +121,16 @@ typedef struct lt_backend_vtbl {
     /* `lathe compile --target NAME -o DIR`: write the target's product into req->dir (NULL: the
      * backend is no such target) */
     lt_status (*write_output)(lt_ctx *ctx, const lt_target *t, const lt_output_request *req, lt_strbuf *log);
+    /* Building emitted source with no device (`lathe conformance --compile-only`): offline_open
+     * readies the backend's compiler once for opt (opt->arch: what to build for, NULL: the backend's
+     * default; opt->cache_dir: where products are cached) and says in *arch the architecture it builds
+     * for, which the compile must lower for too. Call it before fork: forked children reuse the
+     * handle. build_offline builds one translation unit emitted with `lang`; a build error is that
+     * source's failure, the message on ctx. offline_close releases the handle (NULL is fine). All
+     * three NULL: the backend cannot build without its device. */
+    lt_status (*offline_open)(lt_ctx *ctx, const lt_backend_options *opt, lt_boffline **out, const char **arch);
+    lt_status (*build_offline)(lt_boffline *h, lt_ctx *ctx, const char *source);
+    void (*offline_close)(lt_boffline *h);
     /* A backend that runs Loop IR directly (the evaluator) takes the kernels instead of source; they
      * live as long as the plan. When set, the compile calls it instead of emitting and `compile`. */
     lt_status (*compile_ir)(lt_backend *b, lt_ctx *ctx, const lt_kernel *const *kernels, int n, lt_bmodule **out);

@@ -11,6 +11,9 @@
  * stream), graphs (stream capture -> instantiated CUDA graph, replayed with cuGraphLaunch) and
  * events (cuEventRecord / cuEventElapsedTime), so the runtime's plan uploads constants once, keeps
  * its workspace on the device and replays its kernel sequence as CUDA graphs.
+ * Offline builds (no device): offline_open opens NVRTC once (options.nvrtc first) for options.arch
+ * (default sm_90) and options.cache_dir; build_offline is lt_cuda_build through that cache, its errors
+ * prefixed "NVRTC: "; offline_close closes NVRTC.
  * Entry points: lt_backend_cuda, lt_backend_cuda_device.
  */
 #include "cuda_impl.h"
@@ -175,6 +178,49 @@ static void be_module_info(lt_backend *b, const lt_bmodule *m, lt_bmodule_info *
     snprintf(out->key, sizeof out->key, "%s", img->key);
 }
 
+/* ---- builds with no device ---- */
+
+struct lt_boffline {
+    lt_nvrtc *nv;
+    char arch[32];
+    char *cache_dir; /* NULL: no cache */
+};
+
+static void be_offline_close(lt_boffline *h) {
+    if (!h) return;
+    lt_nvrtc_close(h->nv);
+    lt_mem_free(h->cache_dir);
+    lt_mem_free(h);
+}
+
+static lt_status be_offline_open(lt_ctx *ctx, const lt_backend_options *opt, lt_boffline **out, const char **arch) {
+    lt_boffline *h = lt_calloc(ctx, 1, sizeof *h, "CUDA offline build");
+    if (!h) return LT_ERR_NOMEM;
+    snprintf(h->arch, sizeof h->arch, "%s", opt->arch && opt->arch[0] ? opt->arch : "sm_90");
+    if (opt->cache_dir && opt->cache_dir[0] && !(h->cache_dir = lt_mem_strdup(opt->cache_dir))) {
+        be_offline_close(h);
+        return lt_error(ctx, LT_ERR_NOMEM, "out of memory (CUDA offline build)");
+    }
+    lt_status s = lt_nvrtc_open_path(ctx, opt->nvrtc, &h->nv);
+    if (s != LT_OK) {
+        be_offline_close(h);
+        return s;
+    }
+    *out = h;
+    *arch = h->arch;
+    return LT_OK;
+}
+
+static lt_status be_build_offline(lt_boffline *h, lt_ctx *ctx, const char *source) {
+    lt_ctx c2 = {0};
+    lt_cuda_image img = {0};
+    lt_cuda_compile_options copt = {.name = "model.cu"};
+    lt_status s = lt_cuda_build(&c2, h->nv, source, h->arch, h->cache_dir, &copt, &img);
+    lt_cuda_image_free(&img);
+    if (s != LT_OK) return lt_error(ctx, s, "NVRTC: %s", c2.msg[0] ? c2.msg : lt_status_name(s));
+    return LT_OK;
+}
+
 const lt_backend_vtbl lt_backend_cuda = {
     .name = "cuda",
     .lang = &lt_lang_cuda,
@@ -184,6 +230,9 @@ const lt_backend_vtbl lt_backend_cuda = {
     .target = be_target,
     .module_info = be_module_info,
     .write_output = lt_cuda_write_output,
+    .offline_open = be_offline_open,
+    .build_offline = be_build_offline,
+    .offline_close = be_offline_close,
     .create = be_create,
     .destroy = be_destroy,
     .compile = be_compile,
