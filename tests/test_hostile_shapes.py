@@ -256,6 +256,7 @@ def test_conv_with_one_output_channel_and_bias(tmp_path, cache, backend):
     ("MaxPool", {"kernel_shape": [2**63 - 1, 3]}),
     ("AveragePool", {"kernel_shape": [2**40, 3]}),
     ("AveragePool", {"kernel_shape": [2**40, 3], "count_include_pad": 1}),
+    ("AveragePool", {"kernel_shape": [2**62, 2], "count_include_pad": 1}),
     ("AveragePool", {"kernel_shape": [9, 3], "count_include_pad": 1}),
     ("MaxPool", {"kernel_shape": [9, 3], "strides": [2, 1]}),
 ])

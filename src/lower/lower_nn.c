@@ -309,10 +309,10 @@ static lt_lnode *pool_padded_count(lt_lctx *lc, const pool_ctx *pc) {
     for (int d = 0; d < pc->nsp; d++) {
         int64_t dil = g->d[d], end = g->in[d] + g->pb[d] + g->pe[d] + dil - 1;
         lt_lnode *taps = lt_l_binary(K_, LT_LOP_DIV, add(lc, I(lc, end), mulc(lc, pc->oi[2 + d], -g->s[d])), I(lc, dil));
-        taps = lt_l_binary(K_, LT_LOP_MIN, taps, I(lc, g->k[d]));
-        cnt = cnt ? lt_l_mul(K_, cnt, taps) : taps;
+        taps = lt_l_cast(K_, pc->dt, lt_l_binary(K_, LT_LOP_MIN, taps, I(lc, g->k[d])));
+        cnt = cnt ? lt_l_binary(K_, LT_LOP_MUL, cnt, taps) : taps; /* in float: may pass int64 */
     }
-    return lt_l_cast(K_, pc->dt, cnt);
+    return cnt;
 }
 
 static lt_status pool_window(lt_lctx *lc, const pool_ctx *pc, bool guarded, lt_lnode **s, int *ns, lt_lnode **val) {

@@ -54,7 +54,8 @@ static lt_status pool_compute(lt_eval *ev, const lt_node *n, const lt_tensor *x,
         const double *xp = xd + pl * Pin;
         int64_t o[NN_MAX_SP] = {0};
         for (int64_t op = 0; op < P; op++) {
-            int64_t lo[NN_MAX_SP], hi[NN_MAX_SP], base[NN_MAX_SP], kk[NN_MAX_SP], nvalid = 1, npad = 1;
+            int64_t lo[NN_MAX_SP], hi[NN_MAX_SP], base[NN_MAX_SP], kk[NN_MAX_SP], nvalid = 1;
+            double npad = 1; /* the window inside the padding: may pass int64 (a 2^62 kernel) */
             for (int d = 0; d < nsp; d++) {
                 int64_t b = o[d] * g->s[d] - g->pb[d], dd = g->d[d];
                 int64_t l = b >= 0 ? 0 : (-b + dd - 1) / dd;
@@ -68,7 +69,7 @@ static lt_status pool_compute(lt_eval *ev, const lt_node *n, const lt_tensor *x,
                 base[d] = b;
                 kk[d] = l;
                 nvalid *= h - l;
-                npad *= ph;
+                npad *= (double)ph;
             }
             double acc = kind == POOL_MAX ? -INFINITY : 0.0;
             int64_t best = -1;
@@ -100,7 +101,7 @@ static lt_status pool_compute(lt_eval *ev, const lt_node *n, const lt_tensor *x,
                 }
             }
             double r = acc;
-            if (kind == POOL_AVG) r = acc / (double)(include_pad ? npad : nvalid);
+            if (kind == POOL_AVG) r = acc / (include_pad ? npad : (double)nvalid);
             else if (kind == POOL_LP) r = pow(acc, 1.0 / p);
             yd[pl * P + op] = r;
             if (idx) idx[pl * P + op] = best >= 0 ? pl * Pin + best : -1;
