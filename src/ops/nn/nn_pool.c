@@ -60,7 +60,10 @@ static lt_status pool_compute(lt_eval *ev, const lt_node *n, const lt_tensor *x,
                 int64_t b = o[d] * g->s[d] - g->pb[d], dd = g->d[d];
                 int64_t l = b >= 0 ? 0 : (-b + dd - 1) / dd;
                 int64_t h = g->in[d] - 1 - b >= 0 ? (g->in[d] - 1 - b) / dd + 1 : 0;
-                int64_t ph = g->in[d] + g->pe[d] - 1 - b >= 0 ? (g->in[d] + g->pe[d] - 1 - b) / dd + 1 : 0;
+                /* taps from the window's start to the end of the padding, in + pe - b: past int64
+                 * (a kernel near 2^63 and its SAME padding) it is more than any kernel's taps */
+                int64_t rem, ph = g->k[d];
+                if (lt_add_i64(g->in[d], g->pe[d], &rem) && lt_add_i64(rem, -b, &rem)) ph = rem > 0 ? (rem - 1) / dd + 1 : 0;
                 if (h > g->k[d]) h = g->k[d];
                 if (ph > g->k[d]) ph = g->k[d];
                 if (l > h) l = h;
