@@ -45,23 +45,14 @@ static int64_t wrap(lt_dtype dt, int64_t v) {
     return lt_load_i64(&tmp, dt, 0);
 }
 
-/* double -> float rounded to odd: the float keeps a sticky last bit when inexact, so rounding it
- * again to float16 / bfloat16 equals rounding the double once (as the generated code does). */
-static float to_float_odd(double d) {
-    float f = (float)d;
-    if (f != f || (double)f == d) return f;
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    if (f != 0 && (f > 0) == ((double)f > d)) u -= 1; /* rounded away from zero: step back */
-    u |= 1u;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
-
-/* A value of float type dt: rounded to its precision. */
+/* A value of float type dt: rounded to its precision (float16 / bfloat16 straight from double, as
+ * Cast stores them: no double rounding, the same result as the generated code's). */
 static double round_fl(lt_dtype dt, double v) {
-    if (dt == LT_FLOAT16) return (double)lt_f16_to_f32(lt_f32_to_f16(to_float_odd(v)));
-    if (dt == LT_BFLOAT16) return (double)lt_bf16_to_f32(lt_f32_to_bf16(to_float_odd(v)));
+    if (dt == LT_FLOAT16 || dt == LT_BFLOAT16) {
+        uint16_t h;
+        lt_store_f64(&h, dt, 0, v);
+        return lt_load_f64(&h, dt, 0);
+    }
     return dt == LT_FLOAT ? (double)(float)v : v;
 }
 
