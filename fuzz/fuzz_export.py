@@ -13,7 +13,7 @@ given to the program as .npy files). A failing round is saved under --out (model
 are retried one by one to name the culprit.
 
   python3 fuzz/fuzz_export.py --seconds 60                 # the bounded run CI uses
-  python3 fuzz/fuzz_export.py --seconds 3600 --cuda --out findings/
+  python3 fuzz/fuzz_export.py --seconds 3600 --cuda --jobs 8 --out findings/
 Exit status: 0 no finding, 1 findings (listed), 2 usage or set-up error.
 $LATHE_BIN (default build/lathe) and $CC (default cc) as the tests use them.
 """
@@ -24,6 +24,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 import numpy as np
@@ -35,18 +36,11 @@ import hostile_names as hn  # noqa: E402
 
 UNARY = ["Relu", "Neg", "Abs", "Sigmoid", "Tanh"]
 
-# Findings of this fuzzer not fixed yet, kept out of the generated models unless --no-avoid-known
-# (so that a run looks for new ones): a Conv with one output channel and a bias fails to lower on the
-# CPU ("lowering group gN: out of memory", exit 2) where the interpreter runs it (its one-element bias
-# is an immediate, lt_lower_is_imm, so the conv lowering finds no buffer for it).
-KNOWN_ISSUES = ["Conv with 1 output channel and a bias: 'lowering group: out of memory' on --backend cpu and the export"]
-
-
 class Chain:
     """One random chain: inputs, initializers, nodes, outputs, all named by `name()`."""
 
-    def __init__(self, rng, name, max_ops, avoid_known=True):
-        self.rng, self.name, self.avoid_known = rng, name, avoid_known
+    def __init__(self, rng, name, max_ops):
+        self.rng, self.name = rng, name
         self.inputs, self.inits, self.nodes, self.outputs = [], [], [], []
         rank = rng.choice([1, 2, 2, 3, 4, 4])
         shape = [rng.randint(1, 6) for _ in range(rank)]
@@ -142,9 +136,7 @@ class Chain:
             group = cin if rng.random() < 0.2 else 1
             if group > 1:
                 cout = cin
-            elif cin * k == 1:
-                cout = max(cout, 2)
-            bias = rng.random() < 0.5 and not (self.avoid_known and cout == 1)  # KNOWN_ISSUES
+            bias = rng.random() < 0.5
             ins = [x, self.const([cout, cin // group, k, k], 0.3)] + ([self.const([cout])] if bias else [])
             y = self.node(op, ins, pads=[pad] * 4, group=group)
             return y, [shape[0], cout, h + 2 * pad - k + 1, w + 2 * pad - k + 1]
@@ -263,6 +255,33 @@ def check(chains, names, d, a):
     return None
 
 
+def record_finding(a, seed, r, chains, names, d, why, out, findings, lock):
+    """Keep a failing round under --out, name the chain whose output differs (and with --isolate, the chains
+    that fail alone), and report it."""
+    keep = os.path.join(out, "seed%d_round%d" % (seed, r))
+    shutil.copytree(d, keep, dirs_exist_ok=True)
+    culprits = []
+    if why.startswith("output "):  # the chain whose output differs
+        k = int(why.split()[1])
+        for i, c in enumerate(chains):
+            if k < len(c.outputs):
+                culprits.append(i)
+                break
+            k -= len(c.outputs)
+    for i, c in enumerate(chains if a.isolate else []):  # which chain alone fails?
+        one = check([c], names, os.path.join(d, "c%d" % i), a)
+        if one:
+            culprits.append(i)
+            shutil.copytree(os.path.join(d, "c%d" % i), os.path.join(keep, "chain%d" % i), dirs_exist_ok=True)
+            if len(culprits) >= 3:
+                break
+    with open(os.path.join(keep, "why.txt"), "w") as f:
+        f.write(why + "\nchains failing alone: %s\n" % culprits)
+    with lock:
+        findings.append("%s: %s (chains alone: %s)" % (keep, why.splitlines()[0][:300], culprits))
+        print("fuzz_export: FINDING in round %d: %s" % (r, why[:2000]), flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seconds", type=float, default=60, help="stop starting rounds after this long (default 60)")
@@ -273,8 +292,8 @@ def main():
     ap.add_argument("--out", default=None, help="folder for failing rounds (default: a temporary one)")
     ap.add_argument("--std", default="c99,c11", help="C standards to build with (default c99,c11)")
     ap.add_argument("--cache-dir", default=None, help="lathe's module cache (default: lathe's own, so warm)")
-    ap.add_argument("--no-avoid-known", dest="avoid_known", action="store_false",
-                    help="also generate the patterns of KNOWN_ISSUES (findings not fixed yet)")
+    ap.add_argument("--jobs", type=int, default=1,
+                    help="rounds run at once (default 1); one run, one count, however many jobs")
     ap.add_argument("--progress", action="store_true", help="a line per round")
     ap.add_argument("--isolate", action="store_true",
                     help="after a failing round, check its chains one by one (slow) to name the culprits")
@@ -292,41 +311,39 @@ def main():
     a.cache = a.cache_dir
     out = a.out or os.path.join(work, "findings")
     os.makedirs(out, exist_ok=True)
-    t0, rounds, execs, findings = time.time(), 0, 0, []
-    while time.time() - t0 < a.seconds:
-        rng = random.Random(seed * 1000003 + rounds)
+    state = {"rounds": 0, "execs": 0}
+    findings, lock, t0 = [], threading.Lock(), time.time()
+
+    def one_round(r):
+        rng = random.Random(seed * 1000003 + r)
         names = Names(rng)
-        chains = [Chain(rng, names, a.max_ops, a.avoid_known) for _ in range(a.batch)]
-        d = os.path.join(work, "r%d" % rounds)
+        chains = [Chain(rng, names, a.max_ops) for _ in range(a.batch)]
+        d = os.path.join(work, "r%d" % r)
         why = check(chains, names, d, a)
-        rounds += 1
-        execs += 0 if why else len(chains)
         if why:
-            keep = os.path.join(out, "seed%d_round%d" % (seed, rounds - 1))
-            shutil.copytree(d, keep, dirs_exist_ok=True)
-            culprits = []
-            if why.startswith("output "):  # the chain whose output differs
-                k = int(why.split()[1])
-                for i, c in enumerate(chains):
-                    if k < len(c.outputs):
-                        culprits.append(i)
-                        break
-                    k -= len(c.outputs)
-            for i, c in enumerate(chains if a.isolate else []):  # which chain alone fails?
-                one = check([c], names, os.path.join(d, "c%d" % i), a)
-                if one:
-                    culprits.append(i)
-                    shutil.copytree(os.path.join(d, "c%d" % i), os.path.join(keep, "chain%d" % i), dirs_exist_ok=True)
-                    if len(culprits) >= 3:
-                        break
-            with open(os.path.join(keep, "why.txt"), "w") as f:
-                f.write(why + "\nchains failing alone: %s\n" % culprits)
-            findings.append("%s: %s (chains alone: %s)" % (keep, why.splitlines()[0][:300], culprits))
-            print("fuzz_export: FINDING in round %d: %s" % (rounds - 1, why[:2000]), flush=True)
+            record_finding(a, seed, r, chains, names, d, why, out, findings, lock)
         shutil.rmtree(d, ignore_errors=True)
-        if a.progress:
-            print("fuzz_export: round %d %s, %d chains passed so far, %.0f s" % (rounds - 1, "FAILED" if why else "ok",
-                                                                             execs, time.time() - t0), flush=True)
+        with lock:
+            state["execs"] += 0 if why else len(chains)
+            if a.progress:
+                print("fuzz_export: round %d %s, %d chains passed so far, %.0f s" % (
+                    r, "FAILED" if why else "ok", state["execs"], time.time() - t0), flush=True)
+
+    def worker():  # rounds are numbered in the order workers take them, so a seed names them all
+        while True:
+            with lock:
+                if time.time() - t0 >= a.seconds:
+                    return
+                r = state["rounds"]
+                state["rounds"] += 1
+            one_round(r)
+
+    threads = [threading.Thread(target=worker) for _ in range(max(1, a.jobs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    rounds, execs = state["rounds"], state["execs"]
     secs = time.time() - t0
     print("fuzz_export: seed %d, %d rounds, %d models (chains) compiled, built with %s%s, run and equal to the "
           "interpreter, in %.0f s; %d failing round(s)" % (seed, rounds, execs, "/".join(a.std), " + NVRTC" if a.cuda

@@ -7,7 +7,8 @@ a planted .so of the right name with no manifest (its constructor would write a 
 not appear), a module whose bytes were changed, a symlink to a planted .so whose manifest matches it,
 a module owned by another user or group-writable: each is rebuilt (and replaced by a regular file that
 matches its manifest), never loaded. tune.tsv is refused when group-writable, foreign-owned or a
-symbolic link. A compiler that hangs is killed with its whole process group after --cc-timeout
+symbolic link, and so is the measured ceilings file (the CUDA cubin cache's checks are
+tests/unit/test_cuda_nvrtc.c's). A compiler that hangs is killed with its whole process group after --cc-timeout
 seconds (exit 2, the message names the compiler and the limit); the temporary files a compile killed
 with -9 leaves are swept by the next compile once stale (fresh or foreign ones stay); a failing or
 hanging --no-cache build removes its temporary folder. The CLI still gives the compiler (and the
@@ -245,6 +246,34 @@ def test_tune_db_is_checked(model, tmp_path):
     assert r.returncode == 2 and "symbolic link" in r.stderr, r.stderr
     r = lathe("compile", model, "--cache-dir", cache, "--tune-db", other)
     assert r.returncode == 0, r.stderr
+
+
+def test_ceilings_file_is_checked(tmp_path):
+    """The measured ceilings steer what profile reports: written 0600 into a checked folder, read only
+    when ours and private, never through a link."""
+    cache = tmp_path / "cache"
+    r = lathe("ceilings", "--cache-dir", cache, "--threads", 1)
+    assert r.returncode == 0, r.stderr
+    path = cache / "ceilings-1t.txt"
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600 and stat.S_IMODE(os.stat(cache).st_mode) == 0o700
+    os.chmod(path, 0o664)
+    r = lathe("ceilings", "--cache-dir", cache, "--threads", 1)
+    assert r.returncode == 2 and str(path) in r.stderr and "0664" in r.stderr and "chmod go-w" in r.stderr, r.stderr
+    os.chmod(path, 0o600)
+    if os.geteuid() == 0:
+        os.chown(path, OTHER_UID, OTHER_UID)
+        r = lathe("ceilings", "--cache-dir", cache, "--threads", 1)
+        assert r.returncode == 2 and f"uid {OTHER_UID}" in r.stderr, r.stderr
+        os.chown(path, 0, 0)
+    os.rename(path, tmp_path / "real.txt")
+    os.symlink(tmp_path / "real.txt", path)
+    r = lathe("ceilings", "--cache-dir", cache, "--threads", 1)
+    assert r.returncode == 2 and "symbolic link" in r.stderr, r.stderr
+    shared = tmp_path / "shared"
+    shared.mkdir(mode=0o777)
+    os.chmod(shared, 0o777)
+    r = lathe("ceilings", "--cache-dir", shared, "--threads", 1)
+    assert r.returncode == 2 and "chmod go-w" in r.stderr and list(shared.iterdir()) == [], r.stderr
 
 
 # ---- the compiler ----

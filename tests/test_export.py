@@ -230,6 +230,28 @@ def test_export_refuses_host_steps(tmp_path, cache):
     assert r.returncode == 1 and "--target" in r.stderr
 
 
+def m_one_element_operands(d):
+    """Conv, MatMul and Gemm whose weight is one element (a 1x1 convolution of one channel): fusion keeps
+    such an operand in memory, so they compile instead of becoming host steps the export refuses."""
+    n = [helper.make_node("Conv", ["x", "cw", "cb"], ["c"]), helper.make_node("Relu", ["c"], ["r"]),
+         helper.make_node("Reshape", ["r", "shp"], ["col"]), helper.make_node("MatMul", ["col", "mw"], ["m"]),
+         helper.make_node("Gemm", ["m", "gw", "gb"], ["y"], transB=1)]
+    inits = [W("cw", 1, 1, 1, 1), W("cb", 1), numpy_helper.from_array(np.array([30, 1], np.int64), "shp"),
+             W("mw", 1, 1), W("gw", 1, 1), W("gb", 1)]
+    return save(d / "one.onnx", n, [vi("x", TensorProto.FLOAT, [2, 1, 3, 5])], [vi("y", TensorProto.FLOAT, [30, 1])],
+                inits)
+
+
+def test_export_one_element_weights(tmp_path, cache):
+    m = m_one_element_operands(tmp_path)
+    r = lathe("compile", m, "--cache-dir", cache)
+    assert r.returncode == 0 and " 0 host" in r.stdout, r.stdout + r.stderr
+    d = tmp_path / "exp"
+    export(m, d, cache)
+    got, want, _ = run_export(build(d), d, m)
+    np.testing.assert_allclose(got["y"], want["y"], rtol=1e-5, atol=1e-6)
+
+
 def test_export_hostile_names(tmp_path, cache):
     """Value names are data: comment ends, quotes, printf directives and keywords make valid C."""
     xin, yout = 'in put*/"%s\\', "int"

@@ -592,16 +592,12 @@ static lt_status l_matmul(lt_lctx *lc, const lt_node *n, lt_lnode **res) {
     return lt_lower_gemm(lc, &g, res);
 }
 
-/* float32 operands that live in memory (a one-element constant would be folded to an immediate) */
+/* float32 operands (a one-element constant operand stays in memory: fusion keeps the operands of
+ * GEMM and convolution groups as buffers, see fuse.c) */
 bool lt_lower_accept_f32_operands(const lt_node *n, char *why, size_t size) {
     for (int i = 0; i < n->n_in; i++) {
-        if (!n->in[i]) continue;
-        if (n->in[i]->type.dtype != LT_FLOAT) {
+        if (n->in[i] && n->in[i]->type.dtype != LT_FLOAT) {
             snprintf(why, size, "input %d is %s (float only)", i, lt_dtype_name(n->in[i]->type.dtype));
-            return false;
-        }
-        if (i < 2 && lt_lower_is_imm(n->in[i])) {
-            snprintf(why, size, "input %d is a one-element constant", i);
             return false;
         }
     }

@@ -247,7 +247,7 @@ int64_t lt_lower_packed_rows(int64_t rows, bool is_a);
 /* The GEMM/conv packing scratch ("ws"), sized for opt->threads; NULL with *floats 0 unless
  * opt->scratch. */
 lt_lbuf *lt_lower_gemm_scratch(lt_lctx *lc, int64_t *floats);
-/* Accept hook part: float32 inputs, operands 0 and 1 in memory (not one-element constants). */
+/* Accept hook part: float32 inputs. */
 bool lt_lower_accept_f32_operands(const lt_node *n, char *why, size_t size);
 
 /* Shared (DAG) expression nodes of every statement in body become LETs (lower_share.c). */

@@ -33,7 +33,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../base/file.h"
+#include "../base/private_file.h"
 
 #if defined(__x86_64__)
 #define LT_X86 1
@@ -575,28 +575,10 @@ void lt_ceilings_path(const char *dir, int threads, char *buf, size_t n) {
     snprintf(buf, n, "%.*s/ceilings-%dt.txt", (int)dl, dir, threads);
 }
 
-static lt_status mkdir_p(lt_ctx *ctx, const char *dir) {
-    char path[4096];
-    size_t n = strlen(dir);
-    if (!n || n >= sizeof path) return lt_error(ctx, LT_ERR_USAGE, "cache directory '%.200s': bad path", dir);
-    memcpy(path, dir, n + 1);
-    for (size_t i = 1; i <= n; i++) {
-        if (path[i] != '/' && path[i] != 0) continue;
-        char saved = path[i];
-        path[i] = 0;
-        if (mkdir(path, 0700) != 0 && errno != EEXIST)
-            return lt_error(ctx, LT_ERR_IO, "cannot create directory %s: %s", path, strerror(errno));
-        path[i] = saved;
-    }
-    struct stat st;
-    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) return lt_error(ctx, LT_ERR_IO, "%s is not a directory", dir);
-    return LT_OK;
-}
-
 lt_status lt_ceilings_save(lt_ctx *ctx, const char *dir, const lt_ceilings *c) {
     if (!dir || !*dir) return lt_error(ctx, LT_ERR_USAGE, "ceilings: no cache directory given");
     if (c->threads < 1) return lt_error(ctx, LT_ERR_USAGE, "ceilings: thread count %d is not >= 1", c->threads);
-    LT_TRY(mkdir_p(ctx, dir));
+    LT_TRY(lt_private_dir_prepare(ctx, dir, "cache folder"));
     char path[4200];
     lt_ceilings_path(dir, c->threads, path, sizeof path);
     lt_strbuf b = {0};
@@ -612,7 +594,7 @@ lt_status lt_ceilings_save(lt_ctx *ctx, const char *dir, const lt_ceilings *c) {
         lt_sb_free(&b);
         return lt_error(ctx, LT_ERR_NOMEM, "out of memory (formatting %s)", path);
     }
-    lt_status s = lt_io_write_file_atomic(ctx, path, b.s, b.len);
+    lt_status s = lt_private_write_atomic(ctx, path, b.s, b.len);
     lt_sb_free(&b);
     return s;
 }
@@ -642,17 +624,10 @@ lt_status lt_ceilings_load(lt_ctx *ctx, const char *dir, int threads, lt_ceiling
     if (threads <= 0) threads = lt_cpu_count();
     *found = false;
     if (access(path, F_OK) != 0) return LT_OK;
-    uint8_t *raw;
+    uint8_t *raw; /* NUL-terminated: lines are cut in place */
     size_t size;
-    LT_TRY(lt_io_read_file(ctx, path, &raw, &size));
-    char *data = lt_alloc(ctx, size + 1, path); /* NUL-terminated copy: lines are cut in place */
-    if (!data) {
-        lt_mem_free(raw);
-        return LT_ERR_NOMEM;
-    }
-    memcpy(data, raw, size);
-    data[size] = 0;
-    lt_mem_free(raw);
+    LT_TRY(lt_private_read(ctx, path, "ceilings file", (int64_t)1 << 20, &raw, &size));
+    char *data = (char *)raw;
     lt_ceilings c;
     memset(&c, 0, sizeof c);
     bool have_peak = false, have_bw = false, have_threads = false, have_cpu = false;

@@ -6,8 +6,8 @@
  * until the database is freed: entries improve a bounded number of times).
  * Invariants: every stored key passed check_key; at most one entry per key; time_s > 0 and finite.
  * The file is trusted as the compiled-module cache trusts what it loads (its schedules steer the
- * generated code): read through one descriptor opened without following a symbolic link, and only
- * when it is a regular file owned by the effective user and not writable by group or others.
+ * generated code): read by lt_private_read (base/private_file.h), so only a regular file of the
+ * effective user's that group and others cannot write, through one descriptor, links not followed.
  */
 #include "tune.h"
 
@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "../base/hash.h"
+#include "../base/private_file.h"
 #include "../io/io.h"
 #include "../profile/profile.h"
 
@@ -324,60 +325,13 @@ static lt_status parse_line(lt_ctx *ctx, lt_tune_db *db, const char *path, int l
     return lt_tune_db_insert(ctx, db, &key, &s, t, NULL);
 }
 
-/* The owner/mode rule for the open database file (LT_ERR_IO with one line saying what to do). */
-static lt_status check_owner(lt_ctx *ctx, const char *path, const struct stat *st) {
-    if (!S_ISREG(st->st_mode)) return lt_error(ctx, LT_ERR_IO, "tuning database %s is not a regular file", path);
-    if (st->st_uid != geteuid())
-        return lt_error(ctx, LT_ERR_IO,
-                        "tuning database %s is owned by uid %u, not by you (uid %u, mode %04o): lathe reads schedules "
-                        "only from a file of yours; copy it to a file you own",
-                        path, (unsigned)st->st_uid, (unsigned)geteuid(), (unsigned)(st->st_mode & 07777));
-    if (st->st_mode & (S_IWGRP | S_IWOTH))
-        return lt_error(ctx, LT_ERR_IO,
-                        "tuning database %s is writable by %s (mode %04o, owner uid %u): lathe reads schedules only "
-                        "from a file only you can write; run chmod go-w %s",
-                        path, (st->st_mode & S_IWOTH) ? "others" : "its group", (unsigned)(st->st_mode & 07777),
-                        (unsigned)st->st_uid, path);
-    return LT_OK;
-}
-
-/* The whole file, read through one checked descriptor. */
-static lt_status read_checked(lt_ctx *ctx, const char *path, uint8_t **data, size_t *size) {
-    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0 && errno == ELOOP)
-        return lt_error(ctx, LT_ERR_IO, "tuning database %s is a symbolic link: not followed (name the file itself)", path);
-    if (fd < 0) return lt_error(ctx, LT_ERR_IO, "tuning database %s: cannot open: %s", path, strerror(errno));
-    struct stat st;
-    lt_status s = fstat(fd, &st) != 0 ? lt_error(ctx, LT_ERR_IO, "tuning database %s: %s", path, strerror(errno))
-                                      : check_owner(ctx, path, &st);
-    if (s == LT_OK && (int64_t)st.st_size > LT_IO_MAX_FILE)
-        s = lt_error(ctx, LT_ERR_INVALID, "tuning database %s: file too large (%lld bytes)", path, (long long)st.st_size);
-    size_t n = s == LT_OK ? (size_t)st.st_size : 0, got = 0;
-    uint8_t *buf = s == LT_OK ? lt_alloc(ctx, n ? n : 1, path) : NULL;
-    if (s == LT_OK && !buf) s = LT_ERR_NOMEM;
-    while (s == LT_OK && got < n) {
-        ssize_t r = read(fd, buf + got, n - got);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) s = lt_error(ctx, LT_ERR_IO, "tuning database %s: read failed at byte %zu", path, got);
-        else got += (size_t)r;
-    }
-    close(fd);
-    if (s != LT_OK) {
-        lt_mem_free(buf);
-        return s;
-    }
-    *data = buf;
-    *size = n;
-    return LT_OK;
-}
-
 lt_status lt_tune_db_load(lt_ctx *ctx, lt_tune_db *db, const char *path) {
     if (!path || !*path) return lt_error(ctx, LT_ERR_USAGE, "tuning database: no path");
     struct stat st;
     if (lstat(path, &st) != 0 && errno == ENOENT) return LT_OK;
     uint8_t *raw = NULL;
     size_t size = 0;
-    LT_TRY(read_checked(ctx, path, &raw, &size));
+    LT_TRY(lt_private_read(ctx, path, "tuning database", LT_IO_MAX_FILE, &raw, &size));
     lt_status s = lt_tune_db_load_text(ctx, db, raw, size, path);
     lt_mem_free(raw);
     return s;

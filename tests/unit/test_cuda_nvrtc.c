@@ -13,7 +13,9 @@
  *   schedule (vector lanes, rowreduce), use 16-byte accesses where the shape allows, and compile for
  *   sm_90a with no stack frame (the vector register arrays live in registers).
  * - The cubin cache: a miss, then a hit with the same key and bytes; other options, another key;
- *   the source is kept next to the cubin; an NVRTC error names the program.
+ *   the source is kept next to the cubin; an NVRTC error names the program; a changed,
+ *   unmanifested, group-writable, symlinked or foreign image is rebuilt, never loaded, and a cache
+ *   folder others can write is refused.
  * - The rowreduce schedule step (sched_rows.c) as data: text form, the nest it builds, its errors
  *   (checked with or without NVRTC).
  * Without NVRTC the test says so and passes (nothing to compile). Exits non-zero on failure.
@@ -155,6 +157,55 @@ static void test_prelude(lt_nvrtc *nv) {
     }
 }
 
+/* Build src again and say whether it was a cache hit; a rebuild must leave the image and its manifest
+ * such that the next build hits, with the same bytes as `want`. */
+static bool hit_again(lt_nvrtc *nv, const char *src, const char *cache, const lt_cuda_image *want) {
+    lt_ctx ctx = {0};
+    lt_cuda_image r = {0};
+    CHECK(lt_cuda_build(&ctx, nv, src, "sm_90a", cache, NULL, &r) == LT_OK);
+    bool hit = r.cache_hit;
+    CHECK(r.size == want->size && r.data && memcmp(r.data, want->data, r.size) == 0);
+    lt_cuda_image_free(&r);
+    return hit;
+}
+
+/* The cubin cache trusts only what it wrote (base/private_file.h): a changed, unmanifested,
+ * group-writable, symlinked or foreign-owned image is rebuilt and replaced, never loaded; a cache
+ * folder others can write is refused. */
+static void test_cache_trust(lt_nvrtc *nv, const char *src, const char *cache, const lt_cuda_image *a) {
+    char img[800], man[820], copy[820];
+    snprintf(img, sizeof img, "%s/%s.cubin", cache, a->key);
+    snprintf(man, sizeof man, "%s.sha256", img);
+    snprintf(copy, sizeof copy, "%s.copy", img);
+    struct stat st;
+    CHECK(stat(man, &st) == 0 && (st.st_mode & 077) == 0 && stat(img, &st) == 0 && (st.st_mode & 077) == 0);
+    CHECK(hit_again(nv, src, cache, a));
+    FILE *f = fopen(img, "r+b"); /* one byte changed: the manifest no longer matches */
+    if (f) {
+        int c = fgetc(f);
+        fseek(f, 0, SEEK_SET);
+        fputc(c ^ 0x5a, f);
+        fclose(f);
+    }
+    CHECK(!hit_again(nv, src, cache, a) && hit_again(nv, src, cache, a));
+    CHECK(unlink(man) == 0 && !hit_again(nv, src, cache, a) && hit_again(nv, src, cache, a));
+    CHECK(chmod(img, 0664) == 0 && !hit_again(nv, src, cache, a));
+    CHECK(stat(img, &st) == 0 && (st.st_mode & 077) == 0 && hit_again(nv, src, cache, a));
+    CHECK(rename(img, copy) == 0 && symlink(copy, img) == 0 && !hit_again(nv, src, cache, a));
+    CHECK(lstat(img, &st) == 0 && S_ISREG(st.st_mode) && hit_again(nv, src, cache, a));
+    unlink(copy);
+    if (geteuid() == 0) { /* root can give the image to another user */
+        CHECK(chown(img, 54321, 54321) == 0 && !hit_again(nv, src, cache, a));
+        CHECK(stat(img, &st) == 0 && st.st_uid == 0 && hit_again(nv, src, cache, a));
+    }
+    CHECK(chmod(cache, 0770) == 0);
+    lt_ctx ctx = {0};
+    lt_cuda_image r = {0};
+    CHECK(lt_cuda_build(&ctx, nv, src, "sm_90a", cache, NULL, &r) == LT_ERR_IO && strstr(ctx.msg, "chmod go-w"));
+    lt_cuda_image_free(&r);
+    CHECK(chmod(cache, 0700) == 0);
+}
+
 /* y[i] = x[i] * 2 + 1 over 4096 floats, bound to 16 blocks of 256 threads, emitted by the shared
  * emitter: the kind of module the CUDA backend compiles for a model */
 static void test_emitted(lt_nvrtc *nv, const char *cache) {
@@ -197,6 +248,7 @@ static void test_emitted(lt_nvrtc *nv, const char *cache) {
     CHECK(stat(path, &st) == 0 && (size_t)st.st_size == src.len);
     snprintf(path, sizeof path, "%s/%s.cubin", cache, a.key);
     CHECK(stat(path, &st) == 0 && (size_t)st.st_size == a.size);
+    test_cache_trust(nv, src.s, cache, &a);
     printf("test_cuda_nvrtc: emitted module %zu bytes -> cubin %zu bytes (%.2f s), cache hit %.3f s\n", src.len, a.size,
            a.seconds, b2.seconds);
     lt_cuda_image_free(&a);

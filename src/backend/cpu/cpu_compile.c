@@ -34,6 +34,7 @@
 
 #include "../../codegen/codegen.h"
 #include "../../base/hash.h"
+#include "../../base/private_file.h"
 #include "cpu_impl.h"
 
 extern char **environ;
@@ -285,7 +286,7 @@ typedef struct so_build {
 static lt_status compile_failed(lt_ctx *ctx, const so_build *b, const lt_strbuf *log, int code) {
     if (!b->private_build && log->s) {
         lt_ctx ignore = {0};
-        lt_cpu_write_atomic(&ignore, b->log, log->s, log->len);
+        lt_private_write_atomic(&ignore, b->log, log->s, log->len);
     }
     char head[LT_MSG_MAX];
     first_lines(log->s ? log->s : "(no output)\n", 40, head, sizeof head);
@@ -303,7 +304,7 @@ static lt_status compile_failed(lt_ctx *ctx, const so_build *b, const lt_strbuf 
  * is LT_ERR_INTERNAL naming the source and quoting the compiler (full output in b->log). */
 static lt_status build_so(lt_ctx *ctx, ccmd *c, const so_build *b, int *fd) {
     char tmp_so[4200];
-    lt_cpu_tmp_name(tmp_so, sizeof tmp_so, b->so);
+    lt_private_tmp_name(tmp_so, sizeof tmp_so, b->so);
     int n = c->nargs;
     if (b->soname_flag) c->argv[n++] = (char *)b->soname_flag;
     c->argv[n++] = "-o";
@@ -376,13 +377,13 @@ static bool build_split(lt_ctx *ctx, ccmd *c, const char *ident, const char *sou
         so_build b = {.src = lib_c, .so = lib_so, .log = lib_log, .manifest = lib_man, .prelude_key = "",
                       .soname_flag = soname};
         bool built = open_entry(&again, lib_so, lib_man, &lman, &m->lib_fd) == LT_OK ||
-                     (lt_cpu_write_atomic(&local, lib_c, lib.s, lib.len) == LT_OK &&
+                     (lt_private_write_atomic(&local, lib_c, lib.s, lib.len) == LT_OK &&
                       build_so(&local, c, &b, &m->lib_fd) == LT_OK);
         if (fd >= 0) close(fd); /* releases the lock */
         lt_mem_free(lock);
         if (!built) goto out;
     }
-    if (lt_cpu_write_atomic(&local, tu_c, tu.s, tu.len) != LT_OK) goto out;
+    if (lt_private_write_atomic(&local, tu_c, tu.s, tu.len) != LT_OK) goto out;
     so_build b = {.src = tu_c, .link_lib = lib_so, .so = m->so_path, .log = tu_log, .manifest = manifest,
                   .prelude_key = lkey};
     ok = build_so(&local, c, &b, &m->fd) == LT_OK;
@@ -474,7 +475,7 @@ lt_status lt_cpu_compile(lt_ctx *ctx, const char *source, const lt_cpu_options *
             goto fail;
         }
         dir = tmpdir;
-    } else if ((s = lt_cpu_cache_dir_prepare(ctx, dir)) != LT_OK) {
+    } else if ((s = lt_private_dir_prepare(ctx, dir, "cache folder")) != LT_OK) {
         goto fail;
     }
     if (!(absdir = realpath(dir, NULL))) { /* the prelude library is reported by its absolute path */
@@ -494,19 +495,19 @@ lt_status lt_cpu_compile(lt_ctx *ctx, const char *source, const lt_cpu_options *
         lt_ctx probe = {0};
         if (load_cached(&probe, m, manifest, absdir) == LT_OK) { /* a hit; anything else is rebuilt */
             struct stat st;
-            if (lstat(m->src_path, &st) != 0) lt_cpu_write_atomic(&probe, m->src_path, source, strlen(source));
+            if (lstat(m->src_path, &st) != 0) lt_private_write_atomic(&probe, m->src_path, source, strlen(source));
             m->info.cache_hit = true;
             goto loaded;
         }
         unload(m);
         lt_mem_free(m->lib_path);
         m->lib_path = NULL;
-        lt_cpu_cache_sweep(dir, STALE_TMP_S);
+        lt_private_sweep_tmp(dir, STALE_TMP_S);
     }
 
     /* miss: write the source; compile (through the prelude library when the module calls
      * microkernels and there is a cache to keep the library in), rename into place, load */
-    s = lt_cpu_write_atomic(ctx, m->src_path, source, strlen(source));
+    s = lt_private_write_atomic(ctx, m->src_path, source, strlen(source));
     if (s == LT_OK && (tmpdir[0] || opt.whole_module || !strstr(source, LT_EMIT_MARK_MICROKERNELS) ||
                        !build_split(ctx, c, ident.s, source, dir, absdir, key, manifest, m))) {
         so_build b = {.src = m->src_path, .so = m->so_path, .log = log_path, .manifest = tmpdir[0] ? NULL : manifest,
@@ -517,7 +518,7 @@ lt_status lt_cpu_compile(lt_ctx *ctx, const char *source, const lt_cpu_options *
 
 loaded:
     if (tmpdir[0]) { /* private build: nothing to keep (the loaded object lives on through its descriptor) */
-        lt_cpu_remove_private_dir(tmpdir);
+        lt_private_remove_dir(tmpdir);
         lt_mem_free(m->so_path);
         lt_mem_free(m->src_path);
         m->so_path = m->src_path = NULL;
@@ -530,7 +531,7 @@ loaded:
     m = NULL;
 
 fail:
-    if (tmpdir[0] && m) lt_cpu_remove_private_dir(tmpdir); /* a failed no-cache build leaves nothing */
+    if (tmpdir[0] && m) lt_private_remove_dir(tmpdir); /* a failed no-cache build leaves nothing */
     if (m) {
         unload(m);
         lt_mem_free(m->so_path);

@@ -20,11 +20,7 @@ typedef struct lt_cpu_manifest {
     char prelude[33]; /* the key of the shared prelude library the module links ("" = none) */
 } lt_cpu_manifest;
 
-/* Create dir and its missing parents (0700) and check it: owned by the effective user, not
- * writable by group or others (else LT_ERR_IO with one line naming the folder, owner and mode). */
-lt_status lt_cpu_cache_dir_prepare(lt_ctx *ctx, const char *dir);
-/* Open path with O_NOFOLLOW and check it through the descriptor: a regular file owned by the
- * effective user, not group/other-writable; sha (when not NULL) gets its SHA-256 read through it.
+/* Open path with O_NOFOLLOW and check it through the descriptor (lt_private_open); sha (when not NULL) gets its SHA-256 read through it.
  * just_built: the compiler's fresh output, whose group/other write bits (from a umask such as 002)
  * are cleared through the descriptor first. LT_ERR_IO naming the path and the reason when a check
  * fails. */
@@ -33,20 +29,10 @@ lt_status lt_cpu_open_checked(lt_ctx *ctx, const char *path, bool just_built, in
 lt_status lt_cpu_manifest_read(lt_ctx *ctx, const char *path, lt_cpu_manifest *out);
 /* Write a manifest atomically (temporary file + rename). */
 lt_status lt_cpu_manifest_write(lt_ctx *ctx, const char *path, const lt_cpu_manifest *m);
-/* Write data to path through a unique temporary file in the same folder and rename(2). */
-lt_status lt_cpu_write_atomic(lt_ctx *ctx, const char *path, const char *data, size_t len);
-/* A unique temporary name for path: "<path>.tmp.<pid>.<n>" (what lt_cpu_cache_sweep removes). */
-void lt_cpu_tmp_name(char *buf, size_t n, const char *path);
 /* dlopen the checked descriptor as /proc/self/fd/N (RTLD_NOW | RTLD_LOCAL); path names it in errors. */
 lt_status lt_cpu_dlopen_fd(lt_ctx *ctx, int fd, const char *path, void **handle);
 /* Close a descriptor an object was loaded through, after dlclose: kept open (its name reserved) while
  * the object is still loaded by another user, and closed by a later release once it is not. -1 is
  * fine (then only the kept ones are looked at). Thread-safe. */
 void lt_cpu_fd_release(int fd);
-/* Remove regular files named *.tmp.* in dir owned by the effective user and older than max_age_s
- * (left by compiles that were killed); the count removed. */
-int lt_cpu_cache_sweep(const char *dir, double max_age_s);
-/* Remove a private (no-cache) build folder and everything in it. */
-void lt_cpu_remove_private_dir(const char *dir);
-
 #endif

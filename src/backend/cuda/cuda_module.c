@@ -2,10 +2,11 @@
  * (lt_cuda_build, no device needed), cuModuleLoadData, and the launch shapes of emitted kernels
  * read back from the source (see cuda.h).
  *
- * Cache: <dir>/<key>.cubin (or .ptx) and <dir>/<key>.cu, key = SHA-256 of a format version, the
- * NVRTC version, the target, each option and the source, NUL-separated. Files are written to a
- * unique temporary name in the same directory and renamed, so a reader never sees a partial file;
- * a cached image that cannot be read is rebuilt. Shapes: after the end-of-prelude marker, each
+ * Cache: <dir>/<key>.cubin (or .ptx), its manifest <key>.cubin.sha256 (the image's SHA-256) and
+ * <dir>/<key>.cu, key = SHA-256 of a format version, the NVRTC version, the target, each option
+ * and the source, NUL-separated. The folder and the files are trusted as base/private_file.h says
+ * (ours, no group/other write, read through one descriptor, written to a temporary and renamed);
+ * an image that fails a check or does not match its manifest is rebuilt and replaced, never loaded. Shapes: after the end-of-prelude marker, each
  * `extern "C" __global__ void NAME(params)` takes the last "launch: grid (..), block (..)" line
  * written between the previous kernel and it (", dynamic shared N" after it: N bytes of dynamic
  * shared memory, allowed with cuFuncSetAttribute when the kernel is looked up, passed at each
@@ -22,10 +23,13 @@
 #include <unistd.h>
 
 #include "../../codegen/codegen.h"
+#include "../../base/file.h"
 #include "../../base/hash.h"
+#include "../../base/private_file.h"
 #include "cuda_impl.h"
 
 #define KEY_VERSION "lathe-cuda-cubin-v1"
+#define MANIFEST_MAGIC "lathe-cuda-manifest-v1"
 #define MAX_EXTRA 24
 
 static double now_s(void) {
@@ -34,69 +38,40 @@ static double now_s(void) {
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-/* ---- files ---- */
-static lt_status mkdir_p(lt_ctx *ctx, const char *dir) {
-    char path[4096];
-    int n = snprintf(path, sizeof path, "%s", dir);
-    if (n <= 0 || (size_t)n >= sizeof path) return lt_error(ctx, LT_ERR_USAGE, "cache directory name too long: %s", dir);
-    for (char *p = path + 1;; p++) {
-        if (*p == '/' || *p == 0) {
-            char c = *p;
-            *p = 0;
-            if (mkdir(path, 0700) != 0 && errno != EEXIST)
-                return lt_error(ctx, LT_ERR_IO, "cannot create the cache directory %s: %s", path, strerror(errno));
-            *p = c;
-            if (!c) break;
-        }
+/* ---- the cache's files ---- */
+/* The cached image at path if it is ours (base/private_file.h) and its SHA-256 is the one its
+ * manifest (path + ".sha256") recorded when it was built; false means a miss (rebuilt, replaced). */
+static bool read_cached(const char *path, char **data, size_t *n) {
+    lt_ctx quiet = {0};
+    char man_path[4200], sha[65];
+    snprintf(man_path, sizeof man_path, "%s.sha256", path);
+    uint8_t *man = NULL, *img = NULL;
+    size_t man_n = 0, img_n = 0;
+    bool ok = lt_private_read(&quiet, man_path, "CUDA cache manifest", 256, &man, &man_n) == LT_OK &&
+              lt_private_read(&quiet, path, "CUDA cache image", LT_IO_MAX_FILE, &img, &img_n) == LT_OK && img_n > 0;
+    if (ok) {
+        lt_sha256_hex(img, img_n, sha);
+        ok = man_n == strlen(MANIFEST_MAGIC) + 1 + 64 + 1 && !memcmp(man, MANIFEST_MAGIC "\n", strlen(MANIFEST_MAGIC) + 1) &&
+             !memcmp(man + strlen(MANIFEST_MAGIC) + 1, sha, 64) && man[man_n - 1] == '\n';
     }
-    return LT_OK;
+    lt_mem_free(man);
+    if (!ok) {
+        lt_mem_free(img);
+        return false;
+    }
+    *data = (char *)img;
+    *n = img_n;
+    return true;
 }
 
-static lt_status write_atomic(lt_ctx *ctx, const char *path, const void *data, size_t n) {
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", path);
-    int fd = mkstemp(tmp);
-    if (fd < 0) return lt_error(ctx, LT_ERR_IO, "cannot create %s: %s", tmp, strerror(errno));
-    const char *p = data;
-    size_t left = n;
-    while (left) {
-        ssize_t w = write(fd, p, left);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) {
-            int e = errno;
-            close(fd);
-            unlink(tmp);
-            return lt_error(ctx, LT_ERR_IO, "cannot write %s: %s", tmp, strerror(e));
-        }
-        p += w;
-        left -= (size_t)w;
-    }
-    if (close(fd) != 0 || rename(tmp, path) != 0) {
-        int e = errno;
-        unlink(tmp);
-        return lt_error(ctx, LT_ERR_IO, "cannot write %s: %s", path, strerror(e));
-    }
-    return LT_OK;
-}
-
-/* Read a whole file (+ a NUL) into heap memory; false if absent or unreadable. */
-static bool read_file(const char *path, char **data, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return false;
-    bool ok = false;
-    char *buf = NULL;
-    if (fseek(f, 0, SEEK_END) == 0) {
-        long len = ftell(f);
-        if (len > 0 && fseek(f, 0, SEEK_SET) == 0 && (buf = lt_mem_alloc((size_t)len + 1))) {
-            ok = fread(buf, 1, (size_t)len, f) == (size_t)len;
-            buf[len] = 0;
-            *n = (size_t)len;
-        }
-    }
-    fclose(f);
-    if (!ok) lt_mem_free(buf);
-    else *data = buf;
-    return ok;
+/* The image, then its manifest (a reader that sees the manifest sees the image it names). */
+static lt_status write_cached(lt_ctx *ctx, const char *path, const void *data, size_t n) {
+    char man_path[4200], text[128], sha[65];
+    snprintf(man_path, sizeof man_path, "%s.sha256", path);
+    lt_sha256_hex(data, n, sha);
+    int tn = snprintf(text, sizeof text, MANIFEST_MAGIC "\n%s\n", sha);
+    LT_TRY(lt_private_write_atomic(ctx, path, data, n));
+    return lt_private_write_atomic(ctx, man_path, text, (size_t)tn);
 }
 
 /* ---- lt_cuda_build ---- */
@@ -126,12 +101,12 @@ lt_status lt_cuda_build(lt_ctx *ctx, lt_nvrtc *nv, const char *source, const cha
 
     char path[4096] = "", src_path[4096] = "";
     if (cache_dir) {
-        LT_TRY(mkdir_p(ctx, cache_dir));
+        LT_TRY(lt_private_dir_prepare(ctx, cache_dir, "cache folder"));
         snprintf(path, sizeof path, "%s/%s.%s", cache_dir, img.key, cubin ? "cubin" : "ptx");
         snprintf(src_path, sizeof src_path, "%s/%s.cu", cache_dir, img.key);
         char *data = NULL;
         size_t n = 0;
-        if (read_file(path, &data, &n)) {
+        if (read_cached(path, &data, &n)) {
             img.data = data;
             img.size = cubin ? n : n + 1;
             img.is_cubin = cubin;
@@ -147,8 +122,8 @@ lt_status lt_cuda_build(lt_ctx *ctx, lt_nvrtc *nv, const char *source, const cha
     lt_nvrtc_output o = {0};
     LT_TRY(lt_nvrtc_compile(ctx, nv, source, name, arch, extra, n_extra, &o));
     if (cache_dir) {
-        lt_status s = write_atomic(ctx, src_path, source, strlen(source));
-        if (s == LT_OK) s = write_atomic(ctx, path, o.image, cubin ? o.size : strlen(o.image));
+        lt_status s = lt_private_write_atomic(ctx, src_path, source, strlen(source));
+        if (s == LT_OK) s = write_cached(ctx, path, o.image, cubin ? o.size : strlen(o.image));
         if (s != LT_OK) {
             lt_nvrtc_output_free(&o);
             return s;
