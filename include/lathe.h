@@ -138,6 +138,10 @@ typedef struct lathe_load_options {
     const char *dims;
     /* Seed of the random-number operators (RandomNormal, ...). */
     uint64_t seed;
+    /* Most bytes a Loop's scan outputs, or one sequence, may hold while the model runs (interpreted,
+     * or a host step of a compiled model): past it the run fails with LATHE_ERR_NOMEM naming the node,
+     * instead of growing until the machine runs out of memory. 0 = the default (4 GiB). */
+    int64_t max_loop_bytes;
 } lathe_load_options;
 
 /* Load an ONNX model file. On failure *out is untouched and errbuf (if not NULL) receives the

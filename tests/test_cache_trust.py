@@ -318,6 +318,19 @@ def test_hanging_compiler_is_killed(model, tmp_path):
     assert out and not os.path.exists(os.path.dirname(out)), out
 
 
+def test_python_cc_timeout(model, tmp_path):
+    """Python's compile(cc_timeout=) is the CLI's --cc-timeout."""
+    lathe_py = pytest.importorskip("lathe")
+    cc = fake_cc(tmp_path, "sleep 60")
+    t0 = time.monotonic()
+    with pytest.raises(lathe_py.LatheError, match="cc_timeout") as e:
+        lathe_py.compile(model, cache_dir=str(tmp_path / "cache"), cc=str(cc), cc_timeout=1.5)
+    assert e.value.status == "io" and str(cc) in str(e.value) and time.monotonic() - t0 < 20
+    for bad in (0, -1, float("nan"), "2", True):
+        with pytest.raises(ValueError, match="cc_timeout"):
+            lathe_py.compile(model, cache_dir=str(tmp_path / "cache"), cc=str(cc), cc_timeout=bad)
+
+
 def test_cc_timeout_usage(model):
     for bad in ["abc", "-1", "1e9"]:
         r = lathe("compile", model, "--no-cache", "--cc-timeout", bad)

@@ -208,6 +208,31 @@ def test_loop_scan_output_memory_limit(tmp_path):
         assert "endless_loop" in r.stderr and "limit of 4294967296 bytes" in r.stderr, r.stderr
 
 
+def test_loop_memory_limit_can_be_changed(tmp_path):
+    """LATHE_MAX_LOOP_BYTES (the CLI) and max_loop_bytes (Python, the C API's load options) set the limit,
+    for the interpreter and for a compiled model's host steps alike; a value that is not a size is
+    reported and the default kept."""
+    p = endless_loop_model(tmp_path / "scan.onnx", [helper.make_node("Identity", ["big"], ["kept"])],
+                           [helper.make_tensor_value_info("kept", TensorProto.FLOAT, [BIG])],
+                           outputs=[helper.make_tensor_value_info("ys", TensorProto.FLOAT, [None, BIG])])
+    for backend in ("interp", "cpu"):
+        r = lathe("run", p, "--backend", backend, "--fill", "zeros", timeout=120,
+                  env={"LATHE_CACHE_DIR": str(tmp_path / "c"), "LATHE_MAX_LOOP_BYTES": "16M"})
+        assert r.returncode == 2 and "endless_loop" in r.stderr and "limit of 16777216 bytes" in r.stderr, r.stderr
+        assert "LATHE_MAX_LOOP_BYTES" in r.stderr, r.stderr
+    r = lathe("run", p, "--backend", "interp", "--fill", "zeros", timeout=120, env={"LATHE_MAX_LOOP_BYTES": "lots"})
+    assert r.returncode == 2 and "LATHE_MAX_LOOP_BYTES='lots' is not a size" in r.stderr, r.stderr
+    assert "limit of 4294967296 bytes" in r.stderr, r.stderr
+    lathe_py = pytest.importorskip("lathe")
+    for backend in ("interp", "cpu"):
+        m = lathe_py.compile(p, backend=backend, max_loop_bytes=8 << 20, cache_dir=str(tmp_path / "c"))
+        with pytest.raises(lathe_py.LatheError, match="limit of 8388608 bytes") as e:
+            m(np.zeros(1, np.float32))
+        assert e.value.status == "nomem" and "endless_loop" in str(e.value)
+    with pytest.raises(ValueError, match="max_loop_bytes"):
+        lathe_py.compile(p, backend="interp", max_loop_bytes=0)
+
+
 def seq_info(name):
     return helper.make_value_info(name, helper.make_sequence_type_proto(helper.make_tensor_type_proto(TensorProto.FLOAT, [BIG])))
 

@@ -334,3 +334,17 @@ def test_random_arguments_never_crash():
                         "--seed", "7", "--batch", "30"], capture_output=True, text=True, timeout=300,
                        env=dict(os.environ, LATHE_LIBRARY=LIB))
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_seed_reaches_compiled_runs(tmp_path):
+    """compile(seed=) seeds the random operators of a compiled model as it does the interpreter's."""
+    p = save_model(tmp_path / "rn.onnx", [helper.make_node("RandomNormalLike", ["x"], ["r"]),
+                                           helper.make_node("Add", ["r", "x"], ["y"])],
+                   [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])])
+    x = np.zeros(4, np.float32)
+    ref = lathe.compile(p, backend="interp", seed=5)(x)["y"]
+    for backend in ("interp", "cpu"):
+        np.testing.assert_array_equal(lathe.compile(p, backend=backend, seed=5, cache_dir=str(tmp_path / "c"))(x)["y"], ref)
+    other = lathe.compile(p, backend="cpu", seed=6, cache_dir=str(tmp_path / "c"))(x)["y"]
+    assert not np.array_equal(other, ref)

@@ -177,7 +177,12 @@ def test_stale_entry_falls_back(model):
     for k in ("y", "r"):
         np.testing.assert_allclose(got[k], want[k], rtol=1e-6, atol=0)
     rep = lathe("compile", path, "--cache-dir", cache, "--threads", 2, "--tune-db", db, "-o", str(d / "out_s"))
-    assert rep.returncode == 0 and "tuned schedules" not in rep.stdout + rep.stderr
+    out = rep.stdout + rep.stderr
+    assert rep.returncode == 0 and "tuned schedules:" not in out, out
+    assert "did not apply" in out and "no_such_loop" in out and "tuned schedules rejected:" in out, out
+    strict = lathe("compile", path, "--cache-dir", cache, "--threads", 2, "--tune-db", db, "--strict")
+    assert strict.returncode == 2 and "tuned schedule of" in strict.stderr and "no_such_loop" in strict.stderr, \
+        strict.stderr
 
 
 def test_bad_databases(model, tmp_path):

@@ -48,6 +48,13 @@ void cli_put_text(FILE *f, const char *text);
  * keep_lines leaves '\n' and '\t' as they are. Returns the length the whole escaped form needs. */
 size_t cli_esc_into(char *buf, size_t n, const char *s, bool keep_lines);
 
+/* A byte count from environment variable `name` (digits, optionally followed by K, M, G or T): 0 when
+ * unset or empty; one warning and 0 (the default) when it is not such a size. */
+int64_t cli_env_size(const char *name);
+/* The limit on what a Loop's scan outputs or one sequence may hold while it runs (interpreter and
+ * host steps): LATHE_MAX_LOOP_BYTES, 0 = the library's default. */
+#define cli_max_loop_bytes() cli_env_size("LATHE_MAX_LOOP_BYTES")
+
 /* Create folder `dir` and its missing parents (mkdir -p: mode 0777 less the umask). 0, or prints
  * "WHAT DIR: cannot create folder PART: REASON" (or "...: PART is not a folder") and returns 2. */
 int cli_make_dirs(const char *what, const char *dir);

@@ -284,6 +284,9 @@ int cli_compile_model(cli_compile_args *ca, lt_model *m, lt_datum *const *in, lt
     if (rep->n_fallback_groups || rep->n_unscheduled)
         cli_warn("%d group(s) run through the interpreter and %d kernel(s) left unscheduled after compiler "
                  "errors; first: %s", rep->n_fallback_groups, rep->n_unscheduled, rep->fallback_first);
+    if (rep->n_tuned_rejected)
+        cli_warn("%d tuned schedule(s) from the tuning database did not apply (default schedules used; run lathe "
+                 "tune again); first: %s", rep->n_tuned_rejected, rep->tuned_rejected_first);
     return 0;
 }
 

@@ -23,18 +23,7 @@ static bool ends_with(const char *s, const char *suf) {
 /* The decoders' memory limit: LATHE_MAX_INPUT_BYTES (bytes, or with a K/M/G/T suffix) raises or
  * lowers the default (lt_io_limits.max_bytes). An unreadable value keeps the default. */
 static lt_io_limits input_limits(void) {
-    lt_io_limits lim = {0};
-    const char *e = getenv("LATHE_MAX_INPUT_BYTES");
-    if (!e || !*e) return lim;
-    char *end;
-    long long v = strtoll(e, &end, 10);
-    int shift = *end == 'K' ? 10 : *end == 'M' ? 20 : *end == 'G' ? 30 : *end == 'T' ? 40 : 0;
-    if (shift) end++;
-    if (*end || v <= 0 || v > (INT64_MAX >> shift)) {
-        cli_error("LATHE_MAX_INPUT_BYTES='%s' is not a size (bytes, or a number with K, M, G or T): using the default", e);
-        return lim;
-    }
-    lim.max_bytes = (int64_t)v << shift;
+    lt_io_limits lim = {.max_bytes = cli_env_size("LATHE_MAX_INPUT_BYTES")};
     return lim;
 }
 

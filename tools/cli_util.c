@@ -177,6 +177,21 @@ void cli_fmt(char *buf, size_t n, const char *fmt, ...) {
     va_end(ap);
 }
 
+int64_t cli_env_size(const char *name) {
+    const char *e = getenv(name);
+    if (!e || !*e) return 0;
+    char *end;
+    errno = 0;
+    long long v = strtoll(e, &end, 10);
+    int shift = *end == 'K' ? 10 : *end == 'M' ? 20 : *end == 'G' ? 30 : *end == 'T' ? 40 : 0;
+    if (shift) end++;
+    if (errno || end == e || *end || v <= 0 || v > (INT64_MAX >> shift)) {
+        cli_warn("%s='%s' is not a size (bytes, or a number with K, M, G or T): using the default", name, e);
+        return 0;
+    }
+    return (int64_t)v << shift;
+}
+
 bool cli_parse_i64(const char *s, int64_t *out) {
     if (!s || !*s || *s == '-' || *s == '+') return false;
     errno = 0;

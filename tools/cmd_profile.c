@@ -283,7 +283,8 @@ int cmd_profile(int argc, char **argv) {
     if (!secs || !total || !col || !recs || !ev) { cli_error("out of memory"); rc = CLI_EXIT_INVALID; goto out; }
     for (int64_t r = -1; r < runs; r++) { /* r = -1: warm-up */
         cli_progress("profile: run %lld of %lld", (long long)r + 2, (long long)runs + 1);
-        lt_plan_run_options po = {.seed = (uint64_t)seed, .step_seconds = r >= 0 ? secs + (size_t)r * (size_t)ns : NULL};
+        lt_plan_run_options po = {.seed = (uint64_t)seed, .max_loop_bytes = cli_max_loop_bytes(),
+                                  .step_seconds = r >= 0 ? secs + (size_t)r * (size_t)ns : NULL};
         double t0 = now_s();
         lt_status st = lt_plan_run(&ctx, plan, &po, in, outs);
         double t1 = now_s();

@@ -182,11 +182,11 @@ static int cmp_double(const void *a, const void *b) {
 static lt_status run_once(lt_ctx *ctx, const char *backend, lt_model *m, lt_plan *plan, uint64_t seed,
                           lt_datum **in, lt_datum **outs, double *device_s) {
     if (plan) {
-        lt_plan_run_options po = {.seed = seed, .device_seconds = device_s};
+        lt_plan_run_options po = {.seed = seed, .device_seconds = device_s, .max_loop_bytes = cli_max_loop_bytes()};
         return lt_plan_run(ctx, plan, &po, in, outs);
     }
     (void)backend;
-    lt_interp_options opt = {.seed = seed};
+    lt_interp_options opt = {.seed = seed, .max_loop_bytes = cli_max_loop_bytes()};
     return lt_interp_run(ctx, m, &opt, in, outs);
 }
 

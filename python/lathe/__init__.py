@@ -27,6 +27,7 @@ the library's own messages name options the Python way (shapes=..., dims=...).
 The shared library is found as described in lathe/_capi.py (LATHE_LIBRARY overrides).
 """
 import ctypes
+import math
 import operator
 import os
 import re
@@ -440,7 +441,8 @@ class Model:
 
 
 def compile(path, shapes=None, backend="cpu", threads=None, opt_level=None, *, dims=None, seed=0, cache_dir=None,
-            cc=None, dump_code_dir=None, nvrtc=None, enable_passes=None, tune_db=None):
+            cc=None, dump_code_dir=None, nvrtc=None, enable_passes=None, tune_db=None, cc_timeout=None,
+            max_loop_bytes=None):
     """Load (and for backend "cpu", compile) the ONNX model at `path`; returns a Model.
 
     shapes: {"input": (1, 3, 224, 224), ...} or "input:1x3x224x224" — fixes input shapes.
@@ -459,6 +461,10 @@ def compile(path, shapes=None, backend="cpu", threads=None, opt_level=None, *, d
     tune_db: a tuning database (`lathe tune` writes one): backend "cpu" kernels take its schedules for this
       CPU and thread count (None: tune.tsv in the cache folder when it exists, as the CLI; False: the
       default schedules; a path that does not exist raises LatheError).
+    cc_timeout: seconds one C compiler run may take (None: the library's 300; past it the compiler is killed
+      and LatheError is raised naming it and the limit).
+    max_loop_bytes: most bytes a Loop's scan outputs or one sequence may hold while the model runs (None: the
+      library's 4 GiB); past it the call raises LatheError (status "out of memory") naming the node.
     Raises LatheError (with .status) when the model cannot be loaded or compiled.
     """
     lib = _capi.load()
@@ -475,7 +481,15 @@ def compile(path, shapes=None, backend="cpu", threads=None, opt_level=None, *, d
         raise ValueError("seed must be a non-negative integer, got None")
     seed = _int_arg("seed", seed, 0, (1 << 64) - 1)
     sh, dm = _shapes_arg(shapes), _dims_arg(dims)
-    lo = _capi.LoadOptions(_enc(sh, "shapes"), _enc(dm, "dims"), seed)
+    loop_limit = 0 if max_loop_bytes is None else _int_arg("max_loop_bytes", max_loop_bytes, 1, (1 << 63) - 1)
+    if cc_timeout is None:
+        timeout = 0.0  # the C API's "default"
+    elif isinstance(cc_timeout, bool) or not isinstance(cc_timeout, (int, float, np.integer, np.floating)) or \
+            not cc_timeout > 0 or not math.isfinite(cc_timeout):
+        raise ValueError(f"cc_timeout must be a positive number of seconds, got {cc_timeout!r}")
+    else:
+        timeout = float(cc_timeout)
+    lo = _capi.LoadOptions(_enc(sh, "shapes"), _enc(dm, "dims"), seed, loop_limit)
     err = ctypes.create_string_buffer(4096)
     h = ctypes.c_void_p()
     if backend == "interp":
@@ -531,7 +545,8 @@ def compile(path, shapes=None, backend="cpu", threads=None, opt_level=None, *, d
         tune_db = None
     co = _capi.CompileOptions(level, _enc(backend), n, _enc(cache_dir, "cache_dir"), _enc(cc, "cc"),
                               _enc(dump_code_dir, "dump_code_dir"), _enc(nvrtc, "nvrtc"),
-                              _enc(",".join(enable) if enable else None, "enable_passes"), _enc(tune_db, "tune_db"))
+                              _enc(",".join(enable) if enable else None, "enable_passes"), _enc(tune_db, "tune_db"),
+                              timeout)
     st = lib.lathe_compile(path_b, ctypes.byref(lo), ctypes.byref(co), ctypes.byref(h), err, len(err))
     if st != 0:
         raise _error(err.value, _capi.status_name(st))

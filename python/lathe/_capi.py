@@ -28,7 +28,8 @@ _SPARE = ("_spare", ctypes.c_uint64 * 16)
 
 
 class LoadOptions(ctypes.Structure):
-    _fields_ = [("shapes", ctypes.c_char_p), ("dims", ctypes.c_char_p), ("seed", ctypes.c_uint64), _SPARE]
+    _fields_ = [("shapes", ctypes.c_char_p), ("dims", ctypes.c_char_p), ("seed", ctypes.c_uint64),
+                ("max_loop_bytes", ctypes.c_int64), _SPARE]
 
 
 class CompileOptions(ctypes.Structure):

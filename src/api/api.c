@@ -32,6 +32,7 @@ struct lathe_model {
     int n_in;        /* inputs the caller provides */
     int *in_idx;     /* their positions in m->graph->inputs */
     uint64_t seed;
+    int64_t max_loop_bytes;
     char err[LT_MSG_MAX];
 };
 
@@ -85,6 +86,7 @@ static lathe_status finish_load(lt_ctx *ctx, lt_model *lm, void *bytes, const la
     m->m = lm;
     m->bytes = bytes;
     m->seed = opts ? opts->seed : 0;
+    m->max_loop_bytes = opts ? opts->max_loop_bytes : 0;
     *out = m;
     return LATHE_OK;
 fail:
@@ -282,7 +284,7 @@ lathe_status lathe_run(lathe_model *m, const lathe_tensor *const *inputs, int n_
         if (lt_io_check_input(&ctx, v, inputs[i]->t, &bind) != LT_OK) goto done;
         if (lt_datum_tensor(&ctx, lt_tensor_retain(inputs[i]->t), &in[m->in_idx[i]]) != LT_OK) goto done;
     }
-    lt_interp_options opt = {.seed = m->seed};
+    lt_interp_options opt = {.seed = m->seed, .max_loop_bytes = m->max_loop_bytes};
     if (lt_interp_run(&ctx, m->m, &opt, in, outs) != LT_OK) goto done;
     if (lt_api_hand_outputs(&ctx, g, outs, outputs) != LT_OK) goto done;
 done:

@@ -24,6 +24,7 @@ struct lathe_compiled {
     int *api_idx;       /* public input -> plan input (graph input before compiling) */
     const char **names; /* public input names (strings in the plan) */
     int n_plan_in;
+    lt_plan_run_options run; /* the load options' seed and Loop limit, for every run */
     char *report;
     char err[LT_MSG_MAX];
 };
@@ -56,6 +57,7 @@ lathe_status lathe_compile(const char *path, const lathe_load_options *load, con
     }
     c = lt_calloc(&ctx, 1, sizeof *c, "compiled model");
     if (!c) goto fail;
+    if (load) c->run.seed = load->seed, c->run.max_loop_bytes = load->max_loop_bytes;
     if (lt_onnx_load_file(&ctx, path, NULL, &c->m) != LT_OK || lt_api_bind(&ctx, c->m, load) != LT_OK ||
         lt_model_check_supported(&ctx, c->m) != LT_OK)
         goto fail;
@@ -215,7 +217,7 @@ lathe_status lathe_compiled_run(lathe_compiled *c, const lathe_tensor *const *in
         }
         if (lt_datum_tensor(&ctx, lt_tensor_retain(inputs[i]->t), &in[c->api_idx[i]]) != LT_OK) goto done;
     }
-    if (lt_plan_run(&ctx, c->plan, NULL, in, outs) != LT_OK) goto done;
+    if (lt_plan_run(&ctx, c->plan, &c->run, in, outs) != LT_OK) goto done;
     lt_api_hand_outputs(&ctx, g, outs, outputs);
 done:
     for (int i = 0; in && i < c->n_plan_in; i++) lt_datum_release(in[i]);
@@ -250,7 +252,7 @@ lathe_status lathe_compiled_run_buffers(lathe_compiled *c, const void *const *in
     }
     for (int k = 0; k < n_outputs && ctx.status == LT_OK; k++)
         if (!outputs[k]) lt_error(&ctx, LT_ERR_USAGE, "lathe_compiled_run_buffers: output %d is NULL", k);
-    if (ctx.status == LT_OK) lt_plan_run_buffers(&ctx, c->plan, NULL, in, outputs);
+    if (ctx.status == LT_OK) lt_plan_run_buffers(&ctx, c->plan, &c->run, in, outputs);
     if (in != stack_in) lt_mem_free(in);
     return finish(c, &ctx);
 }

@@ -321,7 +321,8 @@ static lt_status lp_lower(cstate *st, int i) {
 }
 
 /* tuned (a loop pass): a schedule from options.schedule_hook (the tuning database, or lathe tune's
- * search) instead of the default; one that fails to apply leaves the default to the next pass. */
+ * search) instead of the default; one that fails to apply (a stale or foreign database entry) leaves
+ * the default to the next pass, counted in the report, or is an error under options.strict. */
 static bool want_tuned(const cstate *st) { return st->opt->schedule_hook && !st->target.gpu_blocks; }
 
 static lt_status lp_tuned(cstate *st, int i) {
@@ -342,7 +343,13 @@ static lt_status lp_tuned(cstate *st, int i) {
         st->r->n_tuned++;
         return LT_OK;
     }
-    lw->schedule = dflt, lw->kernel->body = lw->body0; /* a stale or foreign entry: the default instead */
+    /* a stale or foreign entry: the default instead, counted (an error under strict) */
+    if (st->opt->strict)
+        return lt_error(st->ctx, ss, "tuned schedule of %s (group g%d) does not apply: %s", lw->kernel->name, i, c2.msg);
+    lw->schedule = dflt, lw->kernel->body = lw->body0;
+    lt_compile_report *r = st->r;
+    if (!r->n_tuned_rejected++)
+        snprintf(r->tuned_rejected_first, sizeof r->tuned_rejected_first, "%.40s: %.400s", lw->kernel->name, c2.msg);
     return LT_OK;
 }
 
@@ -687,6 +694,9 @@ void lt_compile_report_print(const lt_compile_report *r, lt_strbuf *out) {
                  "nodes compiled %d/%d (%d%%)\n", r->nodes_before, r->nodes_after, r->n_groups, r->n_kernels,
                  r->n_pack_kernels, p->n_host, p->n_nodes_compiled, p->n_nodes, pct);
     if (r->n_tuned) lt_sb_printf(out, "tuned schedules: %d kernel(s)\n", r->n_tuned);
+    if (r->n_tuned_rejected)
+        lt_sb_printf(out, "tuned schedules rejected: %d (the default used instead); first: %s\n", r->n_tuned_rejected,
+                     r->tuned_rejected_first);
     if (r->tuned_passes[0]) lt_sb_printf(out, "tuned passes: %s (measured faster for this model)\n", r->tuned_passes);
     if (r->n_fallback_groups || r->n_unscheduled)
         lt_sb_printf(out, "fallbacks: %d group(s) run as host steps, %d kernel(s) unscheduled; first: %s\n",

@@ -137,6 +137,8 @@ typedef struct lt_compile_report {
     int n_fallback_groups;      /* compiled groups the lowering rejected, run as host steps */
     int n_unscheduled;          /* kernels whose default schedule failed to apply (left unscheduled) */
     int n_tuned;                /* kernels whose schedule came from schedule_hook (a tuned one) */
+    int n_tuned_rejected;       /* tuned schedules that failed to apply (stale or foreign entry): default used */
+    char tuned_rejected_first[512]; /* the first such message */
     char tuned_passes[128];     /* options.tuned_passes enabled by this compile ("" none) */
     char fallback_first[512];   /* the first such message */
     size_t source_bytes;        /* the generated translation unit */

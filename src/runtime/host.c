@@ -219,7 +219,8 @@ lt_status lt_plan_host_run(lt_ctx *ctx, lt_plan *p, int i) {
         int sl = p->value_slot[outer[k]];
         p->env.vals[outer[k]] = sl >= 0 ? lt_plan_slot_datum(p, sl) : NULL;
     }
-    lt_eval ev = {.ctx = ctx, .rng = p->rng, .env = &p->env, .model = p->model, .run_subgraph = lt_interp_subgraph};
+    lt_eval ev = {.ctx = ctx, .rng = p->rng, .env = &p->env, .model = p->model, .run_subgraph = lt_interp_subgraph,
+                  .max_loop_bytes = p->max_loop_bytes};
     s = h->eval(&ev, n, in, out);
     if (s == LT_OK && ctx->status != LT_OK) s = ctx->status; /* an op that reported but returned OK */
     p->rng = ev.rng;

@@ -757,6 +757,7 @@ static lt_status run_steps(lt_ctx *ctx, lt_plan *p, const lt_plan_run_options *o
     if (!p->host_memory) return lt_plan_device_run_steps(ctx, p, opt);
     double t_run = opt && opt->device_seconds ? now_s() : 0;
     p->rng = opt ? opt->seed : 0;
+    p->max_loop_bytes = opt ? opt->max_loop_bytes : 0;
     double *secs = opt ? opt->step_seconds : NULL;
     const lt_backend_vtbl *vt = p->backend->vt;
     for (int i = 0; i < p->n_steps; i++) {

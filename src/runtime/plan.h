@@ -144,6 +144,7 @@ typedef struct lt_plan_step {
 /* Per-run options (NULL: defaults). */
 typedef struct lt_plan_run_options {
     uint64_t seed;          /* random ops in host steps */
+    int64_t max_loop_bytes; /* host steps: most a Loop's scan outputs or one sequence may hold (0: default) */
     double *step_seconds;   /* if set: n_steps entries; each step's time is ADDED to its entry (wall
                              * time; device plans: kernel steps' device time from backend events,
                              * launched one by one instead of as graphs) */

@@ -334,6 +334,7 @@ static void release_dead(lt_plan *p, int i) {
 lt_status lt_plan_device_run_steps(lt_ctx *ctx, lt_plan *p, const lt_plan_run_options *opt) {
     const lt_backend_vtbl *vt = p->backend->vt;
     p->rng = opt ? opt->seed : 0;
+    p->max_loop_bytes = opt ? opt->max_loop_bytes : 0;
     double *secs = opt ? opt->step_seconds : NULL;
     double *dev_secs = opt ? opt->device_seconds : NULL;
     bool events = vt->event_new && vt->event_record && vt->event_elapsed;

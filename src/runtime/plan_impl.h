@@ -89,6 +89,7 @@ struct lt_plan {
     lt_mp_result mem;
     lt_plan_stats stats;
     uint64_t rng;            /* run time: random ops' state */
+    int64_t max_loop_bytes;  /* run time: the host steps' Loop/sequence limit (lt_plan_run_options) */
 
     /* device plans (plan_device.c) */
     bool use_graphs;         /* replay segments as backend graphs (lt_plan_build_args.no_graphs off) */

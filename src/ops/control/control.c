@@ -65,8 +65,9 @@ static int64_t datum_held(const lt_datum *d) {
 static lt_status held_add(lt_eval *ev, const lt_node *n, int64_t *held, int64_t more, const char *what) {
     int64_t limit = held_limit(ev);
     if (more > limit - *held)
-        return lt_op_error(ev, n, LT_ERR_NOMEM, "%s would hold more than the limit of %lld bytes (the interpreter's "
-                           "max_loop_bytes; a Loop whose trip count or condition never ends?)", what, (long long)limit);
+        return lt_op_error(ev, n, LT_ERR_NOMEM, "%s would hold more than the limit of %lld bytes (a Loop whose trip "
+                           "count or condition never ends? raise it with LATHE_MAX_LOOP_BYTES, or max_loop_bytes in the "
+                           "C API and Python)", what, (long long)limit);
     *held += more;
     return LT_OK;
 }
