@@ -245,6 +245,27 @@ def test_time_passes_and_verify(models, cache):
     assert "2 pass runs" in r.stderr, r.stderr
 
 
+STAGES = ["inputs", "passes", "fuse", "lower", "tuned", "schedule", "simplify_loops", "emit", "backend", "plan",
+          "memplan"]
+
+
+def test_compile_stages(models, cache):
+    """--time-passes lists every stage of the compile; each one can be dumped, verified and stopped after."""
+    r = lathe("compile", models["cnn"], "--cache-dir", cache, "--time-passes", "--verify-each")
+    assert r.returncode == 0, r.stderr
+    listed = [ln.split()[0] for ln in r.stderr.splitlines() if ln.strip()]
+    for s in STAGES:
+        assert s in listed, (s, r.stderr)
+    for s in STAGES:
+        r = lathe("compile", models["cnn"], "--cache-dir", cache, "--stop-after", s, "--dump-after", s, "--verify-each")
+        assert r.returncode == 0, (s, r.stderr)
+        if s != "tuned":  # runs only with a tuning database
+            assert f"; after {s}\n" in r.stdout + r.stderr, (s, r.stdout, r.stderr)
+        assert (f"stopped after {s}: no plan" in r.stdout) == (s != "memplan"), (s, r.stdout)
+    r = lathe("compile", models["cnn"], "--cache-dir", cache, "--stop-after", "plan", "--dump-after", "plan")
+    assert "@?" in r.stderr + r.stdout and "memory: not planned yet" in r.stderr + r.stdout
+
+
 def test_dump_after(models, cache):
     r = lathe("run", models["cnn"], "--cache-dir", cache, "--dump-after=all")
     assert r.returncode == 0, r.stderr
@@ -355,7 +376,7 @@ def test_second_compile_is_a_cache_hit(models, tmp_path):
 def test_compile_report(models, cache):
     r = lathe("compile", models["cnn"], "--cache-dir", cache, "--print-plan")
     assert r.returncode == 0, r.stderr
-    for s in ["compile:", "passes", "fuse", "lower", "schedule", "emit", "backend", "plan",
+    for s in ["compile:", "passes", "fuse", "lower", "schedule", "simplify_loops", "emit", "backend", "plan", "memplan",
               "nodes compiled", "memory: workspace", "kernel lt_k", "steps:"]:
         assert s in r.stdout, s
     r = lathe("compile", models["cnn"], "--cache-dir", cache, "--no-cache")

@@ -186,6 +186,7 @@ typedef struct cstate {
     int ne;
     lt_strbuf src;               /* the translation unit */
     bool dumped;                 /* dump_code_dir files written */
+    bool plan_ready;             /* memplan ran: st->plan can run */
     lt_plan *plan;
 } cstate;
 
@@ -354,8 +355,7 @@ static lt_status lp_tuned(cstate *st, int i) {
 }
 
 /* schedule (a loop pass): the default schedule of the group's pattern, where no tuned one applied;
- * one that fails leaves the kernel unscheduled (correct, slower). Simplification runs inside
- * (lt_lower_apply_schedule). */
+ * one that fails leaves the kernel unscheduled (correct, slower). */
 static lt_status lp_schedule(cstate *st, int i) {
     lt_lowered *lw = &st->lowered[i];
     if (!want_tuned(st)) progress(st->opt, LT_STAGE_SCHEDULE, i, st->gs->n);
@@ -375,6 +375,16 @@ static lt_status lp_schedule(cstate *st, int i) {
             r->n_unscheduled++;
         }
     }
+    return LT_OK;
+}
+
+/* simplify_loops (a loop pass): every kernel tidied after its schedule (lt_lower_simplify) */
+static lt_status lp_simplify(cstate *st, int i) {
+    lt_lowered *lw = &st->lowered[i];
+    if (!lw->kernel) return LT_OK;
+    lt_ctx c2 = {0};
+    lt_status s = lt_lower_simplify(&c2, lw);
+    if (s != LT_OK) return lt_error(st->ctx, s, "simplifying %s (group g%d): %s", lw->kernel->name, i, c2.msg);
     if (st->opt->dump_code_dir) {
         lt_sb_printf(&st->kdump[i], "---- scheduled (%.0f flops, %.0f bytes)\n", lw->kernel->flops, lw->kernel->bytes);
         lt_kernel_dump(lw->kernel, &st->kdump[i]);
@@ -466,8 +476,7 @@ static lt_status st_backend(cstate *st) {
     return LT_OK;
 }
 
-/* plan: steps, slots, the static memory plan (lt_plan_build plans memory too), packed weights; it
- * takes over the arena, backend and module */
+/* plan: steps and slots (lt_plan_build_steps); it takes over the arena, backend and module */
 static lt_status st_plan(cstate *st) {
     free_kdump(st); /* the arena goes to the plan */
     lt_plan_build_args pa = {.model = st->m, .arena = st->arena, .groups = st->gs, .lowered = st->lowered,
@@ -478,7 +487,13 @@ static lt_status st_plan(cstate *st) {
     st->arena = NULL;
     st->backend = NULL;
     st->module = NULL;
-    LT_TRY(lt_plan_build(st->ctx, &pa, &st->plan));
+    return lt_plan_build_steps(st->ctx, &pa, &st->plan);
+}
+
+/* memplan: the static memory plan, workspace, packed weights, kernel arguments (lt_plan_build_memory) */
+static lt_status st_memplan(cstate *st) {
+    LT_TRY(lt_plan_build_memory(st->ctx, st->plan, st->opt->no_inplace, st->opt->threads));
+    st->plan_ready = true;
     lt_plan_get_stats(st->plan, &st->r->plan);
     if (st->opt->dump_code_dir) {
         lt_strbuf pd = {0};
@@ -499,9 +514,11 @@ static const stage stages[LT_STAGE_COUNT] = {
     {"lower", LT_STAGE_LOWER, SK_LOOP, NULL, NULL, lp_lower},
     {"tuned", LT_STAGE_TUNED, SK_LOOP, want_tuned, NULL, lp_tuned},
     {"schedule", LT_STAGE_SCHEDULE, SK_LOOP, NULL, NULL, lp_schedule},
+    {"simplify_loops", LT_STAGE_SIMPLIFY, SK_LOOP, NULL, NULL, lp_simplify},
     {"emit", LT_STAGE_EMIT, SK_CODE, NULL, st_emit, NULL},
     {"backend", LT_STAGE_BACKEND, SK_MODULE, want_backend, st_backend, NULL},
     {"plan", LT_STAGE_PLAN, SK_PLAN, want_backend, st_plan, NULL},
+    {"memplan", LT_STAGE_MEMPLAN, SK_PLAN, want_backend, st_memplan, NULL},
 };
 
 const char *lt_compile_stage_name(int stage) { return stage >= 0 && stage < LT_STAGE_COUNT ? stages[stage].name : "?"; }
@@ -632,7 +649,8 @@ lt_status lt_compile(lt_ctx *ctx, lt_model *m, const lt_compile_options *opt, lt
     for (int i = 0; i <= stop_stage && s == LT_OK; i++) {
         const stage *sg = &stages[i];
         if (sg->wanted && !sg->wanted(st)) continue;
-        if (sg->id != LT_STAGE_LOWER && sg->id != LT_STAGE_TUNED && sg->id != LT_STAGE_SCHEDULE)
+        if (sg->id != LT_STAGE_LOWER && sg->id != LT_STAGE_TUNED && sg->id != LT_STAGE_SCHEDULE &&
+            sg->id != LT_STAGE_SIMPLIFY)
             progress(opt, sg->id, 0, 0);
         double t = now_s();
         s = run_stage(st, sg);
@@ -641,9 +659,9 @@ lt_status lt_compile(lt_ctx *ctx, lt_model *m, const lt_compile_options *opt, lt
         if (s == LT_OK) dump_stage(st, sg);
     }
     if (s == LT_OK) s = write_dumps(st); /* stopped before emit: what exists */
-    if (s == LT_OK && !st->plan) r->stopped_after = lt_compile_stage_name(opt->emit_only ? LT_STAGE_EMIT : stop_stage);
+    if (s == LT_OK && !st->plan_ready) r->stopped_after = lt_compile_stage_name(opt->emit_only ? LT_STAGE_EMIT : stop_stage);
 done:
-    if (st->plan && s != LT_OK) {
+    if (st->plan && (s != LT_OK || !st->plan_ready)) { /* failed, or stopped before memplan */
         lt_plan_free(st->plan);
         st->plan = NULL;
     }

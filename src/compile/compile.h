@@ -13,10 +13,12 @@
  *                report (options.strict makes it an error instead)
  *     tuned      loop pass: schedules from options.schedule_hook (tuning database, lathe tune)
  *     schedule   loop pass: the default schedule of each group's pattern (lt_lower_apply_schedule)
+ *     simplify_loops  loop pass: each scheduled kernel simplified (lt_lower_simplify)
  *     emit       ONE translation unit holding every kernel and pack kernel (src/codegen)
  *     backend    compile + load it (CPU: cc -> .so -> dlopen; CUDA: NVRTC -> cubin -> driver;
  *                cached by content hash)
- *     plan       steps, slots, static memory plan, workspace, packed weights (src/runtime/plan.h)
+ *     plan       steps and slots (src/runtime/plan.h: lt_plan_build_steps)
+ *     memplan    static memory plan, workspace, packed weights, kernel arguments (lt_plan_build_memory)
  *   The target (src/backend/target.h) is built once before the stages, by the backend. The model is
  *   rewritten by the passes (answers unchanged) and must outlive the plan (weights are used in place).
  *
@@ -119,7 +121,7 @@ int lt_compile_threads(int threads);
  * static memory plan, packed weights: lt_plan_build). */
 enum {
     LT_STAGE_INPUTS, LT_STAGE_PASSES, LT_STAGE_FUSE, LT_STAGE_LOWER, LT_STAGE_TUNED, LT_STAGE_SCHEDULE,
-    LT_STAGE_EMIT, LT_STAGE_BACKEND, LT_STAGE_PLAN, LT_STAGE_COUNT
+    LT_STAGE_SIMPLIFY, LT_STAGE_EMIT, LT_STAGE_BACKEND, LT_STAGE_PLAN, LT_STAGE_MEMPLAN, LT_STAGE_COUNT
 };
 const char *lt_compile_stage_name(int stage); /* "inputs", "passes", "fuse", ... */
 int lt_compile_stage_find(const char *name);  /* LT_STAGE_* of a stage name, -1 if none */

@@ -697,8 +697,14 @@ lt_status lt_lower_group(lt_ctx *ctx, const lt_groups *gs, const lt_group *g, lt
 lt_status lt_lower_apply_schedule(lt_ctx *ctx, lt_lowered *lw) {
     lw->kernel->body = lw->body0;
     LT_TRY(lt_sched_apply_all(ctx, lw->kernel, &lw->schedule));
+    LT_TRY(lt_kernel_verify(ctx, lw->kernel));
+    lt_kernel_cost(lw->kernel);
+    return LT_OK;
+}
+
+lt_status lt_lower_simplify(lt_ctx *ctx, lt_lowered *lw) {
     lt_lnode *s = lt_lsimplify(lw->kernel, lw->kernel->body);
-    if (!s) return lt_error(ctx, LT_ERR_NOMEM, "scheduling %s: out of memory", lw->kernel->name);
+    if (!s) return lt_error(ctx, LT_ERR_NOMEM, "simplifying %s: out of memory", lw->kernel->name);
     lw->kernel->body = s;
     LT_TRY(lt_kernel_verify(ctx, lw->kernel));
     lt_kernel_cost(lw->kernel);

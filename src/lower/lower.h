@@ -38,7 +38,7 @@
  *                  or the op's injective index map). Epilogues are applied before the final STORE.
  *                  It also records the default schedule for the group's pattern (sched_default.c):
  *                  the kernel is returned UNSCHEDULED (body0) with the schedule beside it;
- *                  lt_lower_apply_schedule applies it.
+ *                  lt_lower_apply_schedule applies it, lt_lower_simplify then tidies the result.
  *
  * Invariants:
  *   - groups are listed in a topological order (every input of a group is a graph input, a constant,
@@ -194,8 +194,11 @@ typedef struct lt_lowered {
 lt_status lt_lower_group(lt_ctx *ctx, const lt_groups *gs, const lt_group *g, lt_arena *arena,
                          const lt_lower_options *opt, lt_lowered *out);
 
-/* Apply lw->schedule to lw->kernel (from body0), then simplify and compute the static cost. */
+/* Apply lw->schedule to lw->kernel (from body0), verify it and compute the static cost. */
 lt_status lt_lower_apply_schedule(lt_ctx *ctx, lt_lowered *lw);
+/* The loop pass after scheduling: simplify lw->kernel's body (lt_lsimplify: constant folding, loops
+ * of one iteration removed, guards proven true dropped), verify it, recompute the cost. */
+lt_status lt_lower_simplify(lt_ctx *ctx, lt_lowered *lw);
 
 /* The default schedule for a lowered kernel of group pattern g->pattern (sched_default.c):
  *   elementwise / broadcast / injective: fuse short inner loops, split the innermost by the vector

@@ -594,7 +594,7 @@ static lt_status map_api_inputs(lt_ctx *ctx, lt_plan *p, const lt_plan_build_arg
     return LT_OK;
 }
 
-lt_status lt_plan_build(lt_ctx *ctx, const lt_plan_build_args *a, lt_plan **out) {
+lt_status lt_plan_build_steps(lt_ctx *ctx, const lt_plan_build_args *a, lt_plan **out) {
     lt_plan *p = lt_calloc(ctx, 1, sizeof *p, "plan");
     if (!p) {
         if (a->module) a->backend->vt->module_free(a->backend, a->module);
@@ -651,16 +651,8 @@ lt_status lt_plan_build(lt_ctx *ctx, const lt_plan_build_args *a, lt_plan **out)
     if ((s = bind_values(ctx, p, a->lowered)) != LT_OK) goto fail;
     if ((s = map_api_inputs(ctx, p, a)) != LT_OK) goto fail;
     find_views(p);
-    /* 5. memory plan + workspace; 4. packed weights */
-    if ((s = plan_memory(ctx, p, a->no_inplace)) != LT_OK) goto fail;
-    if (!p->host_memory && (s = lt_plan_device_prepare(ctx, p)) != LT_OK) goto fail;
-    if ((s = fill_packs(ctx, p)) != LT_OK) goto fail;
-    if ((s = prepare_args(ctx, p)) != LT_OK) goto fail;
-    if ((s = lt_plan_host_prepare(ctx, p)) != LT_OK) goto fail;
-    if (!p->host_memory && (s = lt_plan_device_capture(ctx, p)) != LT_OK) goto fail;
-    lt_plan_set_threads(p, a->threads);
 
-    /* stats */
+    /* stats of the steps */
     lt_plan_stats *st = &p->stats;
     st->n_steps = p->n_steps;
     st->n_nodes = g->n_nodes;
@@ -672,6 +664,24 @@ lt_status lt_plan_build(lt_ctx *ctx, const lt_plan_build_args *a, lt_plan **out)
             st->n_host++;
         }
     }
+    *out = p;
+    return LT_OK;
+fail:
+    lt_vec_free(&steps);
+    lt_plan_free(p);
+    return s ? s : LT_ERR_INTERNAL;
+}
+
+lt_status lt_plan_build_memory(lt_ctx *ctx, lt_plan *p, bool no_inplace, int threads) {
+    /* 5. memory plan + workspace; 4. packed weights */
+    LT_TRY(plan_memory(ctx, p, no_inplace));
+    if (!p->host_memory) LT_TRY(lt_plan_device_prepare(ctx, p));
+    LT_TRY(fill_packs(ctx, p));
+    LT_TRY(prepare_args(ctx, p));
+    LT_TRY(lt_plan_host_prepare(ctx, p));
+    if (!p->host_memory) LT_TRY(lt_plan_device_capture(ctx, p));
+    lt_plan_set_threads(p, threads);
+    lt_plan_stats *st = &p->stats;
     st->n_slots = p->n_slots;
     for (int sl = 0; sl < p->n_slots; sl++) {
         if (p->slots[sl].kind == LT_SLOT_WORKSPACE && p->slots[sl].alias_of < 0) st->n_workspace_slots++;
@@ -682,12 +692,20 @@ lt_status lt_plan_build(lt_ctx *ctx, const lt_plan_build_args *a, lt_plan **out)
     st->intermediates_bytes = p->mem.sum_bytes;
     st->lower_bound_bytes = p->mem.lower_bound;
     st->threads = p->threads;
+    p->memory_planned = true;
+    return LT_OK;
+}
+
+lt_status lt_plan_build(lt_ctx *ctx, const lt_plan_build_args *a, lt_plan **out) {
+    lt_plan *p = NULL;
+    LT_TRY(lt_plan_build_steps(ctx, a, &p));
+    lt_status s = lt_plan_build_memory(ctx, p, a->no_inplace, a->threads);
+    if (s != LT_OK) {
+        lt_plan_free(p);
+        return s;
+    }
     *out = p;
     return LT_OK;
-fail:
-    lt_vec_free(&steps);
-    lt_plan_free(p);
-    return s ? s : LT_ERR_INTERNAL;
 }
 
 void lt_plan_free(lt_plan *p) {
@@ -820,6 +838,7 @@ static lt_status bind_input_datum(lt_ctx *ctx, lt_plan *p, int i, lt_datum *d) {
 lt_status lt_plan_run(lt_ctx *ctx, lt_plan *p, const lt_plan_run_options *opt, lt_datum *const *inputs,
                       lt_datum **outputs) {
     if (!p || !outputs) return lt_error(ctx, LT_ERR_USAGE, "lt_plan_run: missing plan or outputs");
+    if (!p->memory_planned) return lt_error(ctx, LT_ERR_USAGE, "lt_plan_run: the plan's memory is not planned");
     const lt_graph *g = p->model->graph;
     lt_status s = LT_OK;
     for (int i = 0; i < p->n_api && s == LT_OK; i++) {
@@ -870,6 +889,7 @@ lt_status lt_plan_run(lt_ctx *ctx, lt_plan *p, const lt_plan_run_options *opt, l
 lt_status lt_plan_run_buffers(lt_ctx *ctx, lt_plan *p, const lt_plan_run_options *opt, const void *const *inputs,
                               void *const *outputs) {
     if (!p || (!outputs && p->model->graph->n_outputs)) return lt_error(ctx, LT_ERR_USAGE, "lt_plan_run_buffers: missing plan or outputs");
+    if (!p->memory_planned) return lt_error(ctx, LT_ERR_USAGE, "lt_plan_run_buffers: the plan's memory is not planned");
     const lt_graph *g = p->model->graph;
     lt_status s = LT_OK;
     for (int k = 0; k < g->n_outputs; k++)
@@ -1008,6 +1028,7 @@ static void print_slot_ref(const lt_plan *p, int sl, lt_strbuf *out) {
     lt_sb_printf(out, "%s", S->value ? S->value->name : S->scratch ? "scratch" : "?");
     if (S->alias_of >= 0 && p->slots[S->alias_of].kind != LT_SLOT_WORKSPACE)
         lt_sb_printf(out, "=%s", p->slots[S->alias_of].value->name);
+    else if (S->kind == LT_SLOT_WORKSPACE && !p->memory_planned) lt_sb_printf(out, "@?");
     else if (S->kind == LT_SLOT_WORKSPACE) lt_sb_printf(out, "@%lld%s", (long long)S->offset, S->inplace ? "*" : "");
     else lt_sb_printf(out, "(%s)", slot_kind_name(S->kind));
 }
@@ -1038,5 +1059,5 @@ void lt_plan_print(const lt_plan *p, lt_strbuf *out) {
     }
     char buf[256];
     lt_sb_printf(out, "steps: %d (%d kernels, %d host)\n%s\n", p->stats.n_steps, p->stats.n_kernels, p->stats.n_host,
-                 lt_plan_memory_summary(p, buf, sizeof buf));
+                 p->memory_planned ? lt_plan_memory_summary(p, buf, sizeof buf) : "memory: not planned yet");
 }

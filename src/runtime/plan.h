@@ -202,6 +202,11 @@ typedef struct lt_plan_build_args {
 } lt_plan_build_args;
 
 lt_status lt_plan_build(lt_ctx *ctx, const lt_plan_build_args *a, lt_plan **out);
+/* lt_plan_build in its two stages: the steps and slots (the plan takes over a's arena, backend and
+ * module; *out is a plan that can be printed and freed, not run), then the static memory plan, the
+ * workspace, packed weights and kernel arguments (on failure the caller frees p). */
+lt_status lt_plan_build_steps(lt_ctx *ctx, const lt_plan_build_args *a, lt_plan **out);
+lt_status lt_plan_build_memory(lt_ctx *ctx, lt_plan *p, bool no_inplace, int threads);
 void lt_plan_free(lt_plan *p); /* NULL is fine */
 
 /* Run. inputs[i] binds API input i: the model's graph input i as it was before compiling

@@ -88,6 +88,7 @@ struct lt_plan {
     void *workspace;
     lt_mp_result mem;
     lt_plan_stats stats;
+    bool memory_planned;     /* lt_plan_build_memory ran: offsets, workspace, packs, arguments ready */
     uint64_t rng;            /* run time: random ops' state */
     int64_t max_loop_bytes;  /* run time: the host steps' Loop/sequence limit (lt_plan_run_options) */
 

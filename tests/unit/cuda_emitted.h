@@ -164,6 +164,7 @@ static lt_status em_build(lt_ctx *ctx, em_op op, lt_dtype dt, int64_t rows, int6
         k->schedule[len] = 0;
     }
     LT_TRY(lt_lower_apply_schedule(ctx, &lw));
+    LT_TRY(lt_lower_simplify(ctx, &lw));
     snprintf(k->kernel, sizeof k->kernel, "%s", lw.kernel->name);
     k->n_args = lw.n_args;
     if (k->n_args > 8) return lt_error(ctx, LT_ERR_INTERNAL, "em_build %s: %d kernel arguments", em_op_names[op], k->n_args);

@@ -298,7 +298,8 @@ static bool lower_model(tb *b, lowered *L, const char *name, const char *arch, c
         }
         if (L->nk >= 16) return false;
         lt_lowered *lw = &L->lw[L->nk];
-        if (lt_lower_group(&ctx, &L->gs, g, &L->arena, &lo, lw) != LT_OK || lt_lower_apply_schedule(&ctx, lw) != LT_OK) {
+        if (lt_lower_group(&ctx, &L->gs, g, &L->arena, &lo, lw) != LT_OK || lt_lower_apply_schedule(&ctx, lw) != LT_OK ||
+            lt_lower_simplify(&ctx, lw) != LT_OK) {
             fprintf(stderr, "%s: lowering group %d: %s\n", name, i, ctx.msg);
             failures++;
             return false;

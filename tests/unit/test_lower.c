@@ -197,6 +197,7 @@ static lt_status run_groups(lt_ctx *ctx, const lt_model *m, lt_datum **vals, con
         lt_lowered lw;
         s = lt_lower_group(ctx, &gs, gr, &arena, &lo, &lw);
         if (s == LT_OK && ro->schedule) s = lt_lower_apply_schedule(ctx, &lw);
+        if (s == LT_OK && ro->schedule) s = lt_lower_simplify(ctx, &lw);
         if (s != LT_OK) break;
         (*kernels)++;
         void *args[64] = {0};
@@ -328,7 +329,7 @@ static char *lowered_text(const char *path, int group, bool schedule) {
     char *res = NULL;
     if (lt_fuse(&ctx, m, &arena, NULL, &gs) == LT_OK && group < gs.n &&
         lt_lower_group(&ctx, &gs, &gs.groups[group], &arena, &lo, &lw) == LT_OK &&
-        (!schedule || lt_lower_apply_schedule(&ctx, &lw) == LT_OK)) {
+        (!schedule || (lt_lower_apply_schedule(&ctx, &lw) == LT_OK && lt_lower_simplify(&ctx, &lw) == LT_OK))) {
         lt_strbuf sb = {0};
         lt_kernel_print(lw.kernel, &sb);
         res = strdup(sb.s ? sb.s : "");
