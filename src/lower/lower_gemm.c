@@ -61,8 +61,8 @@ static lt_status epi_store(lt_lctx *lc, const lt_gemm_desc *g, const epi_flags *
             return lt_lower_error(lc, g->n, LT_ERR_INTERNAL, "bias '%s' has no static shape", g->bias->name);
         lt_lnode *b, *bidx2[LT_MAX_RANK];
         for (int d = 0; d < br; d++) bidx2[d] = I(lc, 0);
-        if (br == 1) bidx2[0] = g->bias_mode == 2 ? i : j;
-        else if (g->bias_mode == 2) bidx2[br - 2] = i;
+        if (br == 1) bidx2[0] = g->bias_mode == LT_BIAS_ROW ? i : j;
+        else if (g->bias_mode == LT_BIAS_ROW) bidx2[br - 2] = i;
         else bidx2[br - 1] = j;
         LT_TRY(lt_lower_value(lc, g->bias, bidx2, &b));
         v = add(lc, v, b);
@@ -311,15 +311,15 @@ static bool match_chain(lt_lctx *lc, const lt_gemm_desc *g, lt_call_epi *ce) {
                 return false;
             if (!ce->act && !ce->bias && !ce->res && spans(g, w, g->col_dim0, g->out_rank) &&
                 !spans(g, w, 0, g->out_rank))
-                ce->bias = w, ce->bias_mode = 1;
+                ce->bias = w, ce->bias_mode = LT_BIAS_COL;
             else if (!ce->act && !ce->bias && !ce->res && g->row_dim1 > g->row_dim0 &&
                      spans(g, w, g->row_dim0, g->row_dim1) && !spans(g, w, 0, g->out_rank))
-                ce->bias = w, ce->bias_mode = 2;
+                ce->bias = w, ce->bias_mode = LT_BIAS_ROW;
             else if (!ce->res && !g->c_strided && spans(g, w, 0, g->out_rank)) /* read with C's strides */
-                ce->res = w, ce->res_mode = ce->act ? 2 : 1;
+                ce->res = w, ce->res_mode = ce->act ? LT_RES_AFTER_ACT : LT_RES_BEFORE_ACT;
             else
                 return false;
-        } else if (!ce->act && ce->res_mode != 2 && e->n_in >= 1 && e->in[0] == cur && match_act(e, ce)) {
+        } else if (!ce->act && ce->res_mode != LT_RES_AFTER_ACT && e->n_in >= 1 && e->in[0] == cur && match_act(e, ce)) {
             /* one activation, after the bias and a residual added before it */
         } else {
             return false;
@@ -455,7 +455,7 @@ static lt_status gemm_call(lt_lctx *lc, const lt_gemm_desc *g, lt_lnode **res) {
     a[na++] = ce.res ? lt_l_addr(K_, lc->vbuf[ce.res->id], cb) : lt_l_addr(K_, g->C, I(lc, 0));
     a[na++] = ws ? lt_l_addr(K_, ws, I(lc, 0)) : lt_l_addr(K_, g->C, I(lc, 0));
     int64_t ints1[] = {b1, b2, g->M, g->N, g->K, lda, pa, sa1, sa2, ldb, pb, sb1, sb2, g->ci, sc1, sc2,
-                       ce.bias ? ce.bias_mode : 0, ce.res ? ce.res_mode : 0, g->ci, sc1, sc2, ce.act};
+                       ce.bias ? ce.bias_mode : LT_BIAS_NONE, ce.res ? ce.res_mode : LT_RES_NONE, g->ci, sc1, sc2, ce.act};
     for (size_t q = 0; q < sizeof ints1 / sizeof *ints1; q++) a[na++] = I(lc, ints1[q]);
     a[na++] = F(lc, ce.act_a);
     a[na++] = F(lc, ce.act_b);
@@ -642,8 +642,8 @@ static lt_status l_gemm(lt_lctx *lc, const lt_node *n, lt_lnode **res) {
     const lt_value *c = n->n_in > 2 ? n->in[2] : NULL;
     if (c && g.beta != 0) {
         /* a vector bias (beta 1, in memory) goes to the call's epilogue; anything else is beta*C */
-        if (g.beta == 1 && lc->vbuf[c->id] && spans(&g, c, 1, 2)) g.bias = c, g.bias_mode = 1;
-        else if (g.beta == 1 && lc->vbuf[c->id] && spans(&g, c, 0, 1) && g.M > 1) g.bias = c, g.bias_mode = 2;
+        if (g.beta == 1 && lc->vbuf[c->id] && spans(&g, c, 1, 2)) g.bias = c, g.bias_mode = LT_BIAS_COL;
+        else if (g.beta == 1 && lc->vbuf[c->id] && spans(&g, c, 0, 1) && g.M > 1) g.bias = c, g.bias_mode = LT_BIAS_ROW;
         else g.cmat = c;
     }
     return lt_lower_gemm(lc, &g, res);

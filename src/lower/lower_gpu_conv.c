@@ -66,7 +66,7 @@ lt_status lt_lower_gpu_conv(lt_lctx *lc, const lt_node *n, bool *handled, lt_lno
     g.C = lt_lower_out_buf(lc, n->out[0], NULL);
     if (!g.C || g.C->dtype != dt) return LT_OK;
     g.nb = 1, g.bext[0] = N, g.bsc[0] = OC * P, g.ci = P, g.cj = 1;
-    if (n->n_in > 2 && n->in[2]) g.bias = n->in[2], g.bias_mode = 2;
+    if (n->n_in > 2 && n->in[2]) g.bias = n->in[2], g.bias_mode = LT_BIAS_ROW;
     g.row_dim0 = 1, g.row_dim1 = 2, g.col_dim0 = g.out_rank;
     g.no_alpha = true;
     lt_call_epi ce;
@@ -112,7 +112,7 @@ lt_status lt_lower_gpu_conv(lt_lctx *lc, const lt_node *n, bool *handled, lt_lno
     a[na++] = lt_l_addr(K_, ce.bias ? lc->vbuf[ce.bias->id] : g.C, zero);
     a[na++] = lt_l_addr(K_, ce.res ? lc->vbuf[ce.res->id] : g.C, zero);
     int64_t ints[] = {N, C, H, W, OC, KH, KW, geo.s[0], geo.s[1], geo.pb[0], geo.pb[1], geo.d[0], geo.d[1], G, OH, OW,
-                      ce.bias ? 1 : 0, ce.res ? ce.res_mode : 0, act};
+                      ce.bias ? 1 : 0, ce.res ? ce.res_mode : LT_RES_NONE, act};
     for (size_t q = 0; q < sizeof ints / sizeof *ints; q++) a[na++] = I(lc, ints[q]);
     a[na++] = lt_l_float(K_, LT_FLOAT, ce.act_a);
     a[na++] = lt_l_float(K_, LT_FLOAT, ce.act_b);

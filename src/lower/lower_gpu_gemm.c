@@ -186,7 +186,7 @@ lt_status lt_lower_gpu_gemm(lt_lctx *lc, const lt_gemm_desc *g, lt_lnode **res) 
     a[na++] = lt_l_addr(K_, ce.bias ? lc->vbuf[ce.bias->id] : g->C, I(lc, 0));
     a[na++] = ce.res ? lt_l_addr(K_, lc->vbuf[ce.res->id], cb) : lt_l_addr(K_, g->C, I(lc, 0));
     int64_t ints[] = {b1, b2, g->M, g->N, g->K, lda, sa1, sa2, ldb, sb1, sb2, ldc, sc1, sc2,
-                      ce.bias ? ce.bias_mode : 0, ce.res ? ce.res_mode : 0, act};
+                      ce.bias ? ce.bias_mode : LT_BIAS_NONE, ce.res ? ce.res_mode : LT_RES_NONE, act};
     for (size_t q = 0; q < sizeof ints / sizeof *ints; q++) a[na++] = I(lc, ints[q]);
     a[na++] = lt_l_float(K_, LT_FLOAT, ce.act_a);
     a[na++] = lt_l_float(K_, LT_FLOAT, ce.act_b);

@@ -26,6 +26,7 @@
 #define LT_LOWER_IMPL_H
 
 #include "lower.h"
+#include "../codegen/prelude/abi.h" /* the codes lowering passes to prelude calls */
 
 typedef struct lt_lctx {
     lt_ctx *ctx;
@@ -202,7 +203,7 @@ typedef struct lt_gemm_desc {
     int64_t ci, cj, ai, ak, bk, bj;     /* element strides of the matrices */
     double alpha;
     const lt_value *bias;               /* the node's own bias vector (Gemm's C, Conv's B), or NULL */
-    int bias_mode;                      /* 1: bias[j] per column, 2: bias[i] per row */
+    int bias_mode;                      /* LT_BIAS_COL: bias[j] per column, LT_BIAS_ROW: bias[i] per row (abi.h) */
     const lt_value *cmat;               /* Gemm's C when not a bias vector: beta * C broadcast */
     double beta;
     /* the output multi-index of element (b.., i, j), for the epilogue's store */
@@ -222,9 +223,9 @@ typedef struct lt_gemm_desc {
     void *user;
 } lt_gemm_desc;
 lt_status lt_lower_gemm(lt_lctx *lc, const lt_gemm_desc *g, lt_lnode **res);
-/* The epilogue a prelude call (lt_gemm_f32, lt_conv2d_f32) applies itself: bias (mode 1 per
- * column / per channel, 2 per row), residual (mode 1 before the activation, 2 after), activation
- * (gemm.h's LT_ACT_* codes). */
+/* The epilogue a prelude call (lt_gemm_f32, lt_conv2d_f32) applies itself: bias (LT_BIAS_COL per
+ * column / per channel, LT_BIAS_ROW per row), residual (LT_RES_BEFORE_ACT or LT_RES_AFTER_ACT the
+ * activation), activation (LT_ACT_*): the codes of codegen/prelude/abi.h. */
 typedef struct lt_call_epi {
     const lt_value *bias, *res;
     int bias_mode, res_mode, act;

@@ -253,7 +253,7 @@ static lt_status l_conv(lt_lctx *lc, const lt_node *n, lt_lnode **res) {
     a[na++] = lt_l_addr(K_, bv ? lc->vbuf[bv->id] : g.C, zero);
     a[na++] = lt_l_addr(K_, ce.res ? lc->vbuf[ce.res->id] : g.C, zero);
     int64_t ints[] = {xd[0], C, xd[2], xd[3], M, KH, KW, geo.s[0], geo.s[1], geo.pb[0], geo.pb[1], geo.d[0], geo.d[1],
-                      geo.out[0], geo.out[1], dw, B, bv ? 1 : 0, ce.res ? ce.res_mode : 0, ce.act};
+                      geo.out[0], geo.out[1], dw, B, bv ? 1 : 0, ce.res ? ce.res_mode : LT_RES_NONE, ce.act};
     for (size_t q = 0; q < sizeof ints / sizeof *ints; q++) a[na++] = I(lc, ints[q]);
     a[na++] = lt_l_float(K_, LT_FLOAT, ce.act_a);
     a[na++] = lt_l_float(K_, LT_FLOAT, ce.act_b);

@@ -94,7 +94,7 @@ static lt_status l_conv_pointwise(lt_lctx *lc, const lt_node *n, const conv_info
     g.nb = 1;
     g.bext[0] = ci->N, g.bsc[0] = ci->M * P, g.bsa[0] = 0, g.bsb[0] = ci->C * P;
     g.ci = P, g.cj = 1, g.ai = ci->C, g.ak = 1, g.bk = P, g.bj = 1;
-    if (ci->has_bias) g.bias = n->in[2], g.bias_mode = 2;
+    if (ci->has_bias) g.bias = n->in[2], g.bias_mode = LT_BIAS_ROW;
     g.row_dim0 = 1, g.row_dim1 = 2, g.col_dim0 = 2;
     return lt_lower_gemm(lc, &g, res);
 }
@@ -113,7 +113,7 @@ static lt_status l_conv_call(lt_lctx *lc, const lt_node *n, const conv_info *ci,
     g.nb = 1;
     g.bext[0] = ci->N, g.bsc[0] = OC * P;
     g.ci = P, g.cj = 1;
-    if (ci->has_bias) g.bias = n->in[2], g.bias_mode = 2;
+    if (ci->has_bias) g.bias = n->in[2], g.bias_mode = LT_BIAS_ROW;
     g.row_dim0 = 1, g.row_dim1 = 2, g.col_dim0 = g.out_rank; /* no per-position bias in conv.h */
     g.no_alpha = true;
     lt_call_epi ce;
@@ -149,7 +149,7 @@ static lt_status l_conv_call(lt_lctx *lc, const lt_node *n, const conv_info *ci,
     a[na++] = lt_l_addr(K_, ce.res ? lc->vbuf[ce.res->id] : g.C, zero);
     a[na++] = lt_l_addr(K_, ws ? ws : g.C, zero);
     int64_t ints[] = {ci->N, C, ci->g.in[0], ci->g.in[1], OC, KH, KW, ci->g.s[0], ci->g.s[1], ci->g.pb[0], ci->g.pb[1],
-                      ci->g.pe[0], ci->g.pe[1], ci->g.d[0], ci->g.d[1], G, ce.bias ? 1 : 0, ce.res ? ce.res_mode : 0,
+                      ci->g.pe[0], ci->g.pe[1], ci->g.d[0], ci->g.d[1], G, ce.bias ? 1 : 0, ce.res ? ce.res_mode : LT_RES_NONE,
                       ce.act};
     for (size_t q = 0; q < sizeof ints / sizeof *ints; q++) a[na++] = I(lc, ints[q]);
     a[na++] = lt_l_float(K_, LT_FLOAT, ce.act_a);
