@@ -56,8 +56,9 @@ void cli_tune_db_path(const cli_compile_args *ca, char *buf, size_t n);
     "  --disable-pass NAME   do not run pass NAME (repeatable)\n"                                          \
     "  --enable-pass NAME    run pass NAME though it is off by default, e.g. layout_nchwc (repeatable)\n"   \
     "  --stop-after N        run at most N passes (bisecting); lathe compile also takes a stage name:\n"    \
-    "                        inputs, passes, fuse, lower, tuned, schedule, emit, backend or plan (stop\n"  \
-    "                        after it: a report and --dump-code files, no plan)\n"                          \
+    "                        inputs, passes, fuse, lower, tuned, schedule, simplify_loops, emit,\n"       \
+    "                        backend, plan or memplan (stop after it: a report and --dump-code files;\n"  \
+    "                        no plan before memplan)\n"                                                    \
     "  --dump-code DIR       write the generated C (model.c), Loop IR (kernels.txt), groups and plan\n"    \
     "  --dump-graph OUT.onnx write the optimized graph as ONNX (Netron opens it)\n"                        \
     "  --threads N           threads of parallel loops (default: all CPUs)\n"                              \

@@ -504,6 +504,8 @@ static lt_status operands(lt_lctx *lc, const lt_node *n, lt_gemm_desc *g) {
 
 typedef struct mm_info {
     bool a_vec, b_vec; /* 1-D operands */
+    int folded;        /* batch dims folded into M (fold_batch_into_rows): rows are out_dims[nb..nb+folded] and M */
+    int64_t row_dims[LT_MAX_RANK]; /* their extents, the matrix's own M last */
 } mm_info;
 
 static lt_status mm_index(lt_lctx *lc, const lt_gemm_desc *g, lt_lnode *const *bidx, lt_lnode *i, lt_lnode *j,
@@ -511,10 +513,36 @@ static lt_status mm_index(lt_lctx *lc, const lt_gemm_desc *g, lt_lnode *const *b
     const mm_info *mi = g->user;
     int r = 0;
     for (int d = 0; d < g->nb; d++) idx[r++] = bidx[d];
-    if (!mi->a_vec) idx[r++] = i;
+    if (mi->folded) { /* row i spans the folded batch dims and M */
+        LT_TRY(lt_lower_unflat(lc, i, mi->folded + 1, mi->row_dims, idx + r));
+        r += mi->folded + 1;
+    } else if (!mi->a_vec) {
+        idx[r++] = i;
+    }
     if (!mi->b_vec) idx[r++] = j;
-    (void)lc;
     return LT_OK;
+}
+
+/* Innermost batch dims that B broadcasts over and that lie in A and C as further rows (A [197,1,768]
+ * times B [768,2304], what exporters make of a sequence-first Linear): folded into M, so the call is
+ * one GEMM that reads B once, instead of one GEMM per batch index each reading all of B. */
+static void fold_batch_into_rows(lt_gemm_desc *g, mm_info *mi) {
+    if (mi->a_vec) return;
+    int64_t rows[LT_MAX_RANK];
+    int n = 0;
+    while (g->nb > 0) {
+        int q = g->nb - 1;
+        if (g->bext[q] != 1 && (g->bsb[q] != 0 || g->bsa[q] != g->ai * g->M || g->bsc[q] != g->ci * g->M)) break;
+        rows[n++] = g->bext[q];
+        g->M *= g->bext[q];
+        g->nb--;
+    }
+    if (!n) return;
+    mi->folded = n;
+    for (int k = 0; k < n; k++) mi->row_dims[k] = rows[n - 1 - k];
+    mi->row_dims[n] = g->M;
+    for (int k = 0; k < n; k++) mi->row_dims[n] /= rows[k];
+    g->row_dim0 -= n;
 }
 
 /* Batch strides of an operand with view v (its last `mat` dims are the matrix) against the
@@ -589,6 +617,7 @@ static lt_status l_matmul(lt_lctx *lc, const lt_node *n, lt_lnode **res) {
     g.row_dim0 = mi.a_vec ? 0 : g.out_rank - (mi.b_vec ? 1 : 2);
     g.row_dim1 = mi.a_vec ? 0 : g.row_dim0 + 1;
     g.col_dim0 = mi.b_vec ? g.out_rank : g.out_rank - 1;
+    fold_batch_into_rows(&g, &mi);
     return lt_lower_gemm(lc, &g, res);
 }
 

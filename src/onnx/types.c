@@ -1,7 +1,9 @@
 /* types.c — TypeProto -> lt_type (tensor with symbolic dims, sparse tensor, sequence, optional, map;
  * opaque types become UNKNOWN), and deep copies of types into the model arena.
  * A tensor type without a shape field has rank -1; a dimension with neither dim_value nor
- * dim_param is {-1, NULL}; a negative dim_value (old exporters' "dynamic") is treated the same. */
+ * dim_param is {-1, NULL}; a negative dim_value (old exporters' "dynamic") and a dim_param of "?"
+ * (paddle2onnx and others write it for "unknown", as onnxruntime reads it) are treated the same: each
+ * such dim is its own unknown, not one dimension shared by every "?". */
 #include "onnx_int.h"
 
 #include <string.h>
@@ -26,7 +28,7 @@ static lt_status parse_dim(onnx_load *L, lt_slice s, lt_dim *d) {
             const uint8_t *p;
             size_t n;
             if (!lt_wire_bytes(&w, &p, &n)) break;
-            if (n == 0) continue;
+            if (n == 0 || (n == 1 && p[0] == '?')) continue;
             const char *name = onnx_str(L, &w, p, n, "dim_param");
             if (!name) return onnx_wire_status(L);
             d->param = name;

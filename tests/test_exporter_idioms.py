@@ -1,0 +1,165 @@
+"""test_exporter_idioms.py — what real exported models hit, each as a tiny onnx.helper model.
+
+- A Conv with one output channel and a bias (1x1 over 1-D, 1x1 and 3x3 over 2-D): compiled on cpu,
+  equal to the interpreter, and emitted for CUDA (NVRTC compiles it where NVRTC is installed).
+- An If whose branches give [1,128] while the If output is undeclared (constant condition and one
+  given at run time): the compiled plan has the branch's shape.
+- dim_param "?" (paddle2onnx's `float[?,3,?,?]`): each "?" is its own unknown dim, as an empty one
+  is and as onnxruntime reads it, so a non-square image runs; `inspect` still prints "?".
+- A MatMul whose A has batch dims that B broadcasts over (A [S,1,K] x B [K,N], a sequence-first
+  Linear; [B,S,K] x [K,N]) is one GEMM over all rows, B read once (the call's batch extent is 1
+  and its M counts every row), and equals the interpreter with every epilogue fusion may attach.
+"""
+import os
+import re
+import subprocess
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto as T, helper, numpy_helper
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+LATHE = os.environ.get("LATHE_BIN", os.path.join(ROOT, "build", "lathe"))
+if not os.path.isabs(LATHE):
+    LATHE = os.path.join(ROOT, LATHE)
+RNG = np.random.default_rng(11)
+
+
+def lathe(*args, cache=None):
+    env = dict(os.environ)
+    if cache:
+        env["LATHE_CACHE_DIR"] = str(cache)
+    return subprocess.run([LATHE, *map(str, args)], capture_output=True, text=True, timeout=600, env=env)
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory):
+    return str(tmp_path_factory.mktemp("lathe-cache"))
+
+
+def vi(name, shape, dt=T.FLOAT):
+    return helper.make_tensor_value_info(name, dt, shape)
+
+
+def w(name, shape):
+    return numpy_helper.from_array(RNG.uniform(-0.5, 0.5, shape).astype(np.float32), name)
+
+
+def save(path, nodes, inputs, outputs, inits=()):
+    g = helper.make_graph(nodes, "g", inputs, outputs, list(inits))
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    onnx.save(m, str(path))
+    return str(path)
+
+
+def outputs_of(model, backend, tmp_path, cache, *extra):
+    out = tmp_path / f"{backend}.npz"
+    r = lathe("run", model, "--backend", backend, "--fill", "random", "--seed", 5, "--output", out, *extra, cache=cache)
+    assert r.returncode == 0, f"{backend}: {r.stderr[-1500:]}"
+    with np.load(out) as z:
+        return {k: z[k] for k in z.files}
+
+
+def same_as_interp(model, tmp_path, cache, *extra, backends=("cpu", "loopir")):
+    want = outputs_of(model, "interp", tmp_path, cache, *extra)
+    for b in backends:
+        got = outputs_of(model, b, tmp_path, cache, *extra)
+        assert got.keys() == want.keys()
+        for k in want:
+            assert got[k].shape == want[k].shape, (b, k, got[k].shape, want[k].shape)
+            np.testing.assert_allclose(got[k], want[k], rtol=1e-4, atol=1e-5, err_msg=f"{b} {k}")
+
+
+@pytest.mark.parametrize("spatial,k", [([9], 1), ([6, 7], 1), ([6, 7], 3)])
+def test_conv_one_output_channel_with_bias(tmp_path, cache, spatial, k):
+    out = [s - k + 1 for s in spatial]
+    m = save(tmp_path / "conv.onnx", [helper.make_node("Conv", ["x", "w", "b"], ["y"])], [vi("x", [2, 3, *spatial])],
+             [vi("y", [2, 1, *out])], [w("w", [1, 3, *([k] * len(spatial))]), w("b", [1])])
+    same_as_interp(m, tmp_path, cache)
+    r = lathe("compile", m, "--target", "cuda", "-o", tmp_path / "cuda", cache=cache)
+    assert r.returncode == 0 and "0 host groups" in r.stdout, r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("cond_given", [False, True])
+def test_if_with_undeclared_output_shape(tmp_path, cache, cond_given):
+    ax = numpy_helper.from_array(np.array([0], np.int64), "ax")
+    then = helper.make_graph([helper.make_node("Unsqueeze", ["x", "ax"], ["t"])], "then", [], [vi("t", None)])
+    other = helper.make_graph([helper.make_node("Neg", ["x"], ["e0"]), helper.make_node("Unsqueeze", ["e0", "ax"], ["e"])],
+                              "else", [], [vi("e", None)])
+    nodes = [helper.make_node("If", ["c"], ["branch"], then_branch=then, else_branch=other),
+             helper.make_node("MatMul", ["branch", "w"], ["y"])]
+    inputs, inits = [vi("x", [128])], [ax, w("w", [128, 4])]
+    extra = []
+    if cond_given:
+        inputs.append(vi("c", [], T.BOOL))
+        np.save(tmp_path / "c.npy", np.array(False))
+        extra = ["--input", f"c={tmp_path / 'c.npy'}", "--input", f"x={tmp_path / 'x.npy'}"]
+        np.save(tmp_path / "x.npy", RNG.uniform(-1, 1, 128).astype(np.float32))
+    else:
+        inits.append(numpy_helper.from_array(np.array(True), "c"))
+    m = save(tmp_path / "if.onnx", nodes, inputs, [vi("y", None)], inits)
+    same_as_interp(m, tmp_path, cache, *extra)
+    assert outputs_of(m, "cpu", tmp_path, cache, *extra)["y"].shape == (1, 4)
+
+
+def test_question_mark_dims_are_each_unknown(tmp_path, cache):
+    m = save(tmp_path / "paddle.onnx", [helper.make_node("Relu", ["x"], ["y"])], [vi("x", ["?", 3, "?", "?"])],
+             [vi("y", ["?", 3, "?", "?"])])
+    np.save(tmp_path / "x.npy", RNG.uniform(-1, 1, (2, 3, 20, 30)).astype(np.float32))
+    for b in ("interp", "cpu"):
+        r = lathe("run", m, "--backend", b, "--input", f"x={tmp_path / 'x.npy'}", cache=cache)
+        assert r.returncode == 0 and "float[2,3,20,30]" in r.stdout, (b, r.stdout + r.stderr)
+    r = lathe("inspect", m)
+    assert r.returncode == 0 and "float[?,3,?,?]" in r.stdout, r.stdout
+
+
+MATMULS = [([7, 1, 8], [8, 6]), ([1, 7, 8], [8, 6]), ([2, 7, 8], [8, 6]), ([3, 2, 5, 8], [8, 6]), ([2, 1, 5, 8], [8, 6]),
+           ([4, 1, 1, 8], [8, 6])]
+
+
+def matmul_model(path, sa, sb, epilogue):
+    out = list(np.matmul(np.zeros(sa), np.zeros(sb)).shape)
+    nodes, inits, inputs, y = [], [], [vi("x", sa)], "m"
+    if epilogue == "transposed_b":
+        inits.append(w("wt", [sb[1], sb[0]]))
+        nodes.append(helper.make_node("Transpose", ["wt"], ["w"], perm=[1, 0]))
+    else:
+        inits.append(w("w", sb))
+    nodes.append(helper.make_node("MatMul", ["x", "w"], ["m"]))
+    if epilogue in ("bias", "bias_gelu"):
+        inits.append(w("b", [sb[-1]]))
+        nodes.append(helper.make_node("Add", ["m", "b"], ["y0"]))
+        y = "y0"
+        if epilogue == "bias_gelu":
+            nodes += [helper.make_node("Sigmoid", ["y0"], ["s"]), helper.make_node("Mul", ["y0", "s"], ["y1"])]
+            y = "y1"
+    if epilogue == "row_bias":  # one value per row of the matrix: not a per-row vector of the folded rows
+        inits.append(w("rb", [out[-2], 1]))
+        nodes.append(helper.make_node("Add", ["m", "rb"], ["y0"]))
+        y = "y0"
+    if epilogue == "residual":
+        inputs.append(vi("r", out))
+        nodes.append(helper.make_node("Add", ["m", "r"], ["y0"]))
+        y = "y0"
+    return save(path, nodes, inputs, [vi(y, out)], inits), out
+
+
+def gemm_calls(model, tmp_path, cache):
+    """(batch extent, M) of every lt_gemm_f32 call in the generated C."""
+    d = tmp_path / "code"
+    r = lathe("compile", model, "--dump-code", d, cache=cache)
+    assert r.returncode == 0, r.stderr
+    calls = re.findall(r"lt_gemm_f32\(a\d+, a\d+, a\d+, a\d+, a\d+, a\d+, (\d+), (\d+), (\d+),", (d / "model.c").read_text())
+    return [(int(nb), int(m)) for nb, _, m in calls]
+
+
+@pytest.mark.parametrize("sa,sb", MATMULS)
+@pytest.mark.parametrize("epilogue", ["none", "bias", "bias_gelu", "row_bias", "residual", "transposed_b"])
+def test_matmul_batch_dims_fold_into_rows(tmp_path, cache, sa, sb, epilogue):
+    m, out = matmul_model(tmp_path / "mm.onnx", sa, sb, epilogue)
+    same_as_interp(m, tmp_path, cache)
+    if epilogue == "none":
+        rows = int(np.prod(out[:-1]))
+        assert gemm_calls(m, tmp_path, cache) == [(1, rows)], (sa, sb)
