@@ -1371,7 +1371,12 @@ static lt_status emit_kernel(em *e, const lt_emit_kernel *ek) {
         if (!check_dtype(e, b->dtype, "argument buffer")) { s = e->st; goto done; }
         bname(e, b);
     }
-    OUT("%s %s(", L->kernel_prefix, k->name);
+    OUT("%s ", L->kernel_prefix);
+    if (L->launch_bounds && L->block_index[0]) {
+        OUT(L->launch_bounds, (long long)(e->block[0] * e->block[1] * e->block[2]));
+        OUT(" ");
+    }
+    OUT("%s(", k->name);
     if (L->args_array) {
         OUT("void *const *args) {\n");
         for (int i = 0; i < k->n_args; i++) {

@@ -28,6 +28,10 @@ typedef struct lt_lang {
 
     /* kernels */
     const char *kernel_prefix;            /* "void" / "extern \"C\" __global__ void" */
+    const char *launch_bounds;            /* printf format of the kernel's threads per block written
+                                             after kernel_prefix ("__launch_bounds__(%lld)": the
+                                             compiler keeps registers within what such a block may
+                                             use), NULL: none */
     bool args_array;                      /* true: f(void *const *args); false: one param per buffer */
     bool kernel_table;                    /* emit lathe_kernels[] / lathe_n_kernels */
 

@@ -24,6 +24,7 @@ const lt_lang lt_lang_cuda = {
     .prelude_optional = (const char *const[]){"cuda_*.h", NULL},
     .prelude_exclude = (const char *const[]){"common.h", NULL},
     .kernel_prefix = "extern \"C\" __global__ void",
+    .launch_bounds = "__launch_bounds__(%lld)",
     .args_array = false,
     .kernel_table = false,
     .math_f32[LT_LOP_EXP] = "expf",
