@@ -16,6 +16,7 @@ import subprocess
 
 import numpy as np
 import onnx
+import onnx.reference
 import pytest
 from onnx import TensorProto as T, helper, numpy_helper
 
@@ -163,3 +164,23 @@ def test_matmul_batch_dims_fold_into_rows(tmp_path, cache, sa, sb, epilogue):
     if epilogue == "none":
         rows = int(np.prod(out[:-1]))
         assert gemm_calls(m, tmp_path, cache) == [(1, rows)], (sa, sb)
+
+
+@pytest.mark.parametrize("data,ind,b", [
+    ([4, 5, 6], [[1], [-1], [0]], 0),                      # rows picked (the torch.export idiom for x[:, idx])
+    ([4, 5, 6], [[1, 2], [3, -5]], 0),                     # two leading dims
+    ([2, 5, 6], [[[1], [4]], [[0], [2]]], 1),               # batch_dims 1
+    ([3, 4], [[[0, 1]], [[2, 3]], [[-1, -2]]], 0),          # every dim: scalars
+])
+def test_gathernd_with_constant_indices_compiles(tmp_path, cache, data, ind, b):
+    indices = numpy_helper.from_array(np.array(ind, np.int64), "i")
+    ref = onnx.reference.ReferenceEvaluator(helper.make_model(helper.make_graph(
+        [helper.make_node("GatherND", ["x", "i"], ["y"], batch_dims=b)], "g", [vi("x", data)], [vi("y", None)], [indices]),
+        opset_imports=[helper.make_opsetid("", 17)]))
+    out_shape = list(ref.run(None, {"x": np.zeros(data, np.float32)})[0].shape)
+    m = save(tmp_path / "gnd.onnx", [helper.make_node("GatherND", ["x", "i"], ["g"], batch_dims=b),
+                                     helper.make_node("Relu", ["g"], ["y"])], [vi("x", data)], [vi("y", out_shape)],
+             [indices])
+    same_as_interp(m, tmp_path, cache)
+    r = lathe("compile", m, cache=cache)
+    assert r.returncode == 0 and " 0 host steps" in r.stdout, r.stdout + r.stderr

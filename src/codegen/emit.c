@@ -383,6 +383,12 @@ static void ex_unary(em *e, const lt_lnode *n) {
         }
     }
     const char *fn = math_name(e, op, dt);
+    if (fn && (op == LT_LOP_ISNAN || op == LT_LOP_ISINF)) { /* C's isinf may say -1 for -inf: 0 or 1 */
+        OUT("(");
+        call1(e, fn, a);
+        OUT(" != 0)");
+        return;
+    }
     if (fn) { call1(e, fn, a); return; }
     switch (op) {
     case LT_LOP_RSQRT: case LT_LOP_SIGMOID: case LT_LOP_RECIP: case LT_LOP_SIGN: case LT_LOP_ABS:

@@ -402,6 +402,16 @@ static bool accept_pow(const lt_node *n, char *why, size_t size) {
     return lt_lower_accept_default(n, why, size);
 }
 
+/* IsNaN, IsInf: a float input, a bool output */
+static bool accept_isclass(const lt_node *n, char *why, size_t size) {
+    if (!lt_dtype_is_float(n->in[0]->type.dtype) || n->out[0]->type.dtype != LT_BOOL) {
+        snprintf(why, size, "input %s, output %s (float in, bool out only)", lt_dtype_name(n->in[0]->type.dtype),
+                 lt_dtype_name(n->out[0]->type.dtype));
+        return false;
+    }
+    return lt_lower_accept_default(n, why, size);
+}
+
 #define UN(op) {LT_OP_##op, lt_lower_accept_float, e_unary, NULL, 0, 0, 0}
 #define ACT(op) {LT_OP_##op, lt_lower_accept_float, e_activation, NULL, 0, 0, 0}
 #define BIN(op) {LT_OP_##op, NULL, e_binary, NULL, 0, 0, 0}
@@ -409,7 +419,8 @@ static bool accept_pow(const lt_node *n, char *why, size_t size) {
 const lt_lower_reg lt_lower_elementwise[] = {
     UN(Acos), UN(Acosh), UN(Asin), UN(Asinh), UN(Atan), UN(Atanh), UN(Ceil), UN(Cos), UN(Cosh),
     UN(Erf), UN(Exp), UN(Floor), UN(Log), UN(Reciprocal), UN(Round), UN(Sigmoid), UN(Sin), UN(Sinh),
-    UN(Sqrt), UN(Tan), UN(Tanh), UN(IsNaN),
+    UN(Sqrt), UN(Tan), UN(Tanh),
+    {LT_OP_IsNaN, accept_isclass, e_unary, NULL, 0, 0, 0},
     {LT_OP_Abs, NULL, e_unary, NULL, 0, 0, 0},
     {LT_OP_Neg, NULL, e_unary, NULL, 0, 0, 0},
     {LT_OP_Sign, NULL, e_unary, NULL, 0, 0, 0},
@@ -417,7 +428,8 @@ const lt_lower_reg lt_lower_elementwise[] = {
     {LT_OP_Relu, NULL, e_activation, NULL, 0, 0, 0},
     {LT_OP_BitwiseNot, NULL, e_activation, NULL, 0, 0, 0},
     ACT(LeakyRelu), ACT(ThresholdedRelu), ACT(Elu), ACT(Selu), ACT(Celu), ACT(HardSigmoid),
-    ACT(HardSwish), ACT(Softplus), ACT(Softsign), ACT(Mish), ACT(Swish), ACT(Gelu), ACT(Shrink), ACT(IsInf),
+    ACT(HardSwish), ACT(Softplus), ACT(Softsign), ACT(Mish), ACT(Swish), ACT(Gelu), ACT(Shrink),
+    {LT_OP_IsInf, accept_isclass, e_activation, NULL, 0, 0, 0},
     BIN(Add), BIN(Sub), BIN(Mul), BIN(Div), BIN(Max), BIN(Min), BIN(Sum), BIN(Mean), BIN(And), BIN(Or),
     BIN(Xor), BIN(BitwiseAnd), BIN(BitwiseOr), BIN(BitwiseXor), BIN(Equal), BIN(Greater),
     BIN(GreaterOrEqual), BIN(Less), BIN(LessOrEqual), BIN(BitShift),

@@ -317,6 +317,52 @@ static bool accept_gather(const lt_node *n, char *why, size_t size) {
     return lt_lower_accept_default(n, why, size);
 }
 
+/* GatherND with constant indices [.., k] (batch_dims b): output (b.., i.., rest..) reads data at
+ * (b.., indices[b.., i.., 0..k-1], rest..). Data-dependent indices run on the host, whose GatherND
+ * checks every one, as for Gather. */
+static bool accept_gathernd(const lt_node *n, char *why, size_t size) {
+    const lt_tensor *ind = lt_infer_const(n, 1);
+    const lt_type *dt = &n->in[0]->type;
+    if (!ind || (ind->dtype != LT_INT64 && ind->dtype != LT_INT32)) {
+        snprintf(why, size, ind ? "indices of dtype %s" : "data-dependent indices (range-checked on the host)",
+                 ind ? lt_dtype_name(ind->dtype) : "");
+        return false;
+    }
+    int64_t b = lt_attr_int(n, "batch_dims", 0), k = ind->rank ? ind->dims[ind->rank - 1] : 0;
+    if (dt->rank < 0 || !dt->dims || ind->rank < 1 || b < 0 || b >= ind->rank || k < 1 || b + k > dt->rank) {
+        snprintf(why, size, "indices or data of a shape it cannot index");
+        return false;
+    }
+    for (int64_t i = 0; i < ind->numel; i++) {
+        int64_t dim = dt->dims[b + i % k].value, v = lt_load_i64(ind->data, ind->dtype, i);
+        if (dim < 0 || v < -dim || v >= dim) {
+            snprintf(why, size, "index %lld out of range (host reports it)", (long long)v);
+            return false;
+        }
+    }
+    return lt_lower_accept_default(n, why, size);
+}
+
+static lt_status e_gathernd(lt_lctx *lc, const lt_node *n, int o, lt_lnode *const *idx, lt_lnode **r) {
+    (void)o;
+    int rd, rq;
+    int64_t dd[LT_MAX_RANK], dq[LT_MAX_RANK];
+    LT_TRY(need_shape(lc, n, n->in[0], &rd, dd));
+    LT_TRY(need_shape(lc, n, n->in[1], &rq, dq));
+    int b = (int)lt_attr_int(n, "batch_dims", 0), k = (int)dq[rq - 1];
+    lt_lnode *qi[LT_MAX_RANK], *sub[LT_MAX_RANK];
+    for (int i = 0; i < rq - 1; i++) qi[i] = idx[i];
+    for (int i = 0; i < b; i++) sub[i] = idx[i];
+    for (int j = 0; j < k; j++) {
+        lt_lnode *iv;
+        qi[rq - 1] = I(lc, j);
+        LT_TRY(lt_lower_value(lc, n->in[1], qi, &iv));
+        if (!(sub[b + j] = index_in_range(lc, iv, dd[b + j]))) return lt_lower_nomem(lc);
+    }
+    for (int i = b + k; i < rd; i++) sub[i] = idx[rq - 1 + i - (b + k)];
+    return lt_lower_value(lc, n->in[0], sub, r);
+}
+
 /* ---- Expand, Tile ---- */
 
 static lt_status e_expand(lt_lctx *lc, const lt_node *n, int o, lt_lnode *const *idx, lt_lnode **r) {
@@ -540,6 +586,7 @@ const lt_lower_reg lt_lower_injective[] = {
     {LT_OP_Split, accept_split, e_split, NULL, 0, 1u << 1, 0},
     {LT_OP_Gather, accept_gather, e_gather, NULL, 0, 0, 0},
     {LT_OP_GatherElements, accept_gather, e_gather_elements, NULL, 0, 0, 0},
+    {LT_OP_GatherND, accept_gathernd, e_gathernd, NULL, 0, 0, 0},
     {LT_OP_Expand, NULL, e_expand, NULL, 0, 1u << 1, 0},
     {LT_OP_Tile, NULL, e_tile, NULL, 0, 1u << 1, 0},
     {LT_OP_Pad, accept_pad, e_pad, NULL, 1u << 1 | 1u << 3, 0, 0},

@@ -257,8 +257,22 @@ lt_status lt_shp_infer_GatherND(lt_infer *ic, lt_node *n) {
     const lt_type *x = lt_shp_infer_ranked(n, 0), *ix = lt_shp_infer_ranked(n, 1);
     int64_t b = lt_attr_int(n, "batch_dims", 0);
     if (!x || !ix || ix->rank < 1) return lt_infer_set(ic, n, 0, dt, -1, NULL);
+    /* the rules nd_prepare checks at run time, on what is known here */
+    lt_dtype idt = lt_shp_infer_dtype(n, 1);
+    if (idt != LT_UNDEFINED && !lt_dtype_is_int(idt))
+        return lt_infer_error(ic, n, "indices must be an integer tensor, got %s", lt_dtype_name(idt));
+    if (x->rank < 1) return lt_infer_error(ic, n, "data and indices must have rank >= 1");
+    if (b < 0 || b >= ix->rank || b >= x->rank)
+        return lt_infer_error(ic, n, "batch_dims %lld must be less than both ranks (%d, %d)", (long long)b, x->rank,
+                              ix->rank);
+    for (int i = 0; i < b; i++) {
+        lt_dim xd = lt_shp_dim(x, i), id = lt_shp_dim(ix, i);
+        if (xd.value >= 0 && id.value >= 0 && xd.value != id.value)
+            return lt_infer_error(ic, n, "batch dimension %d differs: data %lld, indices %lld", i, (long long)xd.value,
+                                  (long long)id.value);
+    }
     lt_dim kd = lt_shp_dim(ix, ix->rank - 1);
-    if (kd.value < 0 || b < 0 || b >= x->rank) return lt_infer_set(ic, n, 0, dt, -1, NULL);
+    if (kd.value < 0) return lt_infer_set(ic, n, 0, dt, -1, NULL);
     if (kd.value < 1 || kd.value > x->rank - b) return lt_infer_error(ic, n, "index tuples of length %lld do not fit data of rank %d", (long long)kd.value, x->rank);
     int r = ix->rank - 1 + x->rank - (int)b - (int)kd.value;
     if (r > LT_MAX_RANK) return lt_infer_set(ic, n, 0, dt, -1, NULL);
