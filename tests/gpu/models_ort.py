@@ -3,8 +3,9 @@
 tests/gpu/run.sh (a script rather than pytest: the GPU machine may lack pytest).
 
 Models: bench/models/zoo.py's set. "quick" = MobileNetV2 and the 9 light models (shipped in the onnx
-package); "all" adds ResNet-50, the BERT-base encoder and GPT-2 small (built on first use with random
-weights; ~1.2 GB written). Inputs: zoo.make_inputs(seed 0). onnxruntime runs with graph optimizations
+package); "zoo" = the exported architectures of bench/models/exported.py in their CI configuration
+(graph-only snapshots of torch.onnx's output, refilled); "all" = both, plus ResNet-50, the BERT-base
+encoder and GPT-2 small (built on first use with random weights; ~1.2 GB written). Inputs: zoo.make_inputs(seed 0). onnxruntime runs with graph optimizations
 off on the CPU. Tolerance as tests/test_models_ort.py: |lathe - ort| <= 1e-4 * RMS(ort) + 1e-4 * |ort|
 elementwise (fp32; no tf32 on the GPU).
 If the CLI has no cuda backend (exit 3, "not available"), every model is reported as skipped.
@@ -23,6 +24,7 @@ import onnxruntime as ort
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "bench", "models"))
 import zoo  # noqa: E402
+import exported  # noqa: E402
 
 RTOL, ATOL_REL = 1e-4, 1e-4
 QUICK = ["mobilenetv2"] + [f"light_{n}" for n in zoo.LIGHT]
@@ -70,21 +72,26 @@ def compare(got, want):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--lathe", required=True)
-    ap.add_argument("--set", default="quick", choices=["quick", "all"])
+    ap.add_argument("--set", default="quick", choices=["quick", "zoo", "all"])
     ap.add_argument("--timeout", type=int, default=600)
     ap.add_argument("--summary")
     args = ap.parse_args()
-    names = QUICK + (["resnet50", "bert_base", "gpt2_small"] if args.set == "all" else [])
+    zoo_tags = sorted("zoo:" + t for t in exported.SNAPSHOTS if "_ci" in t)
+    names = {"quick": QUICK, "zoo": zoo_tags, "all": QUICK + zoo_tags + ["resnet50", "bert_base", "gpt2_small"]}[args.set]
     passed, failed, skipped, lines = 0, 0, 0, []
     for name in names:
         t0 = time.time()
         try:
-            path = zoo.light_probe(name) if name.startswith("light_") else zoo.ensure_built(name)
+            if name.startswith("zoo:"):
+                path = exported.build(name[4:])
+            else:
+                path = zoo.light_probe(name) if name.startswith("light_") else zoo.ensure_built(name)
         except Exception as e:  # noqa: BLE001 (a light model missing from this onnx version)
             print(f"{name:26s} SKIP  {e}")
             skipped += 1
             continue
-        feeds = zoo.make_inputs(name, seed=0)
+        feeds = exported.make_inputs(name[4:], seed=0, path=path) if name.startswith("zoo:") else \
+            zoo.make_inputs(name, seed=0)
         want = ort_outputs(path, feeds)
         with tempfile.TemporaryDirectory() as tmp:
             try:

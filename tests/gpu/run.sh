@@ -9,7 +9,7 @@
 # torch.compile when torch is installed), then prints a short summary table. Anything missing on the
 # machine is reported and skipped, never fatal.
 #
-# usage: tests/gpu/run.sh [PHASE...]       PHASE: env build unit conformance models hostile bench bench_models summary
+# usage: tests/gpu/run.sh [PHASE...]       PHASE: env build unit conformance models hostile idioms bench bench_models summary
 #                                          (default: all of them, in that order)
 # Each phase writes its rows to $BUILD/gpu_summary.<phase>.txt (replacing its previous ones), so phases
 # run in separate invocations (each under 10 minutes on an H100: build ~1-2 min, unit ~2 min, bench
@@ -17,7 +17,8 @@
 # Environment: BUILD (default build-gpu), JOBS (default nproc), LATHE_CUDA_CACHE (cubin cache, default
 # $BUILD/cuda-cache), BENCH_ARGS (extra bench.py arguments, e.g. "--no-compile" or "--reps 10"),
 # BENCH_MODELS_ARGS (extra bench_models.py arguments, e.g. "--models resnet50_b1_fp32 --no-compile"),
-# CONFORMANCE_TIMEOUT (seconds, default 540), MODELS (default "quick"; "all" adds the big models),
+# CONFORMANCE_TIMEOUT (seconds, default 540), MODELS (default "quick"; "zoo" the exported architectures;
+# "all" both and the big models),
 # LATHE_ONNX_SUITE (the ONNX node tests, when the onnx package is not installed), LATHE_NVRTC (the NVRTC
 # library; found under /usr/local/cuda* or a pip nvidia-cuda-nvrtc package when not on the loader path).
 set -u
@@ -27,7 +28,7 @@ case "$BUILD" in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 4)}
 export LATHE_CUDA_CACHE=${LATHE_CUDA_CACHE:-$BUILD/cuda-cache}
 SUMMARY=/dev/null # set per phase: $BUILD/gpu_summary.<phase>.txt
-PHASES=(env build unit conformance models hostile bench bench_models)
+PHASES=(env build unit conformance models hostile idioms bench bench_models)
 PY=${PYTHON:-python3}
 mkdir -p "$BUILD"
 # NVRTC off the loader path (a toolkit not in ld.so.conf, or pip's nvidia-cuda-nvrtc): tell lathe
@@ -152,6 +153,12 @@ phase_hostile() {
     echo "== hostile shapes on the GPU (under compute-sanitizer when installed)"
     if ! py_has onnx || ! py_has numpy; then row "hostile shapes (cuda)" "SKIP" "python3 lacks onnx/numpy"; return; fi
     "$PY" "$ROOT/tests/gpu/hostile_cuda.py" --lathe "$BUILD/lathe" --summary "$SUMMARY"
+}
+
+phase_idioms() {
+    echo "== exporter idioms on the GPU (wide rows, folded MatMuls, ...) against the interpreter"
+    if ! py_has onnx || ! py_has numpy; then row "exporter idioms (cuda)" "SKIP" "python3 lacks onnx/numpy"; return; fi
+    "$PY" "$ROOT/tests/gpu/idioms_cuda.py" --lathe "$BUILD/lathe" --summary "$SUMMARY"
 }
 
 phase_bench() {
