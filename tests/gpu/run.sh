@@ -200,14 +200,14 @@ phase_summary() {
 }
 
 phases=("$@")
-[ ${#phases[@]} -eq 0 ] && phases=(env build unit conformance models hostile bench bench_models summary)
+[ ${#phases[@]} -eq 0 ] && phases=("${PHASES[@]}" summary)
 for p in "${phases[@]}"; do
     case "$p" in
-    env | build | unit | conformance | models | hostile | bench | bench_models)
+    env | build | unit | conformance | models | hostile | idioms | bench | bench_models)
         SUMMARY=$BUILD/gpu_summary.$p.txt
         : >"$SUMMARY"
         "phase_$p" || { [ "$p" = build ] && phase_summary && exit 1; } ;;
     summary) phase_summary ;;
-    *) echo "unknown phase '$p' (env build unit conformance models hostile bench bench_models summary)"; exit 1 ;;
+    *) echo "unknown phase '$p' (${PHASES[*]} summary)"; exit 1 ;;
     esac
 done
