@@ -158,7 +158,8 @@ def whisper_encoder(size):
     import transformers
     c = dict(d_model=384, encoder_layers=4, encoder_attention_heads=6, decoder_layers=1, num_mel_bins=80,
              max_source_positions=1500) if size == "full" else \
-        dict(d_model=64, encoder_layers=2, encoder_attention_heads=4, decoder_layers=1, num_mel_bins=16,
+        dict(d_model=64, encoder_layers=2, encoder_attention_heads=4, decoder_attention_heads=4, decoder_layers=1,
+             num_mel_bins=16,
              max_source_positions=50)
     enc = transformers.WhisperModel(transformers.WhisperConfig(**c)).get_encoder()
 
