@@ -13,6 +13,7 @@
  * Axes whose scale is 1 and whose size does not change are left untouched, as the reference does.
  */
 #include "image_impl.h"
+#include "image_resize.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -617,6 +618,66 @@ lt_status lt_img_upsample_eval(lt_eval *ev, const lt_node *n, lt_datum **in, lt_
         }
     }
     return rs_run(ev, n, &p, x, scales, NULL, cnt, NULL, false, out);
+}
+
+/* ---- tap tables for compiled rewrites (image_resize.h) ---- */
+
+static bool const_f64s(const lt_node *n, int i, double *buf, int *cnt);
+static bool const_i64s(const lt_node *n, int i, int64_t *buf, int *cnt);
+
+void lt_resize_taps_free(lt_resize_taps *axes, int rank) {
+    for (int d = 0; d < rank; d++) {
+        lt_mem_free(axes[d].idx);
+        lt_mem_free(axes[d].w);
+        memset(&axes[d], 0, sizeof axes[d]);
+    }
+}
+
+lt_status lt_resize_taps_build(lt_ctx *ctx, const lt_node *n, int rank, const int64_t *in_dims, lt_dtype dtype,
+                               lt_resize_taps *axes, bool *nearest) {
+    lt_eval ev = {.ctx = ctx};
+    char err[256];
+    rs_params p;
+    bool legacy = n->op == LT_OP_Upsample || (n->opset > 0 && n->opset < 11);
+    memset(axes, 0, sizeof *axes * (size_t)(rank > 0 ? rank : 1));
+    if (!rs_parse(n, legacy, &p, err, sizeof err)) return lt_op_error(&ev, n, LT_ERR_INVALID, "%s", err);
+    if (p.ct == CT_TF_CROP || (p.mode == M_NEAREST && p.exclude_outside))
+        return lt_op_error(&ev, n, LT_ERR_UNSUPPORTED, "tf_crop_and_resize / exclude_outside on nearest");
+    if (p.mode != M_NEAREST && !lt_dtype_is_float(dtype))
+        return lt_op_error(&ev, n, LT_ERR_UNSUPPORTED, "weighted resize of a %s tensor", lt_dtype_name(dtype));
+    double scales[LT_MAX_RANK];
+    int64_t sizes[LT_MAX_RANK];
+    int cnt = 0, si = legacy ? 1 : 2, zi = 3;
+    bool by_sizes = !legacy && n->n_in > zi && n->in[zi] && const_i64s(n, zi, sizes, &cnt) && cnt > 0;
+    if (!by_sizes && !(n->n_in > si && n->in[si] && const_f64s(n, si, scales, &cnt) && cnt > 0))
+        return lt_op_error(&ev, n, LT_ERR_UNSUPPORTED, "scales or sizes not a constant");
+    int axl[LT_MAX_RANK], n_axes;
+    int64_t od[LT_MAX_RANK];
+    double sc[LT_MAX_RANK];
+    if (rank < 1 || rank > LT_MAX_RANK || !rs_axes(&p, rank, axl, &n_axes, err, sizeof err) ||
+        !rs_shape(&p, rank, in_dims, axl, n_axes, by_sizes ? NULL : scales, by_sizes ? sizes : NULL, cnt, od, sc, err,
+                  sizeof err))
+        return lt_op_error(&ev, n, LT_ERR_INVALID, "%s", rank < 1 ? "input must have rank >= 1" : err);
+    *nearest = p.mode == M_NEAREST;
+    lt_status s = LT_OK;
+    for (int i = 0; i < n_axes && s == LT_OK; i++) {
+        int a = axl[i];
+        if (in_dims[a] < 1) s = lt_op_error(&ev, n, LT_ERR_INVALID, "cannot resize axis %d of size %lld", a,
+                                            (long long)in_dims[a]);
+        if (s != LT_OK || (is_close(sc[a], 1.0) && od[a] == in_dims[a])) continue;
+        rs_axis ax = {.in = in_dims[a], .out = od[a]};
+        s = rs_plan(&ev, n, &p, &ax, sc[a], 0.0, 1.0, false);
+        if (s == LT_OK && ax.extrap) s = lt_op_error(&ev, n, LT_ERR_UNSUPPORTED, "extrapolated positions");
+        if (s == LT_OK) {
+            axes[a] = (lt_resize_taps){.in = ax.in, .out = ax.out, .n = ax.n, .idx = ax.idx, .w = ax.w};
+            ax.idx = NULL, ax.w = NULL;
+        }
+        rs_axis_free(&ax);
+    }
+    for (int d = 0; d < rank; d++)
+        if (!axes[d].n) axes[d].in = axes[d].out = in_dims[d];
+    if (s != LT_OK) lt_resize_taps_free(axes, rank);
+    return s;
 }
 
 /* ---- inference ---- */

@@ -1,0 +1,88 @@
+"""test_resize_compiled.py — Resize and Upsample with constant parameters are compiled (the
+resize_gather pass turns them into Gathers and weighted sums) and agree with the interpreter.
+
+Every onnx node test of Resize / Upsample is taken with its scales, sizes and roi frozen into
+initializers (as exporters write them), the data input random: on cpu and on the bounds-checked
+loopir backend the output must equal the interpreter's, and the compiled plan must have no host
+step where the pass applies (every mode except tf_crop_and_resize, nearest with exclude_outside and
+weighted modes over integers, which the interpreter keeps).
+"""
+import glob
+import os
+import re
+import subprocess
+
+import numpy as np
+import onnx
+import pytest
+from onnx import numpy_helper
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+LATHE = os.environ.get("LATHE_BIN", os.path.join(ROOT, "build", "lathe"))
+if not os.path.isabs(LATHE):
+    LATHE = os.path.join(ROOT, LATHE)
+NODE = os.environ.get("LATHE_ONNX_SUITE") or os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data",
+                                                           "node")
+CASES = sorted(os.path.basename(d) for d in glob.glob(os.path.join(NODE, "test_resize_*")) +
+               glob.glob(os.path.join(NODE, "test_upsample_*")) if os.path.isdir(d))
+
+
+def lathe(*args, cache):
+    env = dict(os.environ, LATHE_CACHE_DIR=str(cache))
+    return subprocess.run([LATHE, *map(str, args)], capture_output=True, text=True, timeout=600, env=env)
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory):
+    return tmp_path_factory.mktemp("resize-cache")
+
+
+def frozen(case, path):
+    """The test's model with every input but the first made an initializer holding the test's value."""
+    d = os.path.join(NODE, case)
+    m = onnx.load(os.path.join(d, "model.onnx"))
+    inputs = list(m.graph.input)
+    for i, vi in enumerate(inputs[1:], start=1):
+        t = onnx.TensorProto()
+        with open(os.path.join(d, "test_data_set_0", f"input_{i}.pb"), "rb") as f:
+            t.ParseFromString(f.read())
+        t.name = vi.name
+        m.graph.initializer.append(t)
+        m.graph.input.remove(vi)
+    x = numpy_helper.to_array(_read(os.path.join(d, "test_data_set_0", "input_0.pb")))
+    onnx.save(m, path)
+    return x
+
+
+def _read(p):
+    t = onnx.TensorProto()
+    with open(p, "rb") as f:
+        t.ParseFromString(f.read())
+    return t
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_resize_compiled(case, tmp_path, cache):
+    model = str(tmp_path / "m.onnx")
+    x = frozen(case, model)
+    rng = np.random.default_rng(3)
+    if np.issubdtype(x.dtype, np.floating):
+        x = rng.uniform(-2, 2, x.shape).astype(x.dtype)
+    np.save(tmp_path / "x.npy", x)
+    name = onnx.load(model).graph.input[0].name
+    outs = {}
+    for b in ("interp", "cpu", "loopir"):
+        r = lathe("run", model, "--backend", b, "--input", f"{name}={tmp_path / 'x.npy'}", "--output",
+                  tmp_path / f"{b}.npz", cache=cache)
+        assert r.returncode == 0, f"{b}: {r.stderr[-1500:]}"
+        with np.load(tmp_path / f"{b}.npz") as z:
+            outs[b] = z[z.files[0]]
+    for b in ("cpu", "loopir"):
+        assert outs[b].shape == outs["interp"].shape
+        np.testing.assert_allclose(outs[b].astype(np.float64), outs["interp"].astype(np.float64), rtol=1e-5, atol=1e-5,
+                                   err_msg=b)
+    r = lathe("compile", model, "--print-plan", cache=cache)
+    steps = int(re.search(r"(\d+) host steps", r.stdout).group(1))
+    kept = "tf_crop_and_resize" in case or ("nearest" in case and "exclude_outside" in case) or \
+        x.dtype.kind in "iu" and "nearest" not in case
+    assert steps == (steps if kept else 0), r.stdout
