@@ -31,7 +31,6 @@ TAGS = sorted(t for t in exported.SNAPSHOTS if "_ci" in t)
 HOST_STEPS = {
     "bert_ci": (1, 1), "clip_text_ci": (1, 1), "distilbert_ci": (1, 1), "gpt2_ci": (1, 1), "gpt2_ci.dynamo": (1, 1),
     "llama_ci": (1, 1), "llama_ci.dynamo": (1, 1), "t5_encoder_ci": (1, 1),
-    "crnn_ci": (1, 1), "lstm_bidir_ci": (2, 2), "gru_ci": (2, 2),
 }
 
 

@@ -1378,8 +1378,9 @@ static lt_status emit_kernel(em *e, const lt_emit_kernel *ek) {
         bname(e, b);
     }
     OUT("%s ", L->kernel_prefix);
-    if (L->launch_bounds && L->block_index[0]) {
-        OUT(L->launch_bounds, (long long)(e->block[0] * e->block[1] * e->block[2]));
+    int64_t threads = e->block[0] * e->block[1] * e->block[2];
+    if (L->launch_bounds && L->block_index[0] && threads > LT_LAUNCH_BOUNDS_MIN_THREADS) {
+        OUT(L->launch_bounds, (long long)threads);
         OUT(" ");
     }
     OUT("%s(", k->name);

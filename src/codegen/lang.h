@@ -17,6 +17,8 @@
 
 #include "../loop/loop.h"
 
+#define LT_LAUNCH_BOUNDS_MIN_THREADS 256 /* 65536 registers / 256 threads = 255, the most a thread has */
+
 typedef struct lt_lang {
     const char *name;                     /* "c", "cuda" */
     const char *build_note;               /* how to build the file, for its header comment */
@@ -31,7 +33,10 @@ typedef struct lt_lang {
     const char *launch_bounds;            /* printf format of the kernel's threads per block written
                                              after kernel_prefix ("__launch_bounds__(%lld)": the
                                              compiler keeps registers within what such a block may
-                                             use), NULL: none */
+                                             use), for blocks of more than
+                                             LT_LAUNCH_BOUNDS_MIN_THREADS threads (smaller ones may
+                                             use every register a thread can have: the bound would
+                                             only change the compiler's heuristics); NULL: none */
     bool args_array;                      /* true: f(void *const *args); false: one param per buffer */
     bool kernel_table;                    /* emit lathe_kernels[] / lathe_n_kernels */
 

@@ -23,6 +23,7 @@ static const lt_pipeline_entry pipeline[] = {
     {&lt_pass_dce, LT_PIPE_FIXPOINT, LT_PIPE_ON},            /* unused nodes and initializers go              (-O1) */
     /* after simplification (static shapes known): ops the interpreter would run -> compiled ops */
     {&lt_pass_resize_gather, LT_PIPE_ONCE, LT_PIPE_ON},      /* constant-parameter Resize -> Gathers, sums   (-O1) */
+    {&lt_pass_unroll_rnn, LT_PIPE_ONCE, LT_PIPE_ON},         /* LSTM / GRU / RNN -> one GEMM + unrolled steps (-O1) */
     /* after simplification: convolution chains in NCHW{B}c (CPU); off by default, see layout_nchwc.c */
     {&lt_pass_layout_nchwc, LT_PIPE_ONCE, LT_PIPE_OFF},                                            /* (-O3) */
 };

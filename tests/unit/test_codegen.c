@@ -65,8 +65,17 @@ static void test_exact_text(void) {
     /* CUDA: the same kernel with the loop bound to threads of one block */
     k->body = lt_l_for(k, i, LT_ROLE_NONE, lt_l_int(k, 0), lt_l_int(k, 32), LT_LOOP_GPU_THREAD, lt_l_store(k, y, lt_l_var(k, i), v));
     CHECK(emit1(&ctx, &lt_lang_cuda, k, NULL, &o) == LT_OK);
-    /* launch bounds: the block's 32 threads, so the compiler keeps registers within what it may use */
-    CHECK(o.s && strstr(o.s, "extern \"C\" __global__ void __launch_bounds__(32) lt_k0(float *a0, const float *a1) {\n"));
+    CHECK(o.s && strstr(o.s, "extern \"C\" __global__ void lt_k0(float *a0, const float *a1) {\n"));
+    { /* a block of more than 256 threads: launch bounds keep the registers within what it may use */
+        lt_strbuf o2 = {0};
+        lt_lnode *body = k->body;
+        k->body = lt_l_for(k, i, LT_ROLE_NONE, lt_l_int(k, 0), lt_l_int(k, 512), LT_LOOP_GPU_THREAD,
+                           lt_l_store(k, y, lt_l_var(k, i), lt_l_load(k, x, lt_l_var(k, i))));
+        CHECK(emit1(&ctx, &lt_lang_cuda, k, NULL, &o2) == LT_OK);
+        CHECK(o2.s && strstr(o2.s, "extern \"C\" __global__ void __launch_bounds__(512) lt_k0("));
+        lt_sb_free(&o2);
+        k->body = body;
+    }
     CHECK(o.s && strstr(o.s, " * a0: \"y\" float[32]\n * a1: \"x\" float[32]\n"));
     CHECK(o.s && strstr(o.s, "const int64_t i = (int64_t)threadIdx.x;\n"));
     CHECK(o.s && strstr(o.s, "launch: grid (1, 1, 1), block (32, 1, 1)"));
@@ -392,7 +401,7 @@ static void test_cuda(void) {
     CHECK(strstr(s, "const int64_t r = (int64_t)blockIdx.x;"));
     CHECK(strstr(s, "const int64_t by = (int64_t)blockIdx.y;"));
     CHECK(strstr(s, "s2[c] = lt_h2f(a1[r * 256 + c]);"));
-    CHECK(strstr(s, "extern \"C\" __global__ void __launch_bounds__(256) lt_rowsum(float *a0, const uint16_t *a1)"));
+    CHECK(strstr(s, "extern \"C\" __global__ void lt_rowsum(float *a0, const uint16_t *a1)"));
 
     /* two loops binding the same axis, nested: refused */
     lt_kernel *k3 = lt_kernel_new(&ar, "lt_twice");

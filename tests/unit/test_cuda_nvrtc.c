@@ -303,8 +303,10 @@ static void test_emitted_rows(lt_nvrtc *nv) {
                                         (long long)shapes[sh].rows, (long long)shapes[sh].cols, ctx.msg);
                 CHECK(s == LT_OK && has_bytes(img.data, img.size, k.kernel));
                 if (s == LT_OK && !no_stack(img.log, k.kernel)) {
-                    fprintf(stderr, "%s %s: kernel %s has a stack frame:\n%s\n", em_op_names[op], lt_dtype_name(dts[d]),
-                            k.kernel, img.log ? img.log : "(no log)");
+                    const char *launch = strstr(k.src.s, "launch: ");
+                    fprintf(stderr, "%s %s %lldx%lld: kernel %s (%.60s) has a stack frame:\n%s\n", em_op_names[op],
+                            lt_dtype_name(dts[d]), (long long)shapes[sh].rows, (long long)shapes[sh].cols, k.kernel,
+                            launch ? launch : "?", img.log ? img.log : "(no log)");
                     failures++;
                 }
                 secs += img.seconds;

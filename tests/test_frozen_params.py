@@ -1,11 +1,13 @@
-"""test_resize_compiled.py — Resize and Upsample with constant parameters are compiled (the
-resize_gather pass turns them into Gathers and weighted sums) and agree with the interpreter.
+"""test_frozen_params.py — ops whose parameters exporters write as constants are compiled, and agree
+with the interpreter: Resize and Upsample (the resize_gather pass: Gathers and weighted sums) and
+LSTM, GRU and RNN (the unroll_rnn pass: one input GEMM and unrolled steps).
 
-Every onnx node test of Resize / Upsample is taken with its scales, sizes and roi frozen into
-initializers (as exporters write them), the data input random: on cpu and on the bounds-checked
-loopir backend the output must equal the interpreter's, and the compiled plan must have no host
-step where the pass applies (every mode except tf_crop_and_resize, nearest with exclude_outside and
-weighted modes over integers, which the interpreter keeps).
+Every onnx node test of these ops is taken with every input but the first (scales, sizes, roi;
+weights, biases, initial states, sequence lengths) frozen into initializers, as exporters write
+them, the first input random: on cpu and on the bounds-checked loopir backend the output must equal
+the interpreter's, and the compiled plan must have no host step where a pass applies (what the
+passes leave to the interpreter: tf_crop_and_resize, nearest with exclude_outside, weighted modes
+over integers; peepholes, batch-first layout, sequence lengths shorter than the sequence).
 """
 import glob
 import os
@@ -23,8 +25,9 @@ if not os.path.isabs(LATHE):
     LATHE = os.path.join(ROOT, LATHE)
 NODE = os.environ.get("LATHE_ONNX_SUITE") or os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data",
                                                            "node")
-CASES = sorted(os.path.basename(d) for d in glob.glob(os.path.join(NODE, "test_resize_*")) +
-               glob.glob(os.path.join(NODE, "test_upsample_*")) if os.path.isdir(d))
+CASES = sorted(os.path.basename(d) for pat in ("resize_*", "upsample_*", "lstm_*", "gru_*", "rnn_*", "simple_rnn_*")
+               for d in glob.glob(os.path.join(NODE, "test_" + pat)) if os.path.isdir(d))
+KEPT = ("tf_crop_and_resize", "peepholes", "batchwise", "seq_length")
 
 
 def lathe(*args, cache):
@@ -34,7 +37,7 @@ def lathe(*args, cache):
 
 @pytest.fixture(scope="module")
 def cache(tmp_path_factory):
-    return tmp_path_factory.mktemp("resize-cache")
+    return tmp_path_factory.mktemp("frozen-cache")
 
 
 def frozen(case, path):
@@ -62,7 +65,7 @@ def _read(p):
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_resize_compiled(case, tmp_path, cache):
+def test_compiled_with_frozen_params(case, tmp_path, cache):
     model = str(tmp_path / "m.onnx")
     x = frozen(case, model)
     rng = np.random.default_rng(3)
@@ -83,6 +86,6 @@ def test_resize_compiled(case, tmp_path, cache):
                                    err_msg=b)
     r = lathe("compile", model, "--print-plan", cache=cache)
     steps = int(re.search(r"(\d+) host steps", r.stdout).group(1))
-    kept = "tf_crop_and_resize" in case or ("nearest" in case and "exclude_outside" in case) or \
+    kept = any(k in case for k in KEPT) or ("nearest" in case and "exclude_outside" in case) or \
         x.dtype.kind in "iu" and "nearest" not in case
     assert steps == (steps if kept else 0), r.stdout
