@@ -89,3 +89,17 @@ def test_compiled_with_frozen_params(case, tmp_path, cache):
     kept = any(k in case for k in KEPT) or ("nearest" in case and "exclude_outside" in case) or \
         x.dtype.kind in "iu" and "nearest" not in case
     assert steps == (steps if kept else 0), r.stdout
+
+
+def test_resize_to_an_empty_axis_matches_the_interpreter(tmp_path, cache):
+    """Sizes with a 0 (found by fuzz_compile_diff): the rewrite leaves the op alone, both paths agree."""
+    from onnx import TensorProto, helper
+    sizes = numpy_helper.from_array(np.array([1, 1, 0, 4], np.int64), "sizes")
+    g = helper.make_graph([helper.make_node("Resize", ["x", "", "", "sizes"], ["y"], mode="cubic")], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 4, 4])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [sizes])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 19)])
+    onnx.save(m, tmp_path / "e.onnx")
+    res = [lathe("run", tmp_path / "e.onnx", "--backend", b, cache=cache) for b in ("interp", "cpu", "loopir")]
+    assert len({r.returncode for r in res}) == 1, [(r.returncode, r.stderr) for r in res]
+    assert all("float[1,1,0,4]" in r.stdout for r in res) or res[0].returncode != 0, [r.stdout for r in res]

@@ -9,7 +9,8 @@
  * the gather alone. Fusion then makes the chain one injective kernel. Sums run in the input's type
  * (the interpreter accumulates in double: float32 results agree to rounding).
  * Left alone (the interpreter runs them): a non-static input shape, parameters that are not
- * constants, tf_crop_and_resize, nearest with exclude_outside, integer inputs to weighted modes.
+ * constants, tf_crop_and_resize, nearest with exclude_outside, integer inputs to weighted modes, an
+ * empty output.
  * Level -O1.
  */
 #include "util.h"
@@ -88,8 +89,12 @@ static lt_status rewrite(lt_ctx *ctx, lt_graph *g, lt_node *rs, bool *changed) {
     bool nearest;
     lt_ctx quiet = {0};
     lt_status s = lt_resize_taps_build(&quiet, rs, rank, dims, dt, taps, &nearest);
-    if (s == LT_ERR_NOMEM) return lt_error(ctx, s, "%s", quiet.msg);
-    if (s != LT_OK) return LT_OK; /* not expressible, or refused: the interpreter reports it */
+    if (s != LT_OK) return LT_OK; /* not expressible, refused, or tables too large: the interpreter reports it */
+    for (int a = 0; a < rank; a++)
+        if (taps[a].out < 1) { /* an empty output: nothing to compute, the interpreter makes it */
+            lt_resize_taps_free(taps, rank);
+            return LT_OK;
+        }
     lt_value *cur = rs->in[0];
     for (int a = 0; a < rank && s == LT_OK; a++)
         if (taps[a].n) s = rewrite_axis(ctx, g, rs, rank, a, &taps[a], nearest, dt, &cur);

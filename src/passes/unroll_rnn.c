@@ -131,6 +131,7 @@ static lt_status rewrite(lt_ctx *ctx, lt_graph *g, lt_node *n, bool *changed) {
     if (lstm && n->n_in > 7 && n->in[7]) return LT_OK; /* peepholes */
     int64_t T = xd[0], B = xd[1], I = xd[2], D = W->dims[0], GH = W->dims[1], H = GH / k->gates;
     lt_dtype dt = n->in[0]->type.dtype;
+    if (D < 1 || D > 2 || B < 1 || I < 1 || H < 1 || B > (1 << 20) / H) return LT_OK; /* zero states stay small */
     if (T < 1 || T > MAX_STEPS || GH != H * k->gates || W->dims[2] != I || R->dims[0] != D || R->dims[1] != GH ||
         R->dims[2] != H || (Bt && (Bt->rank != 2 || Bt->dims[0] != D || Bt->dims[1] != 2 * GH)) || !lt_dtype_is_float(dt))
         return LT_OK;
