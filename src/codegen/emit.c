@@ -19,7 +19,7 @@
  */
 #include "codegen.h"
 #include "emit_impl.h"
-#include "../base/hash.h"
+#include "../base/strmap.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -30,44 +30,12 @@
 enum { P_PRIMARY = 1, P_UNARY, P_MUL, P_ADD, P_SHIFT, P_REL, P_EQ, P_BAND, P_BXOR, P_BOR, P_LAND,
        P_LOR, P_COND, P_ANY };
 
-/* ---- a small string set for identifier uniqueness ---- */
-typedef struct nameset {
-    const char **slot;
-    size_t cap, n;
-} nameset;
+/* ---- the set of identifiers taken (base/strmap.h: each name its own value) ---- */
+typedef lt_strmap nameset;
 
-static bool ns_has(const nameset *ns, const char *s) {
-    if (!ns->cap) return false;
-    for (size_t i = lt_fnv1a_str(s) & (ns->cap - 1);; i = (i + 1) & (ns->cap - 1)) {
-        if (!ns->slot[i]) return false;
-        if (strcmp(ns->slot[i], s) == 0) return true;
-    }
-}
-static bool ns_add(nameset *ns, const char *s) {
-    if (2 * (ns->n + 1) > ns->cap) {
-        size_t cap = ns->cap ? 2 * ns->cap : 64;
-        const char **slot = lt_mem_calloc(cap, sizeof *slot);
-        if (!slot) return false;
-        for (size_t i = 0; i < ns->cap; i++) {
-            if (!ns->slot[i]) continue;
-            size_t j = lt_fnv1a_str(ns->slot[i]) & (cap - 1);
-            while (slot[j]) j = (j + 1) & (cap - 1);
-            slot[j] = ns->slot[i];
-        }
-        lt_mem_free(ns->slot);
-        ns->slot = slot;
-        ns->cap = cap;
-    }
-    size_t i = lt_fnv1a_str(s) & (ns->cap - 1);
-    while (ns->slot[i]) i = (i + 1) & (ns->cap - 1);
-    ns->slot[i] = s;
-    ns->n++;
-    return true;
-}
-static void ns_free(nameset *ns) {
-    lt_mem_free(ns->slot);
-    memset(ns, 0, sizeof *ns);
-}
+static bool ns_has(const nameset *ns, const char *s) { return lt_strmap_get(ns, s, strlen(s)) != NULL; }
+static bool ns_add(nameset *ns, const char *s) { return lt_strmap_put(ns, s, (void *)s); }
+static void ns_free(nameset *ns) { lt_strmap_free(ns); }
 
 /* Identifiers a mangled name must not take: keywords and names generated code uses itself. */
 static const char *const reserved_words[] = {

@@ -123,14 +123,14 @@ static const char *unique_name(onnx_load *L, onnx_gstate *gs, const char *prefix
         return NULL;
     }
     snprintf(s, n, "%s/%s", prefix, name);
-    for (long k = 2; lt_nm_get(&gs->all, s, strlen(s)); k++) snprintf(s, n, "%s/%s_%ld", prefix, name, k);
+    for (long k = 2; lt_strmap_get(&gs->all, s, strlen(s)); k++) snprintf(s, n, "%s/%s_%ld", prefix, name, k);
     return s;
 }
 
 lt_status onnx_func_define(onnx_load *L, onnx_scope *sc, const char *name, const uint8_t *at, const char *who, lt_value **out) {
     onnx_call *c = sc->call;
     const onnx_func *fn = c->fn;
-    if (lt_nm_get(&sc->own, name, strlen(name)))
+    if (lt_strmap_get(&sc->own, name, strlen(name)))
         return onnx_err(L, at, LT_ERR_INVALID, "function '%s': %s: output '%s' is defined more than once", fn->name, who, name);
     lt_value *v = NULL;
     for (int i = 0; i < fn->n_out; i++) {
@@ -144,7 +144,7 @@ lt_status onnx_func_define(onnx_load *L, onnx_scope *sc, const char *name, const
         if (!u) return LT_ERR_NOMEM;
         LT_TRY(onnx_new_value(L, sc, u, &v));
     }
-    if (!lt_nm_put(&sc->own, name, v)) return onnx_nomem(L, "value table");
+    if (!lt_strmap_put(&sc->own, name, v)) return onnx_nomem(L, "value table");
     *out = v;
     return LT_OK;
 }
@@ -186,12 +186,12 @@ static lt_status inline_body(onnx_load *L, onnx_scope *fsc, const onnx_func *fn,
     for (int i = 0; i < fn->n_in; i++) {
         if (!*fn->inputs[i]) continue;
         lt_value *v = i < n_in && in[i] ? in[i] : &onnx_absent_value;
-        if (!lt_nm_put(&fsc->own, fn->inputs[i], v)) return onnx_nomem(L, "value table");
+        if (!lt_strmap_put(&fsc->own, fn->inputs[i], v)) return onnx_nomem(L, "value table");
     }
     for (int i = 0; i < fn->n_nodes; i++) LT_TRY(onnx_import_node(L, fsc, fn->nodes[i], depth_calls + 1));
     for (int i = 0; i < fn->n_out; i++) {
         if (!c->actual_out[i] || c->produced[i]) continue;
-        lt_value *v = lt_nm_get(&fsc->own, fn->outputs[i], strlen(fn->outputs[i]));
+        lt_value *v = lt_strmap_get(&fsc->own, fn->outputs[i], strlen(fn->outputs[i]));
         if (!v || v == &onnx_absent_value)
             return onnx_err(L, fn->proto.p, LT_ERR_INVALID, "function '%s': output '%s' is never produced", fn->name, fn->outputs[i]);
         LT_TRY(add_identity(L, fsc, v, c->actual_out[i], i, fn->proto.p));
@@ -219,6 +219,6 @@ lt_status onnx_inline_call(onnx_load *L, onnx_scope *sc, const onnx_func *fn, co
     onnx_scope fsc = {.gs = sc->gs, .parent = NULL, .call = &c, .is_function = true};
     fsc.names = &fsc.own;
     lt_status st = inline_body(L, &fsc, fn, in, n_in, depth_calls);
-    lt_nm_free(&fsc.own);
+    lt_strmap_free(&fsc.own);
     return st;
 }

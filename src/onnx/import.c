@@ -98,19 +98,19 @@ static lt_status value_create(onnx_load *L, onnx_gstate *gs, const char *name, l
     v->id = gs->values.n;
     v->type.kind = LT_TK_UNKNOWN;
     v->type.rank = -1;
-    if (!lt_vec_push(&gs->values, v) || !lt_nm_put(&gs->all, name, v)) return onnx_nomem(L, "value table");
+    if (!lt_vec_push(&gs->values, v) || !lt_strmap_put(&gs->all, name, v)) return onnx_nomem(L, "value table");
     *out = v;
     return LT_OK;
 }
 
 lt_status onnx_new_value(onnx_load *L, onnx_scope *sc, const char *name, lt_value **out) {
     LT_TRY(value_create(L, sc->gs, name, out));
-    if (sc->names != &sc->gs->all && !lt_nm_put(sc->names, name, *out)) return onnx_nomem(L, "value table");
+    if (sc->names != &sc->gs->all && !lt_strmap_put(sc->names, name, *out)) return onnx_nomem(L, "value table");
     return LT_OK;
 }
 
 lt_status onnx_resolve(onnx_load *L, onnx_scope *sc, const char *name, size_t len, lt_value **out) {
-    lt_value *v = lt_nm_get(sc->names, name, len);
+    lt_value *v = lt_strmap_get(sc->names, name, len);
     if (v || !sc->parent) {
         *out = v;
         return LT_OK;
@@ -133,7 +133,7 @@ lt_status onnx_resolve(onnx_load *L, onnx_scope *sc, const char *name, size_t le
 static lt_status define_output(onnx_load *L, onnx_scope *sc, const char *name, const uint8_t *at, const char *who,
                                lt_value **out) {
     if (sc->is_function) return onnx_func_define(L, sc, name, at, who, out);
-    lt_value *old = lt_nm_get(&sc->gs->all, name, strlen(name));
+    lt_value *old = lt_strmap_get(&sc->gs->all, name, strlen(name));
     if (old)
         return onnx_err(L, at, LT_ERR_INVALID, "%s: output '%s' is defined more than once (already %s)", who, name,
                     old->init ? "an initializer" : old->is_input ? "a graph input" : old->outer ? "used as an outer-scope value" : "an earlier output");
@@ -397,15 +397,15 @@ static lt_status check_dup_attrs(onnx_load *L, const uint8_t *at, const char *wh
                     return onnx_err(L, at, LT_ERR_INVALID, "%s: attribute '%s' is given twice", who, attrs[i].name);
         return LT_OK;
     }
-    lt_namemap seen = {0};
+    lt_strmap seen = {0};
     lt_status st = LT_OK;
     for (int i = 0; i < n && !st; i++) {
-        if (lt_nm_get(&seen, attrs[i].name, strlen(attrs[i].name)))
+        if (lt_strmap_get(&seen, attrs[i].name, strlen(attrs[i].name)))
             st = onnx_err(L, at, LT_ERR_INVALID, "%s: attribute '%s' is given twice", who, attrs[i].name);
-        else if (!lt_nm_put(&seen, attrs[i].name, (void *)&attrs[i]))
+        else if (!lt_strmap_put(&seen, attrs[i].name, (void *)&attrs[i]))
             st = onnx_nomem(L, "attribute table");
     }
-    lt_nm_free(&seen);
+    lt_strmap_free(&seen);
     return st;
 }
 
@@ -562,7 +562,7 @@ static lt_status init_value(onnx_load *L, onnx_scope *sc, lt_slice s, lt_tensor 
     if (!nm.n) return onnx_err(L, s.p, LT_ERR_INVALID, "graph '%s': %s without a name", sc->gs->g->name, what);
     const char *name = onnx_str(L, &w, nm.p, nm.n, "initializer name");
     if (!name) return onnx_wire_status(L);
-    if (lt_nm_get(&sc->gs->all, name, strlen(name)))
+    if (lt_strmap_get(&sc->gs->all, name, strlen(name)))
         return onnx_err(L, s.p, LT_ERR_INVALID, "graph '%s': %s '%s' is defined more than once", sc->gs->g->name, what, name);
     lt_value *v;
     LT_TRY(value_create(L, sc->gs, name, &v));
@@ -623,7 +623,7 @@ static lt_status graph_body(onnx_load *L, onnx_scope *sc, lt_slice s) {
         lt_slice is = sl[GF_INPUT][i];
         LT_TRY(parse_value_info(L, is, &name, &type));
         if (!*name) return onnx_err(L, is.p, LT_ERR_INVALID, "graph '%s': input %d has no name", g->name, i);
-        lt_value *v = lt_nm_get(&sc->gs->all, name, strlen(name));
+        lt_value *v = lt_strmap_get(&sc->gs->all, name, strlen(name));
         if (v && v->is_input) return onnx_err(L, is.p, LT_ERR_INVALID, "graph '%s': input '%s' is listed twice", g->name, name);
         if (!v) LT_TRY(value_create(L, sc->gs, name, &v));
         v->is_input = true;
@@ -651,7 +651,7 @@ static lt_status graph_body(onnx_load *L, onnx_scope *sc, lt_slice s) {
         const char *name;
         lt_type type;
         LT_TRY(parse_value_info(L, sl[GF_VINFO][i], &name, &type));
-        lt_value *v = *name ? lt_nm_get(&sc->gs->all, name, strlen(name)) : NULL;
+        lt_value *v = *name ? lt_strmap_get(&sc->gs->all, name, strlen(name)) : NULL;
         if (v && v->type.kind == LT_TK_UNKNOWN && type.kind != LT_TK_UNKNOWN) v->type = type;
     }
     return LT_OK;
@@ -677,7 +677,7 @@ lt_status onnx_import_graph(onnx_load *L, onnx_scope *parent, lt_slice s, lt_gra
     onnx_scope sc = {.gs = &gs, .names = &gs.all, .parent = parent, .call = parent ? parent->call : NULL};
     lt_status st = graph_body(L, &sc, s);
     if (!st) st = finish_graph(L, &gs);
-    lt_nm_free(&gs.all);
+    lt_strmap_free(&gs.all);
     lt_vec_free(&gs.values);
     lt_vec_free(&gs.nodes);
     return st;

@@ -4,7 +4,6 @@
  * test data is decoded), the scratch arena (freed when the load ends), external-data settings and
  * files, model-local functions. Files:
  *   wire.c          bounded protobuf reader
- *   names.c         name -> pointer hash map (heap)
  *   tensor_proto.c  TensorProto / SparseTensorProto decode, test-data datums, tensor encode
  *   external.c      external data: path checks, mapping, the model's mapping list
  *   types.c         TypeProto -> lt_type
@@ -26,15 +25,8 @@
 /* Largest dense tensor made from a sparse one (also bounded by the load's max_bytes). */
 #define LT_ONNX_MAX_DENSIFIED_BYTES ((int64_t)1 << 32)
 
-/* ---- name map: NUL-terminated keys (not copied) -> pointers ---- */
-typedef struct lt_namemap {
-    const char **keys;
-    void **vals;
-    uint32_t cap, n;
-} lt_namemap;
-void *lt_nm_get(const lt_namemap *m, const char *key, size_t len);
-bool lt_nm_put(lt_namemap *m, const char *key, void *val); /* false on OOM; replaces an existing key */
-void lt_nm_free(lt_namemap *m);
+/* name scopes: base/strmap.h (NUL-terminated keys, not copied -> pointers) */
+#include "../base/strmap.h"
 
 /* A byte slice of the source buffer. */
 typedef struct lt_slice {
@@ -109,7 +101,7 @@ typedef struct onnx_gstate onnx_gstate;
 /* Per-graph construction state. */
 struct onnx_gstate {
     lt_graph *g;
-    lt_namemap all;  /* every value name of the graph (uniqueness) */
+    lt_strmap all;  /* every value name of the graph (uniqueness) */
     lt_vec values;   /* lt_value* */
     lt_vec nodes;    /* lt_node* */
 };
@@ -131,8 +123,8 @@ typedef struct onnx_call {
  * parent scope (outer-scope references); a function body scope sees only its own names. */
 struct onnx_scope {
     onnx_gstate *gs;
-    lt_namemap own;      /* function scopes: formal/internal names; graph scopes: unused (gs->all) */
-    lt_namemap *names;   /* the map used for lookups: &gs->all or &own */
+    lt_strmap own;      /* function scopes: formal/internal names; graph scopes: unused (gs->all) */
+    lt_strmap *names;   /* the map used for lookups: &gs->all or &own */
     onnx_scope *parent;  /* enclosing graph's scope (NULL for the main graph and function bodies) */
     onnx_call *call;     /* set in a function body scope and in every scope nested inside it */
     bool is_function;

@@ -28,7 +28,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../base/hash.h"
+#include "../base/strmap.h"
 #include "../profile/profile.h"
 
 #define LT_TUNE_CONFIRM_GAIN 0.98 /* a confirmed winner's median is at most this times the base's */
@@ -311,39 +311,16 @@ static bool enumerate_loops(const lt_kernel *k, const space *sp, const loops *LL
 /* ---- the set of schedules tried (their text) ---- */
 
 typedef struct seen_set {
-    lt_arena arena;
-    const char **slot;
-    int cap, n;
+    lt_arena arena; /* the texts */
+    lt_strmap set;  /* base/strmap.h: each text its own value */
 } seen_set;
 
 /* Insert text; *fresh = it was not there. false on out-of-memory. */
 static bool seen_add(seen_set *S, const char *text, bool *fresh) {
-    if ((S->n + 1) * 2 > S->cap) {
-        int cap = S->cap ? S->cap * 2 : 256;
-        const char **ns = lt_mem_calloc((size_t)cap, sizeof *ns);
-        if (!ns) return false;
-        for (int i = 0; i < S->cap; i++) {
-            if (!S->slot[i]) continue;
-            int j = (int)(lt_fnv1a_str(S->slot[i]) & (uint64_t)(cap - 1));
-            while (ns[j]) j = (j + 1) & (cap - 1);
-            ns[j] = S->slot[i];
-        }
-        lt_mem_free(S->slot);
-        S->slot = ns;
-        S->cap = cap;
-    }
-    int j = (int)(lt_fnv1a_str(text) & (uint64_t)(S->cap - 1));
-    for (; S->slot[j]; j = (j + 1) & (S->cap - 1))
-        if (!strcmp(S->slot[j], text)) {
-            *fresh = false;
-            return true;
-        }
+    *fresh = lt_strmap_get(&S->set, text, strlen(text)) == NULL;
+    if (!*fresh) return true;
     const char *c = lt_arena_strdup(&S->arena, text);
-    if (!c) return false;
-    S->slot[j] = c;
-    S->n++;
-    *fresh = true;
-    return true;
+    return c && lt_strmap_put(&S->set, c, (void *)c);
 }
 
 /* ---- the search ---- */
@@ -552,7 +529,7 @@ lt_status lt_tune_search(lt_ctx *ctx, lt_kernel *k, const lt_tune_options *opt, 
     }
     lt_mem_free(A.a);
     lt_mem_free(cands);
-    lt_mem_free(S.seen.slot);
+    lt_strmap_free(&S.seen.set);
     lt_arena_free(&S.seen.arena);
     lt_sb_free(&S.text);
     lt_mem_free(res), lt_mem_free(beam), lt_mem_free(next), lt_mem_free(tmp);

@@ -1,18 +1,16 @@
-/* names.c — the importer's name -> pointer hash map (open addressing, FNV-1a of base/hash.h, heap via
- * lt_mem_*).
- * Keys are NUL-terminated strings owned by the caller (arena names); lookups take a byte slice so
- * wire strings need no copy. */
-#include "onnx_int.h"
-
-#include "../base/hash.h"
+/* strmap.c — the one string-keyed hash map (strmap.h). */
+#include "strmap.h"
 
 #include <string.h>
+
+#include "base.h"
+#include "hash.h"
 
 static uint32_t hash_bytes(const char *s, size_t n) { return (uint32_t)lt_fnv1a(s, n); }
 
 static bool key_eq(const char *key, const char *s, size_t n) { return strncmp(key, s, n) == 0 && key[n] == 0; }
 
-void *lt_nm_get(const lt_namemap *m, const char *key, size_t len) {
+void *lt_strmap_get(const lt_strmap *m, const char *key, size_t len) {
     if (!m->cap) return NULL;
     uint32_t mask = m->cap - 1, i = hash_bytes(key, len) & mask;
     while (m->keys[i]) {
@@ -22,7 +20,7 @@ void *lt_nm_get(const lt_namemap *m, const char *key, size_t len) {
     return NULL;
 }
 
-static bool grow(lt_namemap *m) {
+static bool grow(lt_strmap *m) {
     uint32_t cap = m->cap ? m->cap * 2 : 64;
     if (cap < m->cap) return false;
     const char **keys = lt_mem_calloc(cap, sizeof *keys);
@@ -47,7 +45,7 @@ static bool grow(lt_namemap *m) {
     return true;
 }
 
-bool lt_nm_put(lt_namemap *m, const char *key, void *val) {
+bool lt_strmap_put(lt_strmap *m, const char *key, void *val) {
     if ((m->n + 1) * 2 > m->cap && !grow(m)) return false;
     size_t len = strlen(key);
     uint32_t mask = m->cap - 1, i = hash_bytes(key, len) & mask;
@@ -64,7 +62,7 @@ bool lt_nm_put(lt_namemap *m, const char *key, void *val) {
     return true;
 }
 
-void lt_nm_free(lt_namemap *m) {
+void lt_strmap_free(lt_strmap *m) {
     lt_mem_free(m->keys);
     lt_mem_free(m->vals);
     memset(m, 0, sizeof *m);
