@@ -1,8 +1,8 @@
 /* tune_db.c — the tuning database: key -> best schedule and time, kept in a TSV file (tune.h).
  *
- * In memory: an array of entries (heap, grown by doubling), an open-addressing index of entry
- * numbers keyed by FNV-1a (base/hash.h) of the key's three fields (rebuilt when it is half full), and an arena
- * for the step arrays. Replacing an entry allocates its new steps in the arena (the old ones stay
+ * In memory: an array of entries (heap, grown by doubling), an index from the key's three fields
+ * joined by tabs to the entry number (base/strmap.h), and an arena for the step arrays and the
+ * index's key texts. Replacing an entry allocates its new steps in the arena (the old ones stay
  * until the database is freed: entries improve a bounded number of times).
  * Invariants: every stored key passed check_key; at most one entry per key; time_s > 0 and finite.
  * The file is trusted as the compiled-module cache trusts what it loads (its schedules steer the
@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "../base/hash.h"
+#include "../base/strmap.h"
 #include "../base/private_file.h"
 #include "../io/io.h"
 #include "../profile/profile.h"
@@ -28,9 +29,8 @@
 struct lt_tune_db {
     lt_tune_entry *e;
     int n, cap;
-    int *index;      /* 0: empty slot, else entry number + 1 */
-    int index_cap;   /* power of two */
-    lt_arena arena;  /* step arrays */
+    lt_strmap index; /* key text (key_text) -> entry number + 1, as a pointer-sized integer */
+    lt_arena arena;  /* step arrays, key texts */
 };
 
 /* ---- keys ---- */
@@ -113,18 +113,11 @@ static lt_status check_key(lt_ctx *ctx, const lt_tune_key *k) {
     return set_fields(ctx, &tmp, k->target, k->shapes);
 }
 
-static uint64_t key_hash(const lt_tune_key *k) {
-    uint64_t h = LT_FNV1A_BASIS;
-    const char *parts[3] = {k->hash, k->target, k->shapes};
-    for (int i = 0; i < 3; i++) {
-        h = lt_fnv1a_more(h, parts[i], strlen(parts[i]));
-        h = lt_fnv1a_more(h, "\xff", 1); /* field separator */
-    }
-    return h;
-}
-
-static bool key_eq(const lt_tune_key *a, const lt_tune_key *b) {
-    return !strcmp(a->hash, b->hash) && !strcmp(a->target, b->target) && !strcmp(a->shapes, b->shapes);
+/* The key as one string for the index: its fields joined by tabs (no field holds one). */
+#define KEY_TEXT_MAX (sizeof((lt_tune_key *)0)->hash + LT_TUNE_TARGET_MAX + LT_TUNE_SHAPES_MAX + 2)
+static size_t key_text(const lt_tune_key *k, char *buf) {
+    int n = snprintf(buf, KEY_TEXT_MAX, "%s\t%s\t%s", k->hash, k->target, k->shapes);
+    return n < 0 ? 0 : (size_t)n;
 }
 
 static int key_cmp(const lt_tune_key *a, const lt_tune_key *b) {
@@ -188,7 +181,7 @@ lt_status lt_tune_db_new(lt_ctx *ctx, lt_tune_db **out) {
 void lt_tune_db_free(lt_tune_db *db) {
     if (!db) return;
     lt_mem_free(db->e);
-    lt_mem_free(db->index);
+    lt_strmap_free(&db->index);
     lt_arena_free(&db->arena);
     lt_mem_free(db);
 }
@@ -197,30 +190,10 @@ int lt_tune_db_count(const lt_tune_db *db) { return db->n; }
 
 const lt_tune_entry *lt_tune_db_get(const lt_tune_db *db, int i) { return i >= 0 && i < db->n ? &db->e[i] : NULL; }
 
-/* Slot of key in the index: the slot holding it, or the empty slot where it would go. */
-static int find_slot(const lt_tune_db *db, const lt_tune_key *key) {
-    int mask = db->index_cap - 1;
-    for (int i = (int)(key_hash(key) & (uint64_t)mask);; i = (i + 1) & mask) {
-        int v = db->index[i];
-        if (!v || key_eq(&db->e[v - 1].key, key)) return i;
-    }
-}
-
 const lt_tune_entry *lt_tune_db_lookup(const lt_tune_db *db, const lt_tune_key *key) {
-    if (!db->index_cap) return NULL;
-    int v = db->index[find_slot(db, key)];
+    char text[KEY_TEXT_MAX];
+    intptr_t v = (intptr_t)lt_strmap_get(&db->index, text, key_text(key, text));
     return v ? &db->e[v - 1] : NULL;
-}
-
-static lt_status grow_index(lt_ctx *ctx, lt_tune_db *db) {
-    int cap = db->index_cap ? db->index_cap * 2 : 64;
-    int *idx = lt_calloc(ctx, (size_t)cap, sizeof *idx, "tuning database index");
-    if (!idx) return LT_ERR_NOMEM;
-    lt_mem_free(db->index);
-    db->index = idx;
-    db->index_cap = cap;
-    for (int i = 0; i < db->n; i++) db->index[find_slot(db, &db->e[i].key)] = i + 1;
-    return LT_OK;
 }
 
 static lt_status set_steps(lt_ctx *ctx, lt_tune_db *db, lt_tune_entry *e, const lt_schedule *s) {
@@ -256,10 +229,11 @@ lt_status lt_tune_db_insert(lt_ctx *ctx, lt_tune_db *db, const lt_tune_key *key,
             return lt_error(ctx, LT_ERR_USAGE, "tuning database: step %d ('%s') of kernel %.12s does not read back as written",
                             i, line, key->hash);
     }
-    if ((db->n + 1) * 2 > db->index_cap) LT_TRY(grow_index(ctx, db));
-    int slot = find_slot(db, key);
-    if (db->index[slot]) {
-        lt_tune_entry *e = &db->e[db->index[slot] - 1];
+    char text[KEY_TEXT_MAX];
+    size_t tl = key_text(key, text);
+    intptr_t found = (intptr_t)lt_strmap_get(&db->index, text, tl);
+    if (found) {
+        lt_tune_entry *e = &db->e[found - 1];
         if (!(time_s < e->time_s)) return LT_OK; /* the stored one is at least as fast */
         LT_TRY(set_steps(ctx, db, e, s));
         e->time_s = time_s;
@@ -278,8 +252,10 @@ lt_status lt_tune_db_insert(lt_ctx *ctx, lt_tune_db *db, const lt_tune_key *key,
     e->key = *key;
     e->time_s = time_s;
     LT_TRY(set_steps(ctx, db, e, s));
+    char *kept = lt_arena_strdup(&db->arena, text);
+    if (!kept || !lt_strmap_put(&db->index, kept, (void *)(intptr_t)(db->n + 1)))
+        return lt_error(ctx, LT_ERR_NOMEM, "out of memory (tuning database index)");
     db->n++;
-    db->index[slot] = db->n;
     if (stored) *stored = true;
     return LT_OK;
 }
