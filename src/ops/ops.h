@@ -101,7 +101,8 @@ typedef struct lt_op_hooks {
     lt_eval_fn eval;
 } lt_op_hooks;
 
-const lt_op_hooks *lt_op_hooks_get(int op); /* never NULL; fields NULL when not implemented */
+/* Never NULL. A hook an op lacks is NULL; such an op is reported as unsupported, by name. */
+const lt_op_hooks *lt_op_hooks_get(int op);
 
 /* Family tables, each ended by an entry with op 0. */
 extern const lt_op_reg lt_ops_elementwise[], lt_ops_reduce[], lt_ops_shape[], lt_ops_nn[],

@@ -32,16 +32,6 @@ static lt_status const_value(lt_ctx *ctx, lt_graph *g, const char *hint, lt_dtyp
     return lt_value_new_const(ctx, g, hint, t, out);
 }
 
-static lt_status new_node(lt_ctx *ctx, lt_graph *g, const char *op, lt_value *a, lt_value *b, lt_node *before,
-                          const char *hint, lt_value **out) {
-    lt_value *in[2] = {a, b};
-    lt_node *n;
-    LT_TRY(lt_node_new(ctx, g, op, "", 2, in, 1, hint, before, &n));
-    LT_TRY(lt_node_infer(ctx, n));
-    *out = n->out[0];
-    return LT_OK;
-}
-
 /* One resized axis: cur -> the weighted sum of its taps' gathers (or the one gather). */
 static lt_status rewrite_axis(lt_ctx *ctx, lt_graph *g, lt_node *rs, int rank, int a, const lt_resize_taps *t,
                               bool nearest, lt_dtype dt, lt_value **cur) {
@@ -60,19 +50,17 @@ static lt_status rewrite_axis(lt_ctx *ctx, lt_graph *g, lt_node *rs, int rank, i
         if (all0) continue;
         lt_value *idx, *gathered, *w, *term;
         LT_TRY(const_value(ctx, g, hint, LT_INT64, 1, &t->out, t->idx, NULL, t->n, k, &idx));
-        lt_node *gn;
         lt_value *gin[2] = {*cur, idx};
-        LT_TRY(lt_node_new(ctx, g, "Gather", "", 2, gin, 1, hint, rs, &gn));
-        LT_TRY(lt_node_set_attr_int(ctx, gn, "axis", a));
-        LT_TRY(lt_node_infer(ctx, gn));
-        gathered = gn->out[0];
+        LT_TRY(lt_pu_new_op(ctx, g, "Gather", 2, gin, "axis", a, hint, rs, &gathered));
         if (nearest || all1) {
             term = gathered;
         } else {
             LT_TRY(const_value(ctx, g, hint, dt, rank - a, wd, NULL, t->w, t->n, k, &w));
-            LT_TRY(new_node(ctx, g, "Mul", gathered, w, rs, hint, &term));
+            lt_value *mi[2] = {gathered, w};
+            LT_TRY(lt_pu_new_op(ctx, g, "Mul", 2, mi, NULL, 0, hint, rs, &term));
         }
-        if (sum) LT_TRY(new_node(ctx, g, "Add", sum, term, rs, hint, &sum));
+        lt_value *ai[2] = {sum, term};
+        if (sum) LT_TRY(lt_pu_new_op(ctx, g, "Add", 2, ai, NULL, 0, hint, rs, &sum));
         else sum = term;
     }
     if (!sum) return lt_error(ctx, LT_ERR_INTERNAL, "%s: every tap of axis %d has weight 0", rs->out[0]->name, a);
@@ -101,35 +89,17 @@ static lt_status rewrite(lt_ctx *ctx, lt_graph *g, lt_node *rs, bool *changed) {
     lt_resize_taps_free(taps, rank);
     LT_TRY(s);
     if (cur == rs->in[0]) { /* nothing resized: the identity */
-        lt_node *id;
-        LT_TRY(lt_node_new(ctx, g, "Identity", "", 1, &cur, 1, rs->out[0]->name, rs, &id));
-        LT_TRY(lt_node_infer(ctx, id));
-        cur = id->out[0];
+        LT_TRY(lt_pu_new_op(ctx, g, "Identity", 1, &cur, NULL, 0, rs->out[0]->name, rs, &cur));
     }
     lt_pu_take_name(g, cur, rs->out[0]);
     return lt_pu_forward(ctx, g, rs, 0, cur, changed);
 }
 
-static lt_status run_graph(lt_ctx *ctx, lt_graph *g, void *user) {
-    bool *changed = user;
-    for (int i = 0; i < g->n_nodes;) {
-        lt_node *n = g->nodes[i];
-        if (n->op == LT_OP_Resize || n->op == LT_OP_Upsample) {
-            int before = g->n_nodes;
-            LT_TRY(rewrite(ctx, g, n, changed));
-            if (g->n_nodes != before) { /* nodes were inserted before it (and it may be gone): rescan from here */
-                i = 0;
-                continue;
-            }
-        }
-        i++;
-    }
-    return LT_OK;
-}
+static bool is_resize(const lt_node *n) { return n->op == LT_OP_Resize || n->op == LT_OP_Upsample; }
 
 static lt_status run(lt_ctx *ctx, lt_model *m, const lt_pass_options *opt, bool *changed) {
     (void)opt;
-    return lt_graph_foreach(ctx, m->graph, false, run_graph, changed);
+    return lt_pu_rewrite_each(ctx, m, is_resize, rewrite, changed);
 }
 
 const lt_pass lt_pass_resize_gather = {.name = "resize_gather", .min_level = 1, .run = run,

@@ -33,14 +33,19 @@ typedef struct rb {
     lt_status st;
 } rb;
 
-/* op(a, b) (b may be NULL: unary), inferred; NULL once something failed. */
+/* op(in[0..n)) with an optional int attribute, inferred; NULL once something failed. */
+static lt_value *mk(rb *b, const char *op, int n, lt_value *const *in, const char *attr, int64_t v) {
+    lt_value *out = NULL;
+    for (int i = 0; i < n; i++)
+        if (!in[i]) return NULL;
+    if (!b->st) b->st = lt_pu_new_op(b->ctx, b->g, op, n, in, attr, v, b->hint, b->at, &out);
+    return b->st ? NULL : out;
+}
+
+/* op(a, b) (b may be NULL: unary). */
 static lt_value *op2(rb *b, const char *op, lt_value *x, lt_value *y) {
-    if (b->st || !x) return NULL;
     lt_value *in[2] = {x, y};
-    lt_node *n;
-    if ((b->st = lt_node_new(b->ctx, b->g, op, "", y ? 2 : 1, in, 1, b->hint, b->at, &n)) != LT_OK) return NULL;
-    if ((b->st = lt_node_infer(b->ctx, n)) != LT_OK) return NULL;
-    return n->out[0];
+    return mk(b, op, y ? 2 : 1, in, NULL, 0);
 }
 
 static lt_value *act(rb *b, const char *name, lt_value *x) { return op2(b, name, x, NULL); }
@@ -76,33 +81,19 @@ static lt_value *iconst(rb *b, int n, const int64_t *vals, bool scalar) {
 static lt_value *cols(rb *b, lt_value *x, int64_t c0, int64_t w) {
     int64_t s = c0, e = c0 + w, ax = 1;
     lt_value *in[4] = {x, iconst(b, 1, &s, false), iconst(b, 1, &e, false), iconst(b, 1, &ax, false)};
-    if (b->st) return NULL;
-    lt_node *n;
-    if ((b->st = lt_node_new(b->ctx, b->g, "Slice", "", 4, in, 1, b->hint, b->at, &n)) != LT_OK) return NULL;
-    if ((b->st = lt_node_infer(b->ctx, n)) != LT_OK) return NULL;
-    return n->out[0];
+    return mk(b, "Slice", 4, in, NULL, 0);
 }
 
 static lt_value *unsqueeze0(rb *b, lt_value *x, int64_t axis) { return op2(b, "Unsqueeze", x, iconst(b, 1, &axis, false)); }
 
 static lt_value *concat(rb *b, lt_value *const *xs, int n, int64_t axis) {
-    if (b->st) return NULL;
-    if (n == 1) return xs[0];
-    lt_node *c;
-    if ((b->st = lt_node_new(b->ctx, b->g, "Concat", "", n, xs, 1, b->hint, b->at, &c)) != LT_OK) return NULL;
-    if ((b->st = lt_node_set_attr_int(b->ctx, c, "axis", axis)) != LT_OK) return NULL;
-    if ((b->st = lt_node_infer(b->ctx, c)) != LT_OK) return NULL;
-    return c->out[0];
+    return n == 1 ? (b->st ? NULL : xs[0]) : mk(b, "Concat", n, xs, "axis", axis);
 }
 
 /* Row `i` of a value's first axis (the axis dropped). */
 static lt_value *row(rb *b, lt_value *x, int64_t i) {
-    if (b->st) return NULL;
     lt_value *in[2] = {x, iconst(b, 1, &i, true)};
-    lt_node *n;
-    if ((b->st = lt_node_new(b->ctx, b->g, "Gather", "", 2, in, 1, b->hint, b->at, &n)) != LT_OK) return NULL;
-    if ((b->st = lt_node_infer(b->ctx, n)) != LT_OK) return NULL;
-    return n->out[0];
+    return mk(b, "Gather", 2, in, NULL, 0);
 }
 
 static bool known_act(const char *s) { return !strcmp(s, "Sigmoid") || !strcmp(s, "Tanh") || !strcmp(s, "Relu"); }
@@ -249,26 +240,11 @@ static lt_status rewrite(lt_ctx *ctx, lt_graph *g, lt_node *n, bool *changed) {
     return LT_OK;
 }
 
-static lt_status run_graph(lt_ctx *ctx, lt_graph *g, void *user) {
-    bool *changed = user;
-    for (int i = 0; i < g->n_nodes;) {
-        lt_node *n = g->nodes[i];
-        if (n->op == LT_OP_LSTM || n->op == LT_OP_GRU || n->op == LT_OP_RNN) {
-            int before = g->n_nodes;
-            LT_TRY(rewrite(ctx, g, n, changed));
-            if (g->n_nodes != before) {
-                i = 0;
-                continue;
-            }
-        }
-        i++;
-    }
-    return LT_OK;
-}
+static bool is_rnn(const lt_node *n) { return n->op == LT_OP_LSTM || n->op == LT_OP_GRU || n->op == LT_OP_RNN; }
 
 static lt_status run(lt_ctx *ctx, lt_model *m, const lt_pass_options *opt, bool *changed) {
     (void)opt;
-    return lt_graph_foreach(ctx, m->graph, false, run_graph, changed);
+    return lt_pu_rewrite_each(ctx, m, is_rnn, rewrite, changed);
 }
 
 const lt_pass lt_pass_unroll_rnn = {.name = "unroll_rnn", .min_level = 1, .run = run,

@@ -238,3 +238,42 @@ void lt_pu_take_name(lt_graph *g, lt_value *nv, lt_value *old) {
     lt_value_rename(&tmp, g, nv, nv->name);
     lt_value_rename(&tmp, g, old, old->name);
 }
+
+lt_status lt_pu_new_op(lt_ctx *ctx, lt_graph *g, const char *op, int n_in, lt_value *const *in, const char *int_attr,
+                       int64_t int_val, const char *hint, lt_node *before, lt_value **out) {
+    lt_node *n;
+    LT_TRY(lt_node_new(ctx, g, op, "", n_in, in, 1, hint, before, &n));
+    if (int_attr) LT_TRY(lt_node_set_attr_int(ctx, n, int_attr, int_val));
+    LT_TRY(lt_node_infer(ctx, n));
+    *out = n->out[0];
+    return LT_OK;
+}
+
+typedef struct rewrite_each {
+    bool (*match)(const lt_node *n);
+    lt_pu_rewrite_fn rewrite;
+    bool *changed;
+} rewrite_each;
+
+static lt_status rewrite_graph(lt_ctx *ctx, lt_graph *g, void *user) {
+    const rewrite_each *r = user;
+    for (int i = 0; i < g->n_nodes;) {
+        lt_node *n = g->nodes[i];
+        if (r->match(n)) {
+            int before = g->n_nodes;
+            LT_TRY(r->rewrite(ctx, g, n, r->changed));
+            if (g->n_nodes != before) {
+                i = 0;
+                continue;
+            }
+        }
+        i++;
+    }
+    return LT_OK;
+}
+
+lt_status lt_pu_rewrite_each(lt_ctx *ctx, lt_model *m, bool (*match)(const lt_node *n), lt_pu_rewrite_fn rewrite,
+                             bool *changed) {
+    rewrite_each r = {match, rewrite, changed};
+    return lt_graph_foreach(ctx, m->graph, false, rewrite_graph, &r);
+}

@@ -53,6 +53,16 @@ bool lt_pu_remove_if_dead(lt_graph *g, lt_node *n);
 bool lt_pu_broadcast(int ra, const int64_t *da, int rb, const int64_t *db, int *rank, int64_t *dims);
 /* Producer of v if it is a node of g with the given op, else NULL. */
 lt_node *lt_pu_producer(const lt_graph *g, const lt_value *v, int op);
+/* A new node op(in[0..n_in)) placed before `before`, with one int attribute when int_attr is not
+ * NULL, inferred; *out its one output. */
+lt_status lt_pu_new_op(lt_ctx *ctx, lt_graph *g, const char *op, int n_in, lt_value *const *in, const char *int_attr,
+                       int64_t int_val, const char *hint, lt_node *before, lt_value **out);
+/* Rewrite passes that replace one node by several: rewrite(ctx, g, n, changed) on every node of every
+ * graph of m for which match(n); the walk starts again after a rewrite that changed the node count
+ * (nodes were inserted before n, and n may be gone). */
+typedef lt_status (*lt_pu_rewrite_fn)(lt_ctx *ctx, lt_graph *g, lt_node *n, bool *changed);
+lt_status lt_pu_rewrite_each(lt_ctx *ctx, lt_model *m, bool (*match)(const lt_node *n), lt_pu_rewrite_fn rewrite,
+                             bool *changed);
 
 /* fold_shapes.c: fold node n if it is Shape / Size of a value with known dims, or Gather of such a
  * Shape; *done when n's output became a constant (the caller removes n). fold_constants calls it
