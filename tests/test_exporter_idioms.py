@@ -9,6 +9,8 @@
 - A MatMul whose A has batch dims that B broadcasts over (A [S,1,K] x B [K,N], a sequence-first
   Linear; [B,S,K] x [K,N]) is one GEMM over all rows, B read once (the call's batch extent is 1
   and its M counts every row), and equals the interpreter with every epilogue fusion may attach.
+- Gather, GatherElements and GatherND whose indices are the model's input (the embedding lookup)
+  compile, and a bad index still fails the run, naming it, on every backend and in the C export.
 """
 import os
 import re
@@ -184,3 +186,61 @@ def test_gathernd_with_constant_indices_compiles(tmp_path, cache, data, ind, b):
     same_as_interp(m, tmp_path, cache)
     r = lathe("compile", m, cache=cache)
     assert r.returncode == 0 and " 0 host steps" in r.stdout, r.stdout + r.stderr
+
+
+# The embedding lookup of every transformer: a Gather-family node whose indices are the model's input
+# (directly or through a Reshape, as GPT-2's input_ids.view(-1, n)). It compiles; the plan checks the
+# indices on the host before each run, so a bad token id fails the run (exit 2, the node and the
+# element named) on every backend and in the standalone C export, as in the interpreter.
+def index_models(tmp_path):
+    table = w("table", [50, 8])
+    return {
+        "gather": (save(tmp_path / "gather.onnx", [
+            helper.make_node("Reshape", ["ids", "shp"], ["ids2"]),
+            helper.make_node("Gather", ["table", "ids2"], ["emb"]),
+            helper.make_node("Relu", ["emb"], ["y"])],
+            [vi("ids", [2, 6], T.INT64)], [vi("y", [3, 4, 8])],
+            [table, numpy_helper.from_array(np.array([3, 4], np.int64), "shp")]), "ids", (2, 6), 50),
+        "gather_axis1_int32": (save(tmp_path / "gather1.onnx", [helper.make_node("Gather", ["table", "ids"], ["y"], axis=1)],
+                                    [vi("ids", [5], T.INT32)], [vi("y", [50, 5])], [table]), "ids", (5,), 8),
+        "gather_elements": (save(tmp_path / "gel.onnx", [helper.make_node("GatherElements", ["table", "ids"], ["y"], axis=0)],
+                                 [vi("ids", [4, 8], T.INT64)], [vi("y", [4, 8])], [table]), "ids", (4, 8), 50),
+        "gathernd_batch": (save(tmp_path / "gnd.onnx", [helper.make_node("GatherND", ["t3", "ids"], ["y"], batch_dims=1)],
+                                [vi("ids", [2, 3, 1], T.INT64)], [vi("y", [2, 3, 4])], [w("t3", [2, 7, 4])]),
+                           "ids", (2, 3, 1), 7),
+    }
+
+
+@pytest.mark.parametrize("name", ["gather", "gather_axis1_int32", "gather_elements", "gathernd_batch"])
+def test_input_indices_compile_and_are_checked(tmp_path, cache, name):
+    model, inp, shape, dim = index_models(tmp_path)[name]
+    r = lathe("compile", model, cache=cache)
+    assert r.returncode == 0 and re.search(r"\b0 host steps", r.stdout), r.stdout + r.stderr
+    dt = np.int32 if "int32" in name else np.int64
+    good = RNG.integers(-dim, dim, shape).astype(dt)
+    np.save(tmp_path / "good.npy", good)
+    same_as_interp(model, tmp_path, cache, "--input", f"{inp}={tmp_path / 'good.npy'}")
+    for bad_value in (dim, -dim - 1):
+        bad = good.copy()
+        bad.flat[good.size - 2] = bad_value
+        np.save(tmp_path / "bad.npy", bad)
+        for backend in ("interp", "cpu", "loopir"):
+            r = lathe("run", model, "--backend", backend, "--input", f"{inp}={tmp_path / 'bad.npy'}", cache=cache)
+            assert r.returncode == 2, (backend, r.stdout, r.stderr)
+            assert f"index {bad_value}" in r.stderr and "out of range" in r.stderr, (backend, r.stderr)
+        if os.environ.get("CC", "cc") and name == "gather":
+            d = tmp_path / "export"
+            r = lathe("compile", model, "-o", d, "--target", "c", cache=cache)
+            assert r.returncode == 0, r.stderr
+            src = (d / "model.c").read_text()
+            assert "is out of range" in src
+            exe = d / "prog"
+            r = subprocess.run([os.environ.get("CC") or "cc", "-O1", str(d / "model.c"), str(d / "model_main.c"), "-lm",
+                                "-o", str(exe)], capture_output=True, text=True, timeout=600)
+            assert r.returncode == 0, r.stderr[-3000:]
+            bad.tofile(d / "ids.bin")
+            r = subprocess.run([str(exe), str(d / "ids.bin"), str(d / "y.bin")], capture_output=True, text=True, timeout=60)
+            assert r.returncode != 0 and f"index {bad_value} (element {good.size - 2} of input 'ids')" in r.stderr, r.stderr
+            good.tofile(d / "ids.bin")
+            r = subprocess.run([str(exe), str(d / "ids.bin"), str(d / "y.bin")], capture_output=True, text=True, timeout=60)
+            assert r.returncode == 0, r.stderr

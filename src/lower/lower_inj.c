@@ -5,12 +5,14 @@
  * Shapes are static (fusion checked), so index maps are built from the input and output dims; the
  * shape-like inputs (Reshape's shape, Expand's shape, Split's sizes, ...) are not read at all, and
  * the ones that carry more than a shape (Slice's starts and steps, Pad's pads, Trilu's k) must be
- * constants. Gather and GatherElements compile only with constant, in-range indices (checked at
- * compile time; data-dependent ones run on the host, which reports a bad index); their index
- * expressions are still clamped so nothing can read out of bounds; Concat and Pad clamp the index of every branch for the same reason
+ * constants. The Gather family compiles only with checked indices (constant and in range, or a
+ * model input the runtime checks before each run; computed ones run on the host, which reports a
+ * bad index); their index expressions are still clamped so nothing can read out of bounds; Concat and Pad clamp the index of every branch for the same reason
  * (a vectorized select may evaluate both sides).
  */
 #include "lower_impl.h"
+
+#include "../ops/shape/index_rule.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -280,67 +282,49 @@ static lt_status e_gather_elements(lt_lctx *lc, const lt_node *n, int o, lt_lnod
     return lt_lower_value(lc, n->in[0], sub, r);
 }
 
-static bool accept_gather(const lt_node *n, char *why, size_t size) {
+/* An index out of range must be an error, as in the interpreter, never a clamped read. So a
+ * Gather-family node compiles only when its indices are checked: constants all in range (checked
+ * here), or a model input (or a view of one), which the plan checks on the host before each run
+ * (src/runtime/index_checks.c). Indices computed by the model run on the host, whose eval hook
+ * checks every one. The kernels clamp their index expressions all the same, so nothing can read
+ * out of bounds whatever reaches them. */
+static bool indices_checked(const lt_node *n, char *why, size_t size) {
     lt_dtype it = n->in[1]->type.dtype;
     if (it != LT_INT64 && it != LT_INT32) {
         snprintf(why, size, "indices of dtype %s", lt_dtype_name(it));
         return false;
     }
-    int r = n->in[0]->type.rank;
-    int64_t ax = lt_attr_int(n, "axis", 0);
-    if (ax < -r || ax >= r) {
-        snprintf(why, size, "axis out of range");
-        return false;
-    }
-    /* An index out of range must be an error, as in the interpreter, never a clamped read: only
-     * constant indices that are all in range compile; data-dependent ones run on the host, whose
-     * Gather checks every index. */
-    const lt_tensor *ind = lt_infer_const(n, 1);
-    if (!ind) {
-        snprintf(why, size, "data-dependent indices (range-checked on the host)");
-        return false;
-    }
-    const lt_type *dt = &n->in[0]->type;
-    if (dt->rank < 0 || !dt->dims) {
-        snprintf(why, size, "data shape unknown");
-        return false;
-    }
-    int a = (int)(ax < 0 ? ax + r : ax);
-    int64_t dim = dt->dims[a].value;
-    for (int64_t i = 0; i < ind->numel; i++) {
-        int64_t v = lt_load_i64(ind->data, ind->dtype, i);
-        if (dim < 0 || v < -dim || v >= dim) {
-            snprintf(why, size, "index %lld out of range (host reports it)", (long long)v);
-            return false;
-        }
-    }
-    return lt_lower_accept_default(n, why, size);
-}
-
-/* GatherND with constant indices [.., k] (batch_dims b): output (b.., i.., rest..) reads data at
- * (b.., indices[b.., i.., 0..k-1], rest..). Data-dependent indices run on the host, whose GatherND
- * checks every one, as for Gather. */
-static bool accept_gathernd(const lt_node *n, char *why, size_t size) {
-    const lt_tensor *ind = lt_infer_const(n, 1);
-    const lt_type *dt = &n->in[0]->type;
-    if (!ind || (ind->dtype != LT_INT64 && ind->dtype != LT_INT32)) {
-        snprintf(why, size, ind ? "indices of dtype %s" : "data-dependent indices (range-checked on the host)",
-                 ind ? lt_dtype_name(ind->dtype) : "");
-        return false;
-    }
-    int64_t b = lt_attr_int(n, "batch_dims", 0), k = ind->rank ? ind->dims[ind->rank - 1] : 0;
-    if (dt->rank < 0 || !dt->dims || ind->rank < 1 || b < 0 || b >= ind->rank || k < 1 || b + k > dt->rank) {
+    lt_index_rule rule;
+    if (!lt_index_rule_of(n, &rule)) {
         snprintf(why, size, "indices or data of a shape it cannot index");
         return false;
     }
-    for (int64_t i = 0; i < ind->numel; i++) {
-        int64_t dim = dt->dims[b + i % k].value, v = lt_load_i64(ind->data, ind->dtype, i);
-        if (dim < 0 || v < -dim || v >= dim) {
-            snprintf(why, size, "index %lld out of range (host reports it)", (long long)v);
-            return false;
-        }
+    const lt_tensor *ind = lt_infer_const(n, 1);
+    if (!ind) {
+        if (lt_index_model_input(n->in[1])) return true;
+        snprintf(why, size, "indices computed by the model (range-checked on the host)");
+        return false;
     }
-    return lt_lower_accept_default(n, why, size);
+    int64_t bad = lt_index_rule_violation(&rule, ind->data, ind->dtype, ind->numel);
+    if (bad >= 0) {
+        snprintf(why, size, "index %lld out of range (host reports it)", (long long)lt_load_i64(ind->data, ind->dtype, bad));
+        return false;
+    }
+    return true;
+}
+
+static bool accept_gather(const lt_node *n, char *why, size_t size) {
+    return indices_checked(n, why, size) && lt_lower_accept_default(n, why, size);
+}
+
+/* GatherND with indices [.., k] (batch_dims b): output (b.., i.., rest..) reads data at
+ * (b.., indices[b.., i.., 0..k-1], rest..); its indices are checked as for Gather. */
+static bool accept_gathernd(const lt_node *n, char *why, size_t size) {
+    if (n->in[1]->type.rank < 1 || !n->in[1]->type.dims || n->in[1]->type.dims[n->in[1]->type.rank - 1].value < 1) {
+        snprintf(why, size, "indices of unknown tuple size");
+        return false;
+    }
+    return indices_checked(n, why, size) && lt_lower_accept_default(n, why, size);
 }
 
 static lt_status e_gathernd(lt_lctx *lc, const lt_node *n, int o, lt_lnode *const *idx, lt_lnode **r) {

@@ -193,6 +193,30 @@ static void gen_header(exp_state *e, const lt_export_options *opt, bool embedded
                     "size_t %s_workspace_size(void);\n\n#endif\n", P, P, P, P, P, P, P, P);
 }
 
+/* The run function's checks of indices the caller gives (the plan's index checks): a bad index fails
+ * the run with the node, input and element named, before any kernel runs. */
+static void emit_index_checks(lt_strbuf *c, const lt_plan *p, const char *P) {
+    char label[200];
+    for (int i = 0; i < p->n_index_checks; i++) {
+        const lt_plan_index_check *ck = p->index_checks[i];
+        const lt_plan_slot *S = &p->slots[ck->slot];
+        lt_node_label(ck->node, label, sizeof label);
+        lt_sb_printf(c, "    { /* indices of ");
+        lt_c_escape(c, label, 200);
+        lt_sb_printf(c, " */\n        static const long long d_[%d] = {", ck->rule.k);
+        for (int j = 0; j < ck->rule.k; j++) lt_sb_printf(c, "%s%lldLL", j ? ", " : "", (long long)ck->rule.dims[j]);
+        lt_sb_printf(c, "};\n        for (long long i_ = 0; i_ < %lldLL; i_++) {\n"
+                        "            long long v_ = (long long)x_%d[i_], n_ = d_[i_ %% %d];\n"
+                        "            if (v_ < -n_ || v_ >= n_) {\n"
+                        "                snprintf(%s_err_, sizeof %s_err_, \"%%s: index %%lld (element %%lld of input "
+                        "'%%.200s') is out of range [%%lld, %%lld)\", ",
+                     (long long)S->numel, S->io_index, ck->rule.k, P, P);
+        quote(c, label, 200);
+        lt_sb_printf(c, ", v_, i_, %s_input_names[%d], -n_, n_);\n                return -1;\n            }\n"
+                        "        }\n    }\n", P, S->io_index);
+    }
+}
+
 static void gen_api(exp_state *e, bool embedded, const uint8_t *blob, lt_strbuf *c) {
     const lt_plan *p = e->p;
     const lt_graph *g = p->model->graph;
@@ -292,6 +316,7 @@ static void gen_api(exp_state *e, bool embedded, const uint8_t *blob, lt_strbuf 
             lt_sb_printf(c, "    const %s *x_%d = in->%s;\n    if (!x_%d) { snprintf(%s_err_, sizeof %s_err_, "
                             "\"input '%%.200s' is NULL\", %s_input_names[%d]); return -1; }\n", ct, i, nm, i, P, P, P, i);
     }
+    emit_index_checks(c, p, P);
     for (int k2 = 0; k2 < g->n_outputs; k2++)
         lt_sb_printf(c, "    if (!out->%s) { snprintf(%s_err_, sizeof %s_err_, \"output '%%.200s' is NULL\", %s_output_names[%d]); "
                         "return -1; }\n", e->out_names[k2], P, P, P, k2);

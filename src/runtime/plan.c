@@ -650,6 +650,7 @@ lt_status lt_plan_build_steps(lt_ctx *ctx, const lt_plan_build_args *a, lt_plan 
     /* 2-3. slots, live ranges, kinds */
     if ((s = bind_values(ctx, p, a->lowered)) != LT_OK) goto fail;
     if ((s = map_api_inputs(ctx, p, a)) != LT_OK) goto fail;
+    if ((s = lt_plan_index_checks_build(ctx, p)) != LT_OK) goto fail;
     find_views(p);
 
     /* stats of the steps */
@@ -857,6 +858,7 @@ lt_status lt_plan_run(lt_ctx *ctx, lt_plan *p, const lt_plan_run_options *opt, l
         if (s == LT_OK) s = lt_datum_tensor(ctx, t, &p->rt[sl].cur);
         if (s == LT_OK) bind_host(p, sl, p->rt[sl].cur->tensor->data);
     }
+    if (s == LT_OK) s = lt_plan_index_checks_run(ctx, p);
     if (s == LT_OK) s = run_steps(ctx, p, opt);
     /* hand the outputs back */
     int k = 0;
@@ -926,6 +928,7 @@ lt_status lt_plan_run_buffers(lt_ctx *ctx, lt_plan *p, const lt_plan_run_options
         bind_host(p, sl, outputs[S->io_index]);
         if (p->rt[sl].wrapd) p->rt[sl].cur = lt_datum_retain(p->rt[sl].wrapd);
     }
+    if (s == LT_OK) s = lt_plan_index_checks_run(ctx, p);
     if (s == LT_OK) s = run_steps(ctx, p, opt);
     for (int k = 0; k < g->n_outputs && s == LT_OK; k++) {
         int sl = p->output_slot[k];

@@ -8,6 +8,8 @@
 
 #include "plan.h"
 
+#include "../ops/shape/index_rule.h"
+
 /* lt_env and lt_interp_subgraph: subgraphs of host steps (If, Loop, Scan) run through the interpreter
  * and read main-graph values through ev->env */
 #include "../interp/interp.h"
@@ -74,6 +76,8 @@ struct lt_plan {
     int *api_cur;            /* API input -> current graph input index, -1 */
     bool *api_frozen;
     int *output_slot;        /* graph output k -> slot, -1 */
+    int n_index_checks;      /* compiled Gathers whose indices the caller gives (index_checks.c) */
+    struct lt_plan_index_check **index_checks;
 
     int n_packs;
     lt_plan_pack *packs;
@@ -106,6 +110,18 @@ struct lt_plan {
     void *ev_run[2];         /* events around the steps (run option device_seconds) */
     void **ev_steps;         /* 2 per step, made on the first run that times steps */
 };
+
+/* index_checks.c: one check per compiled (node, input) pair */
+typedef struct lt_plan_index_check {
+    int slot;              /* the INPUT slot holding the indices */
+    const lt_node *node;   /* the Gather-family node */
+    lt_index_rule rule;
+} lt_plan_index_check;
+/* After the slots exist: one check per compiled Gather-family node whose indices are a model input. */
+lt_status lt_plan_index_checks_build(lt_ctx *ctx, lt_plan *p);
+/* Before the steps of a run (inputs bound): LT_ERR_INVALID naming the node, input and element of the
+ * first index out of range. */
+lt_status lt_plan_index_checks_run(lt_ctx *ctx, const lt_plan *p);
 
 /* host.c */
 /* Prepare host support after slots exist: wrappers for static slots read by host steps, the

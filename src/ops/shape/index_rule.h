@@ -1,0 +1,31 @@
+/* index_rule.h — the range rule of the Gather family's indices, shared by the lowering (which
+ * compiles a Gather only when its indices are checked: constant and in range, or a model input the
+ * runtime checks before each run) and the runtime (src/runtime/index_checks.c).
+ *
+ * Gather, GatherElements and GatherND read data at positions their indices give; an index i of an
+ * axis of size d is valid when -d <= i < d (negative counts from the end). An index tuple of k
+ * components (GatherND: the indices' last dim; else 1) has its component j checked against dims[j].
+ */
+#ifndef LT_INDEX_RULE_H
+#define LT_INDEX_RULE_H
+
+#include "../ops.h"
+
+typedef struct lt_index_rule {
+    int k;                      /* components per index tuple (1 unless GatherND) */
+    int64_t dims[LT_MAX_RANK];  /* component j must lie in [-dims[j], dims[j]) */
+} lt_index_rule;
+
+/* The rule of node n (Gather, GatherElements or GatherND whose data shape is static along the
+ * indexed axes and whose attributes are valid); false for any other node. */
+bool lt_index_rule_of(const lt_node *n, lt_index_rule *r);
+
+/* The first element of the n int32/int64 indices at `data` that breaks rule r, or -1. */
+int64_t lt_index_rule_violation(const lt_index_rule *r, const void *data, lt_dtype dt, int64_t n);
+
+/* The model input that v is a view of (v itself, or the input of a chain of Reshape, Flatten,
+ * Squeeze, Unsqueeze and Identity: the same elements in the same order), or NULL when v is computed
+ * (or is a constant). Main graph only. */
+const lt_value *lt_index_model_input(const lt_value *v);
+
+#endif
