@@ -13,11 +13,13 @@ the model and the initializer's name, so a build is a pure function of the snaps
 builds write the same bytes; the rename into place is safe).
 
 Entry points:
-  SNAPSHOTS                    {tag: manifest entry} (exported.json: inputs with kinds, exporter, opset)
+  SNAPSHOTS                    {tag: manifest entry} (exported.json: inputs with kinds, exporter, opset;
+                               and the DERIVED variants: float16 and int8 models made by onnxruntime's tools)
   build(tag, size=None)        the runnable model's path (out/exported/<tag>[_<size>].onnx, built on first use);
                                size "full" gives image models their deployed input size (224 x 224)
-  make_inputs(tag, seed)       {input name: array}: N(0,1) images/audio/features, token ids uniform over
-                               the vocabulary, attention masks of ones then zeros for the last quarter
+  make_inputs(tag, seed)       {input name: array}: N(0,1) images/audio/features (in the input's float
+                               type), token ids uniform over the vocabulary, attention masks of ones then
+                               zeros for the last quarter, "value N" inputs (a sample rate) N
   bind_dims(tag)               the --dim bindings of its symbolic dims (batch 1, sequence / time as the
                                example the exporter traced)
 """
@@ -36,8 +38,18 @@ SNAP_DIR = os.path.join(HERE, "exported")
 OUT = os.path.join(HERE, "out", "exported")
 with open(os.path.join(SNAP_DIR, "exported.json")) as _f:
     _MANIFEST = json.load(_f)
-SNAPSHOTS = _MANIFEST["models"]          # tag -> source, exporter, opset, inputs, ops
+SNAPSHOTS = dict(_MANIFEST["models"])    # tag -> source, exporter, opset, inputs, ops
 NOT_EXPORTED = _MANIFEST["not_exported"]  # tag -> the exporter's error
+# Variants users make from an exported model with onnxruntime's own tools: derived from a snapshot
+# when first built (deterministic: seeded weights, seeded calibration inputs), listed in SNAPSHOTS.
+DERIVED = {
+    "gpt2_ci.fp16": ("gpt2_ci", "onnxruntime.transformers float16 converter"),
+    "resnet18_ci.qdq": ("resnet18_ci", "onnxruntime quantize_static: QDQ, int8 per-channel weights, uint8 activations"),
+    "bert_ci.int8": ("bert_ci", "onnxruntime quantize_dynamic: DynamicQuantizeLinear + MatMulInteger"),
+    "mobilenet_v2_ci.convinteger": ("mobilenet_v2_ci", "onnxruntime quantize_dynamic of Conv: ConvInteger"),
+}
+for _tag, (_base, _how) in DERIVED.items():
+    SNAPSHOTS[_tag] = dict(SNAPSHOTS[_base], exporter=SNAPSHOTS[_base]["exporter"] + " + " + _how, derived_from=_base)
 STAT = re.compile(r"lathe-zoo-stripped mean=(\S+) std=(\S+) min=(\S+) max=(\S+)")
 FULL_IMAGE = 224
 
@@ -86,9 +98,39 @@ def snapshot_path(tag):
     return os.path.join(SNAP_DIR, tag + ".onnx.gz")
 
 
+def _derive(tag, src, dst):
+    """Write DERIVED[tag]'s transform of model file src to dst."""
+    base = DERIVED[tag][0]
+    if tag.endswith(".fp16"):
+        from onnxruntime.transformers.float16 import convert_float_to_float16
+        onnx.save(convert_float_to_float16(onnx.load(src), keep_io_types=False), dst)
+        return
+    from onnxruntime import quantization as q
+    if tag.endswith(".qdq"):
+        class Reader(q.CalibrationDataReader):
+            def __init__(self):
+                self.feeds = iter([make_inputs(base, seed=k, path=src) for k in range(8)])
+
+            def get_next(self):
+                return next(self.feeds, None)
+        q.quantize_static(src, dst, Reader(), quant_format=q.QuantFormat.QDQ, per_channel=True,
+                          activation_type=q.QuantType.QUInt8, weight_type=q.QuantType.QInt8)
+    elif tag.endswith(".convinteger"):
+        q.quantize_dynamic(src, dst, op_types_to_quantize=["Conv"], weight_type=q.QuantType.QUInt8)
+    else:  # uint8 weights: onnxruntime's AVX2 uint8 x int8 kernel saturates int16 pair sums (off the spec)
+        q.quantize_dynamic(src, dst, op_types_to_quantize=["MatMul"], weight_type=q.QuantType.QUInt8)
+
+
 def build(tag, size=None):
     """The runnable model of snapshot `tag` (refilled), built once into out/exported/."""
     entry = SNAPSHOTS[tag]
+    if tag in DERIVED:
+        path = os.path.join(OUT, f"{tag}.onnx")
+        if not os.path.exists(path):
+            tmp = f"{path}.tmp{os.getpid()}.onnx"
+            _derive(tag, build(DERIVED[tag][0]), tmp)
+            os.replace(tmp, path)
+        return path
     suffix = f"_{size}" if size == "full" and entry.get("image_sizes") else ""
     path = os.path.join(OUT, f"{tag}{suffix}.onnx")
     if os.path.exists(path):
@@ -142,6 +184,9 @@ def make_inputs(tag, seed=0, path=None):
             m = np.ones(shape, np.int64)
             m[..., shape[-1] - max(1, shape[-1] // 4):] = 0
             feeds[inp.name] = m
+        elif kind.startswith("value"):
+            feeds[inp.name] = np.full(shape, int(kind.split()[1]), np.int64)
         else:
-            feeds[inp.name] = rng.standard_normal(shape).astype(np.float32)
+            dt = onnx.helper.tensor_dtype_to_np_dtype(inp.type.tensor_type.elem_type)
+            feeds[inp.name] = rng.standard_normal(shape).astype(dt)
     return feeds
