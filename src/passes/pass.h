@@ -124,6 +124,7 @@ void lt_pass_report_print(const lt_pass_report *r, lt_strbuf *out);
 /* The passes (one file each). */
 extern const lt_pass lt_pass_freeze_inputs, lt_pass_fold_constants, lt_pass_fold_shapes, lt_pass_dce, lt_pass_cse,
     lt_pass_simplify, lt_pass_fold_batchnorm, lt_pass_patterns, lt_pass_resize_gather, lt_pass_unroll_rnn;
+extern const lt_pass lt_pass_expand_quant;  /* expand_quant.c */
 extern const lt_pass lt_pass_layout_nchwc; /* layout_nchwc.c */
 
 #endif

@@ -277,3 +277,24 @@ lt_status lt_pu_rewrite_each(lt_ctx *ctx, lt_model *m, bool (*match)(const lt_no
     rewrite_each r = {match, rewrite, changed};
     return lt_graph_foreach(ctx, m->graph, false, rewrite_graph, &r);
 }
+
+lt_status lt_pu_reshape(lt_ctx *ctx, lt_graph *g, lt_value *v, int rank, const int64_t *dims, const char *hint,
+                        lt_node *before, lt_value **out) {
+    const lt_tensor *c = lt_value_const(v);
+    if (c && c->dtype != LT_STRING) {
+        lt_tensor *t;
+        LT_TRY(lt_tensor_new(ctx, c->dtype, rank, dims, &t));
+        if (t->numel != c->numel) {
+            lt_tensor_release(t);
+            return lt_error(ctx, LT_ERR_INTERNAL, "%s: reshape of %lld elements into %lld", v->name,
+                            (long long)c->numel, (long long)t->numel);
+        }
+        memcpy(t->data, c->data, (size_t)lt_tensor_nbytes(t));
+        return lt_value_new_const(ctx, g, hint, t, out);
+    }
+    lt_tensor *shape;
+    lt_value *in[2] = {v, NULL};
+    LT_TRY(lt_pu_tensor_i64(ctx, rank, dims, &shape));
+    LT_TRY(lt_value_new_const(ctx, g, hint, shape, &in[1]));
+    return lt_pu_new_op(ctx, g, "Reshape", 2, in, NULL, 0, hint, before, out);
+}

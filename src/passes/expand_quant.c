@@ -1,0 +1,337 @@
+/* expand_quant.c — the quantization ops become float and integer ops lathe compiles, with the
+ * interpreter's exact results:
+ *
+ *   QuantizeLinear        y = Cast(Clip(Round(x / scale) [+ zp], lo, hi), int type) (unsigned via int32)
+ *   DequantizeLinear      y = (Cast(x, float) [- Cast(zp, float)]) * scale
+ *   DynamicQuantizeLinear lo = Min(ReduceMin(x), 0), hi = Max(ReduceMax(x), 0),
+ *                         scale = (hi == lo ? 1 : hi - lo) / 255, zp = Round(Clip(-lo / scale, 0, 255)),
+ *                         y = Cast(Clip(Round(x / scale) + zp, 0, 255), uint8)
+ *   MatMulInteger         Cast(MatMul(A - za, B - zb), int32), in float
+ *   ConvInteger           Cast(Conv(x - zx, w - zw), int32), in float
+ *
+ * Round is half to even, as the ops round. The integer products are exact in float: every partial
+ * sum of at most EXACT_TERMS products of two 8-bit differences (|d| <= 255) is an integer below
+ * 2^24, whatever order a kernel sums in; longer dot products are cut into chunks of at most
+ * EXACT_TERMS terms (Slices along K, or along the input channels of a Conv), each chunk's result
+ * cast to int32 and the chunks summed in int32. Scales and zero points per tensor or per axis
+ * (1-D) are reshaped to broadcast; constant weights fold (a QDQ model's DequantizeLinear of an int8
+ * weight becomes a float weight). An int8 kernel that keeps the data in 8 bits is future work: this
+ * makes quantized models compile, not yet run faster.
+ * Left to the interpreter: block quantization, float8/int4 types, zero points of another dtype than
+ * their data, per-row zero points of MatMulInteger's A, a grouped ConvInteger whose dot products
+ * need chunks, float16/double scales, opsets before 11 (no Round / Clip inputs).
+ * Level -O1; in the simplification group, so a node is rewritten once its shapes are static and
+ * the float ops it becomes fold where their inputs are constant.
+ */
+#include "util.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define EXACT_TERMS 258 /* 258 * 255 * 255 < 2^24 */
+
+static lt_status scalar(lt_ctx *ctx, lt_graph *g, lt_dtype dt, double v, const char *hint, lt_value **out) {
+    lt_tensor *t;
+    LT_TRY(lt_tensor_new(ctx, dt, 0, NULL, &t));
+    lt_store_f64(t->data, dt, 0, v);
+    return lt_value_new_const(ctx, g, hint, t, out);
+}
+
+static lt_status op1(lt_ctx *ctx, lt_graph *g, const char *op, lt_value *a, const char *attr, int64_t val,
+                     lt_node *before, lt_value **out) {
+    return lt_pu_new_op(ctx, g, op, 1, &a, attr, val, before->out[0]->name, before, out);
+}
+
+static lt_status op2(lt_ctx *ctx, lt_graph *g, const char *op, lt_value *a, lt_value *b, lt_node *before,
+                     lt_value **out) {
+    lt_value *in[2] = {a, b};
+    return lt_pu_new_op(ctx, g, op, 2, in, NULL, 0, before->out[0]->name, before, out);
+}
+
+static lt_status clip(lt_ctx *ctx, lt_graph *g, lt_value *x, double lo, double hi, lt_node *before, lt_value **out) {
+    lt_value *in[3] = {x, NULL, NULL};
+    LT_TRY(scalar(ctx, g, LT_FLOAT, lo, before->out[0]->name, &in[1]));
+    LT_TRY(scalar(ctx, g, LT_FLOAT, hi, before->out[0]->name, &in[2]));
+    return lt_pu_new_op(ctx, g, "Clip", 3, in, NULL, 0, before->out[0]->name, before, out);
+}
+
+static bool int_range(lt_dtype dt, double *lo, double *hi) {
+    switch (dt) {
+    case LT_INT8: *lo = -128, *hi = 127; return true;
+    case LT_UINT8: *lo = 0, *hi = 255; return true;
+    case LT_INT16: *lo = -32768, *hi = 32767; return true;
+    case LT_UINT16: *lo = 0, *hi = 65535; return true;
+    default: return false;
+    }
+}
+
+/* Cast of the float integer values v (in odt's range) to odt; unsigned types through int32, since a
+ * float to unsigned Cast is not compiled (the reference wraps what C leaves undefined). */
+static lt_status to_int(lt_ctx *ctx, lt_graph *g, lt_value *v, lt_dtype odt, lt_node *before, lt_value **out) {
+    if (odt == LT_UINT8 || odt == LT_UINT16) LT_TRY(op1(ctx, g, "Cast", v, "to", LT_INT32, before, &v));
+    return op1(ctx, g, "Cast", v, "to", odt, before, out);
+}
+
+static bool is_8bit(lt_dtype dt) { return dt == LT_INT8 || dt == LT_UINT8; }
+
+static int64_t numel_of(const lt_value *v) {
+    int r;
+    int64_t d[LT_MAX_RANK], n = 1;
+    if (!v || !lt_value_static_shape(v, &r, d)) return -1;
+    for (int i = 0; i < r; i++) n *= d[i];
+    return n;
+}
+
+/* A scale or zero point p of x (rank r) as a value that broadcasts against x: per tensor (one
+ * element) as it is, per axis (1-D of x's extent along `axis`) reshaped to [C, 1, ..]. false when
+ * it is neither. */
+static bool param_shape(const lt_value *p, const lt_value *x, int64_t axis, int *prank, int64_t *pdims) {
+    int r, pr;
+    int64_t xd[LT_MAX_RANK], pd[LT_MAX_RANK];
+    if (!lt_value_static_shape(x, &r, xd) || !lt_value_static_shape(p, &pr, pd)) return false;
+    int64_t n = numel_of(p);
+    if (n == 1) {
+        *prank = 0;
+        return true;
+    }
+    if (pr != 1 || axis < -r || axis >= r) return false;
+    int a = (int)(axis < 0 ? axis + r : axis);
+    if (pd[0] != xd[a]) return false;
+    *prank = r - a;
+    pdims[0] = xd[a];
+    for (int i = 1; i < *prank; i++) pdims[i] = 1;
+    return true;
+}
+
+static lt_status broadcastable(lt_ctx *ctx, lt_graph *g, lt_value *p, int prank, const int64_t *pdims, lt_node *n,
+                               lt_value **out) {
+    return lt_pu_reshape(ctx, g, p, prank, pdims, n->out[0]->name, n, out);
+}
+
+/* zp as float, broadcastable; NULL when absent. */
+static lt_status zero_point(lt_ctx *ctx, lt_graph *g, lt_value *zp, int prank, const int64_t *pdims, lt_node *n,
+                            lt_value **out) {
+    *out = NULL;
+    if (!zp) return LT_OK;
+    lt_value *b;
+    LT_TRY(broadcastable(ctx, g, zp, prank, pdims, n, &b));
+    return op1(ctx, g, "Cast", b, "to", LT_FLOAT, n, out);
+}
+
+static lt_status finish(lt_ctx *ctx, lt_graph *g, lt_node *n, int k, lt_value *v, bool *changed) {
+    lt_pu_take_name(g, v, n->out[k]);
+    return lt_pu_forward(ctx, g, n, k, v, changed);
+}
+
+/* ---- QuantizeLinear / DequantizeLinear ---- */
+
+static bool qdq_params(const lt_node *n, int *prank, int64_t *pdims) {
+    if (n->n_in < 2 || !n->in[0] || !n->in[1] || !n->out[0] || n->opset < 11) return false;
+    if (lt_attr_int(n, "block_size", 0) != 0 || lt_attr_int(n, "precision", 0) != 0) return false;
+    if (n->in[1]->type.dtype != LT_FLOAT || numel_of(n->in[0]) < 0) return false;
+    int64_t axis = lt_attr_int(n, "axis", 1);
+    if (!param_shape(n->in[1], n->in[0], axis, prank, pdims)) return false;
+    const lt_value *zp = n->n_in > 2 ? n->in[2] : NULL;
+    if (zp) {
+        int zr;
+        int64_t zd[LT_MAX_RANK];
+        if (!param_shape(zp, n->in[0], axis, &zr, zd) || zr != *prank) return false;
+    }
+    return true;
+}
+
+static lt_status rewrite_quantize(lt_ctx *ctx, lt_graph *g, lt_node *n, bool *changed) {
+    int pr;
+    int64_t pd[LT_MAX_RANK];
+    lt_value *zp = n->n_in > 2 ? n->in[2] : NULL;
+    lt_dtype odt = n->out[0]->type.dtype;
+    double lo, hi;
+    if (!qdq_params(n, &pr, pd) || n->in[0]->type.dtype != LT_FLOAT || !int_range(odt, &lo, &hi)) return LT_OK;
+    if (zp && zp->type.dtype != odt) return LT_OK;
+    lt_value *scale, *zf, *y;
+    LT_TRY(broadcastable(ctx, g, n->in[1], pr, pd, n, &scale));
+    LT_TRY(zero_point(ctx, g, zp, pr, pd, n, &zf));
+    LT_TRY(op2(ctx, g, "Div", n->in[0], scale, n, &y));
+    LT_TRY(op1(ctx, g, "Round", y, NULL, 0, n, &y));
+    if (zf) LT_TRY(op2(ctx, g, "Add", y, zf, n, &y));
+    LT_TRY(clip(ctx, g, y, lo, hi, n, &y));
+    LT_TRY(to_int(ctx, g, y, odt, n, &y));
+    return finish(ctx, g, n, 0, y, changed);
+}
+
+static lt_status rewrite_dequantize(lt_ctx *ctx, lt_graph *g, lt_node *n, bool *changed) {
+    int pr;
+    int64_t pd[LT_MAX_RANK];
+    lt_value *zp = n->n_in > 2 ? n->in[2] : NULL;
+    lt_dtype xdt = n->in[0]->type.dtype;
+    double lo, hi;
+    if (!qdq_params(n, &pr, pd) || n->out[0]->type.dtype != LT_FLOAT) return LT_OK;
+    if (!int_range(xdt, &lo, &hi) && xdt != LT_INT32) return LT_OK;
+    if (zp && zp->type.dtype != xdt) return LT_OK;
+    if (zp && xdt == LT_INT32) { /* int32 - zp is not exact in float: only a zero zero point */
+        const lt_tensor *c = lt_value_const(zp);
+        if (!c || !lt_pu_tensor_all_equal(c, 0)) return LT_OK;
+        zp = NULL;
+    }
+    lt_value *scale, *zf, *y;
+    LT_TRY(broadcastable(ctx, g, n->in[1], pr, pd, n, &scale));
+    LT_TRY(zero_point(ctx, g, zp, pr, pd, n, &zf));
+    LT_TRY(op1(ctx, g, "Cast", n->in[0], "to", LT_FLOAT, n, &y));
+    if (zf) LT_TRY(op2(ctx, g, "Sub", y, zf, n, &y));
+    LT_TRY(op2(ctx, g, "Mul", y, scale, n, &y));
+    return finish(ctx, g, n, 0, y, changed);
+}
+
+/* ---- DynamicQuantizeLinear ---- */
+
+static lt_status rewrite_dynamic(lt_ctx *ctx, lt_graph *g, lt_node *n, bool *changed) {
+    lt_value *x = n->in[0];
+    if (!x || x->type.dtype != LT_FLOAT || numel_of(x) < 1 || n->opset < 11) return LT_OK;
+    const char *h = n->out[0] ? n->out[0]->name : x->name;
+    lt_value *zero, *one, *c255, *mx, *mn, *eq, *range, *scale, *zp, *y;
+    LT_TRY(scalar(ctx, g, LT_FLOAT, 0, h, &zero));
+    LT_TRY(scalar(ctx, g, LT_FLOAT, 1, h, &one));
+    LT_TRY(scalar(ctx, g, LT_FLOAT, 255, h, &c255));
+    LT_TRY(op1(ctx, g, "ReduceMax", x, "keepdims", 0, n, &mx));
+    LT_TRY(op1(ctx, g, "ReduceMin", x, "keepdims", 0, n, &mn));
+    LT_TRY(op2(ctx, g, "Max", mx, zero, n, &mx));
+    LT_TRY(op2(ctx, g, "Min", mn, zero, n, &mn));
+    LT_TRY(op2(ctx, g, "Equal", mx, mn, n, &eq));
+    LT_TRY(op2(ctx, g, "Sub", mx, mn, n, &range));
+    lt_value *w[3] = {eq, one, range};
+    LT_TRY(lt_pu_new_op(ctx, g, "Where", 3, w, NULL, 0, h, n, &range));
+    LT_TRY(op2(ctx, g, "Div", range, c255, n, &scale));
+    LT_TRY(op2(ctx, g, "Div", mn, scale, n, &zp));
+    LT_TRY(op1(ctx, g, "Neg", zp, NULL, 0, n, &zp));
+    LT_TRY(clip(ctx, g, zp, 0, 255, n, &zp));
+    LT_TRY(op1(ctx, g, "Round", zp, NULL, 0, n, &zp));
+    LT_TRY(op2(ctx, g, "Div", x, scale, n, &y));
+    LT_TRY(op1(ctx, g, "Round", y, NULL, 0, n, &y));
+    LT_TRY(op2(ctx, g, "Add", y, zp, n, &y));
+    LT_TRY(clip(ctx, g, y, 0, 255, n, &y));
+    LT_TRY(to_int(ctx, g, y, LT_UINT8, n, &y));
+    lt_value *zq;
+    LT_TRY(to_int(ctx, g, zp, LT_UINT8, n, &zq));
+    lt_value *outs[3] = {y, scale, zq};
+    for (int k = 0; k < 3 && k < n->n_out; k++)
+        if (n->out[k]) {
+            lt_pu_take_name(g, outs[k], n->out[k]);
+            LT_TRY(lt_value_replace_uses(ctx, g, n->out[k], outs[k]));
+        }
+    *changed = true;
+    lt_node_remove(g, n);
+    return LT_OK;
+}
+
+/* ---- MatMulInteger / ConvInteger ---- */
+
+/* v - zp in float (zp broadcast per tensor, or along v's axis `axis` when 1-D). */
+static lt_status centered(lt_ctx *ctx, lt_graph *g, lt_node *n, lt_value *v, lt_value *zp, int64_t axis,
+                          lt_value **out) {
+    LT_TRY(op1(ctx, g, "Cast", v, "to", LT_FLOAT, n, out));
+    if (!zp) return LT_OK;
+    int pr;
+    int64_t pd[LT_MAX_RANK];
+    if (!param_shape(zp, v, axis, &pr, pd))
+        return lt_error(ctx, LT_ERR_INTERNAL, "%s: zero point of a shape it cannot broadcast", n->out[0]->name);
+    lt_value *zf;
+    LT_TRY(zero_point(ctx, g, zp, pr, pd, n, &zf));
+    return op2(ctx, g, "Sub", *out, zf, n, out);
+}
+
+static lt_status slice(lt_ctx *ctx, lt_graph *g, lt_node *n, lt_value *v, int64_t axis, int64_t b, int64_t e,
+                       lt_value **out) {
+    lt_tensor *ts[3];
+    int64_t vals[3] = {b, e, axis};
+    lt_value *in[4] = {v, NULL, NULL, NULL};
+    for (int i = 0; i < 3; i++) {
+        LT_TRY(lt_pu_tensor_i64(ctx, 1, &vals[i], &ts[i]));
+        LT_TRY(lt_value_new_const(ctx, g, n->out[0]->name, ts[i], &in[i + 1]));
+    }
+    return lt_pu_new_op(ctx, g, "Slice", 4, in, NULL, 0, n->out[0]->name, n, out);
+}
+
+/* sum over chunks c of Cast(op(a[.., chunk c along a_axis], b[chunk c along b_axis]), int32). */
+static lt_status chunked(lt_ctx *ctx, lt_graph *g, lt_node *n, const char *op, lt_value *a, int a_axis, lt_value *b,
+                         int b_axis, int64_t extent, int64_t per_unit, lt_value **out) {
+    int64_t step = EXACT_TERMS / per_unit;
+    lt_value *sum = NULL;
+    for (int64_t k0 = 0; k0 < extent; k0 += step) {
+        int64_t k1 = k0 + step < extent ? k0 + step : extent;
+        lt_value *ac = a, *bc = b, *part;
+        if (step < extent) {
+            LT_TRY(slice(ctx, g, n, a, a_axis, k0, k1, &ac));
+            LT_TRY(slice(ctx, g, n, b, b_axis, k0, k1, &bc));
+        }
+        lt_value *in[2] = {ac, bc};
+        lt_node *m;
+        LT_TRY(lt_node_new(ctx, g, op, "", 2, in, 1, n->out[0]->name, n, &m));
+        if (n->op == LT_OP_ConvInteger) LT_TRY(lt_node_copy_attrs(ctx, m, n));
+        LT_TRY(lt_node_infer(ctx, m));
+        LT_TRY(op1(ctx, g, "Cast", m->out[0], "to", LT_INT32, n, &part));
+        if (sum) LT_TRY(op2(ctx, g, "Add", sum, part, n, &sum));
+        else sum = part;
+    }
+    *out = sum;
+    return LT_OK;
+}
+
+static lt_status rewrite_matmul_integer(lt_ctx *ctx, lt_graph *g, lt_node *n, bool *changed) {
+    lt_value *A = n->in[0], *B = n->in[1];
+    lt_value *za = n->n_in > 2 ? n->in[2] : NULL, *zb = n->n_in > 3 ? n->in[3] : NULL;
+    int ra, rb;
+    int64_t da[LT_MAX_RANK], db[LT_MAX_RANK];
+    if (!A || !B || !n->out[0] || n->opset < 11 || !is_8bit(A->type.dtype) || !is_8bit(B->type.dtype)) return LT_OK;
+    if (!lt_value_static_shape(A, &ra, da) || !lt_value_static_shape(B, &rb, db) || ra < 2 || rb < 2) return LT_OK;
+    if ((za && (za->type.dtype != A->type.dtype || numel_of(za) != 1)) ||
+        (zb && (zb->type.dtype != B->type.dtype || (numel_of(zb) != 1 && numel_of(zb) != db[rb - 1]))))
+        return LT_OK;
+    lt_value *af, *bf, *y;
+    LT_TRY(centered(ctx, g, n, A, za, ra - 1, &af));
+    LT_TRY(centered(ctx, g, n, B, zb, rb - 1, &bf));
+    LT_TRY(chunked(ctx, g, n, "MatMul", af, ra - 1, bf, rb - 2, da[ra - 1], 1, &y));
+    return finish(ctx, g, n, 0, y, changed);
+}
+
+static lt_status rewrite_conv_integer(lt_ctx *ctx, lt_graph *g, lt_node *n, bool *changed) {
+    lt_value *X = n->in[0], *W = n->in[1];
+    lt_value *zx = n->n_in > 2 ? n->in[2] : NULL, *zw = n->n_in > 3 ? n->in[3] : NULL;
+    int rx, rw;
+    int64_t dx[LT_MAX_RANK], dw[LT_MAX_RANK];
+    if (!X || !W || !n->out[0] || n->opset < 11 || !is_8bit(X->type.dtype) || !is_8bit(W->type.dtype)) return LT_OK;
+    if (!lt_value_static_shape(X, &rx, dx) || !lt_value_static_shape(W, &rw, dw) || rw != rx || rw < 3) return LT_OK;
+    if ((zx && (zx->type.dtype != X->type.dtype || numel_of(zx) != 1)) ||
+        (zw && (zw->type.dtype != W->type.dtype || (numel_of(zw) != 1 && numel_of(zw) != dw[0]))))
+        return LT_OK;
+    int64_t group = lt_attr_int(n, "group", 1), window = 1;
+    for (int i = 2; i < rw; i++) window *= dw[i];
+    if (window > EXACT_TERMS || (group != 1 && dw[1] * window > EXACT_TERMS)) return LT_OK;
+    lt_value *xf, *wf, *y;
+    LT_TRY(centered(ctx, g, n, X, zx, 1, &xf));
+    LT_TRY(centered(ctx, g, n, W, zw, 0, &wf));
+    LT_TRY(chunked(ctx, g, n, "Conv", xf, 1, wf, 1, dw[1], window, &y));
+    return finish(ctx, g, n, 0, y, changed);
+}
+
+static bool is_quant(const lt_node *n) {
+    return n->op == LT_OP_QuantizeLinear || n->op == LT_OP_DequantizeLinear || n->op == LT_OP_DynamicQuantizeLinear ||
+           n->op == LT_OP_MatMulInteger || n->op == LT_OP_ConvInteger;
+}
+
+static lt_status rewrite(lt_ctx *ctx, lt_graph *g, lt_node *n, bool *changed) {
+    switch (n->op) {
+    case LT_OP_QuantizeLinear: return rewrite_quantize(ctx, g, n, changed);
+    case LT_OP_DequantizeLinear: return rewrite_dequantize(ctx, g, n, changed);
+    case LT_OP_DynamicQuantizeLinear: return rewrite_dynamic(ctx, g, n, changed);
+    case LT_OP_MatMulInteger: return rewrite_matmul_integer(ctx, g, n, changed);
+    default: return rewrite_conv_integer(ctx, g, n, changed);
+    }
+}
+
+static lt_status run(lt_ctx *ctx, lt_model *m, const lt_pass_options *opt, bool *changed) {
+    (void)opt;
+    return lt_pu_rewrite_each(ctx, m, is_quant, rewrite, changed);
+}
+
+const lt_pass lt_pass_expand_quant = {.name = "expand_quant", .min_level = 1, .run = run,
+    .summary = "QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, MatMulInteger, ConvInteger -> exact float ops"};
