@@ -11,6 +11,9 @@
   and its M counts every row), and equals the interpreter with every epilogue fusion may attach.
 - Gather, GatherElements and GatherND whose indices are the model's input (the embedding lookup)
   compile, and a bad index still fails the run, naming it, on every backend and in the C export.
+- If compiles: a condition folded from shapes inlines the taken branch, a run-time one both branches
+  and a Where per output; branches of different output shapes stay a host step.
+- float16 / bfloat16 Conv, Gemm and MatMul compile on the CPU (computed in float32 between Casts).
 """
 import os
 import re
@@ -244,3 +247,84 @@ def test_input_indices_compile_and_are_checked(tmp_path, cache, name):
             good.tofile(d / "ids.bin")
             r = subprocess.run([str(exe), str(d / "ids.bin"), str(d / "y.bin")], capture_output=True, text=True, timeout=60)
             assert r.returncode == 0, r.stderr
+
+
+# float16 / bfloat16 models on the CPU: Conv, Gemm and MatMul compute in float32
+# between Casts (the widen_gemm pass; the CPU kernels take float32 operands), the elementwise ops
+# stay narrow; equal to the interpreter to the narrow type's tolerance, with no host step.
+@pytest.mark.parametrize("dt,tol", [(T.FLOAT16, 1e-3), (T.BFLOAT16, 1e-2)])
+def test_narrow_float_gemm_and_conv_compile_on_cpu(tmp_path, cache, dt, tol):
+    npdt = onnx.helper.tensor_dtype_to_np_dtype(dt)
+
+    def nw(name, shape):
+        return numpy_helper.from_array(RNG.uniform(-0.5, 0.5, shape).astype(np.float32), name) if dt == T.BFLOAT16 \
+            else numpy_helper.from_array(RNG.uniform(-0.5, 0.5, shape).astype(npdt), name)
+    nodes = [helper.make_node("Cast", ["x"], ["xn"], to=dt),
+             helper.make_node("Conv", ["xn", "wc", "bc"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c"], ["r"]),
+             helper.make_node("Reshape", ["r", "shp"], ["f"]),
+             helper.make_node("Gemm", ["f", "wg", "bg"], ["g"], transB=1),
+             helper.make_node("MatMul", ["g", "wm"], ["m"]),
+             helper.make_node("Cast", ["m"], ["y"], to=T.FLOAT)]
+    inits = [nw("wc", [4, 3, 3, 3]), nw("bc", [4]), nw("wg", [16, 4 * 5 * 5]), nw("bg", [16]),
+             nw("wm", [16, 8]), numpy_helper.from_array(np.array([2, -1], np.int64), "shp")]
+    if dt == T.BFLOAT16:  # numpy has no bfloat16: cast the float32 weights in the graph
+        nodes = [helper.make_node("Cast", [i.name], [i.name + "_n"], to=dt) for i in inits[:-1]] + nodes
+        for nd in nodes[len(inits) - 1:]:
+            for k, name in enumerate(nd.input):
+                if name in {i.name for i in inits[:-1]}:
+                    nd.input[k] = name + "_n"
+    m = save(tmp_path / "narrow.onnx", nodes, [vi("x", [2, 3, 5, 5])], [vi("y", [2, 8])], inits)
+    r = lathe("compile", m, cache=cache)
+    assert r.returncode == 0 and re.search(r"\b0 host steps", r.stdout), r.stdout + r.stderr
+    want = outputs_of(m, "interp", tmp_path, cache)
+    for b in ("cpu", "loopir"):
+        got = outputs_of(m, b, tmp_path, cache)
+        np.testing.assert_allclose(got["y"], want["y"], rtol=tol, atol=tol * np.abs(want["y"]).max(), err_msg=b)
+
+
+# If compiles (the inline_if pass): a condition that folds (here from a Shape) inlines the taken
+# branch; one given at run time inlines both branches and selects each output with Where. Branches
+# read outer values and hold their own initializers and Constants; an If whose branches disagree in
+# shape stays a host step and still answers right.
+def if_model(path, cond, branch_shapes_differ=False):
+    kt = numpy_helper.from_array(RNG.uniform(-1, 1, [6, 5]).astype(np.float32), "kt")
+    then = helper.make_graph([helper.make_node("MatMul", ["x", "kt"], ["t0"]), helper.make_node("Relu", ["t0"], ["t"])],
+                             "then", [], [vi("t", [3, 5])], [kt])
+    ke = helper.make_node("Constant", [], ["ke"], value=numpy_helper.from_array(
+        RNG.uniform(-1, 1, [6, 4 if branch_shapes_differ else 5]).astype(np.float32)))
+    other = helper.make_graph([ke, helper.make_node("MatMul", ["x", "ke"], ["e0"]), helper.make_node("Sigmoid", ["e0"], ["e"])],
+                              "else", [], [vi("e", None)])
+    nodes, inputs, inits = [], [vi("x", [3, 6])], []
+    if cond == "shape":  # x has 3 rows: Shape(x)[0] == 3 folds to true
+        nodes += [helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Gather", ["s", "zero"], ["s0"]),
+                  helper.make_node("Equal", ["s0", "three"], ["c"])]
+        inits += [numpy_helper.from_array(np.array(0, np.int64), "zero"),
+                  numpy_helper.from_array(np.array(3, np.int64), "three")]
+    else:
+        inputs.append(vi("c", [1], T.BOOL))
+    nodes += [helper.make_node("If", ["c"], ["y"], then_branch=then, else_branch=other)]
+    return save(path, nodes, inputs, [vi("y", None)], inits)
+
+
+@pytest.mark.parametrize("cond", ["shape", True, False])
+def test_if_compiles(tmp_path, cache, cond):
+    m = if_model(tmp_path / "if.onnx", cond)
+    np.save(tmp_path / "x.npy", RNG.uniform(-1, 1, [3, 6]).astype(np.float32))
+    extra = ["--input", f"x={tmp_path / 'x.npy'}"]
+    if cond != "shape":
+        np.save(tmp_path / "c.npy", np.array([cond]))
+        extra += ["--input", f"c={tmp_path / 'c.npy'}"]
+    r = lathe("compile", m, cache=cache)
+    assert r.returncode == 0 and re.search(r"\b0 host steps", r.stdout), r.stdout + r.stderr
+    same_as_interp(m, tmp_path, cache, *extra)
+    y = outputs_of(m, "cpu", tmp_path, cache, *extra)["y"]
+    assert ((y >= 0).all() and (y == 0).any()) if cond in ("shape", True) else ((y > 0) & (y < 1)).all()
+
+
+def test_if_with_branches_of_different_shapes_stays_on_host(tmp_path, cache):
+    m = if_model(tmp_path / "if.onnx", True, branch_shapes_differ=True)
+    np.save(tmp_path / "c.npy", np.array([False]))
+    r = lathe("compile", m, cache=cache)
+    assert r.returncode == 0 and re.search(r"\b1 host steps", r.stdout), r.stdout + r.stderr
+    same_as_interp(m, tmp_path, cache, "--input", f"c={tmp_path / 'c.npy'}")

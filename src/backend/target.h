@@ -51,6 +51,8 @@ typedef struct lt_target {
     bool runs_loop_ir;           /* the backend runs Loop IR itself (no source unless asked) */
     bool tune_db;                /* tuned schedules and passes of the tuning database apply */
     bool layout_nchwc;           /* the blocked NCHWc layout pass may rewrite convolutions */
+    bool narrow_float_gemm;      /* GEMM and convolution kernels take float16 / bfloat16 operands (else
+                                  * the widen_gemm pass computes them in float32) */
 } lt_target;
 
 /* What a target is built from (the compile's options). */

@@ -58,6 +58,9 @@ typedef struct lt_pass_options {
     /* Lowering without microkernel calls (--no-microkernels): passes whose ops lower only to
      * prelude calls (layout_nchwc) do not run, the model keeps its plain ops. */
     bool no_microkernels;
+    /* The target's GEMM and convolution kernels take float16 / bfloat16 operands (CUDA); false
+     * (CPUs): widen_gemm computes those ops in float32 between Casts. */
+    bool narrow_float_gemm;
 } lt_pass_options;
 
 typedef lt_status (*lt_pass_fn)(lt_ctx *ctx, lt_model *m, const lt_pass_options *opt, bool *changed);
@@ -125,6 +128,8 @@ void lt_pass_report_print(const lt_pass_report *r, lt_strbuf *out);
 extern const lt_pass lt_pass_freeze_inputs, lt_pass_fold_constants, lt_pass_fold_shapes, lt_pass_dce, lt_pass_cse,
     lt_pass_simplify, lt_pass_fold_batchnorm, lt_pass_patterns, lt_pass_resize_gather, lt_pass_unroll_rnn;
 extern const lt_pass lt_pass_expand_quant;  /* expand_quant.c */
+extern const lt_pass lt_pass_widen_gemm;    /* widen_gemm.c */
+extern const lt_pass lt_pass_inline_if;     /* inline_if.c */
 extern const lt_pass lt_pass_layout_nchwc; /* layout_nchwc.c */
 
 #endif
