@@ -29,9 +29,7 @@ if not os.path.isabs(LATHE):
 
 TAGS = sorted(t for t in exported.SNAPSHOTS if "_ci" in t)
 # Host steps per model on (cpu, cuda); docs/ZOO.md says what each one is.
-HOST_STEPS = {
-    "dbnet_ci": (2, 2),
-}
+HOST_STEPS = {}
 
 
 def lathe(*args, cache):

@@ -127,6 +127,8 @@ void lt_pass_report_print(const lt_pass_report *r, lt_strbuf *out);
 /* The passes (one file each). */
 extern const lt_pass lt_pass_freeze_inputs, lt_pass_fold_constants, lt_pass_fold_shapes, lt_pass_dce, lt_pass_cse,
     lt_pass_simplify, lt_pass_fold_batchnorm, lt_pass_patterns, lt_pass_resize_gather, lt_pass_unroll_rnn;
+extern const lt_pass lt_pass_convt_phases, lt_pass_instnorm_layernorm, lt_pass_groupnorm_layernorm,
+    lt_pass_einsum_matmul;
 extern const lt_pass lt_pass_expand_quant;  /* expand_quant.c */
 extern const lt_pass lt_pass_widen_gemm;    /* widen_gemm.c */
 extern const lt_pass lt_pass_inline_if;     /* inline_if.c */

@@ -27,6 +27,10 @@ static const lt_pipeline_entry pipeline[] = {
     /* after simplification (static shapes known): ops the interpreter would run -> compiled ops */
     {&lt_pass_resize_gather, LT_PIPE_ONCE, LT_PIPE_ON},      /* constant-parameter Resize -> Gathers, sums   (-O1) */
     {&lt_pass_unroll_rnn, LT_PIPE_ONCE, LT_PIPE_ON},         /* LSTM / GRU / RNN -> one GEMM + unrolled steps (-O1) */
+    {&lt_pass_convt_phases, LT_PIPE_ONCE, LT_PIPE_ON},       /* ConvTranspose -> phase Conv + depth-to-space (-O1) */
+    {&lt_pass_instnorm_layernorm, LT_PIPE_ONCE, LT_PIPE_ON}, /* InstanceNormalization -> LayerNormalization (-O1) */
+    {&lt_pass_groupnorm_layernorm, LT_PIPE_ONCE, LT_PIPE_ON}, /* GroupNormalization -> LayerNormalization  (-O1) */
+    {&lt_pass_einsum_matmul, LT_PIPE_ONCE, LT_PIPE_ON},      /* Einsum -> Transpose / Reshape / MatMul     (-O1) */
     /* after simplification: convolution chains in NCHW{B}c (CPU); off by default, see layout_nchwc.c */
     {&lt_pass_layout_nchwc, LT_PIPE_ONCE, LT_PIPE_OFF},                                            /* (-O3) */
 };

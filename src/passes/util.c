@@ -278,6 +278,14 @@ lt_status lt_pu_rewrite_each(lt_ctx *ctx, lt_model *m, bool (*match)(const lt_no
     return lt_graph_foreach(ctx, m->graph, false, rewrite_graph, &r);
 }
 
+bool lt_pu_fits(const lt_value *v, lt_dtype dt, int64_t count) {
+    int rank;
+    int64_t d[LT_MAX_RANK], numel = 1;
+    if (!v || lt_pu_dtype(v) != dt || !lt_value_static_shape(v, &rank, d)) return false;
+    for (int i = 0; i < rank; i++) numel *= d[i];
+    return numel == count;
+}
+
 lt_status lt_pu_reshape(lt_ctx *ctx, lt_graph *g, lt_value *v, int rank, const int64_t *dims, const char *hint,
                         lt_node *before, lt_value **out) {
     const lt_tensor *c = lt_value_const(v);
@@ -297,4 +305,34 @@ lt_status lt_pu_reshape(lt_ctx *ctx, lt_graph *g, lt_value *v, int rank, const i
     LT_TRY(lt_pu_tensor_i64(ctx, rank, dims, &shape));
     LT_TRY(lt_value_new_const(ctx, g, hint, shape, &in[1]));
     return lt_pu_new_op(ctx, g, "Reshape", 2, in, NULL, 0, hint, before, out);
+}
+
+lt_status lt_pu_group_norm(lt_ctx *ctx, lt_graph *g, lt_node *before, lt_value *x, int64_t groups, lt_value *scale,
+                           lt_value *bias, bool per_group, float eps, const char *hint, lt_value **out) {
+    int rank;
+    int64_t xd[LT_MAX_RANK], blocks[4], pd[3];
+    if (!lt_value_static_shape(x, &rank, xd) || rank < 2 || groups < 1 || xd[1] % groups)
+        return lt_error(ctx, LT_ERR_INTERNAL, "%s: group norm of a non-static input", x->name);
+    int64_t cpg = xd[1] / groups, S = 1;
+    for (int d = 2; d < rank; d++) S *= xd[d];
+    if (cpg == 1) per_group = true; /* one channel per group: per channel is per group */
+    /* x as [N, G, cpg*S] (per group) or [N, G, cpg, S]; parameters [G, 1] or [G, cpg, 1] */
+    int br = per_group ? 3 : 4, pr = br - 1;
+    blocks[0] = xd[0], blocks[1] = groups, blocks[2] = per_group ? cpg * S : cpg, blocks[3] = S;
+    pd[0] = groups, pd[1] = per_group ? 1 : cpg, pd[2] = 1;
+    lt_value *xb = x, *in[3];
+    bool same = rank == br;
+    for (int d = 0; same && d < br; d++) same = xd[d] == blocks[d];
+    if (!same) LT_TRY(lt_pu_reshape(ctx, g, x, br, blocks, hint, before, &xb));
+    in[0] = xb;
+    LT_TRY(lt_pu_reshape(ctx, g, scale, pr, pd, hint, before, &in[1]));
+    LT_TRY(lt_pu_reshape(ctx, g, bias, pr, pd, hint, before, &in[2]));
+    lt_node *ln;
+    LT_TRY(lt_node_new(ctx, g, "LayerNormalization", "", 3, in, 1, hint, before, &ln));
+    LT_TRY(lt_node_set_attr_int(ctx, ln, "axis", 2));
+    LT_TRY(lt_node_set_attr_float(ctx, ln, "epsilon", eps));
+    LT_TRY(lt_node_infer(ctx, ln));
+    *out = ln->out[0];
+    if (xb != x) LT_TRY(lt_pu_reshape(ctx, g, *out, rank, xd, hint, before, out));
+    return LT_OK;
 }

@@ -57,10 +57,18 @@ lt_node *lt_pu_producer(const lt_graph *g, const lt_value *v, int op);
  * NULL, inferred; *out its one output. */
 lt_status lt_pu_new_op(lt_ctx *ctx, lt_graph *g, const char *op, int n_in, lt_value *const *in, const char *int_attr,
                        int64_t int_val, const char *hint, lt_node *before, lt_value **out);
+/* v (not NULL) has dtype dt and a static shape of `count` elements. */
+bool lt_pu_fits(const lt_value *v, lt_dtype dt, int64_t count);
 /* v with shape dims[rank] (same element count): a new constant holding v's data when v is a
  * constant, else Reshape(v, dims) placed before `before`, inferred. */
 lt_status lt_pu_reshape(lt_ctx *ctx, lt_graph *g, lt_value *v, int rank, const int64_t *dims, const char *hint,
                         lt_node *before, lt_value **out);
+/* Group normalization of x (static [N, C, spatial...], C a multiple of groups) as ops lathe compiles:
+ * Reshape -> LayerNormalization over each (image, group) block with epsilon eps, the scale and bias
+ * folded in (per_group: scale and bias hold one value per group, else one per channel) -> Reshape
+ * back; before `before`. InstanceNormalization is the case groups = C. */
+lt_status lt_pu_group_norm(lt_ctx *ctx, lt_graph *g, lt_node *before, lt_value *x, int64_t groups, lt_value *scale,
+                           lt_value *bias, bool per_group, float eps, const char *hint, lt_value **out);
 /* Rewrite passes that replace one node by several: rewrite(ctx, g, n, changed) on every node of every
  * graph of m for which match(n); the walk starts again after a rewrite that changed the node count
  * (nodes were inserted before n, and n may be gone). */

@@ -5,6 +5,7 @@
  * checked before the kernels in nn_kernels.c run. Float convolutions run in float32 (float, float16,
  * bfloat16) or float64 (double); the integer ones in exact wrapping 64-bit arithmetic. */
 #include "nn_impl.h"
+#include "nn_convt.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -367,6 +368,27 @@ static bool convt_geom(const lt_node *n, int nsp, const int64_t *in, const int64
             }
             g->out[i] = o;
         }
+    }
+    return true;
+}
+
+bool lt_convt_geometry(const lt_node *n, int nsp, const int64_t *in, const int64_t *kernel, lt_convt_geom *g,
+                       char *err, size_t errn) {
+    nn_geom ng;
+    if (nsp < 1 || nsp > NN_MAX_SP) {
+        snprintf(err, errn, "%d spatial dims", nsp);
+        return false;
+    }
+    if (!convt_geom(n, nsp, in, kernel, &ng, err, errn)) return false;
+    g->nsp = nsp;
+    for (int i = 0; i < nsp; i++) {
+        g->in[i] = ng.in[i];
+        g->k[i] = ng.k[i];
+        g->s[i] = ng.s[i];
+        g->d[i] = ng.d[i];
+        g->pad_begin[i] = ng.pb[i];
+        g->pad_end[i] = ng.pe[i];
+        g->out[i] = ng.out[i];
     }
     return true;
 }

@@ -7,23 +7,16 @@
  * occur exactly once, in order. Every output element sums, over the labels not in the output, the
  * product of the inputs; floats accumulate in double, integers in wrapping 64-bit arithmetic. */
 #include "nn_impl.h"
+#include "nn_einsum.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#define EIN_MAX_IN 32
-#define EIN_LETTERS 52
-#define EIN_MAX_LAB (EIN_LETTERS + LT_MAX_RANK)
+#define EIN_MAX_IN LT_EINSUM_MAX_IN
+#define EIN_LETTERS LT_EINSUM_LETTERS
+#define EIN_MAX_LAB LT_EINSUM_MAX_LAB
 
-typedef struct ein {
-    int nin;
-    int rank[EIN_MAX_IN];
-    int lab[EIN_MAX_IN][LT_MAX_RANK]; /* label of each axis of each input */
-    int out_rank;
-    int out_lab[EIN_MAX_LAB];
-    int ell;      /* broadcast ellipsis rank */
-    bool used[EIN_MAX_LAB];
-} ein;
+typedef lt_einsum ein; /* nn_einsum.h */
 
 static int letter_id(char c) {
     if (c >= 'A' && c <= 'Z') return c - 'A';
@@ -150,6 +143,10 @@ static bool ein_parse(const char *eq, int nin, const int *ranks, ein *e, char *e
         return false;
     }
     return true;
+}
+
+bool lt_einsum_parse(const char *eq, int nin, const int *ranks, lt_einsum *e, char *err, size_t errn) {
+    return ein_parse(eq, nin, ranks, e, err, errn);
 }
 
 lt_status nn_eval_Einsum(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum **out) {
