@@ -10,7 +10,10 @@ static const lt_op_info g_infos[LT_OP_COUNT] = {
     [LT_OP_UNKNOWN] = {"<unknown>", "", "", LT_PK_OPAQUE, 0},
 #define LT_OP(name, domain, pattern, family, flags) \
     [LT_OP_##name] = {#name, domain, #family, LT_PK_##pattern, LT_OPF_##flags},
+#define LT_OP_NAMED(id, name, domain, pattern, family, flags) \
+    [LT_OP_##id] = {name, domain, #family, LT_PK_##pattern, LT_OPF_##flags},
 #include "ops.def"
+#undef LT_OP_NAMED
 #undef LT_OP
 };
 
@@ -31,7 +34,7 @@ static once_flag g_hooks_once = ONCE_FLAG_INIT;
 static void build_hooks(void) {
     const lt_op_reg *const families[] = {lt_ops_elementwise, lt_ops_reduce, lt_ops_shape, lt_ops_nn,
                                          lt_ops_control, lt_ops_recurrent, lt_ops_image, lt_ops_misc,
-                                         lt_ops_nchwc};
+                                         lt_ops_nchwc, lt_ops_contrib};
     for (size_t f = 0; f < sizeof families / sizeof *families; f++)
         for (const lt_op_reg *r = families[f]; r->op; r++)
             if (r->op > 0 && r->op < LT_OP_COUNT) g_hooks[r->op] = (lt_op_hooks){r->infer, r->eval};

@@ -24,7 +24,9 @@
 typedef enum lt_op {
     LT_OP_UNKNOWN = 0,
 #define LT_OP(name, domain, pattern, family, flags) LT_OP_##name,
+#define LT_OP_NAMED(id, name, domain, pattern, family, flags) LT_OP_##id,
 #include "ops.def"
+#undef LT_OP_NAMED
 #undef LT_OP
     LT_OP_COUNT
 } lt_op;
@@ -106,7 +108,7 @@ const lt_op_hooks *lt_op_hooks_get(int op);
 
 /* Family tables, each ended by an entry with op 0. */
 extern const lt_op_reg lt_ops_elementwise[], lt_ops_reduce[], lt_ops_shape[], lt_ops_nn[],
-    lt_ops_control[], lt_ops_recurrent[], lt_ops_image[], lt_ops_misc[], lt_ops_nchwc[];
+    lt_ops_control[], lt_ops_recurrent[], lt_ops_image[], lt_ops_misc[], lt_ops_nchwc[], lt_ops_contrib[];
 
 /* ---- running subgraphs (If, Loop, Scan, SequenceMap, FlexAttention) ----
  * Binds inputs[i] to g->inputs[i] (n_inputs may be fewer than g->n_inputs only if the rest have

@@ -24,6 +24,7 @@ static const lt_pipeline_entry pipeline[] = {
     {&lt_pass_patterns, LT_PIPE_FIXPOINT, LT_PIPE_ON},       /* decomposed LayerNorm / GELU -> one op         (-O3) */
     {&lt_pass_cse, LT_PIPE_FIXPOINT, LT_PIPE_ON},            /* identical nodes and small constants merge     (-O2) */
     {&lt_pass_dce, LT_PIPE_FIXPOINT, LT_PIPE_ON},            /* unused nodes and initializers go              (-O1) */
+    {&lt_pass_expand_contrib, LT_PIPE_FIXPOINT, LT_PIPE_ON}, /* com.microsoft ops -> standard ops             (-O1) */
     /* after simplification (static shapes known): ops the interpreter would run -> compiled ops */
     {&lt_pass_resize_gather, LT_PIPE_ONCE, LT_PIPE_ON},      /* constant-parameter Resize -> Gathers, sums   (-O1) */
     {&lt_pass_unroll_rnn, LT_PIPE_ONCE, LT_PIPE_ON},         /* LSTM / GRU / RNN -> one GEMM + unrolled steps (-O1) */

@@ -464,7 +464,7 @@ static void test_manager_options(void) {
     /* disabled passes do not run; levels gate passes */
     build_busy(&b);
     lt_pass_options od = {.level = 1, .disable = "dce, fold_shapes, resize_gather, unroll_rnn, convt_phases, "
-                                                 "instnorm_layernorm, groupnorm_layernorm, einsum_matmul, "
+                                                 "instnorm_layernorm, groupnorm_layernorm, einsum_matmul, expand_contrib, "
                                                  "expand_quant, widen_gemm, inline_if"};
     CHECK_OK(lt_passes_run(&b.ctx, b.m, &od, &rep), &b.ctx);
     for (int i = 0; i < rep.n; i++) CHECK(strcmp(rep.runs[i].name, "fold_constants") == 0);
