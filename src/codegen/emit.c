@@ -1123,6 +1123,9 @@ static void st_store(em *e, const lt_lnode *n) {
         }
     } else if (bt == LT_FLOAT16 || bt == LT_BFLOAT16) {
         const char *fn = bt == LT_FLOAT16 ? "lt_f2h" : "lt_f2bf";
+        /* storing Cast(float x -> bt): the store's own conversion rounds x once, the same bits */
+        if (val->kind == LT_L_CAST && val->dtype == bt && compute_dt(lt_lexpr_a(val)->dtype) == LT_FLOAT)
+            val = lt_lexpr_a(val);
         bool dbl = compute_dt(val->dtype) == LT_DOUBLE;
         OUT("%s(%s", fn, dbl ? "lt_d2f_odd(" : "");
         ex(e, val, P_ANY);

@@ -24,6 +24,14 @@ LT_FN uint16_t lt_f2h(float f) { uint16_t h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"
 LT_FN float lt_bf2f(uint16_t h) { return LT_U2F((uint32_t)h << 16); }
 LT_FN uint16_t lt_f2bf(float f) { uint16_t h; asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
 #else
+#if defined(__F16C__) && defined(__FLT16_MAX__) && defined(__GNUC__)
+/* An x86 CPU with F16C and a compiler with _Float16 (the CPU backend builds with -march=native):
+ * each conversion is one instruction (vcvtph2ps / vcvtps2ph), which vectorizes, rounding to nearest
+ * even like the software path below (NaN payloads may differ; NaN stays NaN). */
+__extension__ typedef union { uint16_t u; _Float16 h; } lt_h16_bits;
+LT_FN float lt_h2f(uint16_t h) { lt_h16_bits c; c.u = h; return (float)c.h; }
+LT_FN uint16_t lt_f2h(float f) { lt_h16_bits c; c.h = __extension__ (_Float16)f; return c.u; }
+#else
 LT_FN float lt_h2f(uint16_t h) {
     uint32_t sign = (uint32_t)(h & 0x8000u) << 16, em = h & 0x7fffu;
     if (em >= 0x7c00u) return LT_U2F(sign | 0x7f800000u | ((em & 0x3ffu) << 13)); /* inf, NaN */
@@ -42,6 +50,7 @@ LT_FN uint16_t lt_f2h(float f) { /* round to nearest even */
     x += 0xc8000fffu + ((x >> 13) & 1u); /* rebias (-112 << 23) and round half to even */
     return (uint16_t)(sign | (x >> 13));
 }
+#endif
 LT_FN float lt_bf2f(uint16_t h) { return LT_U2F((uint32_t)h << 16); }
 LT_FN uint16_t lt_f2bf(float f) {
     uint32_t x = LT_F2U(f);
