@@ -13,7 +13,8 @@
   compile, and a bad index still fails the run, naming it, on every backend and in the C export.
 - If compiles: a condition folded from shapes inlines the taken branch, a run-time one both branches
   and a Where per output; branches of different output shapes stay a host step.
-- float16 / bfloat16 Conv, Gemm and MatMul compile on the CPU (computed in float32 between Casts).
+- float16 / bfloat16 Conv, ConvTranspose, Gemm and MatMul compile on the CPU (computed in float32
+  between Casts).
 """
 import os
 import re
@@ -249,7 +250,7 @@ def test_input_indices_compile_and_are_checked(tmp_path, cache, name):
             assert r.returncode == 0, r.stderr
 
 
-# float16 / bfloat16 models on the CPU: Conv, Gemm and MatMul compute in float32
+# float16 / bfloat16 models on the CPU: Conv, ConvTranspose, Gemm and MatMul compute in float32
 # between Casts (the widen_gemm pass; the CPU kernels take float32 operands), the elementwise ops
 # stay narrow; equal to the interpreter to the narrow type's tolerance, with no host step.
 @pytest.mark.parametrize("dt,tol", [(T.FLOAT16, 1e-3), (T.BFLOAT16, 1e-2)])
@@ -262,11 +263,12 @@ def test_narrow_float_gemm_and_conv_compile_on_cpu(tmp_path, cache, dt, tol):
     nodes = [helper.make_node("Cast", ["x"], ["xn"], to=dt),
              helper.make_node("Conv", ["xn", "wc", "bc"], ["c"], pads=[1, 1, 1, 1]),
              helper.make_node("Relu", ["c"], ["r"]),
-             helper.make_node("Reshape", ["r", "shp"], ["f"]),
+             helper.make_node("ConvTranspose", ["r", "wt"], ["t"], strides=[2, 2]),
+             helper.make_node("Reshape", ["t", "shp"], ["f"]),
              helper.make_node("Gemm", ["f", "wg", "bg"], ["g"], transB=1),
              helper.make_node("MatMul", ["g", "wm"], ["m"]),
              helper.make_node("Cast", ["m"], ["y"], to=T.FLOAT)]
-    inits = [nw("wc", [4, 3, 3, 3]), nw("bc", [4]), nw("wg", [16, 4 * 5 * 5]), nw("bg", [16]),
+    inits = [nw("wc", [4, 3, 3, 3]), nw("bc", [4]), nw("wt", [4, 2, 2, 2]), nw("wg", [16, 2 * 10 * 10]), nw("bg", [16]),
              nw("wm", [16, 8]), numpy_helper.from_array(np.array([2, -1], np.int64), "shp")]
     if dt == T.BFLOAT16:  # numpy has no bfloat16: cast the float32 weights in the graph
         nodes = [helper.make_node("Cast", [i.name], [i.name + "_n"], to=dt) for i in inits[:-1]] + nodes

@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """run.py — lathe against onnxruntime on the CPU, side by side, on the benchmark model set.
 
-usage: bench/cpu/run.py [--models a,b,...] [--threads 1,2] [--runs 10] [--warmup 3] [--md FILE]
+usage: bench/cpu/run.py [--models a,b,...] [--zoo ci|full] [--threads 1,2] [--runs 10] [--warmup 3] [--md FILE]
                         [--block 5] [--pause-ms 200] [--no-settle]
                         [--cache-dir DIR] [--ort-opt all|disable]
 
 For every model (default: resnet50, mobilenetv2, bert_base, gpt2_small and light_resnet50, built by
-bench/models/build.py on first use) and every thread count T (default 1 and 2):
+bench/models/build.py on first use; "zoo:TAG" or "zoo:TAG@full" names an exported zoo snapshot, and
+--zoo ci|full adds every one of that configuration) and every thread count T (default 1 and 2):
   - lathe: lathe.compile(model, threads=T) through the Python package (python/lathe over liblathe.so);
     compile time is measured once per model, cold (an empty cache folder) and warm (the same compile
     again: a cache hit);
@@ -44,6 +45,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "bench", "models"))
 sys.path.insert(0, os.path.join(ROOT, "python"))
+import exported  # noqa: E402
 import zoo  # noqa: E402
 
 DEFAULT_MODELS = ["resnet50", "mobilenetv2", "bert_base", "gpt2_small", "light_resnet50"]
@@ -97,9 +99,34 @@ def timed_turns(engines, runs, block, pause_ms, settle):
     return times
 
 
+def exported_names(config):
+    """The exported zoo (bench/models/exported.py) as benchmark names: "zoo:TAG" for every snapshot of
+    the configuration ("ci" or "full"), and for "full" also "zoo:TAG@full" for the CNNs whose one
+    graph is benchmarked at 224 x 224."""
+    names = []
+    for tag, e in sorted(exported.SNAPSHOTS.items()):
+        if e.get("derived_from"):  # the float16 / int8 variants: CI size only
+            if config == "ci":
+                names.append(f"zoo:{tag}")
+        elif config == "full" and e.get("image_sizes"):
+            names.append(f"zoo:{tag}@full")
+        elif tag.endswith(f"_{config}") or f"_{config}." in tag:
+            names.append(f"zoo:{tag}")
+    return names
+
+
+def model_and_inputs(name):
+    """(model path, {input: array}) of a benchmark name: the built models of bench/models/zoo.py, or
+    "zoo:TAG[@full]", an exported snapshot (bench/models/exported.py)."""
+    if name.startswith("zoo:"):
+        tag, _, size = name[4:].partition("@")
+        path = exported.build(tag, size or None)
+        return path, exported.make_inputs(tag, seed=0, path=path)
+    return zoo.ensure_built(name), zoo.make_inputs(name, seed=0)
+
+
 def bench_model(lathe, name, threads_list, runs, warmup, cache_root, ort_opt, log, block=5, pause_ms=200, settle=True):
-    path = zoo.ensure_built(name)
-    feeds = zoo.make_inputs(name, seed=0)
+    path, feeds = model_and_inputs(name)
     shapes = {k: v.shape for k, v in feeds.items()}
     cache = tempfile.mkdtemp(prefix=f"{name}-", dir=cache_root)
     t0 = time.perf_counter()
@@ -159,6 +186,8 @@ def table(rows, threads_list, header):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--models", default=",".join(DEFAULT_MODELS), help=f"comma-separated, from: {', '.join(zoo.ALL)}")
+    ap.add_argument("--zoo", choices=["ci", "full"], default=None,
+                    help="add every exported zoo model of that configuration (zoo:TAG names; --models '' for only them)")
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--runs", type=int, default=10, help="timed runs per engine (>= 10 for the PERF table)")
     ap.add_argument("--warmup", type=int, default=3)
@@ -169,9 +198,10 @@ def main():
     ap.add_argument("--cache-dir", default=None, help="parent of the per-model cold caches (default: a temp dir)")
     ap.add_argument("--ort-opt", choices=["all", "disable"], default="all")
     a = ap.parse_args()
-    names = [n for n in a.models.split(",") if n]
+    names = [n for n in a.models.split(",") if n] + (exported_names(a.zoo) if a.zoo else [])
     threads_list = [int(t) for t in a.threads.split(",")]
-    bad = [n for n in names if n not in zoo.ALL]
+    bad = [n for n in names if n not in zoo.ALL and not (n.startswith("zoo:") and n[4:].partition("@")[0] in
+                                                        exported.SNAPSHOTS)]
     if bad:
         ap.error(f"unknown model(s) {', '.join(bad)}")
     if a.runs < 1 or a.warmup < 1 or a.block < 1 or a.pause_ms < 0 or min(threads_list) < 1:
