@@ -149,18 +149,34 @@ static lt_status eval_if(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum 
     return lt_eval_subgraph(ev, g, NULL, 0, out);
 }
 
+static bool same_dim(const lt_dim *x, const lt_dim *y) {
+    if (x->value >= 0 || y->value >= 0) return x->value == y->value;
+    return x->param && y->param && strcmp(x->param, y->param) == 0;
+}
+
+/* Output i of an If: what both branches agree on. Either branch may run, so a dim (or the rank) the
+ * two branches do not both know to be the same is unknown; a branch whose output type is not known
+ * at all leaves only the other's dtype known. */
+static lt_status merge_branch_types(lt_infer *ic, lt_node *n, int i, const lt_type *ta, const lt_type *tb) {
+    bool tensor_a = ta->kind == LT_TK_TENSOR, tensor_b = tb->kind == LT_TK_TENSOR;
+    if (!tensor_a && !tensor_b) return lt_infer_set_type(ic, n, i, ta->kind != LT_TK_UNKNOWN ? ta : tb);
+    if ((!tensor_a && ta->kind != LT_TK_UNKNOWN) || (!tensor_b && tb->kind != LT_TK_UNKNOWN))
+        return lt_infer_error(ic, n, "output %d is a tensor in one branch and not in the other", i);
+    lt_dtype dt = tensor_a && ta->dtype != LT_UNDEFINED ? ta->dtype : tensor_b ? tb->dtype : LT_UNDEFINED;
+    if (!tensor_a || !tensor_b || ta->rank != tb->rank || ta->rank < 0 || !ta->dims || !tb->dims)
+        return lt_infer_set(ic, n, i, dt, -1, NULL);
+    lt_dim d[LT_MAX_RANK];
+    for (int k = 0; k < ta->rank && k < LT_MAX_RANK; k++)
+        d[k] = same_dim(&ta->dims[k], &tb->dims[k]) ? ta->dims[k] : (lt_dim){-1, NULL};
+    return lt_infer_set(ic, n, i, dt, ta->rank, d);
+}
+
 static lt_status infer_if(lt_infer *ic, lt_node *n) {
     const lt_graph *a = lt_attr_graph(n, "then_branch"), *b = lt_attr_graph(n, "else_branch");
     if (!a || !b) return lt_infer_error(ic, n, "If needs then_branch and else_branch");
     if (a->n_outputs != n->n_out || b->n_outputs != n->n_out)
         return lt_infer_error(ic, n, "branches have %d and %d outputs, node has %d", a->n_outputs, b->n_outputs, n->n_out);
-    for (int i = 0; i < n->n_out; i++) {
-        const lt_type *ta = &a->outputs[i]->type, *tb = &b->outputs[i]->type;
-        if (ta->kind == LT_TK_TENSOR && tb->kind == LT_TK_TENSOR && ta->rank != tb->rank)
-            LT_TRY(lt_infer_set(ic, n, i, ta->dtype, -1, NULL));
-        else
-            LT_TRY(lt_infer_set_type(ic, n, i, ta->kind != LT_TK_UNKNOWN ? ta : tb));
-    }
+    for (int i = 0; i < n->n_out; i++) LT_TRY(merge_branch_types(ic, n, i, &a->outputs[i]->type, &b->outputs[i]->type));
     return LT_OK;
 }
 
