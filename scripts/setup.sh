@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# setup.sh — install what lathe needs on a fresh Debian machine: a C toolchain, CMake, zlib, clang
+# setup.sh — install what lathe needs on a fresh Debian machine: a C toolchain, CMake, zlib, the image
+# codec libraries of ImageDecoder (JPEG, PNG, WebP, JPEG 2000, TIFF), clang
 # with its sanitizer/fuzzer runtime, the pinned Python packages (onnx 1.22.0 for the conformance
 # suite, numpy, pytest), and NVRTC (CUDA's runtime compiler, from PyPI when the system has none: the
 # tests compile every generated CUDA kernel with it; no GPU needed). Safe to run again: it installs
@@ -10,7 +11,10 @@ cd "$(dirname "$0")/.."
 SUDO=""
 if [ "$(id -u)" != 0 ] && command -v sudo >/dev/null; then SUDO=sudo; fi
 
-pkgs=(build-essential cmake zlib1g-dev libjpeg-dev clang libclang-rt-14-dev python3 python3-pip)
+# ImageDecoder's codecs (each optional to the build): libjpeg, libpng, libwebp, libopenjp2, libtiff;
+# pkg-config finds libwebp and libopenjp2
+pkgs=(build-essential cmake pkg-config zlib1g-dev libjpeg-dev libpng-dev libwebp-dev libopenjp2-7-dev libtiff-dev
+      clang libclang-rt-14-dev python3 python3-pip)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -73,6 +73,8 @@ stage fuzz-npy-seeds python3 fuzz/io_seeds.py npy build-fuzz/corpus_npy
 stage fuzz-npy build-fuzz/fuzz_npy -max_total_time="${LATHE_FUZZ_IO_SECONDS:-20}" -max_len=4096 -malloc_limit_mb=256 -rss_limit_mb=2048 build-fuzz/corpus_npy
 stage fuzz-npz-seeds python3 fuzz/io_seeds.py npz build-fuzz/corpus_npz
 stage fuzz-npz build-fuzz/fuzz_npz -max_total_time="${LATHE_FUZZ_IO_SECONDS:-20}" -max_len=65536 -malloc_limit_mb=256 -rss_limit_mb=2048 build-fuzz/corpus_npz
+stage fuzz-image-seeds python3 fuzz/image_seeds.py build-fuzz/corpus_image
+stage fuzz-image-decode build-fuzz/fuzz_image_decode -max_total_time="${LATHE_FUZZ_IO_SECONDS:-20}" -max_len=65536 -rss_limit_mb=4096 build-fuzz/corpus_image
 stage fuzz-schedule-seeds fuzz/schedule_seeds.sh build-fuzz/fuzz_schedule build-fuzz/corpus_schedule
 stage fuzz-schedule build-fuzz/fuzz_schedule -max_total_time="${LATHE_FUZZ_SCHEDULE_SECONDS:-20}" -max_len=512 -dict=fuzz/schedule.dict -rss_limit_mb=2048 build-fuzz/corpus_schedule
 stage fuzz-cli-specs-seeds fuzz/cli_specs_seeds.sh build-fuzz/corpus_cli_specs

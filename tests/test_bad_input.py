@@ -288,3 +288,153 @@ def test_bad_input_data(tmp_path):
     r = lathe("run", p, "--input", f"x={bad}", "--output", tmp_path / "out.npz")
     assert r.returncode == 2 and "raw_data has 12 bytes, expected 32" in r.stderr, r.stderr
     assert not (tmp_path / "out.npz").exists()
+
+
+# ---- ImageDecoder on hostile images ----
+# Each format's file is written here byte by byte (no Pillow needed): a small valid image, which
+# must decode, then truncated, corrupt and huge-dimension variants, which must fail with exit
+# status 2 and a message naming the node and the format, never a crash. A format whose library
+# this build lacks is skipped (exit 3, "built without").
+import struct  # noqa: E402
+import zlib  # noqa: E402
+
+
+def img_png_chunk(kind, data):
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+
+def img_png(w, h, idat=None):
+    """An 8-bit truecolor PNG of w x h (idat: the compressed data, default a gradient)."""
+    if idat is None:
+        idat = zlib.compress(b"".join(b"\0" + bytes((x * 40 + y * 7) & 255 for x in range(w * 3)) for y in range(h)))
+    ihdr = struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + img_png_chunk(b"IHDR", ihdr) + img_png_chunk(b"IDAT", idat) + img_png_chunk(b"IEND", b"")
+
+
+def img_webp(w, h, argb=(255, 10, 200, 30), cut_stream=False):
+    """A lossless WebP (VP8L) of one color: five one-symbol prefix codes, so pixels take no bits."""
+    bits, n = 0, 0
+    fields = [(w - 1, 14), (h - 1, 14), (0, 1), (0, 3), (0, 1), (0, 1), (0, 1)]  # size, no alpha, v0; no
+    for sym in (argb[2], argb[1], argb[3], argb[0], 0):  # transform / color cache / meta codes; G R B A dist
+        fields += [(1, 1), (0, 1), (1, 1), (sym, 8)]  # simple code of one 8-bit symbol
+    for v, k in fields:
+        bits, n = bits | v << n, n + k
+    body = b"\x2f" + bits.to_bytes((n + 7) // 8, "little")
+    body = body[:5] if cut_stream else body
+    chunk = b"VP8L" + struct.pack("<I", len(body)) + body + b"\0" * (len(body) % 2)
+    return b"RIFF" + struct.pack("<I", 4 + len(chunk)) + b"WEBP" + chunk
+
+
+def img_webp_canvas(w, h):
+    """An extended WebP header (VP8X) declaring a w x h canvas and nothing else."""
+    vp8x = b"VP8X" + struct.pack("<I", 10) + b"\0" * 4 + (w - 1).to_bytes(3, "little") + (h - 1).to_bytes(3, "little")
+    return b"RIFF" + struct.pack("<I", 4 + len(vp8x)) + b"WEBP" + vp8x
+
+
+def img_j2k(w, h):
+    """A JPEG 2000 codestream of w x h 8-bit gray: one tile, no wavelet levels, one empty packet, so
+    every sample is 128 (the DC level shift)."""
+    def seg(marker, data):
+        return struct.pack(">HH", marker, len(data) + 2) + data
+    siz = struct.pack(">HIIIIIIIIH", 0, w, h, 0, 0, w, h, 0, 0, 1) + bytes((7, 1, 1))
+    cod = bytes((0, 0)) + struct.pack(">H", 1) + bytes((0, 0, 4, 4, 0, 1))
+    head = b"\xff\x4f" + seg(0xFF51, siz) + seg(0xFF52, cod) + seg(0xFF5C, bytes((0x40, 8 << 3)))
+    return head + seg(0xFF90, struct.pack(">HIBB", 0, 12 + 2 + 1, 0, 1)) + b"\xff\x93\x00" + b"\xff\xd9"
+
+
+def img_tiff(w, h, strip=None):
+    """A little-endian 8-bit RGB TIFF, one deflate-compressed strip (default: a gradient)."""
+    if strip is None:
+        strip = zlib.compress(bytes((i * 13) & 255 for i in range(w * h * 3)))
+    tags = [(256, 4, 1, w), (257, 4, 1, h), (258, 3, 3, None), (259, 3, 1, 8), (262, 3, 1, 2), (273, 4, 1, None),
+            (277, 3, 1, 3), (278, 4, 1, h), (279, 4, 1, len(strip))]
+    bps_at = 8 + 2 + 12 * len(tags) + 4
+    out = b"II*\0" + struct.pack("<IH", 8, len(tags))
+    for tag, typ, count, val in tags:
+        val = bps_at if tag == 258 else bps_at + 6 if tag == 273 else val
+        out += struct.pack("<HHIHH" if typ == 3 and count == 1 else "<HHII", tag, typ, count, *((val, 0) if typ == 3 and count == 1 else (val,)))
+    return out + struct.pack("<I", 0) + struct.pack("<HHH", 8, 8, 8) + strip
+
+
+def image_model(data, pixel_format="RGB"):
+    init = numpy_helper.from_array(np.frombuffer(data, np.uint8).copy(), "encoded")
+    node = helper.make_node("ImageDecoder", ["encoded"], ["y"], name="decode_it", pixel_format=pixel_format)
+    g = helper.make_graph([node], "g", [], [helper.make_tensor_value_info("y", TensorProto.UINT8, None)], initializer=[init])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 20)])
+
+
+def run_image(tmp_path, data, pixel_format="RGB"):
+    p = write(tmp_path / "img.onnx", image_model(data, pixel_format))
+    out = tmp_path / "out.npz"
+    if out.exists():
+        out.unlink()
+    r = lathe("run", p, "--output", out)
+    if r.returncode == 3 and "built without" in r.stderr:
+        pytest.skip(r.stderr.strip())
+    return r, (np.load(out)["y"] if r.returncode == 0 else None)
+
+
+IMAGE_FORMATS = {
+    "png": ("PNG", lambda: img_png(3, 2)),
+    "webp": ("WebP", lambda: img_webp(3, 2)),
+    "jpeg2000": ("JPEG 2000", lambda: img_j2k(3, 2)),
+    "tiff": ("TIFF", lambda: img_tiff(3, 2)),
+}
+
+
+def bad_png_zlib():
+    return img_png(3, 2, idat=bytes(range(7, 40)))
+
+
+def bad_png_crc():
+    data = bytearray(img_png(3, 2))
+    data[20] ^= 1  # a byte of IHDR's height
+    return bytes(data)
+
+
+HOSTILE = {
+    "png": [bad_png_zlib, bad_png_crc, lambda: img_png(100000, 100000, idat=zlib.compress(b"\0" * 64)),
+            lambda: img_png(0x7FFFFFFF, 1, idat=zlib.compress(b"\0" * 64))],
+    "webp": [lambda: img_webp(3, 2, cut_stream=True), lambda: img_webp(16383, 16383, cut_stream=True),
+             lambda: img_webp_canvas(20000, 20000), lambda: img_webp_canvas(1 << 24, 1 << 24)],
+    "jpeg2000": [lambda: img_j2k(100000, 100000), lambda: img_j2k(0, 0), lambda: img_j2k(1 << 31, 1 << 31)],
+    "tiff": [lambda: img_tiff(100000, 100000, strip=zlib.compress(b"\0" * 30)),
+             lambda: img_tiff(3, 2, strip=b"\x78\x9c" + b"\xff" * 20)],
+}
+
+
+@pytest.mark.parametrize("fmt", sorted(IMAGE_FORMATS))
+def test_image_decoder_valid(tmp_path, fmt):
+    """The hand-made files decode (so the hostile variants below start from something valid)."""
+    r, y = run_image(tmp_path, IMAGE_FORMATS[fmt][1]())
+    assert r.returncode == 0, r.stderr
+    assert y.shape == (2, 3, 3) and y.dtype == np.uint8
+    expect = {"png": [0, 40, 80], "webp": [10, 200, 30], "jpeg2000": [128, 128, 128], "tiff": [0, 13, 26]}[fmt]
+    assert list(y[0, 0]) == expect, y
+
+
+@pytest.mark.parametrize("fmt", sorted(IMAGE_FORMATS))
+def test_image_decoder_truncated(tmp_path, fmt):
+    name, make = IMAGE_FORMATS[fmt]
+    data = make()
+    for cut in sorted({12, 16, max(12, len(data) // 3), len(data) // 2, len(data) - 6}):  # the signature stays
+        r, _ = run_image(tmp_path, data[:cut])
+        msg = r.stdout + r.stderr
+        assert r.returncode == 2, f"{fmt} cut at {cut}: exit {r.returncode}\n{msg}"
+        assert "decode_it" in msg and name in msg, f"{fmt} cut at {cut}: {msg}"
+        assert not (tmp_path / "out.npz").exists()
+
+
+@pytest.mark.parametrize("fmt", sorted(HOSTILE))
+def test_image_decoder_corrupt_and_huge(tmp_path, fmt):
+    name = IMAGE_FORMATS[fmt][0]
+    for i, make in enumerate(HOSTILE[fmt]):
+        r, _ = run_image(tmp_path, make())
+        msg = r.stdout + r.stderr
+        assert r.returncode == 2, f"{fmt} case {i}: exit {r.returncode}\n{msg}"
+        assert "decode_it" in msg and name in msg, f"{fmt} case {i}: {msg}"
+        assert not (tmp_path / "out.npz").exists()
+    # a huge header names the size and the limit
+    huge = HOSTILE[fmt][{"png": 2, "webp": 2, "jpeg2000": 0, "tiff": 0}[fmt]]()
+    r, _ = run_image(tmp_path, huge)
+    assert r.returncode == 2 and "too large" in r.stderr, r.stderr
