@@ -27,7 +27,8 @@ if not os.path.isabs(LATHE):
 RNG = np.random.default_rng(23)
 MS = "com.microsoft"
 BACKENDS = tuple(os.environ.get("CONTRIB_BACKENDS", "interp,cpu,loopir").split(","))
-NP2ONNX = {np.float32: T.FLOAT, np.float16: T.FLOAT16, np.int64: T.INT64, np.int32: T.INT32, np.uint8: T.UINT8}
+NP2ONNX = {np.float32: T.FLOAT, np.float16: T.FLOAT16, np.int64: T.INT64, np.int32: T.INT32, np.uint8: T.UINT8,
+           np.int8: T.INT8}
 
 
 def lathe(*args, cache=None):
@@ -449,6 +450,166 @@ def test_group_query_attention(tmp_path, cache, B, S, N, Nkv, P, packed, rotary,
     m = model([node("GroupQueryAttention", ins, ["y", "pk_out", "pv_out"], **attrs)], feeds,
               ["y", "pk_out", "pv_out"], inits)
     check(tmp_path, cache, m, feeds)
+
+
+# ---- DynamicQuantizeLSTM ----
+
+def quantize_lstm_weight(w, per_col, signed):
+    """w float [D, G, K] (ONNX LSTM's layout) -> (q [D, K, G] transposed as DynamicQuantizeLSTM takes
+    it, scale, zero point ([D] or [D, G]), the dequantized float weight [D, G, K])."""
+    wt = np.transpose(w, (0, 2, 1))  # [D, K, G]
+    amax = np.abs(wt).max(axis=1) if per_col else np.abs(wt).max(axis=(1, 2))  # [D, G] or [D]
+    if signed:  # |q| <= 60: onnxruntime's AVX2 uint8 x int8 GEMM saturates 16-bit pair sums (see q8 below)
+        scale = (amax / 60.0).astype(np.float32)
+        zp = np.zeros(scale.shape, np.int8)
+    else:  # onnxruntime needs one zero point for every column of a uint8 weight
+        scale = (amax / 100.0).astype(np.float32)
+        zp = np.full(scale.shape, 128, np.uint8)
+    s = scale[:, None, :] if per_col else scale[:, None, None]
+    z = zp.astype(np.float32)[:, None, :] if per_col else zp.astype(np.float32)[:, None, None]
+    lo, hi = (-127, 127) if signed else (0, 255)
+    q = np.clip(np.round(wt / s) + z, lo, hi).astype(np.int8 if signed else np.uint8)
+    deq = ((q.astype(np.float32) - z) * s).astype(np.float32)
+    return q, scale, zp, np.ascontiguousarray(np.transpose(deq, (0, 2, 1)))
+
+
+@pytest.mark.parametrize("direction,per_col,signed,outs", [
+    ("forward", False, True, ["y", "yh", "yc"]), ("reverse", True, True, ["y", "yh"]),
+    ("bidirectional", False, False, ["y", "yh", "yc"]), ("bidirectional", True, False, ["y", "", "yc"]),
+    ("forward", True, False, ["y"]),
+])
+def test_dynamic_quantize_lstm(tmp_path, cache, direction, per_col, signed, outs):
+    """The reference is onnxruntime's float LSTM on the dequantized weights: its DynamicQuantizeLSTM
+    kernel also quantizes X and the hidden state to uint8 for its integer GEMMs, which lathe does not
+    (it dequantizes the weights once), so that kernel is only checked to be close (layout and scales
+    right, activation rounding apart)."""
+    T_, B, I, H = 4, 2, 5, 3
+    D = 2 if direction == "bidirectional" else 1
+    qw, sw, zw, fw = quantize_lstm_weight(rnd(D, 4 * H, I), per_col, signed)
+    qr, sr, zr, fr = quantize_lstm_weight(rnd(D, 4 * H, H), per_col, signed)
+    inits = {"bias": rnd(D, 8 * H), "h0": rnd(D, B, H), "c0": rnd(D, B, H)}
+    feeds = {"x": rnd(T_, B, I)}
+    q_inits = dict(inits, W=qw, R=qr, W_scale=sw, W_zero_point=zw, R_scale=sr, R_zero_point=zr)
+    q_in = ["x", "W", "R", "bias", "", "h0", "c0", "", "W_scale", "W_zero_point", "R_scale", "R_zero_point"]
+    named = [o for o in outs if o]
+    m = model([node("DynamicQuantizeLSTM", q_in, outs, direction=direction, hidden_size=H)], feeds, named, q_inits)
+    ref = model([node("LSTM", ["x", "W", "R", "bias", "", "h0", "c0"], outs, domain="", direction=direction,
+                      hidden_size=H)], feeds, named, dict(inits, W=fw, R=fr))
+    want = dict(zip(named, ort_run(ref, feeds)))
+    for k, v in zip(named, ort_run(m, feeds)):
+        np.testing.assert_allclose(v, want[k], atol=0.05, err_msg=f"onnxruntime's kernel {k}")
+    check(tmp_path, cache, m, feeds, expected=want)
+
+
+def test_dynamic_quantize_lstm_bad_scale(tmp_path, cache):
+    qw, sw, zw, _ = quantize_lstm_weight(rnd(1, 12, 5), False, True)
+    qr, sr, zr, _ = quantize_lstm_weight(rnd(1, 12, 3), False, True)
+    m = model([node("DynamicQuantizeLSTM", ["x", "W", "R", "", "", "", "", "", "ws", "W_zero_point", "R_scale",
+                                            "R_zero_point"], ["y"], hidden_size=3)],
+              {"x": rnd(4, 2, 5)}, ["y"], dict(W=qw, R=qr, ws=np.ones(5, np.float32), W_zero_point=zw, R_scale=sr,
+                                                R_zero_point=zr))
+    path = str(tmp_path / "bad.onnx")
+    onnx.save(m, path)
+    np.save(tmp_path / "x.npy", rnd(4, 2, 5))
+    r = lathe("run", path, "--input", f"x={tmp_path / 'x.npy'}", cache=cache)
+    assert r.returncode != 0 and "W_scale must have shape [1] or [1, 12]" in r.stderr, r.stderr
+
+
+# ---- DynamicQuantizeMatMul, MatMulIntegerToFloat ----
+
+def q8(shape, dt):
+    # onnxruntime's AVX2 uint8 x int8 GEMM (vpmaddubsw) saturates the 16-bit sum of two products, which
+    # the spec does not: int8 weights stay within [-60, 60] so no pair sum reaches 2^15 (255 * 60 * 2)
+    if dt == np.int8:
+        v = RNG.integers(-60, 61, shape)
+        return np.where(v == 0, 1, v).astype(np.int8)
+    return RNG.integers(1, 256, shape).astype(np.uint8)
+
+
+@pytest.mark.parametrize("a_shape,bdt,per_col,zp,bias", [
+    ((3, 16), np.int8, False, False, False), ((2, 3, 16), np.int8, True, False, True),
+    ((4, 24), np.uint8, True, True, True), ((2, 2, 24), np.uint8, False, True, False),
+])
+def test_dynamic_quantize_matmul(tmp_path, cache, a_shape, bdt, per_col, zp, bias):
+    K, N = a_shape[-1], 8
+    inits = {"B": q8((K, N), bdt), "bs": rnd(N, lo=0.01, hi=0.05) if per_col else np.array(0.02, np.float32)}
+    ins = ["a", "B", "bs", "", ""]
+    if zp:  # onnxruntime's uint8 B: one zero point (a per-column one must still be a single value)
+        inits["bz"] = np.full((N,) if per_col else (), 120, bdt)
+        ins[3] = "bz"
+    if bias:
+        inits["bias"] = rnd(N)
+        ins[4] = "bias"
+    feeds = {"a": rnd(*a_shape)}
+    check(tmp_path, cache, model([node("DynamicQuantizeMatMul", ins, ["y"])], feeds, ["y"], inits), feeds)
+
+
+@pytest.mark.parametrize("adt,bdt,per_col,zps,bias", [
+    (np.uint8, np.int8, False, False, False), (np.uint8, np.int8, True, True, True),
+    (np.uint8, np.uint8, True, True, False), (np.int8, np.int8, False, False, True),
+])
+def test_matmul_integer_to_float(tmp_path, cache, adt, bdt, per_col, zps, bias):
+    K, N = 20, 6
+    inits = {"B": q8((K, N), bdt), "as": np.array(0.03, np.float32),
+             "bs": rnd(N, lo=0.01, hi=0.05) if per_col else np.array(0.02, np.float32)}
+    ins = ["a", "B", "as", "bs", "", "", ""]
+    if zps:
+        inits["az"] = np.array(7 if adt == np.uint8 else 0, adt)
+        inits["bz"] = np.full((N,) if per_col else (), 3 if bdt == np.uint8 else 0, bdt)
+        ins[4:6] = ["az", "bz"]
+    if bias:
+        inits["bias"] = rnd(N)
+        ins[6] = "bias"
+    a = q8((2, 3, K), adt) if adt == np.uint8 else RNG.integers(-60, 61, (2, 3, K)).astype(np.int8)
+    feeds = {"a": a}
+    check(tmp_path, cache, model([node("MatMulIntegerToFloat", ins, ["y"])], feeds, ["y"], inits), feeds)
+
+
+# ---- EmbedLayerNormalization ----
+
+@pytest.mark.parametrize("segment,mask,pos_ids,beta,emb_sum", [
+    (True, True, None, True, True), (False, False, None, True, False), (True, False, "row", True, True),
+    (False, True, "batch", False, False), (True, True, "batch", True, False),
+])
+def test_embed_layer_norm(tmp_path, cache, segment, mask, pos_ids, beta, emb_sum):
+    B, S, H, V, P = 2, 5, 16, 30, 8
+    feeds = {"ids": RNG.integers(0, V, (B, S)).astype(np.int32)}
+    inits = {"word": rnd(V, H), "pos": rnd(P, H), "gamma": rnd(H), "beta": rnd(H), "seg": rnd(2, H)}
+    ins = ["ids", "", "word", "pos", "", "gamma", "beta" if beta else "", "", ""]
+    if segment:
+        feeds["segs"] = RNG.integers(0, 2, (B, S)).astype(np.int32)
+        ins[1], ins[4] = "segs", "seg"
+    if mask:
+        mk = RNG.integers(0, 2, (B, S)).astype(np.int32)
+        mk[:, 0] = 1
+        feeds["mask"] = mk
+        ins[7] = "mask"
+    if pos_ids:
+        feeds["pids"] = RNG.integers(0, P, (1 if pos_ids == "row" else B, S)).astype(np.int32)
+        ins[8] = "pids"
+    outs = ["y", ("mask_index", T.INT32)] + (["emb_sum"] if emb_sum else [])
+    inits = {k: v for k, v in inits.items() if k in ins}
+    m = model([node("EmbedLayerNormalization", ins, [o if isinstance(o, str) else o[0] for o in outs],
+                    epsilon=1e-5)], feeds, outs, inits)
+    want = None
+    if not beta:  # onnxruntime's CPU kernel reads beta unconditionally: compare with beta = 0
+        ref = model([node("EmbedLayerNormalization", ins[:6] + ["zero_beta"] + ins[7:],
+                          [o if isinstance(o, str) else o[0] for o in outs], epsilon=1e-5)], feeds, outs,
+                    dict(inits, zero_beta=np.zeros(H, np.float32)))
+        want = dict(zip([o if isinstance(o, str) else o[0] for o in outs], ort_run(ref, feeds)))
+    check(tmp_path, cache, m, feeds, expected=want)
+
+
+def test_embed_layer_norm_bad_id(tmp_path, cache):
+    m = model([node("EmbedLayerNormalization", ["ids", "", "word", "pos", "", "gamma", "beta"], ["y", "mi"])],
+              {"ids": np.zeros((1, 3), np.int32)}, ["y", ("mi", T.INT32)],
+              {"word": rnd(4, 8), "pos": rnd(3, 8), "gamma": rnd(8), "beta": rnd(8)})
+    path = str(tmp_path / "bad.onnx")
+    onnx.save(m, path)
+    np.save(tmp_path / "ids.npy", np.array([[0, 9, 1]], np.int32))
+    for b in BACKENDS:
+        r = lathe("run", path, "--backend", b, "--input", f"ids={tmp_path / 'ids.npy'}", cache=cache)
+        assert r.returncode != 0 and "9" in r.stderr, (b, r.stderr)
 
 
 # ---- onnxruntime's transformer optimizer ----

@@ -20,6 +20,8 @@
  *                            the rotated dims sliced in halves (or in pairs through a [.., R/2, 2]
  *                            reshape), x1 c - x2 s and x2 c + x1 s concatenated back, the rest kept
  *   Attention / MultiHeadAttention / GroupQueryAttention: expand_contrib_attn.c
+ *   DynamicQuantizeLSTM / DynamicQuantizeMatMul / MatMulIntegerToFloat / EmbedLayerNormalization:
+ *                            expand_contrib_quant.c
  * Left alone (the interpreter runs them): inputs whose rank (norms, FusedMatMul) or shape (rotary,
  * attention) is not known yet, ops or attribute values the rewrite does not cover. Level -O1. It runs
  * in the simplification group (last): a round rewrites what that round's folding made static (a Reshape
@@ -434,6 +436,9 @@ static lt_status rewrite(lt_ctx *ctx, lt_graph *g, lt_node *n, bool *changed) {
         return rw_simplified_norm(&b, n, changed);
     case LT_OP_MatMulNBits: return rw_nbits(&b, n, changed);
     case LT_OP_MsRotaryEmbedding: return rw_rotary(&b, n, changed);
+    case LT_OP_DynamicQuantizeLSTM: case LT_OP_DynamicQuantizeMatMul: case LT_OP_MatMulIntegerToFloat:
+    case LT_OP_EmbedLayerNormalization:
+        return xc_quant(&b, n, changed);
     default: return xc_attention(&b, n, changed);
     }
 }

@@ -1,5 +1,6 @@
 /* expand_contrib.h — private to the expand_contrib pass (expand_contrib.c: the pass, small ops, norms,
- * MatMulNBits, rotary; expand_contrib_attn.c: the attention ops): a builder that places new standard
+ * MatMulNBits, rotary; expand_contrib_attn.c: the attention ops; expand_contrib_quant.c: the quantized
+ * ops and EmbedLayerNormalization): a builder that places new standard
  * ops (with the opset their semantics are written for) before the node being rewritten. */
 #ifndef LT_EXPAND_CONTRIB_H
 #define LT_EXPAND_CONTRIB_H
@@ -41,5 +42,8 @@ lt_status xc_rotate_head(xc *b, lt_value *x, int rank, const int64_t *xd, int64_
 
 /* expand_contrib_attn.c: Attention, MultiHeadAttention, GroupQueryAttention (other ops: left alone). */
 lt_status xc_attention(xc *b, lt_node *n, bool *changed);
+/* expand_contrib_quant.c: DynamicQuantizeLSTM, DynamicQuantizeMatMul, MatMulIntegerToFloat,
+ * EmbedLayerNormalization (other ops: left alone). */
+lt_status xc_quant(xc *b, lt_node *n, bool *changed);
 
 #endif

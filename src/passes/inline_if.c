@@ -35,59 +35,9 @@ static bool branch_copyable(const lt_graph *b, int n_out, bool static_shapes) {
     return true;
 }
 
-typedef struct inliner {
-    lt_graph *g;       /* the main graph */
-    lt_node *before;   /* the If */
-    lt_value **map;    /* branch value id -> main-graph value */
-} inliner;
-
-static lt_status resolve(lt_ctx *ctx, inliner *in, lt_value *v, lt_value **out) {
-    *out = NULL;
-    if (!v) return LT_OK;
-    if (in->map[v->id]) {
-        *out = in->map[v->id];
-        return LT_OK;
-    }
-    if (v->outer) *out = v->outer;
-    else if (v->init) LT_TRY(lt_value_new_const(ctx, in->g, v->name, lt_tensor_retain(v->init), out));
-    else return lt_error(ctx, LT_ERR_INTERNAL, "inline_if: branch value '%s' has no definition", v->name);
-    in->map[v->id] = *out;
-    return LT_OK;
-}
-
 /* Copy branch b's nodes before the If; outs[k] the main-graph value of b's output k. */
 static lt_status copy_branch(lt_ctx *ctx, lt_graph *g, lt_node *iff, const lt_graph *b, lt_value **outs) {
-    inliner in = {g, iff, lt_calloc(ctx, (size_t)b->n_values + 1, sizeof(lt_value *), "inline_if map")};
-    if (!in.map) return LT_ERR_NOMEM;
-    lt_status s = LT_OK;
-    lt_value *args[64];
-    for (int i = 0; i < b->n_nodes && s == LT_OK; i++) {
-        const lt_node *bn = b->nodes[i];
-        if (bn->n_in > 64) {
-            s = lt_error(ctx, LT_ERR_INTERNAL, "inline_if: node with %d inputs", bn->n_in);
-            break;
-        }
-        for (int k = 0; k < bn->n_in && s == LT_OK; k++) s = resolve(ctx, &in, bn->in[k], &args[k]);
-        lt_node *nn = NULL;
-        const char *hint = bn->n_out && bn->out[0] ? bn->out[0]->name : bn->op_type;
-        if (s == LT_OK) s = lt_node_new(ctx, g, bn->op_type, bn->domain, bn->n_in, args, bn->n_out, hint, iff, &nn);
-        if (s == LT_OK) s = lt_node_copy_attrs(ctx, nn, bn);
-        if (s != LT_OK) break;
-        nn->name = bn->name;
-        nn->opset = bn->opset;
-        for (int k = 0; k < bn->n_out; k++) {
-            if (bn->out[k]) {
-                in.map[bn->out[k]->id] = nn->out[k];
-            } else { /* an optional output the branch did not request */
-                nn->out[k]->producer = NULL;
-                nn->out[k] = NULL;
-            }
-        }
-        s = lt_node_infer(ctx, nn);
-    }
-    for (int k = 0; k < b->n_outputs && s == LT_OK; k++) s = resolve(ctx, &in, b->outputs[k], &outs[k]);
-    lt_mem_free(in.map);
-    return s;
+    return lt_pu_copy_subgraph(ctx, g, iff, b, NULL, NULL, "inline_if", outs);
 }
 
 static bool same_static_type(const lt_value *a, const lt_value *b) {

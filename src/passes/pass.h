@@ -132,6 +132,7 @@ extern const lt_pass lt_pass_convt_phases, lt_pass_instnorm_layernorm, lt_pass_g
 extern const lt_pass lt_pass_expand_quant;  /* expand_quant.c */
 extern const lt_pass lt_pass_widen_gemm;    /* widen_gemm.c */
 extern const lt_pass lt_pass_inline_if;     /* inline_if.c */
+extern const lt_pass lt_pass_unroll_loop;   /* unroll_loop.c */
 extern const lt_pass lt_pass_layout_nchwc; /* layout_nchwc.c */
 extern const lt_pass lt_pass_expand_contrib; /* expand_contrib.c (+ expand_contrib_attn.c) */
 

@@ -19,6 +19,7 @@ static const lt_pipeline_entry pipeline[] = {
     {&lt_pass_expand_quant, LT_PIPE_FIXPOINT, LT_PIPE_ON},   /* (De)QuantizeLinear, *Integer -> exact float ops (-O1) */
     {&lt_pass_widen_gemm, LT_PIPE_FIXPOINT, LT_PIPE_ON},     /* f16/bf16 GEMM, conv -> f32 on CPU targets    (-O1) */
     {&lt_pass_inline_if, LT_PIPE_FIXPOINT, LT_PIPE_ON},      /* If -> taken branch, or both + Where          (-O1) */
+    {&lt_pass_unroll_loop, LT_PIPE_FIXPOINT, LT_PIPE_ON},    /* Loop with a static trip count -> body copies (-O1) */
     {&lt_pass_simplify, LT_PIPE_FIXPOINT, LT_PIPE_ON},       /* identities, chains, constant Where           (-O2) */
     {&lt_pass_fold_batchnorm, LT_PIPE_FIXPOINT, LT_PIPE_ON}, /* Conv/Gemm/MatMul(+Add) + BatchNorm -> weights (-O2) */
     {&lt_pass_patterns, LT_PIPE_FIXPOINT, LT_PIPE_ON},       /* decomposed LayerNorm / GELU -> one op         (-O3) */

@@ -336,3 +336,67 @@ lt_status lt_pu_group_norm(lt_ctx *ctx, lt_graph *g, lt_node *before, lt_value *
     if (xb != x) LT_TRY(lt_pu_reshape(ctx, g, *out, rank, xd, hint, before, out));
     return LT_OK;
 }
+
+typedef struct sub_copy {
+    lt_graph *g;
+    lt_value **map;    /* b's value id -> value of g, for this copy */
+    lt_value **consts; /* b's initializer id -> constant of g, shared across copies (may be NULL) */
+    const char *who;
+} sub_copy;
+
+static lt_status sub_resolve(lt_ctx *ctx, sub_copy *c, lt_value *v, lt_value **out) {
+    *out = NULL;
+    if (!v) return LT_OK;
+    if (c->map[v->id]) {
+        *out = c->map[v->id];
+        return LT_OK;
+    }
+    if (v->outer) {
+        *out = v->outer;
+    } else if (v->init) {
+        if (c->consts && c->consts[v->id]) *out = c->consts[v->id];
+        else LT_TRY(lt_value_new_const(ctx, c->g, v->name, lt_tensor_retain(v->init), out));
+        if (c->consts) c->consts[v->id] = *out;
+    } else {
+        return lt_error(ctx, LT_ERR_INTERNAL, "%s: subgraph value '%s' has no definition", c->who, v->name);
+    }
+    c->map[v->id] = *out;
+    return LT_OK;
+}
+
+/* One node of b copied before `before`; its outputs recorded in the map. */
+static lt_status sub_copy_node(lt_ctx *ctx, sub_copy *c, lt_node *before, const lt_node *bn) {
+    lt_value *args[64];
+    if (bn->n_in > 64) return lt_error(ctx, LT_ERR_INTERNAL, "%s: node with %d inputs", c->who, bn->n_in);
+    for (int k = 0; k < bn->n_in; k++) LT_TRY(sub_resolve(ctx, c, bn->in[k], &args[k]));
+    lt_node *nn;
+    const char *hint = bn->n_out && bn->out[0] ? bn->out[0]->name : bn->op_type;
+    LT_TRY(lt_node_new(ctx, c->g, bn->op_type, bn->domain, bn->n_in, args, bn->n_out, hint, before, &nn));
+    LT_TRY(lt_node_copy_attrs(ctx, nn, bn));
+    nn->name = bn->name;
+    nn->opset = bn->opset;
+    for (int k = 0; k < bn->n_out; k++) {
+        if (bn->out[k]) {
+            c->map[bn->out[k]->id] = nn->out[k];
+        } else { /* an optional output the subgraph did not request */
+            nn->out[k]->producer = NULL;
+            nn->out[k] = NULL;
+        }
+    }
+    return lt_node_infer(ctx, nn);
+}
+
+lt_status lt_pu_copy_subgraph(lt_ctx *ctx, lt_graph *g, lt_node *before, const lt_graph *b, lt_value *const *ins,
+                              lt_value **consts, const char *who, lt_value **outs) {
+    sub_copy c = {g, lt_calloc(ctx, (size_t)b->n_values + 1, sizeof(lt_value *), "subgraph copy map"), consts, who};
+    if (!c.map) return LT_ERR_NOMEM;
+    lt_status s = LT_OK;
+    for (int i = 0; i < b->n_inputs && s == LT_OK; i++) {
+        if (!ins || !ins[i]) s = lt_error(ctx, LT_ERR_INTERNAL, "%s: subgraph input '%s' is not bound", who, b->inputs[i]->name);
+        else c.map[b->inputs[i]->id] = ins[i];
+    }
+    for (int i = 0; i < b->n_nodes && s == LT_OK; i++) s = sub_copy_node(ctx, &c, before, b->nodes[i]);
+    for (int k = 0; k < b->n_outputs && s == LT_OK; k++) s = sub_resolve(ctx, &c, b->outputs[k], &outs[k]);
+    lt_mem_free(c.map);
+    return s;
+}

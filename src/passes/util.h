@@ -76,6 +76,15 @@ typedef lt_status (*lt_pu_rewrite_fn)(lt_ctx *ctx, lt_graph *g, lt_node *n, bool
 lt_status lt_pu_rewrite_each(lt_ctx *ctx, lt_model *m, bool (*match)(const lt_node *n), lt_pu_rewrite_fn rewrite,
                              bool *changed);
 
+/* Copy the nodes of subgraph b (no nested subgraphs) into g before `before`, in order, each
+ * inferred: b's input i reads ins[i] (ins may be NULL when b has no inputs), an outer-scope
+ * reference reads the outer value, an initializer becomes a constant of g (memoized in consts[v->id]
+ * when consts, an array of b->n_values entries, is given: copies made in turn share one constant),
+ * an optional output b's node omitted stays omitted. outs[k] is the value of g for b's output k.
+ * `who` names the pass in errors. */
+lt_status lt_pu_copy_subgraph(lt_ctx *ctx, lt_graph *g, lt_node *before, const lt_graph *b, lt_value *const *ins,
+                              lt_value **consts, const char *who, lt_value **outs);
+
 /* fold_shapes.c: fold node n if it is Shape / Size of a value with known dims, or Gather of such a
  * Shape; *done when n's output became a constant (the caller removes n). fold_constants calls it
  * while it walks so that one sweep folds the shape arithmetic of every layer of a deep model. */

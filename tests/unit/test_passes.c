@@ -465,7 +465,7 @@ static void test_manager_options(void) {
     build_busy(&b);
     lt_pass_options od = {.level = 1, .disable = "dce, fold_shapes, resize_gather, unroll_rnn, convt_phases, "
                                                  "instnorm_layernorm, groupnorm_layernorm, einsum_matmul, expand_contrib, "
-                                                 "expand_quant, widen_gemm, inline_if"};
+                                                 "expand_quant, widen_gemm, inline_if, unroll_loop"};
     CHECK_OK(lt_passes_run(&b.ctx, b.m, &od, &rep), &b.ctx);
     for (int i = 0; i < rep.n; i++) CHECK(strcmp(rep.runs[i].name, "fold_constants") == 0);
     CHECK(b.g->n_nodes == 17);

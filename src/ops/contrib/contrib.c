@@ -2,7 +2,9 @@
  * hooks that drive each op's check and compute functions, and the helpers the op files share.
  * The ops: contrib_act.c (Gelu, FastGelu, BiasGelu, QuickGelu, BiasAdd), contrib_norm.c (the skip and
  * simplified layer norms), contrib_matmul.c (FusedMatMul, MatMulNBits), contrib_rotary.c
- * (RotaryEmbedding), contrib_attention.c (Attention, MultiHeadAttention, GroupQueryAttention). */
+ * (RotaryEmbedding), contrib_attention.c (Attention, MultiHeadAttention, GroupQueryAttention),
+ * contrib_quant.c (DynamicQuantizeMatMul, MatMulIntegerToFloat, EmbedLayerNormalization),
+ * contrib_qlstm.c (DynamicQuantizeLSTM, with its own hooks). */
 #include "contrib_impl.h"
 
 #include <math.h>
@@ -12,9 +14,13 @@
 const lt_op_reg lt_ops_contrib[] = {
     {LT_OP_BiasAdd, ct_infer, ct_eval},
     {LT_OP_BiasGelu, ct_infer, ct_eval},
+    {LT_OP_DynamicQuantizeLSTM, ct_qlstm_infer, ct_qlstm_eval},
+    {LT_OP_DynamicQuantizeMatMul, ct_infer, ct_eval},
+    {LT_OP_EmbedLayerNormalization, ct_infer, ct_eval},
     {LT_OP_FastGelu, ct_infer, ct_eval},
     {LT_OP_FusedMatMul, ct_infer, ct_eval},
     {LT_OP_GroupQueryAttention, ct_infer, ct_eval},
+    {LT_OP_MatMulIntegerToFloat, ct_infer, ct_eval},
     {LT_OP_MatMulNBits, ct_infer, ct_eval},
     {LT_OP_MultiHeadAttention, ct_infer, ct_eval},
     {LT_OP_QuickGelu, ct_infer, ct_eval},
@@ -29,7 +35,8 @@ const lt_op_reg lt_ops_contrib[] = {
 };
 
 static const ct_op *find_op(int op) {
-    const ct_op *const tables[] = {ct_ops_act, ct_ops_norm, ct_ops_matmul, ct_ops_rotary, ct_ops_attention};
+    const ct_op *const tables[] = {ct_ops_act, ct_ops_norm, ct_ops_matmul, ct_ops_rotary, ct_ops_attention,
+                                      ct_ops_quant};
     for (size_t t = 0; t < sizeof tables / sizeof *tables; t++)
         for (const ct_op *o = tables[t]; o->op; o++)
             if (o->op == op) return o;

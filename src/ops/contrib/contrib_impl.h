@@ -48,11 +48,14 @@ typedef struct ct_op {
 } ct_op;
 
 /* The ops, one table per file (each ended by an entry with op 0). */
-extern const ct_op ct_ops_act[], ct_ops_norm[], ct_ops_matmul[], ct_ops_rotary[], ct_ops_attention[];
+extern const ct_op ct_ops_act[], ct_ops_norm[], ct_ops_matmul[], ct_ops_rotary[], ct_ops_attention[], ct_ops_quant[];
 
 /* Generic hooks for lt_ops_contrib. */
 lt_status ct_infer(lt_infer *ic, lt_node *n);
 lt_status ct_eval(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum **out);
+/* DynamicQuantizeLSTM's own hooks (contrib_qlstm.c): the LSTM reference on dequantized weights. */
+lt_status ct_qlstm_infer(lt_infer *ic, lt_node *n);
+lt_status ct_qlstm_eval(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum **out);
 
 /* ---- helpers for checks (contrib.c) ---- */
 bool ct_present(const ct_arg *a);
