@@ -87,11 +87,15 @@ phase_build() {
         row "build" "FAILED" "see $BUILD/cmake.log"
         return 1
     fi
-    # the benchmark driver: linked against the static library (+ libjpeg if the library needs it)
-    local cc=${CC:-cc} out="$BUILD/bench_kernels"
+    # the benchmark driver: linked against the static library and the optional image codecs it may
+    # have been built with (every one pkg-config knows; an unused one costs nothing)
+    local cc=${CC:-cc} out="$BUILD/bench_kernels" codecs=() p
+    for p in libpng libwebp libopenjp2 libtiff-4; do
+        pkg-config --exists "$p" 2>/dev/null && codecs+=($(pkg-config --libs "$p"))
+    done
     local flags=(-std=gnu11 -O2 -I"$ROOT/src" -I"$ROOT/include" "$ROOT/bench/gpu/bench_kernels.c" "$BUILD/liblathe.a")
-    if "$cc" "${flags[@]}" -lz -lm -ldl -lpthread -o "$out" >"$BUILD/bench_build.log" 2>&1 ||
-        "$cc" "${flags[@]}" -ljpeg -lz -lm -ldl -lpthread -o "$out" >>"$BUILD/bench_build.log" 2>&1; then
+    if "$cc" "${flags[@]}" "${codecs[@]}" -lz -lm -ldl -lpthread -o "$out" >"$BUILD/bench_build.log" 2>&1 ||
+        "$cc" "${flags[@]}" "${codecs[@]}" -ljpeg -lz -lm -ldl -lpthread -o "$out" >>"$BUILD/bench_build.log" 2>&1; then
         row "bench_kernels build" "ok" "$out"
     else
         tail -20 "$BUILD/bench_build.log"
