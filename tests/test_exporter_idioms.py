@@ -330,3 +330,28 @@ def test_if_with_branches_of_different_shapes_stays_on_host(tmp_path, cache):
     r = lathe("compile", m, cache=cache)
     assert r.returncode == 0 and re.search(r"\b1 host steps", r.stdout), r.stdout + r.stderr
     same_as_interp(m, tmp_path, cache, "--input", f"c={tmp_path / 'c.npy'}")
+
+
+def test_if_edge_cases(tmp_path, cache):
+    """A branch that outputs a model input (the output keeps its name, through an Identity); a float
+    condition of 0.5 (true, as the interpreter reads it); a run-time condition whose untaken branch
+    would fail on an index (left to the interpreter, which runs only the taken branch)."""
+    passthru = helper.make_graph([], "then", [], [vi("x", [3, 6])])
+    neg = helper.make_graph([helper.make_node("Neg", ["x"], ["e"])], "else", [], [vi("e", [3, 6])])
+    half = numpy_helper.from_array(np.array(0.5, np.float32), "half")
+    m = save(tmp_path / "if1.onnx", [helper.make_node("If", ["half"], ["y"], then_branch=passthru, else_branch=neg)],
+             [vi("x", [3, 6])], [vi("y", [3, 6])], [half])
+    np.save(tmp_path / "x.npy", RNG.uniform(-1, 1, [3, 6]).astype(np.float32))
+    same_as_interp(m, tmp_path, cache, "--input", f"x={tmp_path / 'x.npy'}")
+    y = outputs_of(m, "cpu", tmp_path, cache, "--input", f"x={tmp_path / 'x.npy'}")["y"]
+    np.testing.assert_array_equal(y, np.load(tmp_path / "x.npy"))
+
+    table = numpy_helper.from_array(RNG.uniform(-1, 1, [4]).astype(np.float32), "table")
+    take = helper.make_graph([helper.make_node("Gather", ["table", "i"], ["t"])], "then", [], [vi("t", [])])
+    zero = helper.make_graph([helper.make_node("Constant", [], ["z"], value=numpy_helper.from_array(np.array(0, np.float32)))],
+                             "else", [], [vi("z", [])])
+    m = save(tmp_path / "if2.onnx", [helper.make_node("Less", ["i", "four"], ["c"]),
+                                     helper.make_node("If", ["c"], ["y"], then_branch=take, else_branch=zero)],
+             [vi("i", [], T.INT64)], [vi("y", [])], [table, numpy_helper.from_array(np.array(4, np.int64), "four")])
+    np.save(tmp_path / "i.npy", np.array(7, np.int64))
+    same_as_interp(m, tmp_path, cache, "--input", f"i={tmp_path / 'i.npy'}")

@@ -132,3 +132,39 @@ def test_conv_integer(tmp_path, cache, cin, group, kk):
               const("wz", wz)])
     out = check(m, {"x": ints(T.UINT8, (1, cin, 7, 9))}, tmp_path, cache)
     assert len(np.unique(out["y"])) > 50
+
+
+def test_nan_quantizes_to_the_zero_point(tmp_path, cache):
+    """A NaN quotient becomes the zero point, and NaN takes no part in DynamicQuantizeLinear's range,
+    as in the interpreter."""
+    m = save(tmp_path / "nan.onnx", [
+        helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"]),
+        helper.make_node("DynamicQuantizeLinear", ["x"], ["y", "ys", "yz"])],
+        [helper.make_tensor_value_info("x", T.FLOAT, [4, 6])],
+        [helper.make_tensor_value_info("q", T.UINT8, [4, 6]), helper.make_tensor_value_info("y", T.UINT8, [4, 6]),
+         helper.make_tensor_value_info("ys", T.FLOAT, []), helper.make_tensor_value_info("yz", T.UINT8, [])],
+        [const("s", np.float32(0.05)), const("z", np.uint8(128))])
+    x = RNG.standard_normal((4, 6)).astype(np.float32)
+    x[1, 2] = x[3, 0] = np.nan
+    out = check(m, {"x": x}, tmp_path, cache)
+    assert out["q"][1, 2] == 128 and np.isfinite(out["ys"])
+
+
+@pytest.mark.parametrize("op", ["MatMulInteger", "ConvInteger"])
+def test_empty_dot_products_are_left_to_the_interpreter(tmp_path, cache, op):
+    if op == "MatMulInteger":
+        node = helper.make_node(op, ["a", "b"], ["y"])
+        ins, inits, feeds = [helper.make_tensor_value_info("a", T.UINT8, [2, 0])], [const("b", np.zeros((0, 3), np.uint8))], \
+            {"a": np.zeros((2, 0), np.uint8)}
+    else:
+        node = helper.make_node(op, ["a", "b"], ["y"])
+        ins, inits, feeds = [helper.make_tensor_value_info("a", T.UINT8, [1, 0, 4, 4])], \
+            [const("b", np.zeros((2, 0, 3, 3), np.uint8))], {"a": np.zeros((1, 0, 4, 4), np.uint8)}
+    m = save(tmp_path / "empty.onnx", [node], ins, [helper.make_tensor_value_info("y", T.INT32, None)], inits)
+    np.save(tmp_path / "a.npy", feeds["a"])
+    for b in ("interp", "cpu"):
+        r = lathe("run", m, "--backend", b, "--input", f"a={tmp_path / 'a.npy'}", "--output", tmp_path / f"{b}.npz",
+                  cache=cache)
+        assert r.returncode == 0, (b, r.stderr[-800:])
+        with np.load(tmp_path / f"{b}.npz") as z:
+            assert (z["y"] == 0).all()

@@ -201,7 +201,8 @@ static bool plan(const lt_node *n, convt *c, const lt_tensor **w, const lt_tenso
     if (*b && ((*b)->rank != 1 || (*b)->dims[0] != c->G * c->Cog)) return false;
     char err[256];
     if (!lt_convt_geometry(n, c->d, xd + 2, (*w)->dims + 2, &c->g, err, sizeof err)) return false;
-    int64_t wsize = (*w)->numel / c->G, sm; /* the new weight: Cin * Cog * prod(s * M) */
+    int64_t wsize, sm; /* the new weight: Cin * Cog * prod(s * M) */
+    if (!lt_mul_i64(c->Cin, c->Cog, &wsize)) return false;
     c->R = 1;
     for (int i = 0; i < c->d; i++) {
         if (c->g.d[i] != 1 || c->g.in[i] < 1 || c->g.out[i] < 1 || c->g.s[i] < 1 || c->g.k[i] < 1) return false;

@@ -30,6 +30,14 @@
 
 #define EXACT_TERMS 258 /* 258 * 255 * 255 < 2^24 */
 
+static int64_t numel_of(const lt_value *v) {
+    int r;
+    int64_t d[LT_MAX_RANK], n = 1;
+    if (!v || !lt_value_static_shape(v, &r, d)) return -1;
+    for (int i = 0; i < r; i++) n *= d[i];
+    return n;
+}
+
 static lt_status scalar(lt_ctx *ctx, lt_graph *g, lt_dtype dt, double v, const char *hint, lt_value **out) {
     lt_tensor *t;
     LT_TRY(lt_tensor_new(ctx, dt, 0, NULL, &t));
@@ -37,22 +45,47 @@ static lt_status scalar(lt_ctx *ctx, lt_graph *g, lt_dtype dt, double v, const c
     return lt_value_new_const(ctx, g, hint, t, out);
 }
 
+/* The name new values of node n are named after: its first requested output's, else its op's. */
+static const char *hint_of(const lt_node *n) {
+    for (int k = 0; k < n->n_out; k++)
+        if (n->out[k]) return n->out[k]->name;
+    return n->op_type;
+}
+
 static lt_status op1(lt_ctx *ctx, lt_graph *g, const char *op, lt_value *a, const char *attr, int64_t val,
                      lt_node *before, lt_value **out) {
-    return lt_pu_new_op(ctx, g, op, 1, &a, attr, val, before->out[0]->name, before, out);
+    return lt_pu_new_op(ctx, g, op, 1, &a, attr, val, hint_of(before), before, out);
 }
 
 static lt_status op2(lt_ctx *ctx, lt_graph *g, const char *op, lt_value *a, lt_value *b, lt_node *before,
                      lt_value **out) {
     lt_value *in[2] = {a, b};
-    return lt_pu_new_op(ctx, g, op, 2, in, NULL, 0, before->out[0]->name, before, out);
+    return lt_pu_new_op(ctx, g, op, 2, in, NULL, 0, hint_of(before), before, out);
 }
 
 static lt_status clip(lt_ctx *ctx, lt_graph *g, lt_value *x, double lo, double hi, lt_node *before, lt_value **out) {
     lt_value *in[3] = {x, NULL, NULL};
-    LT_TRY(scalar(ctx, g, LT_FLOAT, lo, before->out[0]->name, &in[1]));
-    LT_TRY(scalar(ctx, g, LT_FLOAT, hi, before->out[0]->name, &in[2]));
-    return lt_pu_new_op(ctx, g, "Clip", 3, in, NULL, 0, before->out[0]->name, before, out);
+    LT_TRY(scalar(ctx, g, LT_FLOAT, lo, hint_of(before), &in[1]));
+    LT_TRY(scalar(ctx, g, LT_FLOAT, hi, hint_of(before), &in[2]));
+    return lt_pu_new_op(ctx, g, "Clip", 3, in, NULL, 0, hint_of(before), before, out);
+}
+
+/* NaN -> 0 (the interpreter maps a NaN quotient to the zero point, and leaves NaN out of ranges). */
+static lt_status nan_to_zero(lt_ctx *ctx, lt_graph *g, lt_value *x, lt_node *before, lt_value **out) {
+    lt_value *isnan, *zero;
+    LT_TRY(op1(ctx, g, "IsNaN", x, NULL, 0, before, &isnan));
+    LT_TRY(scalar(ctx, g, LT_FLOAT, 0, hint_of(before), &zero));
+    lt_value *w[3] = {isnan, zero, x};
+    return lt_pu_new_op(ctx, g, "Where", 3, w, NULL, 0, hint_of(before), before, out);
+}
+
+/* n's inputs 0..need-1 are given, its output 0 is requested, and output 0 has a static shape (its
+ * inference succeeded: a node of a branch that never runs may have failed it). */
+static bool well_formed(const lt_node *n, int need) {
+    if (n->n_in < need || n->n_out < 1 || !n->out[0] || numel_of(n->out[0]) < 0) return false;
+    for (int i = 0; i < need; i++)
+        if (!n->in[i]) return false;
+    return true;
 }
 
 static bool int_range(lt_dtype dt, double *lo, double *hi) {
@@ -74,13 +107,6 @@ static lt_status to_int(lt_ctx *ctx, lt_graph *g, lt_value *v, lt_dtype odt, lt_
 
 static bool is_8bit(lt_dtype dt) { return dt == LT_INT8 || dt == LT_UINT8; }
 
-static int64_t numel_of(const lt_value *v) {
-    int r;
-    int64_t d[LT_MAX_RANK], n = 1;
-    if (!v || !lt_value_static_shape(v, &r, d)) return -1;
-    for (int i = 0; i < r; i++) n *= d[i];
-    return n;
-}
 
 /* A scale or zero point p of x (rank r) as a value that broadcasts against x: per tensor (one
  * element) as it is, per axis (1-D of x's extent along `axis`) reshaped to [C, 1, ..]. false when
@@ -126,7 +152,7 @@ static lt_status finish(lt_ctx *ctx, lt_graph *g, lt_node *n, int k, lt_value *v
 /* ---- QuantizeLinear / DequantizeLinear ---- */
 
 static bool qdq_params(const lt_node *n, int *prank, int64_t *pdims) {
-    if (n->n_in < 2 || !n->in[0] || !n->in[1] || !n->out[0] || n->opset < 11) return false;
+    if (!well_formed(n, 2) || n->opset < 11) return false;
     if (lt_attr_int(n, "block_size", 0) != 0 || lt_attr_int(n, "precision", 0) != 0) return false;
     if (n->in[1]->type.dtype != LT_FLOAT || numel_of(n->in[0]) < 0) return false;
     int64_t axis = lt_attr_int(n, "axis", 1);
@@ -144,14 +170,16 @@ static lt_status rewrite_quantize(lt_ctx *ctx, lt_graph *g, lt_node *n, bool *ch
     int pr;
     int64_t pd[LT_MAX_RANK];
     lt_value *zp = n->n_in > 2 ? n->in[2] : NULL;
-    lt_dtype odt = n->out[0]->type.dtype;
     double lo, hi;
-    if (!qdq_params(n, &pr, pd) || n->in[0]->type.dtype != LT_FLOAT || !int_range(odt, &lo, &hi)) return LT_OK;
+    if (!qdq_params(n, &pr, pd) || n->in[0]->type.dtype != LT_FLOAT) return LT_OK;
+    lt_dtype odt = n->out[0]->type.dtype;
+    if (!int_range(odt, &lo, &hi)) return LT_OK;
     if (zp && zp->type.dtype != odt) return LT_OK;
     lt_value *scale, *zf, *y;
     LT_TRY(broadcastable(ctx, g, n->in[1], pr, pd, n, &scale));
     LT_TRY(zero_point(ctx, g, zp, pr, pd, n, &zf));
     LT_TRY(op2(ctx, g, "Div", n->in[0], scale, n, &y));
+    LT_TRY(nan_to_zero(ctx, g, y, n, &y));
     LT_TRY(op1(ctx, g, "Round", y, NULL, 0, n, &y));
     if (zf) LT_TRY(op2(ctx, g, "Add", y, zf, n, &y));
     LT_TRY(clip(ctx, g, y, lo, hi, n, &y));
@@ -163,9 +191,9 @@ static lt_status rewrite_dequantize(lt_ctx *ctx, lt_graph *g, lt_node *n, bool *
     int pr;
     int64_t pd[LT_MAX_RANK];
     lt_value *zp = n->n_in > 2 ? n->in[2] : NULL;
-    lt_dtype xdt = n->in[0]->type.dtype;
     double lo, hi;
     if (!qdq_params(n, &pr, pd) || n->out[0]->type.dtype != LT_FLOAT) return LT_OK;
+    lt_dtype xdt = n->in[0]->type.dtype;
     if (!int_range(xdt, &lo, &hi) && xdt != LT_INT32) return LT_OK;
     if (zp && zp->type.dtype != xdt) return LT_OK;
     if (zp && xdt == LT_INT32) { /* int32 - zp is not exact in float: only a zero zero point */
@@ -185,15 +213,18 @@ static lt_status rewrite_dequantize(lt_ctx *ctx, lt_graph *g, lt_node *n, bool *
 /* ---- DynamicQuantizeLinear ---- */
 
 static lt_status rewrite_dynamic(lt_ctx *ctx, lt_graph *g, lt_node *n, bool *changed) {
-    lt_value *x = n->in[0];
-    if (!x || x->type.dtype != LT_FLOAT || numel_of(x) < 1 || n->opset < 11) return LT_OK;
-    const char *h = n->out[0] ? n->out[0]->name : x->name;
+    if (!well_formed(n, 1) || n->n_out != 3 || n->in[0]->type.dtype != LT_FLOAT || numel_of(n->in[0]) < 1 ||
+        n->opset < 11)
+        return LT_OK;
+    lt_value *x = n->in[0], *xr;
+    const char *h = hint_of(n);
     lt_value *zero, *one, *c255, *mx, *mn, *eq, *range, *scale, *zp, *y;
     LT_TRY(scalar(ctx, g, LT_FLOAT, 0, h, &zero));
     LT_TRY(scalar(ctx, g, LT_FLOAT, 1, h, &one));
     LT_TRY(scalar(ctx, g, LT_FLOAT, 255, h, &c255));
-    LT_TRY(op1(ctx, g, "ReduceMax", x, "keepdims", 0, n, &mx));
-    LT_TRY(op1(ctx, g, "ReduceMin", x, "keepdims", 0, n, &mn));
+    LT_TRY(nan_to_zero(ctx, g, x, n, &xr)); /* NaN takes no part in the range */
+    LT_TRY(op1(ctx, g, "ReduceMax", xr, "keepdims", 0, n, &mx));
+    LT_TRY(op1(ctx, g, "ReduceMin", xr, "keepdims", 0, n, &mn));
     LT_TRY(op2(ctx, g, "Max", mx, zero, n, &mx));
     LT_TRY(op2(ctx, g, "Min", mn, zero, n, &mn));
     LT_TRY(op2(ctx, g, "Equal", mx, mn, n, &eq));
@@ -206,6 +237,7 @@ static lt_status rewrite_dynamic(lt_ctx *ctx, lt_graph *g, lt_node *n, bool *cha
     LT_TRY(clip(ctx, g, zp, 0, 255, n, &zp));
     LT_TRY(op1(ctx, g, "Round", zp, NULL, 0, n, &zp));
     LT_TRY(op2(ctx, g, "Div", x, scale, n, &y));
+    LT_TRY(nan_to_zero(ctx, g, y, n, &y)); /* a NaN element becomes the zero point */
     LT_TRY(op1(ctx, g, "Round", y, NULL, 0, n, &y));
     LT_TRY(op2(ctx, g, "Add", y, zp, n, &y));
     LT_TRY(clip(ctx, g, y, 0, 255, n, &y));
@@ -254,6 +286,9 @@ static lt_status slice(lt_ctx *ctx, lt_graph *g, lt_node *n, lt_value *v, int64_
 /* sum over chunks c of Cast(op(a[.., chunk c along a_axis], b[chunk c along b_axis]), int32). */
 static lt_status chunked(lt_ctx *ctx, lt_graph *g, lt_node *n, const char *op, lt_value *a, int a_axis, lt_value *b,
                          int b_axis, int64_t extent, int64_t per_unit, lt_value **out) {
+    if (extent < 1 || per_unit < 1 || per_unit > EXACT_TERMS)
+        return lt_error(ctx, LT_ERR_INTERNAL, "expand_quant: a dot product of %lld x %lld terms", (long long)extent,
+                        (long long)per_unit);
     int64_t step = EXACT_TERMS / per_unit;
     lt_value *sum = NULL;
     for (int64_t k0 = 0; k0 < extent; k0 += step) {
@@ -276,16 +311,24 @@ static lt_status chunked(lt_ctx *ctx, lt_graph *g, lt_node *n, const char *op, l
     return LT_OK;
 }
 
+/* zp (NULL: absent) has v's dtype and one element, or (per_axis) is 1-D along v's axis `axis`. */
+static bool zero_point_ok(const lt_value *zp, const lt_value *v, int64_t axis, bool per_axis) {
+    int pr;
+    int64_t pd[LT_MAX_RANK];
+    if (!zp) return true;
+    if (zp->type.dtype != v->type.dtype || !param_shape(zp, v, axis, &pr, pd)) return false;
+    return per_axis || numel_of(zp) == 1;
+}
+
 static lt_status rewrite_matmul_integer(lt_ctx *ctx, lt_graph *g, lt_node *n, bool *changed) {
+    if (!well_formed(n, 2) || n->opset < 11) return LT_OK;
     lt_value *A = n->in[0], *B = n->in[1];
     lt_value *za = n->n_in > 2 ? n->in[2] : NULL, *zb = n->n_in > 3 ? n->in[3] : NULL;
     int ra, rb;
     int64_t da[LT_MAX_RANK], db[LT_MAX_RANK];
-    if (!A || !B || !n->out[0] || n->opset < 11 || !is_8bit(A->type.dtype) || !is_8bit(B->type.dtype)) return LT_OK;
+    if (!is_8bit(A->type.dtype) || !is_8bit(B->type.dtype)) return LT_OK;
     if (!lt_value_static_shape(A, &ra, da) || !lt_value_static_shape(B, &rb, db) || ra < 2 || rb < 2) return LT_OK;
-    if ((za && (za->type.dtype != A->type.dtype || numel_of(za) != 1)) ||
-        (zb && (zb->type.dtype != B->type.dtype || (numel_of(zb) != 1 && numel_of(zb) != db[rb - 1]))))
-        return LT_OK;
+    if (da[ra - 1] < 1 || !zero_point_ok(za, A, ra - 1, false) || !zero_point_ok(zb, B, rb - 1, true)) return LT_OK;
     lt_value *af, *bf, *y;
     LT_TRY(centered(ctx, g, n, A, za, ra - 1, &af));
     LT_TRY(centered(ctx, g, n, B, zb, rb - 1, &bf));
@@ -294,18 +337,20 @@ static lt_status rewrite_matmul_integer(lt_ctx *ctx, lt_graph *g, lt_node *n, bo
 }
 
 static lt_status rewrite_conv_integer(lt_ctx *ctx, lt_graph *g, lt_node *n, bool *changed) {
+    if (!well_formed(n, 2) || n->opset < 11) return LT_OK;
     lt_value *X = n->in[0], *W = n->in[1];
     lt_value *zx = n->n_in > 2 ? n->in[2] : NULL, *zw = n->n_in > 3 ? n->in[3] : NULL;
     int rx, rw;
     int64_t dx[LT_MAX_RANK], dw[LT_MAX_RANK];
-    if (!X || !W || !n->out[0] || n->opset < 11 || !is_8bit(X->type.dtype) || !is_8bit(W->type.dtype)) return LT_OK;
+    if (!is_8bit(X->type.dtype) || !is_8bit(W->type.dtype)) return LT_OK;
     if (!lt_value_static_shape(X, &rx, dx) || !lt_value_static_shape(W, &rw, dw) || rw != rx || rw < 3) return LT_OK;
-    if ((zx && (zx->type.dtype != X->type.dtype || numel_of(zx) != 1)) ||
-        (zw && (zw->type.dtype != W->type.dtype || (numel_of(zw) != 1 && numel_of(zw) != dw[0]))))
-        return LT_OK;
-    int64_t group = lt_attr_int(n, "group", 1), window = 1;
-    for (int i = 2; i < rw; i++) window *= dw[i];
-    if (window > EXACT_TERMS || (group != 1 && dw[1] * window > EXACT_TERMS)) return LT_OK;
+    if (!zero_point_ok(zx, X, 1, false) || !zero_point_ok(zw, W, 0, true)) return LT_OK;
+    /* the terms of one output's dot product: window per input channel, dw[1] channels */
+    int64_t group = lt_attr_int(n, "group", 1), window = 1, terms;
+    for (int i = 2; i < rw; i++)
+        if (dw[i] < 1 || !lt_mul_i64(window, dw[i], &window)) return LT_OK;
+    if (dw[1] < 1 || window > EXACT_TERMS || !lt_mul_i64(dw[1], window, &terms)) return LT_OK;
+    if (group != 1 && terms > EXACT_TERMS) return LT_OK;
     lt_value *xf, *wf, *y;
     LT_TRY(centered(ctx, g, n, X, zx, 1, &xf));
     LT_TRY(centered(ctx, g, n, W, zw, 0, &wf));

@@ -12,8 +12,9 @@
  * cannot read out of bounds, and its values are discarded. Selecting branches in the plan (running
  * only the taken one) is future work; until then a model whose two branches are large pays for both.
  * Left to the interpreter: Ifs inside subgraphs, branches with nested subgraphs (If, Loop, Scan) or
- * random ops, run-time conditions whose branches differ in output type or shape, or have a value of
- * non-static shape.
+ * random ops; with a run-time condition, branches that differ in output type or shape, have a value
+ * of non-static shape, or hold a node that can fail on the values it reads (a Gather or Scatter with
+ * indices not constant: the branch not taken must not fail the run).
  * Level -O1; in the simplification group, so a condition that folds to a constant inlines one branch.
  */
 #include "util.h"
@@ -35,6 +36,20 @@ static bool branch_copyable(const lt_graph *b, int n_out, bool static_shapes) {
     return true;
 }
 
+/* A node of b can fail the run on the values it reads (an index out of range): both branches run
+ * when the condition is known only at run time, so such a branch is left to the interpreter, which
+ * runs only the taken one. */
+static bool checks_values(const lt_graph *b) {
+    for (int i = 0; i < b->n_nodes; i++) {
+        const lt_node *m = b->nodes[i];
+        bool indexed = m->op == LT_OP_Gather || m->op == LT_OP_GatherElements || m->op == LT_OP_GatherND ||
+                       m->op == LT_OP_ScatterElements || m->op == LT_OP_ScatterND || m->op == LT_OP_Scatter ||
+                       m->op == LT_OP_OneHot;
+        if (indexed && !(m->n_in > 1 && m->in[1] && lt_value_const(m->in[1]))) return true;
+    }
+    return false;
+}
+
 /* Copy branch b's nodes before the If; outs[k] the main-graph value of b's output k. */
 static lt_status copy_branch(lt_ctx *ctx, lt_graph *g, lt_node *iff, const lt_graph *b, lt_value **outs) {
     return lt_pu_copy_subgraph(ctx, g, iff, b, NULL, NULL, "inline_if", outs);
@@ -47,13 +62,13 @@ static bool same_static_type(const lt_value *a, const lt_value *b) {
 
 static lt_status rewrite(lt_ctx *ctx, lt_graph *g, lt_node *n, bool *changed) {
     const lt_graph *tb = lt_attr_graph(n, "then_branch"), *eb = lt_attr_graph(n, "else_branch");
-    const lt_tensor *c = lt_value_const(n->in[0]);
+    if (n->n_in < 1 || !n->in[0] || n->n_out > 64) return LT_OK;
     lt_value *cond = n->in[0];
-    if (!cond || n->n_out > 64) return LT_OK;
+    const lt_tensor *c = lt_value_const(cond);
     lt_value *t[64], *e[64];
     if (c) { /* one branch */
         if (c->numel != 1) return LT_OK;
-        const lt_graph *b = lt_load_i64(c->data, c->dtype, 0) ? tb : eb;
+        const lt_graph *b = lt_load_f64(c->data, c->dtype, 0) != 0 ? tb : eb; /* the interpreter's rule */
         if (!branch_copyable(b, n->n_out, false)) return LT_OK;
         LT_TRY(copy_branch(ctx, g, n, b, t));
     } else {
@@ -63,6 +78,7 @@ static lt_status rewrite(lt_ctx *ctx, lt_graph *g, lt_node *n, bool *changed) {
         for (int i = 0; i < r; i++)
             if (d[i] != 1) return LT_OK;
         if (!branch_copyable(tb, n->n_out, true) || !branch_copyable(eb, n->n_out, true)) return LT_OK;
+        if (checks_values(tb) || checks_values(eb)) return LT_OK;
         for (int k = 0; k < n->n_out; k++)
             if (!same_static_type(tb->outputs[k], eb->outputs[k])) return LT_OK;
         LT_TRY(copy_branch(ctx, g, n, tb, t));
@@ -74,11 +90,8 @@ static lt_status rewrite(lt_ctx *ctx, lt_graph *g, lt_node *n, bool *changed) {
             LT_TRY(lt_pu_new_op(ctx, g, "Where", 3, w, NULL, 0, n->out[k] ? n->out[k]->name : "if_out", n, &t[k]));
         }
     }
-    for (int k = 0; k < n->n_out; k++) {
-        if (!n->out[k]) continue;
-        lt_pu_take_name(g, t[k], n->out[k]);
-        LT_TRY(lt_value_replace_uses(ctx, g, n->out[k], t[k]));
-    }
+    for (int k = 0; k < n->n_out; k++)
+        if (n->out[k]) LT_TRY(lt_pu_replace_output(ctx, g, n, n->out[k], t[k]));
     lt_node_remove(g, n);
     *changed = true;
     return LT_OK;

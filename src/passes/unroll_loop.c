@@ -104,11 +104,7 @@ static lt_status iteration(unroller *u, int64_t it) {
  * Identity so that the output keeps its name. */
 static lt_status replace_output(unroller *u, int k, lt_value *v) {
     lt_value *old = u->loop->out[k];
-    if (!old) return LT_OK;
-    if (old->is_output && (v->is_input || v->is_output))
-        LT_TRY(lt_pu_new_op(u->ctx, u->g, "Identity", 1, &v, NULL, 0, old->name, u->loop, &v));
-    lt_pu_take_name(u->g, v, old);
-    return lt_value_replace_uses(u->ctx, u->g, old, v);
+    return old ? lt_pu_replace_output(u->ctx, u->g, u->loop, old, v) : LT_OK;
 }
 
 static lt_status unroll(unroller *u) {

@@ -249,6 +249,13 @@ lt_status lt_pu_new_op(lt_ctx *ctx, lt_graph *g, const char *op, int n_in, lt_va
     return LT_OK;
 }
 
+lt_status lt_pu_replace_output(lt_ctx *ctx, lt_graph *g, lt_node *before, lt_value *old, lt_value *v) {
+    if (old->is_output && (v->is_input || v->is_output))
+        LT_TRY(lt_pu_new_op(ctx, g, "Identity", 1, &v, NULL, 0, old->name, before, &v));
+    lt_pu_take_name(g, v, old);
+    return lt_value_replace_uses(ctx, g, old, v);
+}
+
 typedef struct rewrite_each {
     bool (*match)(const lt_node *n);
     lt_pu_rewrite_fn rewrite;

@@ -69,6 +69,10 @@ lt_status lt_pu_reshape(lt_ctx *ctx, lt_graph *g, lt_value *v, int rank, const i
  * back; before `before`. InstanceNormalization is the case groups = C. */
 lt_status lt_pu_group_norm(lt_ctx *ctx, lt_graph *g, lt_node *before, lt_value *x, int64_t groups, lt_value *scale,
                            lt_value *bias, bool per_group, float eps, const char *hint, lt_value **out);
+/* Output `old` of a node being replaced becomes v everywhere (lt_value_replace_uses; v takes old's
+ * name); when old is a graph output and v is a graph input or already an output, v goes through an
+ * Identity placed before `before`, so that every output keeps its name and its own producer. */
+lt_status lt_pu_replace_output(lt_ctx *ctx, lt_graph *g, lt_node *before, lt_value *old, lt_value *v);
 /* Rewrite passes that replace one node by several: rewrite(ctx, g, n, changed) on every node of every
  * graph of m for which match(n); the walk starts again after a rewrite that changed the node count
  * (nodes were inserted before n, and n may be gone). */

@@ -163,10 +163,11 @@ static lt_status merge_branch_types(lt_infer *ic, lt_node *n, int i, const lt_ty
     if ((!tensor_a && ta->kind != LT_TK_UNKNOWN) || (!tensor_b && tb->kind != LT_TK_UNKNOWN))
         return lt_infer_error(ic, n, "output %d is a tensor in one branch and not in the other", i);
     lt_dtype dt = tensor_a && ta->dtype != LT_UNDEFINED ? ta->dtype : tensor_b ? tb->dtype : LT_UNDEFINED;
-    if (!tensor_a || !tensor_b || ta->rank != tb->rank || ta->rank < 0 || !ta->dims || !tb->dims)
+    if (!tensor_a || !tensor_b || ta->rank != tb->rank || ta->rank < 0 || ta->rank > LT_MAX_RANK || !ta->dims ||
+        !tb->dims)
         return lt_infer_set(ic, n, i, dt, -1, NULL);
     lt_dim d[LT_MAX_RANK];
-    for (int k = 0; k < ta->rank && k < LT_MAX_RANK; k++)
+    for (int k = 0; k < ta->rank; k++)
         d[k] = same_dim(&ta->dims[k], &tb->dims[k]) ? ta->dims[k] : (lt_dim){-1, NULL};
     return lt_infer_set(ic, n, i, dt, ta->rank, d);
 }

@@ -72,6 +72,11 @@ static bool ein_parse(const char *eq, int nin, const int *ranks, ein *e, char *e
         return false;
     }
     e->nin = nin;
+    for (int k = 0; k < nin; k++)
+        if (ranks[k] < 0 || ranks[k] > LT_MAX_RANK) {
+            snprintf(err, errn, "input %d has rank %d (at most %d)", k, ranks[k], LT_MAX_RANK);
+            return false;
+        }
     char *arrow = strstr(buf, "->");
     size_t lhs_len = arrow ? (size_t)(arrow - buf) : L;
     int ids[EIN_MAX_IN][EIN_MAX_LAB], nids[EIN_MAX_IN], ellpos[EIN_MAX_IN];
