@@ -33,7 +33,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../ops/contrib/contrib_nbits.h"
+#include "../ops/contrib/contrib_matmul.h"
 #include "../ops/contrib/contrib_rotary.h"
 
 /* ---- builder ---- */
@@ -192,25 +192,12 @@ static lt_status rw_act(xc *b, lt_node *n, bool *changed) {
 
 /* ---- FusedMatMul ---- */
 
-static void fm_perm(int r, bool tbatch, bool trans, int *perm) {
-    for (int k = 0; k < r; k++) perm[k] = k;
-    if (r >= 3 && tbatch) {
-        for (int k = 0; k < r - 2; k++) perm[k] = k + 1;
-        perm[r - 2] = 0;
-    }
-    if (r >= 2 && trans) {
-        int t = perm[r - 1];
-        perm[r - 1] = perm[r - 2];
-        perm[r - 2] = t;
-    }
-}
-
 static lt_status rw_fused_matmul(xc *b, lt_node *n, bool *changed) {
     int ra, rb, pa[LT_MAX_RANK], pb[LT_MAX_RANK];
     int64_t da[LT_MAX_RANK], db[LT_MAX_RANK];
     if (!lt_pu_dims(n->in[0], &ra, da) || !lt_pu_dims(n->in[1], &rb, db)) return LT_OK; /* ranks suffice */
-    fm_perm(ra, lt_attr_int(n, "transBatchA", 0), lt_attr_int(n, "transA", 0), pa);
-    fm_perm(rb, lt_attr_int(n, "transBatchB", 0), lt_attr_int(n, "transB", 0), pb);
+    lt_fused_matmul_perm(ra, lt_attr_int(n, "transBatchA", 0), lt_attr_int(n, "transA", 0), pa);
+    lt_fused_matmul_perm(rb, lt_attr_int(n, "transBatchB", 0), lt_attr_int(n, "transB", 0), pb);
     lt_value *a, *bb, *y;
     LT_TRY(xc_transpose(b, n->in[0], ra, pa, &a));
     LT_TRY(xc_transpose(b, n->in[1], rb, pb, &bb));

@@ -101,15 +101,22 @@ static lt_status attend(lt_eval *ev, const lt_node *n, const attn *a, const doub
     return LT_OK;
 }
 
-/* x (B, L, heads * hd) at column offset `col` of rows of width `width` -> dst (B, heads, L, hd) (+ bias). */
-static void split_heads(const double *x, int64_t B, int64_t L, int64_t width, int64_t col, int64_t heads, int64_t hd,
-                        const double *bias, double *dst) {
+/* x (B, L, ...) with head h's hd values at column col + h * hstride of rows of width `width` -> dst
+ * (B, heads, L, hd) (+ bias[h * hd + j]). */
+static void split_heads_strided(const double *x, int64_t B, int64_t L, int64_t width, int64_t col, int64_t heads,
+                                int64_t hd, int64_t hstride, const double *bias, double *dst) {
     for (int64_t b = 0; b < B; b++)
         for (int64_t l = 0; l < L; l++)
             for (int64_t h = 0; h < heads; h++)
                 for (int64_t j = 0; j < hd; j++)
                     dst[((b * heads + h) * L + l) * hd + j] =
-                        x[(b * L + l) * width + col + h * hd + j] + (bias ? bias[h * hd + j] : 0.0);
+                        x[(b * L + l) * width + col + h * hstride + j] + (bias ? bias[h * hd + j] : 0.0);
+}
+
+/* x (B, L, heads * hd) at column offset `col` of rows of width `width` -> dst (B, heads, L, hd) (+ bias). */
+static void split_heads(const double *x, int64_t B, int64_t L, int64_t width, int64_t col, int64_t heads, int64_t hd,
+                        const double *bias, double *dst) {
+    split_heads_strided(x, B, L, width, col, heads, hd, hd, bias, dst);
 }
 
 /* cat (B, heads, P + L, hd) = past (B, heads, P, hd) then new (B, heads, L, hd). */
@@ -382,29 +389,15 @@ static lt_status compute_mha(lt_eval *ev, const lt_node *n, const ct_arg *in, ct
         const double *bias = ct_present(&in[3]) ? in[3].v : NULL;
         const double *bq = bias, *bk = bias ? bias + D : NULL, *bv = bias ? bias + 2 * D : NULL;
         switch (g.form) {
-        case LT_MHA_PACKED_QKV: /* (B, S, N, 3, H): row width 3H per head; as (B, S, N*3*H) with head stride 3H */
-            for (int64_t b = 0; b < B; b++)
-                for (int64_t l = 0; l < g.S; l++)
-                    for (int64_t h = 0; h < N; h++)
-                        for (int64_t j = 0; j < H; j++) {
-                            const double *src = q->v + (((b * g.S + l) * N + h) * 3) * H + j;
-                            int64_t o = ((b * N + h) * g.S + l) * H + j;
-                            qh[o] = src[0] + (bq ? bq[h * H + j] : 0);
-                            kn[o] = src[H] + (bk ? bk[h * H + j] : 0);
-                            vn[o] = src[2 * H] + (bv ? bv[h * H + j] : 0);
-                        }
+        case LT_MHA_PACKED_QKV: /* (B, S, N, 3, H): head h's q, k, v at columns (3h + 0, 1, 2) * H */
+            split_heads_strided(q->v, B, g.S, N * 3 * H, 0, N, H, 3 * H, bq, qh);
+            split_heads_strided(q->v, B, g.S, N * 3 * H, H, N, H, 3 * H, bk, kn);
+            split_heads_strided(q->v, B, g.S, N * 3 * H, 2 * H, N, H, 3 * H, bv, vn);
             break;
-        case LT_MHA_PACKED_KV:
+        case LT_MHA_PACKED_KV: /* key (B, L, N, 2, H) */
             split_heads(q->v, B, g.S, D, 0, N, H, bq, qh);
-            for (int64_t b = 0; b < B; b++)
-                for (int64_t l = 0; l < g.L; l++)
-                    for (int64_t h = 0; h < N; h++)
-                        for (int64_t j = 0; j < H; j++) {
-                            const double *src = k->v + (((b * g.L + l) * N + h) * 2) * H + j;
-                            int64_t o = ((b * N + h) * g.L + l) * H + j;
-                            kn[o] = src[0] + (bk ? bk[h * H + j] : 0);
-                            vn[o] = src[H] + (bv ? bv[h * H + j] : 0);
-                        }
+            split_heads_strided(k->v, B, g.L, N * 2 * H, 0, N, H, 2 * H, bk, kn);
+            split_heads_strided(k->v, B, g.L, N * 2 * H, H, N, H, 2 * H, bv, vn);
             break;
         case LT_MHA_BSD:
             split_heads(q->v, B, g.S, D, 0, N, H, bq, qh);

@@ -4,19 +4,18 @@
  *     both operands must then have the same rank >= 3) and one with trans set has its last two dims
  *     swapped.
  *   MatMulNBits(A, B, scales, zero_points?, g_idx?, bias?): A x W (+ bias), W the [K, N] weight
- *     dequantized from its block-wise packing (contrib_nbits.h); g_idx (deprecated) is refused,
+ *     dequantized from its block-wise packing (contrib_matmul.h); g_idx (deprecated) is refused,
  *     accuracy_level is ignored (the reference computes in double).
  */
 #include "contrib_impl.h"
-#include "contrib_nbits.h"
+#include "contrib_matmul.h"
 
 #include <math.h>
 #include <string.h>
 
 /* ---- FusedMatMul ---- */
 
-/* The permutation of an operand of rank r: transBatch, then trans. */
-static void fm_perm(int r, bool tbatch, bool trans, int *perm) {
+void lt_fused_matmul_perm(int r, bool tbatch, bool trans, int *perm) {
     for (int k = 0; k < r; k++) perm[k] = k;
     if (r >= 3 && tbatch) {
         for (int k = 0; k < r - 2; k++) perm[k] = k + 1;
@@ -31,7 +30,7 @@ static void fm_perm(int r, bool tbatch, bool trans, int *perm) {
 
 static void fm_dims(const ct_arg *a, bool tbatch, bool trans, int64_t *d) {
     int perm[LT_MAX_RANK];
-    fm_perm(a->rank, tbatch, trans, perm);
+    lt_fused_matmul_perm(a->rank, tbatch, trans, perm);
     for (int k = 0; k < a->rank; k++) d[k] = a->d[perm[k]];
 }
 
@@ -117,8 +116,8 @@ static void batched_mm(const double *A, int ar, const int64_t *ad, const double 
 static lt_status compute_fused(lt_eval *ev, const lt_node *n, const ct_arg *in, ct_out *out) {
     const ct_arg *a = &in[0], *b = &in[1];
     int pa[LT_MAX_RANK], pb[LT_MAX_RANK];
-    fm_perm(a->rank, lt_attr_int(n, "transBatchA", 0), lt_attr_int(n, "transA", 0), pa);
-    fm_perm(b->rank, lt_attr_int(n, "transBatchB", 0), lt_attr_int(n, "transB", 0), pb);
+    lt_fused_matmul_perm(a->rank, lt_attr_int(n, "transBatchA", 0), lt_attr_int(n, "transA", 0), pa);
+    lt_fused_matmul_perm(b->rank, lt_attr_int(n, "transBatchB", 0), lt_attr_int(n, "transB", 0), pb);
     double *A = permuted(a, pa), *B = permuted(b, pb);
     int64_t ad[LT_MAX_RANK], bd[LT_MAX_RANK];
     for (int k = 0; k < a->rank; k++) ad[k] = a->d[pa[k]];

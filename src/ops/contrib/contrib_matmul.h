@@ -1,7 +1,9 @@
-/* contrib_nbits.h — MatMulNBits' weight format (com.microsoft), shared by the op's reference
- * implementation (contrib_matmul.c) and the expand_contrib pass, which dequantizes constant weights
- * at compile time with this same function.
+/* contrib_matmul.h — what the matmul family of com.microsoft ops (contrib_matmul.c) shares with the
+ * expand_contrib pass, so both read the ops the same way: FusedMatMul's operand permutation, and
+ * MatMulNBits' weight format (the pass dequantizes constant weights at compile time with the op's
+ * own function).
  *
+ * MatMulNBits:
  * B is uint8 (N, k_blocks, blob_size), k_blocks = ceil(K / block_size), blob_size = block_size * bits /
  * 8: column n of the [K, N] weight, block after block along K, `bits` bits per value, low bits first
  * (for 4 bits: the low nibble of a byte, then the high one). scales: N * k_blocks values of A's dtype.
@@ -9,10 +11,14 @@
  * (N, k_blocks); absent: 2^(bits - 1). W[k][n] = (q - zero_point) * scale of block k / block_size.
  * Supported bits: 2, 4 and 8.
  */
-#ifndef LT_CONTRIB_NBITS_H
-#define LT_CONTRIB_NBITS_H
+#ifndef LT_CONTRIB_MATMUL_H
+#define LT_CONTRIB_MATMUL_H
 
 #include "../ops.h"
+
+/* FusedMatMul: the permutation (perm[r]) that puts an operand of rank r in MatMul order:
+ * transBatch (the first dim moved behind the other batch dims), then trans (the last two swapped). */
+void lt_fused_matmul_perm(int r, bool trans_batch, bool trans, int *perm);
 
 typedef struct lt_nbits {
     int64_t K, N, bits, block, k_blocks, blob;
