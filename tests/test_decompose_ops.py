@@ -14,7 +14,6 @@ ConvTranspose, Einsum diagonals), and the CUDA translation unit must build with 
 """
 import glob
 import os
-import re
 import subprocess
 
 import numpy as np
@@ -22,12 +21,12 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
+from frozen_nodes import NODE, frozen, host_steps, outputs_by_backend
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LATHE = os.environ.get("LATHE_BIN", os.path.join(ROOT, "build", "lathe"))
 if not os.path.isabs(LATHE):
     LATHE = os.path.join(ROOT, LATHE)
-NODE = os.environ.get("LATHE_ONNX_SUITE") or os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data",
-                                                           "node")
 NODE_CASES = sorted(os.path.basename(d) for pat in ("convtranspose*", "instancenorm*", "group_normalization*",
                                                     "einsum*")
                     for d in glob.glob(os.path.join(NODE, "test_" + pat)) if os.path.isdir(d))
@@ -116,45 +115,16 @@ def cache(tmp_path_factory):
     return tmp_path_factory.mktemp("decompose-cache")
 
 
-def _read(p):
-    t = onnx.TensorProto()
-    with open(p, "rb") as f:
-        t.ParseFromString(f.read())
-    return t
-
-
-def frozen(case, path):
-    """The node test's model with every input but the first an initializer holding the test's value."""
-    d = os.path.join(NODE, case)
-    m = onnx.load(os.path.join(d, "model.onnx"))
-    for i, vi in enumerate(list(m.graph.input)[1:], start=1):
-        t = _read(os.path.join(d, "test_data_set_0", f"input_{i}.pb"))
-        t.name = vi.name
-        m.graph.initializer.append(t)
-        m.graph.input.remove(vi)
-    onnx.save(m, path)
-    return numpy_helper.to_array(_read(os.path.join(d, "test_data_set_0", "input_0.pb")))
-
-
 def check(model, x, tmp_path, cache, kept=False):
     rng = np.random.default_rng(3)
     x = rng.uniform(-2, 2, x.shape).astype(x.dtype)
-    np.save(tmp_path / "x.npy", x)
-    name = onnx.load(model).graph.input[0].name
-    outs = {}
-    for b in ("interp", "cpu", "loopir"):
-        r = lathe("run", model, "--backend", b, "--input", f"{name}={tmp_path / 'x.npy'}", "--output",
-                  tmp_path / f"{b}.npz", cache=cache)
-        assert r.returncode == 0, f"{b}: {r.stderr[-1500:]}"
-        with np.load(tmp_path / f"{b}.npz") as z:
-            outs[b] = z[z.files[0]]
+    outs = outputs_by_backend(lambda *a: lathe(*a, cache=cache), model, x, tmp_path)
     for b in ("cpu", "loopir"):
         assert outs[b].shape == outs["interp"].shape, b
         np.testing.assert_allclose(outs[b].astype(np.float64), outs["interp"].astype(np.float64), rtol=1e-4, atol=1e-4,
                                    err_msg=b)
-    r = lathe("compile", model, "--print-plan", cache=cache)
-    steps = int(re.search(r"(\d+) host steps", r.stdout).group(1))
-    assert kept or steps == 0, r.stdout
+    steps, plan = host_steps(lambda *a: lathe(*a, cache=cache), model)
+    assert kept or steps == 0, plan
     out = tmp_path / "cuda"
     r = lathe("compile", model, "--target", "cuda", "-o", out, cache=cache)
     assert r.returncode == 0, r.stdout + r.stderr[-2000:]

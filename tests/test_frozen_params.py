@@ -11,7 +11,6 @@ over integers; peepholes, batch-first layout, sequence lengths shorter than the 
 """
 import glob
 import os
-import re
 import subprocess
 
 import numpy as np
@@ -19,12 +18,12 @@ import onnx
 import pytest
 from onnx import numpy_helper
 
+from frozen_nodes import NODE, frozen, host_steps, outputs_by_backend
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LATHE = os.environ.get("LATHE_BIN", os.path.join(ROOT, "build", "lathe"))
 if not os.path.isabs(LATHE):
     LATHE = os.path.join(ROOT, LATHE)
-NODE = os.environ.get("LATHE_ONNX_SUITE") or os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data",
-                                                           "node")
 CASES = sorted(os.path.basename(d) for pat in ("resize_*", "upsample_*", "lstm_*", "gru_*", "rnn_*", "simple_rnn_*")
                for d in glob.glob(os.path.join(NODE, "test_" + pat)) if os.path.isdir(d))
 KEPT = ("tf_crop_and_resize", "peepholes", "batchwise", "seq_length")
@@ -40,30 +39,6 @@ def cache(tmp_path_factory):
     return tmp_path_factory.mktemp("frozen-cache")
 
 
-def frozen(case, path):
-    """The test's model with every input but the first made an initializer holding the test's value."""
-    d = os.path.join(NODE, case)
-    m = onnx.load(os.path.join(d, "model.onnx"))
-    inputs = list(m.graph.input)
-    for i, vi in enumerate(inputs[1:], start=1):
-        t = onnx.TensorProto()
-        with open(os.path.join(d, "test_data_set_0", f"input_{i}.pb"), "rb") as f:
-            t.ParseFromString(f.read())
-        t.name = vi.name
-        m.graph.initializer.append(t)
-        m.graph.input.remove(vi)
-    x = numpy_helper.to_array(_read(os.path.join(d, "test_data_set_0", "input_0.pb")))
-    onnx.save(m, path)
-    return x
-
-
-def _read(p):
-    t = onnx.TensorProto()
-    with open(p, "rb") as f:
-        t.ParseFromString(f.read())
-    return t
-
-
 @pytest.mark.parametrize("case", CASES)
 def test_compiled_with_frozen_params(case, tmp_path, cache):
     model = str(tmp_path / "m.onnx")
@@ -71,24 +46,15 @@ def test_compiled_with_frozen_params(case, tmp_path, cache):
     rng = np.random.default_rng(3)
     if np.issubdtype(x.dtype, np.floating):
         x = rng.uniform(-2, 2, x.shape).astype(x.dtype)
-    np.save(tmp_path / "x.npy", x)
-    name = onnx.load(model).graph.input[0].name
-    outs = {}
-    for b in ("interp", "cpu", "loopir"):
-        r = lathe("run", model, "--backend", b, "--input", f"{name}={tmp_path / 'x.npy'}", "--output",
-                  tmp_path / f"{b}.npz", cache=cache)
-        assert r.returncode == 0, f"{b}: {r.stderr[-1500:]}"
-        with np.load(tmp_path / f"{b}.npz") as z:
-            outs[b] = z[z.files[0]]
+    outs = outputs_by_backend(lambda *a: lathe(*a, cache=cache), model, x, tmp_path)
     for b in ("cpu", "loopir"):
         assert outs[b].shape == outs["interp"].shape
         np.testing.assert_allclose(outs[b].astype(np.float64), outs["interp"].astype(np.float64), rtol=1e-5, atol=1e-5,
                                    err_msg=b)
-    r = lathe("compile", model, "--print-plan", cache=cache)
-    steps = int(re.search(r"(\d+) host steps", r.stdout).group(1))
+    steps, plan = host_steps(lambda *a: lathe(*a, cache=cache), model)
     kept = any(k in case for k in KEPT) or ("nearest" in case and "exclude_outside" in case) or \
         x.dtype.kind in "iu" and "nearest" not in case
-    assert steps == (steps if kept else 0), r.stdout
+    assert steps == (steps if kept else 0), plan
 
 
 def test_resize_to_an_empty_axis_matches_the_interpreter(tmp_path, cache):
