@@ -183,6 +183,21 @@ HOSTILE = {
     "cast_to": (N("Cast", ["x"], to=1000), [X(3)], [Y], [], 17, "invalid 'to' attribute"),
     "cast_round_mode": (N("Cast", ["x"], to=TensorProto.FLOAT8E4M3FN, round_mode="sideways"), [X(3)], [Y], [], 21,
                         "unknown round_mode 'sideways'"),
+    "scatter_elements_updates_shape": (N("ScatterElements", ["x", "i", "u"], axis=1), [X(3, 3)], [Y],
+                                       [ints("i", [[0]]), floats("u", [[1, 2]])], 18,
+                                       "updates and indices must have the same shape"),
+    "scatter_elements_off_axis": (N("ScatterElements", ["x", "i", "u"], axis=1), [X(2, 3)], [Y],
+                                  [ints("i", [[0], [1], [2]]), floats("u", [[1], [2], [3]])], 18,
+                                  "indices dimension 0 (3) exceeds data's (2)"),
+    "scatter_nd_tuple": (N("ScatterND", ["x", "i", "u"]), [X(3, 3)], [Y], [ints("i", [[0, 1, 2]]), floats("u", [1])],
+                         18, "index tuples of length 3 for data of rank 2"),
+    "scatter_nd_updates_shape": (N("ScatterND", ["x", "i", "u"]), [X(3, 3)], [Y],
+                                 [ints("i", [[0], [1]]), floats("u", np.zeros((2, 4)))], 18,
+                                 "do not match indices and data"),
+    "scatter_reduction": (N("ScatterND", ["x", "i", "u"], reduction="avg"), [X(3)], [Y],
+                          [ints("i", [[0]]), floats("u", [1])], 18, "unknown reduction 'avg'"),
+    "scatter_updates_dtype": (N("ScatterElements", ["x", "i", "u"]), [X(3)], [Y],
+                              [ints("i", [0]), floats("u", [1.0], np.float64)], 18, "updates are double, data is float"),
 }
 
 

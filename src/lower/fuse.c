@@ -253,7 +253,8 @@ static void grow_epilogue(fuse_state *s, int a, int *chain) {
     const lt_node *an = g->nodes[a];
     int nc = 0;
     chain[nc++] = a;
-    int ao = single_out(an);
+    const lt_lower_reg *reg = lt_lower_reg_get(an->op);
+    int ao = reg && (reg->flags & LT_LF_NO_EPILOGUE) ? -1 : single_out(an);
     const lt_value *ref = ao >= 0 ? an->out[ao] : NULL; /* the shape epilogue nodes keep */
     for (int cur = a; ao >= 0;) {
         int co = single_out(g->nodes[cur]);

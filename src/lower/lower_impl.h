@@ -69,14 +69,16 @@ typedef struct lt_lower_reg {
 } lt_lower_reg;
 
 enum {
-    LT_LF_NO_VIEW = 1 /* reads inputs by a non-numpy rule: no coalesced view in its group */
+    LT_LF_NO_VIEW = 1,    /* reads inputs by a non-numpy rule: no coalesced view in its group */
+    LT_LF_NO_EPILOGUE = 2 /* an anchor that writes its output more than once (a copy, then updates
+                           * read back): nothing fuses after it, its output is stored as it is */
 };
 /* Does n's kernel read input i (not compile-time only, not unused)? */
 bool lt_lower_reads_input(const lt_node *n, int i);
 
 /* Family tables, each ended by an entry with op 0. */
 extern const lt_lower_reg lt_lower_elementwise[], lt_lower_injective[], lt_lower_reduce[],
-    lt_lower_gemm_ops[], lt_lower_nn[], lt_lower_nchwc[];
+    lt_lower_gemm_ops[], lt_lower_nn[], lt_lower_nchwc[], lt_lower_scatter[];
 const lt_lower_reg *lt_lower_reg_get(int op); /* NULL when the op has no lowering */
 
 /* ---- shapes and constants ---- */
@@ -136,6 +138,10 @@ bool lt_lower_operand_view(const lt_value *v, lt_lower_inlined_fn inlined, void 
  * layout nodes ending final's epilogue chain start from (walking back from final to v at most).
  * False when not expressible. */
 bool lt_lower_output_view(const lt_value *v, const lt_value *final, lt_sview *out, const lt_value **before);
+
+/* Gather / Scatter families (input 1 the indices): are the indices checked before any kernel sees
+ * them (constant and in range, or a model input the plan checks each run)? lower_inj.c. */
+bool lt_lower_indices_checked(const lt_node *n, char *why, size_t size);
 
 /* ---- errors ---- */
 lt_status lt_lower_error(lt_lctx *lc, const lt_node *n, lt_status s, const char *fmt, ...)

@@ -283,12 +283,12 @@ static lt_status e_gather_elements(lt_lctx *lc, const lt_node *n, int o, lt_lnod
 }
 
 /* An index out of range must be an error, as in the interpreter, never a clamped read. So a
- * Gather-family node compiles only when its indices are checked: constants all in range (checked
- * here), or a model input (or a view of one), which the plan checks on the host before each run
- * (src/runtime/index_checks.c). Indices computed by the model run on the host, whose eval hook
+ * Gather- or Scatter-family node compiles only when its indices are checked: constants all in range
+ * (checked here), or a model input (or a view of one), which the plan checks on the host before each
+ * run (src/runtime/index_checks.c). Indices computed by the model run on the host, whose eval hook
  * checks every one. The kernels clamp their index expressions all the same, so nothing can read
- * out of bounds whatever reaches them. */
-static bool indices_checked(const lt_node *n, char *why, size_t size) {
+ * or write out of bounds whatever reaches them. */
+bool lt_lower_indices_checked(const lt_node *n, char *why, size_t size) {
     lt_dtype it = n->in[1]->type.dtype;
     if (it != LT_INT64 && it != LT_INT32) {
         snprintf(why, size, "indices of dtype %s", lt_dtype_name(it));
@@ -314,7 +314,7 @@ static bool indices_checked(const lt_node *n, char *why, size_t size) {
 }
 
 static bool accept_gather(const lt_node *n, char *why, size_t size) {
-    return indices_checked(n, why, size) && lt_lower_accept_default(n, why, size);
+    return lt_lower_indices_checked(n, why, size) && lt_lower_accept_default(n, why, size);
 }
 
 /* GatherND with indices [.., k] (batch_dims b): output (b.., i.., rest..) reads data at
@@ -324,7 +324,7 @@ static bool accept_gathernd(const lt_node *n, char *why, size_t size) {
         snprintf(why, size, "indices of unknown tuple size");
         return false;
     }
-    return indices_checked(n, why, size) && lt_lower_accept_default(n, why, size);
+    return lt_lower_indices_checked(n, why, size) && lt_lower_accept_default(n, why, size);
 }
 
 static lt_status e_gathernd(lt_lctx *lc, const lt_node *n, int o, lt_lnode *const *idx, lt_lnode **r) {

@@ -1,8 +1,8 @@
 /* index_checks.c — the plan's checks of indices that come from the caller.
  *
- * A compiled Gather, GatherElements or GatherND whose indices are a model input (or a view of one:
- * the embedding lookup of every transformer reads its token ids so) cannot report a bad index from
- * inside its kernel, which only clamps. So the plan checks those inputs on the host before each
+ * A compiled Gather, GatherElements, GatherND, Scatter, ScatterElements or ScatterND whose indices
+ * are a model input (or a view of one: the embedding lookup of every transformer reads its token ids
+ * so) cannot report a bad index from inside its kernel, which only clamps. So the plan checks those inputs on the host before each
  * run, before anything is launched or copied to a device: an index out of range fails the run with
  * the node, the input and the element named, as the interpreter would fail it. Indices the model
  * computes never reach a kernel (the lowering leaves those nodes to the interpreter), and constant

@@ -76,7 +76,7 @@ struct lt_plan {
     int *api_cur;            /* API input -> current graph input index, -1 */
     bool *api_frozen;
     int *output_slot;        /* graph output k -> slot, -1 */
-    int n_index_checks;      /* compiled Gathers whose indices the caller gives (index_checks.c) */
+    int n_index_checks;      /* compiled Gathers / Scatters whose indices the caller gives (index_checks.c) */
     struct lt_plan_index_check **index_checks;
 
     int n_packs;
@@ -114,10 +114,11 @@ struct lt_plan {
 /* index_checks.c: one check per compiled (node, input) pair */
 typedef struct lt_plan_index_check {
     int slot;              /* the INPUT slot holding the indices */
-    const lt_node *node;   /* the Gather-family node */
+    const lt_node *node;   /* the Gather- or Scatter-family node */
     lt_index_rule rule;
 } lt_plan_index_check;
-/* After the slots exist: one check per compiled Gather-family node whose indices are a model input. */
+/* After the slots exist: one check per compiled Gather- or Scatter-family node whose indices are a
+ * model input. */
 lt_status lt_plan_index_checks_build(lt_ctx *ctx, lt_plan *p);
 /* Before the steps of a run (inputs bound): LT_ERR_INVALID naming the node, input and element of the
  * first index out of range. */

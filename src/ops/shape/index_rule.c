@@ -1,15 +1,18 @@
-/* index_rule.c — the range rule of the Gather family's indices (see index_rule.h). */
+/* index_rule.c — the range rule of the Gather and Scatter families' indices (see index_rule.h). */
 #include "index_rule.h"
 
 bool lt_index_rule_of(const lt_node *n, lt_index_rule *r) {
-    if (n->op != LT_OP_Gather && n->op != LT_OP_GatherElements && n->op != LT_OP_GatherND) return false;
+    int op = n->op;
+    if (op != LT_OP_Gather && op != LT_OP_GatherElements && op != LT_OP_GatherND && op != LT_OP_Scatter &&
+        op != LT_OP_ScatterElements && op != LT_OP_ScatterND)
+        return false;
     if (n->n_in < 2 || !n->in[0] || !n->in[1]) return false;
     const lt_type *dt = &n->in[0]->type, *it = &n->in[1]->type;
     if (dt->rank < 0 || !dt->dims) return false;
     int rank = dt->rank;
-    if (n->op == LT_OP_GatherND) {
+    if (op == LT_OP_GatherND || op == LT_OP_ScatterND) {
         if (it->rank < 1 || !it->dims) return false;
-        int64_t b = lt_attr_int(n, "batch_dims", 0), k = it->dims[it->rank - 1].value;
+        int64_t b = op == LT_OP_GatherND ? lt_attr_int(n, "batch_dims", 0) : 0, k = it->dims[it->rank - 1].value;
         if (b < 0 || b >= it->rank || k < 1 || b + k > rank) return false;
         r->k = (int)k;
         for (int j = 0; j < r->k; j++) r->dims[j] = dt->dims[b + j].value;

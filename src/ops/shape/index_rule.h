@@ -1,10 +1,12 @@
-/* index_rule.h — the range rule of the Gather family's indices, shared by the lowering (which
- * compiles a Gather only when its indices are checked: constant and in range, or a model input the
- * runtime checks before each run) and the runtime (src/runtime/index_checks.c).
+/* index_rule.h — the range rule of the Gather and Scatter families' indices, shared by the lowering
+ * (which compiles such a node only when its indices are checked: constant and in range, or a model
+ * input the runtime checks before each run) and the runtime (src/runtime/index_checks.c).
  *
- * Gather, GatherElements and GatherND read data at positions their indices give; an index i of an
- * axis of size d is valid when -d <= i < d (negative counts from the end). An index tuple of k
- * components (GatherND: the indices' last dim; else 1) has its component j checked against dims[j].
+ * Gather, GatherElements and GatherND read data at positions their indices give; Scatter,
+ * ScatterElements and ScatterND write there. An index i of an axis of size d is valid when
+ * -d <= i < d (negative counts from the end). An index tuple of k components (GatherND, ScatterND:
+ * the indices' last dim; else 1) has its component j checked against dims[j]. The indices are
+ * input 1 of every one of these ops.
  */
 #ifndef LT_INDEX_RULE_H
 #define LT_INDEX_RULE_H
@@ -16,8 +18,8 @@ typedef struct lt_index_rule {
     int64_t dims[LT_MAX_RANK];  /* component j must lie in [-dims[j], dims[j]) */
 } lt_index_rule;
 
-/* The rule of node n (Gather, GatherElements or GatherND whose data shape is static along the
- * indexed axes and whose attributes are valid); false for any other node. */
+/* The rule of node n (one of the six ops above whose data shape is static along the indexed axes and
+ * whose attributes are valid); false for any other node. */
 bool lt_index_rule_of(const lt_node *n, lt_index_rule *r);
 
 /* The first element of the n int32/int64 indices at `data` that breaks rule r, or -1. */

@@ -286,17 +286,19 @@ lt_status lt_shp_infer_GatherND(lt_infer *ic, lt_node *n) {
 /* ======================================================================== scatter reductions */
 typedef enum { RED_NONE, RED_ADD, RED_MUL, RED_MAX, RED_MIN } red_kind;
 
-static lt_status parse_reduction(lt_eval *ev, const lt_node *n, lt_dtype dt, red_kind *r) {
+/* The reduction attribute of a scatter node over elements of dtype dt (UNDEFINED: not known yet),
+ * by the eval and infer hooks. */
+static lt_status parse_reduction(lt_ctx *ctx, const lt_node *n, lt_dtype dt, red_kind *r) {
     const char *s = n->opset >= 16 ? lt_attr_string(n, "reduction", "none") : "none";
     if (strcmp(s, "none") == 0) *r = RED_NONE;
     else if (strcmp(s, "add") == 0) *r = RED_ADD;
     else if (strcmp(s, "mul") == 0) *r = RED_MUL;
     else if (strcmp(s, "max") == 0 && n->opset >= 18) *r = RED_MAX;
     else if (strcmp(s, "min") == 0 && n->opset >= 18) *r = RED_MIN;
-    else return lt_op_error(ev, n, LT_ERR_INVALID, "unknown reduction '%s'", s);
+    else return lt_node_error(ctx, n, LT_ERR_INVALID, "unknown reduction '%s'", s);
     lt_dclass c = lt_dtype_get(dt)->cls;
-    if (*r != RED_NONE && (c == LT_DC_STRING || c == LT_DC_COMPLEX || c == LT_DC_NONE))
-        return lt_op_error(ev, n, LT_ERR_UNSUPPORTED, "reduction '%s' on %s", s, lt_dtype_name(dt));
+    if (dt != LT_UNDEFINED && *r != RED_NONE && (c == LT_DC_STRING || c == LT_DC_COMPLEX || c == LT_DC_NONE))
+        return lt_node_error(ctx, n, LT_ERR_UNSUPPORTED, "reduction '%s' on %s", s, lt_dtype_name(dt));
     return LT_OK;
 }
 
@@ -370,7 +372,7 @@ lt_status lt_shp_eval_ScatterElements(lt_eval *ev, const lt_node *n, lt_datum **
     for (int i = 0; same && i < u->rank; i++) same = u->dims[i] == ix->dims[i];
     if (!same) return lt_op_error(ev, n, LT_ERR_INVALID, "updates and indices must have the same shape");
     red_kind red;
-    LT_TRY(parse_reduction(ev, n, x->dtype, &red));
+    LT_TRY(parse_reduction(ev->ctx, n, x->dtype, &red));
     lt_tensor *y;
     LT_TRY(lt_out_new(ev, n, out, 0, x->dtype, x->rank, x->dims, &y));
     LT_TRY(lt_shp_copy(ev->ctx, y, 0, x, 0, x->numel));
@@ -387,7 +389,43 @@ lt_status lt_shp_eval_ScatterElements(lt_eval *ev, const lt_node *n, lt_datum **
     return LT_OK;
 }
 
-lt_status lt_shp_infer_ScatterElements(lt_infer *ic, lt_node *n) { return lt_infer_copy(ic, n, 0, 0); }
+/* Every rule the eval hook checks that types show (unknown dims and dtypes pass): the output is the
+ * data's type. */
+static lt_status scatter_infer_common(lt_infer *ic, const lt_node *n) {
+    lt_dtype xt = lt_shp_infer_dtype(n, 0), ut = lt_shp_infer_dtype(n, 2), it = lt_shp_infer_dtype(n, 1);
+    if (n->n_in < 3 || !n->in[0] || !n->in[1] || !n->in[2])
+        return lt_infer_error(ic, n, "data, indices and updates are required");
+    if (xt != LT_UNDEFINED && ut != LT_UNDEFINED && xt != ut)
+        return lt_infer_error(ic, n, "updates are %s, data is %s", lt_dtype_name(ut), lt_dtype_name(xt));
+    if (it != LT_UNDEFINED && !lt_dtype_is_int(it))
+        return lt_infer_error(ic, n, "indices must be an integer tensor, got %s", lt_dtype_name(it));
+    red_kind red;
+    return parse_reduction(ic->ctx, n, xt, &red);
+}
+
+static bool dims_equal(const lt_type *a, int a0, const lt_type *b, int b0, int count) {
+    for (int i = 0; i < count; i++) {
+        int64_t x = lt_shp_dim(a, a0 + i).value, y = lt_shp_dim(b, b0 + i).value;
+        if (x >= 0 && y >= 0 && x != y) return false;
+    }
+    return true;
+}
+
+lt_status lt_shp_infer_ScatterElements(lt_infer *ic, lt_node *n) {
+    LT_TRY(scatter_infer_common(ic, n));
+    const lt_type *x = lt_shp_infer_ranked(n, 0), *ix = lt_shp_infer_ranked(n, 1), *u = lt_shp_infer_ranked(n, 2);
+    if (x && x->rank == 0) return lt_infer_error(ic, n, "cannot scatter into a scalar");
+    if (x && ix) {
+        int64_t xd[LT_MAX_RANK], id[LT_MAX_RANK];
+        int axis;
+        type_dims(x, xd);
+        type_dims(ix, id);
+        LT_TRY(elements_check(ic->ctx, n, x->rank, xd, ix->rank, id, lt_shp_infer_dtype(n, 1), &axis));
+    }
+    if (ix && u && (u->rank != ix->rank || !dims_equal(u, 0, ix, 0, u->rank)))
+        return lt_infer_error(ic, n, "updates and indices must have the same shape");
+    return lt_infer_copy(ic, n, 0, 0);
+}
 
 /* ======================================================================== ScatterND */
 lt_status lt_shp_eval_ScatterND(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum **out) {
@@ -408,7 +446,7 @@ lt_status lt_shp_eval_ScatterND(lt_eval *ev, const lt_node *n, lt_datum **in, lt
                            lt_shape_str(u->rank, u->dims, a, sizeof a));
     }
     red_kind red;
-    LT_TRY(parse_reduction(ev, n, x->dtype, &red));
+    LT_TRY(parse_reduction(ev->ctx, n, x->dtype, &red));
     lt_tensor *y;
     LT_TRY(lt_out_new(ev, n, out, 0, x->dtype, x->rank, x->dims, &y));
     LT_TRY(lt_shp_copy(ev->ctx, y, 0, x, 0, x->numel));
@@ -425,7 +463,22 @@ lt_status lt_shp_eval_ScatterND(lt_eval *ev, const lt_node *n, lt_datum **in, lt
     return LT_OK;
 }
 
-lt_status lt_shp_infer_ScatterND(lt_infer *ic, lt_node *n) { return lt_infer_copy(ic, n, 0, 0); }
+lt_status lt_shp_infer_ScatterND(lt_infer *ic, lt_node *n) {
+    LT_TRY(scatter_infer_common(ic, n));
+    const lt_type *x = lt_shp_infer_ranked(n, 0), *ix = lt_shp_infer_ranked(n, 1), *u = lt_shp_infer_ranked(n, 2);
+    if (x && x->rank < 1) return lt_infer_error(ic, n, "data and indices must have rank >= 1");
+    if (ix && ix->rank < 1) return lt_infer_error(ic, n, "data and indices must have rank >= 1");
+    int64_t k = ix ? lt_shp_dim(ix, ix->rank - 1).value : -1;
+    if (x && k >= 0 && (k < 1 || k > x->rank))
+        return lt_infer_error(ic, n, "index tuples of length %lld for data of rank %d", (long long)k, x->rank);
+    /* updates shape = indices.shape[:-1] + data.shape[k:] */
+    if (x && ix && u && k >= 1) {
+        bool ok = u->rank == ix->rank - 1 + x->rank - (int)k && dims_equal(u, 0, ix, 0, ix->rank - 1) &&
+                  dims_equal(u, ix->rank - 1, x, (int)k, x->rank - (int)k);
+        if (!ok) return lt_infer_error(ic, n, "updates of rank %d do not match indices and data", u->rank);
+    }
+    return lt_infer_copy(ic, n, 0, 0);
+}
 
 /* ======================================================================== TensorScatter */
 lt_status lt_shp_eval_TensorScatter(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum **out) {
