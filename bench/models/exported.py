@@ -1,5 +1,6 @@
-"""exported.py — the zoo's exported models: graph-only snapshots of what PyTorch's exporters emit
-(bench/models/exported/*.onnx.gz, written by export_torch.py), refilled into runnable models.
+"""exported.py — the zoo's exported models: graph-only snapshots of what PyTorch's exporters, tf2onnx
+and paddle2onnx emit (bench/models/exported/*.onnx.gz, written by export_torch.py,
+exported/export_tf.py and exported/export_paddle.py), refilled into runnable models.
 
 A snapshot keeps the exporter's graph exactly; float initializers of more than 64 elements were
 stripped of their data and carry the statistics of the values the framework drew
@@ -18,8 +19,9 @@ Entry points:
   build(tag, size=None)        the runnable model's path (out/exported/<tag>[_<size>].onnx, built on first use);
                                size "full" gives image models their deployed input size (224 x 224)
   make_inputs(tag, seed)       {input name: array}: N(0,1) images/audio/features (in the input's float
-                               type), token ids uniform over the vocabulary, attention masks of ones then
-                               zeros for the last quarter, "value N" inputs (a sample rate) N
+                               type), token ids uniform over the vocabulary (in the input's integer type;
+                               "tokens V padded": the last quarter 0, the padding id), attention masks of
+                               ones then zeros for the last quarter, "value N" inputs (a sample rate) N
   bind_dims(tag)               the --dim bindings of its symbolic dims (batch 1, sequence / time as the
                                example the exporter traced)
 """
@@ -178,8 +180,12 @@ def make_inputs(tag, seed=0, path=None):
         spec = _dims(e, inp.name)
         shape = [d.dim_value if d.dim_value else dims.get(d.dim_param, 1) for d in inp.type.tensor_type.shape.dim]
         kind = spec["kind"]
-        if kind.startswith("tokens"):
-            feeds[inp.name] = rng.integers(0, int(kind.split()[1]), shape).astype(np.int64)
+        dt = onnx.helper.tensor_dtype_to_np_dtype(inp.type.tensor_type.elem_type)
+        if kind.startswith("tokens"):  # int64 from torch, int32 from Keras through tf2onnx
+            ids = rng.integers(0, int(kind.split()[1]), shape).astype(dt)
+            if kind.endswith("padded"):  # id 0 is padding (Keras' mask_zero): the last quarter of each row
+                ids[..., shape[-1] - max(1, shape[-1] // 4):] = 0
+            feeds[inp.name] = ids
         elif kind == "mask":
             m = np.ones(shape, np.int64)
             m[..., shape[-1] - max(1, shape[-1] // 4):] = 0
@@ -187,6 +193,5 @@ def make_inputs(tag, seed=0, path=None):
         elif kind.startswith("value"):
             feeds[inp.name] = np.full(shape, int(kind.split()[1]), np.int64)
         else:
-            dt = onnx.helper.tensor_dtype_to_np_dtype(inp.type.tensor_type.elem_type)
             feeds[inp.name] = rng.standard_normal(shape).astype(dt)
     return feeds
