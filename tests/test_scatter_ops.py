@@ -7,7 +7,7 @@ float16, int32, int64 (wrapping) and bool, indices smaller than data on other ax
 every length (a slice, or single elements). On cpu and on the bounds-checked loopir backend the outputs
 must equal the interpreter's exactly and the plan must have no host step when the indices are
 constants or a model input; the CUDA translation unit must build with NVRTC. A model input index out
-of range fails the run naming the node; indices the model computes stay a host step.
+of range fails the run naming the node (indices the model computes: tests/test_index_checks.py).
 """
 import os
 import re
@@ -175,27 +175,6 @@ def test_bad_constant_index_stays_an_error(tmp_path, cache):
     np.savez(tmp_path / "in.npz", x=feeds["x"], u=feeds["u"])
     r = lathe("run", path, "--backend", "cpu", "--input", tmp_path / "in.npz", cache=cache)
     assert r.returncode != 0 and "-5" in r.stderr, r.stderr
-
-
-def test_computed_indices_stay_a_host_step(tmp_path, cache):
-    """Indices the model computes cannot be checked before the kernel: the node runs on the host,
-    and the answer is still the interpreter's."""
-    rng = np.random.default_rng(8)
-    node, feeds, dt, opset = elements_case(rng, [6, 5], [4, 5], 0, "add")
-    node.input[1] = "i2"
-    sub = helper.make_node("Sub", ["i", "one"], ["i2"])
-    g = helper.make_graph([sub, node], "g",
-                          [helper.make_tensor_value_info(k, TensorProto.INT64 if k == "i" else dt, list(v.shape))
-                           for k, v in feeds.items()],
-                          [helper.make_tensor_value_info("y", dt, None)],
-                          [numpy_helper.from_array(np.array(1, np.int64), "one")])
-    path = tmp_path / "m.onnx"
-    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)]), path)
-    feeds["i"] = np.clip(feeds["i"], -5, 5)
-    outs = run_all(path, feeds, tmp_path, cache, backends=("interp", "cpu"))
-    np.testing.assert_array_equal(outs["cpu"], outs["interp"])
-    steps, plan = host_steps(path, cache)
-    assert steps == 1 and "ScatterElements" in plan, plan
 
 
 def test_scatter_output_takes_no_epilogue(tmp_path, cache):

@@ -21,7 +21,9 @@
  *      joins c's group when p's output is not smaller than c's (no recomputation through
  *      broadcasting) and, if c is or precedes an OUT_EW_FUSABLE anchor (whose microkernel reads
  *      memory), p is a reshape, or a Transpose whose layout chain into a MatMul operand is a strided
- *      view the GEMM call reads in place (lower_view.c). Otherwise p roots a new group.
+ *      view the GEMM call reads in place (lower_view.c). Otherwise p roots a new group. A node
+ *      whose kernel checks indices the model computes always roots its group (its output stored
+ *      whole, so every index is checked, as the interpreter checks every one).
  *      Non-compilable nodes are single-node host groups.
  */
 #include "lower_impl.h"
@@ -342,6 +344,8 @@ static int inline_target(const fuse_state *s, int p) {
     const lt_graph *g = s->g;
     const lt_node *pn = g->nodes[p];
     if (!is_chain(pat(pn))) return -1;
+    /* a Gather whose kernel checks its indices stores its whole output: every index is checked */
+    if (lt_lower_checks_in_kernel(pn)) return -1;
     int po = single_out(pn);
     if (po < 0) return -1;
     int c = s->cons[pn->out[po]->id];

@@ -692,6 +692,7 @@ lt_status lt_lower_group(lt_ctx *ctx, const lt_groups *gs, const lt_group *g, lt
     out->packs = lc->packs;
     out->n_scratch = lc->n_scratch;
     out->scratch = lc->scratch;
+    out->status_arg = lc->status ? lc->status->arg : -1;
     return lt_sched_default(ctx, g, lc->k, opt, &out->schedule);
 }
 

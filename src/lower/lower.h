@@ -185,7 +185,15 @@ typedef struct lt_lowered {
     lt_lpack *packs;
     int n_scratch;
     lt_lscratch *scratch;
+    int status_arg;        /* -1, or the kernel argument the runtime binds to the plan's check word
+                            * (int64[LT_CHECK_WORDS], zero between runs): a kernel that checks
+                            * indices the model computes (lt_lower_index_pos) records the first
+                            * violation it meets there; the run then fails naming the node */
 } lt_lowered;
+
+/* The check word: [0] the failing node's index in the main graph + 1 (0: no violation), [1] the
+ * element of its indices, [2] the index value, [3] the size of the axis it indexes. */
+#define LT_CHECK_WORDS 4
 
 /* Lower compiled group g (not host) of gs into a Loop IR kernel allocated in `arena`, with its
  * default schedule recorded (not applied). opt may be NULL. Errors name the group and node:

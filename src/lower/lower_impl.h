@@ -46,6 +46,7 @@ typedef struct lt_lctx {
     lt_lpack *packs;
     int n_scratch, cap_scratch;
     lt_lscratch *scratch;
+    lt_lbuf *status;           /* the check word argument, made by the first lt_lower_index_pos that checks */
     /* Coalesced view of pure elementwise groups: view dim i covers output dims
      * [view_start[i], view_start[i+1]) of the full output rank. */
     bool view;
@@ -139,9 +140,19 @@ bool lt_lower_operand_view(const lt_value *v, lt_lower_inlined_fn inlined, void 
  * False when not expressible. */
 bool lt_lower_output_view(const lt_value *v, const lt_value *final, lt_sview *out, const lt_value **before);
 
-/* Gather / Scatter families (input 1 the indices): are the indices checked before any kernel sees
- * them (constant and in range, or a model input the plan checks each run)? lower_inj.c. */
+/* Gather / Scatter families (input 1 the indices): may node n compile, its indices checked before
+ * any kernel sees them (constant and in range, or a model input the plan checks each run) or else by
+ * its own kernel (lt_lower_index_pos: indices the model computes)? lower_inj.c. */
 bool lt_lower_indices_checked(const lt_node *n, char *why, size_t size);
+/* Does node n's kernel check its indices itself (neither constant nor a model input)? Such a node's
+ * output is stored whole (fusion ends its group there), so every index is checked, as the
+ * interpreter checks every one. */
+bool lt_lower_checks_in_kernel(const lt_node *n);
+/* Index expression iv (any integer dtype) on an axis of size d as a position in [0, d): negative
+ * from the end. For a node whose kernel checks its indices (lt_lower_checks_in_kernel), a value out
+ * of range is recorded in the check word (element `elem` of n's indices) and reads position 0;
+ * otherwise it is clamped. */
+lt_lnode *lt_lower_index_pos(lt_lctx *lc, const lt_node *n, lt_lnode *iv, int64_t d, lt_lnode *elem);
 
 /* ---- errors ---- */
 lt_status lt_lower_error(lt_lctx *lc, const lt_node *n, lt_status s, const char *fmt, ...)

@@ -244,10 +244,55 @@ static bool accept_split(const lt_node *n, char *why, size_t size) {
 
 /* ---- Gather / GatherElements ---- */
 
-static lt_lnode *index_in_range(lt_lctx *lc, lt_lnode *iv, int64_t dim) {
+/* An index out of range must be an error, as in the interpreter, never a clamped read. So a
+ * Gather- or Scatter-family node compiles only with its indices checked: constants all in range
+ * (checked here), a model input (or a view of one), which the plan checks on the host before each
+ * run (src/runtime/index_checks.c), or else indices the model computes, which the node's own kernel
+ * checks element by element (lt_lower_index_pos), recording a violation in the plan's check word.
+ * Constant and model-input indices are clamped all the same, so nothing can read or write out of
+ * bounds whatever reaches a kernel. */
+static bool index_dtype_ok(const lt_node *n, char *why, size_t size) {
+    lt_dtype it = n->in[1]->type.dtype;
+    if (it == LT_INT64 || it == LT_INT32) return true;
+    snprintf(why, size, "indices of dtype %s", lt_dtype_name(it));
+    return false;
+}
+
+bool lt_lower_checks_in_kernel(const lt_node *n) { return lt_index_checked_in_kernel(n); }
+
+bool lt_lower_indices_checked(const lt_node *n, char *why, size_t size) {
+    if (!index_dtype_ok(n, why, size)) return false;
+    lt_index_rule rule;
+    if (!lt_index_rule_of(n, &rule)) {
+        snprintf(why, size, "indices or data of a shape it cannot index");
+        return false;
+    }
+    const lt_tensor *ind = lt_infer_const(n, 1);
+    if (!ind && lt_lower_checks_in_kernel(n) && n->out[0] && lt_lower_numel(n->out[0]) == 0) {
+        snprintf(why, size, "an empty output (its kernel would check none of its indices)");
+        return false;
+    }
+    if (!ind) return true; /* a model input: checked by the plan; computed: by the kernel */
+    int64_t bad = lt_index_rule_violation(&rule, ind->data, ind->dtype, ind->numel);
+    if (bad >= 0) {
+        snprintf(why, size, "index %lld out of range (host reports it)", (long long)lt_load_i64(ind->data, ind->dtype, bad));
+        return false;
+    }
+    return true;
+}
+
+lt_lnode *lt_lower_index_pos(lt_lctx *lc, const lt_node *n, lt_lnode *iv, int64_t d, lt_lnode *elem) {
+    if (!iv) return NULL;
     if (iv->dtype != LT_INT64) iv = lt_l_cast(K, LT_INT64, iv);
-    iv = lt_l_select(K, bin(lc, LT_LOP_LT, iv, I(lc, 0)), lt_l_add(K, iv, I(lc, dim)), iv);
-    return clampi(lc, iv, 0, dim - 1);
+    if (!lt_lower_checks_in_kernel(n)) {
+        iv = lt_l_select(K, bin(lc, LT_LOP_LT, iv, I(lc, 0)), lt_l_add(K, iv, I(lc, d)), iv);
+        return clampi(lc, iv, 0, d - 1);
+    }
+    if (!lc->status && !(lc->status = lt_kernel_arg(K, "check", LT_INT64, LT_CHECK_WORDS))) return NULL;
+    lt_lnode *args[5] = {lt_l_addr(K, lc->status, I(lc, 0)), I(lc, n->index + 1), elem, iv, I(lc, d)};
+    for (int i = 0; i < 5; i++)
+        if (!args[i]) return NULL;
+    return lt_l_call(K, LT_INT64, "lt_check_index", 5, args);
 }
 
 static lt_status e_gather(lt_lctx *lc, const lt_node *n, int o, lt_lnode *const *idx, lt_lnode **r) {
@@ -261,7 +306,7 @@ static lt_status e_gather(lt_lctx *lc, const lt_node *n, int o, lt_lnode *const 
     LT_TRY(lt_lower_value(lc, n->in[1], idx + ax, &iv));
     lt_lnode *sub[LT_MAX_RANK];
     for (int i = 0; i < ax; i++) sub[i] = idx[i];
-    sub[ax] = index_in_range(lc, iv, dd[ax]);
+    sub[ax] = lt_lower_index_pos(lc, n, iv, dd[ax], lt_lower_flat(lc, rq, dq, idx + ax));
     for (int i = ax + 1; i < rd; i++) sub[i] = idx[i - 1 + rq];
     if (!sub[ax]) return lt_lower_nomem(lc);
     return lt_lower_value(lc, n->in[0], sub, r);
@@ -269,48 +314,18 @@ static lt_status e_gather(lt_lctx *lc, const lt_node *n, int o, lt_lnode *const 
 
 static lt_status e_gather_elements(lt_lctx *lc, const lt_node *n, int o, lt_lnode *const *idx, lt_lnode **r) {
     (void)o;
-    int rd;
-    int64_t dd[LT_MAX_RANK];
+    int rd, rq;
+    int64_t dd[LT_MAX_RANK], dq[LT_MAX_RANK];
     LT_TRY(need_shape(lc, n, n->in[0], &rd, dd));
+    LT_TRY(need_shape(lc, n, n->in[1], &rq, dq));
     int ax = norm_axis(lt_attr_int(n, "axis", 0), rd);
     lt_lnode *iv;
     LT_TRY(lt_lower_value(lc, n->in[1], idx, &iv));
     lt_lnode *sub[LT_MAX_RANK];
     memcpy(sub, idx, sizeof(lt_lnode *) * (size_t)rd);
-    sub[ax] = index_in_range(lc, iv, dd[ax]);
+    sub[ax] = lt_lower_index_pos(lc, n, iv, dd[ax], lt_lower_flat(lc, rq, dq, idx));
     if (!sub[ax]) return lt_lower_nomem(lc);
     return lt_lower_value(lc, n->in[0], sub, r);
-}
-
-/* An index out of range must be an error, as in the interpreter, never a clamped read. So a
- * Gather- or Scatter-family node compiles only when its indices are checked: constants all in range
- * (checked here), or a model input (or a view of one), which the plan checks on the host before each
- * run (src/runtime/index_checks.c). Indices computed by the model run on the host, whose eval hook
- * checks every one. The kernels clamp their index expressions all the same, so nothing can read
- * or write out of bounds whatever reaches them. */
-bool lt_lower_indices_checked(const lt_node *n, char *why, size_t size) {
-    lt_dtype it = n->in[1]->type.dtype;
-    if (it != LT_INT64 && it != LT_INT32) {
-        snprintf(why, size, "indices of dtype %s", lt_dtype_name(it));
-        return false;
-    }
-    lt_index_rule rule;
-    if (!lt_index_rule_of(n, &rule)) {
-        snprintf(why, size, "indices or data of a shape it cannot index");
-        return false;
-    }
-    const lt_tensor *ind = lt_infer_const(n, 1);
-    if (!ind) {
-        if (lt_index_model_input(n->in[1])) return true;
-        snprintf(why, size, "indices computed by the model (range-checked on the host)");
-        return false;
-    }
-    int64_t bad = lt_index_rule_violation(&rule, ind->data, ind->dtype, ind->numel);
-    if (bad >= 0) {
-        snprintf(why, size, "index %lld out of range (host reports it)", (long long)lt_load_i64(ind->data, ind->dtype, bad));
-        return false;
-    }
-    return true;
 }
 
 static bool accept_gather(const lt_node *n, char *why, size_t size) {
@@ -341,7 +356,8 @@ static lt_status e_gathernd(lt_lctx *lc, const lt_node *n, int o, lt_lnode *cons
         lt_lnode *iv;
         qi[rq - 1] = I(lc, j);
         LT_TRY(lt_lower_value(lc, n->in[1], qi, &iv));
-        if (!(sub[b + j] = index_in_range(lc, iv, dd[b + j]))) return lt_lower_nomem(lc);
+        if (!(sub[b + j] = lt_lower_index_pos(lc, n, iv, dd[b + j], lt_lower_flat(lc, rq, dq, qi))))
+            return lt_lower_nomem(lc);
     }
     for (int i = b + k; i < rd; i++) sub[i] = idx[rq - 1 + i - (b + k)];
     return lt_lower_value(lc, n->in[0], sub, r);

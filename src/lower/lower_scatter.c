@@ -18,10 +18,11 @@
  *         out[tuple_j, s] = combine(out[tuple_j, s], updates[j, s])
  *     (k equal to data's rank leaves a single fiber: such a scatter runs on one thread.)
  *
- * Indices are range-checked before any kernel sees them (lt_lower_indices_checked: constant and in
- * range, or a model input the plan checks each run); computed indices leave the node to the
- * interpreter. The index expressions are normalized (negative from the end) and clamped all the
- * same, so no write can leave the buffer. The output is written twice, so nothing fuses after a
+ * Indices are range-checked (lt_lower_indices_checked): constants when compiling, a model input by
+ * the plan before each run, indices the model computes by this kernel as it reads them
+ * (lt_lower_index_pos: a violation goes into the plan's check word and the run fails). Every index
+ * expression is normalized (negative from the end) and kept in range, so no write can leave the
+ * buffer. The output is written twice, so nothing fuses after a
  * scatter (LT_LF_NO_EPILOGUE). Reductions combine in the compute type (float for float16 and
  * bfloat16, rounded once when stored, as the interpreter's double arithmetic rounds once); max and
  * min give NaN when either side is NaN, and otherwise the interpreter's `a > b ? a : b`.
@@ -67,14 +68,6 @@ static lt_lnode *combine(lt_lctx *lc, lt_dtype dt, scat_red r, lt_lnode *old, lt
     /* NaN on either side gives NaN */
     return lt_l_select(K, lt_l_unary(K, LT_LOP_ISNAN, old), old,
                        lt_l_select(K, lt_l_unary(K, LT_LOP_ISNAN, upd), upd, pick));
-}
-
-/* Index expression iv (indices' dtype) as a position on an axis of size d: negative from the end,
- * clamped into [0, d). */
-static lt_lnode *position(lt_lctx *lc, lt_lnode *iv, int64_t d) {
-    if (iv->dtype != LT_INT64) iv = lt_l_cast(K, LT_INT64, iv);
-    iv = lt_l_select(K, bin(lc, LT_LOP_LT, iv, I(lc, 0)), lt_l_add(K, iv, I(lc, d)), iv);
-    return bin(lc, LT_LOP_MIN, bin(lc, LT_LOP_MAX, iv, I(lc, 0)), I(lc, d - 1));
 }
 
 /* The statement over all fibers: for f in [0, F) { body(f) }, a KEPT loop the default schedule
@@ -175,7 +168,7 @@ static lt_status lower_scatter_elements(lt_lctx *lc, const lt_node *n, lt_lnode 
     lt_lnode *iv, *uv;
     LT_TRY(lt_lower_value(lc, n->in[1], at, &iv));
     LT_TRY(lt_lower_value(lc, n->in[2], at, &uv));
-    at[a] = position(lc, iv, s.d[a]);
+    at[a] = lt_lower_index_pos(lc, n, iv, s.d[a], lt_lower_flat(lc, ri, id, at));
     if (!at[a]) return lt_lower_nomem(lc);
     lt_lnode *upd = update(lc, &s, lt_lower_flat(lc, s.r, s.d, at), uv);
     upd = upd ? loop(lc, j, LT_ROLE_REDUCE, id[a], upd) : NULL;
@@ -223,7 +216,8 @@ static lt_status lower_scatter_nd(lt_lctx *lc, const lt_node *n, lt_lnode **res)
         tj[ri - 1] = I(lc, c);
         lt_lnode *iv;
         LT_TRY(lt_lower_value(lc, n->in[1], tj, &iv));
-        offe = lt_l_add(K, lt_l_mul(K, offe, I(lc, s.d[c])), position(lc, iv, s.d[c]));
+        lt_lnode *pos = lt_lower_index_pos(lc, n, iv, s.d[c], lt_lower_flat(lc, ri, id, tj));
+        offe = pos ? lt_l_add(K, lt_l_mul(K, offe, I(lc, s.d[c])), pos) : NULL;
     }
     lt_lnode *ui[LT_MAX_RANK];
     for (int i = 0; i < ri - 1; i++) ui[i] = tj[i];

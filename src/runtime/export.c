@@ -83,6 +83,7 @@ static const char *arg_expr(exp_state *e, int sl, char *buf, size_t n) {
     case LT_SLOT_INPUT: snprintf(buf, n, "(void *)x_%d", S->io_index); break;
     case LT_SLOT_OUTPUT: snprintf(buf, n, "(void *)out->%s", e->out_names[S->io_index]); break;
     case LT_SLOT_DYNAMIC: snprintf(buf, n, "0 /* dynamic */"); break;
+    case LT_SLOT_CHECK: snprintf(buf, n, "(void *)%s_ck_", e->P); break;
     }
     return buf;
 }
@@ -217,6 +218,30 @@ static void emit_index_checks(lt_strbuf *c, const lt_plan *p, const char *P) {
     }
 }
 
+/* After the kernels: the check word of kernels that check the indices the model computes (see
+ * src/runtime/index_checks.c), reported naming the node, and zeroed for the next run. */
+static void emit_check_word(lt_strbuf *c, const lt_plan *p, const char *P) {
+    if (p->check_slot < 0) return;
+    const lt_graph *g = p->model->graph;
+    char label[200];
+    lt_sb_printf(c, "    if (%s_ck_[0]) {\n        const char *who_ = \"?\", *ind_ = \"?\";\n        switch (%s_ck_[0]) {\n",
+                 P, P);
+    for (int i = 0; i < g->n_nodes; i++) {
+        const lt_node *n = g->nodes[i];
+        if (!lt_index_checked_in_kernel(n)) continue;
+        lt_sb_printf(c, "        case %dLL: who_ = ", i + 1);
+        quote(c, lt_node_label(n, label, sizeof label), 200);
+        lt_sb_printf(c, "; ind_ = ");
+        quote(c, n->in[1]->name, 200);
+        lt_sb_printf(c, "; break;\n");
+    }
+    lt_sb_printf(c, "        default: break;\n        }\n"
+                    "        snprintf(%s_err_, sizeof %s_err_, \"%%s: index %%lld (element %%lld of '%%.200s') is out of range "
+                    "[%%lld, %%lld)\", who_, %s_ck_[2], %s_ck_[1], ind_, -%s_ck_[3], %s_ck_[3]);\n"
+                    "        memset(%s_ck_, 0, sizeof %s_ck_);\n        return -1;\n    }\n",
+                 P, P, P, P, P, P, P, P);
+}
+
 static void gen_api(exp_state *e, bool embedded, const uint8_t *blob, lt_strbuf *c) {
     const lt_plan *p = e->p;
     const lt_graph *g = p->model->graph;
@@ -249,7 +274,8 @@ static void gen_api(exp_state *e, bool embedded, const uint8_t *blob, lt_strbuf 
         lt_sb_printf(c, "\n};\n");
     }
     lt_sb_printf(c, "static unsigned char *%s_w_;\nstatic unsigned char *%s_ws_;\nstatic void *%s_pk_[%d];\n"
-                    "static int %s_ready_;\nstatic char %s_err_[512];\n\n", P, P, P, p->n_packs ? p->n_packs : 1, P, P);
+                    "static int %s_ready_;\nstatic char %s_err_[512];\nstatic long long %s_ck_[%d];\n\n", P, P, P,
+                 p->n_packs ? p->n_packs : 1, P, P, P, LT_CHECK_WORDS);
     /* 64-byte aligned memory in plain C99 (aligned_alloc is C11, posix_memalign POSIX): the block
      * malloc gave is kept just below the aligned address */
     lt_sb_printf(c, "static void *%s_alloc_(size_t n) {\n"
@@ -334,6 +360,7 @@ static void gen_api(exp_state *e, bool embedded, const uint8_t *blob, lt_strbuf 
         for (int j = 0; j < st->n_args; j++) lt_sb_printf(c, "%s%s", j ? ", " : "", arg_expr(e, st->arg_slots[j], ab, sizeof ab));
         lt_sb_printf(c, "};\n        %s(a);\n    }\n", st->name);
     }
+    emit_check_word(c, p, P);
     /* outputs no kernel wrote */
     for (int k2 = 0; k2 < g->n_outputs; k2++) {
         int sl = p->output_slot[k2];

@@ -73,6 +73,7 @@ lt_datum *lt_plan_slot_datum(lt_plan *p, int sl) {
     case LT_SLOT_INPUT:
     case LT_SLOT_OUTPUT:
     case LT_SLOT_DYNAMIC: return p->rt[sl].cur;
+    case LT_SLOT_CHECK: return NULL; /* kernels' only */
     }
     return NULL;
 }

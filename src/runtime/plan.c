@@ -269,6 +269,20 @@ static lt_status bind_scratch(lt_ctx *ctx, lt_plan *p, const lt_lowered *lw, lt_
     return LT_OK;
 }
 
+int lt_plan_check_slot(lt_ctx *ctx, lt_plan *p) {
+    if (p->check_slot >= 0) return p->check_slot;
+    int sl = new_slot(ctx, p, NULL, LT_SLOT_CHECK);
+    if (sl < 0) return -1;
+    lt_plan_slot *S = &p->slots[sl];
+    S->dtype = LT_INT64;
+    S->rank = 1;
+    S->dims[0] = S->numel = LT_CHECK_WORDS;
+    S->bytes = LT_CHECK_WORDS * (int64_t)sizeof(int64_t);
+    p->rt[sl].is_static = true;
+    p->rt[sl].kernel_use = true;
+    return p->check_slot = sl;
+}
+
 /* Slots of every step's values, live ranges, packed weights. */
 static lt_status bind_values(lt_ctx *ctx, lt_plan *p, const lt_lowered *lowered_by_step_group) {
     const lt_graph *g = p->model->graph;
@@ -310,6 +324,12 @@ static lt_status bind_values(lt_ctx *ctx, lt_plan *p, const lt_lowered *lowered_
                     pp->src_slot = src;
                     pp->kernel = lp->kernel;
                     s = p->backend->vt->load(p->backend, ctx, p->module, lp->kernel->name, (lt_bkernel **)&pp->bk);
+                    continue;
+                }
+                if (j == lw->status_arg) { /* the check word: one buffer for the whole plan */
+                    int cs = lt_plan_check_slot(ctx, p);
+                    if (cs < 0) { s = ctx->status ? ctx->status : LT_ERR_NOMEM; break; }
+                    st->arg_slots[j] = cs;
                     continue;
                 }
                 if (!lw->arg_values[j]) { /* scratch: workspace live during this step only */
@@ -603,6 +623,7 @@ lt_status lt_plan_build_steps(lt_ctx *ctx, const lt_plan_build_args *a, lt_plan 
         return LT_ERR_NOMEM;
     }
     p->model = a->model;
+    p->check_slot = -1;
     p->arena = a->arena;
     p->groups = a->groups;
     p->backend = a->backend;
@@ -678,6 +699,7 @@ lt_status lt_plan_build_memory(lt_ctx *ctx, lt_plan *p, bool no_inplace, int thr
     LT_TRY(plan_memory(ctx, p, no_inplace));
     if (!p->host_memory) LT_TRY(lt_plan_device_prepare(ctx, p));
     LT_TRY(fill_packs(ctx, p));
+    LT_TRY(lt_plan_check_word_alloc(ctx, p));
     LT_TRY(prepare_args(ctx, p));
     LT_TRY(lt_plan_host_prepare(ctx, p));
     if (!p->host_memory) LT_TRY(lt_plan_device_capture(ctx, p));
@@ -717,6 +739,8 @@ void lt_plan_free(lt_plan *p) {
         for (int i = 0; i < p->n_packs; i++)
             if (p->slots && p->slots[p->packs[i].slot].ptr) p->backend->vt->free(p->backend, p->slots[p->packs[i].slot].ptr);
         if (p->workspace) p->backend->vt->free(p->backend, p->workspace);
+        if (p->check_slot >= 0 && p->slots[p->check_slot].ptr)
+            p->backend->vt->free(p->backend, p->slots[p->check_slot].ptr);
         if (p->module) p->backend->vt->module_free(p->backend, p->module);
         lt_backend_destroy(p->backend);
     }
@@ -772,8 +796,16 @@ static bool same_shape(const lt_plan_slot *S, const lt_tensor *t) {
     return true;
 }
 
+static lt_status run_host_steps(lt_ctx *ctx, lt_plan *p, const lt_plan_run_options *opt);
+
+/* The steps, then the check word of kernels that check the indices they read. */
 static lt_status run_steps(lt_ctx *ctx, lt_plan *p, const lt_plan_run_options *opt) {
-    if (!p->host_memory) return lt_plan_device_run_steps(ctx, p, opt);
+    lt_status s = p->host_memory ? run_host_steps(ctx, p, opt) : lt_plan_device_run_steps(ctx, p, opt);
+    lt_status c = lt_plan_check_word_run(ctx, p, s == LT_OK); /* cleared for the next run either way */
+    return s != LT_OK ? s : c;
+}
+
+static lt_status run_host_steps(lt_ctx *ctx, lt_plan *p, const lt_plan_run_options *opt) {
     double t_run = opt && opt->device_seconds ? now_s() : 0;
     p->rng = opt ? opt->seed : 0;
     p->max_loop_bytes = opt ? opt->max_loop_bytes : 0;
@@ -1004,6 +1036,7 @@ static const char *slot_kind_name(lt_slot_kind k) {
     case LT_SLOT_INPUT: return "input";
     case LT_SLOT_OUTPUT: return "output";
     case LT_SLOT_DYNAMIC: return "dynamic";
+    case LT_SLOT_CHECK: return "check";
     }
     return "?";
 }
@@ -1028,7 +1061,7 @@ const char *lt_plan_memory_summary(const lt_plan *p, char *buf, size_t n) {
 static void print_slot_ref(const lt_plan *p, int sl, lt_strbuf *out) {
     if (sl < 0) { lt_sb_printf(out, "-"); return; }
     const lt_plan_slot *S = &p->slots[sl];
-    lt_sb_printf(out, "%s", S->value ? S->value->name : S->scratch ? "scratch" : "?");
+    lt_sb_printf(out, "%s", S->value ? S->value->name : S->scratch ? "scratch" : S->kind == LT_SLOT_CHECK ? "word" : "?");
     if (S->alias_of >= 0 && p->slots[S->alias_of].kind != LT_SLOT_WORKSPACE)
         lt_sb_printf(out, "=%s", p->slots[S->alias_of].value->name);
     else if (S->kind == LT_SLOT_WORKSPACE && !p->memory_planned) lt_sb_printf(out, "@?");

@@ -95,7 +95,10 @@ typedef enum lt_slot_kind {
     LT_SLOT_PACKED,    /* packed weight: a persistent buffer filled at plan build */
     LT_SLOT_INPUT,     /* graph input: the caller's memory, bound at each run */
     LT_SLOT_OUTPUT,    /* graph output with a static shape: the caller's memory (or a new tensor) */
-    LT_SLOT_DYNAMIC    /* no static shape, or not a numeric tensor: a datum held during the run */
+    LT_SLOT_DYNAMIC,   /* no static shape, or not a numeric tensor: a datum held during the run */
+    LT_SLOT_CHECK      /* the check word (int64[LT_CHECK_WORDS], lower.h) of kernels that check the
+                        * indices the model computes: a persistent buffer, zero between runs, read
+                        * after each run (index_checks.c); value NULL */
 } lt_slot_kind;
 
 typedef struct lt_plan_slot {
@@ -107,7 +110,7 @@ typedef struct lt_plan_slot {
     int64_t numel, bytes;
     int64_t offset;         /* WORKSPACE */
     int io_index;           /* INPUT: index in graph->inputs; OUTPUT: first index in graph->outputs */
-    void *ptr;              /* address now (CONST, PACKED, WORKSPACE: fixed; INPUT, OUTPUT: per run) */
+    void *ptr;              /* address now (CONST, PACKED, WORKSPACE, CHECK: fixed; INPUT, OUTPUT: per run) */
     int def_step, last_step;/* live range over the steps (-1 def: before the first step) */
     bool inplace;           /* shares the memory of the slot it was computed from (in-place) */
     int alias_of;           /* -1, or the slot whose memory this view shares (a Reshape-like step's

@@ -159,7 +159,8 @@ static lt_status plan_xfers(lt_ctx *ctx, lt_plan *p) {
         const lt_plan_slot *S = &p->slots[sl];
         switch (S->kind) {
         case LT_SLOT_CONST: w.host_ok[sl] = true; w.dev_ok[sl] = p->rt[sl].kernel_use; break;
-        case LT_SLOT_PACKED: w.dev_ok[sl] = true; break;
+        case LT_SLOT_PACKED:
+        case LT_SLOT_CHECK: w.dev_ok[sl] = true; break;
         case LT_SLOT_DYNAMIC: w.host_ok[sl] = true; break;
         case LT_SLOT_INPUT:
             w.host_ok[sl] = true;

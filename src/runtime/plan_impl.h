@@ -78,6 +78,7 @@ struct lt_plan {
     int *output_slot;        /* graph output k -> slot, -1 */
     int n_index_checks;      /* compiled Gathers / Scatters whose indices the caller gives (index_checks.c) */
     struct lt_plan_index_check **index_checks;
+    int check_slot;          /* the CHECK slot (kernels that check computed indices), -1 when none */
 
     int n_packs;
     lt_plan_pack *packs;
@@ -123,6 +124,14 @@ lt_status lt_plan_index_checks_build(lt_ctx *ctx, lt_plan *p);
 /* Before the steps of a run (inputs bound): LT_ERR_INVALID naming the node, input and element of the
  * first index out of range. */
 lt_status lt_plan_index_checks_run(lt_ctx *ctx, const lt_plan *p);
+/* The CHECK slot that kernel arguments lowered as lt_lowered.status_arg bind to (made on first use). */
+int lt_plan_check_slot(lt_ctx *ctx, lt_plan *p);
+/* After the memory plan: the check word's buffer, zeroed (on the backend: device memory on a device). */
+lt_status lt_plan_check_word_alloc(lt_ctx *ctx, lt_plan *p);
+/* After the steps of a run: LT_ERR_INVALID naming the node, element and value a kernel found out of
+ * range (when `report`; the word is zeroed again for the next run either way); LT_OK when it is
+ * zero or not reported (the run failed already). */
+lt_status lt_plan_check_word_run(lt_ctx *ctx, lt_plan *p, bool report);
 
 /* host.c */
 /* Prepare host support after slots exist: wrappers for static slots read by host steps, the

@@ -96,6 +96,19 @@ static lt_status intrinsic(lt_ctx *ctx, const char *name, int n, const lt_leval_
         result->f = (double)expf((float)args[0].f);
         return LT_OK;
     }
+    /* the prelude's lt_check_index (codegen/prelude/common.h): the check word, code, element, index, size */
+    if (strcmp(name, "lt_check_index") == 0 && n == 5 && args[0].ptr && args[0].avail >= 4) {
+        int64_t v = args[3].i, d = args[4].i;
+        if (v < -d || v >= d) {
+            int64_t w[4] = {args[1].i, args[2].i, v, d};
+            memcpy(args[0].ptr, w, sizeof w);
+            result->i = 0;
+        } else {
+            result->i = v < 0 ? v + d : v;
+        }
+        result->f = (double)result->i;
+        return LT_OK;
+    }
     return lt_error(ctx, LT_ERR_UNSUPPORTED, "loopir: no evaluator for the call %s/%d", name, n);
 }
 

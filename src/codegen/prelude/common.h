@@ -163,4 +163,21 @@ LT_DEF_UINT_OPS(u16, uint16_t, 16)
 LT_DEF_UINT_OPS(u32, uint32_t, 32)
 LT_DEF_UINT_OPS(u64, uint64_t, 64)
 
+/* ---- index checks ----
+ * An index v of an axis of size d (element `elem` of the indices of main-graph node code - 1), as a
+ * position in [0, d): negative counts from the end. Out of range (v < -d or v >= d), the violation
+ * goes into the plan's check word w (int64[4]: code, elem, v, d; the run then fails naming the node)
+ * and position 0 is read, so nothing leaves the buffer. Racing writers store whole words of some
+ * violation; which one is reported does not matter. */
+LT_FN int64_t lt_check_index(int64_t *w, int64_t code, int64_t elem, int64_t v, int64_t d) {
+    if (v < -d || v >= d) {
+        w[1] = elem;
+        w[2] = v;
+        w[3] = d;
+        w[0] = code;
+        return 0;
+    }
+    return v < 0 ? v + d : v;
+}
+
 #endif

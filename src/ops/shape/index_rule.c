@@ -47,3 +47,9 @@ const lt_value *lt_index_model_input(const lt_value *v) {
     }
     return NULL;
 }
+
+bool lt_index_checked_in_kernel(const lt_node *n) {
+    lt_index_rule rule;
+    return n->n_in > 1 && n->in[1] && lt_index_rule_of(n, &rule) && !lt_infer_const(n, 1) &&
+           !lt_index_model_input(n->in[1]);
+}

@@ -25,6 +25,12 @@ bool lt_index_rule_of(const lt_node *n, lt_index_rule *r);
 /* The first element of the n int32/int64 indices at `data` that breaks rule r, or -1. */
 int64_t lt_index_rule_violation(const lt_index_rule *r, const void *data, lt_dtype dt, int64_t n);
 
+/* Are node n's indices (input 1) checked by its own kernel, as it reads them: one of the six ops
+ * above whose indices are neither a constant nor a model input (so the model computes them)? The
+ * lowering then records violations in the plan's check word, which the runtime reads after each
+ * run (src/runtime/index_checks.c). */
+bool lt_index_checked_in_kernel(const lt_node *n);
+
 /* The model input that v is a view of (v itself, or the input of a chain of Reshape, Flatten,
  * Squeeze, Unsqueeze and Identity: the same elements in the same order), or NULL when v is computed
  * (or is a constant). Main graph only. */
