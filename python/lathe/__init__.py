@@ -25,6 +25,11 @@ may be used from several threads: calls are serialized by a lock. Bad arguments 
 ValueError (wrong type, out of range, a NUL byte in a name or path) before the library is called;
 the library's own messages name options the Python way (shapes=..., dims=...).
 The shared library is found as described in lathe/_capi.py (LATHE_LIBRARY overrides).
+
+onnxruntime's API (lathe/session.py): `import lathe as ort`, then ort.InferenceSession(path_or_bytes,
+sess_options, providers), SessionOptions, RunOptions, GraphOptimizationLevel, IO binding, OrtValue,
+get_available_providers(), get_device() as onnxruntime has them; python/README.md ("Switching from
+onnxruntime") lists what is supported and every difference.
 """
 import ctypes
 import math
@@ -39,7 +44,14 @@ import numpy as np
 from . import _capi
 from ._capi import LatheError
 
-__all__ = ["compile", "Model", "TensorInfo", "LatheError", "version", "library_path", "backends"]
+__all__ = ["compile", "Model", "TensorInfo", "LatheError", "version", "library_path", "backends",
+           # onnxruntime's API (session.py)
+           "InferenceSession", "SessionOptions", "RunOptions", "GraphOptimizationLevel", "ExecutionMode",
+           "ExecutionOrder", "NodeArg", "ModelMetadata", "IOBinding", "SessionIOBinding", "OrtValue",
+           "get_available_providers", "get_all_providers", "get_device", "get_version_string", "get_build_info",
+           "set_seed", "set_default_logger_severity", "set_default_logger_verbosity", "capi",
+           "Fail", "InvalidArgument", "NoSuchFile", "InvalidProtobuf", "InvalidGraph", "RuntimeException", "EPFail",
+           "MissingInputError"]
 
 TensorInfo = namedtuple("TensorInfo", "name dtype shape")
 TensorInfo.__doc__ = "An input or output: name, numpy dtype (None if not a tensor), shape (ints; str = symbolic)"
@@ -551,3 +563,12 @@ def compile(path, shapes=None, backend="cpu", threads=None, opt_level=None, *, d
     if st != 0:
         raise _error(err.value, _capi.status_name(st))
     return Model(path, backend, h.value, lib, n)
+
+
+# onnxruntime's Python API over the above (imported last: it uses compile, Model and the dtype tables)
+from .session import (InferenceSession, SessionOptions, RunOptions, GraphOptimizationLevel, ExecutionMode,  # noqa: E402
+                      ExecutionOrder, NodeArg, ModelMetadata, IOBinding, SessionIOBinding, OrtValue,
+                      get_available_providers, get_all_providers, get_device, get_version_string, get_build_info,
+                      set_seed, set_default_logger_severity, set_default_logger_verbosity, capi, Fail,
+                      InvalidArgument, NoSuchFile, InvalidProtobuf, InvalidGraph, RuntimeException, EPFail,
+                      MissingInputError)

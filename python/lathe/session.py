@@ -1,0 +1,1238 @@
+"""session.py — onnxruntime's Python API over lathe, so that `import lathe as ort` is the only change.
+
+    import lathe as ort
+    sess = ort.InferenceSession("model.onnx", providers=["CPUExecutionProvider"])
+    sess.get_inputs()[0]         # NodeArg(name='x', type='tensor(float)', shape=['batch', 64])
+    y, = sess.run(None, {"x": x})                        # a list of numpy arrays, in output order
+
+What each call does, and every way it differs from onnxruntime, is in python/README.md ("Switching
+from onnxruntime"). In short:
+
+* An InferenceSession loads the model once for its metadata (names, types, shapes with the symbolic
+  dims' names, as onnxruntime reports them), then compiles it with lathe.compile for the input
+  shapes it is run with: a model whose input dims are all static is compiled when the session is
+  made; one with symbolic or unknown dims is compiled at the first run with each new combination of
+  input shapes. The session keeps one compiled plan per input-shape signature (the
+  "lathe.max_cached_shapes" session config entry, default 4, least recently used dropped first) and
+  reuses it; lathe's on-disk cache (by content hash) makes compiling a shape seen before cheap.
+* Feeds are checked as onnxruntime checks them (names, dtype, rank, static dims) and raise classes
+  named as onnxruntime's (InvalidArgument, ...), all subclasses of LatheError; where onnxruntime
+  raises a builtin (ValueError for missing inputs) the class derives from that builtin too.
+* Feeds are numpy arrays or anything with __dlpack__ on the CPU (read in place when C-contiguous);
+  outputs are numpy arrays written in place by the compiled code (lathe_compiled_run_buffers).
+* IO binding (sess.io_binding()) binds CPU memory: inputs read in place, caller-provided output
+  buffers written in place. GPU pointers are refused (not bound yet).
+"""
+import collections
+import collections.abc
+import ctypes
+import datetime
+import enum
+import json
+import operator
+import os
+import shutil
+import tempfile
+import threading
+import time
+import types
+import warnings
+import weakref
+
+import numpy as np
+
+from . import _capi
+from . import _NP, _ONNX, compile as _lathe_compile
+from ._capi import LatheError
+
+__all__ = ["InferenceSession", "SessionOptions", "RunOptions", "GraphOptimizationLevel", "ExecutionMode",
+           "ExecutionOrder", "NodeArg", "ModelMetadata", "IOBinding", "SessionIOBinding", "OrtValue",
+           "get_available_providers", "get_all_providers", "get_device", "get_version_string", "get_build_info",
+           "set_seed", "set_default_logger_severity", "set_default_logger_verbosity", "capi",
+           "Fail", "InvalidArgument", "NoSuchFile", "NoModel", "EngineError", "RuntimeException", "InvalidProtobuf",
+           "ModelLoaded", "InvalidGraph", "EPFail", "MissingInputError"]
+
+CPU_PROVIDER = "CPUExecutionProvider"
+CUDA_PROVIDER = "CUDAExecutionProvider"
+_KNOWN_PROVIDERS = [CUDA_PROVIDER, CPU_PROVIDER]
+
+
+# ---------------------------------------------------------------------------------------------------
+# Errors: onnxruntime's classes (onnxruntime.capi.onnxruntime_pybind11_state.*), as LatheError subclasses.
+# Messages read "[LatheError] : CODE : NAME : message", CODE and NAME being onnxruntime's status codes.
+
+class _OrtStyleError(LatheError):
+    _code, _code_name = 1, "FAIL"
+
+    def __init__(self, message, status="invalid"):
+        super().__init__(f"[LatheError] : {self._code} : {self._code_name} : {message}", status)
+
+
+def _error_class(name, code, code_name, doc, bases=(_OrtStyleError,)):
+    return type(name, bases, {"_code": code, "_code_name": code_name, "__doc__": doc, "__module__": __name__})
+
+
+Fail = _error_class("Fail", 1, "FAIL", "A run or compile failed (onnxruntime's Fail).")
+InvalidArgument = _error_class("InvalidArgument", 2, "INVALID_ARGUMENT",
+                               "A bad feed, output name or option (onnxruntime's InvalidArgument).")
+NoSuchFile = _error_class("NoSuchFile", 3, "NO_SUCHFILE", "The model file does not exist (onnxruntime's NoSuchFile).")
+NoModel = _error_class("NoModel", 4, "NO_MODEL", "onnxruntime's NoModel (not raised by lathe).")
+EngineError = _error_class("EngineError", 5, "ENGINE_ERROR", "onnxruntime's EngineError (not raised by lathe).")
+RuntimeException = _error_class("RuntimeException", 6, "RUNTIME_EXCEPTION",
+                                "An internal error of lathe (onnxruntime's RuntimeException).")
+InvalidProtobuf = _error_class("InvalidProtobuf", 7, "INVALID_PROTOBUF",
+                               "The bytes are not an ONNX model (onnxruntime's InvalidProtobuf).")
+ModelLoaded = _error_class("ModelLoaded", 8, "MODEL_LOADED", "onnxruntime's ModelLoaded (not raised by lathe).")
+NotImplemented_ = _error_class("NotImplemented", 9, "NOT_IMPLEMENTED",
+                               "lathe cannot run something in the model (onnxruntime's NotImplemented).")
+InvalidGraph = _error_class("InvalidGraph", 10, "INVALID_GRAPH",
+                            "The model is not valid (onnxruntime's InvalidGraph).")
+EPFail = _error_class("EPFail", 11, "EP_FAIL", "An execution provider failed (onnxruntime's EPFail).")
+
+
+class MissingInputError(LatheError, ValueError):
+    """Required inputs are missing from the feed (onnxruntime raises a plain ValueError)."""
+
+    def __init__(self, message):
+        super().__init__(message, "usage")
+
+
+# `ort.capi.onnxruntime_pybind11_state.InvalidArgument` spelled the same after `import lathe as ort`
+_state = types.ModuleType("lathe.capi.onnxruntime_pybind11_state",
+                          "onnxruntime's exception classes, as lathe raises them (attribute access only).")
+for _cls in (Fail, InvalidArgument, NoSuchFile, NoModel, EngineError, RuntimeException, InvalidProtobuf, ModelLoaded,
+             NotImplemented_, InvalidGraph, EPFail):
+    setattr(_state, _cls.__name__, _cls)
+capi = types.ModuleType("lathe.capi", "onnxruntime.capi's look-alike: capi.onnxruntime_pybind11_state.<error class>")
+capi.onnxruntime_pybind11_state = _state
+
+
+def _from_lathe(e, phase, path=None):
+    """A LatheError from lathe.compile or a run as onnxruntime's class for that situation (see README).
+    path: the temporary file a model given as bytes was written to (named "<model bytes>" instead)."""
+    msg, st = str(e), getattr(e, "status", "internal")
+    if path:
+        msg = msg.replace(path, "<model bytes>")
+    if st == "unsupported":
+        cls = NotImplemented_
+    elif st == "internal":
+        cls = RuntimeException
+    elif st == "invalid":
+        if phase == "load":
+            cls = InvalidProtobuf if "not an ONNX model" in msg else InvalidGraph
+        elif phase == "compile":
+            cls = InvalidGraph
+        else:
+            cls = InvalidArgument
+    elif st == "usage":
+        cls = InvalidArgument
+    else:  # nomem, io (a compiler failure, a cache folder refused)
+        cls = Fail
+    err = cls(msg, st)
+    err.__cause__ = e
+    return err
+
+
+# ---------------------------------------------------------------------------------------------------
+# Enums (values as onnxruntime's)
+
+class GraphOptimizationLevel(enum.IntEnum):
+    """Mapped onto lathe's -O levels: DISABLE_ALL -O0, BASIC -O1, EXTENDED -O2, LAYOUT and ALL -O3."""
+    ORT_DISABLE_ALL = 0
+    ORT_ENABLE_BASIC = 1
+    ORT_ENABLE_EXTENDED = 2
+    ORT_ENABLE_LAYOUT = 3
+    ORT_ENABLE_ALL = 99
+
+
+class ExecutionMode(enum.IntEnum):
+    """Accepted; no effect (lathe runs a plan's steps in order, parallel inside kernels)."""
+    ORT_SEQUENTIAL = 0
+    ORT_PARALLEL = 1
+
+
+class ExecutionOrder(enum.IntEnum):
+    """Accepted; no effect (lathe's compiler fixes the order)."""
+    DEFAULT = 0
+    PRIORITY_BASED = 1
+    MEMORY_EFFICIENT = 2
+
+
+_OPT_LEVEL = {GraphOptimizationLevel.ORT_DISABLE_ALL: 0, GraphOptimizationLevel.ORT_ENABLE_BASIC: 1,
+              GraphOptimizationLevel.ORT_ENABLE_EXTENDED: 2, GraphOptimizationLevel.ORT_ENABLE_LAYOUT: 3,
+              GraphOptimizationLevel.ORT_ENABLE_ALL: None}
+
+
+def _enum_value(cls, what, v):
+    """v as a member of cls: a member, an int of one, or onnxruntime's own enum value (it converts to int)."""
+    if isinstance(v, cls):
+        return v
+    try:
+        return cls(int(v) if not isinstance(v, bool) else None)
+    except (TypeError, ValueError):
+        raise TypeError(f"{what} must be a {cls.__name__} ({', '.join(cls.__members__)}), got {v!r}") from None
+
+
+# ---------------------------------------------------------------------------------------------------
+# Options
+
+class SessionOptions:
+    """onnxruntime.SessionOptions. Effective: intra_op_num_threads (lathe's threads; 0 = every CPU),
+    graph_optimization_level (lathe's -O level), enable_profiling / profile_file_prefix (a session-level
+    trace: load, compiles, runs), add_free_dimension_override_by_name (fixes a symbolic dim), and the
+    session config entries "lathe.cache_dir", "lathe.max_cached_shapes", "lathe.enable_passes".
+    Everything else is accepted and stored with no effect (README: "Switching from onnxruntime")."""
+
+    __slots__ = ("enable_cpu_mem_arena", "enable_mem_pattern", "enable_mem_reuse", "enable_profiling",
+                 "_execution_mode", "_execution_order", "_graph_optimization_level", "inter_op_num_threads",
+                 "intra_op_num_threads", "log_severity_level", "log_verbosity_level", "logid",
+                 "optimized_model_filepath", "profile_file_prefix", "use_deterministic_compute",
+                 "use_per_session_threads", "_config", "_dim_overrides", "_denotation_overrides")
+
+    def __init__(self):
+        self.enable_cpu_mem_arena = True
+        self.enable_mem_pattern = True
+        self.enable_mem_reuse = True
+        self.enable_profiling = False
+        self._execution_mode = ExecutionMode.ORT_SEQUENTIAL
+        self._execution_order = ExecutionOrder.DEFAULT
+        self._graph_optimization_level = GraphOptimizationLevel.ORT_ENABLE_ALL
+        self.inter_op_num_threads = 0
+        self.intra_op_num_threads = 0
+        self.log_severity_level = -1
+        self.log_verbosity_level = 0
+        self.logid = ""
+        self.optimized_model_filepath = ""
+        self.profile_file_prefix = "lathe_profile_"
+        self.use_deterministic_compute = False
+        self.use_per_session_threads = True
+        self._config = {}
+        self._dim_overrides = {}
+        self._denotation_overrides = {}
+
+    graph_optimization_level = property(
+        lambda self: self._graph_optimization_level,
+        lambda self, v: setattr(self, "_graph_optimization_level",
+                                _enum_value(GraphOptimizationLevel, "graph_optimization_level", v)))
+    execution_mode = property(
+        lambda self: self._execution_mode,
+        lambda self, v: setattr(self, "_execution_mode", _enum_value(ExecutionMode, "execution_mode", v)))
+    execution_order = property(
+        lambda self: self._execution_order,
+        lambda self, v: setattr(self, "_execution_order", _enum_value(ExecutionOrder, "execution_order", v)))
+
+    def add_session_config_entry(self, key, value):
+        if not isinstance(key, str) or not isinstance(value, str):
+            raise TypeError("add_session_config_entry(key, value) takes two strings")
+        self._config[key] = value
+
+    def get_session_config_entry(self, key):
+        if key not in self._config:
+            raise Fail(f"SessionOptions does not have configuration with key: {key}", "usage")
+        return self._config[key]
+
+    def add_free_dimension_override_by_name(self, dim_name, dim_value):
+        """Fix the symbolic dim `dim_name` to `dim_value` (lathe's dims=): shapes report it, feeds must match."""
+        if not isinstance(dim_name, str) or not dim_name:
+            raise TypeError(f"dim_name must be a non-empty string, got {dim_name!r}")
+        if isinstance(dim_value, bool) or not isinstance(dim_value, (int, np.integer)) or dim_value < 0:
+            raise TypeError(f"dim_value must be a non-negative integer, got {dim_value!r}")
+        self._dim_overrides[dim_name] = int(dim_value)
+
+    def add_free_dimension_override_by_denotation(self, dim_denotation, dim_value):
+        """Stored, no effect (lathe does not read dim denotations): a warning says so when a session starts."""
+        self._denotation_overrides[str(dim_denotation)] = int(dim_value)
+
+    def add_initializer(self, name, ortvalue):
+        raise NotImplemented_("add_initializer: lathe compiles initializers into the model; overriding them is "
+                              "not supported", "unsupported")
+
+    def add_external_initializers(self, names, ortvalues):
+        raise NotImplemented_("add_external_initializers: not supported by lathe", "unsupported")
+
+    def register_custom_ops_library(self, path):
+        raise NotImplemented_("register_custom_ops_library: lathe has no custom operator libraries", "unsupported")
+
+    def has_providers(self):
+        return False
+
+    def _copy(self):
+        c = SessionOptions()
+        for k in self.__slots__:
+            v = getattr(self, k)
+            setattr(c, k, dict(v) if isinstance(v, dict) else v)
+        return c
+
+    @classmethod
+    def _adopt(cls, other):
+        """A copy of our own options, or of a look-alike (onnxruntime's SessionOptions) by attribute."""
+        if isinstance(other, SessionOptions):
+            return other._copy()
+        c = cls()
+        for k in ("enable_cpu_mem_arena", "enable_mem_pattern", "enable_mem_reuse", "enable_profiling",
+                  "execution_mode", "execution_order", "graph_optimization_level", "inter_op_num_threads",
+                  "intra_op_num_threads", "log_severity_level", "log_verbosity_level", "logid",
+                  "optimized_model_filepath", "profile_file_prefix", "use_deterministic_compute"):
+            if hasattr(other, k):
+                setattr(c, k, getattr(other, k))
+        return c
+
+    def __repr__(self):
+        return (f"<lathe.SessionOptions intra_op_num_threads={self.intra_op_num_threads} "
+                f"graph_optimization_level={self.graph_optimization_level.name}>")
+
+
+class RunOptions:
+    """onnxruntime.RunOptions. `terminate` set before a run makes it raise; the rest has no effect."""
+
+    __slots__ = ("log_severity_level", "log_verbosity_level", "logid", "only_execute_path_to_fetches", "terminate",
+                 "_config")
+
+    def __init__(self):
+        self.log_severity_level = -1
+        self.log_verbosity_level = 0
+        self.logid = ""
+        self.only_execute_path_to_fetches = False
+        self.terminate = False
+        self._config = {}
+
+    def add_run_config_entry(self, key, value):
+        if not isinstance(key, str) or not isinstance(value, str):
+            raise TypeError("add_run_config_entry(key, value) takes two strings")
+        self._config[key] = value
+
+    def get_run_config_entry(self, key):
+        if key not in self._config:
+            raise Fail(f"RunOptions does not have configuration with key: {key}", "usage")
+        return self._config[key]
+
+    def add_active_adapter(self, adapter):
+        raise NotImplemented_("add_active_adapter: LoRA adapters are not supported by lathe", "unsupported")
+
+
+# ---------------------------------------------------------------------------------------------------
+# Metadata
+
+class NodeArg:
+    """An input or output: .name, .shape (int per static dim, the dim's name for a symbolic one, None for
+    an unnamed unknown one; [] when the rank is unknown), .type ('tensor(float)', ...)."""
+
+    __slots__ = ("name", "shape", "type")
+
+    def __init__(self, name, type, shape):
+        self.name, self.type, self.shape = name, type, shape
+
+    def __repr__(self):
+        return f"NodeArg(name={self.name!r}, type={self.type!r}, shape={self.shape!r})"
+
+    __str__ = __repr__
+
+
+class ModelMetadata:
+    """onnxruntime.ModelMetadata. The C API exposes none of these: they are read from the ONNX file
+    with the onnx package when it is installed, else they keep the defaults (empty, version 2**63-1)."""
+
+    __slots__ = ("producer_name", "graph_name", "domain", "description", "graph_description", "version",
+                 "custom_metadata_map")
+
+    def __init__(self):
+        self.producer_name = self.graph_name = self.domain = self.description = self.graph_description = ""
+        self.version = (1 << 63) - 1  # onnxruntime's value when the model sets none
+        self.custom_metadata_map = {}
+
+    def __repr__(self):
+        return f"<lathe.ModelMetadata producer_name={self.producer_name!r} graph_name={self.graph_name!r}>"
+
+
+def _type_name(dt):
+    """ONNX element type number -> onnxruntime's 'tensor(float)' spelling."""
+    return f"tensor({_capi.load().lathe_dtype_name(dt).decode()})"
+
+
+def _np_type_name(dtype):
+    if dtype.kind in "OUS":
+        return "tensor(string)"
+    num = _ONNX.get(dtype.newbyteorder("=")) if dtype.byteorder not in "=|" else _ONNX.get(dtype)
+    return _type_name(num) if num is not None else f"numpy {dtype}"
+
+
+def _onnx_type_string(tp):
+    """An onnx TypeProto as onnxruntime spells it: 'seq(tensor(float))', 'map(int64,tensor(float))', ..."""
+    kind = tp.WhichOneof("value")
+    if kind in ("tensor_type", "sparse_tensor_type"):
+        t = getattr(tp, kind)
+        name = _type_name(t.elem_type)[len("tensor"):]
+        return ("sparse_tensor" if kind == "sparse_tensor_type" else "tensor") + name
+    if kind == "sequence_type":
+        return f"seq({_onnx_type_string(tp.sequence_type.elem_type)})"
+    if kind == "optional_type":
+        return f"optional({_onnx_type_string(tp.optional_type.elem_type)})"
+    if kind == "map_type":
+        key = _capi.load().lathe_dtype_name(tp.map_type.key_type).decode()
+        return f"map({key},{_onnx_type_string(tp.map_type.value_type)})"
+    return "unknown"
+
+
+def _read_onnx(path):
+    """The ModelProto at path (no external data) when the onnx package is installed, else None."""
+    try:
+        import onnx
+    except ImportError:
+        return None
+    try:
+        return onnx.load(path, load_external_data=False)
+    except Exception:  # noqa: BLE001 — metadata is best effort: lathe already loaded the model
+        return None
+
+
+class _Info:
+    """What the session knows of one input or output."""
+    __slots__ = ("name", "dt", "np_dtype", "shape", "arg")
+
+    def __init__(self, name, dt, shape, type_str):
+        self.name, self.dt, self.shape = name, dt, shape  # shape: tuple (int / str / None) or None
+        self.np_dtype = _NP.get(dt) if dt else None
+        self.arg = NodeArg(name, type_str, list(shape) if shape is not None else [])
+
+    @property
+    def static(self):
+        return self.shape is not None and all(isinstance(d, int) for d in self.shape)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Providers and module-level functions
+
+_cuda_state = None
+_seed = 0
+
+
+def _cuda_available():
+    """A CUDA driver with at least one device, NVRTC, and a library that compiles: lathe's "cuda" backend can run."""
+    global _cuda_state
+    if _cuda_state is None:
+        _cuda_state = False
+        try:
+            if _capi.has("lathe_compile"):
+                cuda = ctypes.CDLL("libcuda.so.1")
+                n = ctypes.c_int(0)
+                if cuda.cuInit(0) == 0 and cuda.cuDeviceGetCount(ctypes.byref(n)) == 0 and n.value > 0:
+                    for name in (os.environ.get("LATHE_NVRTC"), "libnvrtc.so.13", "libnvrtc.so.12"):
+                        if not name:
+                            continue
+                        try:
+                            ctypes.CDLL(name)
+                            _cuda_state = True
+                            break
+                        except OSError:
+                            pass
+        except (OSError, AttributeError, LatheError):
+            _cuda_state = False
+    return _cuda_state
+
+
+def get_all_providers():
+    """Every provider name lathe knows."""
+    return list(_KNOWN_PROVIDERS)
+
+
+def get_available_providers():
+    """['CUDAExecutionProvider', 'CPUExecutionProvider'] where a GPU, its driver and NVRTC are present, else
+    ['CPUExecutionProvider']."""
+    return [CUDA_PROVIDER, CPU_PROVIDER] if _cuda_available() else [CPU_PROVIDER]
+
+
+def get_device():
+    """'GPU' where the CUDA provider is available, else 'CPU'."""
+    return "GPU" if _cuda_available() else "CPU"
+
+
+def get_version_string():
+    return _capi.load().lathe_version().decode()
+
+
+def get_build_info():
+    return f"lathe {get_version_string()} ({_capi.library_path()})"
+
+
+def set_seed(seed):
+    """Seed of the random-number operators (RandomNormal, ...) for sessions made after this call."""
+    global _seed
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise TypeError(f"seed must be an integer, got {seed!r}")
+    _seed = int(seed) & ((1 << 64) - 1)
+
+
+def set_default_logger_severity(level):
+    """Accepted; no effect (lathe never logs)."""
+
+
+def set_default_logger_verbosity(level):
+    """Accepted; no effect (lathe never logs)."""
+
+
+def _provider_available(name):
+    """Whether lathe can run with this provider. The GPU is probed only when CUDA is asked for (the probe
+    initializes the CUDA driver in this process)."""
+    return name == CPU_PROVIDER or (name == CUDA_PROVIDER and _cuda_available())
+
+
+def _normalize_providers(providers, provider_options):
+    """onnxruntime's check_and_normalize_provider_args: ([names], [options dicts of strings])."""
+    names, opts = [], []
+
+    def add(name, options):
+        if not _provider_available(name):
+            warnings.warn(f"Specified provider '{name}' is not in available provider names."
+                          f"Available providers: '{', '.join(get_available_providers())}'")
+        if name in names:
+            warnings.warn(f"Duplicate provider '{name}' encountered, ignoring.")
+            return
+        names.append(name)
+        opts.append({str(k): str(v) for k, v in options.items()})
+
+    if providers is None:
+        return [CPU_PROVIDER], [{}]
+    if isinstance(providers, str) or not isinstance(providers, collections.abc.Sequence):
+        raise ValueError("'providers' should be a sequence.")
+    if provider_options is not None:
+        if not isinstance(provider_options, collections.abc.Sequence):
+            raise ValueError("'provider_options' should be a sequence.")
+        if len(providers) != len(provider_options):
+            raise ValueError("'providers' and 'provider_options' should be the same length if both are given.")
+        if not all(isinstance(p, str) for p in providers):
+            raise ValueError("Only string values for 'providers' are supported if 'provider_options' is given.")
+        if not all(isinstance(o, dict) for o in provider_options):
+            raise ValueError("'provider_options' values must be dicts.")
+        for name, options in zip(providers, provider_options):
+            add(name, options)
+    else:
+        for p in providers:
+            if isinstance(p, str):
+                add(p, {})
+            elif isinstance(p, tuple) and len(p) == 2 and isinstance(p[0], str) and isinstance(p[1], dict):
+                add(p[0], p[1])
+            else:
+                raise ValueError("'providers' values must be either strings or (string, dict) tuples.")
+    return names, opts
+
+
+# ---------------------------------------------------------------------------------------------------
+# Values
+
+def _element_dtype(element_type):
+    """A numpy type or an ONNX element type number -> numpy dtype."""
+    if isinstance(element_type, (int, np.integer)) and not isinstance(element_type, bool):
+        dt = _NP.get(int(element_type))
+        if dt is None:
+            raise InvalidArgument(f"element type {element_type} has no numpy equivalent here "
+                                  f"(install ml_dtypes for bfloat16, float8 and int4 types)")
+        return dt
+    try:
+        return np.dtype(element_type)
+    except TypeError:
+        raise InvalidArgument(f"element_type must be a numpy type or an ONNX element type number, "
+                              f"got {element_type!r}") from None
+
+
+def _shape_tuple(shape, what):
+    try:
+        dims = tuple(operator.index(d) for d in shape)
+    except TypeError:
+        raise InvalidArgument(f"{what}: shape must be a sequence of integers, got {shape!r}") from None
+    if any(d < 0 for d in dims):
+        raise InvalidArgument(f"{what}: negative dimension in {list(dims)}")
+    return dims
+
+
+def _array_at(ptr, dtype, shape, what):
+    """A numpy array viewing `ptr` (CPU memory the caller owns): nothing is copied."""
+    if isinstance(ptr, bool) or not isinstance(ptr, (int, np.integer)):
+        raise InvalidArgument(f"{what}: buffer_ptr must be an integer address, got {ptr!r}")
+    n = int(np.prod(shape, dtype=np.int64)) if shape else 1
+    nbytes = n * dtype.itemsize
+    if nbytes == 0:
+        return np.empty(shape, dtype)
+    if not ptr:
+        raise InvalidArgument(f"{what}: buffer_ptr is NULL")
+    buf = (ctypes.c_char * nbytes).from_address(int(ptr))
+    return np.frombuffer(buf, dtype=dtype, count=n).reshape(shape)
+
+
+def _check_cpu_device(device_type, what):
+    dev = str(device_type).lower()
+    if dev != "cpu":
+        raise Fail(f"{what}: device_type '{device_type}': GPU buffers are not bound yet — lathe's IO binding "
+                   f"takes CPU memory only (bind a numpy array, or a CPU pointer with device_type 'cpu'); "
+                   f"the CUDA provider copies CPU inputs and outputs to and from the GPU itself", "unsupported")
+
+
+class OrtValue:
+    """onnxruntime.OrtValue, minimal: a tensor in CPU memory, backed by a numpy array (never copied)."""
+
+    __slots__ = ("_array",)
+
+    def __init__(self, array):
+        if not isinstance(array, np.ndarray):
+            raise TypeError(f"OrtValue wraps a numpy array, got {type(array).__name__}")
+        self._array = array
+
+    @classmethod
+    def ortvalue_from_numpy(cls, numpy_obj, /, device_type="cpu", device_id=0, vendor_id=-1):
+        _check_cpu_device(device_type, "ortvalue_from_numpy")
+        return cls(np.asarray(numpy_obj))
+
+    @classmethod
+    def ortvalue_from_numpy_with_onnx_type(cls, data, /, onnx_element_type):
+        dt = _element_dtype(onnx_element_type)
+        if dt.itemsize != data.dtype.itemsize:
+            raise InvalidArgument(f"ortvalue_from_numpy_with_onnx_type: {data.dtype} and {dt} differ in size")
+        return cls(data.view(dt))
+
+    @classmethod
+    def ortvalue_from_shape_and_type(cls, shape, element_type, device_type="cpu", device_id=0, vendor_id=-1):
+        _check_cpu_device(device_type, "ortvalue_from_shape_and_type")
+        return cls(np.zeros(_shape_tuple(shape, "ortvalue_from_shape_and_type"), _element_dtype(element_type)))
+
+    @classmethod
+    def from_dlpack(cls, data, /, is_bool_tensor=False):
+        return cls(np.from_dlpack(data))
+
+    def to_dlpack(self):
+        return self._array.__dlpack__()
+
+    def __dlpack__(self, **kwargs):
+        return self._array.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return self._array.__dlpack_device__()
+
+    def numpy(self):
+        """The backing array itself (for a bound output buffer, the caller's memory)."""
+        return self._array
+
+    def data_ptr(self):
+        return self._array.ctypes.data
+
+    def device_name(self):
+        return "cpu"
+
+    def shape(self):
+        return list(self._array.shape)
+
+    def data_type(self):
+        return _np_type_name(self._array.dtype)
+
+    def element_type(self):
+        return 8 if self._array.dtype.kind in "OUS" else _ONNX.get(self._array.dtype, 0)
+
+    def tensor_size_in_bytes(self):
+        return self._array.nbytes
+
+    def has_value(self):
+        return True
+
+    def is_tensor(self):
+        return True
+
+    def is_sparse_tensor(self):
+        return False
+
+    def is_tensor_sequence(self):
+        return False
+
+    def update_inplace(self, np_arr):
+        np.copyto(self._array, np.asarray(np_arr), casting="no")
+
+    def __repr__(self):
+        return f"<lathe.OrtValue {self.data_type()} {self.shape()}>"
+
+
+_KDL_CPU, _KDL_CUDA_HOST = 1, 3
+
+
+def _as_array(name, v, dtype):
+    """A feed as a numpy array, without a copy where possible: numpy arrays and C-contiguous CPU DLPack
+    tensors (torch, ...) are read in place; lists and scalars are converted to the input's dtype.
+    Non-contiguous or misaligned data is copied (the compiled code reads dense, row-major memory)."""
+    if isinstance(v, np.ndarray):
+        a = v
+    elif isinstance(v, OrtValue):
+        a = v.numpy()
+    elif hasattr(v, "__dlpack__"):
+        dev = v.__dlpack_device__() if hasattr(v, "__dlpack_device__") else (_KDL_CPU, 0)
+        if int(dev[0]) not in (_KDL_CPU, _KDL_CUDA_HOST):
+            raise InvalidArgument(f"input '{name}': a tensor on DLPack device type {int(dev[0])}: lathe takes CPU "
+                                  f"memory only (GPU buffers are not bound yet; copy it to the CPU first)")
+        try:
+            a = np.from_dlpack(v)
+        except (BufferError, TypeError, RuntimeError, ValueError) as e:
+            raise InvalidArgument(f"input '{name}': cannot read the DLPack tensor: {e}") from None
+    else:
+        try:
+            a = np.asarray(v, dtype=dtype if dtype is not None and dtype != np.object_ else None)
+        except (TypeError, ValueError, OverflowError) as e:
+            raise InvalidArgument(f"input '{name}': cannot make an array from {type(v).__name__}: {e}") from None
+    if dtype is not None and a.dtype != dtype and a.dtype.byteorder not in "=|" and a.dtype.newbyteorder("=") == dtype:
+        a = a.astype(dtype)  # the same type in the other byte order: the library reads native order
+    if not (a.flags.c_contiguous and a.flags.aligned):
+        a = np.array(a, order="C", copy=True)
+    return a
+
+
+# ---------------------------------------------------------------------------------------------------
+# The session
+
+_DEFAULT_MAX_SHAPES = 4
+_INT_MAX = (1 << 31) - 1
+
+
+def _threads_arg(v):
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+        raise TypeError(f"intra_op_num_threads must be an integer, got {v!r}")
+    if not 0 <= v <= _INT_MAX:
+        raise ValueError(f"intra_op_num_threads must be between 0 and {_INT_MAX}, got {v}")
+    return int(v)
+
+
+class InferenceSession:
+    """onnxruntime.InferenceSession over lathe: InferenceSession(path_or_bytes, sess_options=None,
+    providers=None, provider_options=None). See the module comment and python/README.md."""
+
+    def __init__(self, path_or_bytes, sess_options=None, providers=None, provider_options=None, **kwargs):
+        self._enable_fallback = int(kwargs.get("enable_fallback", 1)) == 1
+        self._lock = threading.RLock()
+        self._plans = collections.OrderedDict()  # input-shape signature -> lathe.Model
+        self._compiles = 0
+        self._events, self._profiling = [], False
+        self._start_ns = time.time_ns()
+        self._t0 = time.perf_counter_ns()
+        self._tmpdir = None
+        self._finalizer = None
+        if isinstance(path_or_bytes, (str, os.PathLike)):
+            self._model_path, self._model_bytes = os.fspath(path_or_bytes), None
+            if isinstance(self._model_path, bytes):
+                self._model_path = os.fsdecode(self._model_path)
+            path = self._model_path
+            if not os.path.exists(path):
+                raise NoSuchFile(f"Load model from {path} failed:Load model {path} failed. File doesn't exist", "io")
+        elif isinstance(path_or_bytes, (bytes, bytearray, memoryview)):
+            self._model_path, self._model_bytes = None, bytes(path_or_bytes)
+            # the compiler reads files: the bytes go to a private temporary folder, removed with the session
+            self._tmpdir = tempfile.mkdtemp(prefix="lathe-session-")
+            self._finalizer = weakref.finalize(self, shutil.rmtree, self._tmpdir, True)
+            path = os.path.join(self._tmpdir, "model.onnx")
+            with open(path, "wb") as f:
+                f.write(self._model_bytes)
+        else:
+            raise TypeError(f"Unable to load from type '{type(path_or_bytes)}'")
+        self._path = path
+        self._sess_options_initial = sess_options
+        self._options = SessionOptions._adopt(sess_options) if sess_options is not None else SessionOptions()
+        self._read_options()
+        self._profiling = bool(self._options.enable_profiling)
+        t = time.perf_counter_ns()
+        self._load_meta()
+        self._event("Session", "model_loading_uri" if self._model_path else "model_loading_array", t)
+        t = time.perf_counter_ns()
+        self._set_providers(providers, provider_options)
+        self._event("Session", "session_initialization", t)
+
+    # ---- options ----
+    def _read_options(self):
+        o = self._options
+        self._threads = _threads_arg(o.intra_op_num_threads)
+        level = _enum_value(GraphOptimizationLevel, "graph_optimization_level", o.graph_optimization_level)
+        self._opt_level = _OPT_LEVEL[level]
+        cfg = o._config
+        self._max_shapes = _DEFAULT_MAX_SHAPES
+        if "lathe.max_cached_shapes" in cfg:
+            try:
+                self._max_shapes = int(cfg["lathe.max_cached_shapes"])
+            except ValueError:
+                self._max_shapes = 0
+            if self._max_shapes < 1:
+                raise InvalidArgument(f"session config 'lathe.max_cached_shapes' must be a positive integer, got "
+                                      f"{cfg['lathe.max_cached_shapes']!r}", "usage")
+        self._cache_dir = None  # lathe.compile's default folder
+        if "lathe.cache_dir" in cfg:
+            self._cache_dir = cfg["lathe.cache_dir"] or False
+        passes = cfg.get("lathe.enable_passes", "")
+        self._enable_passes = [p for p in passes.split(",") if p] or None
+        if o._denotation_overrides:
+            warnings.warn("add_free_dimension_override_by_denotation has no effect in lathe (it does not read dim "
+                          "denotations): use add_free_dimension_override_by_name")
+        self._seed = _seed
+
+    # ---- metadata ----
+    def _load_meta(self):
+        """Load the model once (the interpreter's loader: no compile) for names, types and shapes with the
+        symbolic dims' names, the free-dimension overrides applied. Names no dim in the model has are
+        ignored, as onnxruntime ignores them."""
+        dims = dict(self._options._dim_overrides)
+        while True:
+            try:
+                meta = _lathe_compile(self._path, backend="interp", dims=dims or None, seed=self._seed)
+                break
+            except LatheError as e:
+                bad = [k for k in dims if f"no dimension named '{k}'" in str(e)]
+                if e.status == "usage" and bad:
+                    for k in bad:
+                        del dims[k]
+                    continue
+                raise _from_lathe(e, "load", self._tmp_path()) from None
+            except (TypeError, ValueError) as e:
+                raise InvalidArgument(str(e), "usage") from None
+        self._dims = dims
+        self._proto = None
+        self._proto_read = False
+        interp_only = not _capi.has("lathe_compile")  # a library without the compiler: this model is the runner
+        try:
+            lib, h = meta._lib, meta._h
+            self._inputs = [self._info(lib.lathe_model_input_dtype(h, i), t, "input", i)
+                            for i, t in enumerate(meta.inputs)]
+            self._outputs = [self._info(lib.lathe_model_output_dtype(h, k), t, "output", k)
+                             for k, t in enumerate(meta.outputs)]
+        finally:
+            if interp_only:
+                self._interp = meta
+            else:
+                meta.close()  # its weights are not kept: each compile loads the model itself
+        self._in_by_name = {t.name: (i, t) for i, t in enumerate(self._inputs)}
+        self._out_by_name = {t.name: k for k, t in enumerate(self._outputs)}
+
+    def _tmp_path(self):
+        return self._path if self._model_bytes is not None else None
+
+    def _onnx_model(self):
+        if not self._proto_read:
+            self._proto, self._proto_read = _read_onnx(self._path), True
+        return self._proto
+
+    def _info(self, dt, t, kind, i):
+        if dt:
+            type_str = _type_name(dt)
+        else:  # a sequence, map or optional: spelled from the ONNX file when the onnx package is there
+            proto = self._onnx_model()
+            type_str = "unknown"
+            if proto is not None:
+                vals = [v for v in (proto.graph.input if kind == "input" else proto.graph.output) if v.name == t.name]
+                if vals:
+                    type_str = _onnx_type_string(vals[0].type)
+        return _Info(t.name, dt, t.shape, type_str)
+
+    def get_inputs(self):
+        return [t.arg for t in self._inputs]
+
+    def get_outputs(self):
+        return [t.arg for t in self._outputs]
+
+    def get_overridable_initializers(self):
+        """[]: lathe compiles initializers into the model (they cannot be fed)."""
+        return []
+
+    def get_modelmeta(self):
+        m = ModelMetadata()
+        proto = self._onnx_model()
+        if proto is not None:
+            m.producer_name, m.graph_name, m.domain = proto.producer_name, proto.graph.name, proto.domain
+            m.description, m.graph_description = proto.doc_string, proto.graph.doc_string
+            if proto.HasField("model_version"):
+                m.version = proto.model_version
+            m.custom_metadata_map = {p.key: p.value for p in proto.metadata_props}
+        return m
+
+    def get_session_options(self):
+        return self._options
+
+    def get_providers(self):
+        return list(self._providers)
+
+    def get_provider_options(self):
+        return {k: dict(v) for k, v in self._provider_options.items()}
+
+    def get_profiling_start_time_ns(self):
+        return self._start_ns
+
+    # ---- lathe's own view of the session ----
+    @property
+    def lathe_backend(self):
+        """The lathe backend the session runs on: "cpu", "cuda" or "interp"."""
+        return self._backend
+
+    @property
+    def lathe_compile_count(self):
+        """How many times this session compiled the model (one per new input-shape signature)."""
+        return self._compiles
+
+    @property
+    def lathe_cached_shapes(self):
+        """The input-shape signatures with a compiled plan in this session, least recently used first."""
+        with self._lock:
+            return list(self._plans)
+
+    # ---- providers ----
+    def _set_providers(self, providers, provider_options):
+        names, opts = _normalize_providers(providers, provider_options)
+        self._requested = list(zip(names, opts))
+        cands = [(n, o) for n, o in self._requested if _provider_available(n)]
+        if not cands:
+            cands = [(CPU_PROVIDER, {})]
+        self._candidates = cands
+        self._use(0)
+        # every input dim known: compile now, as onnxruntime prepares everything when the session is made
+        if all(t.static for t in self._inputs) and self._backend != "interp":
+            self._plan(tuple(t.shape for t in self._inputs), phase="compile")
+
+    def _use(self, idx):
+        name, opts = self._candidates[idx]
+        self._cand_idx = idx
+        if name == CUDA_PROVIDER:
+            dev = opts.get("device_id", "0")
+            if dev not in ("0", ""):
+                raise InvalidArgument(f"CUDAExecutionProvider device_id {dev}: lathe runs on device 0 (choose the GPU "
+                                      f"with CUDA_VISIBLE_DEVICES)", "usage")
+            self._backend = "cuda"
+            self._providers = [CUDA_PROVIDER, CPU_PROVIDER]
+            self._provider_options = {CUDA_PROVIDER: dict(opts, device_id="0"), CPU_PROVIDER: {}}
+        else:
+            self._backend = "cpu" if _capi.has("lathe_compile") else "interp"
+            self._providers = [CPU_PROVIDER]
+            self._provider_options = {CPU_PROVIDER: dict(opts)}
+
+    def set_providers(self, providers=None, provider_options=None):
+        """Choose providers again; compiled plans are dropped (the next run compiles for the new backend)."""
+        with self._lock:
+            self._plans.clear()
+            self._set_providers(providers, provider_options)
+
+    def disable_fallback(self):
+        self._enable_fallback = False
+
+    def enable_fallback(self):
+        self._enable_fallback = True
+
+    # ---- compiling ----
+    def _plan(self, sig, phase="run"):
+        """The compiled model for this input-shape signature: cached, else compiled (and cached, bounded)."""
+        with self._lock:
+            m = self._plans.get(sig)
+            if m is not None:
+                self._plans.move_to_end(sig)
+                return m
+            if self._backend == "interp":
+                m = self._interp  # the reference interpreter takes any shape: one model for every signature
+            else:
+                m = self._compile(sig, phase)
+                self._compiles += 1
+            self._plans[sig] = m
+            while len(self._plans) > self._max_shapes:
+                self._plans.popitem(last=False)  # a run still using it holds a reference
+            return m
+
+    def _compile(self, sig, phase):
+        parts = []
+        for t, shape in zip(self._inputs, sig):
+            if t.static:
+                continue
+            if "," in t.name:
+                raise NotImplemented_(f"input '{t.name}': lathe cannot compile for a new shape of an input whose "
+                                      f"name holds ','", "unsupported")
+            parts.append(f"{t.name}:" + "x".join(str(d) for d in shape))
+        t0 = time.perf_counter_ns()
+        dims = dict(self._dims)  # the free-dimension overrides; one an input's shape already bound is dropped
+        while True:
+            try:
+                m = _lathe_compile(self._path, shapes=",".join(parts) or None, dims=dims or None,
+                                   backend=self._backend, threads=self._threads, opt_level=self._opt_level,
+                                   seed=self._seed, cache_dir=self._cache_dir, enable_passes=self._enable_passes)
+                break
+            except LatheError as e:
+                bad = [k for k in dims if f"no dimension named '{k}'" in str(e)]
+                if e.status == "usage" and bad:
+                    for k in bad:
+                        del dims[k]
+                    continue
+                if (self._backend == "cuda" and e.status == "unsupported" and "CUDA backend unavailable" in str(e)
+                        and self._enable_fallback and self._cand_idx + 1 < len(self._candidates)):
+                    warnings.warn(f"CUDAExecutionProvider: {e}; falling back to "
+                                  f"{self._candidates[self._cand_idx + 1][0]}")
+                    self._use(self._cand_idx + 1)
+                    continue
+                raise _from_lathe(e, phase, self._tmp_path()) from None
+            except (TypeError, ValueError) as e:
+                raise InvalidArgument(str(e), "usage") from None
+        names = [t.name for t in m.inputs]
+        if names != [t.name for t in self._inputs]:
+            raise RuntimeException(f"compiled inputs {names} differ from the model's "
+                                   f"{[t.name for t in self._inputs]}", "internal")
+        self._event("Session", "lathe_compile", t0, {"shapes": {t.name: list(s) for t, s in zip(self._inputs, sig)},
+                                                     "backend": self._backend})
+        return m
+
+    # ---- feeds ----
+    def _check_feed(self, name, value):
+        """(input index, checked C-contiguous array) or the error onnxruntime raises for it."""
+        entry = self._in_by_name.get(name)
+        if entry is None:
+            raise InvalidArgument(f"Invalid input name: {name}")
+        i, t = entry
+        if t.np_dtype is None:
+            raise NotImplemented_(f"input '{name}' ({t.arg.type}) cannot be given from Python (not a tensor, or of an "
+                                  f"element type numpy lacks: install ml_dtypes for bfloat16, float8 and int4 types)",
+                                  "unsupported")
+        a = _as_array(name, value, t.np_dtype)
+        ok = a.dtype == t.np_dtype or (t.np_dtype == np.object_ and a.dtype.kind in "US")
+        if not ok:
+            raise InvalidArgument(f"Unexpected input data type. Actual: ({_np_type_name(a.dtype)}) , "
+                                  f"expected: ({t.arg.type})")
+        if t.shape is not None:
+            if a.ndim != len(t.shape):
+                raise InvalidArgument(f"Invalid rank for input: {name} Got: {a.ndim} Expected: {len(t.shape)} "
+                                      f"Please fix either the inputs/outputs or the model.")
+            bad = [(k, g, e) for k, (g, e) in enumerate(zip(a.shape, t.shape)) if isinstance(e, int) and g != e]
+            if bad:
+                lines = "".join(f" index: {k} Got: {g} Expected: {e}\n" for k, g, e in bad)
+                raise InvalidArgument(f"Got invalid dimensions for input: {name} for the following indices\n{lines} "
+                                      f"Please fix either the inputs/outputs or the model.")
+        if a.ndim > 16:
+            raise InvalidArgument(f"input '{name}': rank {a.ndim} exceeds 16")
+        return i, a
+
+    def _feeds(self, values):
+        """{name: value} -> arrays in input order; every input must be there."""
+        arrays = [None] * len(self._inputs)
+        for name, v in values.items():
+            i, a = self._check_feed(name, v)
+            arrays[i] = a
+        missing = [t.name for t, a in zip(self._inputs, arrays) if a is None]
+        if missing:
+            raise MissingInputError(f"Required inputs ({missing}) are missing from input feed ({list(values)}).")
+        return arrays
+
+    def _output_indices(self, output_names):
+        if not output_names:
+            return list(range(len(self._outputs)))
+        if isinstance(output_names, str):
+            raise TypeError(f"output_names must be a list of names, not the string {output_names!r}")
+        idx = []
+        for n in output_names:
+            k = self._out_by_name.get(n)
+            if k is None:
+                raise InvalidArgument(f"Invalid output name:{n}")
+            idx.append(k)
+        return idx
+
+    # ---- running ----
+    def _execute(self, arrays, bound=None):
+        """Run on the checked input arrays; returns every output as a numpy array. bound: {output index:
+        caller's C-contiguous writable array} written in place (run_buffers) or copied into (plans whose
+        outputs have run-time shapes)."""
+        bound = bound or {}
+        sig = tuple(a.shape for a in arrays)
+        model = self._plan(sig)
+        t0 = time.perf_counter_ns()
+        with model._lock:
+            model._check_open()
+            if model._buffers:
+                outs = []
+                for k, o in enumerate(model.outputs):
+                    b = bound.get(k)
+                    if b is not None:
+                        self._check_bound(k, b, o.dtype, o.shape)
+                        outs.append(b)
+                    else:
+                        outs.append(np.empty(o.shape, dtype=o.dtype))
+                _run_buffers(model, arrays, outs)
+            else:
+                res = model._run_tensors(arrays)
+                outs = [res[o.name] for o in model.outputs]
+                for k, b in bound.items():
+                    self._check_bound(k, b, outs[k].dtype, outs[k].shape)
+                    np.copyto(b, outs[k], casting="no")
+                    outs[k] = b
+        self._event("Session", "model_run", t0, {"shapes": [list(s) for s in sig]})
+        return outs
+
+    def _check_bound(self, k, b, dtype, shape):
+        name = self._outputs[k].name
+        if b.dtype != dtype:
+            raise InvalidArgument(f"Unexpected output data type. Actual: ({_np_type_name(b.dtype)}) , "
+                                  f"expected: ({_np_type_name(np.dtype(dtype))})")
+        if tuple(b.shape) != tuple(shape):
+            raise InvalidArgument(f"output '{name}': shape verification failed. Current shape:"
+                                  f"{{{','.join(map(str, b.shape))}}} Requested shape:{{{','.join(map(str, shape))}}}")
+
+    def _check_run_options(self, run_options):
+        if run_options is not None and getattr(run_options, "terminate", False):
+            raise Fail("Exiting due to terminate flag being set to true.", "usage")
+
+    def run(self, output_names, input_feed, run_options=None):
+        """Outputs named in output_names (None or []: all), in that order, as numpy arrays."""
+        self._check_run_options(run_options)
+        if not isinstance(input_feed, collections.abc.Mapping):
+            raise TypeError(f"input_feed must be a dict {{input name: array}}, got {type(input_feed).__name__}")
+        missing = [t.name for t in self._inputs if t.name not in input_feed and not t.arg.type.startswith("optional")]
+        if missing:
+            raise MissingInputError(f"Required inputs ({missing}) are missing from input feed ({list(input_feed)}).")
+        arrays = self._feeds(input_feed)
+        idx = self._output_indices(output_names)
+        outs = self._execute(arrays)
+        return [outs[k] for k in idx]
+
+    def run_with_ort_values(self, output_names, input_dict_ort_values, run_options=None):
+        """run(), with OrtValue inputs and outputs."""
+        return [OrtValue(a) for a in self.run(output_names, input_dict_ort_values, run_options)]
+
+    def run_async(self, output_names, input_feed, callback, user_data, run_options=None):
+        """run() on a new thread; then callback(results, user_data, error message or "")."""
+        def work():
+            try:
+                res = self.run(output_names, input_feed, run_options)
+            except Exception as e:  # noqa: BLE001 — handed to the callback, as onnxruntime does
+                callback(None, user_data, str(e))
+            else:
+                callback(res, user_data, "")
+        threading.Thread(target=work, daemon=True).start()
+
+    def io_binding(self):
+        return IOBinding(self)
+
+    def run_with_iobinding(self, iobinding, run_options=None):
+        self._check_run_options(run_options)
+        if not isinstance(iobinding, IOBinding) or iobinding._session is not self:
+            raise TypeError("run_with_iobinding takes an IOBinding made by this session's io_binding()")
+        iobinding._run(run_options)
+
+    # ---- profiling ----
+    def _event(self, cat, name, t_start, args=None):
+        if not self._profiling:
+            return
+        now = time.perf_counter_ns()
+        self._events.append({"cat": cat, "pid": os.getpid(), "tid": threading.get_ident(),
+                             "dur": (now - t_start) // 1000, "ts": (t_start - self._t0) // 1000, "ph": "X",
+                             "name": name, "args": args or {}})
+
+    def end_profiling(self):
+        """Write the trace (Chrome trace format: load, compiles, runs) and return its file name; "" when
+        profiling is off."""
+        if not self._profiling:
+            return ""
+        stamp = datetime.datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
+        name = f"{self._options.profile_file_prefix}_{stamp}.json"
+        with open(name, "w") as f:
+            json.dump(self._events, f)
+        self._profiling = False
+        return name
+
+
+def _run_buffers(model, arrays, outs):
+    """lathe_compiled_run_buffers on the arrays' own memory (outputs written in place)."""
+    lib, h = model._lib, model._h
+    dummy = ctypes.c_char()  # a zero-size array may have no data pointer: a valid dummy address then
+
+    def ptrs(xs):
+        return (ctypes.c_void_p * max(len(xs), 1))(*[x.ctypes.data if x.size else ctypes.addressof(dummy)
+                                                      for x in xs])
+    st = lib.lathe_compiled_run_buffers(h, ptrs(arrays), len(arrays), ptrs(outs), len(outs))
+    if st != 0:
+        e = LatheError(lib.lathe_compiled_error(h).decode(errors="replace"), _capi.status_name(st))
+        raise _from_lathe(e, "run") from None
+
+
+# ---------------------------------------------------------------------------------------------------
+# IO binding
+
+class IOBinding:
+    """onnxruntime.IOBinding, CPU memory only: inputs read in place, outputs bound to a buffer written in
+    place (no copy of the result), other bound outputs allocated by the run."""
+
+    def __init__(self, session):
+        self._session = session
+        self._inputs = {}          # name -> array (or the object given, checked at run)
+        self._outputs = []         # [(name, array or None)] in bind order
+        self._results = []
+
+    def bind_cpu_input(self, name, arr_on_cpu):
+        if name not in self._session._in_by_name:
+            raise InvalidArgument(f"Failed to find NodeArg with name: {name} in the def list")
+        self._inputs[name] = arr_on_cpu
+
+    def bind_input(self, name, device_type, device_id, element_type, shape, buffer_ptr):
+        _check_cpu_device(device_type, f"bind_input '{name}'")
+        if name not in self._session._in_by_name:
+            raise InvalidArgument(f"Failed to find NodeArg with name: {name} in the def list")
+        dims = _shape_tuple(shape, f"bind_input '{name}'")
+        self._inputs[name] = _array_at(buffer_ptr, _element_dtype(element_type), dims, f"bind_input '{name}'")
+
+    def bind_ortvalue_input(self, name, ortvalue):
+        if not isinstance(ortvalue, OrtValue):
+            raise TypeError(f"bind_ortvalue_input: expected a lathe.OrtValue, got {type(ortvalue).__name__}")
+        self.bind_cpu_input(name, ortvalue.numpy())
+
+    def _set_output(self, name, arr):
+        for i, (n, _) in enumerate(self._outputs):
+            if n == name:
+                self._outputs[i] = (name, arr)
+                return
+        self._outputs.append((name, arr))
+
+    def bind_output(self, name, device_type="cpu", device_id=0, element_type=None, shape=None, buffer_ptr=None):
+        _check_cpu_device(device_type, f"bind_output '{name}'")
+        if buffer_ptr is None:
+            self._set_output(name, None)
+            return
+        if element_type is None or shape is None:
+            raise ValueError("`element_type` and `shape` are to be provided if pre-allocated memory is provided")
+        dims = _shape_tuple(shape, f"bind_output '{name}'")
+        self._set_output(name, _array_at(buffer_ptr, _element_dtype(element_type), dims, f"bind_output '{name}'"))
+
+    def bind_ortvalue_output(self, name, ortvalue):
+        if not isinstance(ortvalue, OrtValue):
+            raise TypeError(f"bind_ortvalue_output: expected a lathe.OrtValue, got {type(ortvalue).__name__}")
+        a = ortvalue.numpy()
+        if not (a.flags.c_contiguous and a.flags.writeable and a.flags.aligned):
+            raise InvalidArgument(f"bind_ortvalue_output '{name}': the buffer must be C-contiguous, aligned and "
+                                  f"writable (it is written in place)")
+        self._set_output(name, a)
+
+    def synchronize_inputs(self):
+        """No-op: CPU memory needs no synchronization."""
+
+    def synchronize_outputs(self):
+        """No-op: CPU memory needs no synchronization."""
+
+    def clear_binding_inputs(self):
+        self._inputs = {}
+
+    def clear_binding_outputs(self):
+        self._outputs = []
+        self._results = []
+
+    def get_outputs(self):
+        """The outputs of the last run, in bind order, as OrtValues (a bound buffer's is that buffer)."""
+        return list(self._results)
+
+    get_outputs_as_ortvaluevector = get_outputs
+
+    def copy_outputs_to_cpu(self):
+        """Copies of the last run's outputs, in bind order, as numpy arrays."""
+        return [v.numpy().copy() for v in self._results]
+
+    def _run(self, run_options):
+        s = self._session
+        if not self._outputs:
+            raise Fail("At least one output should be requested.", "usage")
+        arrays = s._feeds(self._inputs)
+        bound, order = {}, []
+        for name, arr in self._outputs:
+            k = s._out_by_name.get(name)
+            if k is None:
+                raise InvalidArgument(f"Invalid output name:{name}")
+            order.append(k)
+            if arr is not None:
+                bound[k] = arr
+        outs = s._execute(arrays, bound)
+        self._results = [OrtValue(outs[k]) for k in order]
+
+
+SessionIOBinding = IOBinding

@@ -1,0 +1,480 @@
+"""test_inference_session.py — lathe's onnxruntime-compatible API (python/lathe/session.py) against
+onnxruntime itself: one script body, `scenario(ort, models)`, written as an onnxruntime user writes it,
+runs once with `ort = onnxruntime` and once with `ort = lathe`, and the two runs' results are compared:
+metadata (get_inputs / get_outputs name, shape, type; get_modelmeta), outputs of a model with a
+symbolic batch dim at three batch sizes and of a static convolution model (from a path and from bytes,
+at two optimization levels), the errors a caller can make (unknown input or output name, missing input,
+wrong dtype, rank or static dim), DLPack round trips, and IO binding into a preallocated numpy buffer.
+Then what only lathe has: one compile per distinct input shape (none on a repeated shape), the bounded
+plan cache, DLPack feeds read in place (torch too where it is installed), GPU buffers refused.
+
+The library under test is $LATHE_LIBRARY, default the liblathe.so next to $LATHE_BIN (build/lathe), and
+the package is imported from python/ of this checkout. Models are written with onnx.helper; compiled
+code goes to a per-module cache folder (the "lathe.cache_dir" session config entry; onnxruntime
+stores and ignores it). Data is random.
+"""
+import json
+import os
+import sys
+import warnings
+
+import numpy as np
+import onnx
+import onnxruntime
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+LATHE_BIN = os.environ.get("LATHE_BIN", os.path.join(ROOT, "build", "lathe"))
+if not os.path.isabs(LATHE_BIN):
+    LATHE_BIN = os.path.join(ROOT, LATHE_BIN)
+LIB = os.environ.get("LATHE_LIBRARY") or os.path.join(os.path.dirname(LATHE_BIN), "liblathe.so")
+os.environ["LATHE_LIBRARY"] = LIB
+sys.path.insert(0, os.path.join(ROOT, "python"))
+import lathe  # noqa: E402
+
+MODULES = {"onnxruntime": onnxruntime, "lathe": lathe}
+
+
+# ---- models -----------------------------------------------------------------------------------------
+
+def _save(path, graph, **props):
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], **props)
+    m.ir_version = 8
+    onnx.checker.check_model(m)
+    onnx.save(m, str(path))
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    d = tmp_path_factory.mktemp("session-models")
+    rng = np.random.default_rng(11)
+    # MLP with a symbolic batch dim: probs = softmax(relu(x @ W1 + b1) @ W2 + b2), idx = argmax(probs)
+    w1 = rng.standard_normal((16, 32)).astype(np.float32) * 0.3
+    b1 = rng.standard_normal(32).astype(np.float32) * 0.1
+    w2 = rng.standard_normal((32, 10)).astype(np.float32) * 0.3
+    b2 = rng.standard_normal(10).astype(np.float32) * 0.1
+    nodes = [helper.make_node("MatMul", ["x", "W1"], ["h0"]), helper.make_node("Add", ["h0", "b1"], ["h1"]),
+             helper.make_node("Relu", ["h1"], ["h"]), helper.make_node("MatMul", ["h", "W2"], ["l0"]),
+             helper.make_node("Add", ["l0", "b2"], ["logits"]),
+             helper.make_node("Softmax", ["logits"], ["probs"], axis=-1),
+             helper.make_node("ArgMax", ["probs"], ["idx"], axis=1, keepdims=0)]
+    g = helper.make_graph(
+        nodes, "mlp_graph", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 16])],
+        [helper.make_tensor_value_info("probs", TensorProto.FLOAT, ["batch", 10]),
+         helper.make_tensor_value_info("idx", TensorProto.INT64, ["batch"])],
+        initializer=[numpy_helper.from_array(a, n) for a, n in [(w1, "W1"), (b1, "b1"), (w2, "W2"), (b2, "b2")]],
+        doc_string="two layers")
+    mlp = _save(d / "mlp.onnx", g, producer_name="session-test", producer_version="1.0", domain="test.lathe",
+                model_version=3, doc_string="an MLP with a symbolic batch")
+    m = onnx.load(mlp)
+    helper.set_model_props(m, {"author": "tests", "purpose": "compat"})
+    onnx.save(m, mlp)
+
+    # a static convolution model with two inputs: y = mean(relu(conv(img, K) + bias * s)), s: float[1]
+    k = rng.standard_normal((8, 3, 3, 3)).astype(np.float32) * 0.2
+    bias = rng.standard_normal((1, 8, 1, 1)).astype(np.float32)
+    nodes = [helper.make_node("Conv", ["img", "K"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("Mul", ["bias", "s"], ["bs"]), helper.make_node("Add", ["c", "bs"], ["a"]),
+             helper.make_node("Relu", ["a"], ["r"]), helper.make_node("GlobalAveragePool", ["r"], ["p"]),
+             helper.make_node("Flatten", ["p"], ["y"])]
+    g = helper.make_graph(
+        nodes, "conv_graph",
+        [helper.make_tensor_value_info("img", TensorProto.FLOAT, [2, 3, 12, 12]),
+         helper.make_tensor_value_info("s", TensorProto.FLOAT, [1])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 8])],
+        initializer=[numpy_helper.from_array(k, "K"), numpy_helper.from_array(bias, "bias")])
+    conv = _save(d / "conv.onnx", g, producer_name="session-test")
+    return {"mlp": mlp, "conv": conv}
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory):
+    return str(tmp_path_factory.mktemp("lathe-cache"))
+
+
+# ---- the one script body, for either module --------------------------------------------------------
+
+def make_session(ort, model, cache, level=None, threads=1, **config):
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads
+    if level is not None:
+        so.graph_optimization_level = level
+    so.add_session_config_entry("lathe.cache_dir", cache)  # onnxruntime stores it and ignores it
+    for k, v in config.items():
+        so.add_session_config_entry(k, v)
+    return ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
+
+
+def scenario(ort, models, cache, workdir):
+    """Everything an onnxruntime user does, with `ort` as the only name for the runtime. Returns a dict of
+    what each step gave (arrays, metadata, caught exceptions) for the two modules' runs to be compared."""
+    r = {}
+    rng = np.random.default_rng(2024)
+
+    # metadata
+    s = make_session(ort, models["mlp"], cache)
+    r["inputs"] = [(i.name, i.shape, i.type) for i in s.get_inputs()]
+    r["outputs"] = [(o.name, o.shape, o.type) for o in s.get_outputs()]
+    meta = s.get_modelmeta()
+    r["meta"] = (meta.producer_name, meta.graph_name, meta.domain, meta.description, meta.version,
+                 meta.custom_metadata_map)
+    r["providers"] = s.get_providers()
+    r["provider_options"] = s.get_provider_options()
+    r["threads"] = s.get_session_options().intra_op_num_threads
+
+    # a symbolic batch at three sizes, then a repeated size
+    r["xs"] = {n: rng.standard_normal((n, 16)).astype(np.float32) for n in (1, 5, 8)}
+    for n in (1, 5, 8, 5):
+        r[f"mlp_{n}"] = s.run(None, {"x": r["xs"][n]})
+    r["mlp_selected"] = s.run(["idx", "probs"], {"x": r["xs"][8]})
+    r["mlp_empty_names"] = s.run([], {"x": r["xs"][1]})
+
+    # errors
+    x = r["xs"][5]
+    cases = {
+        "unknown_input": lambda: s.run(None, {"x": x, "bogus": x}),
+        "unknown_output": lambda: s.run(["bogus"], {"x": x}),
+        "missing_input": lambda: s.run(None, {}),
+        "wrong_dtype": lambda: s.run(None, {"x": x.astype(np.float64)}),
+        "wrong_rank": lambda: s.run(None, {"x": x[None]}),
+        "wrong_dim": lambda: s.run(None, {"x": rng.standard_normal((5, 15)).astype(np.float32)}),
+        "int_for_float": lambda: s.run(None, {"x": (x * 10).astype(np.int64)}),
+    }
+    r["errors"] = {}
+    for name, call in cases.items():
+        try:
+            call()
+            r["errors"][name] = None
+        except Exception as e:  # noqa: BLE001 — compared between the two modules
+            r["errors"][name] = e
+
+    # a static model, from a path and from bytes, at two optimization levels
+    conv_in = {"img": rng.standard_normal((2, 3, 12, 12)).astype(np.float32),
+               "s": rng.standard_normal(1).astype(np.float32)}
+    c = make_session(ort, models["conv"], cache)
+    r["conv_inputs"] = [(i.name, i.shape, i.type) for i in c.get_inputs()]
+    r["conv_outputs"] = [(o.name, o.shape, o.type) for o in c.get_outputs()]
+    r["conv"] = c.run(None, conv_in)
+    with open(models["conv"], "rb") as f:
+        r["conv_bytes"] = make_session(ort, f.read(), cache).run(["y"], conv_in)
+    r["conv_O0"] = make_session(ort, models["conv"], cache, ort.GraphOptimizationLevel.ORT_DISABLE_ALL).run(
+        None, conv_in)
+    r["conv_basic"] = make_session(ort, models["conv"], cache, ort.GraphOptimizationLevel.ORT_ENABLE_BASIC).run(
+        None, conv_in)
+    try:
+        c.run(None, {"img": conv_in["img"][:1], "s": conv_in["s"]})
+        r["conv_wrong_static_dim"] = None
+    except Exception as e:  # noqa: BLE001
+        r["conv_wrong_static_dim"] = e
+
+    # DLPack: outputs export it (numpy arrays), arrays read back through it feed the session
+    y = s.run(["probs"], {"x": x})[0]
+    back = np.from_dlpack(y)
+    r["dlpack_shared"] = np.shares_memory(back, y)
+    r["dlpack_roundtrip"] = c.run(None, {"img": np.from_dlpack(conv_in["img"]), "s": np.from_dlpack(conv_in["s"])})
+
+    # IO binding: the input read in place, one output written into a preallocated buffer, one allocated
+    xb = rng.standard_normal((4, 16)).astype(np.float32)
+    out = np.full((4, 10), np.nan, np.float32)
+    b = s.io_binding()
+    b.bind_cpu_input("x", xb)
+    b.bind_output("probs", "cpu", 0, np.float32, list(out.shape), out.ctypes.data)
+    b.bind_output("idx")
+    s.run_with_iobinding(b)
+    vals = b.get_outputs()
+    r["iob_same_memory"] = (vals[0].data_ptr() == out.ctypes.data, np.shares_memory(vals[0].numpy(), out))
+    r["iob_out"] = out.copy()
+    r["iob_copies"] = b.copy_outputs_to_cpu()
+    r["iob_meta"] = [(v.shape(), v.data_type()) for v in vals]
+    r["iob_expected"] = s.run(None, {"x": xb})
+    b.clear_binding_outputs()
+    try:
+        s.run_with_iobinding(b)
+        r["iob_no_outputs"] = None
+    except Exception as e:  # noqa: BLE001
+        r["iob_no_outputs"] = e
+
+    # profiling: a JSON trace, named by end_profiling(), at profile_file_prefix
+    so = ort.SessionOptions()
+    so.enable_profiling = True
+    so.profile_file_prefix = os.path.join(workdir, "trace")
+    so.add_session_config_entry("lathe.cache_dir", cache)
+    p = ort.InferenceSession(models["conv"], so, providers=["CPUExecutionProvider"])
+    p.run(None, conv_in)
+    trace = p.end_profiling()
+    r["profile_name"] = trace
+    with open(trace) as f:
+        r["profile"] = json.load(f)
+    r["conv_in"] = conv_in
+    return r
+
+
+@pytest.fixture(scope="module")
+def results(models, cache, tmp_path_factory):
+    return {name: scenario(mod, models, cache, str(tmp_path_factory.mktemp(f"prof-{name}")))
+            for name, mod in MODULES.items()}
+
+
+# ---- comparisons ------------------------------------------------------------------------------------
+
+def _close(a, b, what):
+    assert len(a) == len(b), what
+    for u, v in zip(a, b):
+        assert isinstance(u, np.ndarray) and isinstance(v, np.ndarray), what
+        assert u.dtype == v.dtype and u.shape == v.shape, f"{what}: {u.dtype}{u.shape} vs {v.dtype}{v.shape}"
+        if u.dtype.kind == "f":
+            np.testing.assert_allclose(u, v, rtol=1e-4, atol=1e-5, err_msg=what)
+        else:
+            np.testing.assert_array_equal(u, v, err_msg=what)
+
+
+def test_metadata_matches(results):
+    ort, lt = results["onnxruntime"], results["lathe"]
+    assert lt["inputs"] == ort["inputs"] == [("x", ["batch", 16], "tensor(float)")]
+    assert lt["outputs"] == ort["outputs"] == [("probs", ["batch", 10], "tensor(float)"),
+                                               ("idx", ["batch"], "tensor(int64)")]
+    assert lt["conv_inputs"] == ort["conv_inputs"]
+    assert lt["conv_outputs"] == ort["conv_outputs"]
+    assert lt["meta"] == ort["meta"]
+    assert lt["meta"][0] == "session-test" and lt["meta"][5] == {"author": "tests", "purpose": "compat"}
+    assert lt["providers"] == ort["providers"] == ["CPUExecutionProvider"]
+    assert lt["provider_options"] == ort["provider_options"] == {"CPUExecutionProvider": {}}
+    assert lt["threads"] == ort["threads"] == 1
+
+
+def test_outputs_match(results):
+    ort, lt = results["onnxruntime"], results["lathe"]
+    for n in (1, 5, 8):
+        assert lt["mlp_5"][0].shape == (5, 10)
+        _close(lt[f"mlp_{n}"], ort[f"mlp_{n}"], f"mlp batch {n}")
+    _close(lt["mlp_selected"], ort["mlp_selected"], "outputs by name")
+    assert lt["mlp_selected"][0].dtype == np.int64
+    _close(lt["mlp_empty_names"], ort["mlp_empty_names"], "output_names=[]")
+    for key in ("conv", "conv_bytes", "conv_O0", "conv_basic", "dlpack_roundtrip"):
+        _close(lt[key], ort[key], key)
+    assert float(np.abs(lt["conv"][0]).max()) > 0  # not a degenerate all-zero answer
+
+
+def test_errors_match(results):
+    ort, lt = results["onnxruntime"]["errors"], results["lathe"]["errors"]
+    expect = {"unknown_input": "Invalid input name: bogus", "unknown_output": "Invalid output name:bogus",
+              "missing_input": "Required inputs (['x']) are missing from input feed ([]).",
+              "wrong_dtype": "Unexpected input data type. Actual: (tensor(double)) , expected: (tensor(float))",
+              "wrong_rank": "Invalid rank for input: x Got: 3 Expected: 2",
+              "wrong_dim": "Got invalid dimensions for input: x for the following indices\n index: 1 Got: 15 "
+                           "Expected: 16",
+              "int_for_float": "Unexpected input data type. Actual: (tensor(int64))"}
+    for case, text in expect.items():
+        eo, el = ort[case], lt[case]
+        assert eo is not None and el is not None, case
+        assert text in str(eo) and text in str(el), f"{case}: {eo!r} / {el!r}"
+        assert type(el).__name__ == type(eo).__name__ or isinstance(el, type(eo)), f"{case}: {type(eo)} {type(el)}"
+        assert isinstance(el, lathe.LatheError)
+    assert isinstance(lt["missing_input"], ValueError) and isinstance(ort["missing_input"], ValueError)
+    assert isinstance(lt["unknown_input"], lathe.InvalidArgument)
+    assert isinstance(lt["wrong_dtype"], lathe.capi.onnxruntime_pybind11_state.InvalidArgument)
+    eo, el = results["onnxruntime"]["conv_wrong_static_dim"], results["lathe"]["conv_wrong_static_dim"]
+    assert "Got invalid dimensions for input: img" in str(eo) and "Got invalid dimensions for input: img" in str(el)
+    eo, el = results["onnxruntime"]["iob_no_outputs"], results["lathe"]["iob_no_outputs"]
+    assert isinstance(eo, RuntimeError) and isinstance(el, RuntimeError)
+    assert "At least one output should be requested" in str(eo) and "At least one output should be requested" in str(el)
+
+
+def test_dlpack_roundtrip(results):
+    for name, r in results.items():
+        assert r["dlpack_shared"], name
+
+
+def test_iobinding_writes_the_buffer(results):
+    ort, lt = results["onnxruntime"], results["lathe"]
+    for name, r in results.items():
+        assert r["iob_same_memory"] == (True, True), name
+        assert not np.isnan(r["iob_out"]).any(), name
+        _close([r["iob_out"]], r["iob_expected"][:1], f"{name}: bound buffer vs run()")
+        _close(r["iob_copies"], r["iob_expected"], f"{name}: copy_outputs_to_cpu vs run()")
+    assert lt["iob_meta"] == ort["iob_meta"] == [([4, 10], "tensor(float)"), ([4], "tensor(int64)")]
+    _close(lt["iob_copies"], ort["iob_copies"], "io binding")
+
+
+def test_profiling_trace(results):
+    for name, r in results.items():
+        assert isinstance(r["profile"], list) and r["profile"], name
+        assert all({"name", "ph", "ts", "dur"} <= set(e) for e in r["profile"]), name
+        assert os.path.basename(r["profile_name"]).startswith("trace_") and r["profile_name"].endswith(".json")
+    assert any(e["name"] == "model_run" for e in results["lathe"]["profile"])
+
+
+# ---- lathe's own behaviour -------------------------------------------------------------------------
+
+def test_compiles_once_per_shape(models, cache):
+    s = make_session(lathe, models["mlp"], cache)
+    assert s.lathe_backend == "cpu" and s.lathe_compile_count == 0  # symbolic: nothing to compile yet
+    rng = np.random.default_rng(5)
+    ref = onnxruntime.InferenceSession(models["mlp"], providers=["CPUExecutionProvider"])
+    for n, compiled in [(2, 1), (7, 2), (2, 2), (3, 3), (7, 3), (3, 3)]:
+        x = rng.standard_normal((n, 16)).astype(np.float32)
+        _close(s.run(None, {"x": x}), ref.run(None, {"x": x}), f"batch {n}")
+        assert s.lathe_compile_count == compiled, n
+    assert sorted(sig[0][0] for sig in s.lathe_cached_shapes) == [2, 3, 7]
+    assert all(m.threads == 1 for m in s._plans.values())
+    static = make_session(lathe, models["conv"], cache)
+    assert static.lathe_compile_count == 1  # static shapes: compiled when the session is made
+    static.run(None, {"img": rng.standard_normal((2, 3, 12, 12)).astype(np.float32),
+                      "s": rng.standard_normal(1).astype(np.float32)})
+    assert static.lathe_compile_count == 1
+
+
+def test_plan_cache_is_bounded(models, cache):
+    s = make_session(lathe, models["mlp"], cache, **{"lathe.max_cached_shapes": "2"})
+    rng = np.random.default_rng(6)
+    for n in (1, 2, 3, 1):
+        s.run(None, {"x": rng.standard_normal((n, 16)).astype(np.float32)})
+    assert s.lathe_compile_count == 4  # batch 1 was dropped (least recently used) before it came back
+    assert [sig[0][0] for sig in s.lathe_cached_shapes] == [3, 1]
+    with pytest.raises(lathe.InvalidArgument, match="max_cached_shapes"):
+        make_session(lathe, models["mlp"], cache, **{"lathe.max_cached_shapes": "0"})
+
+
+def test_free_dimension_override(models, cache):
+    results = []
+    for ort in (onnxruntime, lathe):
+        so = ort.SessionOptions()
+        so.add_free_dimension_override_by_name("batch", 3)
+        so.add_session_config_entry("lathe.cache_dir", cache)
+        s = ort.InferenceSession(models["mlp"], so, providers=["CPUExecutionProvider"])
+        results.append(([i.shape for i in s.get_inputs()], [o.shape for o in s.get_outputs()]))
+        with pytest.raises(Exception, match="Got invalid dimensions for input: x"):
+            s.run(None, {"x": np.random.default_rng(1).standard_normal((2, 16)).astype(np.float32)})
+    assert results[0] == results[1] == ([[3, 16]], [[3, 10], [3]])
+
+
+class DLPackOnly:
+    """A CPU tensor seen only through the DLPack protocol (no __array__, not a numpy array)."""
+
+    def __init__(self, a):
+        self._a = a
+
+    def __dlpack__(self, **kwargs):
+        return self._a.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return self._a.__dlpack_device__()
+
+
+def test_dlpack_feeds_read_in_place(models, cache):
+    from lathe.session import _as_array
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((6, 16)).astype(np.float32)
+    a = _as_array("x", DLPackOnly(x), np.dtype(np.float32))
+    assert np.shares_memory(a, x)  # contiguous: no copy
+    f = np.asfortranarray(x)
+    assert not np.shares_memory(_as_array("x", DLPackOnly(f), np.dtype(np.float32)), f)  # copied to C order
+    s = make_session(lathe, models["mlp"], cache)
+    ref = onnxruntime.InferenceSession(models["mlp"], providers=["CPUExecutionProvider"])
+    _close(s.run(None, {"x": DLPackOnly(x)}), ref.run(None, {"x": x}), "DLPack feed")
+    _close(s.run(None, {"x": DLPackOnly(f)}), ref.run(None, {"x": x}), "Fortran-order DLPack feed")
+    out = s.run(["probs"], {"x": x})[0]
+    assert np.shares_memory(np.from_dlpack(out), out)
+
+
+def test_dlpack_torch(models, cache):
+    torch = pytest.importorskip("torch")
+    from lathe.session import _as_array
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((3, 16)).astype(np.float32)
+    t = torch.from_numpy(x.copy())
+    assert np.shares_memory(_as_array("x", t, np.dtype(np.float32)), t.numpy())
+    s = make_session(lathe, models["mlp"], cache)
+    probs, idx = s.run(None, {"x": t})
+    ref = onnxruntime.InferenceSession(models["mlp"], providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    _close([probs, idx], ref, "torch feed")
+    back = torch.from_dlpack(probs)
+    assert back.data_ptr() == probs.ctypes.data
+    with pytest.raises(lathe.InvalidArgument, match="Unexpected input data type"):
+        s.run(None, {"x": t.double()})
+
+
+def test_iobinding_pointer_input_and_gpu_refused(models, cache):
+    s = make_session(lathe, models["mlp"], cache)
+    rng = np.random.default_rng(10)
+    x = rng.standard_normal((2, 16)).astype(np.float32)
+    out = np.zeros((2, 10), np.float32)
+    b = s.io_binding()
+    b.bind_input("x", "cpu", 0, np.float32, [2, 16], x.ctypes.data)
+    b.bind_ortvalue_output("probs", lathe.OrtValue.ortvalue_from_numpy(out))
+    s.run_with_iobinding(b)
+    _close([out], s.run(["probs"], {"x": x}), "pointer-bound input, OrtValue-bound output")
+    assert b.get_outputs()[0].numpy() is out
+    with pytest.raises(RuntimeError, match="GPU buffers are not bound yet"):
+        b.bind_input("x", "cuda", 0, np.float32, [2, 16], x.ctypes.data)
+    with pytest.raises(RuntimeError, match="GPU buffers are not bound yet"):
+        b.bind_output("probs", "cuda")
+    with pytest.raises(RuntimeError, match="Failed to find NodeArg with name: nope"):
+        b.bind_cpu_input("nope", x)
+    b.bind_output("probs", "cpu", 0, np.float64, [2, 10], np.zeros((2, 10)).ctypes.data)
+    with pytest.raises(lathe.InvalidArgument, match="Unexpected output data type"):
+        s.run_with_iobinding(b)
+
+
+def test_providers_and_options(models, cache):
+    assert "CPUExecutionProvider" in lathe.get_available_providers()
+    assert lathe.get_device() in ("CPU", "GPU")
+    assert lathe.GraphOptimizationLevel.ORT_ENABLE_ALL == onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL.value
+    so = lathe.SessionOptions()
+    so.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_EXTENDED  # onnxruntime's enum
+    assert so.graph_optimization_level is lathe.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+    with pytest.raises(TypeError):
+        so.graph_optimization_level = "fast"
+    with pytest.raises(AttributeError):
+        so.intra_op_num_thread = 2  # a typo is an error, as onnxruntime's
+    so.add_session_config_entry("lathe.cache_dir", cache)
+    s = lathe.InferenceSession(models["conv"], so, providers=[("CPUExecutionProvider", {"arena_extend_strategy": 1})])
+    assert s._opt_level == 2 and s.get_providers() == ["CPUExecutionProvider"]
+    if "CUDAExecutionProvider" not in lathe.get_available_providers():
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            s = lathe.InferenceSession(models["conv"], so, providers=["CUDAExecutionProvider", "CPUExecutionProvider"])
+        assert s.get_providers() == ["CPUExecutionProvider"] and s.lathe_backend == "cpu"
+        assert any("CUDAExecutionProvider" in str(x.message) for x in w)
+    with pytest.raises(ValueError, match="should be the same length"):
+        lathe.InferenceSession(models["conv"], so, providers=["CPUExecutionProvider"], provider_options=[{}, {}])
+    with pytest.raises(lathe.NoSuchFile, match="File doesn't exist"):
+        lathe.InferenceSession(os.path.join(cache, "missing.onnx"))
+    with pytest.raises(lathe.InvalidProtobuf, match="<model bytes>"):
+        lathe.InferenceSession(b"not a model")
+    with pytest.raises(lathe.Fail, match="terminate"):
+        ro = lathe.RunOptions()
+        ro.terminate = True
+        s.run(None, {}, ro)
+
+
+def test_cuda_provider(models, cache):
+    """On a GPU machine: the CUDA provider compiles for the GPU (inputs and outputs copied per run) and
+    agrees with onnxruntime on the CPU, IO binding included; elsewhere it falls back (tested above)."""
+    if "CUDAExecutionProvider" not in lathe.get_available_providers():
+        pytest.skip("no CUDA device, driver or NVRTC here")
+    assert lathe.get_device() == "GPU"
+    so = lathe.SessionOptions()
+    so.add_session_config_entry("lathe.cache_dir", cache)
+    s = lathe.InferenceSession(models["mlp"], so, providers=["CUDAExecutionProvider", "CPUExecutionProvider"])
+    assert s.get_providers() == ["CUDAExecutionProvider", "CPUExecutionProvider"]
+    assert s.get_provider_options()["CUDAExecutionProvider"]["device_id"] == "0"
+    ref = onnxruntime.InferenceSession(models["mlp"], providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(12)
+    for n in (2, 9, 2):
+        x = rng.standard_normal((n, 16)).astype(np.float32)
+        got, want = s.run(None, {"x": x}), ref.run(None, {"x": x})
+        np.testing.assert_allclose(got[0], want[0], rtol=1e-3, atol=1e-5)
+        np.testing.assert_array_equal(got[1], want[1])
+    assert s.lathe_backend == "cuda" and s.lathe_compile_count == 2
+    x = rng.standard_normal((4, 16)).astype(np.float32)
+    out = np.full((4, 10), np.nan, np.float32)
+    b = s.io_binding()
+    b.bind_cpu_input("x", x)
+    b.bind_output("probs", "cpu", 0, np.float32, [4, 10], out.ctypes.data)
+    s.run_with_iobinding(b)
+    np.testing.assert_allclose(out, ref.run(["probs"], {"x": x})[0], rtol=1e-3, atol=1e-5)
+    with pytest.raises(lathe.InvalidArgument, match="device_id"):
+        lathe.InferenceSession(models["mlp"], so, providers=[("CUDAExecutionProvider", {"device_id": 1})])
