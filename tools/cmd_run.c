@@ -13,6 +13,7 @@
 #include "cli_compile.h"
 
 #include <math.h>
+#include <sys/resource.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -171,6 +172,27 @@ static double now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+/* The bench's memory line: the process's peak resident set (everything: the model, the compile, the
+ * runs) and what the plan holds, on the host and, for a device plan, on the device. */
+static void print_memory(const lt_plan_stats *ps) {
+    struct rusage ru;
+    double peak = getrusage(RUSAGE_SELF, &ru) == 0 ? (double)ru.ru_maxrss / 1024.0 : -1; /* KiB on Linux */
+    const double MiB = 1024.0 * 1024.0;
+    printf("memory: host peak %.1f MiB (the process's high-water resident set: model, compile, runs)", peak);
+    if (ps && ps->device)
+        printf("; device %.1f MiB held by the plan (constants %.1f, inputs and outputs %.1f, workspace %.1f, packed "
+               "%.1f); host staging %.1f MiB\n",
+               (double)(ps->device_const_bytes + ps->io_bytes + ps->workspace_bytes + ps->packed_bytes) / MiB,
+               (double)ps->device_const_bytes / MiB, (double)ps->io_bytes / MiB, (double)ps->workspace_bytes / MiB,
+               (double)ps->packed_bytes / MiB, (double)ps->staging_bytes / MiB);
+    else if (ps)
+        printf("; the plan holds %.1f MiB (workspace %.1f, packed weights %.1f) beside %.1f MiB of weights used in "
+               "place\n", (double)(ps->workspace_bytes + ps->packed_bytes) / MiB, (double)ps->workspace_bytes / MiB,
+               (double)ps->packed_bytes / MiB, (double)ps->weight_bytes / MiB);
+    else
+        printf("\n");
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -332,6 +354,7 @@ int cmd_run(int argc, char **argv) {
         if (ps.device)
             printf("bench: device median %.3f ms (min %.3f, max %.3f; CUDA events around the steps, input and output "
                    "copies excluded; the wall time above includes them)\n", dmed, dev[0], dev[bench - 1]);
+        print_memory(plan ? &ps : NULL);
     }
     if (output) {
         bool skipped = false, widened = false;

@@ -3,7 +3,7 @@
 
 usage: bench/cpu/run.py [--models a,b,...] [--zoo ci|full] [--threads 1,2] [--runs 10] [--warmup 3] [--md FILE]
                         [--block 5] [--pause-ms 200] [--no-settle]
-                        [--cache-dir DIR] [--ort-opt all|disable]
+                        [--cache-dir DIR] [--ort-opt all|disable] [--no-memory]
 
 For every model (default: resnet50, mobilenetv2, bert_base, gpt2_small and light_resnet50, built by
 bench/models/build.py on first use; "zoo:TAG" or "zoo:TAG@full" names an exported zoo snapshot, and
@@ -22,9 +22,13 @@ bench/models/build.py on first use; "zoo:TAG" or "zoo:TAG@full" names an exporte
     runs after five onnxruntime runs took 13.7, 12.3, 12.4, 10.5, 9.1 ms, then 7.0-7.3; after a
     100 ms pause 7.9-8.4 from the first. Strict alternation (--block 1 --pause-ms 0 --no-settle)
     charges onnxruntime's spinning to lathe. The medians are reported;
-  - lathe's outputs are checked against onnxruntime's (max |diff| / RMS; "MISMATCH" above 1e-3).
-Prints a markdown table (model, threads, ORT ms, lathe ms, lathe/ORT, compile cold/warm) with the
-geometric mean of the ratios per thread count, and writes it to --md (default bench/cpu/results.md)
+  - lathe's outputs are checked against onnxruntime's (max |diff| / RMS; "MISMATCH" above 1e-3);
+  - peak host memory (unless --no-memory): each engine runs the model again in a process of its own
+    (bench/cpu/peak_mem.py: session or compile from the warm cache, three runs, the first thread
+    count), which reports its high-water resident set above the baseline of an interpreter that
+    imported numpy and the engine.
+Prints a markdown table (model, threads, ORT ms, lathe ms, lathe/ORT, compile cold/warm, peak memory
+of each engine) with the geometric mean of the ratios per thread count, and writes it to --md (default bench/cpu/results.md)
 for docs/PERF.md. The library is found as lathe/_capi.py says (LATHE_LIBRARY, or build/liblathe.so).
 Exit status 0 even when lathe is slower (this is a benchmark, not a test); 1 when a model fails.
 """
@@ -125,7 +129,21 @@ def model_and_inputs(name):
     return zoo.ensure_built(name), zoo.make_inputs(name, seed=0)
 
 
-def bench_model(lathe, name, threads_list, runs, warmup, cache_root, ort_opt, log, block=5, pause_ms=200, settle=True):
+def peak_memory(engine, path, feeds, threads, cache):
+    """MiB of peak resident memory engine adds to a process running the model (peak_mem.py)."""
+    import json
+    with tempfile.TemporaryDirectory() as d:
+        np.savez(os.path.join(d, "in.npz"), **feeds)
+        args = [sys.executable, os.path.join(HERE, "peak_mem.py"), engine, path, os.path.join(d, "in.npz"),
+                str(threads)] + ([cache] if cache else [])
+        r = subprocess.run(args, capture_output=True, text=True, timeout=1800)
+    if r.returncode != 0:
+        raise RuntimeError(f"peak_mem.py {engine}: {r.stderr.strip()[-500:]}")
+    return json.loads(r.stdout.strip().splitlines()[-1])["engine_mib"]
+
+
+def bench_model(lathe, name, threads_list, runs, warmup, cache_root, ort_opt, log, block=5, pause_ms=200, settle=True,
+                memory=True):
     path, feeds = model_and_inputs(name)
     shapes = {k: v.shape for k, v in feeds.items()}
     cache = tempfile.mkdtemp(prefix=f"{name}-", dir=cache_root)
@@ -159,6 +177,12 @@ def bench_model(lathe, name, threads_list, runs, warmup, cache_root, ort_opt, lo
             f"ratio {ml / mo:.2f}, max |diff|/RMS {err:.1e}{'  MISMATCH' if err > 1e-3 else ''}")
         del sess
     model.close()
+    if memory:
+        lm, om = peak_memory("lathe", path, feeds, threads_list[0], cache), peak_memory("ort", path, feeds,
+                                                                                       threads_list[0], None)
+        log(f"{name}: peak memory above the baseline: lathe {lm:.1f} MiB, onnxruntime {om:.1f} MiB")
+        for r in rows:
+            r.update(lathe_mib=lm, ort_mib=om)
     return rows
 
 
@@ -169,11 +193,13 @@ def geomean(xs):
 def table(rows, threads_list, header):
     out = [header, "",
            "| model | threads | onnxruntime ms | lathe ms | lathe / ORT | lathe compile cold s | warm s "
-           "| max diff / RMS |",
-           "|---|---:|---:|---:|---:|---:|---:|---:|"]
+           "| max diff / RMS | peak MiB ORT | peak MiB lathe |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
+        mem = (f"{r['ort_mib']:.1f} | {r['lathe_mib']:.1f}" if "ort_mib" in r else "- | -")
         out.append(f"| {r['model']} | {r['threads']} | {r['ort']:.2f} | {r['lathe']:.2f} | **{r['ratio']:.2f}** | "
-                   f"{r['cold']:.1f} | {r['warm']:.3f} | {r['err']:.1e}{' MISMATCH' if r['err'] > 1e-3 else ''} |")
+                   f"{r['cold']:.1f} | {r['warm']:.3f} | {r['err']:.1e}{' MISMATCH' if r['err'] > 1e-3 else ''} | "
+                   f"{mem} |")
     out.append("")
     for t in threads_list:
         rs = [r["ratio"] for r in rows if r["threads"] == t]
@@ -197,6 +223,7 @@ def main():
     ap.add_argument("--md", default=os.path.join(HERE, "results.md"))
     ap.add_argument("--cache-dir", default=None, help="parent of the per-model cold caches (default: a temp dir)")
     ap.add_argument("--ort-opt", choices=["all", "disable"], default="all")
+    ap.add_argument("--no-memory", action="store_true", help="skip the peak-memory runs (one process per engine)")
     a = ap.parse_args()
     names = [n for n in a.models.split(",") if n] + (exported_names(a.zoo) if a.zoo else [])
     threads_list = [int(t) for t in a.threads.split(",")]
@@ -236,7 +263,7 @@ def main():
         for name in names:
             try:
                 rows += bench_model(lathe, name, threads_list, a.runs, a.warmup, cache_root, a.ort_opt, log,
-                                    a.block, a.pause_ms, not a.no_settle)
+                                    a.block, a.pause_ms, not a.no_settle, not a.no_memory)
             except Exception as e:  # report every model, then fail
                 log(f"{name}: FAILED: {e}")
                 failed.append(name)
