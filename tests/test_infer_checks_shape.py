@@ -65,6 +65,13 @@ def N(op, ins, outs=("y",), **attrs):
 X = lambda *shape: vi("x", F, list(shape))  # noqa: E731
 Y = vi("y", F, None)
 
+def branch(name, value):
+    """A subgraph with no input whose one output is the constant `value`."""
+    return helper.make_graph([helper.make_node("Constant", [], [name], value=numpy_helper.from_array(value, name))],
+                             name, [], [helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(value.dtype),
+                                                                      list(value.shape))])
+
+
 # name: (node, inputs, outputs, initializers, opset, expected message part)
 HOSTILE = {
     "reshape_more": (N("Reshape", ["x", "s"]), [X(4)], [Y], [ints("s", [4000])], 17, "cannot reshape [4] into [4000]"),
@@ -183,6 +190,9 @@ HOSTILE = {
     "cast_to": (N("Cast", ["x"], to=1000), [X(3)], [Y], [], 17, "invalid 'to' attribute"),
     "cast_round_mode": (N("Cast", ["x"], to=TensorProto.FLOAT8E4M3FN, round_mode="sideways"), [X(3)], [Y], [], 21,
                         "unknown round_mode 'sideways'"),
+    "if_branch_dtypes": (N("If", ["x"], then_branch=branch("a", np.ones(3, np.float32)),
+                           else_branch=branch("b", np.arange(3))), [vi("x", B, [])], [Y], [], 17,
+                         "output 0 is float in then_branch and int64 in else_branch"),
     "scatter_elements_updates_shape": (N("ScatterElements", ["x", "i", "u"], axis=1), [X(3, 3)], [Y],
                                        [ints("i", [[0]]), floats("u", [[1, 2]])], 18,
                                        "updates and indices must have the same shape"),

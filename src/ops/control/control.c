@@ -162,6 +162,9 @@ static lt_status merge_branch_types(lt_infer *ic, lt_node *n, int i, const lt_ty
     if (!tensor_a && !tensor_b) return lt_infer_set_type(ic, n, i, ta->kind != LT_TK_UNKNOWN ? ta : tb);
     if ((!tensor_a && ta->kind != LT_TK_UNKNOWN) || (!tensor_b && tb->kind != LT_TK_UNKNOWN))
         return lt_infer_error(ic, n, "output %d is a tensor in one branch and not in the other", i);
+    if (tensor_a && tensor_b && ta->dtype != LT_UNDEFINED && tb->dtype != LT_UNDEFINED && ta->dtype != tb->dtype)
+        return lt_infer_error(ic, n, "output %d is %s in then_branch and %s in else_branch", i, lt_dtype_name(ta->dtype),
+                              lt_dtype_name(tb->dtype));
     lt_dtype dt = tensor_a && ta->dtype != LT_UNDEFINED ? ta->dtype : tensor_b ? tb->dtype : LT_UNDEFINED;
     if (!tensor_a || !tensor_b || ta->rank != tb->rank || ta->rank < 0 || ta->rank > LT_MAX_RANK || !ta->dims ||
         !tb->dims)
