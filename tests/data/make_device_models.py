@@ -3,7 +3,7 @@
 kernels and host steps hand values back and forth (the copies a device plan makes). Outputs are
 committed; rerun only to change them: `python3 tests/data/make_device_models.py`.
 
-  dev_mix.onnx   Relu (kernel) -> CumSum (host: reads a kernel output, writes a static value a kernel
+  dev_mix.onnx   Relu (kernel) -> Hardmax (host: reads a kernel output, writes a static value a kernel
                  reads) -> Mul (kernel) -> NonZero / Cast / ReduceSum (host, data-dependent shapes) ->
                  Add (kernel reads the host scalar); outputs: a kernel output a host step also reads,
                  a host-written output a kernel also reads, and the last kernel's output
@@ -34,10 +34,9 @@ def save(name, graph, opset=17):
 
 def main():
     w = nh.from_array(rng.uniform(-1, 1, (6,)).astype(np.float32), "w")
-    ax = nh.from_array(np.array(1, dtype=np.int64), "ax")
     save("dev_mix", h.make_graph([
         h.make_node("Relu", ["x"], ["a"], name="relu"),
-        h.make_node("CumSum", ["a", "ax"], ["c"], name="cumsum"),
+        h.make_node("Hardmax", ["a"], ["c"], name="hardmax", axis=1),
         h.make_node("Mul", ["c", "w"], ["d"], name="mul"),
         h.make_node("NonZero", ["d"], ["nz"], name="nonzero"),
         h.make_node("Cast", ["nz"], ["nzf"], name="cast", to=TP.FLOAT),
@@ -45,7 +44,7 @@ def main():
         h.make_node("Add", ["d", "s"], ["y"], name="add"),
         h.make_node("Sigmoid", ["c"], ["cs"], name="sig"),
     ], "dev_mix", [vi("x", [4, 6])], [vi("a", [4, 6]), vi("c", [4, 6]), vi("y", [4, 6]), vi("cs", [4, 6])],
-        [w, ax]))
+        [w]))
 
     body = h.make_graph([
         h.make_node("Identity", ["cond_in"], ["cond_out"], name="cond"),

@@ -5,7 +5,7 @@
  * direction (bytes and calls), allocations, launches, syncs, and records graphs (launch lists
  * replayed with the argument values captured: a plan that changed an argument after capture would
  * compute garbage).
- * Checks, per model (host steps between kernels: NonZero, CumSum, ReduceSum on a dynamic shape, a
+ * Checks, per model (host steps between kernels: NonZero, Hardmax, ReduceSum on a dynamic shape, a
  * Loop reading a kernel output from its body; and models with no host step, with packed weights and
  * scratch): outputs equal the interpreter's on random data (1e-4), through lt_plan_run and
  * lt_plan_run_buffers, over several runs; a run allocates no device memory; its copies are exactly

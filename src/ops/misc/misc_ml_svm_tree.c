@@ -242,8 +242,8 @@ lt_status lt_misc_eval_tree_legacy(lt_eval *ev, const lt_node *n, lt_datum **in,
     lt_post post;
     LT_TRY(get_post(ev, n, &post));
     bool reg = n->op == LT_OP_TreeEnsembleRegressor;
-    const int64_t *ids;
-    int64_t ne;
+    const int64_t *ids = NULL; /* set by ltree_read (initialized for compilers that cannot tell) */
+    int64_t ne = 0;
     ltree t;
     LT_TRY(ltree_read(ev, n, &t, cols, reg ? "target" : "class", &ids, &ne));
     double *w = NULL, *base = NULL, *res = NULL;

@@ -1,0 +1,303 @@
+/* lower_scan.c — `lower` hooks of the scan anchors: CumSum / CumProd and TopK. Each output row (one
+ * position of every dim but the axis) is independent; along the axis the work is serial.
+ *
+ * Kernel shape: loops over the dims other than the axis ("o0", "o1", ...; role KEPT: the default
+ * schedule parallelizes them on the CPU and gives each row one GPU thread), around serial loops over
+ * the axis (role REDUCE: their iterations carry state, so no schedule parallelizes or vectorizes
+ * them). Inputs are read with lt_lower_value, so a fused elementwise prologue is computed once per
+ * element. Results are bit-identical to the interpreter's eval hooks (src/ops/reduce/reduce_scan.c):
+ *   - CumSum / CumProd: a scalar accumulator (LET / ASSIGN) in the interpreter's type (double for
+ *     every float type, uint64 for integers: fixed-width wrapping), updated in index order (reversed
+ *     for `reverse`), each step's value (the one before the update for `exclusive`) rounded to the
+ *     output type as the interpreter stores it (float16 straight from double, bfloat16 through
+ *     float) and stored through the group's epilogue;
+ *   - TopK: the k slots of the row in the outputs themselves (values and int64 indices) hold the
+ *     best elements so far, in order. The axis is scanned in index order; an element that ranks
+ *     strictly before the last slot (the first k always enter) is inserted, shifting the worse
+ *     slots down. Strict comparison keeps equal elements in index order, as the interpreter's
+ *     stable sort does; NaN ranks above every number (first for largest, last for smallest). The
+ *     output is always sorted (also for sorted=0). A stored float16 / bfloat16 X is copied as bits
+ *     (a NaN keeps its payload, as in the interpreter). Both outputs must be present and are stored
+ *     as they are (nothing fuses after a node with two outputs).
+ * K and the axis are compile-time constants (const_inputs); shape inference checked them (ops.def
+ * CHECKS), a run-time K leaves the node a host step.
+ */
+#include "lower_impl.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define K (lc->k)
+
+/* The loops over the dims other than `axis`: variables and the multi-index they give. */
+typedef struct rows {
+    int rank, axis;
+    int64_t dims[LT_MAX_RANK]; /* the input's */
+    lt_lvar *ov[LT_MAX_RANK];  /* NULL at the axis */
+    lt_lnode *idx[LT_MAX_RANK];
+} rows;
+
+static lt_status rows_init(lt_lctx *lc, const lt_node *n, int axis, rows *r) {
+    memset(r, 0, sizeof *r);
+    if (!lt_lower_shape(n->in[0], &r->rank, r->dims) || axis < 0 || axis >= r->rank)
+        return lt_lower_error(lc, n, LT_ERR_INTERNAL, "input has no static shape or the axis is out of range");
+    r->axis = axis;
+    int ko = 0;
+    for (int d = 0; d < r->rank; d++) {
+        if (d == axis) continue;
+        char name[16];
+        snprintf(name, sizeof name, "o%d", ko++);
+        r->ov[d] = lt_kernel_var(K, name, LT_INT64);
+        if (!(r->idx[d] = lt_l_var(K, r->ov[d]))) return lt_lower_nomem(lc);
+    }
+    return LT_OK;
+}
+
+/* The multi-index of the row with `at` along the axis. */
+static void rows_at(const rows *r, lt_lnode *at, lt_lnode **idx) {
+    for (int d = 0; d < r->rank; d++) idx[d] = d == r->axis ? at : r->idx[d];
+}
+
+static lt_lnode *rows_loops(lt_lctx *lc, const rows *r, lt_lnode *body) {
+    for (int d = r->rank - 1; d >= 0; d--)
+        if (r->ov[d])
+            body = lt_l_for(K, r->ov[d], LT_ROLE_KEPT, lt_l_int(K, 0), lt_l_int(K, r->dims[d]), LT_LOOP_SERIAL, body);
+    return body;
+}
+
+/* X at idx in its compute type; a value computed in the group (a fused prologue) of a narrow float
+ * type is rounded to it first, as the interpreter holds it between the two ops. *raw (when not NULL)
+ * gets the load of a stored X of a narrow float type (its bits, NULL otherwise): TopK copies those,
+ * as the interpreter does, instead of rounding the float back (CUDA's conversion makes every NaN
+ * 0x7fff). */
+static lt_status read_x(lt_lctx *lc, const lt_node *n, lt_lnode *const *idx, lt_lnode **x, lt_lnode **raw) {
+    LT_TRY(lt_lower_value(lc, n->in[0], idx, x));
+    lt_dtype dt = n->in[0]->type.dtype;
+    if (raw) {
+        const lt_lnode *l = (*x)->kind == LT_L_CAST ? lt_lexpr_a(*x) : NULL;
+        *raw = l && l->kind == LT_L_LOAD && l->dtype == dt && lt_dtype_size(dt) == 2 && !lc->in_group[n->in[0]->id]
+                   ? lt_l_load(K, l->buf, lt_lload_index(l))
+                   : NULL;
+    }
+    bool rounded = *x && (*x)->kind == LT_L_CAST && lt_lexpr_a(*x)->dtype == dt; /* a Cast to dt's value */
+    if ((dt == LT_FLOAT16 || dt == LT_BFLOAT16) && lc->in_group[n->in[0]->id] && !rounded)
+        *x = lt_lower_conv(lc, lt_l_cast(K, dt, *x), dt);
+    return LT_LNN(lc, *x);
+}
+
+static bool dtype_scannable(lt_dtype dt) { return lt_lower_dtype_ok(dt) && dt != LT_BOOL; }
+
+/* ---- CumSum / CumProd ---- */
+
+static int cum_axis(const lt_node *n) {
+    int64_t a;
+    int r = n->in[0]->type.rank;
+    if (n->n_in < 2 || lt_lower_const_ints(n, 1, &a, 1) != 1) return -1;
+    if (a < 0) a += r;
+    return a >= 0 && a < r ? (int)a : -1;
+}
+
+static bool accept_cum(const lt_node *n, char *why, size_t size) {
+    if (cum_axis(n) < 0) {
+        snprintf(why, size, "the axis is not a constant in range");
+        return false;
+    }
+    if (!dtype_scannable(n->in[0]->type.dtype)) {
+        snprintf(why, size, "input dtype %s", lt_dtype_name(n->in[0]->type.dtype));
+        return false;
+    }
+    return lt_lower_accept_default(n, why, size);
+}
+
+/* The interpreter's stored value of accumulator acc for output dtype dt, in dt's compute type. */
+static lt_lnode *cum_value(lt_lctx *lc, lt_lnode *acc, lt_dtype dt) {
+    if (dt == LT_BFLOAT16) /* lt_store_f64: bfloat16 rounds from float */
+        return lt_lower_conv(lc, lt_l_cast(K, LT_BFLOAT16, lt_l_cast(K, LT_FLOAT, acc)), dt);
+    return lt_lower_conv(lc, lt_l_cast(K, dt, acc), dt);
+}
+
+static lt_status l_cum(lt_lctx *lc, const lt_node *n, lt_lnode **res) {
+    rows r;
+    LT_TRY(rows_init(lc, n, cum_axis(n), &r));
+    lt_dtype dt = n->in[0]->type.dtype;
+    bool fl = lt_dtype_is_float(dt), prod = n->op == LT_OP_CumProd;
+    bool excl = lt_attr_int(n, "exclusive", 0) != 0, rev = lt_attr_int(n, "reverse", 0) != 0;
+    lt_dtype at = fl ? LT_DOUBLE : LT_UINT64; /* the interpreter's accumulator */
+    int64_t len = r.dims[r.axis];
+    lt_lvar *acc = lt_kernel_var(K, "acc", at), *j = lt_kernel_var(K, "r0", LT_INT64);
+    lt_lvar *xv = lt_kernel_var(K, "x", at);
+    if (!acc || !j || !xv) return lt_lower_nomem(lc);
+    lt_lnode *pos = lt_l_var(K, j);
+    if (rev) pos = lt_l_binary(K, LT_LOP_SUB, lt_l_int(K, len - 1), pos);
+    lt_lnode *idx[LT_MAX_RANK], *x = NULL;
+    rows_at(&r, pos, idx);
+    LT_TRY(read_x(lc, n, idx, &x, NULL));
+    lt_lnode *s[4];
+    int ns = 0;
+    s[ns++] = lt_l_let(K, xv, lt_l_cast(K, at, x));
+    lt_lnode *upd =
+        lt_l_assign(K, acc, lt_l_binary(K, prod ? LT_LOP_MUL : LT_LOP_ADD, lt_l_var(K, acc), lt_l_var(K, xv)));
+    if (!excl) s[ns++] = upd;
+    LT_TRY(lt_lower_store_out(lc, n->out[0], idx, cum_value(lc, lt_l_var(K, acc), dt), &s[ns]));
+    ns++;
+    if (excl) s[ns++] = upd;
+    lt_lnode *scan = lt_l_for(K, j, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, len), LT_LOOP_SERIAL, lt_l_seq(K, ns, s));
+    lt_lnode *init = fl ? lt_l_float(K, LT_DOUBLE, prod ? 1 : 0) : lt_l_cast(K, LT_UINT64, lt_l_int(K, prod ? 1 : 0));
+    lt_lnode *row[2] = {lt_l_let(K, acc, init), scan};
+    *res = rows_loops(lc, &r, lt_l_seq(K, 2, row));
+    return LT_LNN(lc, *res);
+}
+
+/* ---- TopK ---- */
+
+static int topk_axis(const lt_node *n) {
+    int r = n->in[0]->type.rank;
+    int64_t a = lt_attr_int(n, "axis", -1);
+    if (a < 0) a += r;
+    return a >= 0 && a < r ? (int)a : -1;
+}
+
+static bool accept_topk(const lt_node *n, char *why, size_t size) {
+    int a = topk_axis(n);
+    if (a < 0) {
+        snprintf(why, size, "axis out of range");
+        return false;
+    }
+    if (n->n_out < 2 || !n->out[0] || !n->out[1]) {
+        snprintf(why, size, "an output is absent");
+        return false;
+    }
+    if (!dtype_scannable(n->in[0]->type.dtype) || n->out[1]->type.dtype != LT_INT64) {
+        snprintf(why, size, "input dtype %s", lt_dtype_name(n->in[0]->type.dtype));
+        return false;
+    }
+    int r;
+    int64_t xd[LT_MAX_RANK], vd[LT_MAX_RANK], id[LT_MAX_RANK];
+    if (!lt_lower_shape(n->in[0], &r, xd) || !lt_lower_shape(n->out[0], &r, vd) || !lt_lower_shape(n->out[1], &r, id) ||
+        memcmp(vd, id, sizeof(int64_t) * (size_t)r) != 0 || vd[a] < 1 || vd[a] > xd[a]) {
+        snprintf(why, size, "K is not known at compile time");
+        return false;
+    }
+    return lt_lower_accept_default(n, why, size);
+}
+
+typedef struct topk {
+    lt_lctx *lc;
+    const rows *r;
+    int64_t k;
+    int64_t odims[LT_MAX_RANK];
+    lt_dtype dt;     /* values */
+    bool largest;
+    lt_lbuf *vb, *ib; /* the two outputs */
+} topk;
+
+/* Flat offset of slot s (an expression) of the row in the outputs. */
+static lt_lnode *slot(topk *t, lt_lnode *s) {
+    lt_lnode *idx[LT_MAX_RANK];
+    rows_at(t->r, s, idx);
+    return lt_lower_flat(t->lc, t->r->rank, t->odims, idx);
+}
+
+static lt_lnode *slot_value(topk *t, lt_lnode *s) {
+    lt_lctx *lc = t->lc;
+    return lt_lower_conv(lc, lt_l_load(K, t->vb, slot(t, s)), t->dt);
+}
+
+/* Does a rank strictly before b (both leaves: a variable or an immediate, read twice)? */
+static lt_lnode *before(topk *t, lt_lnode *a, lt_lnode *b) {
+    lt_lctx *lc = t->lc;
+    lt_lnode *cmp = lt_l_binary(K, t->largest ? LT_LOP_GT : LT_LOP_LT, a, b);
+    if (!lt_dtype_is_float(t->dt)) return cmp;
+    /* NaN is the greatest: for largest a NaN a precedes any number b, for smallest a number a
+     * precedes a NaN b; two NaNs tie */
+    lt_lnode *an = lt_l_unary(K, LT_LOP_ISNAN, a), *bn = lt_l_unary(K, LT_LOP_ISNAN, b);
+    lt_lnode *nan = t->largest ? lt_l_binary(K, LT_LOP_AND, an, lt_l_unary(K, LT_LOP_NOT, bn))
+                               : lt_l_binary(K, LT_LOP_AND, lt_l_unary(K, LT_LOP_NOT, an), bn);
+    return lt_l_binary(K, LT_LOP_OR, nan, cmp);
+}
+
+/* Insert element x (a variable) of index j into the first m+1 slots, whose first m hold the best so
+ * far in order: walking up from slot m-1, each slot x ranks before moves down one; x goes where the
+ * walk stopped. (The walk does not break: the slots are sorted, so once x does not rank before one
+ * it ranks before none above it.) Slot m, when it was held, is dropped. */
+static lt_lnode *insert(topk *t, lt_lvar *x, lt_lnode *raw, lt_lnode *j, lt_lnode *m) {
+    lt_lctx *lc = t->lc;
+    lt_lvar *pos = lt_kernel_var(K, "pos", LT_INT64), *q = lt_kernel_var(K, "q", LT_INT64);
+    lt_lvar *cur = lt_kernel_var(K, "cur", lt_lower_cdtype(t->dt));
+    if (!pos || !q || !cur) return NULL;
+    /* s = m - 1 - q */
+    lt_lnode *s = lt_l_binary(K, LT_LOP_SUB, lt_l_binary(K, LT_LOP_SUB, m, lt_l_int(K, 1)), lt_l_var(K, q));
+    lt_lnode *s1 = lt_l_binary(K, LT_LOP_SUB, m, lt_l_var(K, q));
+    lt_lnode *mv[3] = {
+        lt_l_store(K, t->vb, slot(t, s1), lt_l_load(K, t->vb, slot(t, s))),
+        lt_l_store(K, t->ib, slot(t, s1), lt_l_load(K, t->ib, slot(t, s))),
+        lt_l_assign(K, pos, s),
+    };
+    lt_lnode *step[2] = {
+        lt_l_let(K, cur, slot_value(t, s)),
+        lt_l_if(K, before(t, lt_l_var(K, x), lt_l_var(K, cur)), lt_l_seq(K, 3, mv), NULL),
+    };
+    lt_lnode *walk = lt_l_for(K, q, LT_ROLE_REDUCE, lt_l_int(K, 0), m, LT_LOOP_SERIAL, lt_l_seq(K, 2, step));
+    lt_lnode *xs = raw ? raw : x->dtype == t->dt ? lt_l_var(K, x) : lt_l_cast(K, t->dt, lt_l_var(K, x));
+    lt_lnode *all[4] = {
+        lt_l_let(K, pos, m),
+        walk,
+        lt_l_store(K, t->vb, slot(t, lt_l_var(K, pos)), xs),
+        lt_l_store(K, t->ib, slot(t, lt_l_var(K, pos)), j),
+    };
+    return lt_l_seq(K, 4, all);
+}
+
+static lt_status l_topk(lt_lctx *lc, const lt_node *n, lt_lnode **res) {
+    rows r;
+    LT_TRY(rows_init(lc, n, topk_axis(n), &r));
+    topk t = {.lc = lc, .r = &r, .dt = n->in[0]->type.dtype};
+    int orank;
+    if (!lt_lower_shape(n->out[0], &orank, t.odims) || orank != r.rank)
+        return lt_lower_error(lc, n, LT_ERR_INTERNAL, "output has no static shape");
+    t.k = t.odims[r.axis];
+    t.largest = n->opset < 11 || lt_attr_int(n, "largest", 1) != 0;
+    t.vb = lc->vbuf[n->out[0]->id];
+    t.ib = lc->vbuf[n->out[1]->id];
+    if (!t.vb || !t.ib || t.vb->dtype != t.dt || t.ib->dtype != LT_INT64)
+        return lt_lower_error(lc, n, LT_ERR_INTERNAL, "the outputs are not stored as they are");
+    int64_t len = r.dims[r.axis];
+    lt_dtype cd = lt_lower_cdtype(t.dt);
+    lt_lnode *row[3];
+    int nr = 0;
+    /* the first k elements always enter: element j is inserted into slots [0, j] */
+    {
+        lt_lvar *j = lt_kernel_var(K, "r0", LT_INT64), *x = lt_kernel_var(K, "x", cd);
+        if (!j || !x) return lt_lower_nomem(lc);
+        lt_lnode *idx[LT_MAX_RANK], *xv = NULL, *raw = NULL;
+        rows_at(&r, lt_l_var(K, j), idx);
+        LT_TRY(read_x(lc, n, idx, &xv, &raw));
+        lt_lnode *b[2] = {lt_l_let(K, x, xv), insert(&t, x, raw, lt_l_var(K, j), lt_l_var(K, j))};
+        row[nr++] = lt_l_for(K, j, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, t.k), LT_LOOP_SERIAL, lt_l_seq(K, 2, b));
+    }
+    /* the rest enter when they rank before the last slot (kept in `last`) */
+    if (len > t.k) {
+        lt_lvar *j = lt_kernel_var(K, "r1", LT_INT64), *x = lt_kernel_var(K, "x", cd);
+        lt_lvar *last = lt_kernel_var(K, "last", cd);
+        if (!j || !x || !last) return lt_lower_nomem(lc);
+        lt_lnode *idx[LT_MAX_RANK], *xv = NULL, *raw = NULL;
+        rows_at(&r, lt_l_var(K, j), idx);
+        LT_TRY(read_x(lc, n, idx, &xv, &raw));
+        lt_lnode *in[2] = {insert(&t, x, raw, lt_l_var(K, j), lt_l_int(K, t.k - 1)),
+                           lt_l_assign(K, last, slot_value(&t, lt_l_int(K, t.k - 1)))};
+        lt_lnode *b[2] = {lt_l_let(K, x, xv),
+                          lt_l_if(K, before(&t, lt_l_var(K, x), lt_l_var(K, last)), lt_l_seq(K, 2, in), NULL)};
+        row[nr++] = lt_l_let(K, last, slot_value(&t, lt_l_int(K, t.k - 1)));
+        row[nr++] = lt_l_for(K, j, LT_ROLE_REDUCE, lt_l_int(K, t.k), lt_l_int(K, len - t.k), LT_LOOP_SERIAL,
+                             lt_l_seq(K, 2, b));
+    }
+    *res = rows_loops(lc, &r, lt_l_seq(K, nr, row));
+    return LT_LNN(lc, *res);
+}
+
+const lt_lower_reg lt_lower_scan[] = {
+    {LT_OP_CumSum, accept_cum, NULL, l_cum, 1u << 1, 0, 0},
+    {LT_OP_CumProd, accept_cum, NULL, l_cum, 1u << 1, 0, 0},
+    {LT_OP_TopK, accept_topk, NULL, l_topk, 1u << 1, 0, 0},
+    {0},
+};
