@@ -75,6 +75,8 @@ stage fuzz-npz-seeds python3 fuzz/io_seeds.py npz build-fuzz/corpus_npz
 stage fuzz-npz build-fuzz/fuzz_npz -max_total_time="${LATHE_FUZZ_IO_SECONDS:-20}" -max_len=65536 -malloc_limit_mb=256 -rss_limit_mb=2048 build-fuzz/corpus_npz
 stage fuzz-image-seeds python3 fuzz/image_seeds.py build-fuzz/corpus_image
 stage fuzz-image-decode build-fuzz/fuzz_image_decode -max_total_time="${LATHE_FUZZ_IO_SECONDS:-20}" -max_len=65536 -rss_limit_mb=4096 build-fuzz/corpus_image
+stage fuzz-artifact-seeds bash -c 'mkdir -p build-fuzz/corpus_artifact && build/lathe compile sample/mlp.onnx --dim batch=2 --save build-fuzz/corpus_artifact/mlp.lathe >/dev/null'
+stage fuzz-artifact build-fuzz/fuzz_artifact -max_total_time="${LATHE_FUZZ_IO_SECONDS:-20}" -max_len=262144 -rss_limit_mb=2048 build-fuzz/corpus_artifact
 stage fuzz-schedule-seeds fuzz/schedule_seeds.sh build-fuzz/fuzz_schedule build-fuzz/corpus_schedule
 stage fuzz-schedule build-fuzz/fuzz_schedule -max_total_time="${LATHE_FUZZ_SCHEDULE_SECONDS:-20}" -max_len=512 -dict=fuzz/schedule.dict -rss_limit_mb=2048 build-fuzz/corpus_schedule
 stage fuzz-cli-specs-seeds fuzz/cli_specs_seeds.sh build-fuzz/corpus_cli_specs

@@ -258,7 +258,8 @@ int cli_compile_model(cli_compile_args *ca, lt_model *m, lt_datum *const *in, lt
     }
     for (int i = 0, k = 0; in && i < g->n_inputs; i++)
         if (in[i]) given[k++] = g->inputs[i]->name;
-    ca->o.given_inputs = given;
+    const char *const *keep_given = ca->o.given_inputs;
+    if (!ca->o.prebuilt) ca->o.given_inputs = given; /* an artifact's are the ones it was saved with */
     ca->o.backend = ca->backend;
     if (ca->o.dump_after) {
         ca->o.dump_cb = dump_cb;
@@ -266,7 +267,7 @@ int cli_compile_model(cli_compile_args *ca, lt_model *m, lt_datum *const *in, lt
     }
     memset(rep, 0, sizeof *rep);
     lt_status s = lt_compile(&ctx, m, &ca->o, out, rep);
-    ca->o.given_inputs = NULL;
+    ca->o.given_inputs = ca->o.prebuilt ? keep_given : NULL;
     free(given);
     lt_tune_cpu_detach(&ca->o, &ca->lookups); /* this compile's lookups only */
     if (ca->o.time_passes) {
@@ -295,4 +296,17 @@ void cli_compile_print_report(const lt_compile_report *rep, FILE *f) {
     lt_compile_report_print(rep, &b);
     if (b.s) cli_put_text(f, b.s);
     lt_sb_free(&b);
+}
+
+int cli_load_artifact(const char *path, cli_compile_args *ca, lt_artifact **art, lt_model **m) {
+    lt_ctx ctx = {0};
+    if (lt_artifact_open(&ctx, path, art) != LT_OK || lt_artifact_load_model(&ctx, *art, m) != LT_OK) {
+        lt_artifact_free(*art);
+        *art = NULL;
+        return cli_fail(&ctx);
+    }
+    if (!ca->backend_given || strcmp(ca->backend, "interp") != 0) ca->backend = (*art)->backend;
+    ca->no_tune_db = true;
+    lt_artifact_compile_options(*art, &ca->o);
+    return 0;
 }

@@ -6,6 +6,7 @@
 #define LATHE_CLI_COMPILE_H
 
 #include "cli.h"
+#include "compile/artifact.h"
 #include "compile/compile.h"
 #include "io/io.h"
 #include "tune/tune_cpu.h"
@@ -39,6 +40,12 @@ int cli_compile_check_backend_forked(const cli_compile_args *ca, bool allow_inte
  * *rep are set (free rep with lt_compile_report_free). */
 int cli_compile_model(cli_compile_args *ca, lt_model *m, lt_datum *const *in, lt_plan **out, lt_compile_report *rep);
 void cli_compile_print_report(const lt_compile_report *rep, FILE *f);
+
+/* MODEL is a .lathe artifact (src/compile/artifact.h): verify it, check this machine, load its model
+ * (shapes as saved) into *m and put its recorded options and module into ca (no tuning database;
+ * --backend interp stays, any other backend is the artifact's). *art must outlive *m and the plan
+ * (lt_artifact_free). Exit code. */
+int cli_load_artifact(const char *path, cli_compile_args *ca, lt_artifact **art, lt_model **m);
 
 /* The tuning database a compile reads: --tune-db FILE, else tune.tsv in the cache directory
  * (written there by `lathe tune`); "" when --no-tune-db or there is no cache directory. */

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "ops/infer.h"
+#include "base/file.h"
 #include "runtime/export.h"
 
 static const char HELP[] =
@@ -37,12 +38,63 @@ static const char HELP[] =
     "  --dim NAME=N          bind a symbolic dim everywhere (repeatable)\n"
     "  --backend NAME        backend to compile for (default cpu)\n"
     "  --print-plan          list the plan: steps, buffers and their workspace offsets\n"
+    "  --save FILE           write a .lathe artifact: the model, its options and the compiled module\n"
+    "                        in one file that `lathe run FILE` runs with no C compiler (--target cpu,\n"
+    "                        the default; the machine running it needs this CPU's features)\n"
     CLI_COMPILE_HELP
     "  -h, --help            show this help\n"
     "\n"
     "Exit status: 0 ok, 1 usage error, 2 bad model, 3 unsupported (an export with host steps).\n";
 
 static void warn_line(const char *msg) { cli_warn("%s", msg); }
+
+/* Every input of m needs a concrete shape to compile. Exit code. */
+static int check_input_shapes(const lt_model *m) {
+    lt_ctx ctx = {0};
+    if (lt_model_check_supported(&ctx, m) != LT_OK) return cli_fail(&ctx);
+    for (int i = 0; i < m->graph->n_inputs; i++) {
+        const lt_value *v = m->graph->inputs[i];
+        if (v->init || v->type.kind != LT_TK_TENSOR) continue;
+        int rank;
+        int64_t d[LT_MAX_RANK];
+        if (lt_io_input_shape(&ctx, v, NULL, &rank, d) != LT_OK) return cli_fail(&ctx);
+    }
+    return 0;
+}
+
+/* --save FILE: compile (one whole module, no cache, no tuning database) and write the .lathe
+ * artifact (src/compile/artifact.h): the model's bytes, the options, the module. */
+static int save_artifact(cli_compile_args *ca, const char *model, const char *path, lt_model *m) {
+    lt_ctx ctx = {0};
+    uint8_t *bytes = NULL;
+    size_t size = 0;
+    lt_strbuf meta = {0};
+    lt_prebuilt pb;
+    memset(&pb, 0, sizeof pb);
+    lt_plan *plan = NULL;
+    lt_compile_report rep = {0};
+    int rc = 0;
+    if ((rc = cli_make_parent_dirs("--save", path))) return rc;
+    if (lt_io_read_file(&ctx, model, &bytes, &size) != LT_OK) return cli_fail(&ctx);
+    ca->no_tune_db = true;
+    ca->o.backend = ca->backend;
+    ca->o.save_prebuilt = &pb;
+    if (lt_artifact_meta(&ctx, m, &ca->o, &meta) != LT_OK) { rc = cli_fail(&ctx); goto out; }
+    if ((rc = cli_compile_model(ca, m, NULL, &plan, &rep))) goto out;
+    printf("model: %s\n", cli_esc(model));
+    cli_compile_print_report(&rep, stdout);
+    lt_compile_report_free(&rep);
+    if (lt_artifact_write(&ctx, path, meta.s, bytes, size, &pb) != LT_OK) { rc = cli_fail(&ctx); goto out; }
+    printf("saved: %s (%s, model %zu bytes, module %zu bytes); runs with no C compiler: lathe run %s\n", cli_esc(path),
+           ca->backend, size, pb.image_size, cli_esc(path));
+out:
+    ca->o.save_prebuilt = NULL;
+    lt_plan_free(plan);
+    lt_mem_free(pb.image);
+    lt_sb_free(&meta);
+    lt_mem_free(bytes);
+    return rc;
+}
 
 /* The standalone program of a plan (the runtime's C export), for targets whose output it is. */
 static lt_status write_program(lt_ctx *ctx, const lt_output_request *req, const lt_lang *lang, lt_strbuf *log) {
@@ -74,7 +126,8 @@ static int write_output(const lt_backend_vtbl *tv, const cli_compile_args *ca, c
 }
 
 int cmd_compile(int argc, char **argv) {
-    const char *model = NULL, *outdir = NULL, *target = "c", *name = NULL, *arch = "sm_90";
+    const char *model = NULL, *outdir = NULL, *target = "c", *name = NULL, *arch = "sm_90", *save = NULL;
+    bool target_given = false;
     const char **shapes = calloc((size_t)argc, sizeof *shapes), **dims = calloc((size_t)argc, sizeof *dims);
     int n_shapes = 0, n_dims = 0, rc = CLI_EXIT_OK;
     int64_t embed = -1;
@@ -102,6 +155,10 @@ int cmd_compile(int argc, char **argv) {
         } else if ((r = cli_opt_value("compile", argc, argv, &i, "--target", &v))) {
             if (r < 0) { rc = CLI_EXIT_USAGE; goto out; }
             target = v;
+            target_given = true;
+        } else if ((r = cli_opt_value("compile", argc, argv, &i, "--save", &v))) {
+            if (r < 0) { rc = CLI_EXIT_USAGE; goto out; }
+            save = v;
         } else if ((r = cli_opt_value("compile", argc, argv, &i, "--arch", &v))) {
             if (r < 0) { rc = CLI_EXIT_USAGE; goto out; }
             arch = v;
@@ -129,6 +186,21 @@ int cmd_compile(int argc, char **argv) {
         }
     }
     if (!model) { rc = cli_usage("compile", "missing MODEL"); goto out; }
+    if (save) { /* a .lathe artifact for a backend (--target cpu, the default) */
+        if (outdir) { rc = cli_usage("compile", "--save and -o write different things: give one"); goto out; }
+        if (target_given && strcmp(target, "cpu") != 0) {
+            rc = strcmp(target, "cuda") == 0
+                     ? (cli_error("--save --target cuda: CUDA artifacts are not supported yet (--target cpu is)"),
+                        CLI_EXIT_UNSUPPORTED)
+                     : cli_usage("compile", "--save takes --target cpu, not '%s'", target);
+            goto out;
+        }
+        if (target_given) ca.backend = target;
+        if ((rc = cli_compile_check_backend(&ca, false))) goto out;
+        if ((rc = cli_load_model(model, n_shapes, shapes, n_dims, dims, &m)) || (rc = check_input_shapes(m))) goto out;
+        rc = save_artifact(&ca, model, save, m);
+        goto out;
+    }
     /* the target -o writes: a registered backend with an output */
     const lt_backend_vtbl *tv = lt_backend_find(target);
     if (!tv || !tv->write_output) {

@@ -26,7 +26,8 @@ static const char HELP[] =
     "usage: lathe run MODEL [options]\n"
     "\n"
     "Compile an ONNX model for the CPU or a CUDA GPU (or run it on the reference interpreter), run it\n"
-    "and print a summary of every output.\n"
+    "and print a summary of every output. MODEL may be a .lathe artifact (lathe compile --save): it\n"
+    "runs with the options and the module it was saved with, and no C compiler.\n"
     "\n"
     "options:\n"
     "  --input NAME=FILE     data for input NAME from FILE: .npy (format 1-3), .npz (the member named\n"
@@ -221,6 +222,7 @@ int cmd_run(int argc, char **argv) {
     int64_t seed = 0, values = 8, bench = 0;
     bool verbose = false;
     lt_model *m = NULL;
+    lt_artifact *art = NULL; /* MODEL is a .lathe artifact: the model lies in its bytes */
     lt_datum **in = NULL, **outs = NULL;
     lt_plan *plan = NULL;
     int n_in = 0; /* graph inputs before compiling (freezing removes some): in[]'s length */
@@ -291,9 +293,12 @@ int cmd_run(int argc, char **argv) {
         }
     }
     if (!model) { rc = cli_usage("run", "missing MODEL"); goto out; }
+    bool is_artifact = lt_artifact_is_file(model); /* a .lathe artifact: its saved shapes, options, module */
+    if (is_artifact && (n_shapes || n_dims)) { rc = cli_usage("run", "%s is an artifact: its shapes are fixed", model); goto out; }
+    if (is_artifact && (rc = cli_load_artifact(model, &ca, &art, &m))) goto out;
     if ((rc = cli_compile_check_backend(&ca, true))) goto out;
     bool interp = strcmp(ca.backend, "interp") == 0;
-    rc = cli_load_model(model, n_shapes, shapes, n_dims, dims, &m);
+    rc = is_artifact ? 0 : cli_load_model(model, n_shapes, shapes, n_dims, dims, &m);
     if (rc) goto out;
     lt_ctx ctx = {0};
     if (lt_model_check_supported(&ctx, m) != LT_OK) { rc = cli_fail(&ctx); goto out; }
@@ -385,6 +390,7 @@ out:
     lt_plan_free(plan);
     if (have_rep) lt_compile_report_free(&rep);
     lt_model_free(m);
+    lt_artifact_free(art);
     free(shapes);
     free(dims);
     free(inputs);

@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/file.h"
+#include "compile/artifact.h"
 #include "ops/infer.h"
 #include "interp/interp.h"
 #include "io/io.h"
@@ -107,6 +109,24 @@ lathe_status lathe_model_load(const char *path, const lathe_load_options *opts, 
         return LATHE_ERR_USAGE;
     }
     lt_model *lm = NULL;
+    if (lt_artifact_is_file(path)) { /* a .lathe artifact: its model (verified), shapes bound as saved; the
+                                      * interpreter runs it, so its module's CPU features do not matter */
+        lt_artifact *a = NULL;
+        uint8_t *file = NULL;
+        size_t size = 0;
+        lt_status ls = lt_io_read_file(&ctx, path, &file, &size);
+        if (ls == LT_OK) ls = lt_artifact_parse(&ctx, path, file, size, &a);
+        lt_mem_free(file);
+        if (ls != LT_OK || lt_artifact_load_model(&ctx, a, &lm) != LT_OK) {
+            lt_artifact_free(a);
+            lt_api_copy_err(&ctx, errbuf, errbuf_size);
+            return (lathe_status)ctx.status;
+        }
+        void *bytes = a->data; /* the model section lies in it: the model handle keeps it */
+        a->data = NULL;
+        lt_artifact_free(a);
+        return finish_load(&ctx, lm, bytes, opts, out, errbuf, errbuf_size);
+    }
     if (lt_onnx_load_file(&ctx, path, NULL, &lm) != LT_OK) {
         lt_api_copy_err(&ctx, errbuf, errbuf_size);
         return (lathe_status)ctx.status;

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "compile/artifact.h"
 #include "compile/compile.h"
 #include "ops/infer.h"
 #include "io/io.h"
@@ -26,6 +27,7 @@ struct lathe_compiled {
     int n_plan_in;
     lt_plan_run_options run; /* the load options' seed and Loop limit, for every run */
     char *report;
+    lt_artifact *art;   /* a .lathe artifact's bytes (the model lies in them), NULL for an ONNX file */
     char err[LT_MSG_MAX];
 };
 
@@ -33,6 +35,7 @@ void lathe_compiled_free(lathe_compiled *c) {
     if (!c) return;
     lt_plan_free(c->plan);
     lt_model_free(c->m);
+    lt_artifact_free(c->art);
     lt_mem_free(c->api_idx);
     lt_mem_free(c->names);
     lt_mem_free(c->report);
@@ -58,9 +61,13 @@ lathe_status lathe_compile(const char *path, const lathe_load_options *load, con
     c = lt_calloc(&ctx, 1, sizeof *c, "compiled model");
     if (!c) goto fail;
     if (load) c->run.seed = load->seed, c->run.max_loop_bytes = load->max_loop_bytes;
-    if (lt_onnx_load_file(&ctx, path, NULL, &c->m) != LT_OK || lt_api_bind(&ctx, c->m, load) != LT_OK ||
-        lt_model_check_supported(&ctx, c->m) != LT_OK)
+    if (lt_artifact_is_file(path)) { /* verified, checked against this machine, shapes as saved */
+        if (lt_artifact_open(&ctx, path, &c->art) != LT_OK || lt_artifact_load_model(&ctx, c->art, &c->m) != LT_OK)
+            goto fail;
+    } else if (lt_onnx_load_file(&ctx, path, NULL, &c->m) != LT_OK) {
         goto fail;
+    }
+    if (lt_api_bind(&ctx, c->m, load) != LT_OK || lt_model_check_supported(&ctx, c->m) != LT_OK) goto fail;
     const lt_graph *g = c->m->graph;
     c->n_plan_in = g->n_inputs;
     c->api_idx = lt_calloc(&ctx, (size_t)g->n_inputs + 1, sizeof *c->api_idx, "compiled model");
@@ -92,10 +99,11 @@ lathe_status lathe_compile(const char *path, const lathe_load_options *load, con
         co.enable = opts->enable_passes;
     }
     co.given_inputs = given;
+    if (c->art) lt_artifact_compile_options(c->art, &co); /* the saved options and module: no compiler */
     lt_target tgt;
     lt_ctx tctx = {0};
     bool tunable = lt_backend_target_named(&tctx, co.backend, NULL, &tgt) == LT_OK && tgt.tune_db;
-    if (opts && opts->tune_db && tunable &&
+    if (opts && opts->tune_db && tunable && !c->art &&
         lt_tune_cpu_attach(&ctx, opts->tune_db, false, c->m, &co, &tc) != LT_OK)
         goto fail;
     lt_status cs = lt_compile(&ctx, c->m, &co, &c->plan, &rep);

@@ -49,6 +49,8 @@ typedef struct lt_backend_options {
     const char *arch;        /* CUDA: NVRTC target, e.g. "sm_90" (NULL = the device's) */
     const char *nvrtc;       /* CUDA: NVRTC library tried before libnvrtc.so.13 / .12 (NULL: none;
                               * the CLI passes --nvrtc or $LATHE_NVRTC) */
+    bool whole_module;       /* CPU: one self-contained object, never linked against the shared
+                              * prelude library (what an artifact keeps: src/compile/artifact.h) */
 } lt_backend_options;
 
 typedef struct lt_backend_ceilings {
@@ -149,6 +151,14 @@ typedef struct lt_backend_vtbl {
     lt_status (*event_record)(lt_backend *b, lt_ctx *ctx, void *event);
     lt_status (*event_elapsed)(lt_backend *b, lt_ctx *ctx, void *start, void *end, double *seconds);
     void (*event_free)(lt_backend *b, void *event);
+    /* Deploying without a compiler (src/compile/artifact.h). module_image: the built module's bytes
+     * (CPU: the whole shared object; CUDA: the cubin) into a new heap buffer (lt_mem_free it).
+     * load_prebuilt: load such bytes, built from emitted source whose SHA-256 (hex) is
+     * source_sha256, with no compiler: no `cc`, no NVRTC; image_sha256 (hex) is the bytes' own
+     * hash, checked again once they are where they are loaded from. NULL: the backend cannot. */
+    lt_status (*module_image)(lt_backend *b, lt_ctx *ctx, const lt_bmodule *m, uint8_t **data, size_t *size);
+    lt_status (*load_prebuilt)(lt_backend *b, lt_ctx *ctx, const char *source_sha256, const char *image_sha256,
+                               const void *bytes, size_t size, lt_bmodule **out);
 } lt_backend_vtbl;
 
 /* Every instance starts with this header; the backend's own state follows. */

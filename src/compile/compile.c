@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../base/hash.h"
 #include "../codegen/codegen.h"
 #include "../ops/infer.h"
 #include "../onnx/onnx_writer.h"
@@ -37,6 +38,9 @@ int lt_compile_host_lanes(void) { return lt_target_host_lanes(); }
 
 /* Threads the plan's kernels may use (sizes per-thread scratch): the option, else the CPUs online. */
 int lt_compile_threads(int threads) { return lt_target_threads(threads); }
+
+/* An artifact's compile (saved or loaded) takes no schedule or pass from a tuning database. */
+static bool no_tuning(const lt_compile_options *o) { return o->prebuilt || o->save_prebuilt; }
 
 /* Is `name` in the comma-separated list (NULL: empty)? */
 static bool list_has(const char *list, const char *name) {
@@ -230,7 +234,7 @@ static lt_status st_passes(cstate *st) {
     const lt_compile_options *opt = st->opt;
     lt_compile_report *r = st->r;
     snprintf(st->enable, sizeof st->enable, "%s", opt->enable ? opt->enable : "");
-    if (opt->tuned_passes) LT_TRY(add_tuned_passes(st->ctx, opt, st->enable, sizeof st->enable, r));
+    if (opt->tuned_passes && !no_tuning(opt)) LT_TRY(add_tuned_passes(st->ctx, opt, st->enable, sizeof st->enable, r));
     lt_pass_options po = {
         .level = opt->opt_level,
         .verify_each = opt->verify_each,
@@ -325,7 +329,9 @@ static lt_status lp_lower(cstate *st, int i) {
 /* tuned (a loop pass): a schedule from options.schedule_hook (the tuning database, or lathe tune's
  * search) instead of the default; one that fails to apply (a stale or foreign database entry) leaves
  * the default to the next pass, counted in the report, or is an error under options.strict. */
-static bool want_tuned(const cstate *st) { return st->opt->schedule_hook && !st->target.gpu_blocks; }
+static bool want_tuned(const cstate *st) {
+    return st->opt->schedule_hook && !st->target.gpu_blocks && !no_tuning(st->opt);
+}
 
 static lt_status lp_tuned(cstate *st, int i) {
     lt_lowered *lw = &st->lowered[i];
@@ -455,10 +461,49 @@ static lt_status st_emit(cstate *st) {
 
 static bool want_backend(const cstate *st) { return !st->opt->emit_only; }
 
-/* backend: build and load the module (cached) */
+/* The emitted source's SHA-256 (hex; of "" when there are no kernels). */
+static void source_sha256(const cstate *st, char out[65]) { lt_sha256_hex(st->src.s ? st->src.s : "", st->src.len, out); }
+
+/* options.prebuilt: the module built from this very source, loaded with no compiler. */
+static lt_status load_prebuilt(cstate *st) {
+    const lt_prebuilt *pb = st->opt->prebuilt;
+    char sha[65];
+    source_sha256(st, sha);
+    if (strcmp(sha, pb->source_sha256) != 0)
+        return lt_error(st->ctx, LT_ERR_INVALID,
+                        "artifact built by another lathe version/options: the emitted source differs from the one its "
+                        "module was built from (SHA-256 %.16s..., recorded %.16s...); save it again with this lathe",
+                        sha, pb->source_sha256);
+    if (st->ne == 0) return LT_OK;
+    if (!pb->image || !pb->image_size)
+        return lt_error(st->ctx, LT_ERR_INVALID, "artifact has no module for its %d kernel(s)", st->ne);
+    lt_backend *b = st->backend;
+    LT_TRY(b->vt->load_prebuilt(b, st->ctx, pb->source_sha256, pb->image_sha256, pb->image, pb->image_size, &st->module));
+    st->r->cache_hit = true; /* nothing was compiled */
+    return LT_OK;
+}
+
+/* options.save_prebuilt: the module's bytes and hashes for the artifact. */
+static lt_status save_prebuilt(cstate *st) {
+    lt_prebuilt *pb = st->opt->save_prebuilt;
+    memset(pb, 0, sizeof *pb);
+    source_sha256(st, pb->source_sha256);
+    if (!st->module) return LT_OK;
+    lt_backend *b = st->backend;
+    LT_TRY(b->vt->module_image(b, st->ctx, st->module, &pb->image, &pb->image_size));
+    lt_sha256_hex(pb->image, pb->image_size, pb->image_sha256);
+    return LT_OK;
+}
+
+/* backend: build and load the module (cached), or take the prebuilt one */
 static lt_status st_backend(cstate *st) {
     if (!st->backend) LT_TRY(lt_backend_create(st->ctx, st->bname, &st->bo, &st->backend));
     lt_backend *b = st->backend;
+    if ((st->opt->prebuilt || st->opt->save_prebuilt) &&
+        (b->vt->compile_ir || !b->vt->load_prebuilt || !b->vt->module_image))
+        return lt_error(st->ctx, LT_ERR_UNSUPPORTED, "backend '%s' cannot save or load a prebuilt module (artifacts)",
+                        b->vt->name);
+    if (st->opt->prebuilt) return load_prebuilt(st);
     if (st->ne > 0 && b->vt->compile_ir) {
         const lt_kernel **ks = lt_arena_alloc(st->arena, (size_t)st->ne * sizeof *ks);
         if (!ks) return lt_error(st->ctx, LT_ERR_NOMEM, "out of memory (kernel list)");
@@ -474,6 +519,7 @@ static lt_status st_backend(cstate *st) {
             snprintf(st->r->source_path, sizeof st->r->source_path, "%s", mi.source_path);
         }
     }
+    if (st->opt->save_prebuilt) LT_TRY(save_prebuilt(st));
     return LT_OK;
 }
 
@@ -627,6 +673,10 @@ lt_status lt_compile(lt_ctx *ctx, lt_model *m, const lt_compile_options *opt, lt
     st->bo = (lt_backend_options){.cc = opt->cc, .cache_dir = opt->cache_dir, .extra_flags = opt->extra_cflags,
                                   .cc_timeout_s = opt->cc_timeout_s, .threads = opt->threads, .device = opt->device,
                                   .nvrtc = opt->nvrtc, .arch = opt->arch};
+    if (opt->save_prebuilt) { /* one self-contained module, built afresh (a cached one may be split) */
+        st->bo.cache_dir = NULL;
+        st->bo.whole_module = true;
+    }
     st->arena = lt_mem_alloc(sizeof *st->arena);
     if (!st->arena) {
         lt_mem_free(st);

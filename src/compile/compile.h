@@ -16,7 +16,7 @@
  *     simplify_loops  loop pass: each scheduled kernel simplified (lt_lower_simplify)
  *     emit       ONE translation unit holding every kernel and pack kernel (src/codegen)
  *     backend    compile + load it (CPU: cc -> .so -> dlopen; CUDA: NVRTC -> cubin -> driver;
- *                cached by content hash)
+ *                cached by content hash), or take a prebuilt module (options.prebuilt: artifacts)
  *     plan       steps and slots (src/runtime/plan.h: lt_plan_build_steps)
  *     memplan    static memory plan, workspace, packed weights, kernel arguments (lt_plan_build_memory)
  *   The target (src/backend/target.h) is built once before the stages, by the backend. The model is
@@ -37,6 +37,16 @@
 #include "../runtime/plan.h"
 
 #define LT_COMPILE_DEFAULT_LEVEL 3
+
+/* A module built once, kept with the model it was built from, loaded later with no compiler: what a
+ * .lathe artifact carries (src/compile/artifact.h). */
+typedef struct lt_prebuilt {
+    char source_sha256[65];     /* hex SHA-256 of the emitted translation unit ("" source: no kernels) */
+    char image_sha256[65];      /* hex SHA-256 of image */
+    uint8_t *image;             /* the backend's module (CPU: one whole shared object; CUDA: a cubin);
+                                 * NULL when the model has no kernels */
+    size_t image_size;
+} lt_prebuilt;
 
 typedef struct lt_compile_options {
     int opt_level;              /* 0..3 (lt_compile_options_init: LT_COMPILE_DEFAULT_LEVEL) */
@@ -107,6 +117,15 @@ typedef struct lt_compile_options {
      * the C compiler on a cache miss (the long part of a cold compile). */
     void (*progress)(void *user, int stage, int done, int total);
     void *progress_user;
+    /* Deploying without a compiler (src/compile/artifact.h); both ignore schedule_hook and
+     * tuned_passes (an artifact's schedules come from the model and the options alone).
+     * save_prebuilt: the backend builds one whole module with no cache folder (CPU: no shared
+     * prelude library) and its bytes (heap: lt_mem_free image) and both hashes land here.
+     * prebuilt: the backend stage takes prebuilt->image instead of running the C compiler or NVRTC,
+     * when the emitted source's SHA-256 equals prebuilt->source_sha256; otherwise the compile fails
+     * (LT_ERR_INVALID: built by another lathe version or options), never compiling instead. */
+    lt_prebuilt *save_prebuilt;
+    const lt_prebuilt *prebuilt;
 } lt_compile_options;
 
 void lt_compile_options_init(lt_compile_options *o);

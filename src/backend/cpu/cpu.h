@@ -83,6 +83,22 @@ void lt_cpu_module_set_threads(lt_cpu_module *mod, int n);
 const lt_cpu_module_info *lt_cpu_module_get_info(const lt_cpu_module *mod);
 void lt_cpu_module_free(lt_cpu_module *mod); /* NULL is fine */
 
+/* Deploying without a compiler (src/compile/artifact.h). lt_cpu_module_image: the bytes of the
+ * shared object the module was loaded from (read through the descriptor it was loaded through) into
+ * a new heap buffer (lt_mem_free it); LT_ERR_UNSUPPORTED for a module that links the shared prelude
+ * library (an artifact's module must be whole: build it with no cache folder or whole_module).
+ * lt_cpu_module_load_image: load such bytes with no compiler run: they are written to a sealed
+ * memfd (else a private 0700 temporary folder, removed at once), hashed again through that
+ * descriptor and compared with sha256 (hex), then dlopen'ed through it; `what` names the bytes in
+ * errors ("module of artifact x.lathe"). */
+lt_status lt_cpu_module_image(lt_ctx *ctx, const lt_cpu_module *mod, uint8_t **data, size_t *size);
+lt_status lt_cpu_module_load_image(lt_ctx *ctx, const void *data, size_t size, const char *sha256, const char *what,
+                                   lt_cpu_module **out);
+/* The instruction-set features of this CPU that code built with -march=native may use, as
+ * space-separated /proc/cpuinfo flag names in the kernel's spelling ("sse4_2 avx avx2 fma ...";
+ * aarch64: its "Features" line), each once; "" when unknown. Also this CPU's model name (may be ""). */
+void lt_cpu_isa_features(lt_strbuf *features, lt_strbuf *model);
+
 /* The default flags, for reports ("-O3 -march=native ..."). */
 const char *lt_cpu_default_flags(void);
 

@@ -54,7 +54,7 @@ static lt_status cpu_create(lt_ctx *ctx, const lt_backend_options *opt, lt_backe
         return lt_error(ctx, LT_ERR_NOMEM, "out of memory (CPU backend options)");
     }
     c->opt = (lt_cpu_options){.cc = c->cc, .cache_dir = c->cache_dir, .extra_flags = c->extra_flags,
-                              .cc_timeout_s = opt->cc_timeout_s};
+                              .cc_timeout_s = opt->cc_timeout_s, .whole_module = opt->whole_module};
     c->threads = opt->threads > 0 ? opt->threads : 0;
     *out = &c->base;
     return LT_OK;
@@ -141,6 +141,24 @@ static void cpu_module_set_threads(lt_backend *b, lt_bmodule *m, int n) {
     lt_cpu_module_set_threads((lt_cpu_module *)m, n);
 }
 
+static lt_status cpu_module_image(lt_backend *b, lt_ctx *ctx, const lt_bmodule *m, uint8_t **data, size_t *size) {
+    (void)b;
+    return lt_cpu_module_image(ctx, (const lt_cpu_module *)m, data, size);
+}
+
+/* A prebuilt whole module: loaded from memory, no compiler run (the source hash was checked by the
+ * compile, which emitted the same source this module was built from). */
+static lt_status cpu_load_prebuilt(lt_backend *b, lt_ctx *ctx, const char *source_sha256, const char *image_sha256,
+                                   const void *bytes, size_t size, lt_bmodule **out) {
+    cpu_backend *c = (cpu_backend *)b;
+    (void)source_sha256;
+    lt_cpu_module *m;
+    LT_TRY(lt_cpu_module_load_image(ctx, bytes, size, image_sha256, "prebuilt module", &m));
+    lt_cpu_module_set_threads(m, c->threads);
+    *out = (lt_bmodule *)m;
+    return LT_OK;
+}
+
 const lt_backend_vtbl lt_backend_cpu = {
     .name = "cpu",
     .lang = &lt_lang_c,
@@ -159,4 +177,6 @@ const lt_backend_vtbl lt_backend_cpu = {
     .launch = cpu_launch,
     .sync = cpu_sync,
     .ceilings = cpu_ceilings,
+    .module_image = cpu_module_image,
+    .load_prebuilt = cpu_load_prebuilt,
 };

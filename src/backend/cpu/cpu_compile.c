@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -575,4 +576,137 @@ void lt_cpu_module_free(lt_cpu_module *mod) {
     lt_mem_free(mod->src_path);
     lt_mem_free(mod->lib_path);
     lt_mem_free(mod);
+}
+
+/* ---- deploying without a compiler: a module's bytes out, prebuilt bytes in (cpu.h) ---- */
+
+lt_status lt_cpu_module_image(lt_ctx *ctx, const lt_cpu_module *mod, uint8_t **data, size_t *size) {
+    if (!mod || !data || !size) return lt_error(ctx, LT_ERR_USAGE, "lt_cpu_module_image: bad arguments");
+    if (mod->lib_path || mod->lib_fd >= 0)
+        return lt_error(ctx, LT_ERR_UNSUPPORTED,
+                        "the compiled module links the shared prelude library; an artifact needs a whole module "
+                        "(built with no cache folder)");
+    struct stat sb;
+    if (mod->fd < 0 || fstat(mod->fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size <= 0)
+        return lt_error(ctx, LT_ERR_IO, "the compiled module's file cannot be read back");
+    size_t n = (size_t)sb.st_size;
+    uint8_t *buf = lt_mem_alloc(n);
+    if (!buf) return lt_error(ctx, LT_ERR_NOMEM, "out of memory (%zu bytes of compiled module)", n);
+    for (size_t off = 0; off < n;) {
+        ssize_t r = pread(mod->fd, buf + off, n - off, (off_t)off);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) {
+            lt_mem_free(buf);
+            return lt_error(ctx, LT_ERR_IO, "reading the compiled module back: %s", r < 0 ? strerror(errno) : "short read");
+        }
+        off += (size_t)r;
+    }
+    *data = buf;
+    *size = n;
+    return LT_OK;
+}
+
+static bool write_all(int fd, const void *data, size_t size) {
+    const uint8_t *p = data;
+    while (size) {
+        ssize_t w = write(fd, p, size);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return false;
+        p += w;
+        size -= (size_t)w;
+    }
+    return true;
+}
+
+lt_status lt_cpu_module_load_image(lt_ctx *ctx, const void *data, size_t size, const char *sha256, const char *what,
+                                   lt_cpu_module **out) {
+    if (!data || !size || !sha256 || !out) return lt_error(ctx, LT_ERR_USAGE, "lt_cpu_module_load_image: bad arguments");
+    char tmpdir[64] = "", path[128] = "";
+    int fd = memfd_create("lathe-artifact-module", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (fd < 0) { /* no memfd: a private folder only we can enter, removed once loaded */
+        snprintf(tmpdir, sizeof tmpdir, "/tmp/lathe-XXXXXX");
+        if (!mkdtemp(tmpdir)) return lt_error(ctx, LT_ERR_IO, "cannot create a temporary directory: %s", strerror(errno));
+        snprintf(path, sizeof path, "%s/module.so", tmpdir);
+        fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0) {
+            lt_status s = lt_error(ctx, LT_ERR_IO, "cannot create %s: %s", path, strerror(errno));
+            rmdir(tmpdir);
+            return s;
+        }
+    }
+    lt_status s = LT_OK;
+    lt_cpu_module *m = NULL;
+    char sha[65];
+    uint64_t n = 0;
+    if (!write_all(fd, data, size)) s = lt_error(ctx, LT_ERR_IO, "cannot write the %s to memory: %s", what, strerror(errno));
+    if (s == LT_OK && !tmpdir[0]) fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL);
+    if (s == LT_OK && !lt_sha256_fd(fd, sha, &n)) s = lt_error(ctx, LT_ERR_IO, "cannot hash the %s: %s", what, strerror(errno));
+    if (s == LT_OK && (n != size || strcmp(sha, sha256) != 0))
+        s = lt_error(ctx, LT_ERR_IO, "the %s changed after it was checked (SHA-256 %s, expected %s)", what, sha, sha256);
+    if (s == LT_OK && !(m = lt_calloc(ctx, 1, sizeof *m, "CPU module"))) s = LT_ERR_NOMEM;
+    if (s == LT_OK) {
+        m->fd = fd;
+        m->lib_fd = -1;
+        fd = -1;
+        m->so_path = dup_printf("%s", what); /* names it in a dlopen error only */
+        s = m->so_path ? load_checked(ctx, m) : lt_error(ctx, LT_ERR_NOMEM, "out of memory (module name)");
+        lt_mem_free(m->so_path);
+        m->so_path = NULL;
+    }
+    if (tmpdir[0]) { /* loaded (or not): the file goes, the object lives on through its descriptor */
+        unlink(path);
+        rmdir(tmpdir);
+    }
+    if (fd >= 0) close(fd);
+    if (s != LT_OK) {
+        if (m) lt_cpu_module_free(m);
+        return s;
+    }
+    snprintf(m->info.key, sizeof m->info.key, "%s", sha256);
+    *out = m;
+    return LT_OK;
+}
+
+/* Flags of /proc/cpuinfo that name instruction-set extensions -march=native may enable (x86). */
+static const char *const isa_flags[] = {
+    "sse", "sse2", "pni", "ssse3", "sse4_1", "sse4_2", "sse4a", "popcnt", "abm", "lahf_lm", "cx16", "movbe",
+    "aes", "pclmulqdq", "sha_ni", "rdrand", "rdseed", "adx", "xsave", "xsaveopt", "xsavec", "avx", "avx2", "fma",
+    "fma4", "f16c", "bmi1", "bmi2", "avx512f", "avx512dq", "avx512cd", "avx512bw", "avx512vl", "avx512ifma",
+    "avx512vbmi", "avx512_vbmi2", "avx512_vnni", "avx512_bitalg", "avx512_vpopcntdq", "avx512_bf16",
+    "avx512_fp16", "avx512er", "avx512pf", "avx512_4vnniw", "avx512_4fmaps", "avx_vnni", "avx_vnni_int8",
+    "avx_ifma", "avx_ne_convert", "gfni", "vaes", "vpclmulqdq", "amx_tile", "amx_int8", "amx_bf16", "amx_fp16",
+    "clflushopt", "clwb", "movdiri", "movdir64b", "serialize", "waitpkg", "3dnowprefetch",
+};
+
+void lt_cpu_isa_features(lt_strbuf *features, lt_strbuf *model) {
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f) return;
+    char *line = NULL;
+    size_t cap = 0;
+    bool got_model = false, got_flags = false;
+    while ((!got_model || !got_flags) && getline(&line, &cap, f) > 0) {
+        line[strcspn(line, "\n")] = 0;
+        char *colon = strchr(line, ':');
+        if (!colon) continue;
+        const char *val = colon + 1 + strspn(colon + 1, " \t");
+        if (!got_model && strncmp(line, "model name", 10) == 0) {
+            got_model = true;
+            if (model) lt_sb_printf(model, "%s", val);
+        }
+        bool x86 = strncmp(line, "flags", 5) == 0, arm = strncmp(line, "Features", 8) == 0;
+        if (got_flags || (!x86 && !arm)) continue;
+        got_flags = true;
+        size_t start = features->len;
+        for (const char *p = val; *p;) {
+            size_t len = strcspn(p, " \t");
+            bool keep = arm && len > 0;
+            for (size_t k = 0; x86 && k < sizeof isa_flags / sizeof *isa_flags && !keep; k++)
+                keep = strlen(isa_flags[k]) == len && strncmp(isa_flags[k], p, len) == 0;
+            if (keep) lt_sb_printf(features, "%s%.*s", features->len > start ? " " : "", (int)len, p);
+            p += len;
+            p += strspn(p, " \t");
+        }
+    }
+    free(line); /* getline's buffer comes from the C library's malloc */
+    fclose(f);
 }
