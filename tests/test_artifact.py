@@ -328,6 +328,10 @@ def test_save_refusals(saved, tmp_path):
 
 
 def test_cuda_save_without_gpu_is_clear(saved, tmp_path):
+    """A CUDA artifact holds a cubin built for the GPU it is saved on: with no GPU, one clear line."""
     _, models = saved
     r = run("compile", models["conv"][0], "--target", "cuda", "--save", tmp_path / "c.lathe")
-    assert r.returncode == 3 and "not supported yet" in r.stderr
+    if r.returncode == 0:
+        pytest.skip("a CUDA device is present (tests/gpu/run.sh artifact covers it)")
+    assert r.returncode == 3 and "CUDA" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert not (tmp_path / "c.lathe").exists()

@@ -39,8 +39,9 @@ static const char HELP[] =
     "  --backend NAME        backend to compile for (default cpu)\n"
     "  --print-plan          list the plan: steps, buffers and their workspace offsets\n"
     "  --save FILE           write a .lathe artifact: the model, its options and the compiled module\n"
-    "                        in one file that `lathe run FILE` runs with no C compiler (--target cpu,\n"
-    "                        the default; the machine running it needs this CPU's features)\n"
+    "                        in one file that `lathe run FILE` runs with no C compiler and no NVRTC\n"
+    "                        (--target cpu, the default: the machine running it needs this CPU's\n"
+    "                        features; --target cuda: saved on the GPU, a cubin for its architecture)\n"
     CLI_COMPILE_HELP
     "  -h, --help            show this help\n"
     "\n"
@@ -186,13 +187,10 @@ int cmd_compile(int argc, char **argv) {
         }
     }
     if (!model) { rc = cli_usage("compile", "missing MODEL"); goto out; }
-    if (save) { /* a .lathe artifact for a backend (--target cpu, the default) */
+    if (save) { /* a .lathe artifact for a backend (--target cpu, the default, or cuda) */
         if (outdir) { rc = cli_usage("compile", "--save and -o write different things: give one"); goto out; }
-        if (target_given && strcmp(target, "cpu") != 0) {
-            rc = strcmp(target, "cuda") == 0
-                     ? (cli_error("--save --target cuda: CUDA artifacts are not supported yet (--target cpu is)"),
-                        CLI_EXIT_UNSUPPORTED)
-                     : cli_usage("compile", "--save takes --target cpu, not '%s'", target);
+        if (target_given && strcmp(target, "cpu") != 0 && strcmp(target, "cuda") != 0) {
+            rc = cli_usage("compile", "--save takes --target cpu or cuda, not '%s'", target);
             goto out;
         }
         if (target_given) ca.backend = target;

@@ -153,12 +153,13 @@ typedef struct lt_backend_vtbl {
     void (*event_free)(lt_backend *b, void *event);
     /* Deploying without a compiler (src/compile/artifact.h). module_image: the built module's bytes
      * (CPU: the whole shared object; CUDA: the cubin) into a new heap buffer (lt_mem_free it).
-     * load_prebuilt: load such bytes, built from emitted source whose SHA-256 (hex) is
-     * source_sha256, with no compiler: no `cc`, no NVRTC; image_sha256 (hex) is the bytes' own
-     * hash, checked again once they are where they are loaded from. NULL: the backend cannot. */
+     * load_prebuilt: load such bytes, built from the emitted `source` (the compile checked that it
+     * hashes to source_sha256; CUDA reads its kernels' launch shapes from it), with no compiler:
+     * no `cc`, no NVRTC; image_sha256 (hex) is the bytes' own hash, checked again once they are
+     * where they are loaded from. NULL: the backend cannot. */
     lt_status (*module_image)(lt_backend *b, lt_ctx *ctx, const lt_bmodule *m, uint8_t **data, size_t *size);
-    lt_status (*load_prebuilt)(lt_backend *b, lt_ctx *ctx, const char *source_sha256, const char *image_sha256,
-                               const void *bytes, size_t size, lt_bmodule **out);
+    lt_status (*load_prebuilt)(lt_backend *b, lt_ctx *ctx, const char *source, const char *source_sha256,
+                               const char *image_sha256, const void *bytes, size_t size, lt_bmodule **out);
 } lt_backend_vtbl;
 
 /* Every instance starts with this header; the backend's own state follows. */

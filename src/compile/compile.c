@@ -478,7 +478,8 @@ static lt_status load_prebuilt(cstate *st) {
     if (!pb->image || !pb->image_size)
         return lt_error(st->ctx, LT_ERR_INVALID, "artifact has no module for its %d kernel(s)", st->ne);
     lt_backend *b = st->backend;
-    LT_TRY(b->vt->load_prebuilt(b, st->ctx, pb->source_sha256, pb->image_sha256, pb->image, pb->image_size, &st->module));
+    LT_TRY(b->vt->load_prebuilt(b, st->ctx, st->src.s, pb->source_sha256, pb->image_sha256, pb->image, pb->image_size,
+                                &st->module));
     st->r->cache_hit = true; /* nothing was compiled */
     return LT_OK;
 }

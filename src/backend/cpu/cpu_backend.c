@@ -148,10 +148,10 @@ static lt_status cpu_module_image(lt_backend *b, lt_ctx *ctx, const lt_bmodule *
 
 /* A prebuilt whole module: loaded from memory, no compiler run (the source hash was checked by the
  * compile, which emitted the same source this module was built from). */
-static lt_status cpu_load_prebuilt(lt_backend *b, lt_ctx *ctx, const char *source_sha256, const char *image_sha256,
-                                   const void *bytes, size_t size, lt_bmodule **out) {
+static lt_status cpu_load_prebuilt(lt_backend *b, lt_ctx *ctx, const char *source, const char *source_sha256,
+                                   const char *image_sha256, const void *bytes, size_t size, lt_bmodule **out) {
     cpu_backend *c = (cpu_backend *)b;
-    (void)source_sha256;
+    (void)source, (void)source_sha256;
     lt_cpu_module *m;
     LT_TRY(lt_cpu_module_load_image(ctx, bytes, size, image_sha256, "prebuilt module", &m));
     lt_cpu_module_set_threads(m, c->threads);

@@ -18,6 +18,8 @@
  */
 #include "cuda_impl.h"
 
+#include "../../base/hash.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -171,6 +173,38 @@ static lt_status be_target(lt_ctx *ctx, lt_backend *b, const lt_target_options *
     return LT_OK;
 }
 
+/* An artifact's module: the cubin the module was built from (kept by lt_cuda_module_compile). */
+static lt_status be_module_image(lt_backend *b, lt_ctx *ctx, const lt_bmodule *m, uint8_t **data, size_t *size) {
+    (void)b;
+    const lt_cuda_image *img = lt_cuda_module_image((const lt_cuda_module *)m);
+    if (!img || !img->data || !img->size || !img->is_cubin)
+        return lt_error(ctx, LT_ERR_UNSUPPORTED, "CUDA module: no cubin to save (an artifact needs one)");
+    uint8_t *copy = lt_mem_alloc(img->size);
+    if (!copy) return lt_error(ctx, LT_ERR_NOMEM, "out of memory (%zu bytes of cubin)", img->size);
+    memcpy(copy, img->data, img->size);
+    *data = copy;
+    *size = img->size;
+    return LT_OK;
+}
+
+/* An artifact's cubin, loaded through the driver: no NVRTC. Its hash is checked again here, on the
+ * bytes the driver reads. */
+static lt_status be_load_prebuilt(lt_backend *b, lt_ctx *ctx, const char *source, const char *source_sha256,
+                                  const char *image_sha256, const void *bytes, size_t size, lt_bmodule **out) {
+    (void)source_sha256;
+    char sha[65];
+    lt_sha256_hex(bytes, size, sha);
+    if (strcmp(sha, image_sha256) != 0)
+        return lt_error(ctx, LT_ERR_INVALID, "prebuilt CUDA module: its bytes do not hash to the recorded SHA-256");
+    lt_cuda *cu = ((cuda_backend *)b)->cu;
+    lt_cuda_module *m = NULL;
+    lt_status s = lt_cuda_module_load(cu, ctx, bytes, source, &m);
+    if (s != LT_OK)
+        return lt_error(ctx, s, "the artifact's cubin (built for %s) does not load on this GPU", lt_cuda_get_info(cu)->arch);
+    *out = (lt_bmodule *)m;
+    return LT_OK;
+}
+
 static void be_module_info(lt_backend *b, const lt_bmodule *m, lt_bmodule_info *out) {
     (void)b;
     const lt_cuda_image *img = lt_cuda_module_image((const lt_cuda_module *)m);
@@ -230,6 +264,8 @@ const lt_backend_vtbl lt_backend_cuda = {
     .output_from_source = true,
     .target = be_target,
     .module_info = be_module_info,
+    .module_image = be_module_image,
+    .load_prebuilt = be_load_prebuilt,
     .write_output = lt_cuda_write_output,
     .offline_open = be_offline_open,
     .build_offline = be_build_offline,

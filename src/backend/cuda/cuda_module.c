@@ -275,9 +275,7 @@ lt_status lt_cuda_module_compile(lt_cuda *cu, lt_ctx *ctx, const char *source, c
         lt_cuda_image_free(&img);
         return s;
     }
-    lt_mem_free(img.data); /* loaded: the driver keeps its own copy */
-    img.data = NULL;
-    m->image = img;
+    m->image = img; /* the cubin kept (small): an artifact saves it (lt_cuda_module_image) */
     m->has_image = true;
     *out = m;
     return LT_OK;
