@@ -61,6 +61,7 @@ void lt_target_host(const lt_target_options *opt, lt_target *t) {
     t->host_memory = true;
     t->tune_db = true;
     t->layout_nchwc = true;
+    t->int8_gemm = true;
 }
 
 void lt_target_print(const lt_target *t, lt_strbuf *out) {
@@ -73,6 +74,7 @@ void lt_target_print(const lt_target *t, lt_strbuf *out) {
     else
         lt_sb_printf(out, ", %d f32 lanes, caches %lld/%lld/%lld B", t->vector_lanes, (long long)t->cache_l1,
                      (long long)t->cache_l2, (long long)t->cache_l3);
-    lt_sb_printf(out, "%s%s%s%s\n", t->microkernels ? ", microkernels" : "", t->runs_loop_ir ? ", runs Loop IR" : "",
-                 t->tune_db ? ", tuning database" : "", t->layout_nchwc ? ", NCHWc layout" : "");
+    lt_sb_printf(out, "%s%s%s%s%s\n", t->microkernels ? ", microkernels" : "", t->runs_loop_ir ? ", runs Loop IR" : "",
+                 t->tune_db ? ", tuning database" : "", t->layout_nchwc ? ", NCHWc layout" : "",
+                 t->int8_gemm ? ", int8 GEMM" : "");
 }

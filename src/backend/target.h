@@ -53,6 +53,9 @@ typedef struct lt_target {
     bool layout_nchwc;           /* the blocked NCHWc layout pass may rewrite convolutions */
     bool narrow_float_gemm;      /* GEMM and convolution kernels take float16 / bfloat16 operands (else
                                   * the widen_gemm pass computes them in float32) */
+    bool int8_gemm;              /* MatMulInteger and ConvInteger compile to exact 8-bit integer kernels
+                                  * (CPUs: the prelude's gemm_i8.h); else the expand_quant pass computes
+                                  * the integer products as exact float chunks */
 } lt_target;
 
 /* What a target is built from (the compile's options). */

@@ -248,6 +248,7 @@ static lt_status st_passes(cstate *st) {
         .stop_after = opt->stop_after,
         .no_nchwc_layout = !st->target.layout_nchwc,
         .narrow_float_gemm = st->target.narrow_float_gemm,
+        .no_int8_gemm = !st->target.int8_gemm,
         .no_microkernels = !st->target.microkernels,
     };
     r->nodes_before = st->m->graph->n_nodes;

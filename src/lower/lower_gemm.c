@@ -360,12 +360,17 @@ lt_status lt_lower_call_epilogue_nest(lt_lctx *lc, const lt_gemm_desc *g, const 
 
 lt_kernel *lt_lower_pack_kernel(lt_lctx *lc, const char *fn, const lt_value *src, int64_t size, int n_ints,
                                 const int64_t *ints) {
+    return lt_lower_pack_kernel_dt(lc, fn, src, LT_FLOAT, LT_FLOAT, size, n_ints, ints);
+}
+
+lt_kernel *lt_lower_pack_kernel_dt(lt_lctx *lc, const char *fn, const lt_value *src, lt_dtype src_dt, lt_dtype dst_dt,
+                                   int64_t size, int n_ints, const int64_t *ints) {
     char name[48];
     snprintf(name, sizeof name, "%s_pack%d", lc->k->name, lc->n_packs);
     lt_kernel *pk = lt_kernel_new(lc->arena, name);
     if (!pk || n_ints > 14) return NULL;
-    lt_lbuf *dst = lt_kernel_arg(pk, "packed", LT_FLOAT, size);
-    lt_lbuf *sb = lt_kernel_arg(pk, "src", LT_FLOAT, lt_lower_numel(src));
+    lt_lbuf *dst = lt_kernel_arg(pk, "packed", dst_dt, size);
+    lt_lbuf *sb = lt_kernel_arg(pk, "src", src_dt, lt_lower_numel(src));
     if (!dst || !sb) return NULL;
     dst->written = true, sb->read = true; /* accessed through their addresses */
     lt_lnode *args[16] = {lt_l_addr(pk, dst, lt_l_int(pk, 0)), lt_l_addr(pk, sb, lt_l_int(pk, 0))};
@@ -690,5 +695,8 @@ static bool accept_gemm(const lt_node *n, char *why, size_t size) {
 const lt_lower_reg lt_lower_gemm_ops[] = {
     {LT_OP_MatMul, accept_matmul, NULL, l_matmul, 0, 0, 0},
     {LT_OP_Gemm, accept_gemm, NULL, l_gemm, 0, 0, 0},
+    /* the 8-bit integer products (lower_int8.c) */
+    {LT_OP_MatMulInteger, lt_lower_accept_matmul_integer, NULL, lt_lower_matmul_integer, 0, 0, 0},
+    {LT_OP_ConvInteger, lt_lower_accept_conv_integer, NULL, lt_lower_conv_integer, 0, 0, 0},
     {0},
 };

@@ -258,9 +258,12 @@ typedef struct lt_call_epi {
 bool lt_lower_call_epilogue(lt_lctx *lc, const lt_gemm_desc *g, lt_call_epi *ce);
 lt_status lt_lower_call_epilogue_nest(lt_lctx *lc, const lt_gemm_desc *g, const lt_call_epi *ce,
                                       lt_lnode **res);
-/* A pack kernel: eval fn(&packed[0], &src[0], ints...) (at most 14 ints); NULL on out-of-memory. */
+/* A pack kernel: eval fn(&packed[0], &src[0], ints...) (at most 14 ints); NULL on out-of-memory.
+ * The float one, and one with the source's and the packed buffer's dtypes. */
 lt_kernel *lt_lower_pack_kernel(lt_lctx *lc, const char *fn, const lt_value *src, int64_t size, int n_ints,
                                 const int64_t *ints);
+lt_kernel *lt_lower_pack_kernel_dt(lt_lctx *lc, const char *fn, const lt_value *src, lt_dtype src_dt, lt_dtype dst_dt,
+                                   int64_t size, int n_ints, const int64_t *ints);
 /* Rows of a packed GEMM operand for every instruction set of gemm.h (A: MR 6 or 8; B: NR <= 48). */
 int64_t lt_lower_packed_rows(int64_t rows, bool is_a);
 /* The GEMM/conv packing scratch ("ws"), sized for opt->threads; NULL with *floats 0 unless
@@ -268,6 +271,12 @@ int64_t lt_lower_packed_rows(int64_t rows, bool is_a);
 lt_lbuf *lt_lower_gemm_scratch(lt_lctx *lc, int64_t *floats);
 /* Accept hook part: float32 inputs. */
 bool lt_lower_accept_f32_operands(const lt_node *n, char *why, size_t size);
+
+/* ---- 8-bit integer products (lower_int8.c), hooks of lt_lower_gemm_ops ---- */
+bool lt_lower_accept_matmul_integer(const lt_node *n, char *why, size_t size);
+bool lt_lower_accept_conv_integer(const lt_node *n, char *why, size_t size);
+lt_status lt_lower_matmul_integer(lt_lctx *lc, const lt_node *n, lt_lnode **res);
+lt_status lt_lower_conv_integer(lt_lctx *lc, const lt_node *n, lt_lnode **res);
 
 /* Shared (DAG) expression nodes of every statement in body become LETs (lower_share.c). */
 lt_status lt_lower_share(lt_lctx *lc, lt_lnode *body, lt_lnode **out);

@@ -6,20 +6,36 @@
  *   DynamicQuantizeLinear lo = Min(ReduceMin(x), 0), hi = Max(ReduceMax(x), 0),
  *                         scale = (hi == lo ? 1 : hi - lo) / 255, zp = Round(Clip(-lo / scale, 0, 255)),
  *                         y = Cast(Clip(Round(x / scale) + zp, 0, 255), uint8)
- *   MatMulInteger         Cast(MatMul(A - za, B - zb), int32), in float
- *   ConvInteger           Cast(Conv(x - zx, w - zw), int32), in float
+ *   MatMulInteger         targets with 8-bit integer kernels (lt_pass_options.no_int8_gemm false: the
+ *   ConvInteger           CPUs): kept, compiled to the exact int8 GEMM / convolution (lower_int8.c,
+ *                         codegen/prelude/gemm_i8.h); otherwise Cast(MatMul(A - za, B - zb), int32)
+ *                         and Cast(Conv(x - zx, w - zw), int32), in float
  *
- * Round is half to even, as the ops round. The integer products are exact in float: every partial
+ * Round is half to even, as the ops round. The float integer products are exact: every partial
  * sum of at most EXACT_TERMS products of two 8-bit differences (|d| <= 255) is an integer below
  * 2^24, whatever order a kernel sums in; longer dot products are cut into chunks of at most
  * EXACT_TERMS terms (Slices along K, or along the input channels of a Conv), each chunk's result
  * cast to int32 and the chunks summed in int32. Scales and zero points per tensor or per axis
  * (1-D) are reshaped to broadcast; constant weights fold (a QDQ model's DequantizeLinear of an int8
- * weight becomes a float weight). An int8 kernel that keeps the data in 8 bits is future work: this
- * makes quantized models compile, not yet run faster.
+ * weight becomes a float weight).
+ *
+ * QDQ products on targets with int8 kernels: a MatMul, Gemm (transA 0) or 2-D Conv whose data and
+ * weight operands are both DequantizeLinear outputs of 8-bit tensors (the data's scale and zero
+ * point one value; the weight's one value or one per output column / channel) becomes the integer
+ * product scaled once:
+ *   MatMul(DQ(qx), DQ(qw))        -> Cast(MatMulInteger(qx, qw, zx, zw), float) * (sx * sw)
+ *   Gemm(DQ(qx), DQ(qw), C)       -> the same (qw transposed when transB) * alpha [+ beta * C]
+ *   Conv(DQ(qx), DQ(qw), bias)    -> Cast(ConvInteger(qx, qw, zx, zw), float) * (sx * sw) [+ bias]
+ * The integer sum is exact; the float result differs from the float product of the dequantized
+ * values only by rounding (one rounding of the int32 sum and of sx * sw, against the float sum's
+ * roundings: a few float32 ulps, as onnxruntime's integer kernels differ). The DequantizeLinear
+ * nodes are left for such a consumer (rewritten in a later round if anything else reads them), and
+ * the pass runs before fold_constants in the simplification group so that a constant weight's
+ * DequantizeLinear is still there in the first round.
+ *
  * Left to the interpreter: block quantization, float8/int4 types, zero points of another dtype than
  * their data, per-row zero points of MatMulInteger's A, a grouped ConvInteger whose dot products
- * need chunks, float16/double scales, opsets before 11 (no Round / Clip inputs).
+ * need chunks (float path), float16/double scales, opsets before 11 (no Round / Clip inputs).
  * Level -O1; in the simplification group, so a node is rewritten once its shapes are static and
  * the float ops it becomes fold where their inputs are constant.
  */
@@ -320,6 +336,34 @@ static bool zero_point_ok(const lt_value *zp, const lt_value *v, int64_t axis, b
     return per_axis || numel_of(zp) == 1;
 }
 
+/* ---- what the int8 kernels take (lower_int8.c accepts at least this) ---- */
+
+/* MatMulInteger: 8-bit operands of rank >= 2 with static shapes, K >= 1, A's zero point one value
+ * and B's one value or one per column, each of its operand's dtype. */
+static bool int8_matmul_ok(const lt_node *n) {
+    if (!well_formed(n, 2) || n->opset < 10) return false;
+    const lt_value *A = n->in[0], *B = n->in[1];
+    const lt_value *za = n->n_in > 2 ? n->in[2] : NULL, *zb = n->n_in > 3 ? n->in[3] : NULL;
+    int ra, rb;
+    int64_t da[LT_MAX_RANK], db[LT_MAX_RANK];
+    if (!is_8bit(A->type.dtype) || !is_8bit(B->type.dtype)) return false;
+    if (!lt_value_static_shape(A, &ra, da) || !lt_value_static_shape(B, &rb, db) || ra < 2 || rb < 2) return false;
+    return da[ra - 1] >= 1 && zero_point_ok(za, A, ra - 1, false) && zero_point_ok(zb, B, rb - 1, true);
+}
+
+/* ConvInteger: 2-D, 8-bit, a constant weight, x's zero point one value, w's one or one per output
+ * channel. */
+static bool int8_conv_ok(const lt_node *n) {
+    if (!well_formed(n, 2) || n->opset < 10) return false;
+    const lt_value *X = n->in[0], *W = n->in[1];
+    const lt_value *zx = n->n_in > 2 ? n->in[2] : NULL, *zw = n->n_in > 3 ? n->in[3] : NULL;
+    int rx, rw;
+    int64_t dx[LT_MAX_RANK], dw[LT_MAX_RANK];
+    if (!is_8bit(X->type.dtype) || !is_8bit(W->type.dtype) || !lt_value_is_const(W)) return false;
+    if (!lt_value_static_shape(X, &rx, dx) || !lt_value_static_shape(W, &rw, dw) || rx != 4 || rw != 4) return false;
+    return zero_point_ok(zx, X, 1, false) && zero_point_ok(zw, W, 0, true);
+}
+
 static lt_status rewrite_matmul_integer(lt_ctx *ctx, lt_graph *g, lt_node *n, bool *changed) {
     if (!well_formed(n, 2) || n->opset < 11) return LT_OK;
     lt_value *A = n->in[0], *B = n->in[1];
@@ -358,25 +402,185 @@ static lt_status rewrite_conv_integer(lt_ctx *ctx, lt_graph *g, lt_node *n, bool
     return finish(ctx, g, n, 0, y, changed);
 }
 
+/* ---- QDQ products -> integer products (targets with int8 kernels) ---- */
+
+/* The parts of v = DequantizeLinear(q, scale, zp) for an 8-bit q and a float result: the scale and
+ * zero point one value, or (per_axis) 1-D along q's axis `axis`. */
+typedef struct dq_parts {
+    lt_node *dq;
+    lt_value *q, *scale, *zp;
+    bool per_axis;
+    int axis;
+} dq_parts;
+
+static bool dq_parts_of(const lt_graph *g, const lt_value *v, dq_parts *p) {
+    lt_node *d = lt_pu_producer(g, v, LT_OP_DequantizeLinear);
+    int pr, r;
+    int64_t pd[LT_MAX_RANK], dq[LT_MAX_RANK];
+    if (!d || d->out[0] != v || !qdq_params(d, &pr, pd) || v->type.dtype != LT_FLOAT) return false;
+    lt_value *zp = d->n_in > 2 ? d->in[2] : NULL;
+    if (!is_8bit(d->in[0]->type.dtype) || (zp && zp->type.dtype != d->in[0]->type.dtype)) return false;
+    if (!lt_value_static_shape(d->in[0], &r, dq)) return false;
+    int64_t axis = lt_attr_int(d, "axis", 1);
+    p->dq = d, p->q = d->in[0], p->scale = d->in[1], p->zp = zp;
+    p->per_axis = numel_of(d->in[1]) != 1;
+    p->axis = (int)(axis < 0 ? axis + r : axis);
+    return true;
+}
+
+typedef struct qdq_prod {
+    dq_parts x, w; /* the data and the weight operand */
+    bool trans_w;  /* Gemm's transB: the weight is [N, K] */
+} qdq_prod;
+
+/* Is n a MatMul / Gemm / 2-D Conv of two dequantized 8-bit operands that the int8 kernels compute
+ * (see the file comment)? */
+static bool qdq_product(const lt_graph *g, const lt_node *n, qdq_prod *q) {
+    if (n->op != LT_OP_MatMul && n->op != LT_OP_Gemm && n->op != LT_OP_Conv) return false;
+    if (n->n_in < 2 || !n->in[0] || !n->in[1] || n->in[0] == n->in[1] || n->n_out < 1 || !n->out[0]) return false;
+    if (n->out[0]->type.dtype != LT_FLOAT || numel_of(n->out[0]) < 0) return false;
+    if (!dq_parts_of(g, n->in[0], &q->x) || !dq_parts_of(g, n->in[1], &q->w) || q->x.per_axis) return false;
+    int rx, rw;
+    int64_t dx[LT_MAX_RANK], dw[LT_MAX_RANK];
+    if (!lt_value_static_shape(q->x.q, &rx, dx) || !lt_value_static_shape(q->w.q, &rw, dw)) return false;
+    q->trans_w = false;
+    const lt_value *extra = n->n_in > 2 ? n->in[2] : NULL;
+    switch (n->op) {
+    case LT_OP_MatMul: /* [.., M, K] x [K, N]; the weight per column */
+        return rx >= 2 && rw == 2 && dx[rx - 1] >= 1 && (!q->w.per_axis || q->w.axis == 1);
+    case LT_OP_Gemm: /* [M, K] x [K, N] (or [N, K] transposed); the weight per output column */
+        q->trans_w = lt_attr_int(n, "transB", 0) != 0;
+        if (lt_attr_int(n, "transA", 0) != 0 || rx != 2 || rw != 2 || dx[1] < 1) return false;
+        if (extra && extra->type.dtype != LT_FLOAT) return false;
+        return !q->w.per_axis || q->w.axis == (q->trans_w ? 0 : 1);
+    default: /* Conv: [N, C, H, W] x [M, C/group, KH, KW], a constant weight per output channel */
+        if (rx != 4 || rw != 4 || !lt_value_is_const(q->w.q) || (q->w.per_axis && q->w.axis != 0)) return false;
+        return !extra || (extra->type.dtype == LT_FLOAT && numel_of(extra) == dw[0]);
+    }
+}
+
+/* Does a product the int8 kernels compute read v (a DequantizeLinear output) as an operand? */
+static bool feeds_qdq_product(const lt_graph *g, const lt_node *dq) {
+    const lt_value *v = dq->out[0];
+    for (int i = 0; v && i < g->n_nodes; i++) {
+        const lt_node *c = g->nodes[i];
+        qdq_prod q;
+        if (c->n_in >= 2 && (c->in[0] == v || c->in[1] == v) && qdq_product(g, c, &q) &&
+            (q.x.dq == dq || q.w.dq == dq))
+            return true;
+    }
+    return false;
+}
+
+static lt_status rewrite_qdq_product(lt_ctx *ctx, lt_graph *g, lt_node *n, const qdq_prod *q, bool *changed) {
+    const char *h = hint_of(n);
+    lt_value *qw = q->w.q, *zx = q->x.zp, *zw = q->w.zp;
+    if (q->trans_w) {
+        lt_value *t;
+        LT_TRY(lt_pu_new_op(ctx, g, "Transpose", 1, &qw, NULL, 0, h, n, &t)); /* default perm: [1, 0] */
+        qw = t;
+    }
+    lt_value *in[4] = {q->x.q, qw, zx, zw};
+    lt_node *m;
+    LT_TRY(lt_node_new(ctx, g, n->op == LT_OP_Conv ? "ConvInteger" : "MatMulInteger", "", zw ? 4 : zx ? 3 : 2, in, 1,
+                       h, n, &m));
+    if (n->op == LT_OP_Conv) LT_TRY(lt_node_copy_attrs(ctx, m, n));
+    LT_TRY(lt_node_infer(ctx, m));
+    lt_value *y, *s;
+    LT_TRY(op1(ctx, g, "Cast", m->out[0], "to", LT_FLOAT, n, &y));
+    LT_TRY(op2(ctx, g, "Mul", q->x.scale, q->w.scale, n, &s));
+    int64_t M = numel_of(q->w.scale);
+    if (n->op == LT_OP_Conv && M > 1) {
+        int64_t d3[3] = {M, 1, 1};
+        LT_TRY(lt_pu_reshape(ctx, g, s, 3, d3, h, n, &s));
+    }
+    if (n->op == LT_OP_Gemm && lt_attr_float(n, "alpha", 1.0f) != 1.0f) {
+        lt_value *a;
+        LT_TRY(scalar(ctx, g, LT_FLOAT, lt_attr_float(n, "alpha", 1.0f), h, &a));
+        LT_TRY(op2(ctx, g, "Mul", s, a, n, &s));
+    }
+    LT_TRY(op2(ctx, g, "Mul", y, s, n, &y));
+    lt_value *extra = n->n_in > 2 ? n->in[2] : NULL;
+    if (extra && n->op == LT_OP_Gemm) { /* + beta * C */
+        float beta = lt_attr_float(n, "beta", 1.0f);
+        if (beta != 0.0f) {
+            lt_value *c = extra;
+            if (beta != 1.0f) {
+                lt_value *b;
+                LT_TRY(scalar(ctx, g, LT_FLOAT, beta, h, &b));
+                LT_TRY(op2(ctx, g, "Mul", c, b, n, &c));
+            }
+            LT_TRY(op2(ctx, g, "Add", y, c, n, &y));
+        }
+    } else if (extra) { /* Conv's bias per output channel */
+        int64_t d3[3] = {numel_of(extra), 1, 1};
+        lt_value *b;
+        LT_TRY(lt_pu_reshape(ctx, g, extra, 3, d3, h, n, &b));
+        LT_TRY(op2(ctx, g, "Add", y, b, n, &y));
+    }
+    return finish(ctx, g, n, 0, y, changed);
+}
+
 static bool is_quant(const lt_node *n) {
     return n->op == LT_OP_QuantizeLinear || n->op == LT_OP_DequantizeLinear || n->op == LT_OP_DynamicQuantizeLinear ||
            n->op == LT_OP_MatMulInteger || n->op == LT_OP_ConvInteger;
 }
 
-static lt_status rewrite(lt_ctx *ctx, lt_graph *g, lt_node *n, bool *changed) {
+typedef struct eq_state {
+    bool int8;     /* the target has 8-bit integer kernels */
+    bool *changed;
+} eq_state;
+
+static lt_status rewrite(lt_ctx *ctx, lt_graph *g, lt_node *n, const eq_state *st) {
+    bool *changed = st->changed;
+    if (n->op == LT_OP_MatMul || n->op == LT_OP_Gemm || n->op == LT_OP_Conv) {
+        qdq_prod q;
+        return st->int8 && qdq_product(g, n, &q) ? rewrite_qdq_product(ctx, g, n, &q, changed) : LT_OK;
+    }
+    if (lt_pu_remove_if_dead(g, n)) { /* a DequantizeLinear whose product became integer */
+        *changed = true;
+        return LT_OK;
+    }
     switch (n->op) {
     case LT_OP_QuantizeLinear: return rewrite_quantize(ctx, g, n, changed);
-    case LT_OP_DequantizeLinear: return rewrite_dequantize(ctx, g, n, changed);
+    case LT_OP_DequantizeLinear:
+        if (st->int8 && feeds_qdq_product(g, n)) return LT_OK; /* the product reads q, scale, zp */
+        return rewrite_dequantize(ctx, g, n, changed);
     case LT_OP_DynamicQuantizeLinear: return rewrite_dynamic(ctx, g, n, changed);
-    case LT_OP_MatMulInteger: return rewrite_matmul_integer(ctx, g, n, changed);
-    default: return rewrite_conv_integer(ctx, g, n, changed);
+    case LT_OP_MatMulInteger:
+        if (st->int8 && int8_matmul_ok(n)) return LT_OK;
+        return rewrite_matmul_integer(ctx, g, n, changed);
+    default:
+        if (st->int8 && int8_conv_ok(n)) return LT_OK;
+        return rewrite_conv_integer(ctx, g, n, changed);
     }
 }
 
+/* Every graph: each quantization node (and, with int8 kernels, each MatMul / Gemm / Conv) in order,
+ * from the start again after a rewrite (lt_pu_rewrite_each's walk, with the target's capability). */
+static lt_status rewrite_graph(lt_ctx *ctx, lt_graph *g, void *user) {
+    const eq_state *st = user;
+    for (int i = 0; i < g->n_nodes;) {
+        lt_node *n = g->nodes[i];
+        bool product = st->int8 && (n->op == LT_OP_MatMul || n->op == LT_OP_Gemm || n->op == LT_OP_Conv);
+        if (is_quant(n) || product) {
+            int before = g->n_nodes;
+            LT_TRY(rewrite(ctx, g, n, st));
+            if (g->n_nodes != before) {
+                i = 0;
+                continue;
+            }
+        }
+        i++;
+    }
+    return LT_OK;
+}
+
 static lt_status run(lt_ctx *ctx, lt_model *m, const lt_pass_options *opt, bool *changed) {
-    (void)opt;
-    return lt_pu_rewrite_each(ctx, m, is_quant, rewrite, changed);
+    eq_state st = {!(opt && opt->no_int8_gemm), changed};
+    return lt_graph_foreach(ctx, m->graph, false, rewrite_graph, &st);
 }
 
 const lt_pass lt_pass_expand_quant = {.name = "expand_quant", .min_level = 1, .run = run,
-    .summary = "QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, MatMulInteger, ConvInteger -> exact float ops"};
+    .summary = "QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear -> exact float ops; MatMulInteger, "
+               "ConvInteger (and QDQ MatMul / Gemm / Conv) -> int8 kernels, or exact float ops without them"};

@@ -61,6 +61,10 @@ typedef struct lt_pass_options {
     /* The target's GEMM and convolution kernels take float16 / bfloat16 operands (CUDA); false
      * (CPUs): widen_gemm computes those ops in float32 between Casts. */
     bool narrow_float_gemm;
+    /* The target has no 8-bit integer GEMM / convolution kernels (CUDA: lt_target.int8_gemm false):
+     * expand_quant computes MatMulInteger and ConvInteger as exact float chunks. false (CPUs): they
+     * stay integer ops, and a QDQ MatMul / Gemm / Conv becomes one. */
+    bool no_int8_gemm;
 } lt_pass_options;
 
 typedef lt_status (*lt_pass_fn)(lt_ctx *ctx, lt_model *m, const lt_pass_options *opt, bool *changed);

@@ -15,8 +15,10 @@ static const lt_pipeline_entry pipeline[] = {
     {&lt_pass_freeze_inputs, LT_PIPE_ONCE, LT_PIPE_ON},      /* opt-in: weights listed as inputs -> constants (-O1) */
     /* simplification group: each pass exposes work for the others */
     {&lt_pass_fold_shapes, LT_PIPE_FIXPOINT, LT_PIPE_ON},    /* Shape/Size of static shapes -> constants     (-O1) */
+    /* before fold_constants: a QDQ weight's DequantizeLinear is still there to become an int8 product */
+    {&lt_pass_expand_quant, LT_PIPE_FIXPOINT, LT_PIPE_ON},   /* (De)QuantizeLinear -> exact float ops; *Integer,
+                                                              * QDQ products -> int8 kernels (CPU)         (-O1) */
     {&lt_pass_fold_constants, LT_PIPE_FIXPOINT, LT_PIPE_ON}, /* nodes of constants -> initializers (eval)    (-O1) */
-    {&lt_pass_expand_quant, LT_PIPE_FIXPOINT, LT_PIPE_ON},   /* (De)QuantizeLinear, *Integer -> exact float ops (-O1) */
     {&lt_pass_widen_gemm, LT_PIPE_FIXPOINT, LT_PIPE_ON},     /* f16/bf16 GEMM, conv -> f32 on CPU targets    (-O1) */
     {&lt_pass_inline_if, LT_PIPE_FIXPOINT, LT_PIPE_ON},      /* If -> taken branch, or both + Where          (-O1) */
     {&lt_pass_unroll_loop, LT_PIPE_FIXPOINT, LT_PIPE_ON},    /* Loop with a static trip count -> body copies (-O1) */

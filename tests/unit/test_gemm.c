@@ -12,6 +12,12 @@
  * AVX-512 3x3 band kernel at every band width, strides 1/2, pads 0..2, multipliers; 5x5 and
  * dilated on the generic path), and the activation functions against libm.
  * Tolerance: |got - ref| <= 1e-4 |ref| + 1e-5 sum|terms|.
+ * The 8-bit integer GEMM and convolution (gemm_i8.h) bit for bit against int64 references
+ * truncated to int32: uint8 and int8 operands, zero points none / one / per column or channel at
+ * their extremes (0, 255, -128, 127), K odd, below and above the K block, 3072 and past 33025
+ * (where int32 sums wrap), M = 1, N around the 8- and 16-column vectors, B pre-packed or packed per
+ * call, no / tiny / full workspace; convolutions with pads, strides, dilations, groups, depthwise
+ * (with and without workspace), 1x1, and fewer than 16 output pixels (pixels as rows).
  *
  * The prelude compiles to the instruction set of its translation unit, so this program runs its
  * checks in-process (the build's flags: usually the portable kernel), then recompiles itself with
@@ -21,6 +27,7 @@
  * fails the test. Exit status 0 only when every check passed.
  */
 #include "codegen/prelude/conv.h"
+#include "codegen/prelude/gemm_i8.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -359,6 +366,171 @@ static void test_conv(void) {
     for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) run_conv(&cs[i]);
 }
 
+/* ---- 8-bit integer GEMM and convolution (gemm_i8.h): exact ---- */
+static uint8_t *rand_bytes(int64_t n) {
+    uint8_t *p = malloc((size_t)(n > 0 ? n : 1));
+    if (!p) { fprintf(stderr, "out of memory\n"); exit(2); }
+    for (int64_t i = 0; i < n; i++) {
+        g_rng = g_rng * 6364136223846793005ull + 1442695040888963407ull;
+        p[i] = (uint8_t)(g_rng >> 56);
+    }
+    return p;
+}
+static int64_t i8_at(const uint8_t *p, int64_t i, int s8) { return s8 ? (int64_t)(int8_t)p[i] : (int64_t)p[i]; }
+
+static void check_i32(const char *what, const int32_t *got, const int32_t *ref, int64_t n) {
+    int bad = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (got[i] != ref[i]) {
+            if (bad < 3) fprintf(stderr, "FAIL %s [%lld]: got %d want %d\n", what, (long long)i, got[i], ref[i]);
+            bad++;
+        }
+    g_checks++;
+    if (bad) g_fail++;
+}
+
+typedef struct i8case {
+    int64_t M, N, K;
+    int as8, bs8;       /* int8 (1) or uint8 (0) operands */
+    int za_mode, zb_mode;
+    int zext;           /* zero points at their extremes (0 / 255, -128 / 127) instead of random */
+    int packed, ws;     /* B pre-packed; ws 0 full, 1 none, 2 tiny */
+} i8case;
+
+static void run_gemm_i8(const i8case *c) {
+    int64_t M = c->M, N = c->N, K = c->K, lda = K + 3, ldb = N + 1, ldc = N + 2;
+    uint8_t *A = rand_bytes(M * lda), *B = rand_bytes(K * ldb), *za = rand_bytes(M), *zb = rand_bytes(N);
+    if (c->zext) {
+        za[0] = c->as8 ? 0x80 : 255; /* -128 / 255 */
+        for (int64_t j = 0; j < N; j++) zb[j] = c->bs8 ? (j % 2 ? 0x7f : 0x80) : (j % 2 ? 0 : 255);
+    }
+    int32_t *C = (int32_t *)rand_bytes(4 * M * ldc), *got = malloc(sizeof(int32_t) * (size_t)(M * N + 1));
+    int32_t *ref = malloc(sizeof(int32_t) * (size_t)(M * N + 1));
+    for (int64_t i = 0; i < M; i++)
+        for (int64_t j = 0; j < N; j++) {
+            int64_t s = 0, a0 = c->za_mode ? i8_at(za, c->za_mode == LT_ZP_VECTOR ? i : 0, c->as8) : 0;
+            int64_t b0 = c->zb_mode ? i8_at(zb, c->zb_mode == LT_ZP_VECTOR ? j : 0, c->bs8) : 0;
+            for (int64_t k = 0; k < K; k++) s += (i8_at(A, i * lda + k, c->as8) - a0) * (i8_at(B, k * ldb + j, c->bs8) - b0);
+            ref[i * N + j] = (int32_t)(uint32_t)(uint64_t)s;
+        }
+    int8_t *bp = NULL;
+    const void *b = B;
+    if (c->packed) {
+        bp = malloc((size_t)lt_gemm_i8_packed_b_size(K, N));
+        lt_gemm_i8_pack_b(bp, B, K, N, ldb);
+        b = bp;
+    }
+    int64_t wsn = c->ws == 0 ? LT_GEMM_I8_WS_PER_THREAD * (lt_nthreads() > 0 ? lt_nthreads() : 1) : c->ws == 1 ? 0 : 3000;
+    int16_t *ws = wsn ? malloc(sizeof(int16_t) * (size_t)wsn) : NULL;
+    lt_gemm_i8(C, A, b, za, zb, ws, M, N, K, lda, c->as8, c->za_mode, ldb, c->bs8, c->zb_mode, c->packed, ldc, wsn);
+    for (int64_t i = 0; i < M; i++) memcpy(got + i * N, C + i * ldc, sizeof(int32_t) * (size_t)N);
+    char what[200];
+    snprintf(what, sizeof what, "gemm_i8 M=%lld N=%lld K=%lld a=%s b=%s za=%d zb=%d zext=%d packed=%d ws=%d",
+             (long long)M, (long long)N, (long long)K, c->as8 ? "s8" : "u8", c->bs8 ? "s8" : "u8", c->za_mode,
+             c->zb_mode, c->zext, c->packed, c->ws);
+    check_i32(what, got, ref, M * N);
+    free(A), free(B), free(za), free(zb), free(C), free(got), free(ref), free(bp), free(ws);
+}
+
+static void test_gemm_i8(void) {
+    static const int64_t Ms[] = {1, 5, 6, 7, 33}, Ns[] = {1, 8, 15, 16, 17, 40}, Ks[] = {1, 2, 7, 64, 513};
+    int v = 0;
+    for (int mi = 0; mi < 5; mi++)
+        for (int ni = 0; ni < 6; ni++)
+            for (int ki = 0; ki < 5; ki++, v++) {
+                i8case c = {Ms[mi], Ns[ni], Ks[ki], v % 2, v / 2 % 2, v % 3 ? LT_ZP_SCALAR : LT_ZP_NONE,
+                            v % 3, v % 5 == 0, v / 3 % 2, v % 7 == 0 ? 1 : v % 11 == 0 ? 2 : 0};
+                run_gemm_i8(&c);
+            }
+    static const i8case big[] = {
+        {24, 70, 3072, 0, 1, LT_ZP_SCALAR, LT_ZP_VECTOR, 1, 1, 0},  /* u8 x s8, K 3072, packed */
+        {9, 40, 3072, 0, 0, LT_ZP_SCALAR, LT_ZP_SCALAR, 1, 1, 0},   /* u8 x u8 (zero points 255 / 0) */
+        {7, 33, 3071, 1, 1, LT_ZP_SCALAR, LT_ZP_VECTOR, 1, 0, 0},   /* s8 x s8, run-time B */
+        {3, 17, 40000, 0, 1, LT_ZP_SCALAR, LT_ZP_VECTOR, 1, 1, 0},  /* int32 sums wrap */
+        {2, 5, 40001, 0, 0, LT_ZP_SCALAR, LT_ZP_SCALAR, 1, 0, 1},   /* wrap, run-time B, no workspace */
+        {130, 300, 700, 0, 1, LT_ZP_SCALAR, LT_ZP_NONE, 0, 1, 0},   /* several chunks (threads) */
+        {64, 600, 96, 1, 0, LT_ZP_VECTOR, LT_ZP_VECTOR, 0, 1, 0},   /* per-row za */
+    };
+    for (size_t i = 0; i < sizeof big / sizeof *big; i++) run_gemm_i8(&big[i]);
+}
+
+typedef struct ci8case {
+    int64_t N, C, H, W, OC, KH, KW, SH, SW, PH0, PW0, PH1, PW1, DH, DW, G;
+    int xs8, ws8, zx_mode, zw_mode, ws;
+} ci8case;
+
+static void run_conv_i8(const ci8case *c) {
+    int64_t G = c->G, cg = c->C / G, ocg = c->OC / G, khw = c->KH * c->KW;
+    int64_t OH = (c->H + c->PH0 + c->PH1 - c->DH * (c->KH - 1) - 1) / c->SH + 1;
+    int64_t OW = (c->W + c->PW0 + c->PW1 - c->DW * (c->KW - 1) - 1) / c->SW + 1, P = OH * OW;
+    int64_t nx = c->N * c->C * c->H * c->W, nw = c->OC * cg * khw, ny = c->N * c->OC * P;
+    uint8_t *x = rand_bytes(nx), *w = rand_bytes(nw), *zx = rand_bytes(1), *zw = rand_bytes(c->OC);
+    int32_t *y = (int32_t *)rand_bytes(4 * ny), *ref = malloc(sizeof(int32_t) * (size_t)ny);
+    for (int64_t n = 0; n < c->N; n++)
+        for (int64_t oc = 0; oc < c->OC; oc++)
+            for (int64_t oh = 0; oh < OH; oh++)
+                for (int64_t ow = 0; ow < OW; ow++) {
+                    int64_t s = 0, g = oc / ocg, x0 = c->zx_mode ? i8_at(zx, 0, c->xs8) : 0;
+                    int64_t w0 = c->zw_mode ? i8_at(zw, c->zw_mode == LT_ZP_VECTOR ? oc : 0, c->ws8) : 0;
+                    for (int64_t ic = 0; ic < cg; ic++)
+                        for (int64_t kh = 0; kh < c->KH; kh++)
+                            for (int64_t kw = 0; kw < c->KW; kw++) {
+                                int64_t ih = oh * c->SH + kh * c->DH - c->PH0, iw = ow * c->SW + kw * c->DW - c->PW0;
+                                if (ih < 0 || ih >= c->H || iw < 0 || iw >= c->W) continue;
+                                int64_t xv = i8_at(x, ((n * c->C + g * cg + ic) * c->H + ih) * c->W + iw, c->xs8) - x0;
+                                s += xv * (i8_at(w, (oc * cg + ic) * khw + kh * c->KW + kw, c->ws8) - w0);
+                            }
+                    ref[((n * c->OC + oc) * OH + oh) * OW + ow] = (int32_t)(uint32_t)(uint64_t)s;
+                }
+    int8_t *wp = malloc((size_t)lt_conv2d_i8_packed_size(c->OC, c->C, c->KH, c->KW, G, P));
+    lt_conv2d_i8_pack(wp, w, c->OC, c->C, c->KH, c->KW, G, P);
+    int dw = G > 1 && G == c->C && c->OC % c->C == 0;
+    int64_t per = dw ? LT_CONV_I8_DW_WS_PER_THREAD(c->H + c->PH0 + c->PH1, c->W + c->PW0 + c->PW1, OW)
+                     : LT_GEMM_I8_WS_PER_THREAD;
+    int64_t wsn = c->ws ? 0 : per * (lt_nthreads() > 0 ? lt_nthreads() : 1);
+    int16_t *ws = wsn ? malloc(sizeof(int16_t) * (size_t)wsn) : NULL;
+    lt_conv2d_i8(y, x, wp, zx, zw, ws, c->N, c->C, c->H, c->W, c->OC, c->KH, c->KW, c->SH, c->SW, c->PH0, c->PW0,
+                 c->PH1, c->PW1, c->DH, c->DW, G, c->xs8, c->ws8, c->zx_mode, c->zw_mode, wsn);
+    char what[240];
+    snprintf(what, sizeof what, "conv_i8 N=%lld C=%lld %lldx%lld OC=%lld k%lldx%lld s%lldx%lld p%lld,%lld,%lld,%lld "
+             "d%lldx%lld G=%lld x=%s w=%s zx=%d zw=%d ws=%d", (long long)c->N, (long long)c->C, (long long)c->H,
+             (long long)c->W, (long long)c->OC, (long long)c->KH, (long long)c->KW, (long long)c->SH, (long long)c->SW,
+             (long long)c->PH0, (long long)c->PW0, (long long)c->PH1, (long long)c->PW1, (long long)c->DH,
+             (long long)c->DW, (long long)G, c->xs8 ? "s8" : "u8", c->ws8 ? "s8" : "u8", c->zx_mode, c->zw_mode, c->ws);
+    check_i32(what, y, ref, ny);
+    free(x), free(w), free(zx), free(zw), free(y), free(ref), free(wp), free(ws);
+}
+
+static void test_conv_i8(void) {
+    enum { S = LT_ZP_SCALAR, V = LT_ZP_VECTOR, Z = LT_ZP_NONE };
+    static const ci8case cs[] = {
+        /* N  C   H   W  OC KH KW SH SW PH0 PW0 PH1 PW1 DH DW G  xs8 ws8 zx zw ws */
+        {1, 16, 14, 14, 24, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 0, 1, S, V, 0},   /* 1x1: x as the matrix */
+        {2, 16, 9, 11, 20, 1, 1, 2, 2, 0, 0, 0, 0, 1, 1, 1, 0, 0, S, S, 0},    /* 1x1 stride 2 */
+        {1, 8, 12, 12, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, S, V, 0},    /* 3x3 pad 1 */
+        {2, 7, 13, 10, 9, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, 0, 1, S, Z, 0},     /* 3x3 s2 */
+        {1, 3, 23, 23, 10, 7, 7, 2, 2, 3, 3, 3, 3, 1, 1, 1, 0, 1, S, V, 0},    /* stem 7x7 s2 */
+        {1, 5, 15, 16, 6, 3, 3, 1, 2, 2, 0, 1, 3, 2, 2, 1, 1, 0, S, V, 0},     /* dilation, odd pads */
+        {1, 6, 10, 10, 9, 2, 4, 3, 1, 0, 2, 1, 0, 1, 3, 1, 0, 0, Z, S, 1},     /* no workspace */
+        {2, 8, 9, 9, 12, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2, 0, 1, S, V, 0},      /* grouped */
+        {1, 16, 7, 7, 16, 3, 3, 2, 2, 1, 1, 0, 0, 1, 1, 4, 1, 1, S, V, 0},     /* grouped 4, 16 pixels */
+        {1, 32, 20, 17, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 32, 0, 1, S, V, 0},  /* depthwise 3x3 */
+        {2, 24, 13, 14, 24, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 24, 0, 0, S, S, 0},  /* depthwise s2 */
+        {1, 6, 12, 12, 12, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 6, 1, 1, S, V, 0},    /* depthwise 5x5, mult 2 */
+        {1, 5, 11, 11, 5, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, 5, 0, 1, S, V, 1},     /* depthwise dilated, no ws */
+        {1, 64, 16, 16, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, S, V, 0},   /* ResNet-like */
+        {1, 130, 7, 7, 50, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 0, 1, S, V, 0},    /* 1x1, K tail */
+        {1, 300, 10, 10, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, S, S, 0},  /* K blocks */
+        {1, 128, 4, 4, 96, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, 0, 1, S, V, 0},    /* 4 pixels: pixels as rows */
+        {1, 512, 2, 2, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, S, V, 0},    /* 4 pixels, K 4608 */
+        {2, 64, 3, 3, 70, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 2, 1, 0, S, V, 0},     /* 9 pixels 1x1, groups */
+        {1, 3, 33, 33, 32, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, 0, 1, S, V, 0},    /* MobileNet stem */
+        {1, 5, 3, 4, 12, 3, 3, 2, 1, 1, 0, 1, 2, 1, 2, 1, 1, 0, S, V, 0},      /* 4 pixels, odd K, dilated */
+        {1, 9, 7, 6, 20, 3, 3, 2, 2, 0, 1, 2, 0, 1, 1, 1, 0, 1, S, S, 0},      /* 12 pixels, s2, odd pads */
+    };
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) run_conv_i8(&cs[i]);
+}
+
 /* ---- activation functions against libm ---- */
 static void test_act_math(void) {
     enum { NP = 4001 };
@@ -397,8 +569,10 @@ static void run_all(const char *label) {
     test_gemm_epilogues();
     test_gemm_batched();
     test_conv();
-    printf("  %s [%s, MR=%d NR=%d, threads=%d]: %d checks, %d failed\n", label, LT_GEMM_ISA, LT_GEMM_MR, LT_GEMM_NR,
-           lt_nthreads(), g_checks - c0, g_fail - f0);
+    test_gemm_i8();
+    test_conv_i8();
+    printf("  %s [%s, MR=%d NR=%d, int8 %s, threads=%d]: %d checks, %d failed\n", label, LT_GEMM_ISA, LT_GEMM_MR,
+           LT_GEMM_NR, LT_GI8_ISA, lt_nthreads(), g_checks - c0, g_fail - f0);
 }
 
 /* Rebuild this file with `flags` and run it with --child; 0 ok, 1 failed, -1 skipped. */

@@ -154,6 +154,7 @@ static lt_status be_target(lt_ctx *ctx, lt_backend *b, const lt_target_options *
     out->tune_db = false;
     out->layout_nchwc = false;
     out->narrow_float_gemm = true;
+    out->int8_gemm = false; /* the integer products stay exact float chunks (expand_quant) */
     out->cache_l1 = out->cache_l2 = out->cache_l3 = 0;
     out->memory_bytes = 0;
     out->arch[0] = 0;

@@ -99,6 +99,26 @@ enum { LT_GEMM_N = 0, LT_GEMM_T = 1, LT_GEMM_PACKED = 2 };
 #define LT_GEMM_NR_MAX 48
 LT_ABI_ASSERT(LT_GEMM_MR_PORTABLE == LT_GEMM_MR_AVX2, "the lowering rounds A panels for two MRs");
 
+/* ---- CPU 8-bit integer GEMM and convolution (gemm_i8.h) ---- */
+/* Element types of the 8-bit operands and zero points, and how a zero point is given. */
+enum { LT_I8_U8 = 0, LT_I8_S8 = 1 };
+enum { LT_ZP_NONE = 0, LT_ZP_SCALAR = 1, LT_ZP_VECTOR = 2 /* one per row (A) / column (B) / channel */ };
+/* Register tile (the same on every instruction set, so packed sizes do not depend on it), K block
+ * (even) and N chunk (a multiple of NR). */
+#define LT_GEMM_I8_MR 6
+#define LT_GEMM_I8_NR 16
+#define LT_GEMM_I8_KC 512
+#define LT_GEMM_I8_NC 256
+/* Workspace (int16 elements) one thread needs at full speed: an A block, a B block, their sums. */
+#define LT_GEMM_I8_WS_PER_THREAD                                                                   \
+    ((long long)LT_GEMM_I8_KC * (LT_GEMM_I8_NC + LT_GEMM_I8_MR) + 2LL * (LT_GEMM_I8_NC + LT_GEMM_I8_MR) + 64)
+/* Depthwise convolution: one zero-padded input plane (HP x WP) and an output row (OW int32). */
+#define LT_CONV_I8_DW_WS_PER_THREAD(HP, WP, OW) ((long long)(HP) * (WP) + 2LL * (OW) + 64)
+/* A convolution with fewer output pixels than NR takes the pixels as the GEMM's rows and the
+ * output channels as its columns (weights packed as B panels), else the channels as rows. */
+#define LT_CONV_I8_PIXEL_ROWS(P) ((P) < LT_GEMM_I8_NR)
+LT_ABI_ASSERT(LT_GEMM_I8_KC % 2 == 0 && LT_GEMM_I8_NC % LT_GEMM_I8_NR == 0, "int8 GEMM blocking");
+
 /* ---- CUDA row kernels (cuda_norm.h; launched by src/backend/cuda/cuda_kernels.c) ---- */
 enum { LT_NORM_SOFTMAX = 0, LT_NORM_LOGSOFTMAX = 1, LT_NORM_LAYERNORM = 2, LT_NORM_RMSNORM = 3, LT_NORM_ROWSUM = 4 };
 

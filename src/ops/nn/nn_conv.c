@@ -151,15 +151,27 @@ lt_status nn_infer_Conv(lt_infer *ic, lt_node *n) { return infer_conv_like(ic, n
 
 static bool is_q8(lt_dtype dt) { return dt == LT_UINT8 || dt == LT_INT8; }
 
+/* The rules of the integer convolutions' operands, shared by eval and shape inference: 8-bit x and
+ * w (LT_UNDEFINED: unknown), and each zero point (dtype zdt, znumel elements, -1 unknown) an integer
+ * tensor of one element or `count` (-1 unknown). */
+static lt_status q8_dtypes_check(lt_ctx *ctx, const lt_node *n, lt_dtype xdt, lt_dtype wdt) {
+    if ((xdt != LT_UNDEFINED && !is_q8(xdt)) || (wdt != LT_UNDEFINED && !is_q8(wdt)))
+        return lt_node_error(ctx, n, LT_ERR_UNSUPPORTED, "unsupported dtypes %s, %s", lt_dtype_name(xdt),
+                             lt_dtype_name(wdt));
+    return LT_OK;
+}
+static lt_status zp_rule(lt_ctx *ctx, const lt_node *n, lt_dtype zdt, int64_t znumel, int64_t count, const char *what) {
+    if (znumel >= 0 && count >= 0 && znumel != 1 && znumel != count)
+        return lt_node_error(ctx, n, LT_ERR_INVALID, "%s must have 1 or %lld elements, got %lld", what, (long long)count,
+                             (long long)znumel);
+    if (zdt != LT_UNDEFINED && !lt_dtype_is_int(zdt))
+        return lt_node_error(ctx, n, LT_ERR_INVALID, "%s must be an integer tensor", what);
+    return LT_OK;
+}
 /* Zero point value for channel m: zp may be NULL (0), one element, or `count` elements. */
 static lt_status zp_check(lt_eval *ev, const lt_node *n, const lt_tensor *zp, int64_t count, const char *what) {
     if (!zp) return LT_OK;
-    if (zp->numel != 1 && zp->numel != count)
-        return lt_op_error(ev, n, LT_ERR_INVALID, "%s must have 1 or %lld elements, got %lld", what, (long long)count,
-                           (long long)zp->numel);
-    if (!lt_dtype_is_int(zp->dtype))
-        return lt_op_error(ev, n, LT_ERR_INVALID, "%s must be an integer tensor", what);
-    return LT_OK;
+    return zp_rule(ev->ctx, n, zp->dtype, zp->numel, count, what);
 }
 static int64_t zp_at(const lt_tensor *zp, int64_t i) {
     if (!zp) return 0;
@@ -170,9 +182,7 @@ static int64_t zp_at(const lt_tensor *zp, int64_t i) {
 static lt_status int_conv(lt_eval *ev, const lt_node *n, const lt_tensor *x, const lt_tensor *xzp,
                           const lt_tensor *w, const lt_tensor *wzp, const lt_tensor *b, nn_geom *g,
                           int64_t *M_out, uint64_t **acc_out, int64_t *count) {
-    if (!is_q8(x->dtype) || !is_q8(w->dtype))
-        return lt_op_error(ev, n, LT_ERR_UNSUPPORTED, "unsupported dtypes %s, %s", lt_dtype_name(x->dtype),
-                           lt_dtype_name(w->dtype));
+    LT_TRY(q8_dtypes_check(ev->ctx, n, x->dtype, w->dtype));
     int64_t group = lt_attr_int(n, "group", 1);
     LT_TRY(conv_setup(ev, n, x, w, g));
     int64_t M = w->dims[0];
@@ -233,7 +243,28 @@ lt_status nn_eval_ConvInteger(lt_eval *ev, const lt_node *n, lt_datum **in, lt_d
     return s;
 }
 
-lt_status nn_infer_ConvInteger(lt_infer *ic, lt_node *n) { return infer_conv_like(ic, n, 0, 1, -1, LT_INT32); }
+/* The eval hook's rules: 8-bit operands, the convolution's shapes, zero points (x: one value; w:
+ * one, or one per output channel). */
+lt_status nn_infer_ConvInteger(lt_infer *ic, lt_node *n) {
+    lt_dtype xdt = lt_infer_in(n, 0) ? nn_in_dtype(n, 0) : LT_UNDEFINED;
+    lt_dtype wdt = lt_infer_in(n, 1) ? nn_in_dtype(n, 1) : LT_UNDEFINED;
+    LT_TRY(q8_dtypes_check(ic->ctx, n, xdt, wdt));
+    LT_TRY(infer_conv_like(ic, n, 0, 1, -1, LT_INT32));
+    int wr;
+    int64_t wd[LT_MAX_RANK];
+    int64_t M = nn_in_shape(n, 1, &wr, wd) && wr >= 1 ? wd[0] : -1;
+    for (int i = 2; i < 4 && i < n->n_in; i++) {
+        if (!n->in[i]) continue;
+        int r;
+        int64_t d[LT_MAX_RANK], numel = -1;
+        if (nn_in_shape(n, i, &r, d)) {
+            numel = 1;
+            for (int k = 0; k < r && numel >= 0; k++) numel = d[k] < 0 ? -1 : numel * d[k];
+        }
+        LT_TRY(zp_rule(ic->ctx, n, nn_in_dtype(n, i), numel, i == 2 ? 1 : M, i == 2 ? "x_zero_point" : "w_zero_point"));
+    }
+    return LT_OK;
+}
 
 lt_status nn_eval_QLinearConv(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum **out) {
     const lt_tensor *x, *xs, *xzp, *w, *ws, *wzp, *ys, *yzp, *b;

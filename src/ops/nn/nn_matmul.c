@@ -181,13 +181,31 @@ lt_status nn_infer_MatMul(lt_infer *ic, lt_node *n) { return mm_infer(ic, n, 0, 
 
 /* ---- MatMulInteger / QLinearMatMul ---- */
 
+/* The rules of MatMulInteger / QLinearMatMul beyond mm_check, shared by eval and shape inference:
+ * integer operands of at most 16 bits (adt, bdt; LT_UNDEFINED: unknown), and each zero point (zdt
+ * its dtype, znumel its element count, -1 unknown) an integer scalar or one per row (M, for A) or
+ * column (N, for B) of `count` (-1 unknown). */
+static lt_status mmi_dtypes_check(lt_ctx *ctx, const lt_node *n, lt_dtype adt, lt_dtype bdt) {
+    bool ok_a = adt == LT_UNDEFINED || (lt_dtype_is_int(adt) && lt_dtype_size(adt) <= 2);
+    bool ok_b = bdt == LT_UNDEFINED || (lt_dtype_is_int(bdt) && lt_dtype_size(bdt) <= 2);
+    if (!ok_a || !ok_b)
+        return lt_node_error(ctx, n, LT_ERR_UNSUPPORTED, "unsupported dtypes %s, %s", lt_dtype_name(adt),
+                             lt_dtype_name(bdt));
+    return LT_OK;
+}
+static lt_status mmi_zp_check(lt_ctx *ctx, const lt_node *n, lt_dtype zdt, int64_t znumel, int64_t count,
+                              const char *what) {
+    if ((zdt != LT_UNDEFINED && !lt_dtype_is_int(zdt)) || (znumel >= 0 && count >= 0 && znumel != 1 && znumel != count))
+        return lt_node_error(ctx, n, LT_ERR_INVALID, "%s must be an integer scalar or have %lld elements", what,
+                             (long long)count);
+    return LT_OK;
+}
+
 /* Integer operands minus zero points: zp per tensor (1 element), per row (M, for A) or per column
  * (N, for B); the element's row is (i / K) % M, its column i % N. */
 static lt_status sub_zp(lt_eval *ev, const lt_node *n, const lt_tensor *t, const lt_tensor *zp, bool rows,
                         int64_t M, int64_t K, int64_t N, const char *what, uint64_t **out) {
-    if (zp && (!lt_dtype_is_int(zp->dtype) || (zp->numel != 1 && zp->numel != (rows ? M : N))))
-        return lt_op_error(ev, n, LT_ERR_INVALID, "%s must be an integer scalar or have %lld elements", what,
-                           (long long)(rows ? M : N));
+    if (zp) LT_TRY(mmi_zp_check(ev->ctx, n, zp->dtype, zp->numel, rows ? M : N, what));
     LT_TRY(nn_u64_copy(ev, n, t, out));
     if (!zp) return LT_OK;
     uint64_t *v = *out;
@@ -201,10 +219,7 @@ static lt_status sub_zp(lt_eval *ev, const lt_node *n, const lt_tensor *t, const
 /* acc = (a - azp) @ (b - bzp) in wrapping 64-bit arithmetic. */
 static lt_status int_matmul(lt_eval *ev, const lt_node *n, const lt_tensor *a, const lt_tensor *azp,
                             const lt_tensor *b, const lt_tensor *bzp, mm_shape *s, uint64_t **acc) {
-    if (!lt_dtype_is_int(a->dtype) || !lt_dtype_is_int(b->dtype) || lt_dtype_size(a->dtype) > 2 ||
-        lt_dtype_size(b->dtype) > 2)
-        return lt_op_error(ev, n, LT_ERR_UNSUPPORTED, "unsupported dtypes %s, %s", lt_dtype_name(a->dtype),
-                           lt_dtype_name(b->dtype));
+    LT_TRY(mmi_dtypes_check(ev->ctx, n, a->dtype, b->dtype));
     LT_TRY(mm_setup(ev, n, a, b, s));
     int64_t total;
     if (!lt_mul_i64(s->batch * s->M, s->N, &total)) return lt_op_error(ev, n, LT_ERR_NOMEM, "output too large");
@@ -242,7 +257,42 @@ lt_status nn_eval_MatMulInteger(lt_eval *ev, const lt_node *n, lt_datum **in, lt
     return st;
 }
 
-lt_status nn_infer_MatMulInteger(lt_infer *ic, lt_node *n) { return mm_infer(ic, n, 0, 1, LT_INT32); }
+/* Zero point i of a MatMulInteger: its dtype and element count from its type (-1: unknown). */
+static void zp_type(const lt_node *n, int i, lt_dtype *dt, int64_t *numel) {
+    int r;
+    int64_t d[LT_MAX_RANK];
+    *dt = LT_UNDEFINED, *numel = -1;
+    if (!lt_infer_in(n, i)) return;
+    *dt = nn_in_dtype(n, i);
+    if (!nn_in_shape(n, i, &r, d)) return;
+    int64_t c = 1;
+    for (int k = 0; k < r; k++) {
+        if (d[k] < 0) return;
+        c *= d[k];
+    }
+    *numel = c;
+}
+
+/* The eval hook's rules: operand dtypes, matmul shapes, zero points (a scalar, or one per row of A
+ * (M) / column of B (N)). */
+lt_status nn_infer_MatMulInteger(lt_infer *ic, lt_node *n) {
+    lt_dtype adt = lt_infer_in(n, 0) ? nn_in_dtype(n, 0) : LT_UNDEFINED;
+    lt_dtype bdt = lt_infer_in(n, 1) ? nn_in_dtype(n, 1) : LT_UNDEFINED;
+    LT_TRY(mmi_dtypes_check(ic->ctx, n, adt, bdt));
+    int ar = -1, br = -1;
+    int64_t ad[LT_MAX_RANK], bd[LT_MAX_RANK];
+    int64_t M = -1, N = -1;
+    if (nn_in_shape(n, 0, &ar, ad) && ar >= 1) M = ar == 1 ? 1 : ad[ar - 2];
+    if (nn_in_shape(n, 1, &br, bd) && br >= 1) N = br == 1 ? 1 : bd[br - 1];
+    LT_TRY(mm_infer(ic, n, 0, 1, LT_INT32));
+    for (int i = 2; i < 4 && i < n->n_in; i++) {
+        lt_dtype zdt;
+        int64_t zn;
+        zp_type(n, i, &zdt, &zn);
+        if (n->in[i]) LT_TRY(mmi_zp_check(ic->ctx, n, zdt, zn, i == 2 ? M : N, i == 2 ? "a_zero_point" : "b_zero_point"));
+    }
+    return LT_OK;
+}
 
 /* The dtype numpy computes a product of two float scalars in. */
 static lt_dtype promote_float(lt_dtype a, lt_dtype b) {
