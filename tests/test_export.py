@@ -95,7 +95,16 @@ def m_ir3(d):
                 [vi("y", TensorProto.FLOAT, [4, 6])], [W("w", 8, 6), W("b", 6)], ir=3, opset=9, check=False)
 
 
-MODELS = {"ew": m_ew, "cnn": m_cnn, "ln": m_ln, "ir3": m_ir3}
+def m_idx(d):
+    """A Gather whose indices the model computes: its kernel checks them into the check word."""
+    n = [helper.make_node("Abs", ["x"], ["a"]), helper.make_node("Mul", ["a", "three"], ["m"]),
+         helper.make_node("Cast", ["m"], ["i"], to=TensorProto.INT64),
+         helper.make_node("Gather", ["tab", "i"], ["y"], axis=0)]
+    return save(d / "idx.onnx", n, [vi("x", TensorProto.FLOAT, [2, 3])], [vi("y", TensorProto.FLOAT, [2, 3, 5])],
+                [W("tab", 4, 5), numpy_helper.from_array(np.array(3.0, np.float32), "three")])
+
+
+MODELS = {"ew": m_ew, "cnn": m_cnn, "ln": m_ln, "ir3": m_ir3, "idx": m_idx}
 
 
 @pytest.fixture(scope="session")
@@ -275,7 +284,7 @@ def interp_outputs(model, npys):
         return [z[k] for k in z.files]
 
 
-@pytest.mark.parametrize("name,std", [("cnn", "c99"), ("cnn", "c11"), ("ew", "c99"), ("ew", "c11")])
+@pytest.mark.parametrize("name,std", [("cnn", "c99"), ("cnn", "c11"), ("ew", "c99"), ("ew", "c11"), ("idx", "c99")])
 def test_export_strict_c_and_npy(models, tmp_path, cache, name, std):
     """model.c and model_main.c build with -std=c99 / c11 -Wall -Werror; the program reads .npy inputs,
     writes .npy outputs (any dtype), finds a separate weights file next to itself, explains itself in

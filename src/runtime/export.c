@@ -274,8 +274,9 @@ static void gen_api(exp_state *e, bool embedded, const uint8_t *blob, lt_strbuf 
         lt_sb_printf(c, "\n};\n");
     }
     lt_sb_printf(c, "static unsigned char *%s_w_;\nstatic unsigned char *%s_ws_;\nstatic void *%s_pk_[%d];\n"
-                    "static int %s_ready_;\nstatic char %s_err_[512];\nstatic long long %s_ck_[%d];\n\n", P, P, P,
-                 p->n_packs ? p->n_packs : 1, P, P, P, LT_CHECK_WORDS);
+                    "static int %s_ready_;\nstatic char %s_err_[512];\n\n", P, P, P, p->n_packs ? p->n_packs : 1, P, P);
+    if (p->check_slot >= 0) /* kernels that check the indices the model computes write here */
+        lt_sb_printf(c, "static long long %s_ck_[%d];\n\n", P, LT_CHECK_WORDS);
     /* 64-byte aligned memory in plain C99 (aligned_alloc is C11, posix_memalign POSIX): the block
      * malloc gave is kept just below the aligned address */
     lt_sb_printf(c, "static void *%s_alloc_(size_t n) {\n"
