@@ -560,6 +560,25 @@ lt_lbuf *lt_lower_add_pack(lt_lctx *lc, const lt_value *src, const char *name, l
     return b;
 }
 
+typedef struct epi_from {
+    const lt_node *n;
+    lt_lbuf *src;
+    int rank;
+    int64_t dims[LT_MAX_RANK];
+} epi_from;
+
+static lt_status epi_from_body(lt_lctx *lc, lt_lnode *const *idx, void *user, lt_lnode **body) {
+    const epi_from *e = user;
+    lt_lnode *v = lt_l_load(lc->k, e->src, lt_lower_flat(lc, e->rank, e->dims, idx));
+    return lt_lower_store_out(lc, e->n->out[0], idx, v, body);
+}
+
+lt_status lt_lower_epilogue_from(lt_lctx *lc, const lt_node *n, lt_lbuf *src, const char *prefix, lt_lnode **res) {
+    epi_from e = {n, src, 0, {0}};
+    if (!lt_lower_shape(n->out[0], &e.rank, e.dims)) return lt_lower_error(lc, n, LT_ERR_INTERNAL, "output shape");
+    return lt_lower_nest(lc, prefix, e.rank, e.dims, epi_from_body, &e, res);
+}
+
 lt_lbuf *lt_lower_add_scratch(lt_lctx *lc, const char *name, lt_dtype dt, int64_t size) {
     if (lc->n_scratch == lc->cap_scratch) {
         int nc = lc->cap_scratch ? lc->cap_scratch * 2 : 4;

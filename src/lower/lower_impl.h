@@ -190,6 +190,10 @@ lt_lnode *lt_lower_conv(lt_lctx *lc, lt_lnode *e, lt_dtype dt);
  * from v to the group output it leads to, and store into that output's buffer. */
 lt_status lt_lower_store_out(lt_lctx *lc, const lt_value *v, lt_lnode *const *idx, lt_lnode *val,
                              lt_lnode **res);
+/* A nest over n's output 0 (loop variables prefix0..) that reads its values back from `src` (the
+ * product a call stored there, contiguous, of that shape) and stores them through the group's
+ * epilogue chain (lt_lower_store_out). */
+lt_status lt_lower_epilogue_from(lt_lctx *lc, const lt_node *n, lt_lbuf *src, const char *prefix, lt_lnode **res);
 /* The group output buffer an anchor value's epilogue leads to (the anchor's output buffer itself when
  * no epilogue); also reports the final value. */
 lt_lbuf *lt_lower_out_buf(lt_lctx *lc, const lt_value *v, const lt_value **final);

@@ -18,9 +18,8 @@
  * MatMulInteger operands of rank >= 2; ConvInteger of rank >= 3 (the call: 2-D with a constant
  * weight). Per-row zero points of A stay with the interpreter (a host step).
  */
+#include "lower_conv.h"
 #include "lower_impl.h"
-
-#include "../ops/nn/nn_impl.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -104,26 +103,6 @@ static lt_status out_target(lt_lctx *lc, const lt_node *n, lt_lbuf **C, bool *sc
     else *C = lt_lower_add_scratch(lc, "acc", LT_INT32, lt_lower_numel(n->out[0]));
     if (!*C) return lt_lower_error(lc, n, LT_ERR_INTERNAL, "no output buffer");
     return LT_OK;
-}
-
-typedef struct scratch_epi {
-    const lt_node *n;
-    lt_lbuf *buf;
-    int rank;
-    int64_t dims[LT_MAX_RANK];
-} scratch_epi;
-
-static lt_status epi_body(lt_lctx *lc, lt_lnode *const *idx, void *user, lt_lnode **body) {
-    const scratch_epi *e = user;
-    lt_lnode *v = lt_l_load(K_, e->buf, lt_lower_flat(lc, e->rank, e->dims, idx));
-    return lt_lower_store_out(lc, e->n->out[0], idx, v, body);
-}
-
-/* The epilogue nest over the product stored in scratch buffer `buf`. */
-static lt_status epi_from_scratch(lt_lctx *lc, const lt_node *n, lt_lbuf *buf, lt_lnode **res) {
-    scratch_epi e = {n, buf, 0, {0}};
-    if (!lt_lower_shape(n->out[0], &e.rank, e.dims)) return lt_lower_error(lc, n, LT_ERR_INTERNAL, "output shape");
-    return lt_lower_nest(lc, "e", e.rank, e.dims, epi_body, &e, res);
 }
 
 /* The int16 packing scratch of `per` elements per thread (NULL with *size 0 unless opt->scratch). */
@@ -278,7 +257,7 @@ static lt_status mmi_call(lt_lctx *lc, const lt_node *n, lt_lnode **res) {
     for (int q = loops - 1; q >= 0; q--) body = loop(lc, bv[q], q ? LT_ROLE_BATCH : LT_ROLE_BATCH_OUTER, dout[q], body);
     if (scratch) {
         lt_lnode *two[2] = {body, NULL};
-        LT_TRY(epi_from_scratch(lc, n, C, &two[1]));
+        LT_TRY(lt_lower_epilogue_from(lc, n, C, "e", &two[1]));
         body = lt_l_seq(K_, 2, two);
     }
     *res = body;
@@ -294,50 +273,20 @@ lt_status lt_lower_matmul_integer(lt_lctx *lc, const lt_node *n, lt_lnode **res)
  * ConvInteger
  * ------------------------------------------------------------------------------------------- */
 
-typedef struct ci_info {
-    nn_geom g;
-    int nsp;
-    int64_t N, C, M, group;
-} ci_info;
-
-static bool ci_geom(const lt_node *n, ci_info *ci, char *why, size_t size) {
-    int rx, rw, ry;
-    int64_t dx[LT_MAX_RANK], dw[LT_MAX_RANK], dy[LT_MAX_RANK];
-    if (!lt_lower_shape(n->in[0], &rx, dx) || !lt_lower_shape(n->in[1], &rw, dw) || rx < 3 || rw != rx ||
-        !lt_lower_shape(n->out[0], &ry, dy) || ry != rx) {
-        snprintf(why, size, "needs static X and W of rank >= 3");
-        return false;
-    }
-    ci->nsp = rx - 2;
-    ci->N = dx[0], ci->C = dx[1], ci->M = dw[0];
-    ci->group = lt_attr_int(n, "group", 1);
-    if (ci->group < 1 || ci->C % ci->group || ci->M % ci->group || dw[1] != ci->C / ci->group) {
-        snprintf(why, size, "bad group");
-        return false;
-    }
-    if (!nn_geom_init(n, ci->nsp, dx + 2, dw + 2, false, &ci->g, why, size)) return false;
-    for (int d = 0; d < ci->nsp; d++)
-        if (ci->g.out[d] != dy[2 + d]) {
-            snprintf(why, size, "output shape disagrees with the geometry");
-            return false;
-        }
-    return true;
-}
-
 bool lt_lower_accept_conv_integer(const lt_node *n, char *why, size_t size) {
     if (n->n_in < 2 || !n->in[0] || !n->in[1] || !is_q8(n->in[0]->type.dtype) || !is_q8(n->in[1]->type.dtype)) {
         snprintf(why, size, "operands are not uint8 / int8");
         return false;
     }
-    ci_info ci;
-    if (!ci_geom(n, &ci, why, size)) return false;
+    lt_conv_geom ci;
+    if (!lt_lower_conv_geom(n, &ci, why, size)) return false;
     return zp_ok(n, 2, n->in[0]->type.dtype, 0, "x_zero_point", why, size) &&
            zp_ok(n, 3, n->in[1]->type.dtype, ci.M, "w_zero_point", why, size);
 }
 
 /* Direct loops: for n, oc, o..: acc = 0; for ic, k..: acc += (x - zx) * (w - zw[oc]) inside the image
  * (padding: 0); store. */
-static lt_status ci_loops(lt_lctx *lc, const lt_node *n, const ci_info *ci, lt_lnode **res) {
+static lt_status ci_loops(lt_lctx *lc, const lt_node *n, const lt_conv_geom *ci, lt_lnode **res) {
     int nsp = ci->nsp;
     int64_t Cg = ci->C / ci->group, Mg = ci->M / ci->group;
     const lt_value *xv = lt_lower_mem_value(lc, n->in[0]), *wv = lt_lower_mem_value(lc, n->in[1]);
@@ -395,7 +344,7 @@ static lt_status ci_loops(lt_lctx *lc, const lt_node *n, const ci_info *ci, lt_l
     return LT_LNN(lc, body);
 }
 
-static lt_status ci_call(lt_lctx *lc, const lt_node *n, const ci_info *ci, lt_lnode **res) {
+static lt_status ci_call(lt_lctx *lc, const lt_node *n, const lt_conv_geom *ci, lt_lnode **res) {
     int64_t G = ci->group, OC = ci->M, C = ci->C, KH = ci->g.k[0], KW = ci->g.k[1];
     int64_t OH = ci->g.out[0], OW = ci->g.out[1], P = OH * OW, Kg = C / G * KH * KW, Kp = (Kg + 1) & ~(int64_t)1;
     const lt_value *xv = lt_lower_mem_value(lc, n->in[0]), *wv = lt_lower_mem_value(lc, n->in[1]);
@@ -442,7 +391,7 @@ static lt_status ci_call(lt_lctx *lc, const lt_node *n, const ci_info *ci, lt_ln
     lt_lnode *body = lt_l_eval(K_, call);
     if (scratch) {
         lt_lnode *two[2] = {body, NULL};
-        LT_TRY(epi_from_scratch(lc, n, Y, &two[1]));
+        LT_TRY(lt_lower_epilogue_from(lc, n, Y, "e", &two[1]));
         body = lt_l_seq(K_, 2, two);
     }
     *res = body;
@@ -450,9 +399,9 @@ static lt_status ci_call(lt_lctx *lc, const lt_node *n, const ci_info *ci, lt_ln
 }
 
 lt_status lt_lower_conv_integer(lt_lctx *lc, const lt_node *n, lt_lnode **res) {
-    ci_info ci;
+    lt_conv_geom ci;
     char why[256];
-    if (!ci_geom(n, &ci, why, sizeof why)) return lt_lower_error(lc, n, LT_ERR_INVALID, "%s", why);
+    if (!lt_lower_conv_geom(n, &ci, why, sizeof why)) return lt_lower_error(lc, n, LT_ERR_INVALID, "%s", why);
     const lt_value *wv = lt_lower_mem_value(lc, n->in[1]);
     if (ci.nsp == 2 && !lc->opt->gpu && !lc->opt->no_microkernels && !lc->opt->no_packing && wv && lt_lower_const(wv))
         return ci_call(lc, n, &ci, res);

@@ -109,18 +109,6 @@ static bool accept_blocked(const lt_node *n, char *why, size_t size) {
 
 /* ---- a call followed by the fused epilogue chain ---- */
 
-typedef struct epi_user {
-    const lt_node *n;
-    lt_lbuf *src;
-    int rank;
-    int64_t dims[LT_MAX_RANK];
-} epi_user;
-
-static lt_status epi_body(lt_lctx *lc, lt_lnode *const *idx, void *user, lt_lnode **body) {
-    epi_user *u = user;
-    lt_lnode *v = lt_l_load(K_, u->src, lt_lower_flat(lc, u->rank, u->dims, idx));
-    return lt_lower_store_out(lc, u->n->out[0], idx, v, body);
-}
 
 /* The call `fn(out, x, ints...)` storing n's output, then the group's epilogue chain after n. */
 static lt_status call_then_epilogue(lt_lctx *lc, const lt_node *n, const char *fn, lt_lbuf *x, int n_ints,
@@ -130,19 +118,18 @@ static lt_status call_then_epilogue(lt_lctx *lc, const lt_node *n, const char *f
     if (!out || !x) return lt_lower_error(lc, n, LT_ERR_INTERNAL, "operand buffers missing");
     const lt_node *chain[1];
     bool epi = lt_lower_epilogue_chain(lc, n->out[0], chain, 1) != 0;
-    epi_user u = {.n = n, .src = out};
-    if (!lt_lower_shape(n->out[0], &u.rank, u.dims)) return lt_lower_error(lc, n, LT_ERR_INTERNAL, "output shape");
+    lt_lbuf *src = out; /* where the call stores: the output, or scratch the epilogue reads back */
     if (epi && (out->dtype != LT_FLOAT || lt_lower_numel(fin) != lt_lower_numel(n->out[0])))
-        if (!(u.src = lt_lower_add_scratch(lc, "nchwc_out", LT_FLOAT, lt_lower_numel(n->out[0]))))
+        if (!(src = lt_lower_add_scratch(lc, "nchwc_out", LT_FLOAT, lt_lower_numel(n->out[0]))))
             return lt_lower_nomem(lc);
     lt_lnode *a[24];
     int na = 0;
-    a[na++] = lt_l_addr(K_, u.src, I(lc, 0));
+    a[na++] = lt_l_addr(K_, src, I(lc, 0));
     a[na++] = lt_l_addr(K_, x, I(lc, 0));
     for (int q = 0; q < n_ints; q++) a[na++] = I(lc, ints[q]);
     for (int q = 0; q < na; q++)
         if (!a[q]) return lt_lower_nomem(lc);
-    u.src->read = u.src->written = true;
+    src->read = src->written = true;
     x->read = true;
     lt_lnode *call = lt_l_call(K_, LT_UNDEFINED, fn, na, a);
     if (!call) return lt_lower_nomem(lc);
@@ -153,7 +140,7 @@ static lt_status call_then_epilogue(lt_lctx *lc, const lt_node *n, const char *f
         *res = s[0];
         return LT_LNN(lc, *res);
     }
-    LT_TRY(lt_lower_nest(lc, "i", u.rank, u.dims, epi_body, &u, &s[1]));
+    LT_TRY(lt_lower_epilogue_from(lc, n, src, "i", &s[1]));
     *res = lt_l_seq(K_, 2, s);
     return LT_LNN(lc, *res);
 }

@@ -7,9 +7,8 @@
  * "r1".. (kernel taps), padding by clamped loads under a select. Pooling has the same shape.
  */
 #include "lower_gpu.h"
+#include "lower_conv.h"
 #include "lower_impl.h"
-
-#include "../ops/nn/nn_impl.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -30,13 +29,11 @@ static lt_lnode *loop(lt_lctx *lc, lt_lvar *v, lt_loop_role role, lt_lnode *ext,
  * ------------------------------------------------------------------------------------------- */
 
 typedef struct conv_info {
-    nn_geom g;
-    int nsp;
-    int64_t N, C, M, group;
+    lt_conv_geom c;          /* the geometry (lower_conv.h) */
     bool has_bias;
 } conv_info;
 
-static bool conv_geom(const lt_node *n, conv_info *ci, char *why, size_t size) {
+bool lt_lower_conv_geom(const lt_node *n, lt_conv_geom *ci, char *why, size_t size) {
     int rx, rw;
     int64_t dx[LT_MAX_RANK], dw[LT_MAX_RANK];
     if (!lt_lower_shape(n->in[0], &rx, dx) || !lt_lower_shape(n->in[1], &rw, dw) || rx < 3 || rw != rx) {
@@ -62,14 +59,19 @@ static bool conv_geom(const lt_node *n, conv_info *ci, char *why, size_t size) {
             snprintf(why, size, "output shape disagrees with the geometry");
             return false;
         }
+    return true;
+}
+
+static bool conv_geom(const lt_node *n, conv_info *ci, char *why, size_t size) {
+    if (!lt_lower_conv_geom(n, &ci->c, why, size)) return false;
     ci->has_bias = n->n_in > 2 && n->in[2];
     return true;
 }
 
 static bool conv_is_pointwise(const conv_info *ci) {
-    if (ci->group != 1) return false;
-    for (int d = 0; d < ci->nsp; d++)
-        if (ci->g.k[d] != 1 || ci->g.s[d] != 1 || ci->g.pb[d] != 0 || ci->g.pe[d] != 0) return false;
+    if (ci->c.group != 1) return false;
+    for (int d = 0; d < ci->c.nsp; d++)
+        if (ci->c.g.k[d] != 1 || ci->c.g.s[d] != 1 || ci->c.g.pb[d] != 0 || ci->c.g.pe[d] != 0) return false;
     return true;
 }
 
@@ -82,8 +84,8 @@ static lt_status conv_index(lt_lctx *lc, const lt_gemm_desc *g, lt_lnode *const 
 
 static lt_status l_conv_pointwise(lt_lctx *lc, const lt_node *n, const conv_info *ci, lt_lnode **res) {
     int64_t P = 1;
-    for (int d = 0; d < ci->nsp; d++) P *= ci->g.out[d];
-    lt_gemm_desc g = {.n = n, .M = ci->M, .N = P, .K = ci->C, .alpha = 1, .out_index = conv_index};
+    for (int d = 0; d < ci->c.nsp; d++) P *= ci->c.g.out[d];
+    lt_gemm_desc g = {.n = n, .M = ci->c.M, .N = P, .K = ci->c.C, .alpha = 1, .out_index = conv_index};
     if (!lt_lower_shape(n->out[0], &g.out_rank, g.out_dims)) return lt_lower_error(lc, n, LT_ERR_INTERNAL, "output shape");
     g.C = lt_lower_out_buf(lc, n->out[0], NULL);
     g.Av = lt_lower_mem_value(lc, n->in[1]); /* W [M, C] */
@@ -92,8 +94,8 @@ static lt_status l_conv_pointwise(lt_lctx *lc, const lt_node *n, const conv_info
     g.A = lc->vbuf[g.Av->id];
     g.B = lc->vbuf[g.Bv->id];
     g.nb = 1;
-    g.bext[0] = ci->N, g.bsc[0] = ci->M * P, g.bsa[0] = 0, g.bsb[0] = ci->C * P;
-    g.ci = P, g.cj = 1, g.ai = ci->C, g.ak = 1, g.bk = P, g.bj = 1;
+    g.bext[0] = ci->c.N, g.bsc[0] = ci->c.M * P, g.bsa[0] = 0, g.bsb[0] = ci->c.C * P;
+    g.ci = P, g.cj = 1, g.ai = ci->c.C, g.ak = 1, g.bk = P, g.bj = 1;
     if (ci->has_bias) g.bias = n->in[2], g.bias_mode = LT_BIAS_ROW;
     g.row_dim0 = 1, g.row_dim1 = 2, g.col_dim0 = 2;
     return lt_lower_gemm(lc, &g, res);
@@ -102,8 +104,8 @@ static lt_status l_conv_pointwise(lt_lctx *lc, const lt_node *n, const conv_info
 /* 2-D convolution through the prelude (codegen/prelude/conv.h): weights packed once, the group's
  * epilogue fused into the call when it fits, else applied by a Loop IR nest after it. */
 static lt_status l_conv_call(lt_lctx *lc, const lt_node *n, const conv_info *ci, lt_lnode **res) {
-    int64_t P = ci->g.out[0] * ci->g.out[1], G = ci->group, OC = ci->M, C = ci->C;
-    int64_t KH = ci->g.k[0], KW = ci->g.k[1], Kg = C / G * KH * KW;
+    int64_t P = ci->c.g.out[0] * ci->c.g.out[1], G = ci->c.group, OC = ci->c.M, C = ci->c.C;
+    int64_t KH = ci->c.g.k[0], KW = ci->c.g.k[1], Kg = C / G * KH * KW;
     lt_gemm_desc g = {.n = n, .M = OC, .N = P, .K = Kg, .alpha = 1, .out_index = conv_index};
     if (!lt_lower_shape(n->out[0], &g.out_rank, g.out_dims)) return lt_lower_error(lc, n, LT_ERR_INTERNAL, "output shape");
     g.C = lt_lower_out_buf(lc, n->out[0], NULL);
@@ -111,7 +113,7 @@ static lt_status l_conv_call(lt_lctx *lc, const lt_node *n, const conv_info *ci,
     lt_lbuf *X = xv ? lc->vbuf[xv->id] : NULL;
     if (!g.C || !X || !wv) return lt_lower_error(lc, n, LT_ERR_INTERNAL, "operand buffers missing");
     g.nb = 1;
-    g.bext[0] = ci->N, g.bsc[0] = OC * P;
+    g.bext[0] = ci->c.N, g.bsc[0] = OC * P;
     g.ci = P, g.cj = 1;
     if (ci->has_bias) g.bias = n->in[2], g.bias_mode = LT_BIAS_ROW;
     g.row_dim0 = 1, g.row_dim1 = 2, g.col_dim0 = g.out_rank; /* no per-position bias in conv.h */
@@ -148,8 +150,8 @@ static lt_status l_conv_call(lt_lctx *lc, const lt_node *n, const conv_info *ci,
     a[na++] = lt_l_addr(K_, ce.bias ? lc->vbuf[ce.bias->id] : g.C, zero);
     a[na++] = lt_l_addr(K_, ce.res ? lc->vbuf[ce.res->id] : g.C, zero);
     a[na++] = lt_l_addr(K_, ws ? ws : g.C, zero);
-    int64_t ints[] = {ci->N, C, ci->g.in[0], ci->g.in[1], OC, KH, KW, ci->g.s[0], ci->g.s[1], ci->g.pb[0], ci->g.pb[1],
-                      ci->g.pe[0], ci->g.pe[1], ci->g.d[0], ci->g.d[1], G, ce.bias ? 1 : 0, ce.res ? ce.res_mode : LT_RES_NONE,
+    int64_t ints[] = {ci->c.N, C, ci->c.g.in[0], ci->c.g.in[1], OC, KH, KW, ci->c.g.s[0], ci->c.g.s[1], ci->c.g.pb[0], ci->c.g.pb[1],
+                      ci->c.g.pe[0], ci->c.g.pe[1], ci->c.g.d[0], ci->c.g.d[1], G, ce.bias ? 1 : 0, ce.res ? ce.res_mode : LT_RES_NONE,
                       ce.act};
     for (size_t q = 0; q < sizeof ints / sizeof *ints; q++) a[na++] = I(lc, ints[q]);
     a[na++] = lt_l_float(K_, LT_FLOAT, ce.act_a);
@@ -162,8 +164,8 @@ static lt_status l_conv_call(lt_lctx *lc, const lt_node *n, const conv_info *ci,
     if (ws) ws->written = true;
     lt_lnode *call = lt_l_call(K_, LT_UNDEFINED, "lt_conv2d_f32", na, a);
     if (!call) return lt_lower_nomem(lc);
-    call->fval = 2.0 * (double)ci->N * (double)OC * (double)P * (double)Kg;
-    call->ival = 4 * (lt_lower_numel(n->in[0]) + lt_lower_numel(n->in[1]) + ci->N * OC * P);
+    call->fval = 2.0 * (double)ci->c.N * (double)OC * (double)P * (double)Kg;
+    call->ival = 4 * (lt_lower_numel(n->in[0]) + lt_lower_numel(n->in[1]) + ci->c.N * OC * P);
     lt_lnode *s[3];
     int ns = 0;
     if (pack_now) s[ns++] = pack_now;
@@ -178,25 +180,25 @@ static lt_status l_conv(lt_lctx *lc, const lt_node *n, lt_lnode **res) {
     conv_info ci;
     char why[256];
     if (!conv_geom(n, &ci, why, sizeof why)) return lt_lower_error(lc, n, LT_ERR_INVALID, "%s", why);
-    if (lc->opt->gpu && ci.nsp == 2) { /* a CUDA prelude entry (lower_gpu_conv.c) when one fits */
+    if (lc->opt->gpu && ci.c.nsp == 2) { /* a CUDA prelude entry (lower_gpu_conv.c) when one fits */
         bool handled;
         LT_TRY(lt_lower_gpu_conv(lc, n, &handled, res));
         if (handled) return LT_OK;
     }
     if (conv_is_pointwise(&ci)) return l_conv_pointwise(lc, n, &ci, res);
-    if (ci.nsp == 2 && !lc->opt->no_microkernels && !lc->opt->no_packing && !lc->opt->gpu &&
+    if (ci.c.nsp == 2 && !lc->opt->no_microkernels && !lc->opt->no_packing && !lc->opt->gpu &&
         (lt_lower_const(lt_lower_mem_value(lc, n->in[1])) || lc->opt->scratch))
         return l_conv_call(lc, n, &ci, res);
-    int nsp = ci.nsp;
-    int64_t Cg = ci.C / ci.group, Mg = ci.M / ci.group;
+    int nsp = ci.c.nsp;
+    int64_t Cg = ci.c.C / ci.c.group, Mg = ci.c.M / ci.c.group;
     const lt_value *xv = lt_lower_mem_value(lc, n->in[0]), *wv = lt_lower_mem_value(lc, n->in[1]);
     lt_lbuf *X = xv ? lc->vbuf[xv->id] : NULL, *W = wv ? lc->vbuf[wv->id] : NULL;
     if (!X || !W) return lt_lower_error(lc, n, LT_ERR_INTERNAL, "operand buffers missing");
     /* outer loops: n "o0", oc "o1", output positions "o2".. */
     lt_lvar *ov[LT_MAX_RANK];
     lt_lnode *oi[LT_MAX_RANK];
-    int64_t odims[LT_MAX_RANK] = {ci.N, ci.M};
-    for (int d = 0; d < nsp; d++) odims[2 + d] = ci.g.out[d];
+    int64_t odims[LT_MAX_RANK] = {ci.c.N, ci.c.M};
+    for (int d = 0; d < nsp; d++) odims[2 + d] = ci.c.g.out[d];
     for (int d = 0; d < nsp + 2; d++) {
         char name[16];
         snprintf(name, sizeof name, "o%d", d);
@@ -218,16 +220,16 @@ static lt_status l_conv(lt_lctx *lc, const lt_node *n, lt_lnode **res) {
         snprintf(name, sizeof name, "r%d", d);
         rv[d] = lt_kernel_var(K_, name, LT_INT64);
     }
-    lt_lnode *grp = ci.group > 1 ? lt_l_binary(K_, LT_LOP_DIV, oi[1], I(lc, Mg)) : I(lc, 0);
+    lt_lnode *grp = ci.c.group > 1 ? lt_l_binary(K_, LT_LOP_DIV, oi[1], I(lc, Mg)) : I(lc, 0);
     lt_lnode *ic = add(lc, mulc(lc, grp, Cg), V(lc, rv[0]));
     /* x offset and in-bounds condition */
-    lt_lnode *xoff = add(lc, mulc(lc, oi[0], ci.C), ic), *inb = NULL;
+    lt_lnode *xoff = add(lc, mulc(lc, oi[0], ci.c.C), ic), *inb = NULL;
     lt_lnode *woff = add(lc, mulc(lc, oi[1], Cg), V(lc, rv[0]));
     for (int d = 0; d < nsp; d++) {
-        lt_lnode *pos = add(lc, add(lc, mulc(lc, oi[2 + d], ci.g.s[d]), mulc(lc, V(lc, rv[1 + d]), ci.g.d[d])),
-                            I(lc, -ci.g.pb[d]));
-        int64_t in = ci.g.in[d];
-        bool may_out = ci.g.pb[d] > 0 || (ci.g.out[d] - 1) * ci.g.s[d] + (ci.g.k[d] - 1) * ci.g.d[d] - ci.g.pb[d] >= in;
+        lt_lnode *pos = add(lc, add(lc, mulc(lc, oi[2 + d], ci.c.g.s[d]), mulc(lc, V(lc, rv[1 + d]), ci.c.g.d[d])),
+                            I(lc, -ci.c.g.pb[d]));
+        int64_t in = ci.c.g.in[d];
+        bool may_out = ci.c.g.pb[d] > 0 || (ci.c.g.out[d] - 1) * ci.c.g.s[d] + (ci.c.g.k[d] - 1) * ci.c.g.d[d] - ci.c.g.pb[d] >= in;
         if (may_out) {
             lt_lnode *c = lt_l_binary(K_, LT_LOP_AND, lt_l_binary(K_, LT_LOP_GE, pos, I(lc, 0)),
                                       lt_l_binary(K_, LT_LOP_LT, pos, I(lc, in)));
@@ -235,12 +237,12 @@ static lt_status l_conv(lt_lctx *lc, const lt_node *n, lt_lnode **res) {
             pos = lt_l_binary(K_, LT_LOP_MIN, lt_l_binary(K_, LT_LOP_MAX, pos, I(lc, 0)), I(lc, in - 1));
         }
         xoff = add(lc, mulc(lc, xoff, in), pos);
-        woff = add(lc, mulc(lc, woff, ci.g.k[d]), V(lc, rv[1 + d]));
+        woff = add(lc, mulc(lc, woff, ci.c.g.k[d]), V(lc, rv[1 + d]));
     }
     lt_lnode *xl = lt_l_load(K_, X, xoff);
     if (inb) xl = lt_l_select(K_, inb, xl, lt_l_float(K_, LT_FLOAT, 0));
     lt_lnode *body = lt_l_assign(K_, acc, lt_l_add(K_, V(lc, acc), lt_l_mul(K_, xl, lt_l_load(K_, W, woff))));
-    for (int d = nsp - 1; d >= 0; d--) body = loop(lc, rv[1 + d], LT_ROLE_REDUCE, I(lc, ci.g.k[d]), body);
+    for (int d = nsp - 1; d >= 0; d--) body = loop(lc, rv[1 + d], LT_ROLE_REDUCE, I(lc, ci.c.g.k[d]), body);
     body = loop(lc, rv[0], LT_ROLE_REDUCE, I(lc, Cg), body);
     lt_lnode *s[3];
     s[0] = lt_l_let(K_, acc, init);
@@ -256,7 +258,7 @@ static bool accept_conv(const lt_node *n, char *why, size_t size) {
     if (!lt_lower_accept_f32_operands(n, why, size)) return false;
     conv_info ci;
     if (!conv_geom(n, &ci, why, size)) return false;
-    if (ci.has_bias && lt_lower_numel(n->in[2]) != ci.M) {
+    if (ci.has_bias && lt_lower_numel(n->in[2]) != ci.c.M) {
         snprintf(why, size, "bias is not of shape [M]");
         return false;
     }

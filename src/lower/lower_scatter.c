@@ -30,13 +30,13 @@
 #include "lower_gpu.h"
 #include "lower_impl.h"
 
+#include "../ops/shape/index_rule.h"
+
 #include <stdio.h>
 #include <string.h>
 
 #define K (lc->k)
 #define GPU_FIBER_THREADS 128 /* threads per block of the GPU fibers */
-
-typedef enum { SCAT_NONE, SCAT_ADD, SCAT_MUL, SCAT_MAX, SCAT_MIN } scat_red;
 
 static lt_lnode *I(lt_lctx *lc, int64_t v) { return lt_l_int(K, v); }
 static lt_lnode *V(lt_lctx *lc, lt_lvar *v) { return lt_l_var(K, v); }
@@ -45,25 +45,13 @@ static lt_lnode *loop(lt_lctx *lc, lt_lvar *v, lt_loop_role role, int64_t ext, l
     return lt_l_for(K, v, role, I(lc, 0), I(lc, ext), LT_LOOP_SERIAL, body);
 }
 
-/* The reduction attribute (the same opset rules as the eval hook); false when unknown. */
-static bool reduction_of(const lt_node *n, scat_red *r) {
-    const char *s = n->opset >= 16 ? lt_attr_string(n, "reduction", "none") : "none";
-    if (strcmp(s, "none") == 0) *r = SCAT_NONE;
-    else if (strcmp(s, "add") == 0) *r = SCAT_ADD;
-    else if (strcmp(s, "mul") == 0) *r = SCAT_MUL;
-    else if (strcmp(s, "max") == 0 && n->opset >= 18) *r = SCAT_MAX;
-    else if (strcmp(s, "min") == 0 && n->opset >= 18) *r = SCAT_MIN;
-    else return false;
-    return true;
-}
-
 /* combine(old, upd) in the compute type of dtype dt. */
-static lt_lnode *combine(lt_lctx *lc, lt_dtype dt, scat_red r, lt_lnode *old, lt_lnode *upd) {
-    if (r == SCAT_NONE) return upd;
-    if (dt == LT_BOOL) return bin(lc, r == SCAT_ADD || r == SCAT_MAX ? LT_LOP_OR : LT_LOP_AND, old, upd);
-    if (r == SCAT_ADD) return bin(lc, LT_LOP_ADD, old, upd);
-    if (r == SCAT_MUL) return bin(lc, LT_LOP_MUL, old, upd);
-    lt_lnode *pick = lt_l_select(K, bin(lc, r == SCAT_MAX ? LT_LOP_GT : LT_LOP_LT, old, upd), old, upd);
+static lt_lnode *combine(lt_lctx *lc, lt_dtype dt, lt_scatter_red r, lt_lnode *old, lt_lnode *upd) {
+    if (r == LT_SCATTER_NONE) return upd;
+    if (dt == LT_BOOL) return bin(lc, r == LT_SCATTER_ADD || r == LT_SCATTER_MAX ? LT_LOP_OR : LT_LOP_AND, old, upd);
+    if (r == LT_SCATTER_ADD) return bin(lc, LT_LOP_ADD, old, upd);
+    if (r == LT_SCATTER_MUL) return bin(lc, LT_LOP_MUL, old, upd);
+    lt_lnode *pick = lt_l_select(K, bin(lc, r == LT_SCATTER_MAX ? LT_LOP_GT : LT_LOP_LT, old, upd), old, upd);
     if (!lt_dtype_is_float(dt)) return pick;
     /* NaN on either side gives NaN */
     return lt_l_select(K, lt_l_unary(K, LT_LOP_ISNAN, old), old,
@@ -91,8 +79,8 @@ static lt_status fiber_loop(lt_lctx *lc, lt_lvar *f, int64_t F, lt_lnode *body, 
 }
 
 static bool accept_scatter(const lt_node *n, char *why, size_t size) {
-    scat_red r;
-    if (!reduction_of(n, &r)) {
+    lt_scatter_red r;
+    if (!lt_scatter_reduction(n, &r)) {
         snprintf(why, size, "unknown reduction");
         return false;
     }
@@ -105,7 +93,7 @@ static bool accept_scatter(const lt_node *n, char *why, size_t size) {
 
 typedef struct scat {
     lt_dtype dt;
-    scat_red red;
+    lt_scatter_red red;
     int r;                       /* data rank */
     int64_t d[LT_MAX_RANK];      /* data dims */
     lt_lbuf *out;
@@ -113,7 +101,7 @@ typedef struct scat {
 
 static lt_status scat_begin(lt_lctx *lc, const lt_node *n, scat *s) {
     s->dt = n->out[0]->type.dtype;
-    if (!reduction_of(n, &s->red) || !lt_lower_shape(n->in[0], &s->r, s->d))
+    if (!lt_scatter_reduction(n, &s->red) || !lt_lower_shape(n->in[0], &s->r, s->d))
         return lt_lower_error(lc, n, LT_ERR_INTERNAL, "scatter accepted without a reduction or a static shape");
     s->out = lt_lower_out_buf(lc, n->out[0], NULL);
     return LT_OK;
@@ -121,7 +109,7 @@ static lt_status scat_begin(lt_lctx *lc, const lt_node *n, scat *s) {
 
 /* out[flat] = combine(out[flat], upd) */
 static lt_lnode *update(lt_lctx *lc, const scat *s, lt_lnode *flat, lt_lnode *upd) {
-    lt_lnode *old = s->red == SCAT_NONE ? NULL : lt_lower_conv(lc, lt_l_load(K, s->out, flat), s->dt);
+    lt_lnode *old = s->red == LT_SCATTER_NONE ? NULL : lt_lower_conv(lc, lt_l_load(K, s->out, flat), s->dt);
     lt_lnode *v = combine(lc, s->dt, s->red, old, upd);
     if (v && v->dtype != s->out->dtype) v = lt_l_cast(K, s->out->dtype, v);
     return v ? lt_l_store(K, s->out, flat, v) : NULL;

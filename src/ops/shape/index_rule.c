@@ -1,5 +1,8 @@
-/* index_rule.c — the range rule of the Gather and Scatter families' indices (see index_rule.h). */
+/* index_rule.c — the range rule of the Gather and Scatter families' indices, and the Scatter
+ * reduction (see index_rule.h). */
 #include "index_rule.h"
+
+#include <string.h>
 
 bool lt_index_rule_of(const lt_node *n, lt_index_rule *r) {
     int op = n->op;
@@ -52,4 +55,15 @@ bool lt_index_checked_in_kernel(const lt_node *n) {
     lt_index_rule rule;
     return n->n_in > 1 && n->in[1] && lt_index_rule_of(n, &rule) && !lt_infer_const(n, 1) &&
            !lt_index_model_input(n->in[1]);
+}
+
+bool lt_scatter_reduction(const lt_node *n, lt_scatter_red *r) {
+    const char *s = n->opset >= 16 ? lt_attr_string(n, "reduction", "none") : "none";
+    if (strcmp(s, "none") == 0) *r = LT_SCATTER_NONE;
+    else if (strcmp(s, "add") == 0) *r = LT_SCATTER_ADD;
+    else if (strcmp(s, "mul") == 0) *r = LT_SCATTER_MUL;
+    else if (strcmp(s, "max") == 0 && n->opset >= 18) *r = LT_SCATTER_MAX;
+    else if (strcmp(s, "min") == 0 && n->opset >= 18) *r = LT_SCATTER_MIN;
+    else return false;
+    return true;
 }

@@ -1,6 +1,7 @@
 /* index_rule.h — the range rule of the Gather and Scatter families' indices, shared by the lowering
  * (which compiles such a node only when its indices are checked: constant and in range, or a model
- * input the runtime checks before each run) and the runtime (src/runtime/index_checks.c).
+ * input the runtime checks before each run) and the runtime (src/runtime/index_checks.c); and the
+ * Scatter family's reduction attribute, shared by its eval hooks and its lowering.
  *
  * Gather, GatherElements and GatherND read data at positions their indices give; Scatter,
  * ScatterElements and ScatterND write there. An index i of an axis of size d is valid when
@@ -24,6 +25,12 @@ bool lt_index_rule_of(const lt_node *n, lt_index_rule *r);
 
 /* The first element of the n int32/int64 indices at `data` that breaks rule r, or -1. */
 int64_t lt_index_rule_violation(const lt_index_rule *r, const void *data, lt_dtype dt, int64_t n);
+
+/* The reduction of a Scatter-family node (attribute `reduction`: add and mul from opset 16, max and
+ * min from opset 18), read by the eval hooks (src/ops/shape/shape_index.c) and the lowering
+ * (src/lower/lower_scatter.c); false when it is none of these. */
+typedef enum lt_scatter_red { LT_SCATTER_NONE, LT_SCATTER_ADD, LT_SCATTER_MUL, LT_SCATTER_MAX, LT_SCATTER_MIN } lt_scatter_red;
+bool lt_scatter_reduction(const lt_node *n, lt_scatter_red *r);
 
 /* Are node n's indices (input 1) checked by its own kernel, as it reads them: one of the six ops
  * above whose indices are neither a constant nor a model input (so the model computes them)? The

@@ -8,6 +8,7 @@
  * like numpy, floats combine in double and round once (exact for a single + or *).
  */
 #include "shape_impl.h"
+#include "index_rule.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -284,35 +285,28 @@ lt_status lt_shp_infer_GatherND(lt_infer *ic, lt_node *n) {
 }
 
 /* ======================================================================== scatter reductions */
-typedef enum { RED_NONE, RED_ADD, RED_MUL, RED_MAX, RED_MIN } red_kind;
-
 /* The reduction attribute of a scatter node over elements of dtype dt (UNDEFINED: not known yet),
  * by the eval and infer hooks. */
-static lt_status parse_reduction(lt_ctx *ctx, const lt_node *n, lt_dtype dt, red_kind *r) {
+static lt_status parse_reduction(lt_ctx *ctx, const lt_node *n, lt_dtype dt, lt_scatter_red *r) {
     const char *s = n->opset >= 16 ? lt_attr_string(n, "reduction", "none") : "none";
-    if (strcmp(s, "none") == 0) *r = RED_NONE;
-    else if (strcmp(s, "add") == 0) *r = RED_ADD;
-    else if (strcmp(s, "mul") == 0) *r = RED_MUL;
-    else if (strcmp(s, "max") == 0 && n->opset >= 18) *r = RED_MAX;
-    else if (strcmp(s, "min") == 0 && n->opset >= 18) *r = RED_MIN;
-    else return lt_node_error(ctx, n, LT_ERR_INVALID, "unknown reduction '%s'", s);
+    if (!lt_scatter_reduction(n, r)) return lt_node_error(ctx, n, LT_ERR_INVALID, "unknown reduction '%s'", s);
     lt_dclass c = lt_dtype_get(dt)->cls;
-    if (dt != LT_UNDEFINED && *r != RED_NONE && (c == LT_DC_STRING || c == LT_DC_COMPLEX || c == LT_DC_NONE))
+    if (dt != LT_UNDEFINED && *r != LT_SCATTER_NONE && (c == LT_DC_STRING || c == LT_DC_COMPLEX || c == LT_DC_NONE))
         return lt_node_error(ctx, n, LT_ERR_UNSUPPORTED, "reduction '%s' on %s", s, lt_dtype_name(dt));
     return LT_OK;
 }
 
-/* y[yi] = y[yi] (red) u[ui], or a copy for RED_NONE. */
-static lt_status scatter_one(lt_ctx *ctx, lt_tensor *y, int64_t yi, const lt_tensor *u, int64_t ui, red_kind r) {
-    if (r == RED_NONE) return lt_shp_copy(ctx, y, yi, u, ui, 1);
+/* y[yi] = y[yi] (red) u[ui], or a copy for LT_SCATTER_NONE. */
+static lt_status scatter_one(lt_ctx *ctx, lt_tensor *y, int64_t yi, const lt_tensor *u, int64_t ui, lt_scatter_red r) {
+    if (r == LT_SCATTER_NONE) return lt_shp_copy(ctx, y, yi, u, ui, 1);
     lt_dtype dt = y->dtype;
     switch (lt_dtype_get(dt)->cls) {
     case LT_DC_SINT: {
         int64_t a = lt_load_i64(y->data, dt, yi), b = lt_load_i64(u->data, dt, ui), v;
         switch (r) {
-        case RED_ADD: v = (int64_t)((uint64_t)a + (uint64_t)b); break;
-        case RED_MUL: v = (int64_t)((uint64_t)a * (uint64_t)b); break;
-        case RED_MAX: v = a > b ? a : b; break;
+        case LT_SCATTER_ADD: v = (int64_t)((uint64_t)a + (uint64_t)b); break;
+        case LT_SCATTER_MUL: v = (int64_t)((uint64_t)a * (uint64_t)b); break;
+        case LT_SCATTER_MAX: v = a > b ? a : b; break;
         default: v = a < b ? a : b; break;
         }
         lt_store_i64(y->data, dt, yi, v);
@@ -321,9 +315,9 @@ static lt_status scatter_one(lt_ctx *ctx, lt_tensor *y, int64_t yi, const lt_ten
     case LT_DC_UINT: {
         uint64_t a = lt_load_u64(y->data, dt, yi), b = lt_load_u64(u->data, dt, ui), v;
         switch (r) {
-        case RED_ADD: v = a + b; break;
-        case RED_MUL: v = a * b; break;
-        case RED_MAX: v = a > b ? a : b; break;
+        case LT_SCATTER_ADD: v = a + b; break;
+        case LT_SCATTER_MUL: v = a * b; break;
+        case LT_SCATTER_MAX: v = a > b ? a : b; break;
         default: v = a < b ? a : b; break;
         }
         lt_store_u64(y->data, dt, yi, v);
@@ -331,15 +325,15 @@ static lt_status scatter_one(lt_ctx *ctx, lt_tensor *y, int64_t yi, const lt_ten
     }
     case LT_DC_BOOL: {
         uint8_t a = ((uint8_t *)y->data)[yi] != 0, b = ((const uint8_t *)u->data)[ui] != 0;
-        ((uint8_t *)y->data)[yi] = (r == RED_ADD || r == RED_MAX) ? (a | b) : (a & b);
+        ((uint8_t *)y->data)[yi] = (r == LT_SCATTER_ADD || r == LT_SCATTER_MAX) ? (a | b) : (a & b);
         return LT_OK;
     }
     default: {
         double a = lt_load_f64(y->data, dt, yi), b = lt_load_f64(u->data, dt, ui), v;
         switch (r) {
-        case RED_ADD: v = a + b; break;
-        case RED_MUL: v = a * b; break;
-        case RED_MAX: v = isnan(a) || isnan(b) ? NAN : a > b ? a : b; break;
+        case LT_SCATTER_ADD: v = a + b; break;
+        case LT_SCATTER_MUL: v = a * b; break;
+        case LT_SCATTER_MAX: v = isnan(a) || isnan(b) ? NAN : a > b ? a : b; break;
         default: v = isnan(a) || isnan(b) ? NAN : a < b ? a : b; break;
         }
         if (dt == LT_FLOAT) ((float *)y->data)[yi] = (float)v;
@@ -371,7 +365,7 @@ lt_status lt_shp_eval_ScatterElements(lt_eval *ev, const lt_node *n, lt_datum **
     bool same = u->rank == ix->rank;
     for (int i = 0; same && i < u->rank; i++) same = u->dims[i] == ix->dims[i];
     if (!same) return lt_op_error(ev, n, LT_ERR_INVALID, "updates and indices must have the same shape");
-    red_kind red;
+    lt_scatter_red red;
     LT_TRY(parse_reduction(ev->ctx, n, x->dtype, &red));
     lt_tensor *y;
     LT_TRY(lt_out_new(ev, n, out, 0, x->dtype, x->rank, x->dims, &y));
@@ -399,7 +393,7 @@ static lt_status scatter_infer_common(lt_infer *ic, const lt_node *n) {
         return lt_infer_error(ic, n, "updates are %s, data is %s", lt_dtype_name(ut), lt_dtype_name(xt));
     if (it != LT_UNDEFINED && !lt_dtype_is_int(it))
         return lt_infer_error(ic, n, "indices must be an integer tensor, got %s", lt_dtype_name(it));
-    red_kind red;
+    lt_scatter_red red;
     return parse_reduction(ic->ctx, n, xt, &red);
 }
 
@@ -445,7 +439,7 @@ lt_status lt_shp_eval_ScatterND(lt_eval *ev, const lt_node *n, lt_datum **in, lt
         return lt_op_error(ev, n, LT_ERR_INVALID, "updates of shape %s do not match indices and data",
                            lt_shape_str(u->rank, u->dims, a, sizeof a));
     }
-    red_kind red;
+    lt_scatter_red red;
     LT_TRY(parse_reduction(ev->ctx, n, x->dtype, &red));
     lt_tensor *y;
     LT_TRY(lt_out_new(ev, n, out, 0, x->dtype, x->rank, x->dims, &y));
@@ -453,7 +447,7 @@ lt_status lt_shp_eval_ScatterND(lt_eval *ev, const lt_node *n, lt_datum **in, lt
     for (int64_t t = 0; t < p.tuples; t++) {
         int64_t off;
         LT_TRY(nd_tuple(ev, n, x, ix, &p, 0, t, &off));
-        if (red == RED_NONE) {
+        if (red == LT_SCATTER_NONE) {
             LT_TRY(lt_shp_copy(ev->ctx, y, off * p.slice, u, t * p.slice, p.slice));
         } else {
             for (int64_t e = 0; e < p.slice; e++)
