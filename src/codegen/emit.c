@@ -1325,14 +1325,19 @@ static lt_status emit_kernel(em *e, const lt_emit_kernel *ek) {
         OUT(": ");
         lt_c_escape(e->o, ek->origin, 400);
     }
+    /* a kernel with run-time scalars is one code for many shapes: its text says nothing that
+     * depends on the shape it was made at (buffer sizes, cost), so every shape emits it alike */
+    bool shapeless = k->n_scalars > 0;
     for (int i = 0; !L->args_array && i < k->n_args; i++) {
         const lt_lbuf *b = k->args[i];
         if (!b || b->arg != i) break; /* reported below */
         OUT("\n * %s: ", bname(e, b));
         put_text(e, b->name, 80);
-        OUT(" %s[%lld]", lt_dtype_name(b->dtype), (long long)b->size);
+        if (shapeless) OUT(" %s[run-time size]", lt_dtype_name(b->dtype));
+        else OUT(" %s[%lld]", lt_dtype_name(b->dtype), (long long)b->size);
     }
-    OUT("\n * static cost: %s, %s moved", fl, by);
+    if (shapeless) OUT("\n * run-time scalars: %d (extents and constants of the shape it runs at)", k->n_scalars);
+    else OUT("\n * static cost: %s, %s moved", fl, by);
     if (L->block_index[0]) {
         OUT("\n * launch: grid (%lld, %lld, %lld), block (%lld, %lld, %lld)", (long long)e->grid[0],
             (long long)e->grid[1], (long long)e->grid[2], (long long)e->block[0], (long long)e->block[1],
@@ -1363,8 +1368,17 @@ static lt_status emit_kernel(em *e, const lt_emit_kernel *ek) {
             const char *t = storage_type(e, b->dtype);
             OUT("    %s%s *%s = (%s%s *)args[%d]; /* ", ro ? "const " : "", t, bname(e, b), ro ? "const " : "", t, i);
             put_text(e, b->name, 80);
-            OUT(" %s[%lld]%s */\n", lt_dtype_name(b->dtype), (long long)b->size,
-                use[b->id].written ? (use[b->id].read ? ", in/out" : ", out") : "");
+            if (shapeless) OUT(" %s", lt_dtype_name(b->dtype));
+            else OUT(" %s[%lld]", lt_dtype_name(b->dtype), (long long)b->size);
+            OUT("%s */\n", use[b->id].written ? (use[b->id].read ? ", in/out" : ", out") : "");
+        }
+        /* scalars travel by value in their pointer-sized slots (abi.h): an int64, or a double's bits */
+        for (int i = 0; i < k->n_scalars; i++) {
+            const lt_lvar *v = k->scalars[i];
+            if (v->dtype == LT_DOUBLE)
+                OUT("    const double %s = ((union { void *p; double d; }){args[%d]}).d;\n", vname(e, v), k->n_args + i);
+            else OUT("    const long long %s = (long long)(intptr_t)args[%d];\n", vname(e, v), k->n_args + i);
+            if (!e->var_read[v->id]) OUT("    (void)%s;\n", vname(e, v));
         }
         for (int i = 0; i < k->n_args; i++) /* an argument the body never touches (-Wunused-variable) */
             if (!use[k->args[i]->id].read && !use[k->args[i]->id].written) OUT("    (void)%s;\n", bname(e, k->args[i]));
@@ -1374,6 +1388,9 @@ static lt_status emit_kernel(em *e, const lt_emit_kernel *ek) {
             OUT("%s%s%s *%s", i ? ", " : "", use[b->id].written ? "" : "const ", storage_type(e, b->dtype),
                 bname(e, b));
         }
+        for (int i = 0; i < k->n_scalars; i++) /* after the buffers, by value */
+            OUT("%s%s %s", i || k->n_args ? ", " : "", k->scalars[i]->dtype == LT_DOUBLE ? "double" : "long long",
+                vname(e, k->scalars[i]));
         OUT(") {\n");
     }
     e->ind = 1;

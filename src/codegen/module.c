@@ -177,9 +177,10 @@ lt_status lt_emit_module(lt_ctx *ctx, const lt_lang *lang, const lt_emit_kernel 
         for (int i = 0; i < n; i++) { /* the names are identifiers (emit.c checked them) */
             lt_sb_printf(out, "    {");
             lt_c_quote(out, kernels[i].kernel->name, 0);
-            lt_sb_printf(out, ", %s, %d},\n", kernels[i].kernel->name, kernels[i].kernel->n_args);
+            const lt_kernel *k = kernels[i].kernel;
+            lt_sb_printf(out, ", %s, %d, %d},\n", k->name, k->n_args + k->n_scalars, k->n_scalars);
         }
-        lt_sb_printf(out, "    {0, 0, 0},\n};\nconst int lathe_n_kernels = %d;\n", n);
+        lt_sb_printf(out, "    {0, 0, 0, 0},\n};\nconst int lathe_n_kernels = %d;\n", n);
     }
     if (s == LT_OK && extra) lt_sb_printf(out, "\n%s%s", extra, extra[0] && extra[strlen(extra) - 1] != '\n' ? "\n" : "");
     if (s == LT_OK && out->failed) s = lt_error(ctx, LT_ERR_NOMEM, "out of memory writing the generated module");

@@ -347,6 +347,13 @@ lt_status lt_leval(lt_ctx *ctx, const lt_kernel *k, void *const *args, lt_leval_
     lt_status s = LT_ERR_NOMEM;
     if (e.vars && e.bound && e.mem) {
         for (int i = 0; i < k->n_args; i++) e.mem[k->args[i]->id] = args[i];
+        for (int i = 0; i < k->n_scalars; i++) { /* run-time scalars: the slots after the buffers */
+            const lt_lvar *v = k->scalars[i];
+            union { void *p; int64_t i; double d; } slot = {args[k->n_args + i]};
+            if (v->dtype == LT_DOUBLE) e.vars[v->id].f = slot.d;
+            else e.vars[v->id].i = slot.i;
+            e.bound[v->id] = true;
+        }
         s = exec(&e, k->body);
     }
     lt_mem_free(e.vars);

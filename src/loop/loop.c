@@ -143,6 +143,24 @@ lt_lbuf *lt_kernel_arg(lt_kernel *k, const char *name, lt_dtype dt, int64_t size
     return b;
 }
 
+lt_lvar *lt_kernel_scalar(lt_kernel *k, const char *name, lt_dtype dt, int64_t bits) {
+    lt_lvar *v = lt_kernel_var(k, name, dt);
+    if (!v) return NULL;
+    lt_lvar **vars = lt_arena_alloc(k->arena, (size_t)(k->n_scalars + 1) * sizeof *vars);
+    int64_t *vals = lt_arena_alloc(k->arena, (size_t)(k->n_scalars + 1) * sizeof *vals);
+    if (!vars || !vals) return NULL;
+    if (k->n_scalars) {
+        memcpy(vars, k->scalars, (size_t)k->n_scalars * sizeof *vars);
+        memcpy(vals, k->scalar_bits, (size_t)k->n_scalars * sizeof *vals);
+    }
+    vars[k->n_scalars] = v;
+    vals[k->n_scalars] = bits;
+    k->scalars = vars;
+    k->scalar_bits = vals;
+    k->n_scalars++;
+    return v;
+}
+
 lt_lbuf *lt_kernel_local(lt_kernel *k, const char *name, lt_dtype dt, int64_t size, lt_scope scope) {
     return new_buf(k, name, dt, size, scope);
 }
@@ -747,6 +765,7 @@ lt_status lt_kernel_verify(lt_ctx *ctx, const lt_kernel *k) {
     lt_status s = LT_ERR_NOMEM;
     if (bound && alloc) {
         verify_ctx v = {ctx, k, bound, alloc};
+        for (int i = 0; i < k->n_scalars; i++) bound[k->scalars[i]->id] = true; /* bound for the whole body */
         s = verify_rec(&v, k->body);
         if (s == LT_OK && !lt_lnode_info_get(k->body->kind)->is_stmt)
             s = lt_error(ctx, LT_ERR_INTERNAL, "kernel %s: body is an expression", k->name);
@@ -998,6 +1017,8 @@ static void kernel_print(const lt_kernel *k, lt_strbuf *out, bool roles) {
                      b->written ? (b->read ? "inout" : "out") : "in", lt_dtype_name(b->dtype), b->name,
                      (long long)b->size);
     }
+    for (int i = 0; i < k->n_scalars; i++)
+        lt_sb_printf(out, "%s%s %s", i || k->n_args ? ", " : "", lt_dtype_name(k->scalars[i]->dtype), k->scalars[i]->name);
     lt_sb_printf(out, "):\n");
     if (!k->body) lt_sb_printf(out, "  <null>\n");
     else if (lt_lnode_info_get(k->body->kind)->is_stmt) print_stmt(k->body, out, 1, roles);

@@ -157,6 +157,14 @@ typedef struct lt_kernel {
     int cap_vars, cap_bufs;
     int64_t dyn_shared; /* GPU: bytes of dynamic shared memory a launch needs (set by the lowering when
                          * a prelude tile entry it calls uses extern __shared__ storage; 0: none) */
+    /* Run-time scalars (the calling convention of docs/COMPILER.md: arguments n_args .. n_args +
+     * n_scalars - 1, after the buffers): variables bound for the whole body, INT64 (an extent or
+     * stride known only at run time) or DOUBLE (a constant such as 1/N that depends on one), each
+     * with the value this kernel was made for (scalar_bits: the int64, or the double's bits).
+     * Made by lt_kparams_apply (kparams.h); 0 for every kernel a lowering builds. */
+    int n_scalars;
+    lt_lvar **scalars;
+    int64_t *scalar_bits;
 } lt_kernel;
 
 /* ---- construction (all allocate in k->arena; NULL only on out-of-memory) ---- */
@@ -167,6 +175,8 @@ lt_lvar *lt_kernel_var(lt_kernel *k, const char *name, lt_dtype dt); /* name mad
 /* Buffer names are made unique too ("A", "A_1", ...); variable names likewise ("i", "i_1").
  * Names may contain '.' (split loops are "i.o", "i.i"): emitters mangle them. */
 lt_lvar *lt_kernel_find_var(const lt_kernel *k, const char *name);  /* NULL if none */
+/* A new run-time scalar (INT64 or DOUBLE) with its value's bits; NULL on out-of-memory. */
+lt_lvar *lt_kernel_scalar(lt_kernel *k, const char *name, lt_dtype dt, int64_t bits);
 lt_lbuf *lt_kernel_find_buf(const lt_kernel *k, const char *name);  /* NULL if none */
 
 /* Type rules of the builders: INT immediates and index math are INT64; comparisons, logical

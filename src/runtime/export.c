@@ -357,8 +357,12 @@ static void gen_api(exp_state *e, bool embedded, const uint8_t *blob, lt_strbuf 
         }
         lt_sb_printf(c, "    { /* %d: ", i);
         lt_c_escape(c, st->origin, 300);
-        lt_sb_printf(c, " */\n        void *a[%d] = {", st->n_args > 0 ? st->n_args : 1);
+        int na = st->n_args + st->n_scalars;
+        lt_sb_printf(c, " */\n        void *a[%d] = {", na > 0 ? na : 1);
         for (int j = 0; j < st->n_args; j++) lt_sb_printf(c, "%s%s", j ? ", " : "", arg_expr(e, st->arg_slots[j], ab, sizeof ab));
+        for (int j = 0; j < st->n_scalars; j++) /* run-time scalars: this plan's values, by value */
+            lt_sb_printf(c, "%s(void *)(intptr_t)%lldLL", st->n_args + j ? ", " : "",
+                         (long long)(intptr_t)st->args[st->n_args + j]);
         lt_sb_printf(c, "};\n        %s(a);\n    }\n", st->name);
     }
     emit_check_word(c, p, P);

@@ -225,9 +225,12 @@ static lt_status add_kernel_step(lt_ctx *ctx, lt_plan *p, const lt_lowered *lw, 
     st->flops = lw->kernel->flops;
     st->bytes = lw->kernel->bytes;
     st->n_args = lw->n_args;
+    st->n_scalars = lw->kernel->n_scalars;
     st->arg_slots = lt_arena_alloc(p->arena, sizeof(int) * (size_t)(lw->n_args + 1));
-    st->args = lt_arena_alloc(p->arena, sizeof(void *) * (size_t)(lw->n_args + 1));
+    st->args = lt_arena_alloc(p->arena, sizeof(void *) * (size_t)(lw->n_args + st->n_scalars + 1));
     if (!st->origin || !st->arg_slots || !st->args) return lt_error(ctx, LT_ERR_NOMEM, "out of memory (plan steps)");
+    for (int i = 0; i < st->n_scalars; i++) /* by value in the pointer slot (the kernel ABI) */
+        st->args[lw->n_args + i] = (void *)(intptr_t)lw->kernel->scalar_bits[i];
     return p->backend->vt->load(p->backend, ctx, p->module, lw->kernel->name, (lt_bkernel **)&st->bk);
 }
 
@@ -617,8 +620,8 @@ static lt_status map_api_inputs(lt_ctx *ctx, lt_plan *p, const lt_plan_build_arg
 lt_status lt_plan_build_steps(lt_ctx *ctx, const lt_plan_build_args *a, lt_plan **out) {
     lt_plan *p = lt_calloc(ctx, 1, sizeof *p, "plan");
     if (!p) {
-        if (a->module) a->backend->vt->module_free(a->backend, a->module);
-        lt_backend_destroy(a->backend);
+        if (a->module && !a->shared_module) a->backend->vt->module_free(a->backend, a->module);
+        if (!a->shared_module) lt_backend_destroy(a->backend);
         if (a->arena) { lt_arena_free(a->arena); lt_mem_free(a->arena); }
         return LT_ERR_NOMEM;
     }
@@ -628,6 +631,7 @@ lt_status lt_plan_build_steps(lt_ctx *ctx, const lt_plan_build_args *a, lt_plan 
     p->groups = a->groups;
     p->backend = a->backend;
     p->module = a->module;
+    p->shared_module = a->shared_module;
     p->threads = a->threads;
     p->host_memory = a->backend && a->backend->vt->host_memory;
     p->use_graphs = !a->no_graphs;
@@ -741,8 +745,8 @@ void lt_plan_free(lt_plan *p) {
         if (p->workspace) p->backend->vt->free(p->backend, p->workspace);
         if (p->check_slot >= 0 && p->slots[p->check_slot].ptr)
             p->backend->vt->free(p->backend, p->slots[p->check_slot].ptr);
-        if (p->module) p->backend->vt->module_free(p->backend, p->module);
-        lt_backend_destroy(p->backend);
+        if (p->module && !p->shared_module) p->backend->vt->module_free(p->backend, p->module);
+        if (!p->shared_module) lt_backend_destroy(p->backend);
     }
     lt_mem_free(p->slots);
     lt_mem_free(p->rt);
@@ -815,7 +819,7 @@ static lt_status run_host_steps(lt_ctx *ctx, lt_plan *p, const lt_plan_run_optio
         lt_plan_step *st = &p->steps[i];
         double t0 = secs ? now_s() : 0;
         if (st->view) { /* shares its input's memory: nothing to do */
-        } else if (st->kind == LT_STEP_KERNEL) LT_TRY(vt->launch(p->backend, ctx, st->bk, st->args, st->n_args));
+        } else if (st->kind == LT_STEP_KERNEL) LT_TRY(vt->launch(p->backend, ctx, st->bk, st->args, st->n_args + st->n_scalars));
         else LT_TRY(lt_plan_host_run(ctx, p, i));
         if (secs) secs[i] += now_s() - t0;
         /* DYNAMIC values die after their last reader */

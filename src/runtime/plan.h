@@ -131,9 +131,12 @@ typedef struct lt_plan_step {
     /* KERNEL */
     const lt_kernel *kernel;/* its Loop IR (scheduled) */
     const lt_bkernel *bk;   /* loaded kernel */
-    int n_args;
+    int n_args;             /* buffer arguments */
     int *arg_slots;         /* slot of each argument */
-    void **args;            /* argument pointers (patched for INPUT / OUTPUT slots at each run) */
+    void **args;            /* argument pointers (patched for INPUT / OUTPUT slots at each run), then
+                             * n_scalars run-time scalars (the kernel's extents at this plan's shape,
+                             * lt_kernel.scalar_bits): a launch passes n_args + n_scalars */
+    int n_scalars;
     /* HOST */
     const lt_node *node;
     int n_in, n_out;
@@ -192,6 +195,8 @@ typedef struct lt_plan_build_args {
                                    * run as host steps, one each (host fallback) */
     lt_backend *backend;
     lt_bmodule *module;           /* NULL when there is no kernel */
+    bool shared_module;           /* backend and module are the caller's (many plans, one module:
+                                   * src/compile/family.c): the plan uses them and frees neither */
     int threads;
     bool no_inplace;              /* disable in-place reuse (debugging) */
     bool no_graphs;               /* device plans: launch kernels one by one, never as a captured

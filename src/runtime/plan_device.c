@@ -243,7 +243,7 @@ static lt_status capture(lt_ctx *ctx, lt_plan *p, lt_plan_segment *sg) {
     lt_status s = LT_OK;
     for (int i = sg->first; i < sg->end && s == LT_OK; i++) {
         const lt_plan_step *st = &p->steps[i];
-        if (!st->view) s = vt->launch(p->backend, ctx, st->bk, st->args, st->n_args);
+        if (!st->view) s = vt->launch(p->backend, ctx, st->bk, st->args, st->n_args + st->n_scalars);
     }
     void *g = NULL;
     lt_ctx c2 = {0};
@@ -361,7 +361,7 @@ lt_status lt_plan_device_run_steps(lt_ctx *ctx, lt_plan *p, const lt_plan_run_op
             if (st->view) continue;
             if (per_step) LT_TRY(vt->event_record(p->backend, ctx, p->ev_steps[2 * i]));
             double t0 = secs && !per_step ? now_s() : 0;
-            LT_TRY(vt->launch(p->backend, ctx, st->bk, st->args, st->n_args));
+            LT_TRY(vt->launch(p->backend, ctx, st->bk, st->args, st->n_args + st->n_scalars));
             if (per_step) LT_TRY(vt->event_record(p->backend, ctx, p->ev_steps[2 * i + 1]));
             else if (secs) {
                 LT_TRY(vt->sync(p->backend, ctx));

@@ -61,6 +61,7 @@ struct lt_plan {
     const lt_groups *groups;
     lt_backend *backend;
     lt_bmodule *module;
+    bool shared_module;      /* backend and module borrowed (lt_plan_build_args.shared_module) */
     bool host_memory;        /* the backend's memory is host memory (CPU); else a device plan */
     int threads;
 

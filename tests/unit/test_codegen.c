@@ -306,8 +306,8 @@ static void test_module(void) {
     CHECK(count(s, "#include \"") == 0); /* prelude includes resolved */
     CHECK(count(s, "LT_PRELUDE_COMMON_H") == 2);  /* one guard: #ifndef + #define */
     CHECK(count(s, "prelude: gemm.h") == 0);      /* not called */
-    CHECK(strstr(s, "const lt_kernel_desc lathe_kernels[] = {\n    {\"lt_ka\", lt_ka, 1},\n    {\"lt_kb\", lt_kb, 1},\n"
-                    "    {0, 0, 0},\n};\nconst int lathe_n_kernels = 2;\n"));
+    CHECK(strstr(s, "const lt_kernel_desc lathe_kernels[] = {\n    {\"lt_ka\", lt_ka, 1, 0},\n    {\"lt_kb\", lt_kb, 1, 0},\n"
+                    "    {0, 0, 0, 0},\n};\nconst int lathe_n_kernels = 2;\n"));
     CHECK(strstr(s, "int lathe_extra(void) { return 1; }\n"));
     lt_sb_free(&o);
 

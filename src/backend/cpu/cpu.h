@@ -57,7 +57,8 @@ typedef struct lt_cpu_options {
 typedef struct lt_cpu_kernel_desc {
     const char *name;
     void (*fn)(void *const *args);
-    int n_args;
+    int n_args;    /* buffers + run-time scalars (the generated lathe_kernels[] table) */
+    int n_scalars;
 } lt_cpu_kernel_desc;
 
 typedef struct lt_cpu_module_info {

@@ -100,7 +100,7 @@ static lt_status cpu_launch(lt_backend *b, lt_ctx *ctx, const lt_bkernel *k, voi
     if (!d || !d->fn) return lt_error(ctx, LT_ERR_USAGE, "launch of a NULL kernel");
     if (n_args != d->n_args)
         return lt_error(ctx, LT_ERR_USAGE, "kernel %s takes %d buffers, launched with %d", d->name, d->n_args, n_args);
-    for (int i = 0; i < n_args; i++)
+    for (int i = 0; i < n_args - d->n_scalars; i++) /* the scalars after the buffers may be 0 */
         if (!args[i]) return lt_error(ctx, LT_ERR_USAGE, "kernel %s: buffer argument %d is NULL", d->name, i);
     d->fn(args);
     return LT_OK;

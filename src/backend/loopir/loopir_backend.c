@@ -116,9 +116,9 @@ static lt_status loopir_launch(lt_backend *b, lt_ctx *ctx, const lt_bkernel *k, 
     (void)b;
     const lt_kernel *kernel = (const lt_kernel *)(const void *)k;
     if (!kernel) return lt_error(ctx, LT_ERR_USAGE, "launch of a NULL kernel");
-    if (n_args != kernel->n_args)
+    if (n_args != kernel->n_args + kernel->n_scalars)
         return lt_error(ctx, LT_ERR_INTERNAL, "loopir: kernel %s takes %d arguments, launched with %d", kernel->name,
-                        kernel->n_args, n_args);
+                        kernel->n_args + kernel->n_scalars, n_args);
     return lt_leval(ctx, kernel, args, intrinsic, NULL);
 }
 

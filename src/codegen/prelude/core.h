@@ -41,7 +41,8 @@ LT_FN double lt_u2d_(uint64_t u) { double d; memcpy(&d, &u, 8); return d; }
 typedef struct lt_kernel_desc {
     const char *name;
     void (*fn)(void *const *args); /* args: buffer pointers, outputs first, then inputs, weights */
-    int n_args;
+    int n_args;    /* buffers + run-time scalars */
+    int n_scalars; /* the last n_scalars arguments are values, not pointers */
 } lt_kernel_desc;
 
 /* Threads used by the parallel loops of this module (0: the OpenMP default). In the CPU backend's
