@@ -1,0 +1,266 @@
+/* kparams.c — run-time extents for kernels lowered at concrete shapes: scan a kernel's immediates,
+ * diff two scans into a mask, rewrite a kernel with a mask (kparams.h says what and why).
+ *
+ * One walker does the scan and the rewrite, so both see the immediates in the same order: a
+ * pre-order over the body, every occurrence of a shared subtree counted again.
+ */
+#include "kparams.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "../base/hash.h"
+
+typedef struct kwalk {
+    lt_ctx *ctx;
+    lt_kernel *k;          /* rewrite: the kernel whose nodes are built */
+    lt_sha256 sh;          /* scan: the structure hash */
+    bool rewrite;
+    int pos;               /* the next immediate's position */
+    /* scan */
+    int n, cap;
+    int64_t *bits;
+    bool *is_float;
+    /* rewrite */
+    const lt_kmask *m;
+    lt_lvar **slot_var;
+    lt_status st;
+} kwalk;
+
+/* May this immediate become a scalar? One lane of INT64, float or double. */
+static bool may_vary(const lt_lnode *n) {
+    if (n->lanes > 1) return false;
+    if (n->kind == LT_L_INT) return n->dtype == LT_INT64;
+    return n->kind == LT_L_FLOAT && (n->dtype == LT_FLOAT || n->dtype == LT_DOUBLE);
+}
+
+/* Loops whose bounds an emitter needs as constants: vector and unroll factors, launch shapes. */
+static bool fixed_bounds(const lt_lnode *n) {
+    return n->kind == LT_L_FOR && (n->op == LT_LOOP_VECTORIZED || n->op == LT_LOOP_UNROLLED ||
+                                   n->op == LT_LOOP_GPU_THREAD || n->op == LT_LOOP_GPU_BLOCK);
+}
+
+static int64_t imm_bits(const lt_lnode *n) {
+    if (n->kind == LT_L_INT) return n->ival;
+    int64_t b;
+    memcpy(&b, &n->fval, sizeof b);
+    return b;
+}
+
+static void hash_i64(kwalk *w, int64_t v) { lt_sha256_update(&w->sh, &v, sizeof v); }
+static void hash_str(kwalk *w, const char *s) {
+    if (s) lt_sha256_update(&w->sh, s, strlen(s) + 1);
+    else hash_i64(w, -1);
+}
+
+static bool record(kwalk *w, const lt_lnode *n) {
+    if (w->n == w->cap) {
+        int nc = w->cap ? 2 * w->cap : 64;
+        int64_t *b = lt_mem_realloc(w->bits, (size_t)nc * sizeof *b);
+        if (b) w->bits = b;
+        bool *f = lt_mem_realloc(w->is_float, (size_t)nc * sizeof *f);
+        if (f) w->is_float = f;
+        if (!b || !f) return false;
+        w->cap = nc;
+    }
+    w->bits[w->n] = imm_bits(n);
+    w->is_float[w->n] = n->kind == LT_L_FLOAT;
+    w->n++;
+    return true;
+}
+
+/* The node a masked immediate becomes: its slot's scalar, times the divisor (integers), cast to the
+ * immediate's type (floats). */
+static lt_lnode *scalar_node(kwalk *w, const lt_lnode *n, int slot) {
+    lt_lnode *v = lt_l_var(w->k, w->slot_var[slot]);
+    if (n->kind == LT_L_FLOAT) return n->dtype == LT_DOUBLE ? v : lt_l_cast(w->k, n->dtype, v);
+    int64_t g = w->m->divisor[slot];
+    return g == 1 ? v : lt_l_mul(w->k, v, lt_l_int(w->k, g));
+}
+
+/* Scan (hash and record) or rewrite n; returns the node to use (n itself when scanning). */
+static lt_lnode *walk(kwalk *w, const lt_lnode *n, bool fixed) {
+    if (!n || w->st != LT_OK) return (lt_lnode *)n;
+    if (!fixed && may_vary(n)) {
+        int p = w->pos++;
+        if (w->rewrite) {
+            int slot = w->m->slot[p];
+            return slot < 0 ? (lt_lnode *)n : scalar_node(w, n, slot);
+        }
+        hash_i64(w, -1000 - n->kind);
+        hash_i64(w, n->dtype);
+        if (!record(w, n)) w->st = lt_error(w->ctx, LT_ERR_NOMEM, "out of memory (kernel scan)");
+        return (lt_lnode *)n;
+    }
+    if (!w->rewrite) {
+        int64_t fb;
+        memcpy(&fb, &n->fval, sizeof fb);
+        bool cost = n->kind == LT_L_CALL; /* a call's ival / fval: the operation's cost, not code */
+        int64_t head[9] = {n->kind, n->dtype, n->op, n->role, n->lanes, cost ? 0 : n->ival, cost ? 0 : fb,
+                           n->var ? n->var->id : -1, n->buf ? n->buf->id : -1};
+        lt_sha256_update(&w->sh, head, sizeof head);
+        hash_i64(w, n->n);
+        hash_str(w, n->name);
+    }
+    lt_lnode *kids_local[8], **kids = n->n <= 8 ? kids_local : lt_mem_alloc((size_t)n->n * sizeof *kids);
+    if (!kids) {
+        w->st = lt_error(w->ctx, LT_ERR_NOMEM, "out of memory (kernel scan)");
+        return (lt_lnode *)n;
+    }
+    bool changed = false;
+    for (int i = 0; i < n->n; i++) {
+        kids[i] = walk(w, n->kids[i], fixed || (fixed_bounds(n) && i < 2));
+        changed |= kids[i] != n->kids[i];
+    }
+    lt_lnode *r = (lt_lnode *)n;
+    if (w->rewrite && changed && w->st == LT_OK && !(r = lt_l_with_kids(w->k, n, kids)))
+        w->st = lt_error(w->ctx, LT_ERR_NOMEM, "out of memory (kernel rewrite)");
+    if (kids != kids_local) lt_mem_free(kids);
+    return r;
+}
+
+/* The kernel-level facts the structure includes: name, argument types, local buffers, shared memory. */
+static void hash_kernel(kwalk *w, const lt_kernel *k) {
+    hash_str(w, k->name);
+    hash_i64(w, k->n_args);
+    for (int i = 0; i < k->n_args; i++) hash_i64(w, k->args[i]->dtype);
+    for (int i = 0; i < k->n_bufs; i++) {
+        const lt_lbuf *b = k->bufs[i];
+        if (b->arg >= 0) continue;
+        int64_t f[4] = {b->id, b->dtype, b->size, b->scope};
+        lt_sha256_update(&w->sh, f, sizeof f);
+    }
+    hash_i64(w, k->dyn_shared);
+    hash_i64(w, k->n_scalars);
+}
+
+lt_status lt_kparams_scan(lt_ctx *ctx, const lt_kernel *k, lt_arena *arena, lt_kscan *out) {
+    kwalk w = {.ctx = ctx};
+    lt_sha256_init(&w.sh);
+    hash_kernel(&w, k);
+    walk(&w, k->body, false);
+    lt_status s = w.st;
+    if (s == LT_OK) {
+        uint8_t d[32];
+        lt_sha256_final(&w.sh, d);
+        for (int i = 0; i < 32; i++) snprintf(out->hash + 2 * i, 3, "%02x", d[i]);
+        out->n = w.n;
+        out->bits = lt_arena_alloc(arena, ((size_t)w.n + 1) * sizeof *out->bits);
+        out->is_float = lt_arena_alloc(arena, ((size_t)w.n + 1) * sizeof *out->is_float);
+        if (!out->bits || !out->is_float) s = lt_error(ctx, LT_ERR_NOMEM, "out of memory (kernel scan)");
+        else if (w.n) {
+            memcpy(out->bits, w.bits, (size_t)w.n * sizeof *w.bits);
+            memcpy(out->is_float, w.is_float, (size_t)w.n * sizeof *w.is_float);
+        }
+    }
+    lt_mem_free(w.bits);
+    lt_mem_free(w.is_float);
+    return s;
+}
+
+static int64_t gcd64(int64_t a, int64_t b) {
+    uint64_t x = a < 0 ? 0 - (uint64_t)a : (uint64_t)a, y = b < 0 ? 0 - (uint64_t)b : (uint64_t)b;
+    while (y) {
+        uint64_t t = x % y;
+        x = y, y = t;
+    }
+    return x > (uint64_t)INT64_MAX ? 1 : (int64_t)x;
+}
+
+bool lt_kparams_diff(const lt_kscan *a, const lt_kscan *b, lt_arena *arena, lt_kmask *out) {
+    if (strcmp(a->hash, b->hash) != 0 || a->n != b->n) return false;
+    memset(out, 0, sizeof *out);
+    memcpy(out->hash, a->hash, sizeof out->hash);
+    out->n = a->n;
+    out->slot = lt_arena_alloc(arena, ((size_t)a->n + 1) * sizeof *out->slot);
+    int64_t *ka = lt_mem_alloc(((size_t)a->n + 1) * sizeof *ka), *kb = lt_mem_alloc(((size_t)a->n + 1) * sizeof *kb);
+    out->divisor = lt_arena_alloc(arena, ((size_t)a->n + 1) * sizeof *out->divisor);
+    bool ok = out->slot && out->divisor && ka && kb;
+    for (int p = 0; ok && p < a->n; p++) {
+        out->slot[p] = -1;
+        if (a->bits[p] == b->bits[p]) continue;
+        int s = 0; /* immediates with the same pair of values share a slot */
+        while (s < out->n_slots && !(ka[s] == a->bits[p] && kb[s] == b->bits[p] &&
+                                     (out->divisor[s] == 0) == a->is_float[p]))
+            s++;
+        if (s == out->n_slots) {
+            ka[s] = a->bits[p], kb[s] = b->bits[p];
+            out->divisor[s] = a->is_float[p] ? 0 : gcd64(a->bits[p], b->bits[p]);
+            out->n_slots++;
+        }
+        out->slot[p] = s;
+    }
+    lt_mem_free(ka);
+    lt_mem_free(kb);
+    return ok;
+}
+
+/* Each slot's value in scan sc (val/set: n_slots entries): false when sc does not fit m. */
+static bool slot_values(const lt_kscan *sc, const lt_kmask *m, int64_t *val, bool *set) {
+    if (strcmp(sc->hash, m->hash) != 0 || sc->n != m->n) return false;
+    for (int p = 0; p < sc->n; p++) {
+        int slot = m->slot[p];
+        if (slot < 0) continue;
+        int64_t v = sc->bits[p], g = m->divisor[slot];
+        if ((g == 0) != sc->is_float[p] || (g > 0 && v % g != 0)) return false;
+        if (g > 0) v /= g;
+        if (set[slot] && val[slot] != v) return false;
+        val[slot] = v, set[slot] = true;
+    }
+    return true;
+}
+
+bool lt_kparams_fits(const lt_kscan *sc, const lt_kmask *m) {
+    int64_t *val = lt_mem_calloc((size_t)m->n_slots + 1, sizeof *val);
+    bool *set = lt_mem_calloc((size_t)m->n_slots + 1, sizeof *set);
+    bool ok = val && set && slot_values(sc, m, val, set);
+    lt_mem_free(val);
+    lt_mem_free(set);
+    return ok;
+}
+
+lt_status lt_kparams_apply(lt_ctx *ctx, lt_kernel *k, const lt_kmask *m) {
+    if (k->n_scalars) return lt_error(ctx, LT_ERR_INTERNAL, "kernel %s already has run-time scalars", k->name);
+    lt_kscan sc;
+    lt_arena tmp;
+    lt_arena_init(&tmp);
+    lt_status s = lt_kparams_scan(ctx, k, &tmp, &sc);
+    int64_t *val = NULL;
+    bool *set = NULL;
+    if (s != LT_OK) goto done;
+    if (strcmp(sc.hash, m->hash) != 0 || sc.n != m->n) {
+        s = lt_error(ctx, LT_ERR_UNSUPPORTED, "kernel %s: another structure than the mask's", k->name);
+        goto done;
+    }
+    if (!m->n_slots) goto done;
+    val = lt_mem_calloc((size_t)m->n_slots, sizeof *val);
+    set = lt_mem_calloc((size_t)m->n_slots, sizeof *set);
+    if (!val || !set) {
+        s = lt_error(ctx, LT_ERR_NOMEM, "out of memory (kernel rewrite)");
+        goto done;
+    }
+    if (!slot_values(&sc, m, val, set)) { /* each slot's value here */
+        s = lt_error(ctx, LT_ERR_UNSUPPORTED, "kernel %s: its immediates do not fit the run-time scalars", k->name);
+        goto done;
+    }
+    kwalk w = {.ctx = ctx, .k = k, .rewrite = true, .m = m};
+    w.slot_var = lt_arena_alloc(k->arena, (size_t)m->n_slots * sizeof *w.slot_var);
+    if (!w.slot_var) {
+        s = lt_error(ctx, LT_ERR_NOMEM, "out of memory (kernel rewrite)");
+        goto done;
+    }
+    for (int i = 0; i < m->n_slots; i++) {
+        bool fl = m->divisor[i] == 0;
+        if (!(w.slot_var[i] = lt_kernel_scalar(k, fl ? "cst" : "ext", fl ? LT_DOUBLE : LT_INT64, val[i]))) {
+            s = lt_error(ctx, LT_ERR_NOMEM, "out of memory (kernel rewrite)");
+            goto done;
+        }
+    }
+    lt_lnode *body = walk(&w, k->body, false);
+    if ((s = w.st) == LT_OK) k->body = body;
+done:
+    lt_mem_free(val);
+    lt_mem_free(set);
+    lt_arena_free(&tmp);
+    return s;
+}

@@ -1,0 +1,61 @@
+/* kparams.h — run-time extents for kernels lowered at concrete shapes.
+ *
+ * A kernel lowered for one input shape holds the extents and strides that depend on it as integer
+ * immediates (and constants such as 1/N as float immediates). Lowered at two shapes of one bucket,
+ * the same group gives two kernels that differ only in some immediates: one code, those immediates
+ * being run-time scalars (the kernel ABI's scalar arguments, lt_kernel.scalars). Here:
+ *
+ *   lt_kparams_scan   a kernel's immediates, each occurrence in one fixed pre-order, with the
+ *                     SHA-256 of everything else (kinds, types, loops, buffers, the immediates that
+ *                     may not vary): two kernels with one structure hash differ only in immediates;
+ *   lt_kparams_diff   two scans of one structure into a mask: which immediates vary (a slot each,
+ *                     immediates equal at both shapes sharing one), and for an integer slot the
+ *                     greatest common divisor of its values (the slot's stride: the scalar is value /
+ *                     divisor, the code multiplies it back, so an emitter still sees that an offset is
+ *                     a multiple of the vector width);
+ *   lt_kparams_apply  a kernel (of that structure, at any shape) rewritten with a mask: each masked
+ *                     immediate becomes its slot's scalar (times the divisor); the scalar values are
+ *                     this kernel's. LT_ERR_UNSUPPORTED (nothing changed) when the kernel does not fit
+ *                     the mask: another structure, an immediate not a multiple of its divisor, two
+ *                     immediates of one slot that differ here.
+ *
+ * Correctness does not depend on the mask: whatever it selects, the rewritten kernel computes what
+ * the original does for the scalar values it carries. The mask decides only which shapes share one
+ * compiled code (the bucket: src/compile/family.c, where the emitted source's hash is the guard).
+ * Immediates that an emitter needs as constants never vary: the bounds of vectorized, unrolled and
+ * GPU-thread loops, and (launch shapes are read from the source) the extents of GPU-block loops;
+ * only INT64 and float/double immediates of one lane vary.
+ */
+#ifndef LT_KPARAMS_H
+#define LT_KPARAMS_H
+
+#include "loop.h"
+
+typedef struct lt_kscan {
+    char hash[65];       /* hex SHA-256 of the kernel's structure, immediates that may vary left out */
+    int n;               /* immediates that may vary, in pre-order */
+    int64_t *bits;       /* their values (INT64: the value; float: the double's bits) */
+    bool *is_float;
+} lt_kscan;
+
+typedef struct lt_kmask {
+    char hash[65];       /* the structure the mask is for */
+    int n;               /* positions (== lt_kscan.n) */
+    int *slot;           /* per position: its scalar, -1 when the immediate stays a constant */
+    int n_slots;
+    int64_t *divisor;    /* per slot: INT64 slots' common divisor (>= 1); 0 for float slots */
+} lt_kmask;
+
+/* Scan k (allocations in `arena`). */
+lt_status lt_kparams_scan(lt_ctx *ctx, const lt_kernel *k, lt_arena *arena, lt_kscan *out);
+/* The mask of two scans of one structure (false when the structures differ: hash or count). */
+bool lt_kparams_diff(const lt_kscan *a, const lt_kscan *b, lt_arena *arena, lt_kmask *out);
+/* Does a kernel of scan sc fit mask m: the mask's structure, integers divisible by their slot's
+ * divisor, the immediates of each slot equal? (Constants the mask keeps are not compared: the
+ * caller holds the scan they came from.) */
+bool lt_kparams_fits(const lt_kscan *sc, const lt_kmask *m);
+/* Rewrite k's body with mask m, adding its scalars (k must have none yet). A mask with no slot
+ * leaves k as it is (LT_OK). */
+lt_status lt_kparams_apply(lt_ctx *ctx, lt_kernel *k, const lt_kmask *m);
+
+#endif
