@@ -67,7 +67,7 @@ lt_status lt_api_bind(lt_ctx *ctx, lt_model *lm, const lathe_load_options *opts)
         if (!copy) return lt_error(ctx, LT_ERR_NOMEM, "out of memory");
         lt_status s = LT_OK;
         for (char *tok = strtok_r(copy, ",", &save); tok && s == LT_OK; tok = strtok_r(NULL, ",", &save))
-            s = lt_model_bind_dim_spec(ctx, lm, tok);
+            if (!strstr(tok, "..")) s = lt_model_bind_dim_spec(ctx, lm, tok); /* "seq=1..4096": a range, not a size */
         lt_mem_free(copy);
         return s;
     }

@@ -9,10 +9,12 @@
 #include "api_impl.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "compile/artifact.h"
 #include "compile/compile.h"
+#include "compile/family.h"
 #include "ops/infer.h"
 #include "io/io.h"
 #include "onnx/onnx.h"
@@ -28,11 +30,19 @@ struct lathe_compiled {
     lt_plan_run_options run; /* the load options' seed and Loop limit, for every run */
     char *report;
     lt_artifact *art;   /* a .lathe artifact's bytes (the model lies in them), NULL for an ONNX file */
+    /* Symbolic dims left unbound: one family (compile/family.h) hands out a plan per input shape,
+     * sharing built modules; plan stays NULL, m is the model as bound (names and declared types). */
+    lt_family *fam;
+    lt_arena keep;      /* the family's copies: the file, the load bindings, the compile options' strings */
+    const char *path, *shapes, *dims;
+    int threads;        /* lathe_compiled_set_threads, for every plan of the family (0: default) */
     char err[LT_MSG_MAX];
 };
 
 void lathe_compiled_free(lathe_compiled *c) {
     if (!c) return;
+    lt_family_free(c->fam);
+    lt_arena_free(&c->keep);
     lt_plan_free(c->plan);
     lt_model_free(c->m);
     lt_artifact_free(c->art);
@@ -40,6 +50,64 @@ void lathe_compiled_free(lathe_compiled *c) {
     lt_mem_free(c->names);
     lt_mem_free(c->report);
     lt_mem_free(c);
+}
+
+/* The family's loader: the file again, with the load options' shapes and sizes. */
+static lt_status family_load(void *user, lt_ctx *ctx, lt_model **out) {
+    const lathe_compiled *c = user;
+    LT_TRY(lt_onnx_load_file(ctx, c->path, NULL, out));
+    lathe_load_options lo = {.shapes = c->shapes, .dims = c->dims};
+    lt_status s = lt_api_bind(ctx, *out, &lo);
+    if (s != LT_OK) {
+        lt_model_free(*out);
+        *out = NULL;
+    }
+    return s;
+}
+
+static const char *keep_str(lathe_compiled *c, const char *s) { return s ? lt_arena_strdup(&c->keep, s) : NULL; }
+
+/* Ranges of the load options' dims ("seq=1..4096"), into the family options. */
+static lt_status parse_ranges(lt_ctx *ctx, lathe_compiled *c, lt_family_options *fo) {
+    if (!c->dims) return LT_OK;
+    int n = 1;
+    for (const char *p = c->dims; *p; p++) n += *p == ',';
+    lt_dim_range *r = lt_arena_alloc(&c->keep, (size_t)n * sizeof *r);
+    char *copy = lt_arena_strdup(&c->keep, c->dims), *save = NULL;
+    if (!r || !copy) return lt_error(ctx, LT_ERR_NOMEM, "out of memory (dim ranges)");
+    fo->ranges = r;
+    for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(tok, '='), *dots = strstr(tok, ".."), *end1 = NULL, *end2 = NULL;
+        if (!dots) continue;
+        long long lo = eq ? strtoll(eq + 1, &end1, 10) : 0, hi = strtoll(dots + 2, &end2, 10);
+        if (!eq || eq == tok || end1 != dots || !*(dots + 2) || *end2)
+            return lt_error(ctx, LT_ERR_USAGE, "dim range '%s': expected NAME=LO..HI (seq=1..4096)", tok);
+        *eq = 0;
+        r[fo->n_ranges++] = (lt_dim_range){tok, lo, hi};
+    }
+    return LT_OK;
+}
+
+/* Symbolic dims left unbound: the family that compiles each input shape it meets. */
+static lt_status make_family(lt_ctx *ctx, lathe_compiled *c, const char *path, const lathe_load_options *load,
+                             const lt_compile_options *co) {
+    if (c->art)
+        return lt_error(ctx, LT_ERR_USAGE, "an artifact is saved for the shapes it was compiled at: every dim is bound");
+    c->path = keep_str(c, path);
+    c->shapes = load ? keep_str(c, load->shapes) : NULL;
+    c->dims = load ? keep_str(c, load->dims) : NULL;
+    lt_family_options fo = {.compile = *co, .load = family_load, .load_user = c};
+    lt_compile_options *fc = &fo.compile; /* its strings live as long as the family */
+    fc->backend = keep_str(c, co->backend), fc->cache_dir = keep_str(c, co->cache_dir), fc->cc = keep_str(c, co->cc);
+    fc->dump_code_dir = keep_str(c, co->dump_code_dir), fc->nvrtc = keep_str(c, co->nvrtc);
+    fc->enable = keep_str(c, co->enable);
+    fc->given_inputs = NULL, fc->schedule_hook = NULL, fc->schedule_user = NULL, fc->tuned_passes = NULL;
+    if (!c->path) return lt_error(ctx, LT_ERR_NOMEM, "out of memory");
+    LT_TRY(parse_ranges(ctx, c, &fo));
+    LT_TRY(lt_family_new(ctx, &fo, &c->fam));
+    c->report = lt_mem_strdup("compiled for every input shape: each new shape runs the host pipeline, "
+                              "kernels are built once per bucket (none yet)\n");
+    return c->report ? LT_OK : lt_error(ctx, LT_ERR_NOMEM, "out of memory");
 }
 
 lathe_status lathe_compile(const char *path, const lathe_load_options *load, const lathe_compile_options *opts,
@@ -60,6 +128,7 @@ lathe_status lathe_compile(const char *path, const lathe_load_options *load, con
     }
     c = lt_calloc(&ctx, 1, sizeof *c, "compiled model");
     if (!c) goto fail;
+    lt_arena_init(&c->keep);
     if (load) c->run.seed = load->seed, c->run.max_loop_bytes = load->max_loop_bytes;
     if (lt_artifact_is_file(path)) { /* verified, checked against this machine, shapes as saved */
         if (lt_artifact_open(&ctx, path, &c->art) != LT_OK || lt_artifact_load_model(&ctx, c->art, &c->m) != LT_OK)
@@ -74,13 +143,21 @@ lathe_status lathe_compile(const char *path, const lathe_load_options *load, con
     c->names = lt_calloc(&ctx, (size_t)g->n_inputs + 1, sizeof *c->names, "compiled model");
     given = lt_calloc(&ctx, (size_t)g->n_inputs + 1, sizeof *given, "compiled model");
     if (!c->api_idx || !c->names || !given) goto fail;
+    bool symbolic = false; /* a dim left unbound: compiled for every shape (a family) */
     for (int i = 0; i < g->n_inputs; i++) {
         const lt_value *v = g->inputs[i];
         if (v->init) continue;
-        if (v->type.kind == LT_TK_TENSOR) { /* every dim must be known */
+        if (v->type.kind == LT_TK_TENSOR) {
             int rank;
             int64_t dims[LT_MAX_RANK];
-            if (lt_io_input_shape(&ctx, v, NULL, &rank, dims) != LT_OK) goto fail;
+            lt_ctx c2 = {0};
+            if (lt_io_input_shape(&c2, v, NULL, &rank, dims) != LT_OK) {
+                if (v->type.rank < 0) { /* not even a rank: nothing to compile for */
+                    lt_error(&ctx, c2.status, "%s", c2.msg);
+                    goto fail;
+                }
+                symbolic = true;
+            }
         }
         given[c->n_in] = v->name;
         c->api_idx[c->n_in++] = i;
@@ -100,6 +177,13 @@ lathe_status lathe_compile(const char *path, const lathe_load_options *load, con
     }
     co.given_inputs = given;
     if (c->art) lt_artifact_compile_options(c->art, &co); /* the saved options and module: no compiler */
+    if (symbolic) {
+        for (int i = 0; i < c->n_in; i++) c->names[i] = g->inputs[c->api_idx[i]]->name;
+        if (make_family(&ctx, c, path, load, &co) != LT_OK) goto fail;
+        lt_mem_free(given);
+        *out = c;
+        return LATHE_OK;
+    }
     lt_target tgt;
     lt_ctx tctx = {0};
     bool tunable = lt_backend_target_named(&tctx, co.backend, NULL, &tgt) == LT_OK && tgt.tune_db;
@@ -144,7 +228,7 @@ const char *lathe_compiled_output_name(const lathe_compiled *c, int i) {
 }
 
 static const lt_plan_slot *in_slot(const lathe_compiled *c, int i) {
-    if (!c || i < 0 || i >= c->n_in) return NULL;
+    if (!c || !c->plan || i < 0 || i >= c->n_in) return NULL;
     return lt_plan_get_slot(c->plan, lt_plan_input_slot(c->plan, c->api_idx[i]));
 }
 static const lt_value *out_value(const lathe_compiled *c, int k) {
@@ -178,6 +262,8 @@ static int type_shape(const lt_type *t, int64_t *dims, int max_dims) {
 int lathe_compiled_input_shape(const lathe_compiled *c, int i, int64_t *dims, int max_dims) {
     const lt_plan_slot *s = in_slot(c, i);
     if (s && s->value) return type_shape(&s->value->type, dims, max_dims);
+    if (c && c->fam && i >= 0 && i < c->n_in) /* every shape: the declared one, -1 where symbolic */
+        return type_shape(&c->m->graph->inputs[c->api_idx[i]]->type, dims, max_dims);
     return -1;
 }
 
@@ -187,13 +273,37 @@ int lathe_compiled_output_shape(const lathe_compiled *c, int k, int64_t *dims, i
 }
 
 size_t lathe_compiled_output_bytes(const lathe_compiled *c, int k) {
-    if (!c || k < 0 || k >= c->m->graph->n_outputs) return 0;
+    if (!c || !c->plan || k < 0 || k >= c->m->graph->n_outputs) return 0;
     int64_t b = lt_plan_output_bytes(c->plan, k);
     return b > 0 ? (size_t)b : 0;
 }
 
 void lathe_compiled_set_threads(lathe_compiled *c, int threads) {
-    if (c) lt_plan_set_threads(c->plan, threads > 0 ? threads : 0);
+    if (!c) return;
+    c->threads = threads > 0 ? threads : 0;
+    if (c->plan) lt_plan_set_threads(c->plan, c->threads);
+}
+
+/* The family's plan for these inputs' shapes (compiled now if new; the report then says so). */
+static lt_status family_plan(lt_ctx *ctx, lathe_compiled *c, const lathe_tensor *const *inputs, lt_plan **out) {
+    int ranks[64];
+    const int64_t *dims[64];
+    if (c->n_in > 64) return lt_error(ctx, LT_ERR_UNSUPPORTED, "a model of more than 64 inputs compiled for every shape");
+    for (int i = 0; i < c->n_in; i++) ranks[i] = inputs[i]->t->rank, dims[i] = inputs[i]->t->dims;
+    lt_family_stats before, after;
+    lt_family_get_stats(c->fam, &before);
+    LT_TRY(lt_family_plan(ctx, c->fam, c->n_in, ranks, dims, out));
+    lt_family_get_stats(c->fam, &after);
+    if (c->threads) lt_plan_set_threads(*out, c->threads);
+    if (after.plans_built != before.plans_built) {
+        lt_strbuf b = {0};
+        lt_family_print(c->fam, &b);
+        if (!b.failed && b.s) {
+            lt_mem_free(c->report);
+            c->report = b.s;
+        } else lt_sb_free(&b);
+    }
+    return LT_OK;
 }
 
 static lathe_status finish(lathe_compiled *c, const lt_ctx *ctx) {
@@ -225,7 +335,9 @@ lathe_status lathe_compiled_run(lathe_compiled *c, const lathe_tensor *const *in
         }
         if (lt_datum_tensor(&ctx, lt_tensor_retain(inputs[i]->t), &in[c->api_idx[i]]) != LT_OK) goto done;
     }
-    if (lt_plan_run(&ctx, c->plan, &c->run, in, outs) != LT_OK) goto done;
+    lt_plan *plan = c->plan;
+    if (c->fam && family_plan(&ctx, c, inputs, &plan) != LT_OK) goto done;
+    if (lt_plan_run(&ctx, plan, &c->run, in, outs) != LT_OK) goto done;
     lt_api_hand_outputs(&ctx, g, outs, outputs);
 done:
     for (int i = 0; in && i < c->n_plan_in; i++) lt_datum_release(in[i]);
@@ -260,6 +372,9 @@ lathe_status lathe_compiled_run_buffers(lathe_compiled *c, const void *const *in
     }
     for (int k = 0; k < n_outputs && ctx.status == LT_OK; k++)
         if (!outputs[k]) lt_error(&ctx, LT_ERR_USAGE, "lathe_compiled_run_buffers: output %d is NULL", k);
+    if (ctx.status == LT_OK && c->fam)
+        lt_error(&ctx, LT_ERR_UNSUPPORTED, "lathe_compiled_run_buffers: the model has symbolic dims, so buffers "
+                 "do not say its shapes: use lathe_compiled_run");
     if (ctx.status == LT_OK) lt_plan_run_buffers(&ctx, c->plan, &c->run, in, outputs);
     if (in != stack_in) lt_mem_free(in);
     return finish(c, &ctx);

@@ -506,6 +506,14 @@ static lt_status st_backend(cstate *st) {
         return lt_error(st->ctx, LT_ERR_UNSUPPORTED, "backend '%s' cannot save or load a prebuilt module (artifacts)",
                         b->vt->name);
     if (st->opt->prebuilt) return load_prebuilt(st);
+    if (st->opt->module_lookup && st->ne > 0) { /* the caller's module built from this very source */
+        char sha[65];
+        source_sha256(st, sha);
+        if ((st->module = st->opt->module_lookup(st->opt->share_user, sha))) {
+            st->r->cache_hit = true;
+            return LT_OK;
+        }
+    }
     if (st->ne > 0 && b->vt->compile_ir) {
         const lt_kernel **ks = lt_arena_alloc(st->arena, (size_t)st->ne * sizeof *ks);
         if (!ks) return lt_error(st->ctx, LT_ERR_NOMEM, "out of memory (kernel list)");
@@ -522,6 +530,11 @@ static lt_status st_backend(cstate *st) {
         }
     }
     if (st->opt->save_prebuilt) LT_TRY(save_prebuilt(st));
+    if (st->module && st->opt->shared_backend && st->opt->module_built) { /* the caller owns it from here */
+        char sha[65];
+        source_sha256(st, sha);
+        st->opt->module_built(st->opt->share_user, st->module, sha);
+    }
     return LT_OK;
 }
 
@@ -530,6 +543,7 @@ static lt_status st_plan(cstate *st) {
     free_kdump(st); /* the arena goes to the plan */
     lt_plan_build_args pa = {.model = st->m, .arena = st->arena, .groups = st->gs, .lowered = st->lowered,
                              .backend = st->backend, .module = st->module, .threads = st->opt->threads,
+                             .shared_module = st->opt->shared_backend != NULL,
                              .no_inplace = st->opt->no_inplace, .no_graphs = st->opt->no_graphs,
                              .n_api_inputs = st->n_api, .api_input_names = st->api_names,
                              .api_input_frozen = st->api_frozen};
@@ -688,7 +702,8 @@ lt_status lt_compile(lt_ctx *ctx, lt_model *m, const lt_compile_options *opt, lt
 
     /* the target, once: from the options, and from the device for a backend that opens one (so the
      * device is opened first, unless the compile only emits source) */
-    if (vt->opens_device && !opt->emit_only) {
+    if (opt->shared_backend) st->backend = opt->shared_backend;
+    else if (vt->opens_device && !opt->emit_only) {
         double tb = now_s();
         if ((s = lt_backend_create(ctx, bname, &st->bo, &st->backend)) != LT_OK) goto done;
         r->stage_seconds[LT_STAGE_BACKEND] = now_s() - tb;
@@ -707,6 +722,8 @@ lt_status lt_compile(lt_ctx *ctx, lt_model *m, const lt_compile_options *opt, lt
             progress(opt, sg->id, 0, 0);
         double t = now_s();
         s = run_stage(st, sg);
+        if (s == LT_OK && sg->id == LT_STAGE_SIMPLIFY && opt->kernels_hook) /* run-time scalars */
+            s = opt->kernels_hook(opt->share_user, ctx, &st->target, st->lowered, st->gs->n);
         r->stage_seconds[sg->id] += now_s() - t;
         if (s == LT_OK) s = verify_stage(st, sg);
         if (s == LT_OK) dump_stage(st, sg);
@@ -718,8 +735,10 @@ done:
         lt_plan_free(st->plan);
         st->plan = NULL;
     }
-    if (st->module) st->backend->vt->module_free(st->backend, st->module);
-    lt_backend_destroy(st->backend);
+    if (!opt->shared_backend) { /* a shared backend and its modules are the caller's */
+        if (st->module) st->backend->vt->module_free(st->backend, st->module);
+        lt_backend_destroy(st->backend);
+    }
     if (st->arena) {
         free_kdump(st);
         lt_arena_free(st->arena);

@@ -126,6 +126,18 @@ typedef struct lt_compile_options {
      * (LT_ERR_INVALID: built by another lathe version or options), never compiling instead. */
     lt_prebuilt *save_prebuilt;
     const lt_prebuilt *prebuilt;
+    /* Many shapes, one module (src/compile/family.h). shared_backend: the instance to compile for
+     * and run on, the caller's (the plan uses it and never destroys it). kernels_hook runs after the
+     * simplify_loops stage and may rewrite kernels with run-time scalars (src/loop/kparams.h). At the
+     * backend stage, module_lookup names a module already loaded on shared_backend that was built
+     * from the very source emitted (by its hex SHA-256): then nothing is compiled; otherwise the
+     * module built goes to the caller through module_built, who owns it from then on and frees it
+     * after every plan using it. */
+    lt_backend *shared_backend;
+    lt_status (*kernels_hook)(void *user, lt_ctx *ctx, const lt_target *t, lt_lowered *lowered, int n_groups);
+    lt_bmodule *(*module_lookup)(void *user, const char *source_sha256);
+    void (*module_built)(void *user, lt_bmodule *m, const char *source_sha256);
+    void *share_user;
 } lt_compile_options;
 
 void lt_compile_options_init(lt_compile_options *o);

@@ -1,0 +1,490 @@
+/* family.c — one compiled model for every input shape (family.h): a plan per shape from the host
+ * pipeline, buckets of shapes that share one built module through kernels with run-time scalars.
+ *
+ * The compile of a shape runs with three hooks of the compile options: kernels_hook (here `hook`)
+ * after the loop passes picks the bucket whose structure and constants the kernels have and rewrites
+ * them with its masks, or makes a new bucket from a probe compile; module_lookup finds the module
+ * built from the emitted source; module_built keeps a new one.
+ */
+#include "family.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "../loop/kparams.h"
+#include "../ops/infer.h"
+
+/* Probes: sizes moved by an odd step (a kernel that does not care about divisibility varies with
+ * any size), and sizes that are multiples of 8 moved by a multiple of 8, the others as before (a
+ * kernel whose vector tails or blocking depend on the size's residue varies with sizes of the same
+ * residue). Each kernel takes the first probe of its structure. */
+enum { N_PROBES = 2 };
+static const int64_t odd_steps[8] = {1, -1, 3, -3, 5, -5, 7, -7}, even_steps[8] = {8, -8, 24, -24, 40, -40, 56, -56};
+
+typedef struct kref {   /* one group of a bucket */
+    bool has_kernel;
+    lt_kscan scan;      /* its kernel at the shape the bucket was made at */
+    lt_kmask mask;      /* which immediates are scalars */
+} kref;
+
+typedef struct bucket {
+    int n_groups;
+    kref *k;
+    char made_at[256];  /* "batch=2, sequence=16" */
+    int shapes;         /* plans that used it */
+    int n_kernels, n_scalar_kernels, n_scalars;
+} bucket;
+
+typedef struct module_entry {
+    char sha[65];
+    lt_bmodule *m;
+} module_entry;
+
+typedef struct cached_plan {
+    int64_t *key;       /* ranks and dims of the inputs */
+    int key_len;
+    lt_model *m;
+    lt_plan *p;
+    uint64_t used;      /* the clock of its last use */
+} cached_plan;
+
+struct lt_family {
+    lt_family_options o;
+    lt_model *model;    /* as loaded: symbolic dims */
+    int n_in;
+    int *in_idx;        /* public input -> graph input */
+    const char **given; /* NULL-terminated: the public inputs' names, given at run time */
+    lt_arena arena;     /* buckets */
+    lt_backend *backend;/* shared by every plan; NULL: a backend that compiles nothing (loopir) */
+    bucket *buckets;
+    int n_buckets;
+    module_entry *mods;
+    int n_mods;
+    cached_plan *plans;
+    int n_plans;
+    uint64_t clock;
+    lt_family_stats stats;
+    /* the compile in flight */
+    bool probing;
+    int cur_probe;      /* the probe compile running (index into the next three) */
+    int probe_n[N_PROBES]; /* groups of each probe compile (-1: none) */
+    lt_kscan *probe[N_PROBES]; /* their kernels' scans (probe_has: which groups have one) */
+    bool *probe_has[N_PROBES];
+    lt_arena probe_arena;
+    const int *cur_ranks;
+    const int64_t *const *cur_dims;
+    int cur_bucket;
+};
+
+const lt_model *lt_family_model(const lt_family *f) { return f->model; }
+void lt_family_get_stats(const lt_family *f, lt_family_stats *out) { *out = f->stats; }
+
+/* ---- shapes ---- */
+
+/* The declared dim of public input i, axis a (value -1: symbolic; also when the rank is unknown). */
+static lt_dim declared(const lt_family *f, int i, int a) {
+    const lt_type *t = &f->model->graph->inputs[f->in_idx[i]]->type;
+    if (t->kind != LT_TK_TENSOR || t->rank < 0 || a >= t->rank) return (lt_dim){-1, NULL};
+    return t->dims[a];
+}
+
+static const lt_dim_range *range_of(const lt_family *f, const char *param) {
+    for (int r = 0; param && r < f->o.n_ranges; r++)
+        if (!strcmp(f->o.ranges[r].name, param)) return &f->o.ranges[r];
+    return NULL;
+}
+
+/* Check the shapes against the declared types and ranges; the same named dim must agree. */
+static lt_status check_shapes(lt_ctx *ctx, const lt_family *f, const int *ranks, const int64_t *const *dims) {
+    for (int i = 0; i < f->n_in; i++) {
+        const lt_value *v = f->model->graph->inputs[f->in_idx[i]];
+        if (v->type.kind == LT_TK_TENSOR && v->type.rank >= 0 && ranks[i] != v->type.rank)
+            return lt_error(ctx, LT_ERR_USAGE, "input '%s' has rank %d, the model's has %d", v->name, ranks[i], v->type.rank);
+        for (int a = 0; a < ranks[i]; a++) {
+            lt_dim d = declared(f, i, a);
+            if (d.value >= 0 && dims[i][a] != d.value)
+                return lt_error(ctx, LT_ERR_USAGE, "input '%s' axis %d is %lld, the model's is %lld", v->name, a,
+                                (long long)dims[i][a], (long long)d.value);
+            if (dims[i][a] < 0) return lt_error(ctx, LT_ERR_USAGE, "input '%s' axis %d is negative", v->name, a);
+            const lt_dim_range *r = range_of(f, d.param);
+            if (r && (dims[i][a] < r->lo || dims[i][a] > r->hi))
+                return lt_error(ctx, LT_ERR_USAGE, "input '%s' dim '%s' (axis %d) is %lld, outside its range %lld..%lld",
+                                v->name, d.param, a, (long long)dims[i][a], (long long)r->lo, (long long)r->hi);
+            for (int j = 0; d.param && j <= i; j++) /* the same name, the same size */
+                for (int b = 0; b < ranks[j] && (j < i || b < a); b++) {
+                    lt_dim e = declared(f, j, b);
+                    if (e.value < 0 && e.param && !strcmp(e.param, d.param) && dims[j][b] != dims[i][a])
+                        return lt_error(ctx, LT_ERR_USAGE, "dim '%s' is %lld in input '%s' (axis %d) but %lld in '%s' (axis %d)",
+                                        d.param, (long long)dims[j][b], f->model->graph->inputs[f->in_idx[j]]->name, b,
+                                        (long long)dims[i][a], v->name, a);
+                }
+        }
+    }
+    return LT_OK;
+}
+
+/* A probe's shapes: each symbolic dim (a named one everywhere alike; unnamed ones by their size)
+ * moved by the first of the probe's steps that keeps it >= 2, in its range and apart from the other
+ * symbols' probes; a dim of 1 stays 1 (a batch of one is its own bucket). */
+static void probe_shapes(const lt_family *f, const int *ranks, const int64_t *const *dims, int probe, int64_t **out) {
+    enum { MAXK = 64 };
+    const char *kname[MAXK];
+    int64_t kval[MAXK], kprobe[MAXK];
+    int nk = 0;
+    for (int i = 0; i < f->n_in; i++)
+        for (int a = 0; a < ranks[i]; a++) {
+            lt_dim d = declared(f, i, a);
+            int64_t v = dims[i][a];
+            out[i][a] = v;
+            if (d.value >= 0 || v <= 1) continue;
+            int k = 0;
+            while (k < nk && !(d.param ? kname[k] && !strcmp(kname[k], d.param) : !kname[k] && kval[k] == v)) k++;
+            if (k == nk) {
+                if (nk == MAXK) continue;
+                const lt_dim_range *r = range_of(f, d.param);
+                int64_t lo = r && r->lo > 2 ? r->lo : 2, hi = r ? r->hi : INT64_MAX / 4, p = v;
+                const int64_t *steps = probe == 1 && v % 8 == 0 ? even_steps : odd_steps;
+                for (int st = 0; st < 8 && p == v; st++) {
+                    int64_t c = v + steps[st];
+                    bool taken = false;
+                    for (int j = 0; j < nk; j++) taken |= kprobe[j] == c;
+                    if (c >= lo && c <= hi && !taken) p = c;
+                }
+                kname[nk] = d.param, kval[nk] = v, kprobe[nk] = p;
+                nk++;
+            }
+            out[i][a] = kprobe[k];
+        }
+}
+
+/* "batch=2, sequence=16" (unnamed dims as input:axis). */
+static void describe(const lt_family *f, const int *ranks, const int64_t *const *dims, char *buf, size_t n) {
+    size_t len = 0;
+    buf[0] = 0;
+    for (int i = 0; i < f->n_in; i++)
+        for (int a = 0; a < ranks[i]; a++) {
+            lt_dim d = declared(f, i, a);
+            if (d.value >= 0) continue;
+            bool seen = false;
+            for (int j = 0; d.param && j <= i; j++)
+                for (int b = 0; b < ranks[j] && (j < i || b < a); b++) {
+                    lt_dim e = declared(f, j, b);
+                    seen |= e.value < 0 && e.param && !strcmp(e.param, d.param);
+                }
+            if (seen || len + 2 >= n) continue;
+            int w = d.param ? snprintf(buf + len, n - len, "%s%s=%lld", len ? ", " : "", d.param, (long long)dims[i][a])
+                            : snprintf(buf + len, n - len, "%s%s:%d=%lld", len ? ", " : "",
+                                       f->model->graph->inputs[f->in_idx[i]]->name, a, (long long)dims[i][a]);
+            if (w > 0) len += (size_t)w < n - len ? (size_t)w : n - len - 1;
+        }
+}
+
+/* ---- the compile hooks ---- */
+
+static lt_bmodule *module_lookup(void *user, const char *sha) {
+    lt_family *f = user;
+    for (int i = 0; i < f->n_mods; i++)
+        if (!strcmp(f->mods[i].sha, sha)) return f->mods[i].m;
+    return NULL;
+}
+
+static void module_built(void *user, lt_bmodule *m, const char *sha) {
+    lt_family *f = user;
+    module_entry *nm = lt_mem_realloc(f->mods, (size_t)(f->n_mods + 1) * sizeof *nm);
+    if (!nm) { /* cannot keep it: it is freed with the family's backend (leaks only on out-of-memory) */
+        return;
+    }
+    f->mods = nm;
+    snprintf(f->mods[f->n_mods].sha, sizeof f->mods[f->n_mods].sha, "%s", sha);
+    f->mods[f->n_mods++].m = m;
+    f->stats.modules_built++;
+}
+
+/* Does bucket b take these kernels (scans sc, has: which groups have a kernel)? */
+static bool bucket_takes(const bucket *b, const lt_kscan *sc, const lt_lowered *lw, int n) {
+    if (b->n_groups != n) return false;
+    for (int i = 0; i < n; i++) {
+        const kref *r = &b->k[i];
+        if (r->has_kernel != (lw[i].kernel != NULL)) return false;
+        if (!r->has_kernel) continue;
+        if (!lt_kparams_fits(&sc[i], &r->mask)) return false;
+        for (int p = 0; p < sc[i].n; p++) /* constants stay the bucket's */
+            if (r->mask.slot[p] < 0 && sc[i].bits[p] != r->scan.bits[p]) return false;
+    }
+    return true;
+}
+
+static lt_status compile_at(lt_ctx *ctx, lt_family *f, const int *ranks, const int64_t *const *dims, bool probe,
+                            lt_model **m_out, lt_plan **p_out);
+
+/* A new bucket from these kernels and a probe compile's. */
+static lt_status new_bucket(lt_ctx *ctx, lt_family *f, const lt_kscan *sc, const lt_lowered *lw, int n) {
+    int64_t *pd[64];
+    int64_t store[64][LT_MAX_RANK];
+    if (f->n_in > 64) return lt_error(ctx, LT_ERR_UNSUPPORTED, "a model of more than 64 inputs");
+    for (int i = 0; i < f->n_in; i++) pd[i] = store[i];
+    /* the probes: lowered at other sizes, stopped before emitting (a failure only costs sharing) */
+    for (int q = 0; q < N_PROBES; q++) {
+        f->probe_n[q] = -1;
+        probe_shapes(f, f->cur_ranks, f->cur_dims, q, pd);
+        bool same = true;
+        for (int i = 0; i < f->n_in; i++)
+            for (int a = 0; a < f->cur_ranks[i]; a++) same &= pd[i][a] == f->cur_dims[i][a];
+        if (same) continue;
+        lt_ctx c2 = {0};
+        f->probing = true, f->cur_probe = q;
+        lt_status ps = compile_at(&c2, f, f->cur_ranks, (const int64_t *const *)pd, true, NULL, NULL);
+        f->probing = false;
+        if (ps == LT_ERR_NOMEM) return lt_error(ctx, ps, "out of memory (probe compile)");
+        if (ps != LT_OK) f->probe_n[q] = -1;
+    }
+    bucket *nb = lt_mem_realloc(f->buckets, (size_t)(f->n_buckets + 1) * sizeof *nb);
+    if (!nb) return lt_error(ctx, LT_ERR_NOMEM, "out of memory (buckets)");
+    f->buckets = nb;
+    bucket *b = &f->buckets[f->n_buckets];
+    memset(b, 0, sizeof *b);
+    b->n_groups = n;
+    b->k = lt_arena_alloc(&f->arena, ((size_t)n + 1) * sizeof *b->k);
+    if (!b->k) return lt_error(ctx, LT_ERR_NOMEM, "out of memory (buckets)");
+    memset(b->k, 0, ((size_t)n + 1) * sizeof *b->k);
+    describe(f, f->cur_ranks, f->cur_dims, b->made_at, sizeof b->made_at);
+    for (int i = 0; i < n; i++) {
+        kref *r = &b->k[i];
+        if (!(r->has_kernel = lw[i].kernel != NULL)) continue;
+        r->scan = sc[i]; /* copied into the family's arena */
+        r->scan.bits = lt_arena_alloc(&f->arena, ((size_t)sc[i].n + 1) * sizeof *r->scan.bits);
+        r->scan.is_float = lt_arena_alloc(&f->arena, ((size_t)sc[i].n + 1) * sizeof *r->scan.is_float);
+        if (!r->scan.bits || !r->scan.is_float) return lt_error(ctx, LT_ERR_NOMEM, "out of memory (buckets)");
+        if (sc[i].n) {
+            memcpy(r->scan.bits, sc[i].bits, (size_t)sc[i].n * sizeof *sc[i].bits);
+            memcpy(r->scan.is_float, sc[i].is_float, (size_t)sc[i].n * sizeof *sc[i].is_float);
+        }
+        bool diffed = false;
+        for (int q = 0; q < N_PROBES && !diffed; q++)
+            diffed = f->probe_n[q] == n && f->probe_has[q][i] && lt_kparams_diff(&sc[i], &f->probe[q][i], &f->arena, &r->mask);
+        if (!diffed) { /* no probe to compare with: every immediate a constant */
+            lt_kscan self = r->scan;
+            if (!lt_kparams_diff(&self, &self, &f->arena, &r->mask))
+                return lt_error(ctx, LT_ERR_NOMEM, "out of memory (buckets)");
+        }
+        b->n_kernels++;
+        b->n_scalar_kernels += r->mask.n_slots > 0;
+        b->n_scalars += r->mask.n_slots;
+    }
+    f->n_buckets++;
+    f->stats.buckets = f->n_buckets;
+    return LT_OK;
+}
+
+static lt_status hook(void *user, lt_ctx *ctx, const lt_target *t, lt_lowered *lw, int n) {
+    (void)t;
+    lt_family *f = user;
+    if (f->probing) { /* record the probe's kernels */
+        int q = f->cur_probe;
+        f->probe_n[q] = n;
+        f->probe[q] = lt_arena_alloc(&f->probe_arena, ((size_t)n + 1) * sizeof *f->probe[q]);
+        f->probe_has[q] = lt_arena_alloc(&f->probe_arena, ((size_t)n + 1) * sizeof *f->probe_has[q]);
+        if (!f->probe[q] || !f->probe_has[q]) return lt_error(ctx, LT_ERR_NOMEM, "out of memory (probe)");
+        for (int i = 0; i < n; i++) {
+            f->probe_has[q][i] = lw[i].kernel != NULL;
+            if (f->probe_has[q][i]) LT_TRY(lt_kparams_scan(ctx, lw[i].kernel, &f->probe_arena, &f->probe[q][i]));
+        }
+        return LT_OK;
+    }
+    lt_arena tmp;
+    lt_arena_init(&tmp);
+    lt_status s = LT_OK;
+    lt_kscan *sc = lt_arena_alloc(&tmp, ((size_t)n + 1) * sizeof *sc);
+    if (!sc) s = lt_error(ctx, LT_ERR_NOMEM, "out of memory (kernel scans)");
+    for (int i = 0; s == LT_OK && i < n; i++)
+        if (lw[i].kernel) s = lt_kparams_scan(ctx, lw[i].kernel, &tmp, &sc[i]);
+    int b = -1;
+    for (int i = f->n_buckets - 1; s == LT_OK && i >= 0 && b < 0; i--)
+        if (bucket_takes(&f->buckets[i], sc, lw, n)) b = i;
+    if (s == LT_OK && b < 0 && (s = new_bucket(ctx, f, sc, lw, n)) == LT_OK) b = f->n_buckets - 1;
+    for (int i = 0; s == LT_OK && i < n; i++)
+        if (lw[i].kernel) s = lt_kparams_apply(ctx, lw[i].kernel, &f->buckets[b].k[i].mask);
+    if (s == LT_OK) {
+        f->cur_bucket = b;
+        f->buckets[b].shapes++;
+        f->stats.kernels = f->buckets[b].n_kernels;
+        f->stats.kernels_scalar = f->buckets[b].n_scalar_kernels;
+    }
+    lt_arena_free(&tmp);
+    lt_arena_free(&f->probe_arena);
+    lt_arena_init(&f->probe_arena);
+    for (int q = 0; q < N_PROBES; q++) f->probe_n[q] = -1;
+    return s;
+}
+
+/* ---- compiles ---- */
+
+/* The model bound at these shapes, compiled (probe: only up to the loop passes, for hook). */
+static lt_status compile_at(lt_ctx *ctx, lt_family *f, const int *ranks, const int64_t *const *dims, bool probe,
+                            lt_model **m_out, lt_plan **p_out) {
+    lt_model *m = NULL;
+    LT_TRY(f->o.load(f->o.load_user, ctx, &m));
+    lt_status s = LT_OK;
+    for (int i = 0; s == LT_OK && i < f->n_in; i++)
+        s = lt_model_bind_shape(ctx, m, f->model->graph->inputs[f->in_idx[i]]->name, ranks[i], dims[i]);
+    lt_compile_options co = f->o.compile;
+    co.given_inputs = f->given;
+    if (f->backend) {
+        co.shared_backend = f->backend;
+        co.kernels_hook = hook;
+        co.module_lookup = module_lookup;
+        co.module_built = module_built;
+        co.share_user = f;
+    }
+    if (probe) {
+        co.stop_after_stage = lt_compile_stage_name(LT_STAGE_SIMPLIFY);
+        co.dump_code_dir = NULL, co.dump_graph = NULL, co.dump_after = NULL, co.progress = NULL;
+    }
+    lt_plan *p = NULL;
+    lt_compile_report rep = {0};
+    if (s == LT_OK) s = lt_compile(ctx, m, &co, &p, &rep);
+    lt_compile_report_free(&rep);
+    if (s != LT_OK || probe) {
+        lt_plan_free(p);
+        lt_model_free(m);
+        return s;
+    }
+    *m_out = m;
+    *p_out = p;
+    return LT_OK;
+}
+
+lt_status lt_family_new(lt_ctx *ctx, const lt_family_options *o, lt_family **out) {
+    if (!o || !o->load || !out) return lt_error(ctx, LT_ERR_USAGE, "lt_family_new: options with a loader, and out");
+    if (o->compile.save_prebuilt || o->compile.prebuilt || o->compile.shared_backend || o->compile.kernels_hook)
+        return lt_error(ctx, LT_ERR_USAGE, "a model compiled for every shape cannot be saved or loaded as an artifact");
+    lt_family *f = lt_calloc(ctx, 1, sizeof *f, "model family");
+    if (!f) return LT_ERR_NOMEM;
+    f->o = *o;
+    if (f->o.max_plans <= 0) f->o.max_plans = 8;
+    lt_arena_init(&f->arena);
+    lt_arena_init(&f->probe_arena);
+    for (int q = 0; q < N_PROBES; q++) f->probe_n[q] = -1;
+    lt_status s = o->load(o->load_user, ctx, &f->model);
+    const lt_graph *g = s == LT_OK ? f->model->graph : NULL;
+    if (s == LT_OK) {
+        f->in_idx = lt_calloc(ctx, (size_t)g->n_inputs + 1, sizeof *f->in_idx, "model family");
+        f->given = lt_calloc(ctx, (size_t)g->n_inputs + 1, sizeof *f->given, "model family");
+        if (!f->in_idx || !f->given) s = LT_ERR_NOMEM;
+    }
+    for (int i = 0; s == LT_OK && i < g->n_inputs; i++)
+        if (!g->inputs[i]->init) {
+            f->given[f->n_in] = g->inputs[i]->name;
+            f->in_idx[f->n_in++] = i;
+        }
+    for (int r = 0; s == LT_OK && r < o->n_ranges; r++) {
+        const lt_dim_range *dr = &o->ranges[r];
+        if (dr->lo < 1 || dr->hi < dr->lo)
+            s = lt_error(ctx, LT_ERR_USAGE, "dim '%s': range %lld..%lld is empty or below 1", dr->name, (long long)dr->lo,
+                         (long long)dr->hi);
+    }
+    if (s == LT_OK) { /* one backend instance for every plan, unless this backend builds nothing */
+        const lt_backend_vtbl *vt = lt_backend_find(o->compile.backend ? o->compile.backend : "cpu");
+        if (!vt) s = lt_error(ctx, LT_ERR_UNSUPPORTED, "backend '%s' is not available", o->compile.backend);
+        else if (!vt->compile_ir) {
+            lt_backend_options bo = {.cc = o->compile.cc, .cache_dir = o->compile.cache_dir,
+                                     .extra_flags = o->compile.extra_cflags, .cc_timeout_s = o->compile.cc_timeout_s,
+                                     .threads = o->compile.threads, .device = o->compile.device,
+                                     .nvrtc = o->compile.nvrtc, .arch = o->compile.arch};
+            s = lt_backend_create(ctx, vt->name, &bo, &f->backend);
+        }
+    }
+    if (s != LT_OK) {
+        lt_family_free(f);
+        return s;
+    }
+    *out = f;
+    return LT_OK;
+}
+
+static void drop_plan(cached_plan *c) {
+    lt_plan_free(c->p);
+    lt_model_free(c->m);
+    lt_mem_free(c->key);
+}
+
+void lt_family_free(lt_family *f) {
+    if (!f) return;
+    for (int i = 0; i < f->n_plans; i++) drop_plan(&f->plans[i]);
+    lt_mem_free(f->plans);
+    for (int i = 0; i < f->n_mods; i++) f->backend->vt->module_free(f->backend, f->mods[i].m);
+    lt_mem_free(f->mods);
+    lt_backend_destroy(f->backend);
+    lt_mem_free(f->buckets);
+    lt_arena_free(&f->arena);
+    lt_arena_free(&f->probe_arena);
+    lt_model_free(f->model);
+    lt_mem_free(f->in_idx);
+    lt_mem_free(f->given);
+    lt_mem_free(f);
+}
+
+lt_status lt_family_plan(lt_ctx *ctx, lt_family *f, int n, const int *ranks, const int64_t *const *dims, lt_plan **out) {
+    if (n != f->n_in) return lt_error(ctx, LT_ERR_USAGE, "the model takes %d inputs, given %d shapes", f->n_in, n);
+    int key_len = n;
+    for (int i = 0; i < n; i++) {
+        if (ranks[i] < 0 || ranks[i] > LT_MAX_RANK) return lt_error(ctx, LT_ERR_USAGE, "input %d: rank %d", i, ranks[i]);
+        key_len += ranks[i];
+    }
+    int64_t *key = lt_calloc(ctx, (size_t)key_len + 1, sizeof *key, "plan key");
+    if (!key) return LT_ERR_NOMEM;
+    for (int i = 0, k = n; i < n; i++) {
+        key[i] = ranks[i];
+        for (int a = 0; a < ranks[i]; a++) key[k++] = dims[i][a];
+    }
+    f->clock++;
+    for (int i = 0; i < f->n_plans; i++)
+        if (f->plans[i].key_len == key_len && !memcmp(f->plans[i].key, key, (size_t)key_len * sizeof *key)) {
+            lt_mem_free(key);
+            f->plans[i].used = f->clock;
+            f->stats.plan_hits++;
+            *out = f->plans[i].p;
+            return LT_OK;
+        }
+    lt_status s = check_shapes(ctx, f, ranks, dims);
+    cached_plan c = {.key = key, .key_len = key_len, .used = f->clock};
+    int built_before = f->stats.modules_built;
+    f->cur_ranks = ranks, f->cur_dims = dims, f->cur_bucket = -1;
+    if (s == LT_OK) s = compile_at(ctx, f, ranks, dims, false, &c.m, &c.p);
+    f->cur_ranks = NULL, f->cur_dims = NULL;
+    if (s != LT_OK) {
+        lt_mem_free(key);
+        return s;
+    }
+    f->stats.plans_built++;
+    if (f->stats.modules_built == built_before && f->backend) f->stats.modules_reused++;
+    if (f->n_plans == f->o.max_plans) { /* the least recently used goes */
+        int old = 0;
+        for (int i = 1; i < f->n_plans; i++)
+            if (f->plans[i].used < f->plans[old].used) old = i;
+        drop_plan(&f->plans[old]);
+        f->plans[old] = f->plans[--f->n_plans];
+    }
+    cached_plan *np = lt_mem_realloc(f->plans, (size_t)(f->n_plans + 1) * sizeof *np);
+    if (!np) {
+        drop_plan(&c);
+        return lt_error(ctx, LT_ERR_NOMEM, "out of memory (plan cache)");
+    }
+    f->plans = np;
+    f->plans[f->n_plans++] = c;
+    *out = c.p;
+    return LT_OK;
+}
+
+void lt_family_print(const lt_family *f, lt_strbuf *out) {
+    const lt_family_stats *s = &f->stats;
+    lt_sb_printf(out, "shapes: %d compiled by the host pipeline (%d runs found theirs cached); buckets: %d; "
+                      "modules built: %d, reused: %d\n",
+                 s->plans_built, s->plan_hits, s->buckets, s->modules_built, s->modules_reused);
+    for (int i = 0; i < f->n_buckets; i++) {
+        const bucket *b = &f->buckets[i];
+        lt_sb_printf(out, "bucket %d: made at %s; %d kernels, %d with run-time scalars (%d scalars); %d shape%s\n", i + 1,
+                     b->made_at[0] ? b->made_at : "the declared shapes", b->n_kernels, b->n_scalar_kernels, b->n_scalars,
+                     b->shapes, b->shapes == 1 ? "" : "s");
+    }
+}
