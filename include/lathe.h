@@ -253,7 +253,11 @@ typedef struct lathe_compile_options {
 } lathe_compile_options;
 
 /* Load and compile an ONNX model file for the shapes its inputs have after `load` (declared dims,
- * load->shapes, load->dims: every input dim must be known). Graph inputs with an initializer are
+ * load->shapes, load->dims). When an input dim stays symbolic, the result is compiled for every
+ * shape: each new input shape is compiled by lathe_compiled_run when first met (the host pipeline,
+ * milliseconds), and shapes of one bucket share one built module, so the C compiler runs once per
+ * bucket; load->dims may give ranges ("seq=1..4096") that runs must keep to; the report lists the
+ * buckets; lathe_compiled_run_buffers needs bound shapes. Graph inputs with an initializer are
  * compiled as constants (not inputs). On failure *out is untouched and errbuf gets the message
  * (naming the input, node, generated file or compiler message at fault). */
 lathe_status lathe_compile(const char *path, const lathe_load_options *load, const lathe_compile_options *opts,

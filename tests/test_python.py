@@ -142,8 +142,8 @@ def test_compile_errors(tmp_path, mlp, cache):
     with pytest.raises(lathe.LatheError, match="bad.onnx"):
         lathe.compile(str(bad), backend="cpu", cache_dir=cache)
     path, _ = mlp
-    with pytest.raises(lathe.LatheError, match="N"):  # the symbolic dim must be bound to compile
-        lathe.compile(path, backend="cpu", cache_dir=cache)
+    m = lathe.compile(path, backend="cpu", cache_dir=cache)  # N left symbolic: compiled for every N
+    assert "buckets" in m.report or "none yet" in m.report, m.report
     with pytest.raises(lathe.LatheError, match="backend 'gpu'"):
         lathe.compile(path, backend="gpu")
     with pytest.raises(ValueError, match="non-negative"):
@@ -277,7 +277,7 @@ def test_errors_name_the_python_arguments(scaled, cache):
     for kw, words in [({"shapes": {"q": (1,)}}, "shapes: the model has no input named 'q'"),
                       ({"dims": {"M": 3}}, "dims: the model has no dimension named 'M'"),
                       ({"shapes": "x:2y3"}, "shapes: bad separator in 'x:2y3'"),
-                      ({}, "give dims={'N': <size>} or shapes={'x': (d0, d1, ...)}")]:
+                      ({"dims": "N=5..2"}, "dim 'N': range 5..2 is empty")]:
         with pytest.raises(lathe.LatheError) as e:
             lathe.compile(scaled, cache_dir=cache, **kw)
         assert words in str(e.value) and "--" not in str(e.value), str(e.value)
