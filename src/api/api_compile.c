@@ -96,7 +96,7 @@ static lt_status make_family(lt_ctx *ctx, lathe_compiled *c, const char *path, c
     c->path = keep_str(c, path);
     c->shapes = load ? keep_str(c, load->shapes) : NULL;
     c->dims = load ? keep_str(c, load->dims) : NULL;
-    lt_family_options fo = {.compile = *co, .load = family_load, .load_user = c};
+    lt_family_options fo = {.compile = *co, .model = c->m, .load = family_load, .load_user = c};
     lt_compile_options *fc = &fo.compile; /* its strings live as long as the family */
     fc->backend = keep_str(c, co->backend), fc->cache_dir = keep_str(c, co->cache_dir), fc->cc = keep_str(c, co->cc);
     fc->dump_code_dir = keep_str(c, co->dump_code_dir), fc->nvrtc = keep_str(c, co->nvrtc);

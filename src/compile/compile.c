@@ -506,13 +506,12 @@ static lt_status st_backend(cstate *st) {
         return lt_error(st->ctx, LT_ERR_UNSUPPORTED, "backend '%s' cannot save or load a prebuilt module (artifacts)",
                         b->vt->name);
     if (st->opt->prebuilt) return load_prebuilt(st);
-    if (st->opt->module_lookup && st->ne > 0) { /* the caller's module built from this very source */
-        char sha[65];
-        source_sha256(st, sha);
-        if ((st->module = st->opt->module_lookup(st->opt->share_user, sha))) {
-            st->r->cache_hit = true;
-            return LT_OK;
-        }
+    char sha[65] = ""; /* a shared backend's modules are known by their source's hash */
+    bool shared = st->opt->shared_backend && st->ne > 0;
+    if (shared) source_sha256(st, sha);
+    if (shared && st->opt->module_lookup && (st->module = st->opt->module_lookup(st->opt->share_user, sha))) {
+        st->r->cache_hit = true; /* the caller's module built from this very source */
+        return LT_OK;
     }
     if (st->ne > 0 && b->vt->compile_ir) {
         const lt_kernel **ks = lt_arena_alloc(st->arena, (size_t)st->ne * sizeof *ks);
@@ -530,11 +529,8 @@ static lt_status st_backend(cstate *st) {
         }
     }
     if (st->opt->save_prebuilt) LT_TRY(save_prebuilt(st));
-    if (st->module && st->opt->shared_backend && st->opt->module_built) { /* the caller owns it from here */
-        char sha[65];
-        source_sha256(st, sha);
+    if (shared && st->module && st->opt->module_built) /* the caller owns it from here */
         st->opt->module_built(st->opt->share_user, st->module, sha);
-    }
     return LT_OK;
 }
 

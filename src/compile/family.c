@@ -50,7 +50,7 @@ typedef struct cached_plan {
 
 struct lt_family {
     lt_family_options o;
-    lt_model *model;    /* as loaded: symbolic dims */
+    const lt_model *model; /* as loaded, symbolic dims (the caller's: options.model) */
     int n_in;
     int *in_idx;        /* public input -> graph input */
     const char **given; /* NULL-terminated: the public inputs' names, given at run time */
@@ -94,6 +94,16 @@ static const lt_dim_range *range_of(const lt_family *f, const char *param) {
     return NULL;
 }
 
+/* The first place (*j, *b) before input i, axis a where symbolic dim `param` is declared too. */
+static bool named_earlier(const lt_family *f, const int *ranks, const char *param, int i, int a, int *j, int *b) {
+    for (*j = 0; param && *j <= i; (*j)++)
+        for (*b = 0; *b < ranks[*j] && (*j < i || *b < a); (*b)++) {
+            lt_dim e = declared(f, *j, *b);
+            if (e.value < 0 && e.param && !strcmp(e.param, param)) return true;
+        }
+    return false;
+}
+
 /* Check the shapes against the declared types and ranges; the same named dim must agree. */
 static lt_status check_shapes(lt_ctx *ctx, const lt_family *f, const int *ranks, const int64_t *const *dims) {
     for (int i = 0; i < f->n_in; i++) {
@@ -110,14 +120,11 @@ static lt_status check_shapes(lt_ctx *ctx, const lt_family *f, const int *ranks,
             if (r && (dims[i][a] < r->lo || dims[i][a] > r->hi))
                 return lt_error(ctx, LT_ERR_USAGE, "input '%s' dim '%s' (axis %d) is %lld, outside its range %lld..%lld",
                                 v->name, d.param, a, (long long)dims[i][a], (long long)r->lo, (long long)r->hi);
-            for (int j = 0; d.param && j <= i; j++) /* the same name, the same size */
-                for (int b = 0; b < ranks[j] && (j < i || b < a); b++) {
-                    lt_dim e = declared(f, j, b);
-                    if (e.value < 0 && e.param && !strcmp(e.param, d.param) && dims[j][b] != dims[i][a])
-                        return lt_error(ctx, LT_ERR_USAGE, "dim '%s' is %lld in input '%s' (axis %d) but %lld in '%s' (axis %d)",
-                                        d.param, (long long)dims[j][b], f->model->graph->inputs[f->in_idx[j]]->name, b,
-                                        (long long)dims[i][a], v->name, a);
-                }
+            int j, b; /* the same name, the same size */
+            if (named_earlier(f, ranks, d.param, i, a, &j, &b) && dims[j][b] != dims[i][a])
+                return lt_error(ctx, LT_ERR_USAGE, "dim '%s' is %lld in input '%s' (axis %d) but %lld in '%s' (axis %d)",
+                                d.param, (long long)dims[j][b], f->model->graph->inputs[f->in_idx[j]]->name, b,
+                                (long long)dims[i][a], v->name, a);
         }
     }
     return LT_OK;
@@ -165,13 +172,8 @@ static void describe(const lt_family *f, const int *ranks, const int64_t *const 
         for (int a = 0; a < ranks[i]; a++) {
             lt_dim d = declared(f, i, a);
             if (d.value >= 0) continue;
-            bool seen = false;
-            for (int j = 0; d.param && j <= i; j++)
-                for (int b = 0; b < ranks[j] && (j < i || b < a); b++) {
-                    lt_dim e = declared(f, j, b);
-                    seen |= e.value < 0 && e.param && !strcmp(e.param, d.param);
-                }
-            if (seen || len + 2 >= n) continue;
+            int j, b;
+            if (named_earlier(f, ranks, d.param, i, a, &j, &b) || len + 2 >= n) continue;
             int w = d.param ? snprintf(buf + len, n - len, "%s%s=%lld", len ? ", " : "", d.param, (long long)dims[i][a])
                             : snprintf(buf + len, n - len, "%s%s:%d=%lld", len ? ", " : "",
                                        f->model->graph->inputs[f->in_idx[i]]->name, a, (long long)dims[i][a]);
@@ -191,9 +193,7 @@ static lt_bmodule *module_lookup(void *user, const char *sha) {
 static void module_built(void *user, lt_bmodule *m, const char *sha) {
     lt_family *f = user;
     module_entry *nm = lt_mem_realloc(f->mods, (size_t)(f->n_mods + 1) * sizeof *nm);
-    if (!nm) { /* cannot keep it: it is freed with the family's backend (leaks only on out-of-memory) */
-        return;
-    }
+    if (!nm) return; /* out of memory: the module is not found again (and not freed: a plan may hold it) */
     f->mods = nm;
     snprintf(f->mods[f->n_mods].sha, sizeof f->mods[f->n_mods].sha, "%s", sha);
     f->mods[f->n_mods++].m = m;
@@ -303,7 +303,7 @@ static lt_status hook(void *user, lt_ctx *ctx, const lt_target *t, lt_lowered *l
         if (bucket_takes(&f->buckets[i], sc, lw, n)) b = i;
     if (s == LT_OK && b < 0 && (s = new_bucket(ctx, f, sc, lw, n)) == LT_OK) b = f->n_buckets - 1;
     for (int i = 0; s == LT_OK && i < n; i++)
-        if (lw[i].kernel) s = lt_kparams_apply(ctx, lw[i].kernel, &f->buckets[b].k[i].mask);
+        if (lw[i].kernel) s = lt_kparams_apply(ctx, lw[i].kernel, &sc[i], &f->buckets[b].k[i].mask);
     if (s == LT_OK) {
         f->cur_bucket = b;
         f->buckets[b].shapes++;
@@ -355,7 +355,8 @@ static lt_status compile_at(lt_ctx *ctx, lt_family *f, const int *ranks, const i
 }
 
 lt_status lt_family_new(lt_ctx *ctx, const lt_family_options *o, lt_family **out) {
-    if (!o || !o->load || !out) return lt_error(ctx, LT_ERR_USAGE, "lt_family_new: options with a loader, and out");
+    if (!o || !o->load || !o->model || !out)
+        return lt_error(ctx, LT_ERR_USAGE, "lt_family_new: options with a model and a loader, and out");
     if (o->compile.save_prebuilt || o->compile.prebuilt || o->compile.shared_backend || o->compile.kernels_hook)
         return lt_error(ctx, LT_ERR_USAGE, "a model compiled for every shape cannot be saved or loaded as an artifact");
     lt_family *f = lt_calloc(ctx, 1, sizeof *f, "model family");
@@ -365,8 +366,9 @@ lt_status lt_family_new(lt_ctx *ctx, const lt_family_options *o, lt_family **out
     lt_arena_init(&f->arena);
     lt_arena_init(&f->probe_arena);
     for (int q = 0; q < N_PROBES; q++) f->probe_n[q] = -1;
-    lt_status s = o->load(o->load_user, ctx, &f->model);
-    const lt_graph *g = s == LT_OK ? f->model->graph : NULL;
+    f->model = o->model;
+    lt_status s = LT_OK;
+    const lt_graph *g = f->model->graph;
     if (s == LT_OK) {
         f->in_idx = lt_calloc(ctx, (size_t)g->n_inputs + 1, sizeof *f->in_idx, "model family");
         f->given = lt_calloc(ctx, (size_t)g->n_inputs + 1, sizeof *f->given, "model family");
@@ -418,7 +420,6 @@ void lt_family_free(lt_family *f) {
     lt_mem_free(f->buckets);
     lt_arena_free(&f->arena);
     lt_arena_free(&f->probe_arena);
-    lt_model_free(f->model);
     lt_mem_free(f->in_idx);
     lt_mem_free(f->given);
     lt_mem_free(f);

@@ -41,8 +41,11 @@ typedef struct lt_family_options {
     lt_compile_options compile;  /* every compile's options (copied; its strings must outlive the family).
                                   * given_inputs is set by the family; save_prebuilt / prebuilt
                                   * and the sharing hooks must be unset */
-    /* A fresh copy of the model as loaded (dims symbolic), which the family binds and compiles: the
-     * caller's loader (a file, bytes in memory); the family frees it with lt_model_free. */
+    /* The model as loaded (dims symbolic): its inputs' names and declared types, the caller's (it
+     * must outlive the family; nothing compiles it). */
+    const lt_model *model;
+    /* A fresh copy of it, which the family binds and compiles: the caller's loader (a file, bytes in
+     * memory); the family frees it with lt_model_free. */
     lt_status (*load)(void *user, lt_ctx *ctx, lt_model **out);
     void *load_user;
     int n_ranges;

@@ -219,30 +219,20 @@ bool lt_kparams_fits(const lt_kscan *sc, const lt_kmask *m) {
     return ok;
 }
 
-lt_status lt_kparams_apply(lt_ctx *ctx, lt_kernel *k, const lt_kmask *m) {
+lt_status lt_kparams_apply(lt_ctx *ctx, lt_kernel *k, const lt_kscan *sc, const lt_kmask *m) {
     if (k->n_scalars) return lt_error(ctx, LT_ERR_INTERNAL, "kernel %s already has run-time scalars", k->name);
-    lt_kscan sc;
-    lt_arena tmp;
-    lt_arena_init(&tmp);
-    lt_status s = lt_kparams_scan(ctx, k, &tmp, &sc);
-    int64_t *val = NULL;
-    bool *set = NULL;
-    if (s != LT_OK) goto done;
-    if (strcmp(sc.hash, m->hash) != 0 || sc.n != m->n) {
-        s = lt_error(ctx, LT_ERR_UNSUPPORTED, "kernel %s: another structure than the mask's", k->name);
-        goto done;
-    }
-    if (!m->n_slots) goto done;
-    val = lt_mem_calloc((size_t)m->n_slots, sizeof *val);
-    set = lt_mem_calloc((size_t)m->n_slots, sizeof *set);
+    lt_status s = LT_OK;
+    int64_t *val = lt_mem_calloc((size_t)m->n_slots + 1, sizeof *val);
+    bool *set = lt_mem_calloc((size_t)m->n_slots + 1, sizeof *set);
     if (!val || !set) {
         s = lt_error(ctx, LT_ERR_NOMEM, "out of memory (kernel rewrite)");
         goto done;
     }
-    if (!slot_values(&sc, m, val, set)) { /* each slot's value here */
-        s = lt_error(ctx, LT_ERR_UNSUPPORTED, "kernel %s: its immediates do not fit the run-time scalars", k->name);
+    if (!slot_values(sc, m, val, set)) { /* the mask's structure, and each slot's value here */
+        s = lt_error(ctx, LT_ERR_UNSUPPORTED, "kernel %s does not fit the mask of run-time scalars", k->name);
         goto done;
     }
+    if (!m->n_slots) goto done;
     kwalk w = {.ctx = ctx, .k = k, .rewrite = true, .m = m};
     w.slot_var = lt_arena_alloc(k->arena, (size_t)m->n_slots * sizeof *w.slot_var);
     if (!w.slot_var) {
@@ -261,6 +251,5 @@ lt_status lt_kparams_apply(lt_ctx *ctx, lt_kernel *k, const lt_kmask *m) {
 done:
     lt_mem_free(val);
     lt_mem_free(set);
-    lt_arena_free(&tmp);
     return s;
 }

@@ -54,8 +54,8 @@ bool lt_kparams_diff(const lt_kscan *a, const lt_kscan *b, lt_arena *arena, lt_k
  * divisor, the immediates of each slot equal? (Constants the mask keeps are not compared: the
  * caller holds the scan they came from.) */
 bool lt_kparams_fits(const lt_kscan *sc, const lt_kmask *m);
-/* Rewrite k's body with mask m, adding its scalars (k must have none yet). A mask with no slot
- * leaves k as it is (LT_OK). */
-lt_status lt_kparams_apply(lt_ctx *ctx, lt_kernel *k, const lt_kmask *m);
+/* Rewrite k's body with mask m, adding its scalars (k must have none yet); sc is k's own scan (the
+ * caller has it: a kernel is scanned once). A mask with no slot leaves k as it is (LT_OK). */
+lt_status lt_kparams_apply(lt_ctx *ctx, lt_kernel *k, const lt_kscan *sc, const lt_kmask *m);
 
 #endif
