@@ -176,6 +176,19 @@ def _enum_value(cls, what, v):
 # ---------------------------------------------------------------------------------------------------
 # Options
 
+def _add_config_entry(config, method, key, value):
+    """SessionOptions' and RunOptions' config entries: string keys to string values, as onnxruntime's."""
+    if not isinstance(key, str) or not isinstance(value, str):
+        raise TypeError(f"{method}(key, value) takes two strings")
+    config[key] = value
+
+
+def _get_config_entry(config, owner, key):
+    if key not in config:
+        raise Fail(f"{owner} does not have configuration with key: {key}", "usage")
+    return config[key]
+
+
 class SessionOptions:
     """onnxruntime.SessionOptions. Effective: intra_op_num_threads (lathe's threads; 0 = every CPU),
     graph_optimization_level (lathe's -O level), enable_profiling / profile_file_prefix (a session-level
@@ -222,14 +235,10 @@ class SessionOptions:
         lambda self, v: setattr(self, "_execution_order", _enum_value(ExecutionOrder, "execution_order", v)))
 
     def add_session_config_entry(self, key, value):
-        if not isinstance(key, str) or not isinstance(value, str):
-            raise TypeError("add_session_config_entry(key, value) takes two strings")
-        self._config[key] = value
+        _add_config_entry(self._config, "add_session_config_entry", key, value)
 
     def get_session_config_entry(self, key):
-        if key not in self._config:
-            raise Fail(f"SessionOptions does not have configuration with key: {key}", "usage")
-        return self._config[key]
+        return _get_config_entry(self._config, "SessionOptions", key)
 
     def add_free_dimension_override_by_name(self, dim_name, dim_value):
         """Fix the symbolic dim `dim_name` to `dim_value` (lathe's dims=): shapes report it, feeds must match."""
@@ -297,14 +306,10 @@ class RunOptions:
         self._config = {}
 
     def add_run_config_entry(self, key, value):
-        if not isinstance(key, str) or not isinstance(value, str):
-            raise TypeError("add_run_config_entry(key, value) takes two strings")
-        self._config[key] = value
+        _add_config_entry(self._config, "add_run_config_entry", key, value)
 
     def get_run_config_entry(self, key):
-        if key not in self._config:
-            raise Fail(f"RunOptions does not have configuration with key: {key}", "usage")
-        return self._config[key]
+        return _get_config_entry(self._config, "RunOptions", key)
 
     def add_active_adapter(self, adapter):
         raise NotImplemented_("add_active_adapter: LoRA adapters are not supported by lathe", "unsupported")

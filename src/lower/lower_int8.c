@@ -105,6 +105,33 @@ static lt_status out_target(lt_lctx *lc, const lt_node *n, lt_lbuf **C, bool *sc
     return LT_OK;
 }
 
+/* The EVAL of prelude entry fn on its na arguments (the first six addresses of buffers it reads,
+ * out and ws written), with the whole operation's cost on the call; NULL on out-of-memory. */
+static lt_lnode *eval_call(lt_lctx *lc, const char *fn, lt_lnode **a, int na, lt_lbuf *out, lt_lbuf *ws, double flops,
+                           int64_t bytes) {
+    for (int q = 0; q < na; q++)
+        if (!a[q]) return NULL;
+    for (int q = 0; q < 6; q++) a[q]->buf->read = true; /* accessed through their addresses */
+    out->written = true;
+    if (ws) ws->written = true;
+    lt_lnode *call = lt_l_call(K_, LT_UNDEFINED, fn, na, a);
+    if (!call) return NULL;
+    call->fval = flops;
+    call->ival = bytes;
+    return lt_l_eval(K_, call);
+}
+
+/* The kernel body: the call's nest, then (the product in an int32 scratch) the epilogue reading it back. */
+static lt_status finish_call(lt_lctx *lc, const lt_node *n, lt_lbuf *out, bool scratch, lt_lnode *body, lt_lnode **res) {
+    if (scratch) {
+        lt_lnode *two[2] = {body, NULL};
+        LT_TRY(lt_lower_epilogue_from(lc, n, out, "e", &two[1]));
+        body = lt_l_seq(K_, 2, two);
+    }
+    *res = body;
+    return LT_LNN(lc, body);
+}
+
 /* The int16 packing scratch of `per` elements per thread (NULL with *size 0 unless opt->scratch). */
 static lt_lbuf *ws_scratch(lt_lctx *lc, int64_t per, int64_t *size) {
     *size = 0;
@@ -244,24 +271,11 @@ static lt_status mmi_call(lt_lctx *lc, const lt_node *n, lt_lnode **res) {
     int64_t ints[] = {rows, N, K, K, type_code(n->in[0]->type.dtype), zp_mode(n, 2), N, type_code(n->in[1]->type.dtype),
                       zp_mode(n, 3), packed, N, ws_size};
     for (size_t q = 0; q < sizeof ints / sizeof *ints; q++) a[na++] = I(lc, ints[q]);
-    for (int q = 0; q < na; q++)
-        if (!a[q]) return lt_lower_nomem(lc);
-    for (int q = 0; q < 6; q++) a[q]->buf->read = true; /* accessed through their addresses */
-    C->written = true;
-    if (ws) ws->written = true;
-    lt_lnode *call = lt_l_call(K_, LT_UNDEFINED, "lt_gemm_i8", na, a);
-    if (!call) return lt_lower_nomem(lc);
-    call->fval = 2.0 * (double)M * (double)N * (double)K * (double)batch;
-    call->ival = batch * (M * K + K * N + 4 * M * N);
-    lt_lnode *body = lt_l_eval(K_, call);
+    lt_lnode *body = eval_call(lc, "lt_gemm_i8", a, na, C, ws, 2.0 * (double)M * (double)N * (double)K * (double)batch,
+                               batch * (M * K + K * N + 4 * M * N));
+    if (!body) return lt_lower_nomem(lc);
     for (int q = loops - 1; q >= 0; q--) body = loop(lc, bv[q], q ? LT_ROLE_BATCH : LT_ROLE_BATCH_OUTER, dout[q], body);
-    if (scratch) {
-        lt_lnode *two[2] = {body, NULL};
-        LT_TRY(lt_lower_epilogue_from(lc, n, C, "e", &two[1]));
-        body = lt_l_seq(K_, 2, two);
-    }
-    *res = body;
-    return LT_LNN(lc, body);
+    return finish_call(lc, n, C, scratch, body, res);
 }
 
 lt_status lt_lower_matmul_integer(lt_lctx *lc, const lt_node *n, lt_lnode **res) {
@@ -379,23 +393,10 @@ static lt_status ci_call(lt_lctx *lc, const lt_node *n, const lt_conv_geom *ci, 
                       ci->g.pe[0], ci->g.pe[1], ci->g.d[0], ci->g.d[1], G, type_code(n->in[0]->type.dtype),
                       type_code(n->in[1]->type.dtype), zp_mode(n, 2), zp_mode(n, 3), ws_size};
     for (size_t q = 0; q < sizeof ints / sizeof *ints; q++) a[na++] = I(lc, ints[q]);
-    for (int q = 0; q < na; q++)
-        if (!a[q]) return lt_lower_nomem(lc);
-    for (int q = 0; q < 6; q++) a[q]->buf->read = true; /* accessed through their addresses */
-    Y->written = true;
-    if (ws) ws->written = true;
-    lt_lnode *call = lt_l_call(K_, LT_UNDEFINED, "lt_conv2d_i8", na, a);
-    if (!call) return lt_lower_nomem(lc);
-    call->fval = 2.0 * (double)ci->N * (double)OC * (double)P * (double)Kg;
-    call->ival = lt_lower_numel(n->in[0]) + lt_lower_numel(n->in[1]) + 4 * ci->N * OC * P;
-    lt_lnode *body = lt_l_eval(K_, call);
-    if (scratch) {
-        lt_lnode *two[2] = {body, NULL};
-        LT_TRY(lt_lower_epilogue_from(lc, n, Y, "e", &two[1]));
-        body = lt_l_seq(K_, 2, two);
-    }
-    *res = body;
-    return LT_LNN(lc, body);
+    lt_lnode *body = eval_call(lc, "lt_conv2d_i8", a, na, Y, ws, 2.0 * (double)ci->N * (double)OC * (double)P * (double)Kg,
+                               lt_lower_numel(n->in[0]) + lt_lower_numel(n->in[1]) + 4 * ci->N * OC * P);
+    if (!body) return lt_lower_nomem(lc);
+    return finish_call(lc, n, Y, scratch, body, res);
 }
 
 lt_status lt_lower_conv_integer(lt_lctx *lc, const lt_node *n, lt_lnode **res) {

@@ -24,7 +24,6 @@ statistics of their values; bench/models/exported.py refills them).
 Writes OUT_DIR/<name>_ci.onnx and OUT_DIR/exported.json; gzip the snapshot into this folder
 (`gzip -9n`) and merge its entry into exported.json by hand.
 """
-import argparse
 import os
 import sys
 import tempfile
@@ -36,7 +35,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 from export_torch import strip  # noqa: E402  (imports neither torch nor anything else heavy)
-from export_tf import manifest_entry, run_exports  # noqa: E402  (TensorFlow is imported only by its builders)
+from export_tf import cli, manifest_entry  # noqa: E402  (TensorFlow is imported only by its builders)
 
 OPSET = 11
 
@@ -161,11 +160,7 @@ def export_one(name, path):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("out")
-    ap.add_argument("--only", default=None)
-    a = ap.parse_args()
-    return run_exports(MODELS, export_one, a.out, a.only)
+    return cli(MODELS, export_one, __doc__)
 
 
 if __name__ == "__main__":

@@ -163,12 +163,17 @@ def export_one(name, path):
                           SOURCES[name], n)
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def cli(models, export_one, doc):
+    """An export script's command line: OUT [--only NAME,...] (this one's, and export_paddle.py's)."""
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     ap.add_argument("out")
     ap.add_argument("--only", default=None)
     a = ap.parse_args()
-    return run_exports(MODELS, export_one, a.out, a.only)
+    return run_exports(models, export_one, a.out, a.only)
+
+
+def main():
+    return cli(MODELS, export_one, __doc__)
 
 
 if __name__ == "__main__":
