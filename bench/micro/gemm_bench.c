@@ -16,21 +16,8 @@
 #include <string.h>
 #include <time.h>
 
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-/* The calling thread's CPU time: leaves out time spent descheduled on a shared machine. */
-static double cpu_now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-static __attribute__((unused)) int cmp_d(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
+#include "bench_clock.h"
+
 static float *rnd(int64_t n) {
     float *p = malloc(sizeof(float) * (size_t)(n > 0 ? n : 1));
     if (!p) { fprintf(stderr, "out of memory\n"); exit(1); }
@@ -124,7 +111,7 @@ static const bcase cases[] = {
  * x 1.5 to spare), reported in GFLOP/s over all threads; one thread is timed by its CPU time. */
 double lt_bench_peak(int threads) {
     double best = 0;
-    double (*clk)(void) = threads == 1 ? cpu_now : now;
+    double (*clk)(void) = threads == 1 ? cpu_now : wall_now;
     for (int rep = 0; rep < 3; rep++) {
         double t0 = clk();
         long iters = 10000000;
@@ -231,11 +218,11 @@ static void run_case(int i, int threads, int reps) {
     enum { MAXR = 1000 };
     double t[MAXR];
     int n = 0;
-    double start = now();
-    for (int r = -1; r < MAXR && (r < reps || now() - start < 0.2); r++) {
-        double t0 = now();
+    double start = wall_now();
+    for (int r = -1; r < MAXR && (r < reps || wall_now() - start < 0.2); r++) {
+        double t0 = wall_now();
         lt_bench_run(b);
-        double dt = now() - t0;
+        double dt = wall_now() - t0;
         if (r >= 0) t[n++] = dt;
     }
     qsort(t, (size_t)n, sizeof t[0], cmp_d);
