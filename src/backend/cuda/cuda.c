@@ -352,7 +352,8 @@ lt_status lt_cuda_launch_args(lt_cuda *cu, lt_ctx *ctx, const lt_cuda_func *f, v
     if (n > MAXP) return lt_error(ctx, LT_ERR_UNSUPPORTED, "kernel %s: %d parameters (at most %d)", f->name, n, MAXP);
     void *params[MAXP];
     for (int i = 0; i < n; i++) {
-        if (!bufs[i]) return lt_error(ctx, LT_ERR_USAGE, "kernel %s: buffer argument %d is NULL", f->name, i);
+        if (!bufs[i] && i < n - f->n_scalars) /* a run-time scalar after the buffers may be 0 */
+            return lt_error(ctx, LT_ERR_USAGE, "kernel %s: buffer argument %d is NULL", f->name, i);
         params[i] = (void *)&bufs[i];
     }
     return lt_cuda_launch(cu, ctx, f, f->grid, f->block, (unsigned)f->dyn_shared, params);

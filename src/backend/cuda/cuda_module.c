@@ -152,6 +152,7 @@ typedef struct kshape {
     unsigned grid[3], block[3];
     int shared; /* bytes of dynamic shared memory */
     int n_params;
+    int n_scalars; /* "run-time scalars: N" in the header comment: the last N parameters */
 } kshape;
 
 struct lt_cuda_module {
@@ -214,6 +215,10 @@ static lt_status parse_shapes(lt_ctx *ctx, lt_cuda_module *m, const char *src) {
         const char *best = NULL;
         for (const char *l = strstr(prev, "launch: grid ("); l && l < p; l = strstr(l + 1, "launch: grid (")) best = l;
         k.has_shape = best && parse_launch(best, k.grid, k.block, &k.shared);
+        const char *sc = NULL; /* the scalars line of this kernel's header (emit.c) */
+        for (const char *l = strstr(prev, "run-time scalars: "); l && l < p; l = strstr(l + 1, "run-time scalars: ")) sc = l;
+        if (sc && (sscanf(sc, "run-time scalars: %d", &k.n_scalars) != 1 || k.n_scalars < 0 || k.n_scalars > k.n_params))
+            k.n_scalars = 0;
         if (m->n_shapes == cap) {
             int nc = cap ? 2 * cap : 16;
             kshape *ns = lt_mem_realloc(m->shapes, (size_t)nc * sizeof *ns);
@@ -316,6 +321,7 @@ lt_status lt_cuda_module_func(lt_cuda *cu, lt_ctx *ctx, lt_cuda_module *m, const
             memcpy(f->grid, m->shapes[i].grid, sizeof f->grid);
             memcpy(f->block, m->shapes[i].block, sizeof f->block);
             f->n_params = m->shapes[i].n_params;
+            f->n_scalars = m->shapes[i].n_scalars;
             f->dyn_shared = m->shapes[i].shared;
         }
     /* an emitted kernel that needs more than the default 48 KiB of dynamic shared memory: allowed once, here */
