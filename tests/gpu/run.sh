@@ -10,7 +10,7 @@
 # machine is reported and skipped, never fatal.
 #
 # usage: tests/gpu/run.sh [PHASE...]       PHASE: env build unit conformance models hostile idioms indices
-#                                          artifact bench bench_models summary
+#                                          artifact symbolic bench bench_models summary
 #                                          (default: all of them, in that order)
 # Each phase writes its rows to $BUILD/gpu_summary.<phase>.txt (replacing its previous ones), so phases
 # run in separate invocations (each under 10 minutes on an H100: build ~1-2 min, unit ~2 min, bench
@@ -29,7 +29,7 @@ case "$BUILD" in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 4)}
 export LATHE_CUDA_CACHE=${LATHE_CUDA_CACHE:-$BUILD/cuda-cache}
 SUMMARY=/dev/null # set per phase: $BUILD/gpu_summary.<phase>.txt
-PHASES=(env build unit conformance models hostile idioms indices artifact bench bench_models)
+PHASES=(env build unit conformance models hostile idioms indices artifact symbolic bench bench_models)
 PY=${PYTHON:-python3}
 mkdir -p "$BUILD"
 # NVRTC off the loader path (a toolkit not in ld.so.conf, or pip's nvidia-cuda-nvrtc): tell lathe
@@ -178,6 +178,12 @@ phase_artifact() {
     "$PY" "$ROOT/tests/gpu/artifact_cuda.py" --lathe "$BUILD/lathe" --summary "$SUMMARY"
 }
 
+phase_symbolic() {
+    echo "== symbolic dims compiled once on the GPU (bert_ci at several shapes) against the interpreter"
+    if ! py_has onnx || ! py_has numpy; then row "symbolic dims (cuda)" "SKIP" "python3 lacks onnx/numpy"; return; fi
+    "$PY" "$ROOT/tests/gpu/symbolic_cuda.py" --lathe "$BUILD/lathe" --summary "$SUMMARY"
+}
+
 phase_bench() {
     echo "== bench/gpu"
     if [ ! -x "$BUILD/bench_kernels" ]; then row "bench/gpu" "SKIP" "bench_kernels not built"; return; fi
@@ -220,7 +226,7 @@ phases=("$@")
 [ ${#phases[@]} -eq 0 ] && phases=("${PHASES[@]}" summary)
 for p in "${phases[@]}"; do
     case "$p" in
-    env | build | unit | conformance | models | hostile | idioms | indices | artifact | bench | bench_models)
+    env | build | unit | conformance | models | hostile | idioms | indices | artifact | symbolic | bench | bench_models)
         SUMMARY=$BUILD/gpu_summary.$p.txt
         : >"$SUMMARY"
         "phase_$p" || { [ "$p" = build ] && phase_summary && exit 1; } ;;
