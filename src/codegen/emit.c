@@ -69,6 +69,8 @@ typedef struct em {
     int ind;
     lt_status st;
     int64_t grid[3], block[3]; /* CUDA launch shape of the kernel being emitted */
+    int grid_scalar[3];        /* -1, or the run-time scalar the grid axis is (times grid_mult) */
+    int64_t grid_mult[3];
     /* vector_memory targets: the register arrays of the VECTORIZED loop being emitted (vector path) */
     const struct vacc *vac;
     int n_vac;
@@ -1214,9 +1216,25 @@ typedef struct dims_scan {
     lt_ctx *ctx;
     const lt_kernel *k;
     int64_t *grid, *block;
+    int *gsym;       /* per block axis: -1, or the run-time scalar its one loop's extent is (times gmul) */
+    int64_t *gmul;
     unsigned active; /* bit a: block axis a bound by an enclosing loop; bit 3+a: thread axis */
+    bool seen[3];    /* block axis bound by some loop */
     lt_status st;
 } dims_scan;
+
+/* The run-time scalar an extent is (a scalar, or a scalar times a positive constant: *mult), or -1. */
+static int scalar_extent(const lt_kernel *k, const lt_lnode *e, int64_t *mult) {
+    int64_t c = 1;
+    if (e->kind == LT_L_BINARY && e->op == LT_LOP_MUL && lt_lis_int(lt_lexpr_b(e), &c) && c > 0) e = lt_lexpr_a(e);
+    if (e->kind != LT_L_VAR) return -1;
+    for (int i = 0; i < k->n_scalars; i++)
+        if (k->scalars[i] == e->var && e->var->dtype == LT_INT64) {
+            *mult = c;
+            return i;
+        }
+    return -1;
+}
 
 static void dims_rec(dims_scan *d, const lt_lnode *n) {
     if (!n || d->st != LT_OK) return;
@@ -1231,11 +1249,23 @@ static void dims_rec(dims_scan *d, const lt_lnode *n) {
                              d->k->name, nm, axis);
             return;
         }
-        if (!lt_lis_int(lt_lfor_extent(n), &ext) || ext <= 0) {
+        int sym = blk ? scalar_extent(d->k, lt_lfor_extent(n), &ext) : -1;
+        if (sym < 0 && (!lt_lis_int(lt_lfor_extent(n), &ext) || ext <= 0)) {
             d->st = lt_error(d->ctx, LT_ERR_UNSUPPORTED, "kernel %s: loop %s is bound to a GPU %s but its "
-                             "extent is not a positive constant", d->k->name, nm, blk ? "block" : "thread");
+                             "extent is not a positive constant%s", d->k->name, nm, blk ? "block" : "thread",
+                             blk ? " or a run-time scalar" : "");
             return;
         }
+        if (blk && (sym >= 0 || d->gsym[axis] >= 0) && d->seen[axis]) { /* the launch needs one extent */
+            d->st = lt_error(d->ctx, LT_ERR_UNSUPPORTED, "kernel %s: loop %s shares GPU block axis %c with another "
+                             "loop and one of their extents is a run-time scalar", d->k->name, nm, "xyz"[axis]);
+            return;
+        }
+        if (blk) {
+            d->seen[axis] = true;
+            if (sym >= 0) d->gsym[axis] = sym, d->gmul[axis] = ext;
+        }
+        if (sym >= 0) ext *= d->k->scalar_bits[sym]; /* this kernel's own value, for the numeric shape */
         bit = 1u << (axis + (blk ? 0 : 3));
         if (d->active & bit) {
             d->st = lt_error(d->ctx, LT_ERR_UNSUPPORTED, "kernel %s: loop %s binds GPU %s axis %c inside "
@@ -1250,14 +1280,23 @@ static void dims_rec(dims_scan *d, const lt_lnode *n) {
     d->active &= ~bit;
 }
 
-lt_status lt_emit_launch_dims(lt_ctx *ctx, const lt_kernel *k, int64_t grid[3], int64_t block[3]) {
+/* The launch shape, and which grid axes are run-time scalars (gsym, gmul: -1 / 1 when not). */
+static lt_status launch_dims(lt_ctx *ctx, const lt_kernel *k, int64_t grid[3], int64_t block[3], int gsym[3],
+                             int64_t gmul[3]) {
     int64_t g[3] = {1, 1, 1}, b[3] = {1, 1, 1};
-    dims_scan d = {ctx, k, g, b, 0, LT_OK};
+    for (int a = 0; a < 3; a++) gsym[a] = -1, gmul[a] = 1;
+    dims_scan d = {.ctx = ctx, .k = k, .grid = g, .block = b, .gsym = gsym, .gmul = gmul, .st = LT_OK};
     dims_rec(&d, k->body);
     if (d.st != LT_OK) return d.st;
     memcpy(grid, g, sizeof g);
     memcpy(block, b, sizeof b);
     return LT_OK;
+}
+
+lt_status lt_emit_launch_dims(lt_ctx *ctx, const lt_kernel *k, int64_t grid[3], int64_t block[3]) {
+    int gsym[3];
+    int64_t gmul[3];
+    return launch_dims(ctx, k, grid, block, gsym, gmul);
 }
 
 /* ---- kernels ---- */
@@ -1304,7 +1343,7 @@ static lt_status emit_kernel(em *e, const lt_emit_kernel *ek) {
     if (!is_ident(k->name)) { s = fail(e, LT_ERR_INVALID, "kernel name is not a C identifier"); goto done; }
     if ((s = lt_kernel_verify(e->ctx, k)) != LT_OK) { e->st = s; goto done; }
     if (!ns_add(&e->names, k->name)) { s = fail(e, LT_ERR_NOMEM, "out of memory"); goto done; }
-    if ((s = lt_emit_launch_dims(e->ctx, k, e->grid, e->block)) != LT_OK) { e->st = s; goto done; }
+    if ((s = launch_dims(e->ctx, k, e->grid, e->block, e->grid_scalar, e->grid_mult)) != LT_OK) { e->st = s; goto done; }
     if (L->max_block_threads > 0 && e->block[0] * e->block[1] * e->block[2] > L->max_block_threads) {
         s = fail(e, LT_ERR_UNSUPPORTED, "a block of %lld x %lld x %lld threads exceeds the %s target's %lld",
                  (long long)e->block[0], (long long)e->block[1], (long long)e->block[2], L->name,
@@ -1339,9 +1378,13 @@ static lt_status emit_kernel(em *e, const lt_emit_kernel *ek) {
     if (shapeless) OUT("\n * run-time scalars: %d (extents and constants of the shape it runs at)", k->n_scalars);
     else OUT("\n * static cost: %s, %s moved", fl, by);
     if (L->block_index[0]) {
-        OUT("\n * launch: grid (%lld, %lld, %lld), block (%lld, %lld, %lld)", (long long)e->grid[0],
-            (long long)e->grid[1], (long long)e->grid[2], (long long)e->block[0], (long long)e->block[1],
-            (long long)e->block[2]);
+        /* a grid axis that is run-time scalar i times m reads "s<i>*<m>" (cuda_module.c parses it) */
+        OUT("\n * launch: grid (");
+        for (int a = 0; a < 3; a++) {
+            if (e->grid_scalar[a] >= 0) OUT("%ss%d*%lld", a ? ", " : "", e->grid_scalar[a], (long long)e->grid_mult[a]);
+            else OUT("%s%lld", a ? ", " : "", (long long)e->grid[a]);
+        }
+        OUT("), block (%lld, %lld, %lld)", (long long)e->block[0], (long long)e->block[1], (long long)e->block[2]);
         if (k->dyn_shared > 0) OUT(", dynamic shared %lld", (long long)k->dyn_shared);
     }
     OUT(" */\n");

@@ -24,6 +24,7 @@ typedef struct kwalk {
     /* rewrite */
     const lt_kmask *m;
     lt_lvar **slot_var;
+    int block_loops[3];    /* loops bound to each GPU block axis */
     lt_status st;
 } kwalk;
 
@@ -34,10 +35,19 @@ static bool may_vary(const lt_lnode *n) {
     return n->kind == LT_L_FLOAT && (n->dtype == LT_FLOAT || n->dtype == LT_DOUBLE);
 }
 
-/* Loops whose bounds an emitter needs as constants: vector and unroll factors, launch shapes. */
-static bool fixed_bounds(const lt_lnode *n) {
-    return n->kind == LT_L_FOR && (n->op == LT_LOOP_VECTORIZED || n->op == LT_LOOP_UNROLLED ||
-                                   n->op == LT_LOOP_GPU_THREAD || n->op == LT_LOOP_GPU_BLOCK);
+/* Is child i of n (a loop's min 0 or extent 1) a bound an emitter needs as a constant? Vector and
+ * unroll factors and thread-block shapes are; a grid extent may be a scalar (the launch reads it) when
+ * its loop is the only one on its block axis, its start stays constant. */
+static bool fixed_bound(const kwalk *w, const lt_lnode *n, int i) {
+    if (n->kind != LT_L_FOR || i > 1) return false;
+    if (n->op == LT_LOOP_GPU_BLOCK) return i == 0 || n->ival < 0 || n->ival > 2 || w->block_loops[n->ival] != 1;
+    return n->op == LT_LOOP_VECTORIZED || n->op == LT_LOOP_UNROLLED || n->op == LT_LOOP_GPU_THREAD;
+}
+
+static void count_block_loops(const lt_lnode *n, int *count) {
+    if (!n) return;
+    if (n->kind == LT_L_FOR && n->op == LT_LOOP_GPU_BLOCK && n->ival >= 0 && n->ival <= 2) count[n->ival]++;
+    for (int i = 0; i < n->n; i++) count_block_loops(n->kids[i], count);
 }
 
 static int64_t imm_bits(const lt_lnode *n) {
@@ -109,7 +119,7 @@ static lt_lnode *walk(kwalk *w, const lt_lnode *n, bool fixed) {
     }
     bool changed = false;
     for (int i = 0; i < n->n; i++) {
-        kids[i] = walk(w, n->kids[i], fixed || (fixed_bounds(n) && i < 2));
+        kids[i] = walk(w, n->kids[i], fixed || fixed_bound(w, n, i));
         changed |= kids[i] != n->kids[i];
     }
     lt_lnode *r = (lt_lnode *)n;
@@ -136,6 +146,7 @@ static void hash_kernel(kwalk *w, const lt_kernel *k) {
 
 lt_status lt_kparams_scan(lt_ctx *ctx, const lt_kernel *k, lt_arena *arena, lt_kscan *out) {
     kwalk w = {.ctx = ctx};
+    count_block_loops(k->body, w.block_loops);
     lt_sha256_init(&w.sh);
     hash_kernel(&w, k);
     walk(&w, k->body, false);
@@ -234,6 +245,7 @@ lt_status lt_kparams_apply(lt_ctx *ctx, lt_kernel *k, const lt_kscan *sc, const 
     }
     if (!m->n_slots) goto done;
     kwalk w = {.ctx = ctx, .k = k, .rewrite = true, .m = m};
+    count_block_loops(k->body, w.block_loops);
     w.slot_var = lt_arena_alloc(k->arena, (size_t)m->n_slots * sizeof *w.slot_var);
     if (!w.slot_var) {
         s = lt_error(ctx, LT_ERR_NOMEM, "out of memory (kernel rewrite)");

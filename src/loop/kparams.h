@@ -23,7 +23,8 @@
  * the original does for the scalar values it carries. The mask decides only which shapes share one
  * compiled code (the bucket: src/compile/family.c, where the emitted source's hash is the guard).
  * Immediates that an emitter needs as constants never vary: the bounds of vectorized, unrolled and
- * GPU-thread loops, and (launch shapes are read from the source) the extents of GPU-block loops;
+ * GPU-thread loops, the start of GPU-block loops, and the extent of a GPU-block loop that shares its
+ * axis with another (the launch takes one grid extent, which may be a scalar: emit.c, cuda_module.c);
  * only INT64 and float/double immediates of one lane vary.
  */
 #ifndef LT_KPARAMS_H

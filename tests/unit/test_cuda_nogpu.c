@@ -171,7 +171,10 @@ static const char emitted_src[] =
     "\n/* lt_k5\n * launch: grid (3, 1, 1), block (256, 1, 1), dynamic shared 100000 */\n"
     "extern \"C\" __global__ void lt_k5(float *y, const float *x) {\n}\n"
     "\n/* lt_k6\n * launch: grid (3, 1, 1), block (256, 1, 1), dynamic shared 300000 */\n"
-    "extern \"C\" __global__ void lt_k6(float *a) {\n}\n";
+    "extern \"C\" __global__ void lt_k6(float *a) {\n}\n"
+    "\n/* lt_k7\n * run-time scalars: 2 (extents and constants of the shape it runs at)\n"
+    " * launch: grid (s1*4, 2, 1), block (128, 1, 1) */\n"
+    "extern \"C\" __global__ void lt_k7(float *a, long long ext, long long ext_1) {\n}\n";
 
 typedef struct fake {
     void *h;
@@ -281,6 +284,15 @@ static void test_fake_device(const char *lib, fake *fk) {
     CHECK(m && lt_cuda_module_func(cu, &ctx, m, "lt_k5", &f5) == LT_OK && f5);
     void *a5[2] = {y, x};
     CHECK(f5 && lt_cuda_launch_args(cu, &ctx, f5, a5, 2) == LT_OK && *fk->shared == 100000 && fk->block[0] == 256);
+    /* run-time scalars: a grid axis that is one (times 4), a scalar slot of 0 that is no NULL buffer */
+    lt_cuda_func *f7 = NULL;
+    CHECK(m && lt_cuda_module_func(cu, &ctx, m, "lt_k7", &f7) == LT_OK && f7);
+    void *a7[3] = {y, (void *)(intptr_t)0, (void *)(intptr_t)5};
+    CHECK(f7 && lt_cuda_launch_args(cu, &ctx, f7, a7, 3) == LT_OK && fk->grid[0] == 20 && fk->grid[1] == 2 &&
+          fk->block[0] == 128);
+    void *a7n[3] = {NULL, (void *)(intptr_t)0, (void *)(intptr_t)5};
+    lt_ctx n7 = {0};
+    CHECK(f7 && lt_cuda_launch_args(cu, &n7, f7, a7n, 3) == LT_ERR_USAGE && strstr(n7.msg, "buffer argument 0"));
     lt_ctx dc = {0};
     lt_cuda_func *f6 = NULL;
     CHECK(m && lt_cuda_module_func(cu, &dc, m, "lt_k6", &f6) == LT_ERR_UNSUPPORTED && strstr(dc.msg, "300000"));

@@ -356,7 +356,16 @@ lt_status lt_cuda_launch_args(lt_cuda *cu, lt_ctx *ctx, const lt_cuda_func *f, v
             return lt_error(ctx, LT_ERR_USAGE, "kernel %s: buffer argument %d is NULL", f->name, i);
         params[i] = (void *)&bufs[i];
     }
-    return lt_cuda_launch(cu, ctx, f, f->grid, f->block, (unsigned)f->dyn_shared, params);
+    unsigned grid[3]; /* a grid axis that is a run-time scalar: its value (in the slot after the buffers) times grid[a] */
+    for (int a = 0; a < 3; a++) {
+        grid[a] = f->grid[a];
+        if (f->grid_scalar[a] < 0) continue;
+        long long v = (long long)(intptr_t)bufs[n - f->n_scalars + f->grid_scalar[a]] * (long long)f->grid[a];
+        if (v < 0 || v > 0x7fffffffLL)
+            return lt_error(ctx, LT_ERR_INVALID, "kernel %s: grid axis %c of %lld blocks", f->name, "xyz"[a], v);
+        grid[a] = (unsigned)v;
+    }
+    return lt_cuda_launch(cu, ctx, f, grid, f->block, (unsigned)f->dyn_shared, params);
 }
 
 /* ---- events ---- */

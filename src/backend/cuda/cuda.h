@@ -137,7 +137,8 @@ lt_status lt_cuda_func_get_attrs(lt_cuda *cu, lt_ctx *ctx, const lt_cuda_func *f
 /* Allow up to `bytes` of dynamic shared memory (above the default 48 KiB needs this). */
 lt_status lt_cuda_func_set_shared(lt_cuda *cu, lt_ctx *ctx, lt_cuda_func *f, int bytes);
 const char *lt_cuda_func_name(const lt_cuda_func *f);
-/* Launch shape parsed from the module's source: false when it had none for this kernel. */
+/* Launch shape parsed from the module's source: false when it had none for this kernel. A grid axis
+ * that is a run-time scalar gives its multiplier (the launch multiplies it by the scalar's value). */
 bool lt_cuda_func_shape(const lt_cuda_func *f, unsigned grid[3], unsigned block[3], int *n_params);
 
 /* Launch on the stream. params: one pointer per kernel parameter, to its value (cuLaunchKernel). */

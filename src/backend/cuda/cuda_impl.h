@@ -114,6 +114,7 @@ struct lt_cuda_func {
     unsigned grid[3], block[3];
     int n_params;        /* -1: unknown (not parsed from an emitted kernel) */
     int n_scalars;       /* the last n_scalars parameters are run-time scalars (values, may be 0) */
+    int grid_scalar[3];  /* -1, or the run-time scalar grid axis a is: then grid[a] is its multiplier */
     int dyn_shared;      /* dynamic shared memory bytes of each launch of an emitted kernel */
     int max_dyn_shared;  /* set through lt_cuda_func_set_shared */
 };

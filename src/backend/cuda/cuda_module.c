@@ -150,6 +150,7 @@ typedef struct kshape {
     char *name;
     bool has_shape;
     unsigned grid[3], block[3];
+    int grid_scalar[3];    /* -1, or the run-time scalar grid axis a is, times grid[a] */
     int shared; /* bytes of dynamic shared memory */
     int n_params;
     int n_scalars; /* "run-time scalars: N" in the header comment: the last N parameters */
@@ -167,14 +168,33 @@ struct lt_cuda_module {
 
 static bool is_ident(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'; }
 
-/* Parse "grid (a, b, c), block (d, e, f)[, dynamic shared N]" at p. */
-static bool parse_launch(const char *p, unsigned g[3], unsigned b[3], int *shared) {
-    long long v[6], sh = 0;
+/* One grid extent at *p: a number, or "s<i>*<m>" (run-time scalar i times m: emit.c); advances *p. */
+static bool parse_extent(const char **p, long long *v, int *scalar) {
     int end = 0;
-    if (sscanf(p, "launch: grid (%lld, %lld, %lld), block (%lld, %lld, %lld)%n", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5],
-               &end) != 6 || !end)
+    *scalar = -1;
+    if (**p == 's') {
+        if (sscanf(*p, "s%d*%lld%n", scalar, v, &end) != 2 || !end || *scalar < 0) return false;
+    } else if (sscanf(*p, "%lld%n", v, &end) != 1 || !end) {
         return false;
-    for (int i = 0; i < 6; i++)
+    }
+    *p += end;
+    return *v > 0 && *v <= 0x7fffffffLL;
+}
+
+/* Parse "grid (a, b, c), block (d, e, f)[, dynamic shared N]" at p (a, b, c: parse_extent). */
+static bool parse_launch(const char *p, unsigned g[3], int gs[3], unsigned b[3], int *shared) {
+    static const char head[] = "launch: grid (";
+    if (strncmp(p, head, sizeof head - 1) != 0) return false;
+    p += sizeof head - 1;
+    long long v[6], sh = 0;
+    for (int i = 0; i < 3; i++) {
+        if (i && strncmp(p, ", ", 2) != 0) return false;
+        if (i) p += 2;
+        if (!parse_extent(&p, &v[i], &gs[i])) return false;
+    }
+    int end = 0;
+    if (sscanf(p, "), block (%lld, %lld, %lld)%n", &v[3], &v[4], &v[5], &end) != 3 || !end) return false;
+    for (int i = 3; i < 6; i++)
         if (v[i] <= 0 || v[i] > 0x7fffffffLL) return false;
     if (sscanf(p + end, ", dynamic shared %lld", &sh) == 1 && (sh < 0 || sh > 0x7fffffffLL)) return false;
     for (int i = 0; i < 3; i++) g[i] = (unsigned)v[i], b[i] = (unsigned)v[3 + i];
@@ -209,16 +229,18 @@ static lt_status parse_shapes(lt_ctx *ctx, lt_cuda_module *m, const char *src) {
             else if (*r == ',' && depth == 0) commas++;
             else if (*r != ' ' && *r != '\n' && *r != '\t') any = true;
         }
-        kshape k = {0};
+        kshape k = {.grid_scalar = {-1, -1, -1}};
         k.n_params = any ? commas + 1 : 0;
         /* the launch line closest before the signature, after the previous kernel */
         const char *best = NULL;
         for (const char *l = strstr(prev, "launch: grid ("); l && l < p; l = strstr(l + 1, "launch: grid (")) best = l;
-        k.has_shape = best && parse_launch(best, k.grid, k.block, &k.shared);
+        k.has_shape = best && parse_launch(best, k.grid, k.grid_scalar, k.block, &k.shared);
         const char *sc = NULL; /* the scalars line of this kernel's header (emit.c) */
         for (const char *l = strstr(prev, "run-time scalars: "); l && l < p; l = strstr(l + 1, "run-time scalars: ")) sc = l;
         if (sc && (sscanf(sc, "run-time scalars: %d", &k.n_scalars) != 1 || k.n_scalars < 0 || k.n_scalars > k.n_params))
             k.n_scalars = 0;
+        for (int a = 0; a < 3 && k.has_shape; a++) /* a grid that reads a scalar the kernel does not have */
+            if (k.grid_scalar[a] >= k.n_scalars) k.has_shape = false;
         if (m->n_shapes == cap) {
             int nc = cap ? 2 * cap : 16;
             kshape *ns = lt_mem_realloc(m->shapes, (size_t)nc * sizeof *ns);
@@ -315,6 +337,7 @@ lt_status lt_cuda_module_func(lt_cuda *cu, lt_ctx *ctx, lt_cuda_module *m, const
     f->fn = fn;
     f->name = nm;
     f->n_params = -1;
+    for (int a = 0; a < 3; a++) f->grid_scalar[a] = -1;
     for (int i = 0; i < m->n_shapes; i++)
         if (strcmp(m->shapes[i].name, name) == 0) {
             f->has_shape = m->shapes[i].has_shape;
@@ -322,6 +345,7 @@ lt_status lt_cuda_module_func(lt_cuda *cu, lt_ctx *ctx, lt_cuda_module *m, const
             memcpy(f->block, m->shapes[i].block, sizeof f->block);
             f->n_params = m->shapes[i].n_params;
             f->n_scalars = m->shapes[i].n_scalars;
+            memcpy(f->grid_scalar, m->shapes[i].grid_scalar, sizeof f->grid_scalar);
             f->dyn_shared = m->shapes[i].shared;
         }
     /* an emitted kernel that needs more than the default 48 KiB of dynamic shared memory: allowed once, here */
