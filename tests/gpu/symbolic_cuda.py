@@ -40,9 +40,15 @@ def main():
     model = lathe.compile(path, backend="cuda", cache_dir=False)
     ref = lathe.compile(path, backend="interp")
     failed = []
-    for batch, seq in ((4, 33), (4, 57), (4, 41), (1, 16), (8, 128), (4, 33)):
+    shapes = ((4, 33), (4, 57), (4, 41), (1, 16), (16, 64), (16, 96), (16, 80), (16, 65), (16, 97), (4, 33))
+    built = 0
+    for batch, seq in shapes:
         f = feeds(batch, seq, seq)
         got, want = model.run(f), ref.run(f)
+        now = re.search(r"modules built: (\d+)", model.report)
+        now = int(now.group(1)) if now else built
+        print(f"{batch}x{seq}: {'new bucket (NVRTC)' if now > built else 'no NVRTC'}")
+        built = now
         for name in want:
             if got[name].shape != want[name].shape or not np.allclose(got[name], want[name], rtol=1e-3, atol=1e-4):
                 err = float(np.abs(got[name].astype(np.float64) - want[name]).max()) if got[name].shape == want[name].shape \
@@ -51,7 +57,7 @@ def main():
     report = model.report
     print(report)
     m = re.search(r"buckets: (\d+); modules built: (\d+), reused: (\d+)", report)
-    what = f"6 runs, 5 shapes: {m.group(1)} buckets, {m.group(2)} NVRTC builds, {m.group(3)} reused" if m else "no report"
+    what = f"{len(shapes)} runs, {len(set(shapes))} shapes: {m.group(1)} buckets, {m.group(2)} NVRTC builds, {m.group(3)} reused" if m else "no report"
     for f in failed:
         print("FAILED", f)
     line = f"{'symbolic dims (cuda)':<28} {'FAILED' if failed else 'ok':<8} " + \
