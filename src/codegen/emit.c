@@ -987,6 +987,25 @@ out:
     return done;
 }
 
+/* The first loop of a loop body (through SEQs: a peeled loop's main part), NULL when none leads it. */
+static const lt_lnode *first_loop(const lt_lnode *body) {
+    while (body && body->kind == LT_L_SEQ && body->n > 0) body = lt_lseq_stmt(body, 0);
+    return body && body->kind == LT_L_FOR ? body : NULL;
+}
+
+/* " if(W >= min)" after a PARALLEL loop's pragma (ival: the minimum work): W is the product of the
+ * extents of n and of the first loop inside at each level, run-time scalars for a shape-generic
+ * kernel, so one code runs small shapes on one thread and large ones on all. */
+static void parallel_if(em *e, const lt_lnode *n) {
+    OUT(" if(");
+    for (const lt_lnode *f = n; f; f = first_loop(lt_lfor_body(f))) {
+        if (f != n) OUT(" * ");
+        OUT("(int64_t)");
+        ex(e, lt_lfor_extent(f), P_UNARY);
+    }
+    OUT(" >= %lld)", (long long)n->ival);
+}
+
 static void st_for(em *e, const lt_lnode *n) {
     const char *v = vname(e, n->var);
     const lt_lnode *lo = lt_lfor_min(n), *ext = lt_lfor_extent(n);
@@ -1081,7 +1100,9 @@ static void st_for(em *e, const lt_lnode *n) {
     }
     if (pragma[0]) {
         put_indent(e);
-        OUT("%s\n", pragma);
+        OUT("%s", pragma);
+        if (kind == LT_LOOP_PARALLEL && n->ival > 0) parallel_if(e, n);
+        OUT("\n");
     }
     put_indent(e);
     OUT("for (%s %s = ", vt, v);

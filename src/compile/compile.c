@@ -292,7 +292,8 @@ static void lower_options(cstate *st) {
                                 .scratch = true, /* the plan binds lt_lscratch buffers in its workspace */
                                 .threads = t->threads,
                                 .gpu = t->gpu_blocks,
-                                .wgmma = t->gpu_blocks && t->wgmma};
+                                .wgmma = t->gpu_blocks && t->wgmma,
+                                .shape_generic = st->opt->shape_generic};
 }
 
 /* lower (a loop pass): one group to a Loop IR kernel with its default schedule recorded; a group the

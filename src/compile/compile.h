@@ -62,6 +62,8 @@ typedef struct lt_compile_options {
                                  * wgmma GEMM entries too). NULL: the device's own (sm_90a on Hopper);
                                  * with emit_only and no device, entries that run on any target */
     bool no_graphs;             /* device backends: launch kernels one by one, no captured graph */
+    bool shape_generic;         /* compiled once for many shapes (set by compile/family.c): schedules
+                                 * whose code does not change with a size (lt_lower_options) */
     /* Graph inputs that have an initializer (every weight of an IR < 4 model is one) are frozen:
      * they become constants, so what is computed from them folds and compiles, except those named
      * in given_inputs (NULL-terminated), which the caller will provide at run time.

@@ -11,15 +11,43 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../base/hash.h"
 #include "../loop/kparams.h"
 #include "../ops/infer.h"
 
-/* Probes: sizes moved by an odd step (a kernel that does not care about divisibility varies with
- * any size), and sizes that are multiples of 8 moved by a multiple of 8, the others as before (a
- * kernel whose vector tails or blocking depend on the size's residue varies with sizes of the same
- * residue). Each kernel takes the first probe of its structure. */
-enum { N_PROBES = 2 };
-static const int64_t odd_steps[8] = {1, -1, 3, -3, 5, -5, 7, -7}, even_steps[8] = {8, -8, 24, -24, 40, -40, 56, -56};
+/* Probes: the model lowered again at other sizes, each kernel's immediates compared with the
+ * shape's. Four of them (those equal to an earlier one are skipped): every symbolic dim moved to a
+ * prime just above it, and to a prime above twice it (a kernel that does not care about
+ * divisibility varies with any size; primes keep chance common divisors out of the scalars' strides,
+ * and the far probe moves what a size decides only coarsely, such as a grid extent of ceil(n/256));
+ * the same two with the dims that are multiples of 8 moved by multiples of 8 instead (a kernel whose
+ * vector tails or blocking depend on the size's residue varies with sizes of the same residue).
+ * Each kernel is compared with every probe of its structure. */
+enum { N_PROBES = 4 };
+
+static bool is_prime(int64_t v) {
+    if (v < 2) return false;
+    for (int64_t d = 2; d <= v / d; d++)
+        if (v % d == 0) return false;
+    return true;
+}
+
+/* Candidate c of probe q for a dim of size v (c = 0, 1, ...; 0 when there are no more). */
+static int64_t probe_candidate(int q, int64_t v, int c) {
+    if (q % 2 == 1 && v % 8 == 0) { /* the residue probes */
+        static const int64_t near[6] = {8, -8, 16, -16, 24, -24};
+        if (q == 1) return c < 6 ? v + near[c] : 0;
+        return c == 0 ? 2 * v : c <= 6 ? 2 * v + near[c - 1] : 0; /* 2v, 2v+8, 2v-8, ... */
+    }
+    /* a prime a quarter above v (so floor(v / 8) moves too, for v >= 32) or above 2v; else below v */
+    int64_t from = q < 2 ? v + (v / 4 > 1 ? v / 4 : 1) : 2 * v + 1;
+    int seen = 0;
+    for (int64_t x = from; x < from + 2000; x++)
+        if (is_prime(x) && seen++ == c) return x;
+    for (int64_t x = v - 1; x >= 2; x--)
+        if (is_prime(x) && seen++ == c) return x;
+    return 0;
+}
 
 typedef struct kref {   /* one group of a bucket */
     bool has_kernel;
@@ -131,7 +159,7 @@ static lt_status check_shapes(lt_ctx *ctx, const lt_family *f, const int *ranks,
 }
 
 /* A probe's shapes: each symbolic dim (a named one everywhere alike; unnamed ones by their size)
- * moved by the first of the probe's steps that keeps it >= 2, in its range and apart from the other
+ * moved to the first of the probe's candidates that is >= 2, in its range and apart from the other
  * symbols' probes; a dim of 1 stays 1 (a batch of one is its own bucket). */
 static void probe_shapes(const lt_family *f, const int *ranks, const int64_t *const *dims, int probe, int64_t **out) {
     enum { MAXK = 64 };
@@ -150,9 +178,9 @@ static void probe_shapes(const lt_family *f, const int *ranks, const int64_t *co
                 if (nk == MAXK) continue;
                 const lt_dim_range *r = range_of(f, d.param);
                 int64_t lo = r && r->lo > 2 ? r->lo : 2, hi = r ? r->hi : INT64_MAX / 4, p = v;
-                const int64_t *steps = probe == 1 && v % 8 == 0 ? even_steps : odd_steps;
-                for (int st = 0; st < 8 && p == v; st++) {
-                    int64_t c = v + steps[st];
+                for (int st = 0; st < 64 && p == v; st++) {
+                    int64_t c = probe_candidate(probe, v, st);
+                    if (!c) break;
                     bool taken = false;
                     for (int j = 0; j < nk; j++) taken |= kprobe[j] == c;
                     if (c >= lo && c <= hi && !taken) p = c;
@@ -183,11 +211,16 @@ static void describe(const lt_family *f, const int *ranks, const int64_t *const 
 
 /* ---- the compile hooks ---- */
 
+static int module_index(const lt_family *f, const char *sha) { /* -1: none built from this source */
+    for (int i = 0; i < f->n_mods; i++)
+        if (!strcmp(f->mods[i].sha, sha)) return i;
+    return -1;
+}
+
 static lt_bmodule *module_lookup(void *user, const char *sha) {
     lt_family *f = user;
-    for (int i = 0; i < f->n_mods; i++)
-        if (!strcmp(f->mods[i].sha, sha)) return f->mods[i].m;
-    return NULL;
+    int i = module_index(f, sha);
+    return i < 0 ? NULL : f->mods[i].m;
 }
 
 static void module_built(void *user, lt_bmodule *m, const char *sha) {
@@ -220,16 +253,24 @@ static lt_status compile_at(lt_ctx *ctx, lt_family *f, const int *ranks, const i
 /* A new bucket from these kernels and a probe compile's. */
 static lt_status new_bucket(lt_ctx *ctx, lt_family *f, const lt_kscan *sc, const lt_lowered *lw, int n) {
     int64_t *pd[64];
-    int64_t store[64][LT_MAX_RANK];
+    int64_t store[64][LT_MAX_RANK], earlier[N_PROBES][64][LT_MAX_RANK];
     if (f->n_in > 64) return lt_error(ctx, LT_ERR_UNSUPPORTED, "a model of more than 64 inputs");
     for (int i = 0; i < f->n_in; i++) pd[i] = store[i];
     /* the probes: lowered at other sizes, stopped before emitting (a failure only costs sharing) */
     for (int q = 0; q < N_PROBES; q++) {
         f->probe_n[q] = -1;
         probe_shapes(f, f->cur_ranks, f->cur_dims, q, pd);
-        bool same = true;
+        bool same = true; /* as the shape itself, or as an earlier probe: nothing new to learn */
         for (int i = 0; i < f->n_in; i++)
             for (int a = 0; a < f->cur_ranks[i]; a++) same &= pd[i][a] == f->cur_dims[i][a];
+        for (int e = 0; e < q && !same; e++) {
+            bool eq = true;
+            for (int i = 0; i < f->n_in; i++)
+                for (int a = 0; a < f->cur_ranks[i]; a++) eq &= pd[i][a] == earlier[e][i][a];
+            same = eq;
+        }
+        for (int i = 0; i < f->n_in; i++)
+            for (int a = 0; a < f->cur_ranks[i]; a++) earlier[q][i][a] = pd[i][a];
         if (same) continue;
         lt_ctx c2 = {0};
         f->probing = true, f->cur_probe = q;
@@ -254,19 +295,22 @@ static lt_status new_bucket(lt_ctx *ctx, lt_family *f, const lt_kscan *sc, const
         r->scan = sc[i]; /* copied into the family's arena */
         r->scan.bits = lt_arena_alloc(&f->arena, ((size_t)sc[i].n + 1) * sizeof *r->scan.bits);
         r->scan.is_float = lt_arena_alloc(&f->arena, ((size_t)sc[i].n + 1) * sizeof *r->scan.is_float);
-        if (!r->scan.bits || !r->scan.is_float) return lt_error(ctx, LT_ERR_NOMEM, "out of memory (buckets)");
+        r->scan.in_index = lt_arena_alloc(&f->arena, ((size_t)sc[i].n + 1) * sizeof *r->scan.in_index);
+        if (!r->scan.bits || !r->scan.is_float || !r->scan.in_index)
+            return lt_error(ctx, LT_ERR_NOMEM, "out of memory (buckets)");
         if (sc[i].n) {
             memcpy(r->scan.bits, sc[i].bits, (size_t)sc[i].n * sizeof *sc[i].bits);
             memcpy(r->scan.is_float, sc[i].is_float, (size_t)sc[i].n * sizeof *sc[i].is_float);
+            memcpy(r->scan.in_index, sc[i].in_index, (size_t)sc[i].n * sizeof *sc[i].in_index);
         }
-        bool diffed = false;
-        for (int q = 0; q < N_PROBES && !diffed; q++)
-            diffed = f->probe_n[q] == n && f->probe_has[q][i] && lt_kparams_diff(&sc[i], &f->probe[q][i], &f->arena, &r->mask);
-        if (!diffed) { /* no probe to compare with: every immediate a constant */
-            lt_kscan self = r->scan;
-            if (!lt_kparams_diff(&self, &self, &f->arena, &r->mask))
-                return lt_error(ctx, LT_ERR_NOMEM, "out of memory (buckets)");
-        }
+        const lt_kscan *same[N_PROBES + 1] = {&sc[i]}; /* this kernel at every probe of its structure */
+        int n_same = 1;
+        for (int q = 0; q < N_PROBES; q++)
+            if (f->probe_n[q] == n && f->probe_has[q][i] && !strcmp(f->probe[q][i].hash, sc[i].hash) &&
+                f->probe[q][i].n == sc[i].n)
+                same[n_same++] = &f->probe[q][i];
+        if (!lt_kparams_diff(same, n_same, &f->arena, &r->mask)) /* no probe of its structure: all constants */
+            return lt_error(ctx, LT_ERR_NOMEM, "out of memory (buckets)");
         b->n_kernels++;
         b->n_scalar_kernels += r->mask.n_slots > 0;
         b->n_scalars += r->mask.n_slots;
@@ -329,7 +373,10 @@ static lt_status compile_at(lt_ctx *ctx, lt_family *f, const int *ranks, const i
         s = lt_model_bind_shape(ctx, m, f->model->graph->inputs[f->in_idx[i]]->name, ranks[i], dims[i]);
     lt_compile_options co = f->o.compile;
     co.given_inputs = f->given;
-    if (f->backend) {
+    co.shape_generic = true;
+    lt_strbuf src = {0};
+    if (f->o.compile.emit_only && !probe) co.emit_source = &src; /* its hash stands for the module */
+    if (f->backend || f->o.compile.emit_only) {
         co.shared_backend = f->backend;
         co.kernels_hook = hook;
         co.module_lookup = module_lookup;
@@ -344,6 +391,12 @@ static lt_status compile_at(lt_ctx *ctx, lt_family *f, const int *ranks, const i
     lt_compile_report rep = {0};
     if (s == LT_OK) s = lt_compile(ctx, m, &co, &p, &rep);
     lt_compile_report_free(&rep);
+    if (s == LT_OK && co.emit_source) { /* emit only: a module per distinct source, none built */
+        char sha[65];
+        lt_sha256_hex(src.s ? src.s : "", src.len, sha);
+        if (module_index(f, sha) < 0) module_built(f, NULL, sha);
+    }
+    lt_sb_free(&src);
     if (s != LT_OK || probe) {
         lt_plan_free(p);
         lt_model_free(m);
@@ -385,7 +438,7 @@ lt_status lt_family_new(lt_ctx *ctx, const lt_family_options *o, lt_family **out
             s = lt_error(ctx, LT_ERR_USAGE, "dim '%s': range %lld..%lld is empty or below 1", dr->name, (long long)dr->lo,
                          (long long)dr->hi);
     }
-    if (s == LT_OK) { /* one backend instance for every plan, unless this backend builds nothing */
+    if (s == LT_OK && !o->compile.emit_only) { /* one backend instance for every plan, unless this backend builds nothing */
         const lt_backend_vtbl *vt = lt_backend_find(o->compile.backend ? o->compile.backend : "cpu");
         if (!vt) s = lt_error(ctx, LT_ERR_UNSUPPORTED, "backend '%s' is not available", o->compile.backend);
         else if (!vt->compile_ir) {
@@ -414,7 +467,8 @@ void lt_family_free(lt_family *f) {
     if (!f) return;
     for (int i = 0; i < f->n_plans; i++) drop_plan(&f->plans[i]);
     lt_mem_free(f->plans);
-    for (int i = 0; i < f->n_mods; i++) f->backend->vt->module_free(f->backend, f->mods[i].m);
+    for (int i = 0; i < f->n_mods; i++)
+        if (f->mods[i].m) f->backend->vt->module_free(f->backend, f->mods[i].m);
     lt_mem_free(f->mods);
     lt_backend_destroy(f->backend);
     lt_mem_free(f->buckets);
@@ -458,7 +512,7 @@ lt_status lt_family_plan(lt_ctx *ctx, lt_family *f, int n, const int *ranks, con
         return s;
     }
     f->stats.plans_built++;
-    if (f->stats.modules_built == built_before && f->backend) f->stats.modules_reused++;
+    if (f->stats.modules_built == built_before && (f->backend || f->o.compile.emit_only)) f->stats.modules_reused++;
     if (f->n_plans == f->o.max_plans) { /* the least recently used goes */
         int old = 0;
         for (int i = 1; i < f->n_plans; i++)

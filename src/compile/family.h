@@ -8,10 +8,11 @@
  * (src/loop/kparams.h), so shapes of one bucket emit the same source and share one built module,
  * loaded once. No C compiler or NVRTC runs for a shape whose bucket exists.
  *
- * Buckets. The first shape makes the first bucket: the model is lowered once more at a probe shape
- * (each symbolic dim moved by a small odd step, kept in its range; a dim of 1 stays 1), and each
- * kernel's immediates that differ between the two become scalars (lt_kparams_diff), the module is
- * built from the rewritten kernels. A later shape joins a bucket when each of its kernels has the
+ * Buckets. The first shape makes the first bucket: the model is lowered again at probe shapes
+ * (each symbolic dim moved to a prime near it and one near twice it, multiples of 8 also by
+ * multiples of 8; kept in its range; a dim of 1 stays 1), and each kernel's immediates that differ
+ * between it and the probes of its structure become scalars (lt_kparams_diff); the module is built
+ * from the rewritten kernels. A later shape joins a bucket when each of its kernels has the
  * bucket's structure, the same constants where the bucket has constants, and scalars that fit (the
  * guard); the emitted source is then the bucket's, and its module is used (looked up by the
  * source's hash, so a guard that passed wrongly could only cost a compile, never a wrong kernel).
@@ -40,7 +41,10 @@ typedef struct lt_dim_range {
 typedef struct lt_family_options {
     lt_compile_options compile;  /* every compile's options (copied; its strings must outlive the family).
                                   * given_inputs is set by the family; save_prebuilt / prebuilt
-                                  * and the sharing hooks must be unset */
+                                  * and the sharing hooks must be unset. With emit_only, buckets
+                                  * only: each shape is lowered and emitted, no module is built and
+                                  * lt_family_plan gives no plan (NULL); the modules counted are the
+                                  * distinct sources, the builds the shapes would need (no device) */
     /* The model as loaded (dims symbolic): its inputs' names and declared types, the caller's (it
      * must outlive the family; nothing compiles it). */
     const lt_model *model;

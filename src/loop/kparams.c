@@ -21,6 +21,9 @@ typedef struct kwalk {
     int n, cap;
     int64_t *bits;
     bool *is_float;
+    bool *in_index;
+    int index_depth;       /* > 0: inside a buffer index */
+    int64_t vector_width;  /* the widest vector access: node lanes, vectorized loop extents */
     /* rewrite */
     const lt_kmask *m;
     lt_lvar **slot_var;
@@ -70,11 +73,14 @@ static bool record(kwalk *w, const lt_lnode *n) {
         if (b) w->bits = b;
         bool *f = lt_mem_realloc(w->is_float, (size_t)nc * sizeof *f);
         if (f) w->is_float = f;
-        if (!b || !f) return false;
+        bool *x = lt_mem_realloc(w->in_index, (size_t)nc * sizeof *x);
+        if (x) w->in_index = x;
+        if (!b || !f || !x) return false;
         w->cap = nc;
     }
     w->bits[w->n] = imm_bits(n);
     w->is_float[w->n] = n->kind == LT_L_FLOAT;
+    w->in_index[w->n] = w->index_depth > 0;
     w->n++;
     return true;
 }
@@ -103,6 +109,9 @@ static lt_lnode *walk(kwalk *w, const lt_lnode *n, bool fixed) {
         return (lt_lnode *)n;
     }
     if (!w->rewrite) {
+        int64_t e, width = n->lanes;
+        if (n->kind == LT_L_FOR && n->op == LT_LOOP_VECTORIZED && lt_lis_int(lt_lfor_extent(n), &e)) width = e;
+        if (width > w->vector_width) w->vector_width = width;
         int64_t fb;
         memcpy(&fb, &n->fval, sizeof fb);
         bool cost = n->kind == LT_L_CALL; /* a call's ival / fval: the operation's cost, not code */
@@ -119,7 +128,10 @@ static lt_lnode *walk(kwalk *w, const lt_lnode *n, bool fixed) {
     }
     bool changed = false;
     for (int i = 0; i < n->n; i++) {
+        bool index = i == 0 && (n->kind == LT_L_LOAD || n->kind == LT_L_STORE || n->kind == LT_L_ADDR);
+        w->index_depth += index;
         kids[i] = walk(w, n->kids[i], fixed || fixed_bound(w, n, i));
+        w->index_depth -= index;
         changed |= kids[i] != n->kids[i];
     }
     lt_lnode *r = (lt_lnode *)n;
@@ -156,16 +168,20 @@ lt_status lt_kparams_scan(lt_ctx *ctx, const lt_kernel *k, lt_arena *arena, lt_k
         lt_sha256_final(&w.sh, d);
         for (int i = 0; i < 32; i++) snprintf(out->hash + 2 * i, 3, "%02x", d[i]);
         out->n = w.n;
+        out->vector_width = w.vector_width > 0 ? w.vector_width : 1;
         out->bits = lt_arena_alloc(arena, ((size_t)w.n + 1) * sizeof *out->bits);
         out->is_float = lt_arena_alloc(arena, ((size_t)w.n + 1) * sizeof *out->is_float);
-        if (!out->bits || !out->is_float) s = lt_error(ctx, LT_ERR_NOMEM, "out of memory (kernel scan)");
+        out->in_index = lt_arena_alloc(arena, ((size_t)w.n + 1) * sizeof *out->in_index);
+        if (!out->bits || !out->is_float || !out->in_index) s = lt_error(ctx, LT_ERR_NOMEM, "out of memory (kernel scan)");
         else if (w.n) {
             memcpy(out->bits, w.bits, (size_t)w.n * sizeof *w.bits);
             memcpy(out->is_float, w.is_float, (size_t)w.n * sizeof *w.is_float);
+            memcpy(out->in_index, w.in_index, (size_t)w.n * sizeof *w.in_index);
         }
     }
     lt_mem_free(w.bits);
     lt_mem_free(w.is_float);
+    lt_mem_free(w.in_index);
     return s;
 }
 
@@ -178,31 +194,51 @@ static int64_t gcd64(int64_t a, int64_t b) {
     return x > (uint64_t)INT64_MAX ? 1 : (int64_t)x;
 }
 
-bool lt_kparams_diff(const lt_kscan *a, const lt_kscan *b, lt_arena *arena, lt_kmask *out) {
-    if (strcmp(a->hash, b->hash) != 0 || a->n != b->n) return false;
+/* The divisor of an index immediate varying across the scans: the largest power of two dividing
+ * all its values, up to the kernel's vector width. Only the alignment of an offset matters to an
+ * emitter (a multiple of the vector width), and other common factors of a few sizes are mostly
+ * chance, which would keep later sizes out of the bucket. */
+static int64_t index_divisor(const lt_kscan *const *scans, int n, int p) {
+    int64_t g = 0;
+    for (int q = 0; q < n; q++) g = gcd64(g, scans[q]->bits[p]);
+    int64_t d = 1;
+    while (d < scans[0]->vector_width && g > 0 && g % (2 * d) == 0) d *= 2;
+    return d;
+}
+
+bool lt_kparams_diff(const lt_kscan *const *scans, int n, lt_arena *arena, lt_kmask *out) {
+    if (n < 1) return false;
+    const lt_kscan *a = scans[0];
+    for (int q = 1; q < n; q++)
+        if (strcmp(a->hash, scans[q]->hash) != 0 || a->n != scans[q]->n) return false;
     memset(out, 0, sizeof *out);
     memcpy(out->hash, a->hash, sizeof out->hash);
     out->n = a->n;
     out->slot = lt_arena_alloc(arena, ((size_t)a->n + 1) * sizeof *out->slot);
-    int64_t *ka = lt_mem_alloc(((size_t)a->n + 1) * sizeof *ka), *kb = lt_mem_alloc(((size_t)a->n + 1) * sizeof *kb);
     out->divisor = lt_arena_alloc(arena, ((size_t)a->n + 1) * sizeof *out->divisor);
-    bool ok = out->slot && out->divisor && ka && kb;
+    int *first = lt_mem_alloc(((size_t)a->n + 1) * sizeof *first); /* each slot's first position */
+    bool ok = out->slot && out->divisor && first;
     for (int p = 0; ok && p < a->n; p++) {
         out->slot[p] = -1;
-        if (a->bits[p] == b->bits[p]) continue;
-        int s = 0; /* immediates with the same pair of values share a slot */
-        while (s < out->n_slots && !(ka[s] == a->bits[p] && kb[s] == b->bits[p] &&
-                                     (out->divisor[s] == 0) == a->is_float[p]))
-            s++;
+        bool varies = false;
+        for (int q = 1; q < n; q++) varies |= scans[q]->bits[p] != a->bits[p];
+        if (!varies) continue;
+        int s = 0; /* immediates with the same values in every scan share a slot */
+        for (; s < out->n_slots; s++) {
+            bool same = (out->divisor[s] == 0) == a->is_float[p];
+            for (int q = 0; q < n && same; q++) same = scans[q]->bits[p] == scans[q]->bits[first[s]];
+            if (same) break;
+        }
         if (s == out->n_slots) {
-            ka[s] = a->bits[p], kb[s] = b->bits[p];
-            out->divisor[s] = a->is_float[p] ? 0 : gcd64(a->bits[p], b->bits[p]);
+            first[s] = p;
+            out->divisor[s] = a->is_float[p] ? 0 : 1;
             out->n_slots++;
         }
         out->slot[p] = s;
+        if (a->in_index[p] && out->divisor[s] == 1) /* an index term: keep its alignment */
+            out->divisor[s] = index_divisor(scans, n, p);
     }
-    lt_mem_free(ka);
-    lt_mem_free(kb);
+    lt_mem_free(first);
     return ok;
 }
 

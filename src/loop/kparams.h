@@ -8,11 +8,15 @@
  *   lt_kparams_scan   a kernel's immediates, each occurrence in one fixed pre-order, with the
  *                     SHA-256 of everything else (kinds, types, loops, buffers, the immediates that
  *                     may not vary): two kernels with one structure hash differ only in immediates;
- *   lt_kparams_diff   two scans of one structure into a mask: which immediates vary (a slot each,
- *                     immediates equal at both shapes sharing one), and for an integer slot the
- *                     greatest common divisor of its values (the slot's stride: the scalar is value /
- *                     divisor, the code multiplies it back, so an emitter still sees that an offset is
- *                     a multiple of the vector width);
+ *   lt_kparams_diff   scans of one structure at several shapes into a mask: which immediates vary
+ *                     (a slot each, immediates equal at every shape sharing one), and for an integer
+ *                     slot inside a buffer index the largest power of two (up to the kernel's
+ *                     vector width) dividing its
+ *                     values (the slot's stride: the scalar is value / divisor, the code multiplies it
+ *                     back, so an emitter still sees that an offset is a multiple of the vector
+ *                     width); other slots have divisor 1. More shapes make better masks: an
+ *                     immediate derived coarsely from a size (a ceil-divided grid extent) may stay
+ *                     equal at two near shapes, and a common divisor of two sizes may be chance;
  *   lt_kparams_apply  a kernel (of that structure, at any shape) rewritten with a mask: each masked
  *                     immediate becomes its slot's scalar (times the divisor); the scalar values are
  *                     this kernel's. LT_ERR_UNSUPPORTED (nothing changed) when the kernel does not fit
@@ -37,6 +41,8 @@ typedef struct lt_kscan {
     int n;               /* immediates that may vary, in pre-order */
     int64_t *bits;       /* their values (INT64: the value; float: the double's bits) */
     bool *is_float;
+    bool *in_index;      /* inside a buffer's index (a load, store or address) */
+    int64_t vector_width;/* its widest vector access (lanes of a node, extent of a vectorized loop; >= 1) */
 } lt_kscan;
 
 typedef struct lt_kmask {
@@ -49,8 +55,9 @@ typedef struct lt_kmask {
 
 /* Scan k (allocations in `arena`). */
 lt_status lt_kparams_scan(lt_ctx *ctx, const lt_kernel *k, lt_arena *arena, lt_kscan *out);
-/* The mask of two scans of one structure (false when the structures differ: hash or count). */
-bool lt_kparams_diff(const lt_kscan *a, const lt_kscan *b, lt_arena *arena, lt_kmask *out);
+/* The mask of n >= 1 scans of one structure (false when the structures differ: hash or count); the
+ * first scan's values are the mask's reference (one scan: every immediate a constant). */
+bool lt_kparams_diff(const lt_kscan *const *scans, int n, lt_arena *arena, lt_kmask *out);
 /* Does a kernel of scan sc fit mask m: the mask's structure, integers divisible by their slot's
  * divisor, the immediates of each slot equal? (Constants the mask keeps are not compared: the
  * caller holds the scan they came from.) */

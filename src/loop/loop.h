@@ -110,7 +110,8 @@ typedef struct lt_lnode {
     int op;           /* UNARY/BINARY: lt_lop; FOR: lt_loop_kind */
     lt_loop_role role; /* FOR: what the loop is for */
     int lanes;        /* vector width of an expression or LOAD/STORE (1 = scalar) */
-    int64_t ival;     /* INT value; FOR: unroll/vector factor or GPU axis */
+    int64_t ival;     /* INT value; FOR: unroll/vector factor, GPU axis, or a PARALLEL loop's minimum
+                       * work for threads (0: always threads) */
     double fval;      /* FLOAT value */
     const char *name; /* CALL: function name */
     lt_lvar *var;     /* VAR, FOR, LET, ASSIGN */
@@ -165,6 +166,11 @@ typedef struct lt_kernel {
     int n_scalars;
     lt_lvar **scalars;
     int64_t *scalar_bits;
+    /* Lowered for a model compiled once for many shapes (lt_lower_options.shape_generic): its code
+     * should not change with a size's divisibility, so splits keep their guard even when the factor
+     * divides the extent, and lt_lsimplify keeps loops of extent 0 or 1 (a peeled tail that is empty
+     * at this size, a grid of one block). Set by the lowering after its own simplification. */
+    bool shape_generic;
 } lt_kernel;
 
 /* ---- construction (all allocate in k->arena; NULL only on out-of-memory) ---- */

@@ -1,6 +1,6 @@
 /* schedule.c — schedule steps on Loop IR: split, reorder, tile, fuse, vectorize, unroll, parallel,
  * bind, cache (stage a buffer into a local/shared copy) and microkernel (replace a nest by a call),
- * rowreduce (GPU rows over threads: sched_rows.c),
+ * rowreduce (GPU rows over threads: sched_rows.c), peel (a vector main loop and a scalar tail),
  * plus the one-line text format of steps. Semantics and the microkernel calling convention are
  * documented in schedule.h.
  *
@@ -23,7 +23,8 @@
 #define AFF_MAXR 8  /* base terms (made of outer variables) of one index */
 
 static const char *const step_names[LT_S_COUNT] = {"split", "reorder", "tile", "fuse", "vectorize", "unroll",
-                                                    "parallel", "bind", "cache", "microkernel", "rowreduce"};
+                                                    "parallel", "bind", "cache", "microkernel", "rowreduce",
+                                                    "peel"};
 
 const char *lt_sstep_kind_name(lt_sstep_kind k) { return (unsigned)k < LT_S_COUNT ? step_names[k] : "?"; }
 
@@ -137,7 +138,7 @@ static lt_status split(sctx *s, lt_lnode *l, int64_t f, const char **outer_name,
     if (!on || !in) return oom(s);
     lt_lvar *vo = lt_kernel_var(k, on, LT_INT64), *vi = lt_kernel_var(k, in, LT_INT64);
     if (!vo || !vi) return oom(s);
-    bool exact = cext && e % f == 0;
+    bool exact = cext && e % f == 0 && !k->shape_generic; /* shape-generic: one code for every extent */
     lt_lnode *off = lt_l_add(k, lt_l_mul(k, lt_l_var(k, vo), lt_l_int(k, f)), lt_l_var(k, vi));
     lt_lnode *body = lt_lsubstitute(k, lt_lfor_body(l), l->var, lt_l_add(k, min, off));
     lt_lnode *oext = cext ? lt_l_int(k, e / f + (e % f != 0))
@@ -150,6 +151,40 @@ static lt_status split(sctx *s, lt_lnode *l, int64_t f, const char **outer_name,
     if (outer_name) *outer_name = vo->name;
     if (inner_name) *inner_name = vi->name;
     return commit(s, l, outer);
+}
+
+/* ---- peel ---- */
+
+/* Loop l of constant extent e: l.o (e / f) over l.i (f), then l.t (e % f) running the same body on
+ * the last elements. Unlike split, no iteration is guarded: l.i can be vectorized whatever e is. */
+static lt_status peel(sctx *s, lt_lnode *l, int64_t f) {
+    lt_kernel *k = s->k;
+    lt_lnode *ext = lt_lsimplify(k, lt_lfor_extent(l));
+    if (!ext) return oom(s);
+    int64_t e;
+    if (!lt_lis_int(ext, &e)) return serr(s, "loop '%s' has a variable extent; peeling needs a constant one", l->var->name);
+    if (f < 1 || f > LT_SCHED_MAX_FACTOR)
+        return serr(s, "peel factor %lld of loop '%s' must be 1..%lld", (long long)f, l->var->name,
+                    (long long)LT_SCHED_MAX_FACTOR);
+    const char *on = joined(s, l->var->name, ".", "o"), *in = joined(s, l->var->name, ".", "i"),
+               *tn = joined(s, l->var->name, ".", "t");
+    if (!on || !in || !tn) return oom(s);
+    lt_lvar *vo = lt_kernel_var(k, on, LT_INT64), *vi = lt_kernel_var(k, in, LT_INT64), *vt = lt_kernel_var(k, tn, LT_INT64);
+    if (!vo || !vi || !vt) return oom(s);
+    lt_lnode *min = lt_lfor_min(l);
+    lt_lnode *main_at = lt_l_add(k, min, lt_l_add(k, lt_l_mul(k, lt_l_var(k, vo), lt_l_int(k, f)), lt_l_var(k, vi)));
+    lt_lnode *tail_at = lt_l_add(k, min, lt_l_add(k, lt_l_int(k, e / f * f), lt_l_var(k, vt)));
+    lt_lnode *main_body = lt_lsubstitute(k, lt_lfor_body(l), l->var, main_at);
+    lt_lnode *tail_body = lt_lsubstitute(k, lt_lfor_body(l), l->var, tail_at);
+    lt_lnode *inner = main_body ? lt_l_for(k, vi, l->role, lt_l_int(k, 0), lt_l_int(k, f), LT_LOOP_SERIAL, main_body) : NULL;
+    lt_lnode *outer = inner ? mk_for_like(k, l, lt_l_int(k, 0), lt_l_int(k, e / f), inner) : NULL;
+    lt_lnode *tail = tail_body ? lt_l_for(k, vt, l->role, lt_l_int(k, 0), lt_l_int(k, e % f), LT_LOOP_SERIAL, tail_body) : NULL;
+    if (!outer || !tail) return oom(s);
+    outer->var = vo;
+    lt_lnode *both[2] = {outer, tail};
+    lt_lnode *seq = lt_l_seq(k, 2, both);
+    if (!seq) return oom(s);
+    return commit(s, l, seq);
 }
 
 /* ---- reorder / fuse ---- */
@@ -235,6 +270,7 @@ static lt_status mark(sctx *s, lt_loop_kind kind, int64_t ival) {
         if (ival == 0 && !const_ext) return serr(s, "loop '%s' has a variable extent; full unrolling needs a constant one", name);
     }
     if (kind == LT_LOOP_PARALLEL) {
+        if (ival < 0) return serr(s, "minimum work %lld of parallel loop '%s' is negative", (long long)ival, name);
         for (int i = 0; i < depth - 1; i++)
             if (path[i]->op == LT_LOOP_PARALLEL)
                 return serr(s, "loop '%s' is inside parallel loop '%s'", name, path[i]->var->name);
@@ -735,7 +771,7 @@ lt_status lt_sched_apply(lt_ctx *ctx, lt_kernel *k, const lt_sstep *step) {
     case LT_S_FUSE: return fuse(&s);
     case LT_S_VECTORIZE: return mark(&s, LT_LOOP_VECTORIZED, 0);
     case LT_S_UNROLL: return mark(&s, LT_LOOP_UNROLLED, step->factor);
-    case LT_S_PARALLEL: return mark(&s, LT_LOOP_PARALLEL, 0);
+    case LT_S_PARALLEL: return mark(&s, LT_LOOP_PARALLEL, step->factor);
     case LT_S_BIND:
         if (step->factor != 0 && step->factor != 1)
             return serr(&s, "bind kind %lld must be 0 (block) or 1 (thread)", (long long)step->factor);
@@ -743,6 +779,9 @@ lt_status lt_sched_apply(lt_ctx *ctx, lt_kernel *k, const lt_sstep *step) {
     case LT_S_CACHE: return cache(&s);
     case LT_S_MICROKERNEL: return microkernel(&s);
     case LT_S_ROWREDUCE: return lt_sched_rowreduce_(ctx, k, step);
+    case LT_S_PEEL:
+        LT_TRY(find(&s, step->loop, &a));
+        return peel(&s, a, step->factor);
     case LT_S_COUNT: break;
     }
     return lt_error(ctx, LT_ERR_INVALID, "schedule step of unknown kind %d on kernel %s", (int)step->kind, k->name);
@@ -763,12 +802,18 @@ void lt_sstep_format(const lt_sstep *s, char *buf, size_t n) {
     long long f = (long long)s->factor, f2 = (long long)s->factor2;
     switch (s->kind) {
     case LT_S_SPLIT:
+    case LT_S_PEEL:
     case LT_S_UNROLL: snprintf(buf, n, "%s %s %lld", kw, s->loop, f); break;
     case LT_S_REORDER:
     case LT_S_FUSE: snprintf(buf, n, "%s %s %s", kw, s->loop, s->loop2); break;
     case LT_S_TILE: snprintf(buf, n, "%s %s %s %lld %lld", kw, s->loop, s->loop2, f, f2); break;
-    case LT_S_VECTORIZE:
-    case LT_S_PARALLEL: snprintf(buf, n, "%s %s", kw, s->loop); break;
+    case LT_S_PARALLEL:
+        if (f > 0) {
+            snprintf(buf, n, "%s %s %lld", kw, s->loop, f);
+            break;
+        }
+        /* fall through */
+    case LT_S_VECTORIZE: snprintf(buf, n, "%s %s", kw, s->loop); break;
     case LT_S_BIND:
         if (f2 >= 0 && f2 < 3) snprintf(buf, n, "%s %s %s %c", kw, s->loop, f ? "thread" : "block", axis_names[f2]);
         else snprintf(buf, n, "%s %s %s %lld", kw, s->loop, f ? "thread" : "block", f2);
@@ -814,13 +859,14 @@ lt_status lt_sstep_parse(lt_ctx *ctx, const char *line, lt_sstep *out) {
         if (!strcmp(words[0], step_names[i])) kind = i;
     if (kind < 0) return lt_error(ctx, LT_ERR_INVALID, "schedule step '%s': unknown step '%s'", line, words[0]);
     s.kind = (lt_sstep_kind)kind;
-    static const int want[LT_S_COUNT] = {3, 3, 5, 3, 2, 3, 2, 4, 4, 3, 4};
-    if (nw != want[kind])
+    static const int want[LT_S_COUNT] = {3, 3, 5, 3, 2, 3, 2, 4, 4, 3, 4, 3};
+    if (nw != want[kind] && !(kind == LT_S_PARALLEL && nw == 3)) /* parallel L [MIN_WORK] */
         return lt_error(ctx, LT_ERR_INVALID, "schedule step '%s': '%s' takes %d words, got %d", line, words[0], want[kind] - 1,
                         nw - 1);
     bool ok = copy_word(s.loop, words[1]);
     switch (s.kind) {
     case LT_S_SPLIT:
+    case LT_S_PEEL:
     case LT_S_UNROLL: ok &= parse_int(words[2], &s.factor); break;
     case LT_S_REORDER:
     case LT_S_FUSE: ok &= copy_word(s.loop2, words[2]); break;
@@ -839,6 +885,9 @@ lt_status lt_sstep_parse(lt_ctx *ctx, const char *line, lt_sstep *out) {
         else ok = false;
         break;
     case LT_S_MICROKERNEL: ok &= copy_word(s.name, words[2]); break;
+    case LT_S_PARALLEL:
+        if (nw == 3) ok &= parse_int(words[2], &s.factor) && s.factor >= 0;
+        break;
     case LT_S_ROWREDUCE: ok &= parse_int(words[2], &s.factor) && parse_int(words[3], &s.factor2); break;
     default: break;
     }

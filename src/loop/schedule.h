@@ -15,6 +15,11 @@
  *                  perfectly nested body is wrapped in `if L.o*f + L.i < E` (the nest stays perfect).
  *                  L.o keeps L's kind; L.i is serial. f in [1, max(E, LT_SCHED_MAX_FACTOR)]
  *                  (a constant E; else [1, LT_SCHED_MAX_FACTOR]).        text: "split i 16"
+ *                  A shape-generic kernel (lt_kernel.shape_generic) keeps the guard when f divides E.
+ *  peel L f        L in [m, m+E), E a constant -> L.o in [0, E/f) { L.i in [0, f) } then
+ *                  L.t in [0, E%f): the same body at m + (E/f)*f + L.t, no guard (L.i can be
+ *                  vectorized for any E). L.o keeps L's kind; L.i, L.t are serial. f in
+ *                  [1, LT_SCHED_MAX_FACTOR].                               text: "peel i 8"
  *  reorder L L2    swap two perfectly nested loops (either may be the outer one; the inner's bounds
  *                  must not use the outer's variable).                   text: "reorder i j"
  *  tile L L2 f f2  L (outer) directly holding L2: split both, reorder to L.o, L2.o, L.i, L2.i.
@@ -23,7 +28,10 @@
  *                  E*E2 with L = m + f / E2, L2 = m2 + f % E2; it keeps L's kind. text: "fuse i j"
  *  vectorize L     kind VECTORIZED, ival = E; E must be a constant in [1, 64]. "vectorize j"
  *  unroll L f      kind UNROLLED, ival = f (0 = fully; needs a constant E). "unroll k 4"
- *  parallel L      kind PARALLEL; L may not be inside or contain another parallel loop. "parallel i"
+ *  parallel L [w]  kind PARALLEL; L may not be inside or contain another parallel loop. "parallel i"
+ *                  With w > 0 (ival = w), threads only run it when its nest's work (the product of
+ *                  the extents of L and of the first loop inside each level) is at least w at run
+ *                  time, for kernels whose extents are run-time scalars.   "parallel i 16384"
  *  bind L ...      factor 0: GPU_BLOCK, 1: GPU_THREAD; factor2 = axis 0..2 (x, y, z); an enclosing
  *                  loop bound to the same kind and axis is an error. text: "bind i.o block x"
  *  cache B L       stage buffer B (step.loop) at loop L (step.loop2) into a LOCAL (factor 0) or
@@ -86,11 +94,13 @@ typedef enum lt_sstep_kind {
     LT_S_FUSE,        /* merge perfectly nested loop and loop2 into loop.loop2 */
     LT_S_VECTORIZE,   /* mark loop vectorized (extent should be a constant) */
     LT_S_UNROLL,      /* mark loop unrolled */
-    LT_S_PARALLEL,    /* mark loop parallel (CPU threads) */
+    LT_S_PARALLEL,    /* mark loop parallel (CPU threads); factor > 0: only for that much work at run time */
     LT_S_BIND,        /* mark loop GPU block (factor 0) or thread (factor 1), axis factor2 */
     LT_S_CACHE,       /* stage buffer `loop` into a LOCAL (factor 0) or SHARED (factor 1) copy at loop2 */
     LT_S_MICROKERNEL, /* replace the loop nest at `loop` with a call to microkernel `name` */
     LT_S_ROWREDUCE,   /* spread each iteration of `loop` over factor GPU threads, factor2 lanes (sched_rows.c) */
+    LT_S_PEEL,        /* loop (constant extent e) -> loop.o (e / factor) holding loop.i (factor), then
+                       * loop.t (e % factor) for the rest: no guard, so loop.i can be vectorized */
     LT_S_COUNT
 } lt_sstep_kind;
 

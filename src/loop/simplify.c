@@ -375,6 +375,7 @@ static lt_lnode *simp(lt_kernel *k, lt_lnode *n, void *user) {
     case LT_L_SEQ: return simp_seq(k, n);
     case LT_L_FOR:
         if (lt_lis_empty(lt_lfor_body(n))) return lt_lfor_body(n);
+        if (k->shape_generic && lt_lis_int(lt_lfor_extent(n), &v) && v <= 1) return n; /* the shape's code for every extent */
         if (lt_lis_int(lt_lfor_extent(n), &v) && v <= 0) return lt_l_empty(k);
         if (lt_lis_int(lt_lfor_extent(n), &v) && v == 1) {
             lt_lnode *body = lt_lsubstitute(k, lt_lfor_body(n), n->var, lt_lfor_min(n));

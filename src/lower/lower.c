@@ -696,6 +696,7 @@ lt_status lt_lower_group(lt_ctx *ctx, const lt_groups *gs, const lt_group *g, lt
     lt_lnode *simple = lt_lsimplify(lc->k, body);
     if (!simple) return lt_lower_nomem(lc);
     lc->k->body = simple;
+    lc->k->shape_generic = opt->shape_generic;
     LT_TRY(lt_kernel_verify(ctx, lc->k));
     lt_kernel_cost(lc->k);
     memset(out, 0, sizeof *out);

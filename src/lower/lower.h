@@ -146,6 +146,10 @@ typedef struct lt_lower_options {
                             * (lt_target.gpu_blocks) */
     bool wgmma;            /* with gpu: GEMMs may use the Hopper-only wgmma tile entries
                             * (lt_target.wgmma); false: entries that run on any target */
+    bool shape_generic;    /* the model is compiled once for many shapes (compile/family.h): the
+                            * default schedules pick what does not depend on a size's residue or
+                            * exact value (vector main loops with a peeled tail, fixed GPU block
+                            * sizes), and kernels are marked lt_kernel.shape_generic */
     const char *gpu_tile;  /* with gpu: the tensor-core GEMM tile every GEMM that can use one gets
                             * ("wg128x256", "128x128", ... of lower_gpu_gemm.c's table; wgmma ones
                             * only for sm_90a), for benchmarks that time each. NULL: the cost model's */

@@ -6,7 +6,8 @@
  * act on. Per top-level loop nest of the body:
  *   elementwise / broadcast / injective nests (OUTPUT loops):
  *     fuse the innermost loops while the innermost extent is below 2*lanes, split the innermost by
- *     the vector lanes and vectorize it when the lanes divide the extent, parallelize the outermost
+ *     the vector lanes and vectorize it when the lanes divide the extent, else peel it (a vector
+ *     main loop and a scalar tail; shape-generic kernels always peel), parallelize the outermost
  *     loop when the nest is big enough to pay for threads (fusing the two outermost loops first when
  *     the outermost is too short to feed the threads);
  *   reductions, pooling, direct convolution (KEPT and BATCH loops outside, REDUCE loops inside):
@@ -36,6 +37,7 @@ typedef struct sched_b {
     lt_schedule *s;
     int lanes;
     const lt_kernel *k;
+    bool generic; /* lt_lower_options.shape_generic: one code for every size of a bucket */
 } sched_b;
 
 #define STEP_NAME_MAX ((int)sizeof(((lt_sstep *)0)->loop) - 1) /* the longest loop name a step holds */
@@ -109,8 +111,13 @@ static lt_status fuse_pair(sched_b *b, nest_names *nn, int a) {
     return LT_OK;
 }
 
-/* Parallelize loop 0 of nn (fusing 0 and 1 first when loop 0 is short). total = nest iterations. */
+/* Parallelize loop 0 of nn (fusing 0 and 1 first when loop 0 is short). total = nest iterations.
+ * Shape-generic kernels always fuse the two and parallelize with a run-time minimum of work. */
 static lt_status parallel_outer(sched_b *b, nest_names *nn, int64_t total, int last_kept) {
+    if (nn->n > 0 && b->generic) { /* one code for every size: fused whatever the sizes, threads by work at run time */
+        if (last_kept >= 1 && nn->ext[1] > 0) LT_TRY(fuse_pair(b, nn, 0));
+        return push(b, LT_S_PARALLEL, nn->name[0], NULL, NULL, PARALLEL_MIN_WORK, 0);
+    }
     if (nn->n == 0 || total < PARALLEL_MIN_WORK) return LT_OK;
     if (nn->ext[0] < PARALLEL_MIN_OUTER && last_kept >= 1 && nn->ext[1] > 0) {
         LT_TRY(fuse_pair(b, nn, 0));
@@ -131,6 +138,8 @@ static lt_status parallel_outer(sched_b *b, nest_names *nn, int64_t total, int l
  * (threads = a quarter of the row's vectors, 64..1024) through the rowreduce step (warp-shuffle and
  * shared-memory reductions, vector loads); otherwise one thread per output (a column reduction
  * reads consecutive outputs' elements side by side).
+ * Shape-generic kernels (one code for many sizes) always take GPU_THREADS threads per block where
+ * the size would pick fewer.
  * Nests already bound by the lowering (GPU GEMM / conv kernels) are left alone. */
 #define GPU_THREADS 256
 #define GPU_PER_THREAD 4
@@ -180,7 +189,7 @@ static lt_status gpu_elementwise(sched_b *b, nest_names *nn, int64_t total) {
         name2(cur, sizeof cur, nn->name[0], ".o");
         n = (total + V - 1) / V;
     }
-    int64_t T = n >= GPU_THREADS ? GPU_THREADS : (n + 31) / 32 * 32;
+    int64_t T = n >= GPU_THREADS || b->generic ? GPU_THREADS : (n + 31) / 32 * 32;
     LT_TRY(push(b, LT_S_SPLIT, cur, NULL, NULL, T, 0));
     name2(o, sizeof o, cur, ".o");
     name2(in, sizeof in, cur, ".i");
@@ -282,7 +291,7 @@ static lt_status gpu_reduce(sched_b *b, nest_names *nn, const lt_lnode *row) {
         }
     }
     /* one thread per output */
-    int64_t T = rows >= GPU_THREADS ? GPU_THREADS : (rows + 31) / 32 * 32;
+    int64_t T = rows >= GPU_THREADS || b->generic ? GPU_THREADS : (rows + 31) / 32 * 32;
     LT_TRY(push(b, LT_S_SPLIT, o, NULL, NULL, T, 0));
     name2(oo, sizeof oo, o, ".o");
     name2(oi, sizeof oi, o, ".i");
@@ -305,7 +314,22 @@ static lt_status sched_elementwise(sched_b *b, const lt_lnode **loops, int nl, b
     if (gpu) return gpu_elementwise(b, &nn, total);
     while (nn.n > 1 && nn.ext[nn.n - 1] < 2 * b->lanes) LT_TRY(fuse_pair(b, &nn, nn.n - 2));
     int inner = nn.n - 1;
-    bool vec = nn.ext[inner] >= b->lanes && nn.ext[inner] % b->lanes == 0 && b->lanes > 1;
+    bool vec = nn.ext[inner] >= b->lanes && b->lanes > 1;
+    if (vec && (nn.ext[inner] % b->lanes != 0 || b->generic)) { /* a vector main loop and a scalar tail */
+        if (nn.n >= 2 && (b->generic || (total >= PARALLEL_MIN_WORK && nn.ext[0] < PARALLEL_MIN_OUTER))) { /* parallel_outer's fuse, */
+            LT_TRY(fuse_pair(b, &nn, 0));                                            /* before the nest splits */
+            inner = nn.n - 1;
+        }
+        char o[64], in[64];
+        LT_TRY(name_fits(b, nn.name[inner], 2));
+        LT_TRY(push(b, LT_S_PEEL, nn.name[inner], NULL, NULL, b->lanes, 0));
+        snprintf(o, sizeof o, "%s.o", nn.name[inner]);
+        snprintf(in, sizeof in, "%s.i", nn.name[inner]);
+        LT_TRY(push(b, LT_S_VECTORIZE, in, NULL, NULL, 0, 0));
+        memcpy(nn.name[inner], o, sizeof o);
+        nn.ext[inner] /= b->lanes;
+        return parallel_outer(b, &nn, total, 0); /* no more fusing: the peeled loop is not perfectly nested */
+    }
     if (vec) {
         char o[64], in[64];
         LT_TRY(name_fits(b, nn.name[inner], 2));
@@ -437,7 +461,7 @@ lt_status lt_sched_default(lt_ctx *ctx, const lt_group *g, const lt_kernel *k, c
     static const lt_lower_options dflt = {0};
     if (!opt) opt = &dflt;
     memset(out, 0, sizeof *out);
-    sched_b b = {ctx, out, opt->vector_lanes > 0 ? opt->vector_lanes : 16, k};
+    sched_b b = {ctx, out, opt->vector_lanes > 0 ? opt->vector_lanes : 16, k, opt->shape_generic};
     const lt_lnode *body = k->body;
     if (!body) return LT_OK;
     /* plain GEMM nests (MatMul, Gemm, pointwise Conv): the output is zeroed, then accumulated */

@@ -202,6 +202,21 @@ static void test_loop_safety(void) {
     CHECK(o.s && !strstr(o.s, "omp simd") && strstr(o.s, "store not indexed by the loop"));
     lt_sb_free(&o);
 
+    /* a parallel loop with a minimum of work: threads only when the nest's extents multiply to it */
+    lt_kernel *k4 = lt_kernel_new(&ar, "lt_par_min");
+    y = lt_kernel_arg(k4, "y", LT_FLOAT, 6400);
+    x = lt_kernel_arg(k4, "x", LT_FLOAT, 6400);
+    i = lt_kernel_var(k4, "i", LT_INT64);
+    lt_lvar *j = lt_kernel_var(k4, "j", LT_INT64);
+    lt_lnode *ij = lt_l_add(k4, lt_l_mul(k4, lt_l_var(k4, i), lt_l_int(k4, 100)), lt_l_var(k4, j));
+    k4->body = lt_l_for(k4, i, LT_ROLE_NONE, lt_l_int(k4, 0), lt_l_int(k4, 64), LT_LOOP_PARALLEL,
+                        lt_l_for(k4, j, LT_ROLE_NONE, lt_l_int(k4, 0), lt_l_int(k4, 100), LT_LOOP_SERIAL,
+                                 lt_l_store(k4, y, ij, lt_l_load(k4, x, ij))));
+    k4->body->ival = 16384;
+    CHECK(emit1(&ctx, &lt_lang_c, k4, NULL, &o) == LT_OK);
+    CHECK(o.s && strstr(o.s, "num_threads(lt_nthreads()) if((int64_t)64 * (int64_t)100 >= 16384)\n"));
+    lt_sb_free(&o);
+
     /* a sum whose accumulator is also read elsewhere in the loop is no reduction */
     lt_kernel *k2 = lt_kernel_new(&ar, "lt_cumsum");
     y = lt_kernel_arg(k2, "y", LT_FLOAT, 64);

@@ -296,6 +296,47 @@ static void test_split_reorder_tile_fuse(void) {
     SCHED(build_mm, NULL, "split i 1", "split j 30", "split k 64", "tile i.i j.o 1 1");
 }
 
+/* peel: a main loop of whole vectors and a tail loop, no guard; results equal for any extent. */
+static void test_peel(void) {
+    SCHED(build_add,
+          "for i in [0, 64):\n"
+          "  for j.o in [0, 12):\n"
+          "    for j.i in [0, 8):\n"
+          "      C[i*100 + j.o*8 + j.i] = A[i*100 + j.o*8 + j.i] + B[i*100 + j.o*8 + j.i]\n"
+          "  for j.t in [0, 4):\n"
+          "    C[i*100 + j.t + 96] = A[i*100 + j.t + 96] + B[i*100 + j.t + 96]\n",
+          "peel j 8");
+    SCHED(build_add, NULL, "peel j 8", "vectorize j.i", "parallel i");
+    SCHED(build_add, NULL, "fuse i j", "peel i.j 16", "vectorize i.j.i", "parallel i.j.o 1000");
+    SCHED(build_rsum, NULL, "peel i 5", "peel j 7");
+    SCHED(build_add, NULL, "peel j 100", "peel i 64"); /* empty tails */
+    FAILS(build_tri, NULL, "peel j 4", "variable extent");
+    FAILS(build_add, NULL, "peel j 0", "1..");
+}
+
+/* A shape-generic kernel keeps a split's guard when the factor divides the extent; lt_lsimplify keeps
+ * its loops of extent 0 and 1 (the shape's code for every size), and a plain kernel loses them. */
+static void test_shape_generic(void) {
+    lt_arena a;
+    lt_arena_init(&a);
+    lt_ctx c = {0};
+    lt_sstep st;
+    for (int generic = 0; generic < 2; generic++) {
+        lt_kernel *k = build_add(&a);
+        k->shape_generic = generic;
+        CHECK(lt_sstep_parse(&c, "split j 20", &st) == LT_OK && lt_sched_apply(&c, k, &st) == LT_OK);
+        CHECK((strstr(pk(k), "if j.o*20 + j.i < 100") != NULL) == generic);
+        k = build_add(&a);
+        k->shape_generic = generic;
+        CHECK(lt_sstep_parse(&c, "peel j 100", &st) == LT_OK && lt_sched_apply(&c, k, &st) == LT_OK);
+        CHECK(lt_sstep_parse(&c, "split i 64", &st) == LT_OK && lt_sched_apply(&c, k, &st) == LT_OK);
+        k->body = lt_lsimplify(k, k->body);
+        CHECK(k->body && (strstr(pk(k), "for j.t in [0, 0)") != NULL) == generic &&
+              (strstr(pk(k), "for i.o in [0, 1)") != NULL) == generic);
+    }
+    lt_arena_free(&a);
+}
+
 static void test_markers(void) {
     SCHED(build_mm,
           "parallel for i in [0, 20):\n"
@@ -531,7 +572,8 @@ static void test_random(void) {
 static void test_format(void) {
     static const char *lines[] = {"split i 16", "reorder i.o j", "tile i j 8 16", "fuse i j", "vectorize j.i",
                                   "unroll k 4", "parallel i.o", "bind i.o block x", "bind j thread z",
-                                  "cache A j.o local", "cache B k.o shared", "microkernel i lt_sgemm"};
+                                  "cache A j.o local", "cache B k.o shared", "microkernel i lt_sgemm", "peel j 8",
+                                  "parallel i.o 16384"};
     lt_ctx c = {0};
     for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++) {
         lt_sstep st;
@@ -540,7 +582,8 @@ static void test_format(void) {
         lt_sstep_format(&st, back, sizeof back);
         if (strcmp(back, lines[i])) fprintf(stderr, "format: '%s' came back as '%s'\n", lines[i], back), failures++;
         static const lt_sstep_kind want[] = {LT_S_SPLIT, LT_S_REORDER, LT_S_TILE, LT_S_FUSE, LT_S_VECTORIZE, LT_S_UNROLL,
-                                             LT_S_PARALLEL, LT_S_BIND, LT_S_BIND, LT_S_CACHE, LT_S_CACHE, LT_S_MICROKERNEL};
+                                             LT_S_PARALLEL, LT_S_BIND, LT_S_BIND, LT_S_CACHE, LT_S_CACHE, LT_S_MICROKERNEL,
+                                             LT_S_PEEL, LT_S_PARALLEL};
         CHECK(st.kind == want[i]);
     }
     lt_sstep st;
@@ -548,6 +591,8 @@ static void test_format(void) {
           st.factor == 2 && st.factor2 == 3);
     CHECK(lt_sstep_parse(&c, "bind x thread y", &st) == LT_OK && st.factor == 1 && st.factor2 == 1);
     CHECK(lt_sstep_parse(&c, "", &st) == LT_ERR_INVALID);
+    CHECK(lt_sstep_parse(&c, "parallel i -5", &st) == LT_ERR_INVALID);
+    CHECK(lt_sstep_parse(&c, "parallel i.o 0", &st) == LT_OK && st.factor == 0);
     lt_ctx_clear(&c);
     char longname[100];
     memset(longname, 'a', 99), longname[99] = 0;
@@ -606,6 +651,8 @@ static void test_oom(void) {
 
 int main(void) {
     test_split_reorder_tile_fuse();
+    test_peel();
+    test_shape_generic();
     test_markers();
     test_cache();
     test_microkernel();
