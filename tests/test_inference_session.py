@@ -5,8 +5,11 @@ metadata (get_inputs / get_outputs name, shape, type; get_modelmeta), outputs of
 symbolic batch dim at three batch sizes and of a static convolution model (from a path and from bytes,
 at two optimization levels), the errors a caller can make (unknown input or output name, missing input,
 wrong dtype, rank or static dim), DLPack round trips, and IO binding into a preallocated numpy buffer.
-Then what only lathe has: one compile per distinct input shape (none on a repeated shape), the bounded
-plan cache, DLPack feeds read in place (torch too where it is installed), GPU buffers refused.
+Then what only lathe has: a symbolic model compiled once for every input shape (a family), the C
+compiler running once per bucket, not per shape (a compiler wrapper logs its runs; no cache folder, so
+every build is real), outputs equal to onnxruntime's at every shape; the per-signature path where the
+family cannot serve (an input of unknown rank; the family refused as unsupported, faked) and its
+bounded plan cache; DLPack feeds read in place (torch too where it is installed), GPU buffers refused.
 
 The library under test is $LATHE_LIBRARY, default the liblathe.so next to $LATHE_BIN (build/lathe), and
 the package is imported from python/ of this checkout. Models are written with onnx.helper; compiled
@@ -15,6 +18,7 @@ stores and ignores it). Data is random.
 """
 import json
 import os
+import re
 import sys
 import warnings
 
@@ -86,7 +90,14 @@ def models(tmp_path_factory):
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 8])],
         initializer=[numpy_helper.from_array(k, "K"), numpy_helper.from_array(bias, "bias")])
     conv = _save(d / "conv.onnx", g, producer_name="session-test")
-    return {"mlp": mlp, "conv": conv}
+
+    # the MLP with no shape on its input (rank unknown: the family cannot serve it); the checker wants a
+    # shape on graph inputs, onnxruntime and lathe take the model without one
+    m = onnx.load(mlp)
+    m.graph.input[0].type.tensor_type.ClearField("shape")
+    mlp_norank = str(d / "mlp_norank.onnx")
+    onnx.save(m, mlp_norank)
+    return {"mlp": mlp, "conv": conv, "mlp_norank": mlp_norank}
 
 
 @pytest.fixture(scope="module")
@@ -308,33 +319,103 @@ def test_profiling_trace(results):
 
 # ---- lathe's own behaviour -------------------------------------------------------------------------
 
-def test_compiles_once_per_shape(models, cache):
-    s = make_session(lathe, models["mlp"], cache)
-    assert s.lathe_backend == "cpu" and s.lathe_compile_count == 0  # symbolic: nothing to compile yet
+def counting_cc(tmp_path):
+    """A compiler command that logs each run, then runs the real compiler (as tests/test_symbolic_shapes.py)."""
+    log = tmp_path / "cc.log"
+    real = os.environ.get("CC") or "cc"
+    script = tmp_path / "cc-logged"
+    script.write_text(f"#!/bin/sh\necho run >> {log}\nexec {real} \"$@\"\n")
+    script.chmod(0o755)
+    return str(script), log
+
+
+def cc_runs(log):
+    return len(log.read_text().splitlines()) if log.exists() else 0
+
+
+def buckets(session):
+    """The bucket count of the family's report ("...; buckets: 2; ...")."""
+    m = re.search(r"buckets: (\d+)", session.lathe_report)
+    return int(m.group(1)) if m else 0
+
+
+def test_symbolic_shapes_share_one_compiled_model(models, tmp_path, monkeypatch):
+    cc, log = counting_cc(tmp_path)
+    monkeypatch.setenv("CC", cc)  # the session's lathe.compile takes $CC
+    s = make_session(lathe, models["mlp"], "")  # "": no cache folder, so every build runs the compiler
+    assert s.lathe_backend == "cpu" and s.lathe_shape_mode == "family"
+    assert s.lathe_compile_count == 1 and cc_runs(log) == 0  # compiled for every shape; nothing built yet
     rng = np.random.default_rng(5)
     ref = onnxruntime.InferenceSession(models["mlp"], providers=["CPUExecutionProvider"])
-    for n, compiled in [(2, 1), (7, 2), (2, 2), (3, 3), (7, 3), (3, 3)]:
+    sizes = (2, 7, 3, 9, 2, 1, 5, 1, 7)
+    for n in sizes:
+        runs_before, buckets_before = cc_runs(log), buckets(s)
         x = rng.standard_normal((n, 16)).astype(np.float32)
         _close(s.run(None, {"x": x}), ref.run(None, {"x": x}), f"batch {n}")
-        assert s.lathe_compile_count == compiled, n
-    assert sorted(sig[0][0] for sig in s.lathe_cached_shapes) == [2, 3, 7]
-    assert all(m.threads == 1 for m in s._plans.values())
-    static = make_session(lathe, models["conv"], cache)
-    assert static.lathe_compile_count == 1  # static shapes: compiled when the session is made
+        if buckets(s) == buckets_before:  # a shape of an existing bucket: no compiler run
+            assert cc_runs(log) == runs_before, f"batch {n} ran the C compiler in bucket(s) it already had"
+    assert cc_runs(log) >= 1
+    assert 1 <= buckets(s) < len(set(sizes)), s.lathe_report  # shapes shared buckets
+    assert s.lathe_compile_count == 1 and s.lathe_cached_shapes == []  # every shape ran on the one model
+    assert s._family.threads == 1
+    static = make_session(lathe, models["conv"], str(tmp_path / "cache"))
+    assert static.lathe_compile_count == 1 and static.lathe_shape_mode == "static"  # compiled when made
     static.run(None, {"img": rng.standard_normal((2, 3, 12, 12)).astype(np.float32),
                       "s": rng.standard_normal(1).astype(np.float32)})
-    assert static.lathe_compile_count == 1
+    assert static.lathe_compile_count == 1 and len(static.lathe_cached_shapes) == 1
 
 
-def test_plan_cache_is_bounded(models, cache):
-    s = make_session(lathe, models["mlp"], cache, **{"lathe.max_cached_shapes": "2"})
+def test_per_signature_plan_cache_is_bounded(models, cache):
+    """An input of unknown rank: no family; each signature is compiled on its own and the plans kept are
+    bounded by lathe.max_cached_shapes."""
+    s = make_session(lathe, models["mlp_norank"], cache, **{"lathe.max_cached_shapes": "2"})
+    assert s.lathe_shape_mode == "per-signature" and s.lathe_compile_count == 0
     rng = np.random.default_rng(6)
+    ref = onnxruntime.InferenceSession(models["mlp_norank"], providers=["CPUExecutionProvider"])
     for n in (1, 2, 3, 1):
-        s.run(None, {"x": rng.standard_normal((n, 16)).astype(np.float32)})
+        x = rng.standard_normal((n, 16)).astype(np.float32)
+        _close(s.run(None, {"x": x}), ref.run(None, {"x": x}), f"batch {n}")
     assert s.lathe_compile_count == 4  # batch 1 was dropped (least recently used) before it came back
     assert [sig[0][0] for sig in s.lathe_cached_shapes] == [3, 1]
     with pytest.raises(lathe.InvalidArgument, match="max_cached_shapes"):
         make_session(lathe, models["mlp"], cache, **{"lathe.max_cached_shapes": "0"})
+
+
+def test_family_refused_falls_back_per_signature(models, cache, monkeypatch):
+    """Where lathe.compile refuses the unbound model as unsupported, the session compiles per signature;
+    a shape the family refuses at run time is compiled on its own, the other shapes stay on the family.
+    (Both refusals are faked: no model at hand triggers them.)"""
+    import lathe.session as session
+    real = session._lathe_compile
+
+    def refusing(path, shapes=None, backend="cpu", **kw):
+        if shapes is None and backend != "interp":
+            raise lathe.LatheError("a model compiled for every shape: not supported here (faked)", "unsupported")
+        return real(path, shapes=shapes, backend=backend, **kw)
+    rng = np.random.default_rng(7)
+    ref = onnxruntime.InferenceSession(models["mlp"], providers=["CPUExecutionProvider"])
+    xs = {n: rng.standard_normal((n, 16)).astype(np.float32) for n in (2, 3)}
+    with monkeypatch.context() as mp:
+        mp.setattr(session, "_lathe_compile", refusing)
+        s = make_session(lathe, models["mlp"], cache)
+        assert s.lathe_shape_mode == "per-signature" and s.lathe_compile_count == 0
+        for n in (2, 3, 2):
+            _close(s.run(None, {"x": xs[n]}), ref.run(None, {"x": xs[n]}), f"per signature, batch {n}")
+        assert s.lathe_compile_count == 2
+
+    s = make_session(lathe, models["mlp"], cache)
+    fam = s._family
+    family_run = fam._run_tensors
+
+    def refuse_batch_3(arrays):
+        if arrays[0].shape[0] == 3:
+            raise lathe.LatheError("batch 3: not supported by the family (faked)", "unsupported")
+        return family_run(arrays)
+    fam._run_tensors = refuse_batch_3
+    for n in (2, 3, 2, 3):
+        _close(s.run(None, {"x": xs[n]}), ref.run(None, {"x": xs[n]}), f"family, batch {n}")
+    assert s.lathe_shape_mode == "family" and s._family is fam
+    assert s.lathe_compile_count == 2 and s.lathe_cached_shapes == [((3, 16),)]
 
 
 def test_free_dimension_override(models, cache):
@@ -468,7 +549,7 @@ def test_cuda_provider(models, cache):
         got, want = s.run(None, {"x": x}), ref.run(None, {"x": x})
         np.testing.assert_allclose(got[0], want[0], rtol=1e-3, atol=1e-5)
         np.testing.assert_array_equal(got[1], want[1])
-    assert s.lathe_backend == "cuda" and s.lathe_compile_count == 2
+    assert s.lathe_backend == "cuda" and s.lathe_shape_mode == "family" and s.lathe_compile_count == 1
     x = rng.standard_normal((4, 16)).astype(np.float32)
     out = np.full((4, 10), np.nan, np.float32)
     b = s.io_binding()

@@ -17,7 +17,9 @@ version(); LatheError (with .status: "usage", "invalid", "unsupported", ...).
 
 Backends: "cpu" compiles the model for fixed input shapes (declared, or bound by `shapes` / `dims`)
 into native code through the system C compiler, cached by content under cache_dir (default
-$XDG_CACHE_HOME/lathe or ~/.cache/lathe, as the CLI); "interp" runs the reference interpreter and
+$XDG_CACHE_HOME/lathe or ~/.cache/lathe, as the CLI); with symbolic dims left unbound it gives one
+model for every input shape, building code once per bucket of shapes at the runs that need it (the
+report lists the buckets); "interp" runs the reference interpreter and
 accepts symbolic dims at run time. Inputs must have the declared dtype (numpy arrays of another dtype
 are refused, not converted; the same dtype in the other byte order, Python lists and scalars are
 converted); 0-d arrays are scalars of shape (); outputs are fresh arrays the caller owns. One Model

@@ -9,19 +9,27 @@ What each call does, and every way it differs from onnxruntime, is in python/REA
 from onnxruntime"). In short:
 
 * An InferenceSession loads the model once for its metadata (names, types, shapes with the symbolic
-  dims' names, as onnxruntime reports them), then compiles it with lathe.compile for the input
-  shapes it is run with: a model whose input dims are all static is compiled when the session is
-  made; one with symbolic or unknown dims is compiled at the first run with each new combination of
-  input shapes. The session keeps one compiled plan per input-shape signature (the
-  "lathe.max_cached_shapes" session config entry, default 4, least recently used dropped first) and
-  reuses it; lathe's on-disk cache (by content hash) makes compiling a shape seen before cheap.
+  dims' names, as onnxruntime reports them), then compiles it with lathe.compile when the session is
+  made. A model whose input dims are all static (after the free-dimension overrides) is compiled for
+  those shapes. One that keeps symbolic dims is compiled once with them unbound: one compiled model for
+  every input shape (a "family", src/compile/family.h), where a new shape costs the host pipeline
+  (milliseconds) and the C compiler (or NVRTC) runs only when a shape needs a new bucket; the family
+  caches the plans of the last 8 shapes itself. Where the family cannot serve (an input of unknown
+  rank; lathe.compile refusing the unbound model as unsupported; a run at some shape refused as
+  unsupported) the session compiles each input-shape signature on its own, as it did before families,
+  and keeps those plans ("lathe.max_cached_shapes", default 4, least recently used dropped first).
+  lathe's on-disk cache (by content hash) makes building code seen before cheap either way.
 * Feeds are checked as onnxruntime checks them (names, dtype, rank, static dims) and raise classes
   named as onnxruntime's (InvalidArgument, ...), all subclasses of LatheError; where onnxruntime
   raises a builtin (ValueError for missing inputs) the class derives from that builtin too.
 * Feeds are numpy arrays or anything with __dlpack__ on the CPU (read in place when C-contiguous);
-  outputs are numpy arrays written in place by the compiled code (lathe_compiled_run_buffers).
-* IO binding (sess.io_binding()) binds CPU memory: inputs read in place, caller-provided output
-  buffers written in place. GPU pointers are refused (not bound yet).
+  outputs are numpy arrays. A model compiled for fixed shapes reads the feeds and writes the outputs
+  in place (lathe_compiled_run_buffers); the C API refuses that call for a family (buffers do not say
+  the shapes), so a symbolic model's run goes through lathe_compiled_run: feeds copied into library
+  tensors, outputs copied out into fresh arrays.
+* IO binding (sess.io_binding()) binds CPU memory: inputs read as feeds are, caller-provided output
+  buffers written in place for fixed shapes, or filled with a copy of the result after the run for a
+  symbolic model (and for outputs whose shape is only known at run time). GPU pointers are refused.
 """
 import collections
 import collections.abc
@@ -687,6 +695,8 @@ def _as_array(name, v, dtype):
 # ---------------------------------------------------------------------------------------------------
 # The session
 
+# Plans of the per-signature path kept per session ("lathe.max_cached_shapes"). The family caches its
+# per-shape plans itself (8, least recently used dropped): the C API has no option to change that.
 _DEFAULT_MAX_SHAPES = 4
 _INT_MAX = (1 << 31) - 1
 
@@ -706,8 +716,10 @@ class InferenceSession:
     def __init__(self, path_or_bytes, sess_options=None, providers=None, provider_options=None, **kwargs):
         self._enable_fallback = int(kwargs.get("enable_fallback", 1)) == 1
         self._lock = threading.RLock()
-        self._plans = collections.OrderedDict()  # input-shape signature -> lathe.Model
-        self._compiles = 0
+        self._plans = collections.OrderedDict()  # input-shape signature -> lathe.Model compiled for it
+        self._family = None        # the lathe.Model compiled for every input shape (symbolic dims unbound)
+        self._family_refused = None  # why the model has no family (then every signature compiles on its own)
+        self._compiles = 0         # lathe.compile calls that made a compiled model
         self._events, self._profiling = [], False
         self._start_ns = time.time_ns()
         self._t0 = time.perf_counter_ns()
@@ -866,14 +878,41 @@ class InferenceSession:
 
     @property
     def lathe_compile_count(self):
-        """How many times this session compiled the model (one per new input-shape signature)."""
+        """How many compiled models this session made (lathe.compile calls): 1 for a static model, 1 for a
+        symbolic one however many shapes it runs at (its family builds code once per bucket inside:
+        lathe_report lists them), plus one per input-shape signature compiled on its own (the
+        per-signature path, where the family cannot serve). A set_providers() compiles again."""
         return self._compiles
 
     @property
+    def lathe_shape_mode(self):
+        """How the session runs input shapes: "static" (every input dim fixed: one plan, compiled when the
+        session is made), "family" (one compiled model for every shape), "per-signature" (each new
+        input-shape signature compiled on its own: the family cannot serve this model) or "interp"
+        (the reference interpreter, a library without the compiler)."""
+        with self._lock:
+            if self._backend == "interp":
+                return "interp"
+            if not self._symbolic:
+                return "static"
+            return "per-signature" if self._family_refused is not None else "family"
+
+    @property
     def lathe_cached_shapes(self):
-        """The input-shape signatures with a compiled plan in this session, least recently used first."""
+        """The input-shape signatures with a plan compiled for that signature alone, least recently used
+        first: the static model's, and those of the per-signature path. Shapes run on the family are
+        cached inside it (its last 8 shapes) and are not listed."""
         with self._lock:
             return list(self._plans)
+
+    @property
+    def lathe_report(self):
+        """The compile report of the family (one summary line, then a line per bucket: the shape it was
+        made at, its kernels, how many shapes took it) when the session has one, else of the plan run
+        last; "" before anything is compiled and for the interpreter."""
+        with self._lock:
+            m = self._family if self._family is not None else next(reversed(self._plans.values()), None)
+        return m.report if m is not None else ""
 
     # ---- providers ----
     def _set_providers(self, providers, provider_options):
@@ -884,13 +923,20 @@ class InferenceSession:
             cands = [(CPU_PROVIDER, {})]
         self._candidates = cands
         self._use(0)
-        # every input dim known: compile now, as onnxruntime prepares everything when the session is made
-        if all(t.static for t in self._inputs) and self._backend != "interp":
+        if self._backend == "interp":
+            return
+        # compile now, as onnxruntime prepares everything when the session is made: every input dim known,
+        # for those shapes; else once for every shape (the family builds code when runs need it)
+        if not self._symbolic:
             self._plan(tuple(t.shape for t in self._inputs), phase="compile")
+        else:
+            self._family_model(phase="compile")
 
     def _use(self, idx):
         name, opts = self._candidates[idx]
         self._cand_idx = idx
+        # a family belongs to its backend: made again, for the new one, when next needed
+        self._family, self._family_refused = None, None
         if name == CUDA_PROVIDER:
             dev = opts.get("device_id", "0")
             if dev not in ("0", ""):
@@ -905,7 +951,8 @@ class InferenceSession:
             self._provider_options = {CPU_PROVIDER: dict(opts)}
 
     def set_providers(self, providers=None, provider_options=None):
-        """Choose providers again; compiled plans are dropped (the next run compiles for the new backend)."""
+        """Choose providers again; compiled plans and the family are dropped and the model is compiled again
+        for the new backend."""
         with self._lock:
             self._plans.clear()
             self._set_providers(providers, provider_options)
@@ -917,8 +964,46 @@ class InferenceSession:
         self._enable_fallback = True
 
     # ---- compiling ----
+    @property
+    def _symbolic(self):
+        """An input dim is not fixed (symbolic, unknown, or the rank unknown)."""
+        return not all(t.static for t in self._inputs)
+
+    def _model_for(self, sig):
+        """The compiled model a run of this input-shape signature takes: a plan compiled for that signature
+        (the static model's, or the per-signature path's), else the family, else a new plan."""
+        with self._lock:
+            m = self._plans.get(sig)
+            if m is not None:
+                self._plans.move_to_end(sig)
+                return m
+            if self._backend != "interp" and self._symbolic:
+                fam = self._family_model()
+                if fam is not None:
+                    return fam
+            return self._plan(sig)
+
+    def _family_model(self, phase="run"):
+        """The model compiled once for every input shape (made on first use); None where the family cannot
+        serve this model: an input of unknown rank (the C API compiles nothing for it), or lathe.compile
+        refusing the unbound model as unsupported. Other errors are raised, as a static model's are."""
+        with self._lock:
+            if self._family is None and self._family_refused is None:
+                if any(t.shape is None for t in self._inputs):
+                    self._family_refused = "an input has no known rank (or is not a tensor)"
+                else:
+                    try:
+                        self._family = self._compile(None, phase)
+                        self._compiles += 1
+                    except NotImplemented_ as e:
+                        if "CUDA backend unavailable" in str(e):  # the provider's failure, not the family's
+                            raise
+                        self._family_refused = str(e)
+            return self._family
+
     def _plan(self, sig, phase="run"):
-        """The compiled model for this input-shape signature: cached, else compiled (and cached, bounded)."""
+        """The compiled model for this input-shape signature alone: cached, else compiled (and cached,
+        bounded by lathe.max_cached_shapes)."""
         with self._lock:
             m = self._plans.get(sig)
             if m is not None:
@@ -935,8 +1020,11 @@ class InferenceSession:
             return m
 
     def _compile(self, sig, phase):
+        """lathe.compile with the inputs' symbolic dims bound to this signature's shapes, or (sig None) left
+        unbound: the family, one compiled model for every shape. The free-dimension overrides are bound in
+        both. An unusable CUDA backend moves the session to the next provider (unless fallback is off)."""
         parts = []
-        for t, shape in zip(self._inputs, sig):
+        for t, shape in zip(self._inputs, sig or ()):
             if t.static:
                 continue
             if "," in t.name:
@@ -970,8 +1058,11 @@ class InferenceSession:
         if names != [t.name for t in self._inputs]:
             raise RuntimeException(f"compiled inputs {names} differ from the model's "
                                    f"{[t.name for t in self._inputs]}", "internal")
-        self._event("Session", "lathe_compile", t0, {"shapes": {t.name: list(s) for t, s in zip(self._inputs, sig)},
-                                                     "backend": self._backend})
+        if sig is None:  # the declared shapes, symbolic dims by name
+            args = {"shapes": {t.name: t.arg.shape for t in self._inputs}, "every_shape": True}
+        else:
+            args = {"shapes": {t.name: list(s) for t, s in zip(self._inputs, sig)}}
+        self._event("Session", "lathe_compile", t0, dict(args, backend=self._backend))
         return m
 
     # ---- feeds ----
@@ -1030,12 +1121,26 @@ class InferenceSession:
     # ---- running ----
     def _execute(self, arrays, bound=None):
         """Run on the checked input arrays; returns every output as a numpy array. bound: {output index:
-        caller's C-contiguous writable array} written in place (run_buffers) or copied into (plans whose
-        outputs have run-time shapes)."""
+        caller's C-contiguous writable array} written in place (run_buffers) or copied into (the family,
+        and plans whose outputs have run-time shapes)."""
         bound = bound or {}
         sig = tuple(a.shape for a in arrays)
-        model = self._plan(sig)
+        model = self._model_for(sig)
         t0 = time.perf_counter_ns()
+        try:
+            outs = self._run_on(model, arrays, bound)
+        except LatheError as e:
+            # The family refused this shape as unsupported (a limit of compiling for every shape, or the model
+            # at this shape): compile the signature on its own. Where the model is at fault, that compile or
+            # its run raises the error again.
+            if model is not self._family or e.status != "unsupported":
+                raise
+            model = self._plan(sig)
+            outs = self._run_on(model, arrays, bound)
+        self._event("Session", "model_run", t0, {"shapes": [list(s) for s in sig]})
+        return outs
+
+    def _run_on(self, model, arrays, bound):
         with model._lock:
             model._check_open()
             if model._buffers:
@@ -1048,14 +1153,20 @@ class InferenceSession:
                     else:
                         outs.append(np.empty(o.shape, dtype=o.dtype))
                 _run_buffers(model, arrays, outs)
-            else:
+                return outs
+            # the family (lathe_compiled_run_buffers is for bound shapes) and outputs with run-time shapes:
+            # the result comes back in fresh arrays, and a bound buffer gets a copy, its shape checked first
+            try:
                 res = model._run_tensors(arrays)
-                outs = [res[o.name] for o in model.outputs]
-                for k, b in bound.items():
-                    self._check_bound(k, b, outs[k].dtype, outs[k].shape)
-                    np.copyto(b, outs[k], casting="no")
-                    outs[k] = b
-        self._event("Session", "model_run", t0, {"shapes": [list(s) for s in sig]})
+            except LatheError as e:
+                if isinstance(e, _OrtStyleError):
+                    raise
+                raise _from_lathe(e, "run", self._tmp_path()) from None
+            outs = [res[o.name] for o in model.outputs]
+        for k, b in bound.items():
+            self._check_bound(k, b, outs[k].dtype, outs[k].shape)
+            np.copyto(b, outs[k], casting="no")
+            outs[k] = b
         return outs
 
     def _check_bound(self, k, b, dtype, shape):
