@@ -6,8 +6,9 @@ bucket's module, whose kernels read the extents that differ as run-time scalars,
 runs for a shape whose bucket exists (src/compile/family.h). Checked here, on the zoo's bert_ci
 (batch and sequence symbolic) and pplcnet_ci (batch, height and width symbolic):
   - outputs equal the reference interpreter's at every shape (fp32 tolerances), new bucket or not;
-  - three shapes of one bucket run with the C compiler invoked only for the first (the compiler is a
-    wrapper script that logs each run; no cache folder, so every build is a real compiler run);
+  - shapes of one bucket, batch and sequence (or image size) both varying, run with the C compiler
+    invoked only for the first (the compiler is a wrapper script that logs each run; no cache folder,
+    so every build is a real compiler run);
   - the report lists the buckets and the shapes each took;
   - a shape outside a range given as `sequence=1..64` and named dims that disagree between inputs
     are refused with one line naming the input and dim.
@@ -71,7 +72,7 @@ def test_three_shapes_one_compile(bert, tmp_path):
     check_against_interpreter(bert, model, bert_feeds(4, 33, 0))
     first = runs(log)
     assert first >= 1
-    for batch, seq in ((4, 57), (4, 41), (4, 33)):
+    for batch, seq in ((4, 57), (2, 41), (3, 50), (8, 97), (4, 33)):  # batch and sequence both vary
         check_against_interpreter(bert, model, bert_feeds(batch, seq, seq))
     assert runs(log) == first, "a shape of an existing bucket ran the C compiler"
     report = model.report
@@ -87,16 +88,24 @@ def test_every_shape_correct_across_buckets(bert, tmp_path):
     assert "buckets:" in model.report
 
 
-def test_image_sizes():
+def test_image_sizes(tmp_path):
+    """Image sizes of every residue share one bucket (batch 1 is its own)."""
     path = exported.build("pplcnet_ci")
-    model = lathe.compile(path, cache_dir=False)
+    cc, log = counting_cc(tmp_path)
+    model = lathe.compile(path, cache_dir=False, cc=cc)
+    ref_model = lathe.compile(path, backend="interp")
     rng = np.random.default_rng(3)
-    for shape in ((2, 3, 64, 96), (1, 3, 96, 64), (2, 3, 64, 96)):
+    first = None
+    for shape in ((2, 3, 64, 96), (3, 3, 48, 40), (2, 3, 33, 45), (4, 3, 65, 77), (1, 3, 96, 64), (2, 3, 64, 96)):
         x = rng.standard_normal(shape).astype(np.float32)
-        ref = lathe.compile(path, backend="interp").run({"x": x})
+        ref = ref_model.run({"x": x})
         got = model.run({"x": x})
         for name in ref:
             np.testing.assert_allclose(got[name], ref[name], rtol=1e-4, atol=1e-5, err_msg=f"{name} at {shape}")
+        if first is not None and shape[0] > 1:
+            assert runs(log) == first, f"{shape} ran the C compiler: {model.report}"
+        first = runs(log)
+    assert "buckets: 2" in model.report, model.report
 
 
 def test_range_refused(bert):

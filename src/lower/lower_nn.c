@@ -274,6 +274,7 @@ typedef struct pool_ctx {
     nn_geom g;
     int rx, nsp;
     bool is_max, include_pad;
+    bool global; /* Global*Pool: the window is the input's spatial size */
     lt_dtype dt;
     lt_lnode *oi[LT_MAX_RANK];
 } pool_ctx;
@@ -431,7 +432,9 @@ static lt_status pool_elem(lt_lctx *lc, const pool_ctx *pc, bool guarded, lt_lno
         }
         full *= pc->g.k[d];
     }
-    if (!guarded && full <= POOL_UNROLL_TAPS) LT_TRY(pool_window_unrolled(lc, pc, &v));
+    /* a global window is the input's size: a shape-generic kernel keeps its loop (one code for every size) */
+    bool unroll = !guarded && full <= POOL_UNROLL_TAPS && !(pc->global && lc->opt->shape_generic);
+    if (unroll) LT_TRY(pool_window_unrolled(lc, pc, &v));
     else LT_TRY(pool_window(lc, pc, guarded, s, &ns, &v));
     LT_TRY(lt_lower_store_out(lc, pc->n->out[0], pc->oi, v, &s[ns]));
     ns++;
@@ -466,6 +469,7 @@ static lt_status l_pool(lt_lctx *lc, const lt_node *n, lt_lnode **res) {
     pc.nsp = pc.rx - 2;
     pc.is_max = n->op == LT_OP_MaxPool || n->op == LT_OP_GlobalMaxPool;
     bool global = n->op == LT_OP_GlobalAveragePool || n->op == LT_OP_GlobalMaxPool;
+    pc.global = global;
     char why[256];
     if (global) {
         memset(&pc.g, 0, sizeof pc.g);
