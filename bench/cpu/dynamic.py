@@ -1,0 +1,145 @@
+#!/usr/bin/env python3
+"""dynamic.py — a model compiled once for every shape against static compiles and onnxruntime, on the CPU.
+
+usage: bench/cpu/dynamic.py [--model bert_ci] [--shapes 4x33,2x41,3x50,8x97,16x64] [--threads 1]
+                            [--runs 40] [--cache-dir DIR] [--no-ort] [--md FILE]
+
+The zoo model (bench/models/exported.py: bert_ci takes input_ids and attention_mask [batch, sequence];
+pplcnet_ci takes x [batch, 3, height, width], shapes then written BxHxW) is compiled three ways:
+  - dynamic: lathe.compile(model) with its symbolic dims unbound, one compiled model for every shape
+    (src/compile/family.h): each new shape runs the host pipeline and takes a bucket's module;
+  - static: lathe.compile(model, dims=...) at each shape;
+  - onnxruntime: one InferenceSession (it takes every shape), intra_op_num_threads = --threads.
+At each shape the three take turns, one run each per round, for --runs rounds (so load from other
+processes hits them alike); the medians are reported, with the first run of the shape on the dynamic
+model (a new bucket compiles; a shape of an existing bucket costs the host pipeline only) and the
+bucket count after it. The outputs of dynamic and static are checked against each other (and against
+onnxruntime's: max |diff|). Prints a markdown table with dynamic/static and dynamic/ORT per shape and
+their geometric means and worst cases, and writes it to --md when given.
+Exit status 0 even when slower (a benchmark); 1 when outputs disagree or a compile fails.
+"""
+import argparse
+import math
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+sys.path.insert(0, os.path.join(ROOT, "bench", "models"))
+
+import lathe  # noqa: E402
+import exported  # noqa: E402
+
+
+def parse_shape(model, text):
+    nums = [int(v) for v in text.lower().split("x")]
+    if model.startswith("pplcnet"):
+        b, h, w = nums
+        return {"DynamicDimension.0": b, "DynamicDimension.1": h, "DynamicDimension.2": w}, (b, 3, h, w)
+    b, s = nums
+    return {"batch": b, "sequence": s}, (b, s)
+
+
+def feeds_for(model, shape, seed):
+    rng = np.random.default_rng(seed)
+    if model.startswith("pplcnet"):
+        return {"x": rng.standard_normal(shape).astype(np.float32)}
+    b, s = shape
+    mask = np.ones((b, s), np.int64)
+    mask[:, max(1, s - 3):] = 0
+    return {"input_ids": rng.integers(0, 100, size=(b, s)).astype(np.int64), "attention_mask": mask}
+
+
+def timed(fn):
+    t = time.perf_counter()
+    out = fn()
+    return (time.perf_counter() - t) * 1e3, out
+
+
+def max_diff(a, b):
+    return max(float(np.max(np.abs(np.asarray(a[k], np.float64) - np.asarray(b[k], np.float64)))) for k in a)
+
+
+def geomean(xs):
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", default="bert_ci")
+    ap.add_argument("--shapes", default=None)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--runs", type=int, default=40)
+    ap.add_argument("--cache-dir", default=None)
+    ap.add_argument("--no-ort", action="store_true")
+    ap.add_argument("--md", default=None)
+    a = ap.parse_args()
+    shapes = a.shapes or ("2x64x64,3x48x40,2x33x45,4x96x80" if a.model.startswith("pplcnet") else "4x33,2x41,3x50,8x97,16x64")
+    path = exported.build(a.model)
+    kw = {"threads": a.threads}
+    if a.cache_dir:
+        kw["cache_dir"] = a.cache_dir
+    dyn = lathe.compile(path, **kw)
+    ort = None
+    if not a.no_ort:
+        import onnxruntime as rt
+        so = rt.SessionOptions()
+        so.intra_op_num_threads, so.inter_op_num_threads = a.threads, 1
+        ort = rt.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+    rows, bad = [], False
+    for i, text in enumerate(shapes.split(",")):
+        dims, shape = parse_shape(a.model, text)
+        feeds = feeds_for(a.model, shape, i)
+        first_ms, got = timed(lambda: dyn.run(feeds))
+        buckets = dyn.report.split("buckets: ")[1].split(";")[0] if "buckets: " in dyn.report else "?"
+        static = lathe.compile(path, dims=dims, **kw)
+        ref = static.run(feeds)
+        diff = max_diff(ref, got)
+        ort_diff = max_diff({k: v for k, v in zip([o.name for o in ort.get_outputs()], ort.run(None, feeds))}, got) if ort else 0.0
+        if diff > 1e-4 or ort_diff > 1e-3:
+            bad = True
+        engines = [("dynamic", lambda: dyn.run(feeds)), ("static", lambda: static.run(feeds))]
+        if ort:
+            engines.append(("ort", lambda: ort.run(None, feeds)))
+        times = {name: [] for name, _ in engines}
+        for _ in range(3):
+            for _, fn in engines:
+                fn()
+        for _ in range(a.runs):
+            for name, fn in engines:
+                times[name].append(timed(fn)[0])
+        med = {k: statistics.median(v) for k, v in times.items()}
+        rows.append((text, first_ms, buckets, med, diff, ort_diff))
+        static.close()
+    lines = [f"model {a.model}, {a.threads} thread(s), medians of {a.runs} alternating runs",
+             "", "| shape | first run | buckets | dynamic ms | static ms | ORT ms | dynamic/static | dynamic/ORT | max diff |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    ds, do = [], []
+    for text, first_ms, buckets, med, diff, ort_diff in rows:
+        r1 = med["dynamic"] / med["static"]
+        ds.append(r1)
+        r2 = med["dynamic"] / med["ort"] if "ort" in med else float("nan")
+        if "ort" in med:
+            do.append(r2)
+        lines.append(f"| {text} | {first_ms:.1f} ms | {buckets} | {med['dynamic']:.3f} | {med['static']:.3f} | "
+                     f"{med.get('ort', float('nan')):.3f} | {r1:.2f} | {r2:.2f} | {max(diff, ort_diff):.1e} |")
+    lines += ["", f"dynamic/static: geomean {geomean(ds):.2f}, worst {max(ds):.2f}"]
+    if do:
+        lines.append(f"dynamic/ORT: geomean {geomean(do):.2f}, worst {max(do):.2f}")
+    lines += ["", "report of the dynamic model:", "", "```", dyn.report.strip(), "```"]
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if a.md:
+        with open(a.md, "w") as f:
+            f.write(text)
+    if bad:
+        print("MISMATCH: dynamic outputs differ from static or onnxruntime", file=sys.stderr)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
