@@ -386,8 +386,10 @@ def test_compile_report(models, cache):
 def test_compile_needs_shapes(tmp_path):
     m = save(tmp_path / "sym.onnx", [helper.make_node("Relu", ["x"], ["y"])], [vi("x", TensorProto.FLOAT, ["N", 3])],
              [vi("y", TensorProto.FLOAT, ["N", 3])])
-    r = lathe("compile", m)
+    r = lathe("compile", m, "-o", tmp_path / "out")  # code for one shape: every dim bound
     assert r.returncode == 1 and "'N'" in r.stderr
+    r = lathe("compile", m, "--no-cache")  # no -o: the buckets of the probe shapes
+    assert r.returncode == 0 and "bucket 1" in r.stdout, r.stdout + r.stderr
     r = lathe("compile", m, "--dim", "N=2", "--no-cache")
     assert r.returncode == 0, r.stderr
     # run binds the symbolic dim from the data

@@ -213,7 +213,7 @@ int cli_compile_check_backend_forked(const cli_compile_args *ca, bool allow_inte
     return CLI_EXIT_UNSUPPORTED;
 }
 
-static void dump_cb(void *user, const char *pass, int round, const char *ir) {
+void cli_compile_dump_cb(void *user, const char *pass, int round, const char *ir) {
     (void)user;
     cli_progress_clear();
     if (round > 0) fprintf(stderr, "; after %s (round %d)\n", pass, round);
@@ -262,7 +262,7 @@ int cli_compile_model(cli_compile_args *ca, lt_model *m, lt_datum *const *in, lt
     if (!ca->o.prebuilt) ca->o.given_inputs = given; /* an artifact's are the ones it was saved with */
     ca->o.backend = ca->backend;
     if (ca->o.dump_after) {
-        ca->o.dump_cb = dump_cb;
+        ca->o.dump_cb = cli_compile_dump_cb;
         ca->o.dump_user = NULL;
     }
     memset(rep, 0, sizeof *rep);

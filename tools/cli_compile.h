@@ -40,6 +40,8 @@ int cli_compile_check_backend_forked(const cli_compile_args *ca, bool allow_inte
  * *rep are set (free rep with lt_compile_report_free). */
 int cli_compile_model(cli_compile_args *ca, lt_model *m, lt_datum *const *in, lt_plan **out, lt_compile_report *rep);
 void cli_compile_print_report(const lt_compile_report *rep, FILE *f);
+/* lt_compile_options.dump_cb for --dump-after: "; after PASS" and the dump on stderr. */
+void cli_compile_dump_cb(void *user, const char *pass, int round, const char *ir);
 
 /* MODEL is a .lathe artifact (src/compile/artifact.h): verify it, check this machine, load its model
  * (shapes as saved) into *m and put its recorded options and module into ca (no tuning database;

@@ -1,6 +1,9 @@
 /* cmd_compile.c — `lathe compile MODEL`: compile a model for its bound shapes and print the compile
  * report (stage times, groups, kernels, host steps, cache hit, the memory plan: workspace peak next
- * to the sum of all intermediates); with -o DIR (--target c, the default) also export it as
+ * to the sum of all intermediates). A model that keeps symbolic dims (none bound, or ranges such as
+ * --dim seq=1..512) is compiled for every shape (tools/cli_family.c): built at each probe shape
+ * (--probe, or a default set), it prints which shapes share which bucket and module, the kernels
+ * with run-time scalars and the compiler runs. With -o DIR (--target c, the default) also export it as
  * standalone C (the "c" target, src/backend/c: DIR/model.c, model.h, model_main.c and model.weights,
  * or weights embedded in model.c under 1 MiB). --print-plan lists the plan's steps and buffers.
  * --target NAME is looked up in the backend registry like --backend: any target with a write_output
@@ -11,6 +14,7 @@
  * Exit codes: 0 ok, 1 usage, 2 bad model, 3 unsupported (backend, or host steps in an export).
  */
 #include "cli_compile.h"
+#include "cli_family.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -22,9 +26,15 @@
 static const char HELP[] =
     "usage: lathe compile MODEL [options]\n"
     "\n"
-    "Compile an ONNX model (every input shape must be known: declared, or bound with --shapes/--dim)\n"
-    "and print the compile report. With -o DIR, also write it as standalone C that builds with\n"
-    "`cc -O2 model.c model_main.c -lm` and needs no lathe library.\n"
+    "Compile an ONNX model and print the compile report. With -o DIR, also write it as standalone C\n"
+    "that builds with `cc -O2 model.c model_main.c -lm` and needs no lathe library (-o and --save\n"
+    "need every input shape known: declared, or bound with --shapes/--dim NAME=N).\n"
+    "\n"
+    "A model that keeps symbolic dims (unbound, or given a range with --dim NAME=LO..HI) is compiled\n"
+    "for every shape: built at each probe shape, it reports which shapes share a bucket (one built\n"
+    "module, its kernels taking the sizes as run-time scalars), the kernels with run-time scalars and\n"
+    "how many compiler runs it took. Probe shapes: --probe, else every combination of each ranged\n"
+    "dim's low end, midpoint and high end and 1 and 8 for each dim without a range (at most 64).\n"
     "\n"
     "options:\n"
     "  -o, --output DIR      export into DIR (created, with missing parents, if missing)\n"
@@ -36,6 +46,9 @@ static const char HELP[] =
     "  --embed-limit BYTES   embed the weights in model.c when smaller (default 1048576; 0 never)\n"
     "  --shapes NAME:DIMS[,NAME:DIMS]  fix input shapes (repeatable)\n"
     "  --dim NAME=N          bind a symbolic dim everywhere (repeatable)\n"
+    "  --dim NAME=LO..HI     keep dim NAME symbolic within LO..HI (compiled for every shape)\n"
+    "  --probe NAME:DIMS[,NAME:DIMS]  a shape to build the model compiled for every shape at (inputs\n"
+    "                        not named take their dims from those named; repeatable)\n"
     "  --backend NAME        backend to compile for (default cpu)\n"
     "  --print-plan          list the plan: steps, buffers and their workspace offsets\n"
     "  --save FILE           write a .lathe artifact: the model, its options and the compiled module\n"
@@ -49,8 +62,9 @@ static const char HELP[] =
 
 static void warn_line(const char *msg) { cli_warn("%s", msg); }
 
-/* Every input of m needs a concrete shape to compile. Exit code. */
-static int check_input_shapes(const lt_model *m) {
+/* Every input of m needs a concrete shape to compile for one shape (`what`: -o, --save; NULL: a
+ * report only). Exit code. */
+static int check_input_shapes(const lt_model *m, const char *what) {
     lt_ctx ctx = {0};
     if (lt_model_check_supported(&ctx, m) != LT_OK) return cli_fail(&ctx);
     for (int i = 0; i < m->graph->n_inputs; i++) {
@@ -58,7 +72,10 @@ static int check_input_shapes(const lt_model *m) {
         if (v->init || v->type.kind != LT_TK_TENSOR) continue;
         int rank;
         int64_t d[LT_MAX_RANK];
-        if (lt_io_input_shape(&ctx, v, NULL, &rank, d) != LT_OK) return cli_fail(&ctx);
+        if (lt_io_input_shape(&ctx, v, NULL, &rank, d) == LT_OK) continue;
+        if (!what) return cli_fail(&ctx);
+        cli_error("%s (%s writes code for one shape: every dim must be bound)", ctx.msg, what);
+        return lt_status_exit_code(ctx.status);
     }
     return 0;
 }
@@ -129,8 +146,11 @@ static int write_output(const lt_backend_vtbl *tv, const cli_compile_args *ca, c
 int cmd_compile(int argc, char **argv) {
     const char *model = NULL, *outdir = NULL, *target = "c", *name = NULL, *arch = "sm_90", *save = NULL;
     bool target_given = false;
-    const char **shapes = calloc((size_t)argc, sizeof *shapes), **dims = calloc((size_t)argc, sizeof *dims);
-    int n_shapes = 0, n_dims = 0, rc = CLI_EXIT_OK;
+    const char **shapes = calloc((size_t)argc, sizeof *shapes), **dims = calloc((size_t)argc, sizeof *dims),
+               **probes = calloc((size_t)argc, sizeof *probes);
+    int n_shapes = 0, n_dims = 0, n_probes = 0, rc = CLI_EXIT_OK;
+    cli_dims dd = {0};
+    bool symbolic = false;
     int64_t embed = -1;
     bool print_plan = false, have_rep = false;
     lt_model *m = NULL;
@@ -140,7 +160,7 @@ int cmd_compile(int argc, char **argv) {
     cli_compile_args ca;
     cli_compile_init(&ca, "cpu");
     ca.stop_stages = true;
-    if (!shapes || !dims) { cli_error("out of memory"); rc = CLI_EXIT_INVALID; goto out; }
+    if (!shapes || !dims || !probes) { cli_error("out of memory"); rc = CLI_EXIT_INVALID; goto out; }
     for (int i = 1; i < argc;) {
         const char *v = NULL, *a = argv[i];
         int r;
@@ -175,6 +195,9 @@ int cmd_compile(int argc, char **argv) {
         } else if ((r = cli_opt_value("compile", argc, argv, &i, "--dim", &v))) {
             if (r < 0) { rc = CLI_EXIT_USAGE; goto out; }
             dims[n_dims++] = v;
+        } else if ((r = cli_opt_value("compile", argc, argv, &i, "--probe", &v))) {
+            if (r < 0) { rc = CLI_EXIT_USAGE; goto out; }
+            probes[n_probes++] = v;
         } else if (a[0] == '-' && a[1]) {
             rc = cli_usage("compile", "unknown option '%s'", a);
             goto out;
@@ -187,6 +210,12 @@ int cmd_compile(int argc, char **argv) {
         }
     }
     if (!model) { rc = cli_usage("compile", "missing MODEL"); goto out; }
+    if ((rc = cli_dims_split("compile", n_dims, dims, &dd))) goto out;
+    if (n_probes && (save || outdir)) {
+        rc = cli_usage("compile", "--probe is for the report of a model compiled for every shape, not for %s",
+                       save ? "--save" : "-o");
+        goto out;
+    }
     if (save) { /* a .lathe artifact for a backend (--target cpu, the default, or cuda) */
         if (outdir) { rc = cli_usage("compile", "--save and -o write different things: give one"); goto out; }
         if (target_given && strcmp(target, "cpu") != 0 && strcmp(target, "cuda") != 0) {
@@ -195,7 +224,9 @@ int cmd_compile(int argc, char **argv) {
         }
         if (target_given) ca.backend = target;
         if ((rc = cli_compile_check_backend(&ca, false))) goto out;
-        if ((rc = cli_load_model(model, n_shapes, shapes, n_dims, dims, &m)) || (rc = check_input_shapes(m))) goto out;
+        if ((rc = cli_load_model(model, n_shapes, shapes, dd.n_fixed, dd.fixed, &m)) ||
+            (rc = cli_dims_check_ranges("compile", &dd, m)) || (rc = check_input_shapes(m, "--save")))
+            goto out;
         rc = save_artifact(&ca, model, save, m);
         goto out;
     }
@@ -219,8 +250,7 @@ int cmd_compile(int argc, char **argv) {
         goto out;
     }
     bool from_source = tv->output_from_source;
-    if (from_source && !outdir) { rc = cli_usage("compile", "--target %s needs -o DIR", target); goto out; }
-    if (from_source) { /* emit only: no device needed */
+    if (from_source) { /* emit only: no device needed (without -o: the bucket report of a symbolic model) */
         ca.backend = target;
         ca.o.emit_only = true;
         ca.o.dump_code_dir = outdir;
@@ -234,7 +264,27 @@ int cmd_compile(int argc, char **argv) {
         rc = cli_usage("compile", "--stop-after %s builds no plan: nothing for -o to write", ca.o.stop_after_stage);
         goto out;
     }
-    if ((rc = cli_load_model(model, n_shapes, shapes, n_dims, dims, &m))) goto out;
+    if ((rc = cli_load_model(model, n_shapes, shapes, dd.n_fixed, dd.fixed, &m)) ||
+        (rc = cli_dims_check_ranges("compile", &dd, m)))
+        goto out;
+    if (outdir && (rc = check_input_shapes(m, "-o"))) goto out;
+    if ((rc = cli_model_symbolic(m, &symbolic))) goto out;
+    if (n_probes && !symbolic) {
+        rc = cli_usage("compile", "--probe is for a model that keeps symbolic dims: every dim of this one is bound");
+        goto out;
+    }
+    if (from_source && !outdir && !symbolic) { rc = cli_usage("compile", "--target %s needs -o DIR", target); goto out; }
+    if (symbolic) { /* compiled for every shape: the bucket report at the probe shapes */
+        lt_ctx sctx = {0};
+        if (lt_model_check_supported(&sctx, m) != LT_OK) { rc = cli_fail(&sctx); goto out; }
+        if (ca.o.stop_after_stage) {
+            rc = cli_usage("compile", "--stop-after %s needs every dim bound (--dim NAME=N or --shapes)",
+                           ca.o.stop_after_stage);
+            goto out;
+        }
+        rc = cli_family_report(&ca, model, n_shapes, shapes, &dd, m, n_probes, probes, print_plan);
+        goto out;
+    }
     /* -o DIR is created with its missing parents (before compiling: --target cuda writes into it) */
     if (outdir && (rc = cli_make_dirs("-o", outdir))) goto out;
     lt_ctx ctx = {0};
@@ -277,7 +327,9 @@ out:
     lt_plan_free(plan);
     if (have_rep) lt_compile_report_free(&rep);
     lt_model_free(m);
+    cli_dims_free(&dd);
     free(shapes);
     free(dims);
+    free(probes);
     return rc;
 }

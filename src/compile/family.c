@@ -90,6 +90,7 @@ struct lt_family {
     int n_mods;
     cached_plan *plans;
     int n_plans;
+    int last_module;    /* 1-based: the module the last compiled plan took (0: none) */
     uint64_t clock;
     lt_family_stats stats;
     /* the compile in flight */
@@ -105,6 +106,7 @@ struct lt_family {
 };
 
 const lt_model *lt_family_model(const lt_family *f) { return f->model; }
+int lt_family_last_module(const lt_family *f) { return f->last_module; }
 void lt_family_get_stats(const lt_family *f, lt_family_stats *out) { *out = f->stats; }
 
 /* ---- shapes ---- */
@@ -220,6 +222,7 @@ static int module_index(const lt_family *f, const char *sha) { /* -1: none built
 static lt_bmodule *module_lookup(void *user, const char *sha) {
     lt_family *f = user;
     int i = module_index(f, sha);
+    if (i >= 0) f->last_module = i + 1;
     return i < 0 ? NULL : f->mods[i].m;
 }
 
@@ -230,6 +233,7 @@ static void module_built(void *user, lt_bmodule *m, const char *sha) {
     f->mods = nm;
     snprintf(f->mods[f->n_mods].sha, sizeof f->mods[f->n_mods].sha, "%s", sha);
     f->mods[f->n_mods++].m = m;
+    f->last_module = f->n_mods;
     f->stats.modules_built++;
 }
 
@@ -375,7 +379,8 @@ static lt_status compile_at(lt_ctx *ctx, lt_family *f, const int *ranks, const i
     co.given_inputs = f->given;
     co.shape_generic = true;
     lt_strbuf src = {0};
-    if (f->o.compile.emit_only && !probe) co.emit_source = &src; /* its hash stands for the module */
+    bool count_source = f->o.compile.emit_only && !probe; /* its hash stands for the module */
+    co.emit_source = count_source ? &src : NULL;
     if (f->backend || f->o.compile.emit_only) {
         co.shared_backend = f->backend;
         co.kernels_hook = hook;
@@ -391,10 +396,12 @@ static lt_status compile_at(lt_ctx *ctx, lt_family *f, const int *ranks, const i
     lt_compile_report rep = {0};
     if (s == LT_OK) s = lt_compile(ctx, m, &co, &p, &rep);
     lt_compile_report_free(&rep);
-    if (s == LT_OK && co.emit_source) { /* emit only: a module per distinct source, none built */
+    if (s == LT_OK && count_source) { /* emit only: a module per distinct source, none built */
         char sha[65];
         lt_sha256_hex(src.s ? src.s : "", src.len, sha);
-        if (module_index(f, sha) < 0) module_built(f, NULL, sha);
+        int i = module_index(f, sha);
+        if (i < 0) module_built(f, NULL, sha);
+        else f->last_module = i + 1;
     }
     lt_sb_free(&src);
     if (s != LT_OK || probe) {
@@ -504,7 +511,7 @@ lt_status lt_family_plan(lt_ctx *ctx, lt_family *f, int n, const int *ranks, con
     lt_status s = check_shapes(ctx, f, ranks, dims);
     cached_plan c = {.key = key, .key_len = key_len, .used = f->clock};
     int built_before = f->stats.modules_built;
-    f->cur_ranks = ranks, f->cur_dims = dims, f->cur_bucket = -1;
+    f->cur_ranks = ranks, f->cur_dims = dims, f->cur_bucket = -1, f->last_module = 0;
     if (s == LT_OK) s = compile_at(ctx, f, ranks, dims, false, &c.m, &c.p);
     f->cur_ranks = NULL, f->cur_dims = NULL;
     if (s != LT_OK) {

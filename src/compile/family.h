@@ -79,6 +79,9 @@ const lt_model *lt_family_model(const lt_family *f);
 lt_status lt_family_plan(lt_ctx *ctx, lt_family *f, int n, const int *ranks, const int64_t *const *dims, lt_plan **out);
 
 void lt_family_get_stats(const lt_family *f, lt_family_stats *out);
+/* The module the last plan compiled by lt_family_plan took, numbered from 1 in the order modules were
+ * built (with emit_only: distinct sources); 0 when it has no compiled kernels. */
+int lt_family_last_module(const lt_family *f);
 /* The buckets, one line each ("bucket 1: made at batch=2, sequence=16; 31 kernels, 24 with run-time
  * scalars (57 scalars); 3 shapes"), after a summary line. */
 void lt_family_print(const lt_family *f, lt_strbuf *out);

@@ -2,10 +2,12 @@
 """symbolic_cuda.py — a model with symbolic dims compiled once on the GPU, for tests/gpu/run.sh (a script:
 the GPU machine may lack pytest).
 
-lathe.compile on the zoo's bert_ci (batch and sequence symbolic) with backend "cuda" and no cache folder
-gives one model for every shape (src/compile/family.h). It runs at shapes of one bucket and at others;
-each output must equal the reference interpreter's (rtol 1e-3: the GPU's float order differs), and the
-report says how many buckets and NVRTC module builds the shapes took, printed as the summary line.
+lathe.compile on the zoo's bert_ci (batch and sequence symbolic) and pplcnet_ci (batch and image size
+symbolic) with backend "cuda" and no cache folder gives one model for every shape (src/compile/family.h).
+It runs at shapes of one bucket and at others; each output must equal the reference interpreter's (rtol
+1e-3: the GPU's float order differs), the shapes meant to share the first bucket must build no NVRTC
+module, and the report says how many buckets and NVRTC module builds bert_ci's shapes took, printed as
+the summary line.
 
 usage: symbolic_cuda.py --lathe BUILD/lathe [--summary FILE]   (exit 1 when a check fails)
 """
@@ -28,6 +30,31 @@ def feeds(batch, seq, seed):
     return {"input_ids": rng.integers(0, 100, size=(batch, seq)).astype(np.int64), "attention_mask": mask}
 
 
+def run_shapes(lathe, path, shapes, make_feeds, must_share, failed):
+    """Run the model compiled once (backend cuda, no cache folder) at every shape against the interpreter;
+    the shapes at the indices in must_share must not build an NVRTC module."""
+    model = lathe.compile(path, backend="cuda", cache_dir=False)
+    ref = lathe.compile(path, backend="interp")
+    built = 0
+    for i, shape in enumerate(shapes):
+        f = make_feeds(shape, i)
+        got, want = model.run(f), ref.run(f)
+        now = re.search(r"modules built: (\d+)", model.report)
+        now = int(now.group(1)) if now else built
+        name_shape = "x".join(str(d) for d in shape)
+        print(f"{os.path.basename(path)} {name_shape}: {'new bucket (NVRTC)' if now > built else 'no NVRTC'}")
+        if now > built and i in must_share:
+            failed.append(f"{os.path.basename(path)} {name_shape} built an NVRTC module (its bucket should exist)")
+        built = now
+        for name in want:
+            if got[name].shape != want[name].shape or not np.allclose(got[name], want[name], rtol=1e-3, atol=1e-4):
+                err = float(np.abs(got[name].astype(np.float64) - want[name]).max()) if got[name].shape == want[name].shape \
+                    else "shape"
+                failed.append(f"{name} at {name_shape}: max error {err}")
+    print(model.report)
+    return model
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--lathe", required=True)
@@ -36,28 +63,20 @@ def main():
     os.environ.setdefault("LATHE_LIBRARY", os.path.join(os.path.dirname(os.path.abspath(a.lathe)), "liblathe.so"))
     import lathe
     import exported
-    path = exported.build("bert_ci")
-    model = lathe.compile(path, backend="cuda", cache_dir=False)
-    ref = lathe.compile(path, backend="interp")
     failed = []
-    shapes = ((4, 33), (4, 57), (4, 41), (1, 16), (16, 64), (16, 96), (16, 80), (16, 65), (16, 97), (4, 33))
-    built = 0
-    for batch, seq in shapes:
-        f = feeds(batch, seq, seq)
-        got, want = model.run(f), ref.run(f)
-        now = re.search(r"modules built: (\d+)", model.report)
-        now = int(now.group(1)) if now else built
-        print(f"{batch}x{seq}: {'new bucket (NVRTC)' if now > built else 'no NVRTC'}")
-        built = now
-        for name in want:
-            if got[name].shape != want[name].shape or not np.allclose(got[name], want[name], rtol=1e-3, atol=1e-4):
-                err = float(np.abs(got[name].astype(np.float64) - want[name]).max()) if got[name].shape == want[name].shape \
-                    else "shape"
-                failed.append(f"{name} at {batch}x{seq}: max error {err}")
+    # bert_ci: the first shape makes a bucket; the next four (batch and sequence both moving) must take it
+    # without NVRTC; the rest may make others (batch 1, longer rows that take another row kernel).
+    bert = exported.build("bert_ci")
+    shapes = ((4, 33), (4, 57), (2, 41), (3, 50), (8, 97), (1, 16), (16, 64), (16, 96), (5, 128), (4, 33))
+    model = run_shapes(lathe, bert, shapes, lambda s, seed: feeds(*s, seed), must_share=range(1, 5), failed=failed)
+    # pplcnet_ci: image sizes of every residue in one bucket
+    ppl = exported.build("pplcnet_ci")
+    images = ((2, 3, 64, 64), (3, 3, 48, 40), (2, 3, 33, 45), (2, 3, 56, 72), (1, 3, 64, 64))
+    run_shapes(lathe, ppl, images, lambda s, seed: {"x": np.random.default_rng(seed).standard_normal(s).astype(np.float32)},
+               must_share=range(1, 4), failed=failed)
     report = model.report
-    print(report)
     m = re.search(r"buckets: (\d+); modules built: (\d+), reused: (\d+)", report)
-    what = f"{len(shapes)} runs, {len(set(shapes))} shapes: {m.group(1)} buckets, {m.group(2)} NVRTC builds, {m.group(3)} reused" if m else "no report"
+    what = f"bert_ci {len(shapes)} runs, {len(set(shapes))} shapes: {m.group(1)} buckets, {m.group(2)} NVRTC builds, {m.group(3)} reused" if m else "no report"
     for f in failed:
         print("FAILED", f)
     line = f"{'symbolic dims (cuda)':<28} {'FAILED' if failed else 'ok':<8} " + \
