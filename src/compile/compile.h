@@ -64,6 +64,9 @@ typedef struct lt_compile_options {
     bool no_graphs;             /* device backends: launch kernels one by one, no captured graph */
     bool shape_generic;         /* compiled once for many shapes (set by compile/family.c): schedules
                                  * whose code does not change with a size (lt_lower_options) */
+    /* The plan's workspace from the caller (lt_plan_build_args.workspace); NULL: its own. */
+    lt_status (*workspace)(void *user, lt_ctx *ctx, int64_t bytes, void **out);
+    void *workspace_user;
     /* Graph inputs that have an initializer (every weight of an IR < 4 model is one) are frozen:
      * they become constants, so what is computed from them folds and compiles, except those named
      * in given_inputs (NULL-terminated), which the caller will provide at run time.

@@ -91,6 +91,8 @@ struct lt_family {
     cached_plan *plans;
     int n_plans;
     int last_module;    /* 1-based: the module the last compiled plan took (0: none) */
+    void *ws;           /* the workspace every plan runs in (plans run one at a time), ws_bytes big */
+    int64_t ws_bytes;
     uint64_t clock;
     lt_family_stats stats;
     /* the compile in flight */
@@ -253,6 +255,7 @@ static bool bucket_takes(const bucket *b, const lt_kscan *sc, const lt_lowered *
 
 static lt_status compile_at(lt_ctx *ctx, lt_family *f, const int *ranks, const int64_t *const *dims, bool probe,
                             lt_model **m_out, lt_plan **p_out);
+static lt_status workspace(void *user, lt_ctx *ctx, int64_t bytes, void **out);
 
 /* A new bucket from these kernels and a probe compile's. */
 static lt_status new_bucket(lt_ctx *ctx, lt_family *f, const lt_kscan *sc, const lt_lowered *lw, int n) {
@@ -387,6 +390,7 @@ static lt_status compile_at(lt_ctx *ctx, lt_family *f, const int *ranks, const i
         co.module_lookup = module_lookup;
         co.module_built = module_built;
         co.share_user = f;
+        if (f->backend) co.workspace = workspace, co.workspace_user = f;
     }
     if (probe) {
         co.stop_after_stage = lt_compile_stage_name(LT_STAGE_SIMPLIFY);
@@ -470,9 +474,36 @@ static void drop_plan(cached_plan *c) {
     lt_mem_free(c->key);
 }
 
+static void drop_plans(lt_family *f) {
+    for (int i = 0; i < f->n_plans; i++) drop_plan(&f->plans[i]);
+    f->n_plans = 0;
+}
+
+/* Every plan's workspace, one allocation: a shape needing more than it holds grows it to the next
+ * power of two, after dropping the cached plans (they point into the old one; rebuilding one costs
+ * the host pipeline, never a compiler). The memory a family holds is then its largest shape's
+ * workspace (at most twice it), not one per cached plan. */
+static lt_status workspace(void *user, lt_ctx *ctx, int64_t bytes, void **out) {
+    lt_family *f = user;
+    if (bytes > f->ws_bytes) {
+        int64_t size = 4096;
+        while (size < bytes && size < INT64_MAX / 2) size *= 2;
+        if (size < bytes) size = bytes;
+        drop_plans(f);
+        if (f->ws) f->backend->vt->free(f->backend, f->ws);
+        f->ws = NULL, f->ws_bytes = 0, f->stats.workspace_bytes = 0;
+        LT_TRY(f->backend->vt->alloc(f->backend, ctx, (size_t)size, &f->ws));
+        f->ws_bytes = f->stats.workspace_bytes = size;
+        f->stats.workspace_grown++;
+    }
+    *out = f->ws;
+    return LT_OK;
+}
+
 void lt_family_free(lt_family *f) {
     if (!f) return;
-    for (int i = 0; i < f->n_plans; i++) drop_plan(&f->plans[i]);
+    drop_plans(f);
+    if (f->ws) f->backend->vt->free(f->backend, f->ws);
     lt_mem_free(f->plans);
     for (int i = 0; i < f->n_mods; i++)
         if (f->mods[i].m) f->backend->vt->module_free(f->backend, f->mods[i].m);
@@ -543,6 +574,9 @@ void lt_family_print(const lt_family *f, lt_strbuf *out) {
     lt_sb_printf(out, "shapes: %d compiled by the host pipeline (%d runs found theirs cached); buckets: %d; "
                       "modules built: %d, reused: %d\n",
                  s->plans_built, s->plan_hits, s->buckets, s->modules_built, s->modules_reused);
+    if (s->workspace_bytes)
+        lt_sb_printf(out, "workspace: %lld bytes, one for every plan (grown %d times)\n", (long long)s->workspace_bytes,
+                     s->workspace_grown);
     for (int i = 0; i < f->n_buckets; i++) {
         const bucket *b = &f->buckets[i];
         lt_sb_printf(out, "bucket %d: made at %s; %d kernels, %d with run-time scalars (%d scalars); %d shape%s\n", i + 1,

@@ -21,8 +21,9 @@
  * shape makes different code: a different bucket, which the report lists.
  *
  * Plans are cached per input shapes (most recently used first, options.max_plans of them); each
- * has its own memory plan, computed for its shape. The backend instance and the modules belong to
- * the family and outlive its plans.
+ * has its own memory plan, computed for its shape, in one workspace the family holds for all of
+ * them (grown to the next power of two when a shape needs more; the cached plans are then dropped).
+ * The backend instance, the workspace and the modules belong to the family and outlive its plans.
  */
 #ifndef LT_FAMILY_H
 #define LT_FAMILY_H
@@ -64,6 +65,8 @@ typedef struct lt_family_stats {
     int modules_built;           /* C compiler / NVRTC runs (or cache loads) for new buckets */
     int modules_reused;          /* plans that took a bucket's module */
     int kernels, kernels_scalar; /* in the last plan built: kernels, those with run-time scalars */
+    int64_t workspace_bytes;     /* the one workspace every plan runs in (0: none yet) */
+    int workspace_grown;         /* times a shape needed a bigger one (the cached plans were dropped) */
 } lt_family_stats;
 
 lt_status lt_family_new(lt_ctx *ctx, const lt_family_options *o, lt_family **out);

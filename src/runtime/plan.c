@@ -498,7 +498,12 @@ static lt_status plan_memory(lt_ctx *ctx, lt_plan *p, bool no_inplace) {
     if (s == LT_OK) s = lt_memplan_verify(ctx, bufs, n, p->mem.workspace_bytes);
     if (s == LT_OK) {
         size_t bytes = (size_t)(p->mem.workspace_bytes > 0 ? p->mem.workspace_bytes : LT_MEMPLAN_ALIGN);
-        s = p->backend->vt->alloc(p->backend, ctx, bytes, &p->workspace);
+        if (p->workspace_fn) {
+            s = p->workspace_fn(p->workspace_user, ctx, (int64_t)bytes, &p->workspace);
+            p->workspace_borrowed = s == LT_OK;
+        } else {
+            s = p->backend->vt->alloc(p->backend, ctx, bytes, &p->workspace);
+        }
     }
     if (s == LT_OK)
         for (int sl = 0; sl < p->n_slots; sl++) {
@@ -635,6 +640,7 @@ lt_status lt_plan_build_steps(lt_ctx *ctx, const lt_plan_build_args *a, lt_plan 
     p->threads = a->threads;
     p->host_memory = a->backend && a->backend->vt->host_memory;
     p->use_graphs = !a->no_graphs;
+    p->workspace_fn = a->workspace, p->workspace_user = a->workspace_user;
     const lt_graph *g = a->model->graph;
     const lt_groups *gs = a->groups;
     lt_status s = LT_OK;
@@ -742,7 +748,7 @@ void lt_plan_free(lt_plan *p) {
     if (p->backend) {
         for (int i = 0; i < p->n_packs; i++)
             if (p->slots && p->slots[p->packs[i].slot].ptr) p->backend->vt->free(p->backend, p->slots[p->packs[i].slot].ptr);
-        if (p->workspace) p->backend->vt->free(p->backend, p->workspace);
+        if (p->workspace && !p->workspace_borrowed) p->backend->vt->free(p->backend, p->workspace);
         if (p->check_slot >= 0 && p->slots[p->check_slot].ptr)
             p->backend->vt->free(p->backend, p->slots[p->check_slot].ptr);
         if (p->module && !p->shared_module) p->backend->vt->module_free(p->backend, p->module);

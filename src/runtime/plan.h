@@ -201,6 +201,12 @@ typedef struct lt_plan_build_args {
     bool no_inplace;              /* disable in-place reuse (debugging) */
     bool no_graphs;               /* device plans: launch kernels one by one, never as a captured
                                    * graph (profiling, debugging) */
+    /* The workspace from the caller instead of an allocation of the plan's own (many plans of one
+     * model, one run at a time: src/compile/family.c): called once with the bytes the memory plan
+     * needs, it gives backend memory of at least that size that outlives the plan (the plan never
+     * frees it). NULL: the plan allocates its own. */
+    lt_status (*workspace)(void *user, lt_ctx *ctx, int64_t bytes, void **out);
+    void *workspace_user;
     /* The graph inputs as the caller knew them before compiling (lt_compile may turn inputs that
      * have an initializer into constants, "frozen"): the order lt_plan_run's inputs[] follows.
      * NULL: the model's current graph inputs. */

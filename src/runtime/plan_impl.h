@@ -92,6 +92,9 @@ struct lt_plan {
     struct lt_env env;
 
     void *workspace;
+    lt_status (*workspace_fn)(void *user, lt_ctx *ctx, int64_t bytes, void **out); /* lt_plan_build_args.workspace */
+    void *workspace_user;
+    bool workspace_borrowed; /* from workspace_fn: not the plan's to free */
     lt_mp_result mem;
     lt_plan_stats stats;
     bool memory_planned;     /* lt_plan_build_memory ran: offsets, workspace, packs, arguments ready */
