@@ -43,6 +43,8 @@ int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(print
  * printf. cli_put_text writes multi-line text (library messages, reports, graph listings) the same
  * way but leaves '\n' and '\t' alone. */
 const char *cli_esc(const char *s);
+/* The first n bytes of s as a new NUL-terminated string (malloc; NULL when out of memory). */
+char *cli_copy_str(const char *s, size_t n);
 void cli_put_text(FILE *f, const char *text);
 /* The escaped form of s appended to buf[0..n) (always terminated); for strings kept with a result.
  * keep_lines leaves '\n' and '\t' as they are. Returns the length the whole escaped form needs. */

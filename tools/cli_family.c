@@ -28,15 +28,6 @@ static double now_s(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static char *copy_str(const char *s, size_t n) {
-    char *c = malloc(n + 1);
-    if (c) {
-        memcpy(c, s, n);
-        c[n] = 0;
-    }
-    return c;
-}
-
 /* ---- --dim specs ---- */
 
 /* "LO..HI" of `NAME=LO..HI` (dots points at the ".."). */
@@ -70,7 +61,7 @@ int cli_dims_split(const char *cmd, int n, const char *const *specs, cli_dims *o
         for (int r = 0; r < out->n_ranges; r++)
             if (strlen(out->ranges[r].name) == (size_t)(eq - s) && !strncmp(out->ranges[r].name, s, (size_t)(eq - s)))
                 return cli_usage(cmd, "--dim %s: dim '%s' has a range already", s, out->ranges[r].name);
-        char *name = copy_str(s, (size_t)(eq - s));
+        char *name = cli_copy_str(s, (size_t)(eq - s));
         if (!name) {
             cli_error("out of memory");
             return CLI_EXIT_INVALID;

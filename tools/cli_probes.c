@@ -10,15 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static char *copy_str(const char *s, size_t n) {
-    char *c = malloc(n + 1);
-    if (c) {
-        memcpy(c, s, n);
-        c[n] = 0;
-    }
-    return c;
-}
-
 enum { PSLOT = LT_MAX_RANK + 1, MAX_VARS = 64, MAX_DEFAULT_PROBES = 64 };
 
 /* Shapes of the inputs without an initializer: per probe and input, the rank then the dims. */
@@ -130,7 +121,7 @@ static int probe_in_ranges(const probes *p, const char *src, const int64_t *sh) 
 static int parse_probe(probes *p, const char *spec) {
     int64_t *sh = probes_add(p);
     bool *named = calloc((size_t)p->n_in + 1, sizeof *named);
-    char *copy = copy_str(spec, strlen(spec)), *save = NULL, label[1100];
+    char *copy = cli_copy_str(spec, strlen(spec)), *save = NULL, label[1100];
     int rc = 0;
     if (!sh || !named || !copy) {
         cli_error("out of memory");

@@ -325,3 +325,12 @@ int cli_model_ops(const lt_model *m, lt_arena *a, const char ***out) {
     *out = (const char **)v.items;
     return v.n;
 }
+
+char *cli_copy_str(const char *s, size_t n) {
+    char *c = malloc(n + 1);
+    if (c) {
+        memcpy(c, s, n);
+        c[n] = 0;
+    }
+    return c;
+}

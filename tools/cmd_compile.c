@@ -80,13 +80,52 @@ static int check_input_shapes(const lt_model *m, const char *what) {
     return 0;
 }
 
+/* Was an option's value taken from the command line (the very argv string, "--arch X" or "--arch=X"),
+ * rather than its default? */
+static bool value_given(int argc, char **argv, const char *name, const char *value) {
+    size_t n = strlen(name);
+    for (int i = 1; i < argc; i++)
+        if (value == argv[i] || (strncmp(argv[i], name, n) == 0 && argv[i][n] == '=' && value == argv[i] + n + 1))
+            return true;
+    return false;
+}
+
+/* --save --target cuda with no --arch: the device's own architecture (sm_90a on Hopper), which the
+ * compile on it builds for; with no usable device, one line saying --arch builds here with NVRTC. */
+static int cuda_device_arch(const cli_compile_args *ca, char *arch, size_t n) {
+    lt_ctx ctx = {0};
+    lt_backend *b = NULL;
+    lt_backend_options bo = {.device = ca->o.device, .nvrtc = ca->o.nvrtc};
+    if (lt_backend_create(&ctx, "cuda", &bo, &b) != LT_OK) {
+        if (ctx.status != LT_ERR_UNSUPPORTED) return cli_fail(&ctx);
+        cli_error("--save --target cuda: %s; with no GPU, give --arch (sm_90a for H100/H200, sm_80 for A100, ...) to "
+                  "build the cubin here with NVRTC", ctx.msg);
+        return CLI_EXIT_USAGE;
+    }
+    lt_target t;
+    lt_target_options to = {0};
+    lt_status s = lt_backend_target(&ctx, b->vt, b, &to, &t);
+    lt_backend_destroy(b);
+    if (s != LT_OK) return cli_fail(&ctx);
+    if (!t.arch[0]) {
+        cli_error("--save --target cuda: the device reports no architecture; give --arch");
+        return CLI_EXIT_UNSUPPORTED;
+    }
+    snprintf(arch, n, "%s", t.arch);
+    return 0;
+}
+
 /* --save FILE: compile (one whole module, no cache, no tuning database) and write the .lathe
- * artifact (src/compile/artifact.h): the model's bytes, the options, the module. */
-static int save_artifact(cli_compile_args *ca, const char *model, const char *path, lt_model *m) {
+ * artifact (src/compile/artifact.h): the model's bytes, the options, the module. arch: the GPU
+ * architecture the module is built for (NULL for the CPU). offline: no device is used: the compile
+ * lowers for arch and emits the source only, and NVRTC builds the cubin here (what the backend's
+ * compile on a GPU of arch builds from the same source, so the artifact is the one saved there). */
+static int save_artifact(cli_compile_args *ca, const char *model, const char *path, lt_model *m, const char *arch,
+                         bool offline) {
     lt_ctx ctx = {0};
     uint8_t *bytes = NULL;
     size_t size = 0;
-    lt_strbuf meta = {0};
+    lt_strbuf meta = {0}, source = {0}, log = {0};
     lt_prebuilt pb;
     memset(&pb, 0, sizeof pb);
     lt_plan *plan = NULL;
@@ -96,20 +135,42 @@ static int save_artifact(cli_compile_args *ca, const char *model, const char *pa
     if (lt_io_read_file(&ctx, model, &bytes, &size) != LT_OK) return cli_fail(&ctx);
     ca->no_tune_db = true;
     ca->o.backend = ca->backend;
+    ca->o.arch = arch; /* recorded: the loader lowers for it */
     ca->o.save_prebuilt = &pb;
     if (lt_artifact_meta(&ctx, m, &ca->o, &meta) != LT_OK) { rc = cli_fail(&ctx); goto out; }
+    if (offline) {
+        ca->o.emit_only = true;
+        ca->o.emit_source = &source;
+    }
     if ((rc = cli_compile_model(ca, m, NULL, &plan, &rep))) goto out;
     printf("model: %s\n", cli_esc(model));
-    cli_compile_print_report(&rep, stdout);
+    if (offline) {
+        printf("lowered for %s with no device: %d kernels (+%d weight packing), %d host groups; CUDA source %zu bytes "
+               "(compile %.3f s, emit only)\n", cli_esc(arch), rep.n_kernels, rep.n_pack_kernels, rep.n_host_groups,
+               source.len, rep.total_seconds);
+    } else {
+        cli_compile_print_report(&rep, stdout);
+    }
     lt_compile_report_free(&rep);
+    if (offline && lt_artifact_offline_build(&ctx, ca->backend, ca->o.nvrtc, arch, source.s, source.len, &pb, &log) != LT_OK) {
+        rc = cli_fail(&ctx);
+        goto out;
+    }
+    if (log.s) printf("cuda: %s", log.s);
     if (lt_artifact_write(&ctx, path, meta.s, bytes, size, &pb) != LT_OK) { rc = cli_fail(&ctx); goto out; }
-    printf("saved: %s (%s, model %zu bytes, module %zu bytes); runs with no C compiler: lathe run %s\n", cli_esc(path),
-           ca->backend, size, pb.image_size, cli_esc(path));
+    printf("saved: %s (%s%s%s, model %zu bytes, module %zu bytes); runs with no %s: lathe run %s\n", cli_esc(path),
+           ca->backend, arch ? " " : "", arch ? cli_esc(arch) : "", size, pb.image_size,
+           arch ? "NVRTC, on a GPU that runs this architecture" : "C compiler", cli_esc(path));
 out:
     ca->o.save_prebuilt = NULL;
+    ca->o.emit_only = false;
+    ca->o.emit_source = NULL;
+    ca->o.arch = NULL;
     lt_plan_free(plan);
     lt_mem_free(pb.image);
     lt_sb_free(&meta);
+    lt_sb_free(&source);
+    lt_sb_free(&log);
     lt_mem_free(bytes);
     return rc;
 }
@@ -223,11 +284,30 @@ int cmd_compile(int argc, char **argv) {
             goto out;
         }
         if (target_given) ca.backend = target;
-        if ((rc = cli_compile_check_backend(&ca, false))) goto out;
+        /* cuda: --arch SM builds for SM here with NVRTC, no device used (none needed); without --arch,
+         * the device's own architecture, compiled on it */
+        char dev_arch[32] = "";
+        const char *save_arch = NULL;
+        bool offline = false;
+        if (strcmp(ca.backend, "cuda") == 0 && value_given(argc, argv, "--arch", arch)) {
+            lt_ctx actx = {0};
+            if (lt_artifact_offline_check(&actx, ca.backend, ca.o.nvrtc, arch) != LT_OK) {
+                cli_error("--save --target cuda --arch %s: %s", cli_esc(arch), actx.msg);
+                rc = lt_status_exit_code(actx.status);
+                goto out;
+            }
+            save_arch = arch;
+            offline = true;
+        } else if (strcmp(ca.backend, "cuda") == 0) {
+            if ((rc = cuda_device_arch(&ca, dev_arch, sizeof dev_arch))) goto out;
+            save_arch = dev_arch;
+        } else if ((rc = cli_compile_check_backend(&ca, false))) {
+            goto out;
+        }
         if ((rc = cli_load_model(model, n_shapes, shapes, dd.n_fixed, dd.fixed, &m)) ||
             (rc = cli_dims_check_ranges("compile", &dd, m)) || (rc = check_input_shapes(m, "--save")))
             goto out;
-        rc = save_artifact(&ca, model, save, m);
+        rc = save_artifact(&ca, model, save, m, save_arch, offline);
         goto out;
     }
     /* the target -o writes: a registered backend with an output */

@@ -299,6 +299,19 @@ static lt_status gpu_reduce(sched_b *b, nest_names *nn, const lt_lnode *row) {
     return push(b, LT_S_BIND, oi, NULL, NULL, 1, 0);
 }
 
+/* Loop `name` of extent e by the lanes, the inner part vectorized: split when the lanes divide e
+ * (or `split` is asked: a guarded tail), else, and always in a shape-generic kernel, peeled (a
+ * vector main loop and a scalar tail, no guard). Returns through *peeled which it took. */
+static lt_status vector_loop(sched_b *b, const char *name, int64_t e, bool split, bool *peeled) {
+    bool peel = !split && (b->generic || e % b->lanes != 0);
+    char in[80];
+    LT_TRY(name_fits(b, name, 2));
+    LT_TRY(push(b, peel ? LT_S_PEEL : LT_S_SPLIT, name, NULL, NULL, b->lanes, 0));
+    name2(in, sizeof in, name, ".i");
+    if (peeled) *peeled = peel;
+    return push(b, LT_S_VECTORIZE, in, NULL, NULL, 0, 0);
+}
+
 /* Elementwise nest: all loops are output loops. */
 static lt_status sched_elementwise(sched_b *b, const lt_lnode **loops, int nl, bool gpu) {
     nest_names nn = {0};
@@ -314,33 +327,19 @@ static lt_status sched_elementwise(sched_b *b, const lt_lnode **loops, int nl, b
     if (gpu) return gpu_elementwise(b, &nn, total);
     while (nn.n > 1 && nn.ext[nn.n - 1] < 2 * b->lanes) LT_TRY(fuse_pair(b, &nn, nn.n - 2));
     int inner = nn.n - 1;
-    bool vec = nn.ext[inner] >= b->lanes && b->lanes > 1;
-    if (vec && (nn.ext[inner] % b->lanes != 0 || b->generic)) { /* a vector main loop and a scalar tail */
-        if (nn.n >= 2 && (b->generic || (total >= PARALLEL_MIN_WORK && nn.ext[0] < PARALLEL_MIN_OUTER))) { /* parallel_outer's fuse, */
-            LT_TRY(fuse_pair(b, &nn, 0));                                            /* before the nest splits */
-            inner = nn.n - 1;
-        }
-        char o[64], in[64];
-        LT_TRY(name_fits(b, nn.name[inner], 2));
-        LT_TRY(push(b, LT_S_PEEL, nn.name[inner], NULL, NULL, b->lanes, 0));
-        snprintf(o, sizeof o, "%s.o", nn.name[inner]);
-        snprintf(in, sizeof in, "%s.i", nn.name[inner]);
-        LT_TRY(push(b, LT_S_VECTORIZE, in, NULL, NULL, 0, 0));
-        memcpy(nn.name[inner], o, sizeof o);
-        nn.ext[inner] /= b->lanes;
-        return parallel_outer(b, &nn, total, 0); /* no more fusing: the peeled loop is not perfectly nested */
+    bool vec = b->lanes > 1 && (nn.ext[inner] >= b->lanes || b->generic); /* generic: tiny extents peel too */
+    if (!vec) return parallel_outer(b, &nn, total, nn.n - 1);
+    bool peel = nn.ext[inner] % b->lanes != 0 || b->generic; /* vector_loop's choice */
+    if (peel && nn.n >= 2 && (b->generic || (total >= PARALLEL_MIN_WORK && nn.ext[0] < PARALLEL_MIN_OUTER))) {
+        LT_TRY(fuse_pair(b, &nn, 0)); /* parallel_outer's fuse, before the peel ends the perfect nest */
+        inner = nn.n - 1;
     }
-    if (vec) {
-        char o[64], in[64];
-        LT_TRY(name_fits(b, nn.name[inner], 2));
-        LT_TRY(push(b, LT_S_SPLIT, nn.name[inner], NULL, NULL, b->lanes, 0));
-        snprintf(o, sizeof o, "%s.o", nn.name[inner]);
-        snprintf(in, sizeof in, "%s.i", nn.name[inner]);
-        LT_TRY(push(b, LT_S_VECTORIZE, in, NULL, NULL, 0, 0));
-        memcpy(nn.name[inner], o, sizeof o);
-        nn.ext[inner] /= b->lanes;
-    }
-    return parallel_outer(b, &nn, total, nn.n - 1);
+    LT_TRY(vector_loop(b, nn.name[inner], nn.ext[inner], false, &peel));
+    char o[sizeof nn.name[inner]];
+    name2(o, sizeof o, nn.name[inner], ".o"); /* fits: vector_loop checked the name with 2 more */
+    memcpy(nn.name[inner], o, sizeof o);
+    nn.ext[inner] /= b->lanes;
+    return parallel_outer(b, &nn, total, peel ? 0 : nn.n - 1); /* peeled: not perfectly nested, no more fusing */
 }
 
 /* Loops a reduction-like nest keeps (its iterations independent): KEPT dims and GEMM batches. */
@@ -394,16 +393,12 @@ static const lt_lnode *find_role(const lt_lnode *n, lt_loop_role role) {
     return NULL;
 }
 
-/* Split loop f by the lanes and vectorize the inner part, when the lanes divide its extent. */
+/* Split loop f by the lanes and vectorize the inner part, when the lanes divide its extent (a
+ * shape-generic kernel: always, peeled). */
 static lt_status vectorize_loop(sched_b *b, const lt_lnode *f) {
     int64_t e = f ? extent(f) : -1;
-    if (!f || b->lanes <= 1 || e < b->lanes || e % b->lanes) return LT_OK;
-    const char *name = f->var->name;
-    char in[64];
-    LT_TRY(name_fits(b, name, 2));
-    LT_TRY(push(b, LT_S_SPLIT, name, NULL, NULL, b->lanes, 0));
-    snprintf(in, sizeof in, "%s.i", name);
-    return push(b, LT_S_VECTORIZE, in, NULL, NULL, 0, 0);
+    if (!f || b->lanes <= 1 || e < 1 || (!b->generic && (e < b->lanes || e % b->lanes))) return LT_OK;
+    return vector_loop(b, f->var->name, e, false, NULL);
 }
 
 static lt_status sched_gemm(sched_b *b, const lt_lnode *body, const lt_lower_options *opt) {
@@ -435,22 +430,13 @@ static lt_status sched_inner_vectors(sched_b *b, const lt_lnode *n) {
         int64_t e = extent(n);
         if (n->role == LT_ROLE_LANES && e >= 1 && e <= 64) return push(b, LT_S_VECTORIZE, nm, NULL, NULL, 0, 0);
         /* pooling's unguarded interior positions: one output per lane */
-        if (n->role == LT_ROLE_LANE_OUTPUT && e >= 2 && b->lanes > 1) {
-            if (e <= 64) return push(b, LT_S_VECTORIZE, nm, NULL, NULL, 0, 0);
-            char in[64];
-            LT_TRY(name_fits(b, nm, 2));
-            LT_TRY(push(b, LT_S_SPLIT, nm, NULL, NULL, b->lanes, 0));
-            snprintf(in, sizeof in, "%s.i", nm);
-            return push(b, LT_S_VECTORIZE, in, NULL, NULL, 0, 0);
+        if (n->role == LT_ROLE_LANE_OUTPUT && e >= (b->generic ? 1 : 2) && b->lanes > 1) {
+            if (e <= 64 && !b->generic) return push(b, LT_S_VECTORIZE, nm, NULL, NULL, 0, 0);
+            return vector_loop(b, nm, e, !b->generic, NULL); /* a guarded split, or peeled (generic) */
         }
         if (n->role == LT_ROLE_REDUCED_OUTPUT && !has_assign_or_loop(lt_lfor_body(n)) && b->lanes > 1 &&
-            e >= b->lanes && e % b->lanes == 0) {
-            char in[64];
-            LT_TRY(name_fits(b, nm, 2));
-            LT_TRY(push(b, LT_S_SPLIT, nm, NULL, NULL, b->lanes, 0));
-            snprintf(in, sizeof in, "%s.i", nm);
-            return push(b, LT_S_VECTORIZE, in, NULL, NULL, 0, 0);
-        }
+            (b->generic ? e >= 1 : e >= b->lanes && e % b->lanes == 0))
+            return vector_loop(b, nm, e, false, NULL);
     }
     for (int i = 0; i < n->n; i++) LT_TRY(sched_inner_vectors(b, n->kids[i]));
     return LT_OK;
