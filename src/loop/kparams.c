@@ -23,7 +23,10 @@ typedef struct kwalk {
     bool *is_float;
     bool *in_index;
     int index_depth;       /* > 0: inside a buffer index */
-    int64_t vector_width;  /* the widest vector access: node lanes, vectorized loop extents */
+    int64_t vector_width;  /* the widest vector access: node lanes (and vectorized loops: gpu_width) */
+    int64_t gpu_width;     /* the widest vectorized loop of a kernel with GPU loops (emitted as vector
+                            * loads, where alignment matters; a CPU one is a simd loop of scalars) */
+    bool gpu;
     /* rewrite */
     const lt_kmask *m;
     lt_lvar **slot_var;
@@ -109,9 +112,11 @@ static lt_lnode *walk(kwalk *w, const lt_lnode *n, bool fixed) {
         return (lt_lnode *)n;
     }
     if (!w->rewrite) {
-        int64_t e, width = n->lanes;
-        if (n->kind == LT_L_FOR && n->op == LT_LOOP_VECTORIZED && lt_lis_int(lt_lfor_extent(n), &e)) width = e;
-        if (width > w->vector_width) w->vector_width = width;
+        int64_t e;
+        if (n->lanes > w->vector_width) w->vector_width = n->lanes;
+        if (n->kind == LT_L_FOR && n->op == LT_LOOP_VECTORIZED && lt_lis_int(lt_lfor_extent(n), &e) && e > w->gpu_width)
+            w->gpu_width = e;
+        w->gpu |= n->kind == LT_L_FOR && (n->op == LT_LOOP_GPU_BLOCK || n->op == LT_LOOP_GPU_THREAD);
         int64_t fb;
         memcpy(&fb, &n->fval, sizeof fb);
         bool cost = n->kind == LT_L_CALL; /* a call's ival / fval: the operation's cost, not code */
@@ -168,6 +173,7 @@ lt_status lt_kparams_scan(lt_ctx *ctx, const lt_kernel *k, lt_arena *arena, lt_k
         lt_sha256_final(&w.sh, d);
         for (int i = 0; i < 32; i++) snprintf(out->hash + 2 * i, 3, "%02x", d[i]);
         out->n = w.n;
+        if (w.gpu && w.gpu_width > w.vector_width) w.vector_width = w.gpu_width;
         out->vector_width = w.vector_width > 0 ? w.vector_width : 1;
         out->bits = lt_arena_alloc(arena, ((size_t)w.n + 1) * sizeof *out->bits);
         out->is_float = lt_arena_alloc(arena, ((size_t)w.n + 1) * sizeof *out->is_float);

@@ -42,7 +42,9 @@ typedef struct lt_kscan {
     int64_t *bits;       /* their values (INT64: the value; float: the double's bits) */
     bool *is_float;
     bool *in_index;      /* inside a buffer's index (a load, store or address) */
-    int64_t vector_width;/* its widest vector access (lanes of a node, extent of a vectorized loop; >= 1) */
+    int64_t vector_width;/* its widest vector access (>= 1): lanes of a node, or the extent of a
+                          * vectorized loop in a GPU kernel (the CUDA emitter's vector loads need
+                          * aligned offsets; a CPU vectorized loop is a simd loop of scalars) */
 } lt_kscan;
 
 typedef struct lt_kmask {

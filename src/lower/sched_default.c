@@ -112,12 +112,11 @@ static lt_status fuse_pair(sched_b *b, nest_names *nn, int a) {
 }
 
 /* Parallelize loop 0 of nn (fusing 0 and 1 first when loop 0 is short). total = nest iterations.
- * Shape-generic kernels always fuse the two and parallelize with a run-time minimum of work. */
+ * Shape-generic kernels parallelize loop 0 as it is, with a run-time minimum of work. */
 static lt_status parallel_outer(sched_b *b, nest_names *nn, int64_t total, int last_kept) {
-    if (nn->n > 0 && b->generic) { /* one code for every size: fused whatever the sizes, threads by work at run time */
-        if (last_kept >= 1 && nn->ext[1] > 0) LT_TRY(fuse_pair(b, nn, 0));
-        return push(b, LT_S_PARALLEL, nn->name[0], NULL, NULL, PARALLEL_MIN_WORK, 0);
-    }
+    /* one code for every size: the outermost loop, threads by work at run time; never fused (the fused
+     * index would divide by a run-time extent at every iteration) */
+    if (nn->n > 0 && b->generic) return push(b, LT_S_PARALLEL, nn->name[0], NULL, NULL, PARALLEL_MIN_WORK, 0);
     if (nn->n == 0 || total < PARALLEL_MIN_WORK) return LT_OK;
     if (nn->ext[0] < PARALLEL_MIN_OUTER && last_kept >= 1 && nn->ext[1] > 0) {
         LT_TRY(fuse_pair(b, nn, 0));
@@ -330,7 +329,7 @@ static lt_status sched_elementwise(sched_b *b, const lt_lnode **loops, int nl, b
     bool vec = b->lanes > 1 && (nn.ext[inner] >= b->lanes || b->generic); /* generic: tiny extents peel too */
     if (!vec) return parallel_outer(b, &nn, total, nn.n - 1);
     bool peel = nn.ext[inner] % b->lanes != 0 || b->generic; /* vector_loop's choice */
-    if (peel && nn.n >= 2 && (b->generic || (total >= PARALLEL_MIN_WORK && nn.ext[0] < PARALLEL_MIN_OUTER))) {
+    if (peel && nn.n >= 2 && !b->generic && total >= PARALLEL_MIN_WORK && nn.ext[0] < PARALLEL_MIN_OUTER) {
         LT_TRY(fuse_pair(b, &nn, 0)); /* parallel_outer's fuse, before the peel ends the perfect nest */
         inner = nn.n - 1;
     }
