@@ -1,15 +1,18 @@
 #!/usr/bin/env python3
-"""dynamic.py — a model compiled once for every shape against static compiles and onnxruntime, on the CPU.
+"""dynamic.py — a model compiled once for every shape against static compiles and onnxruntime.
 
-usage: bench/cpu/dynamic.py [--model bert_ci] [--shapes 4x33,2x41,3x50,8x97,16x64] [--threads 1]
-                            [--runs 40] [--cache-dir DIR] [--no-ort] [--md FILE]
+usage: bench/dynamic.py [--model bert_ci] [--shapes 4x33,2x41,3x50,8x97,16x64] [--backend cpu|cuda]
+                        [--threads 1] [--runs 40] [--cache-dir DIR] [--no-ort] [--md FILE]
 
 The zoo model (bench/models/exported.py: bert_ci takes input_ids and attention_mask [batch, sequence];
 pplcnet_ci takes x [batch, 3, height, width], shapes then written BxHxW) is compiled three ways:
   - dynamic: lathe.compile(model) with its symbolic dims unbound, one compiled model for every shape
     (src/compile/family.h): each new shape runs the host pipeline and takes a bucket's module;
   - static: lathe.compile(model, dims=...) at each shape;
-  - onnxruntime: one InferenceSession (it takes every shape), intra_op_num_threads = --threads.
+  - onnxruntime: one InferenceSession (it takes every shape), intra_op_num_threads = --threads; with
+    --backend cuda its CUDAExecutionProvider when onnxruntime has one (else the row has no ORT time).
+Inputs are numpy arrays on the host for all three (so with --backend cuda each run includes the
+copies to and from the GPU, alike for lathe's two and onnxruntime's).
 At each shape the three take turns, one run each per round, for --runs rounds (so load from other
 processes hits them alike); the medians are reported, with the first run of the shape on the dynamic
 model (a new bucket compiles; a shape of an existing bucket costs the host pipeline only) and the
@@ -72,6 +75,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="bert_ci")
     ap.add_argument("--shapes", default=None)
+    ap.add_argument("--backend", default="cpu", choices=("cpu", "cuda"))
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--runs", type=int, default=40)
     ap.add_argument("--cache-dir", default=None)
@@ -80,7 +84,7 @@ def main():
     a = ap.parse_args()
     shapes = a.shapes or ("2x64x64,3x48x40,2x33x45,4x96x80" if a.model.startswith("pplcnet") else "4x33,2x41,3x50,8x97,16x64")
     path = exported.build(a.model)
-    kw = {"threads": a.threads}
+    kw = {"threads": a.threads, "backend": a.backend}
     if a.cache_dir:
         kw["cache_dir"] = a.cache_dir
     dyn = lathe.compile(path, **kw)
@@ -89,7 +93,9 @@ def main():
         import onnxruntime as rt
         so = rt.SessionOptions()
         so.intra_op_num_threads, so.inter_op_num_threads = a.threads, 1
-        ort = rt.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+        want = "CUDAExecutionProvider" if a.backend == "cuda" else "CPUExecutionProvider"
+        if want in rt.get_available_providers():
+            ort = rt.InferenceSession(path, so, providers=[want])
     rows, bad = [], False
     for i, text in enumerate(shapes.split(",")):
         dims, shape = parse_shape(a.model, text)
@@ -100,7 +106,7 @@ def main():
         ref = static.run(feeds)
         diff = max_diff(ref, got)
         ort_diff = max_diff({k: v for k, v in zip([o.name for o in ort.get_outputs()], ort.run(None, feeds))}, got) if ort else 0.0
-        if diff > 1e-4 or ort_diff > 1e-3:
+        if diff > (1e-4 if a.backend == "cpu" else 1e-3) or ort_diff > 1e-3:
             bad = True
         engines = [("dynamic", lambda: dyn.run(feeds)), ("static", lambda: static.run(feeds))]
         if ort:
@@ -115,7 +121,7 @@ def main():
         med = {k: statistics.median(v) for k, v in times.items()}
         rows.append((text, first_ms, buckets, med, diff, ort_diff))
         static.close()
-    lines = [f"model {a.model}, {a.threads} thread(s), medians of {a.runs} alternating runs",
+    lines = [f"model {a.model}, backend {a.backend}, {a.threads} thread(s), medians of {a.runs} alternating runs",
              "", "| shape | first run | buckets | dynamic ms | static ms | ORT ms | dynamic/static | dynamic/ORT | max diff |",
              "|---|---|---|---|---|---|---|---|---|"]
     ds, do = [], []
