@@ -327,11 +327,282 @@ def test_save_refusals(saved, tmp_path):
     assert r.returncode == 1
 
 
-def test_cuda_save_without_gpu_is_clear(saved, tmp_path):
-    """A CUDA artifact holds a cubin built for the GPU it is saved on: with no GPU, one clear line."""
+# ---- CUDA artifacts saved with no GPU (--arch: NVRTC here), loaded on a device ----
+#
+# This machine has no GPU; a fake driver (a small C library built here: one device whose compute
+# capability FAKE_CUDA_MAJOR.FAKE_CUDA_MINOR the test chooses, modules accepted when they are ELF
+# cubins, launches doing nothing) stands in for one, so the loader's whole path runs: the device is
+# opened for the recorded architecture, the pipeline reruns with the recorded options, the emitted
+# source must hash as recorded, and the cubin reaches cuModuleLoadData (or is refused before it).
+# Its outputs are meaningless; tests/gpu/artifact_offline_cuda.py checks them on a real GPU.
+
+FAKE_DRIVER = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+typedef unsigned long long P;
+#define CTX ((void *)0x1234)
+static int env_int(const char *n, int d) { const char *v = getenv(n); return v && *v ? atoi(v) : d; }
+static void note(const char *what, const char *arg) {
+    const char *p = getenv("FAKE_CUDA_LOG"); FILE *f = p ? fopen(p, "a") : NULL;
+    if (f) { fprintf(f, "%s %s\n", what, arg); fclose(f); }
+}
+int cuInit(unsigned f) { return 0; }
+int cuDriverGetVersion(int *v) { *v = 13000; return 0; }
+int cuGetErrorName(int r, const char **s) { *s = r == 209 ? "CUDA_ERROR_NO_BINARY_FOR_GPU" : "CUDA_ERROR_UNKNOWN"; return 0; }
+int cuGetErrorString(int r, const char **s) { *s = "fake driver error"; return 0; }
+int cuGetExportTable(const void **t, const void *id) { return 1; } /* NVRTC asks; none here */
+int cuDeviceGetCount(int *n) { *n = 1; return 0; }
+int cuDeviceGet(int *d, int o) { *d = o; return 0; }
+int cuDeviceGetAttribute(int *v, int a, int d) {
+    switch (a) { case 75: *v = env_int("FAKE_CUDA_MAJOR", 9); break; case 76: *v = env_int("FAKE_CUDA_MINOR", 0); break;
+    case 16: *v = 132; break; case 1: *v = 1024; break; case 97: *v = 232448; break; case 38: *v = 52428800; break;
+    case 13: *v = 1980000; break; case 36: *v = 2619000; break; case 37: *v = 5120; break; default: return 1; }
+    return 0; }
+int cuDeviceGetName(char *n, int len, int d) {
+    snprintf(n, (size_t)len, "Fake GPU %d.%d", env_int("FAKE_CUDA_MAJOR", 9), env_int("FAKE_CUDA_MINOR", 0)); return 0; }
+int cuDeviceTotalMem_v2(size_t *b, int d) { *b = (size_t)80 << 30; return 0; }
+int cuDevicePrimaryCtxRetain(void **c, int d) { *c = CTX; return 0; }
+int cuDevicePrimaryCtxRelease_v2(int d) { return 0; }
+int cuCtxSetCurrent(void *c) { return c == CTX ? 0 : 201; }
+int cuMemAlloc_v2(P *p, size_t n) { *p = (P)calloc(1, n ? n : 1); return *p ? 0 : 2; }
+int cuMemFree_v2(P p) { free((void *)p); return 0; }
+int cuMemGetInfo_v2(size_t *f, size_t *t) { *f = (size_t)70 << 30; *t = (size_t)80 << 30; return 0; }
+int cuMemcpyHtoDAsync_v2(P d, const void *s, size_t n, void *st) { memcpy((void *)d, s, n); return 0; }
+int cuMemcpyDtoHAsync_v2(void *d, P s, size_t n, void *st) { memcpy(d, (void *)s, n); return 0; }
+int cuMemcpyDtoDAsync_v2(P d, P s, size_t n, void *st) { memmove((void *)d, (void *)s, n); return 0; }
+int cuMemsetD8Async(P d, unsigned char v, size_t n, void *st) { memset((void *)d, v, n); return 0; }
+int cuModuleLoadData(void **m, const void *img) {
+    if (!img || memcmp(img, "\177ELF", 4) != 0) return 209;
+    note("load", "cubin"); *m = malloc(1); return 0; }
+int cuModuleUnload(void *m) { free(m); return 0; }
+int cuModuleGetFunction(void **f, void *m, const char *name) { note("function", name); *f = (void *)m; return 0; }
+int cuFuncGetAttribute(int *v, int a, void *f) { *v = a == 0 ? 1024 : 0; return 0; }
+int cuFuncSetAttribute(void *f, int a, int v) { return 0; }
+int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned sh,
+                   void *st, void **params, void **extra) { return 0; }
+int cuStreamCreate(void **s, unsigned f) { *s = (void *)0x5; return 0; }
+int cuStreamDestroy_v2(void *s) { return 0; }
+int cuStreamSynchronize(void *s) { return 0; }
+int cuEventCreate(void **e, unsigned f) { *e = malloc(sizeof(float)); return 0; }
+int cuEventDestroy_v2(void *e) { free(e); return 0; }
+int cuEventRecord(void *e, void *s) { *(float *)e = 0; return 0; }
+int cuEventSynchronize(void *e) { return 0; }
+int cuEventElapsedTime(float *ms, void *a, void *b) { *ms = 0; return 0; }
+int cuStreamBeginCapture_v2(void *s, int mode) { return 0; }
+int cuStreamEndCapture(void *s, void **g) { *g = malloc(1); return 0; }
+int cuGraphInstantiateWithFlags(void **e, void *g, unsigned long long f) { *e = malloc(1); return 0; }
+int cuGraphLaunch(void *e, void *s) { return 0; }
+int cuGraphExecDestroy(void *e) { free(e); return 0; }
+int cuGraphDestroy(void *g) { free(g); return 0; }
+"""
+
+NO_DEVICE = {"LD_LIBRARY_PATH": "/nonexistent", "CUDA_VISIBLE_DEVICES": ""}  # a real GPU, if any, is not seen
+
+
+@pytest.fixture(scope="module")
+def cuda_saved(saved, tmp_path_factory):
+    """The conv model and the zoo's bert_ci saved for sm_90a here, with no GPU: {name: (model, artifact, bind)}."""
+    d = tmp_path_factory.mktemp("cuda_artifacts")
     _, models = saved
-    r = run("compile", models["conv"][0], "--target", "cuda", "--save", tmp_path / "c.lathe")
-    if r.returncode == 0:
-        pytest.skip("a CUDA device is present (tests/gpu/run.sh artifact covers it)")
-    assert r.returncode == 3 and "CUDA" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
-    assert not (tmp_path / "c.lathe").exists()
+    sys.path.insert(0, os.path.join(ROOT, "bench", "models"))
+    import exported
+    todo = {"conv": (models["conv"][0], []),
+            "bert_ci": (exported.build("bert_ci"), ["--dim", "batch=2", "--dim", "sequence=16"])}
+    out = {}
+    for name, (m, bind) in todo.items():
+        art = d / f"{name}.lathe"
+        r = run("compile", m, *bind, "--target", "cuda", "--save", art, "--arch", "sm_90a", env=NO_DEVICE)
+        if r.returncode == 3 and "NVRTC" in r.stderr:
+            pytest.skip(f"no NVRTC here: {r.stderr.strip()}")
+        assert r.returncode == 0, r.stderr
+        assert "with no device" in r.stdout and "saved:" in r.stdout and art.exists(), r.stdout
+        out[name] = (m, art, bind)
+    return d, out
+
+
+@pytest.fixture(scope="module")
+def fake_driver(tmp_path_factory):
+    """A folder holding the fake libcuda.so.1 (skips with no C compiler)."""
+    d = tmp_path_factory.mktemp("fake_cuda")
+    (d / "fake.c").write_text(FAKE_DRIVER)
+    try:
+        r = subprocess.run([os.environ.get("CC", "cc"), "-shared", "-fPIC", "-o", str(d / "libcuda.so.1"), str(d / "fake.c")],
+                           capture_output=True, text=True, timeout=120)
+    except OSError as e:
+        pytest.skip(f"no C compiler for the fake driver: {e}")
+    if r.returncode != 0:
+        pytest.skip(f"the fake driver does not build: {r.stderr[-300:]}")
+    return d
+
+
+def fake_env(fake, tmp, major=9, minor=0):
+    env, marker, cache = no_compiler_env(tmp)
+    log = tmp / "fake-driver.log"
+    env.update({"LD_LIBRARY_PATH": str(fake), "FAKE_CUDA_MAJOR": str(major), "FAKE_CUDA_MINOR": str(minor),
+                "FAKE_CUDA_LOG": str(log), "CUDA_VISIBLE_DEVICES": "0"})
+    return env, marker, cache, log
+
+
+def meta_of(data):
+    tag, _, body, length = sections(data)[0]
+    assert tag == "meta"
+    return dict(ln.split("=", 1) for ln in data[body:body + length].decode().splitlines())
+
+
+@pytest.mark.parametrize("name", ["conv", "bert_ci"])
+def test_cuda_offline_artifact_is_what_nvrtc_builds(cuda_saved, tmp_path, name):
+    """Sections and hashes check; the meta records the architecture and shapes; the module is an ELF cubin;
+    the recorded source hash is that of `--target cuda -o DIR --arch sm_90a`'s model.cu (the same compile).
+    (-o's model.cubin may differ: NVRTC names internal symbols after the program, model.cu there.)"""
+    _, arts = cuda_saved
+    m, art, bind = arts[name]
+    data = art.read_bytes()
+    secs = sections(data)
+    assert [t for t, *_ in secs] == ["meta", "model", "module"]
+    assert sum(48 + n for *_, n in secs) + 16 == len(data)
+    for _, head, body, n in secs:
+        assert hashlib.sha256(data[body:body + n]).digest() == data[head + 16:head + 48]
+    meta = meta_of(data)
+    assert meta["backend"] == "cuda" and meta["arch"] == "sm_90a" and "cpu_features" not in meta
+    shapes = [ln[6:] for ln in data[secs[0][2]:secs[0][2] + secs[0][3]].decode().splitlines() if ln.startswith("input=")]
+    assert shapes == ["0:2x3x16x16"] if name == "conv" else shapes and all(s.endswith(":2x16") for s in shapes), shapes
+    module = {t: data[b:b + n] for t, _, b, n in secs}["module"]
+    assert module[:4] == b"\x7fELF" and hashlib.sha256(module).hexdigest() == meta["module_sha256"]
+    out = tmp_path / "out"
+    r = run("compile", m, *bind, "--target", "cuda", "-o", out, "--arch", "sm_90a", env=NO_DEVICE)
+    assert r.returncode == 0, r.stderr
+    assert hashlib.sha256((out / "model.cu").read_bytes()).hexdigest() == meta["source_sha256"]
+
+
+def test_cuda_artifact_without_gpu_is_clear(cuda_saved, tmp_path):
+    """Running a CUDA artifact here: exit 3 with the backend's one line, before anything is compiled."""
+    _, arts = cuda_saved
+    env, marker, cache = no_compiler_env(tmp_path)
+    env.update(NO_DEVICE)
+    r = run("run", arts["conv"][1], env=env)
+    assert r.returncode == 3, r.stderr
+    line = one_line(r.stderr)
+    assert "CUDA backend unavailable" in line, line
+    assert_no_compiler(marker, cache)
+
+
+def test_cuda_artifact_tampered_module_refused(cuda_saved, tmp_path):
+    _, arts = cuda_saved
+    data = bytearray(arts["conv"][1].read_bytes())
+    _, _, body, n = sections(bytes(data))[2]
+    data[body + n // 2] ^= 0x40
+    bad = tmp_path / "tampered.lathe"
+    bad.write_bytes(bytes(data))
+    r = run("run", bad, env=NO_DEVICE)
+    assert r.returncode == 2 and "section 'module'" in one_line(r.stderr), r.stderr
+
+
+def test_cuda_save_arch_refusals(saved, tmp_path):
+    """No GPU: --arch is needed; a bad, virtual or unknown architecture is refused in one line; no file."""
+    _, models = saved
+    m, art = models["conv"][0], tmp_path / "c.lathe"
+    r = run("compile", m, "--target", "cuda", "--save", art, env=NO_DEVICE)
+    assert r.returncode == 1, r.stderr
+    line = one_line(r.stderr)
+    assert "--arch" in line and "CUDA backend unavailable" in line, line
+    for arch, want in (("bogus", "not a GPU architecture"), ("sm_90x", "not a GPU architecture"),
+                       ("compute_90", "holds a cubin"), ("", "needs the architecture")):
+        r = run("compile", m, "--target", "cuda", "--save", art, "--arch", arch, env=NO_DEVICE)
+        assert r.returncode == 1, (arch, r.stderr)
+        assert want in one_line(r.stderr), (arch, r.stderr)
+    r = run("compile", m, "--target", "cuda", "--save", art, "--arch=sm_99", env=NO_DEVICE)
+    if "NVRTC" in r.stderr and r.returncode == 3:
+        pytest.skip("no NVRTC here")
+    assert r.returncode == 1 and "cannot build for sm_99" in one_line(r.stderr), r.stderr
+    r = run("compile", m, "--save", art, "--arch", "sm_90a")  # a CPU artifact has no GPU architecture
+    assert r.returncode == 1 and "--arch is for --target cuda" in r.stderr, r.stderr
+    assert not art.exists()
+
+
+@pytest.mark.parametrize("name", ["conv", "bert_ci"])
+def test_cuda_offline_artifact_loads_on_device(cuda_saved, fake_driver, tmp_path, name):
+    """On an sm_90 device (fake): the source is emitted again as recorded and the cubin loaded, with no
+    NVRTC and no compiler; the kernels are looked up by name."""
+    _, arts = cuda_saved
+    env, marker, cache, log = fake_env(fake_driver, tmp_path)
+    r = run("run", arts[name][1], env=env)
+    assert r.returncode == 0, r.stderr
+    calls = log.read_text().splitlines()
+    assert calls.count("load cubin") == 1 and any(c.startswith("function lt_k") for c in calls), calls
+    assert_no_compiler(marker, cache)
+
+
+def test_cuda_offline_artifact_python(cuda_saved, fake_driver, tmp_path):
+    if not os.path.exists(LIB):
+        pytest.skip(f"no {LIB}")
+    _, arts = cuda_saved
+    env, marker, cache, log = fake_env(fake_driver, tmp_path)
+    env.update({"LATHE_LIBRARY": LIB, "PYTHONPATH": os.path.join(ROOT, "python")})
+    full = dict(os.environ)
+    full.update(env)
+    code = "import sys, numpy as np, lathe\nm = lathe.compile(sys.argv[1])\nm(x=np.ones((2, 3, 16, 16), np.float32))\n"
+    r = subprocess.run([sys.executable, "-c", code, arts["conv"][1]], capture_output=True, text=True, timeout=600, env=full)
+    assert r.returncode == 0, r.stderr
+    assert "load cubin" in log.read_text()
+    assert_no_compiler(marker, cache)
+
+
+@pytest.mark.parametrize("cc,ok", [((9, 0), True), ((8, 0), False), ((10, 0), False), ((9, 1), False)])
+def test_cuda_artifact_arch_mismatch_refused(cuda_saved, fake_driver, tmp_path, cc, ok):
+    """sm_90a runs on compute capability 9.0 only; elsewhere one line names both architectures, and the
+    driver never sees the cubin."""
+    _, arts = cuda_saved
+    env, marker, cache, log = fake_env(fake_driver, tmp_path, *cc)
+    r = run("run", arts["conv"][1], env=env)
+    if ok:
+        assert r.returncode == 0, r.stderr
+        return
+    assert r.returncode == 3, r.stderr
+    line = one_line(r.stderr)
+    own = f"sm_{cc[0]}{cc[1]}"
+    assert "built for sm_90a" in line and own in line and "cannot run it" in line, line
+    assert not log.exists() or "load" not in log.read_text()
+    assert_no_compiler(marker, cache)
+
+
+def test_cuda_sm80_artifact_runs_on_later_minor(saved, fake_driver, tmp_path):
+    """A plain sm_XY cubin runs on X.Y and later minors of X (8.6), not on another major (9.0)."""
+    _, models = saved
+    art = tmp_path / "c80.lathe"
+    r = run("compile", models["conv"][0], "--target", "cuda", "--save", art, "--arch", "sm_80", env=NO_DEVICE)
+    if r.returncode == 3 and "NVRTC" in r.stderr:
+        pytest.skip("no NVRTC here")
+    assert r.returncode == 0, r.stderr
+    env, _, _, _ = fake_env(fake_driver, tmp_path, 8, 6)
+    assert run("run", art, env=env).returncode == 0
+    env, _, _, _ = fake_env(fake_driver, tmp_path, 9, 0)
+    r = run("run", art, env=env)
+    assert r.returncode == 3 and "built for sm_80" in one_line(r.stderr), r.stderr
+
+
+def test_cuda_changed_options_never_rebuild(cuda_saved, fake_driver, tmp_path):
+    _, arts = cuda_saved
+    bad = tmp_path / "other.lathe"
+    bad.write_bytes(rewrite_meta(arts["conv"][1].read_bytes(), lambda m: m.replace("no_fusion=0", "no_fusion=1")))
+    env, marker, cache, log = fake_env(fake_driver, tmp_path)
+    r = run("run", bad, env=env)
+    assert r.returncode == 2, r.stderr
+    assert "artifact built by another lathe version/options" in one_line(r.stderr)
+    assert_no_compiler(marker, cache)
+
+
+@pytest.mark.parametrize("name", ["conv", "bert_ci"])
+def test_cuda_saved_on_device_is_identical(cuda_saved, fake_driver, tmp_path, name):
+    """Saved on a device (fake sm_90a: no --arch, the device's architecture, the backend's own NVRTC build
+    and module load), the artifact is byte for byte the one saved here with no device."""
+    _, arts = cuda_saved
+    m, art, bind = arts[name]
+    env, _, _, log = fake_env(fake_driver, tmp_path)
+    for k in ("PATH", "CC", "LATHE_NVRTC"):  # NVRTC is needed here
+        env.pop(k)
+    on_device = tmp_path / "device.lathe"
+    r = run("compile", m, *bind, "--target", "cuda", "--save", on_device, env=env)
+    assert r.returncode == 0, r.stderr
+    assert "with no device" not in r.stdout and "load cubin" in log.read_text()
+    assert on_device.read_bytes() == art.read_bytes()

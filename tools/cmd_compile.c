@@ -41,7 +41,8 @@ static const char HELP[] =
     "  --target c|cuda       what -o writes (c: model.c, model.h, model_main.c, model.weights; cuda:\n"
     "                        model.cu, kernels.txt, groups.txt and, when NVRTC is found, model.cubin;\n"
     "                        needs no GPU)\n"
-    "  --arch SM             --target cuda: the cubin's target (default sm_90)\n"
+    "  --arch SM             --target cuda: the cubin's target (-o: default sm_90; --save: built here\n"
+    "                        with NVRTC, no GPU needed)\n"
     "  --name NAME           C prefix and file stem of the export (default model)\n"
     "  --embed-limit BYTES   embed the weights in model.c when smaller (default 1048576; 0 never)\n"
     "  --shapes NAME:DIMS[,NAME:DIMS]  fix input shapes (repeatable)\n"
@@ -54,7 +55,8 @@ static const char HELP[] =
     "  --save FILE           write a .lathe artifact: the model, its options and the compiled module\n"
     "                        in one file that `lathe run FILE` runs with no C compiler and no NVRTC\n"
     "                        (--target cpu, the default: the machine running it needs this CPU's\n"
-    "                        features; --target cuda: saved on the GPU, a cubin for its architecture)\n"
+    "                        features; --target cuda: a cubin for the GPU's architecture, or for\n"
+    "                        --arch SM with no GPU)\n"
     CLI_COMPILE_HELP
     "  -h, --help            show this help\n"
     "\n"
@@ -286,19 +288,22 @@ int cmd_compile(int argc, char **argv) {
         if (target_given) ca.backend = target;
         /* cuda: --arch SM builds for SM here with NVRTC, no device used (none needed); without --arch,
          * the device's own architecture, compiled on it */
+        bool cuda = strcmp(ca.backend, "cuda") == 0, offline = value_given(argc, argv, "--arch", arch);
         char dev_arch[32] = "";
         const char *save_arch = NULL;
-        bool offline = false;
-        if (strcmp(ca.backend, "cuda") == 0 && value_given(argc, argv, "--arch", arch)) {
+        if (offline && !cuda) {
+            rc = cli_usage("compile", "--arch is for --target cuda, not a '%s' artifact", ca.backend);
+            goto out;
+        }
+        if (offline) {
             lt_ctx actx = {0};
             if (lt_artifact_offline_check(&actx, ca.backend, ca.o.nvrtc, arch) != LT_OK) {
-                cli_error("--save --target cuda --arch %s: %s", cli_esc(arch), actx.msg);
+                cli_error("--save --target cuda --arch %s: %s", arch, actx.msg);
                 rc = lt_status_exit_code(actx.status);
                 goto out;
             }
             save_arch = arch;
-            offline = true;
-        } else if (strcmp(ca.backend, "cuda") == 0) {
+        } else if (cuda) {
             if ((rc = cuda_device_arch(&ca, dev_arch, sizeof dev_arch))) goto out;
             save_arch = dev_arch;
         } else if ((rc = cli_compile_check_backend(&ca, false))) {

@@ -4,7 +4,8 @@
  *
  * The reader treats the file as hostile: every length is compared with the bytes left before it is
  * used, the section count is capped, each section is hashed before its contents are looked at, and
- * every error is one line naming the file and the byte offset. Nothing here runs a compiler.
+ * every error is one line naming the file and the byte offset. Nothing here runs a compiler, except
+ * the offline build of a module when saving with no device (lt_artifact_offline_build: NVRTC).
  */
 #include "artifact.h"
 
@@ -17,6 +18,7 @@
 #include <unistd.h>
 
 #include "../backend/cpu/cpu.h"
+#include "../backend/cuda/cuda.h"
 #include "../base/file.h"
 #include "../base/hash.h"
 #include "../onnx/onnx.h"
@@ -503,8 +505,9 @@ lt_status lt_artifact_meta(lt_ctx *ctx, const lt_model *m, const lt_compile_opti
         lt_sb_free(&feat);
         lt_sb_free(&model);
         if (failed) return lt_error(ctx, LT_ERR_NOMEM, "out of memory (artifact meta)");
-    } else if (!o->arch && t.arch[0]) {
-        lt_sb_printf(meta, "arch=%s\n", t.arch);
+    } else if (!o->arch || !o->arch[0]) { /* the loader lowers for the recorded architecture */
+        return lt_error(ctx, LT_ERR_USAGE, "a %s artifact records the GPU architecture its module is built for: no "
+                        "architecture given (options.arch)", backend);
     }
     if (meta->failed) return lt_error(ctx, LT_ERR_NOMEM, "out of memory (artifact meta)");
     return LT_OK;
@@ -577,5 +580,107 @@ lt_status lt_artifact_write(lt_ctx *ctx, const char *path, const char *meta, con
     lt_sb_free(&full);
     lt_status s = b.failed ? lt_error(ctx, LT_ERR_NOMEM, "out of memory (artifact)") : lt_io_write_file_atomic(ctx, path, b.p, b.n);
     lt_mem_free(b.p);
+    return s;
+}
+
+/* ---- saving with no device ---- */
+
+/* sm_XY, sm_XYa or sm_XYf (XY: 2 or 3 digits): an architecture NVRTC builds a cubin for. */
+static bool cubin_arch(const char *a) {
+    if (strncmp(a, "sm_", 3) != 0) return false;
+    size_t n = strspn(a + 3, "0123456789");
+    if (n < 2 || n > 3) return false;
+    const char *p = a + 3 + n;
+    if (*p == 'a' || *p == 'f') p++;
+    return *p == 0;
+}
+
+static lt_status offline_arch(lt_ctx *ctx, const char *backend, const char *arch) {
+    if (!backend || strcmp(backend, "cuda") != 0)
+        return lt_error(ctx, LT_ERR_UNSUPPORTED, "backend '%s' builds an artifact's module only where it runs (no "
+                        "build without its device)", backend ? backend : "cpu");
+    if (!arch || !arch[0])
+        return lt_error(ctx, LT_ERR_USAGE, "a CUDA artifact built with no GPU needs the architecture to build for "
+                        "(sm_90a for H100/H200, sm_80 for A100, ...)");
+    if (strncmp(arch, "compute_", 8) == 0 && strlen(arch) < 16)
+        return lt_error(ctx, LT_ERR_USAGE, "architecture '%s' is virtual (PTX); an artifact holds a cubin: give sm_%s",
+                        arch, arch + 8);
+    if (!cubin_arch(arch))
+        return lt_error(ctx, LT_ERR_USAGE, "'%.40s%s' is not a GPU architecture: give sm_XY, sm_XYa or sm_XYf (sm_90a "
+                        "for H100/H200, sm_80 for A100, ...)", arch, strlen(arch) > 40 ? "..." : "");
+    return LT_OK;
+}
+
+static lt_status offline_nvrtc(lt_ctx *ctx, const char *nvrtc, lt_nvrtc **nv) {
+    lt_ctx c2 = {0};
+    if (lt_nvrtc_open_path(&c2, nvrtc, nv) == LT_OK) return LT_OK;
+    return lt_error(ctx, c2.status == LT_ERR_NOMEM ? LT_ERR_NOMEM : LT_ERR_UNSUPPORTED,
+                    "building a CUDA artifact with no GPU needs NVRTC: %s", c2.msg);
+}
+
+/* NVRTC's reason in one line: its log's first line when the message quotes one, else the message's. */
+static void first_reason(const char *msg, char *out, size_t n) {
+    const char *nl = strchr(msg, '\n');
+    const char *p = nl && nl[1] ? nl + 1 : msg;
+    size_t len = strcspn(p, "\n");
+    snprintf(out, n, "%.*s", (int)(len > 200 ? 200 : len), p);
+}
+
+lt_status lt_artifact_offline_check(lt_ctx *ctx, const char *backend, const char *nvrtc, const char *arch) {
+    LT_TRY(offline_arch(ctx, backend, arch));
+    lt_nvrtc *nv = NULL;
+    LT_TRY(offline_nvrtc(ctx, nvrtc, &nv));
+    static const char probe[] = "extern \"C\" __global__ void lathe_arch_probe(int *p) { if (p) *p = 1; }\n";
+    lt_ctx c2 = {0};
+    lt_nvrtc_output o = {0};
+    lt_status s = lt_nvrtc_compile(&c2, nv, probe, "lathe_arch_probe.cu", arch, NULL, 0, &o);
+    int ma = 0, mi = 0;
+    lt_nvrtc_version(nv, &ma, &mi);
+    lt_nvrtc_output_free(&o);
+    lt_nvrtc_close(nv);
+    if (s == LT_OK) return LT_OK;
+    if (s == LT_ERR_NOMEM) return lt_error(ctx, s, "%s", c2.msg);
+    char why[256];
+    first_reason(c2.msg, why, sizeof why);
+    return lt_error(ctx, LT_ERR_USAGE, "NVRTC %d.%d cannot build for %s: %s", ma, mi, arch, why);
+}
+
+lt_status lt_artifact_offline_build(lt_ctx *ctx, const char *backend, const char *nvrtc, const char *arch,
+                                    const char *source, size_t source_len, lt_prebuilt *pb, lt_strbuf *log) {
+    if (!pb || (source_len && !source)) return lt_error(ctx, LT_ERR_USAGE, "lt_artifact_offline_build: missing arguments");
+    memset(pb, 0, sizeof *pb);
+    LT_TRY(offline_arch(ctx, backend, arch));
+    if (source_len && memchr(source, 0, source_len))
+        return lt_error(ctx, LT_ERR_INVALID, "the emitted source holds a NUL byte");
+    lt_sha256_hex(source_len ? source : "", source_len, pb->source_sha256); /* what the loader's compile hashes */
+    if (!source_len) return LT_OK; /* no kernels: no module, as the backend stage builds none */
+    char *src = lt_mem_alloc(source_len + 1); /* NUL-terminated, as the compile hands it to the backend */
+    if (!src) return lt_error(ctx, LT_ERR_NOMEM, "out of memory (%zu bytes of source)", source_len);
+    memcpy(src, source, source_len);
+    src[source_len] = 0;
+    lt_nvrtc *nv = NULL;
+    lt_status s = offline_nvrtc(ctx, nvrtc, &nv);
+    lt_cuda_image img = {0};
+    if (s == LT_OK) {
+        lt_ctx c2 = {0};
+        lt_cuda_compile_options co = {.name = LT_CUDA_MODULE_PROGRAM}; /* the backend's: it names symbols */
+        if ((s = lt_cuda_build(&c2, nv, src, arch, NULL, &co, &img)) != LT_OK)
+            s = lt_error(ctx, s, "NVRTC: %s", c2.msg[0] ? c2.msg : lt_status_name(s));
+        else if (!img.is_cubin || !img.data || !img.size)
+            s = lt_error(ctx, LT_ERR_INTERNAL, "NVRTC built no cubin for %s", arch);
+    }
+    if (s == LT_OK) {
+        int ma = 0, mi = 0;
+        lt_nvrtc_version(nv, &ma, &mi);
+        pb->image = img.data; /* lt_mem heap: the caller's now */
+        pb->image_size = img.size;
+        img.data = NULL;
+        lt_sha256_hex(pb->image, pb->image_size, pb->image_sha256);
+        if (log) lt_sb_printf(log, "NVRTC %d.%d built the cubin for %s: %zu bytes, %.2f s\n", ma, mi, arch, pb->image_size,
+                              img.seconds);
+    }
+    lt_cuda_image_free(&img);
+    lt_nvrtc_close(nv);
+    lt_mem_free(src);
     return s;
 }

@@ -19,9 +19,14 @@
  * compiles the model with the recorded options (lt_artifact_compile_options) and the compile's
  * backend stage takes the module when the emitted source hashes to the recorded value
  * (compile.h: options.prebuilt) — never running a compiler.
+ * A GPU artifact records the architecture its module was built for (`arch`); the loader lowers for
+ * that very architecture (options.arch), so the source is the one the module was built from whether
+ * it was saved on a GPU or on a machine with none (lt_artifact_offline_*: the compile only emits the
+ * source, NVRTC builds the cubin here exactly as the backend would at run time).
  * Entry points: lt_artifact_is_file / lt_artifact_is_data, lt_artifact_parse, lt_artifact_open,
  * lt_artifact_check_machine, lt_artifact_load_model, lt_artifact_compile_options, lt_artifact_free;
- * saving: lt_artifact_meta (before the compile) and lt_artifact_write (after it).
+ * saving: lt_artifact_meta (before the compile) and lt_artifact_write (after it); with no device:
+ * lt_artifact_offline_check, then an emit-only compile, then lt_artifact_offline_build.
  */
 #ifndef LT_COMPILE_ARTIFACT_H
 #define LT_COMPILE_ARTIFACT_H
@@ -80,9 +85,26 @@ void lt_artifact_free(lt_artifact *a); /* NULL is fine */
  * rewrites it) and o, the options it is about to be compiled with (o->given_inputs included);
  * refuses options an artifact cannot reproduce (a schedule hook). lt_artifact_write: the file, from
  * that meta, the model's bytes (refused when they need external data) and the compile's
- * save_prebuilt; written atomically. */
+ * save_prebuilt; written atomically. A GPU target's meta needs o->arch (the architecture the
+ * module is built for: the device's own, or the one built for with no device). */
 lt_status lt_artifact_meta(lt_ctx *ctx, const lt_model *m, const lt_compile_options *o, lt_strbuf *meta);
 lt_status lt_artifact_write(lt_ctx *ctx, const char *path, const char *meta, const void *model, size_t model_size,
                             const lt_prebuilt *pb);
+
+/* Saving with no device (CUDA on a machine without a GPU). The caller checks first
+ * (lt_artifact_offline_check), then compiles with o->arch = arch, o->emit_only and o->emit_source
+ * (after lt_artifact_meta, which records arch), then builds that source here.
+ * lt_artifact_offline_check: `backend` can build its module here for `arch` (CUDA: a cubin
+ * architecture sm_XY, sm_XYa or sm_XYf that the NVRTC found through `nvrtc` (the library tried
+ * first, NULL none) builds for); one line: LT_ERR_USAGE for the architecture, LT_ERR_UNSUPPORTED
+ * for a backend with no offline build or no NVRTC.
+ * lt_artifact_offline_build: pb (zeroed first) from the emitted source: its SHA-256 and the module
+ * the backend's own compile builds from it (CUDA: NVRTC, the options and program name the backend
+ * uses, no cache), so the loader checks and loads it as it would a module saved on a GPU; no
+ * module when the source is empty (no kernels). One line about the build is appended to log (may
+ * be NULL). The caller frees pb->image (lt_mem_free). */
+lt_status lt_artifact_offline_check(lt_ctx *ctx, const char *backend, const char *nvrtc, const char *arch);
+lt_status lt_artifact_offline_build(lt_ctx *ctx, const char *backend, const char *nvrtc, const char *arch,
+                                    const char *source, size_t source_len, lt_prebuilt *pb, lt_strbuf *log);
 
 #endif

@@ -91,6 +91,10 @@ lt_status lt_cuda_mem_info(lt_cuda *cu, lt_ctx *ctx, size_t *free_bytes, size_t 
 lt_status lt_cuda_sync(lt_cuda *cu, lt_ctx *ctx); /* wait for everything queued on the stream */
 
 /* ---- compiling: NVRTC + cubin cache, no device needed ---- */
+/* The NVRTC program name the backend compiles a model's translation unit under (cuda_backend.c). It
+ * enters the cubin (internal-linkage symbols are named after it), so a build of the same module
+ * elsewhere (an artifact saved with no GPU: src/compile/artifact.c) must use it too. */
+#define LT_CUDA_MODULE_PROGRAM "lathe_module.cu"
 typedef struct lt_cuda_compile_options {
     const char *name;            /* program name in messages (NULL: "lathe.cu") */
     const char *const *extra;    /* more NVRTC options ("-DNAME=1", "--use_fast_math"); part of the key */

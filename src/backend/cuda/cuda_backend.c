@@ -55,7 +55,7 @@ static lt_status be_create(lt_ctx *ctx, const lt_backend_options *opt, lt_backen
 
 static lt_status be_compile(lt_backend *b, lt_ctx *ctx, const char *source, lt_bmodule **out) {
     lt_cuda_module *m;
-    lt_cuda_compile_options o = {.name = "lathe_module.cu"};
+    lt_cuda_compile_options o = {.name = LT_CUDA_MODULE_PROGRAM};
     LT_TRY(lt_cuda_module_compile(((cuda_backend *)b)->cu, ctx, source, &o, &m));
     *out = (lt_bmodule *)m;
     return LT_OK;
@@ -188,8 +188,24 @@ static lt_status be_module_image(lt_backend *b, lt_ctx *ctx, const lt_bmodule *m
     return LT_OK;
 }
 
+/* Can a GPU of compute capability major.minor run a cubin built for arch? sm_XYa: X.Y only; sm_XY and
+ * sm_XYf: major X, minor Y or later. -1: arch is not of these forms (the driver decides). */
+static int cubin_runs(const char *arch, int major, int minor) {
+    if (strncmp(arch, "sm_", 3) != 0) return -1;
+    size_t n = strspn(arch + 3, "0123456789");
+    if (n < 2 || n > 3) return -1;
+    char suffix = arch[3 + n];
+    if (suffix && ((suffix != 'a' && suffix != 'f') || arch[4 + n])) return -1;
+    int v = 0;
+    for (size_t i = 0; i < n; i++) v = v * 10 + (arch[3 + i] - '0');
+    if (suffix == 'a') return major == v / 10 && minor == v % 10;
+    return major == v / 10 && minor >= v % 10;
+}
+
 /* An artifact's cubin, loaded through the driver: no NVRTC. Its hash is checked again here, on the
- * bytes the driver reads. */
+ * bytes the driver reads. The backend was opened for the architecture the artifact records (the
+ * loader's options.arch), the device's own when it records none; a device that cannot run a cubin
+ * of that architecture is refused here, before the driver sees it. */
 static lt_status be_load_prebuilt(lt_backend *b, lt_ctx *ctx, const char *source, const char *source_sha256,
                                   const char *image_sha256, const void *bytes, size_t size, lt_bmodule **out) {
     (void)source_sha256;
@@ -198,10 +214,19 @@ static lt_status be_load_prebuilt(lt_backend *b, lt_ctx *ctx, const char *source
     if (strcmp(sha, image_sha256) != 0)
         return lt_error(ctx, LT_ERR_INVALID, "prebuilt CUDA module: its bytes do not hash to the recorded SHA-256");
     lt_cuda *cu = ((cuda_backend *)b)->cu;
+    const lt_cuda_info *in = lt_cuda_get_info(cu);
+    char own[16]; /* the device's own architecture, named as lt_cuda_open names it */
+    snprintf(own, sizeof own, "sm_%d%d%s", in->cc_major, in->cc_minor, in->cc_major == 9 && in->cc_minor == 0 ? "a" : "");
+    if (cubin_runs(in->arch, in->cc_major, in->cc_minor) == 0)
+        return lt_error(ctx, LT_ERR_UNSUPPORTED,
+                        "the artifact's cubin was built for %s; this GPU (%s, compute capability %d.%d: %s) cannot "
+                        "run it: save the artifact again for %s", in->arch, in->name, in->cc_major, in->cc_minor, own, own);
     lt_cuda_module *m = NULL;
-    lt_status s = lt_cuda_module_load(cu, ctx, bytes, source, &m);
+    lt_ctx c2 = {0};
+    lt_status s = lt_cuda_module_load(cu, &c2, bytes, source, &m);
     if (s != LT_OK)
-        return lt_error(ctx, s, "the artifact's cubin (built for %s) does not load on this GPU", lt_cuda_get_info(cu)->arch);
+        return lt_error(ctx, s, "the artifact's cubin (built for %s) does not load on this GPU (%s, %s): %s", in->arch,
+                        in->name, own, c2.msg);
     *out = (lt_bmodule *)m;
     return LT_OK;
 }
