@@ -32,25 +32,12 @@ onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper  # noqa: E402
 
 import exported  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cc_log import compiles, counting_cc  # noqa: E402
 
 
 def lathe(*args, timeout=900):
     return subprocess.run([LATHE, *map(str, args)], capture_output=True, text=True, timeout=timeout)
-
-
-def counting_cc(tmp_path):
-    """A compiler command that logs each compile (not the `--version` probe), then runs the real one."""
-    log = tmp_path / "cc.log"
-    real = os.environ.get("CC") or "cc"
-    script = tmp_path / "cc-logged"
-    script.write_text(f"#!/bin/sh\ncase \"$*\" in *--version*) ;; *) echo run >> {log} ;; esac\n"
-                      f"exec {real} \"$@\"\n")
-    script.chmod(0o755)
-    return str(script), log
-
-
-def compiles(log):
-    return len(log.read_text().splitlines()) if log.exists() else 0
 
 
 def bert_feeds(batch, seq, seed):

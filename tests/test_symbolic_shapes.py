@@ -28,20 +28,8 @@ pytest.importorskip("onnx")
 
 import lathe  # noqa: E402
 import exported  # noqa: E402
-
-
-def counting_cc(tmp_path):
-    """A compiler command that logs each run, then runs the real compiler."""
-    log = tmp_path / "cc.log"
-    real = os.environ.get("CC") or "cc"
-    script = tmp_path / "cc-logged"
-    script.write_text(f"#!/bin/sh\necho run >> {log}\nexec {real} \"$@\"\n")
-    script.chmod(0o755)
-    return str(script), log
-
-
-def runs(log):
-    return len(log.read_text().splitlines()) if log.exists() else 0
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cc_log import compiles, counting_cc  # noqa: E402
 
 
 def bert_feeds(batch, seq, seed):
@@ -68,13 +56,13 @@ def bert():
 def test_three_shapes_one_compile(bert, tmp_path):
     cc, log = counting_cc(tmp_path)
     model = lathe.compile(bert, cache_dir=False, cc=cc)
-    assert runs(log) == 0  # nothing is built before the first run
+    assert compiles(log) == 0  # nothing is built before the first run
     check_against_interpreter(bert, model, bert_feeds(4, 33, 0))
-    first = runs(log)
+    first = compiles(log)
     assert first >= 1
     for batch, seq in ((4, 57), (2, 41), (3, 50), (8, 97), (4, 33)):  # batch and sequence both vary
         check_against_interpreter(bert, model, bert_feeds(batch, seq, seq))
-    assert runs(log) == first, "a shape of an existing bucket ran the C compiler"
+    assert compiles(log) == first, "a shape of an existing bucket ran the C compiler"
     report = model.report
     assert "bucket 1: made at batch=4, sequence=33" in report, report
     assert "buckets: 1" in report, report
@@ -106,8 +94,8 @@ def test_image_sizes(tmp_path):
         for name in ref:
             np.testing.assert_allclose(got[name], ref[name], rtol=1e-4, atol=1e-5, err_msg=f"{name} at {shape}")
         if first is not None and shape[0] > 1:
-            assert runs(log) == first, f"{shape} ran the C compiler: {model.report}"
-        first = runs(log)
+            assert compiles(log) == first, f"{shape} ran the C compiler: {model.report}"
+        first = compiles(log)
     assert "buckets: 2" in model.report, model.report
 
 
