@@ -59,7 +59,8 @@
  * system C compiler (cc, or co.cc): seconds the first time, a cache hit after that. Operators the
  * compiler cannot take (dynamic shapes, strings, control flow) run through the interpreter inside
  * the compiled plan, so every model lathe_run runs also compiles. lathe_compiled_run_buffers runs on
- * memory you own without allocating anything.
+ * memory you own without allocating anything; a model compiled for the GPU (backend "cuda") also runs
+ * on GPU memory you own, with no copy through the host (lathe_compiled_run_device).
  *
  * Link with the shared library (-llathe), or with the static one plus what it was built with:
  * -llathe -lz -lm -lpthread -ldl, and -ljpeg when CMake found libjpeg.
@@ -292,6 +293,87 @@ lathe_status lathe_compiled_run_buffers(lathe_compiled *c, const void *const *in
 size_t lathe_compiled_output_bytes(const lathe_compiled *c, int k);
 /* Change the thread count of the parallel loops (0 = every CPU). */
 void lathe_compiled_set_threads(lathe_compiled *c, int threads);
+
+/* ---- running on GPU memory (models compiled for backend "cuda") ----
+ *
+ * lathe_compiled_run and lathe_compiled_run_buffers take host memory: a model compiled for the GPU
+ * copies its inputs host->device and its outputs device->host at each run. lathe_compiled_run_device
+ * takes GPU memory instead and makes no copy through the host:
+ *
+ *     void *x, *y;   // device memory: cudaMalloc, torch.Tensor.data_ptr(), CuPy, or lathe_device_alloc
+ *     lathe_device_alloc(dev, lathe_compiled_output_bytes(c, 0), &y);
+ *     lathe_compiled_run_device(c, (const void *const[]){x}, 1, (void *const[]){y}, 1, NULL);
+ *
+ * inputs[i] points at input i's data (compiled dtype and shape, row-major) and outputs[k] at
+ * lathe_compiled_output_bytes(c, k) bytes (shape: lathe_compiled_output_shape), all CUDA device
+ * memory of the device the model runs on (device 0; choose the GPU with CUDA_VISIBLE_DEVICES),
+ * allocated in its primary context: the context the CUDA runtime, PyTorch, CuPy and lathe share, so
+ * cudaMalloc'ed memory and PyTorch's or CuPy's CUDA tensors work as they are. The inputs are copied
+ * device to device into the model's own input buffers and the outputs out of its output buffers (the
+ * model's kernels, replayed as one CUDA graph, keep fixed arguments), on lathe's CUDA stream.
+ * Host memory is touched only where the model needs it on the host: an input or output of a node
+ * with no GPU lowering (it runs on the host: the input is downloaded, the output uploaded; the report
+ * lists such host steps), and an input holding indices of a compiled Gather or Scatter (token ids),
+ * which is downloaded to check its range before any kernel reads it, so a bad index fails the run
+ * with LATHE_ERR_INVALID instead of faulting the GPU. lathe_compiled_last_run_copies counts the
+ * copies a run made.
+ * Order: stream is the CUstream (a cudaStream_t) whose work wrote the inputs: the run waits for the
+ * work queued on it before the call (through an event, not blocking the host); NULL waits for all
+ * work on the device to finish first (cuCtxSynchronize): right whatever stream wrote them, a little
+ * slower. The call returns when the outputs are written (one sync at the end, as every run), so the
+ * caller may read them on any stream at once.
+ * Checks: every pointer must be device (or managed) memory of that device and context, and the
+ * bytes from it must lie inside its allocation (asked of the driver): otherwise LATHE_ERR_USAGE
+ * naming the input or output (host memory, another GPU, NULL). NULL is accepted only for an input or
+ * output of zero bytes. LATHE_ERR_UNSUPPORTED for a model compiled for the CPU ("cpu": its memory is
+ * host memory), for a model compiled for every shape (symbolic dims left unbound: pointers do not say
+ * the shapes; compile with load->dims or load->shapes binding them), and when an output's shape is
+ * only known at run time (use lathe_compiled_run). The error is in lathe_compiled_error(c). */
+lathe_status lathe_compiled_run_device(lathe_compiled *c, const void *const *inputs, int n_inputs,
+                                       void *const *outputs, int n_outputs, void *stream);
+
+/* The copies between host and device memory the last run of c made (any lathe_compiled_run*), and
+ * their bytes: inputs in, outputs out, values crossing to host steps and back; all zero for a model
+ * compiled for the CPU. A lathe_compiled_run_device run of a model with no host step and no checked
+ * index input makes device-to-device copies only (one per input and output). A model whose kernels
+ * check indices they compute also reads 32 bytes back each run, which is not counted here. */
+typedef struct lathe_run_copies {
+    int64_t host_to_device_bytes, device_to_host_bytes, device_to_device_bytes;
+    int host_to_device, device_to_host, device_to_device; /* number of copies */
+} lathe_run_copies;
+lathe_status lathe_compiled_last_run_copies(const lathe_compiled *c, lathe_run_copies *out);
+
+/* ---- device memory ----
+ * A handle on one device of a device backend ("cuda"), for allocating the memory
+ * lathe_compiled_run_device reads and writes when the caller has no CUDA allocator of its own. Its
+ * memory lives in the device's primary context, the one compiled models run in. */
+typedef struct lathe_device lathe_device; /* opaque */
+
+typedef enum lathe_copy_kind {
+    LATHE_COPY_HOST_TO_DEVICE = 0,
+    LATHE_COPY_DEVICE_TO_HOST = 1,
+    LATHE_COPY_DEVICE_TO_DEVICE = 2
+} lathe_copy_kind;
+
+/* Open device `ordinal` of `backend` ("cuda"). LATHE_ERR_UNSUPPORTED with the backend's one-line
+ * reason when it cannot run here ("CUDA backend unavailable: libcuda.so.1 not found"), or for a
+ * backend whose memory is host memory ("cpu": use malloc); LATHE_ERR_USAGE for a device that does
+ * not exist. On failure *out is untouched and errbuf gets the message. */
+lathe_status lathe_device_open(const char *backend, int ordinal, lathe_device **out, char *errbuf,
+                               size_t errbuf_size);
+/* Close the handle (NULL is fine). Free its memory first: memory still allocated stays allocated as
+ * long as any user of the device's primary context remains (a compiled model, PyTorch, ...). */
+void lathe_device_close(lathe_device *d);
+/* Message of the last failed call on d ("" when none). */
+const char *lathe_device_error(const lathe_device *d);
+/* `bytes` of device memory (uninitialized, 256-byte aligned; 0 bytes gives a valid address).
+ * LATHE_ERR_NOMEM when the device is full. Free it with lathe_device_free (NULL is fine). */
+lathe_status lathe_device_alloc(lathe_device *d, size_t bytes, void **out);
+void lathe_device_free(lathe_device *d, void *ptr);
+/* Copy `bytes` between host memory and device memory of this device (or within device memory);
+ * returns when the copy is done. Device pointers are checked as lathe_compiled_run_device checks
+ * them (LATHE_ERR_USAGE naming the source or the destination). */
+lathe_status lathe_device_copy(lathe_device *d, void *dst, const void *src, size_t bytes, lathe_copy_kind kind);
 
 #ifdef __cplusplus
 }

@@ -488,15 +488,256 @@ def test_iobinding_pointer_input_and_gpu_refused(models, cache):
     s.run_with_iobinding(b)
     _close([out], s.run(["probs"], {"x": x}), "pointer-bound input, OrtValue-bound output")
     assert b.get_outputs()[0].numpy() is out
-    with pytest.raises(RuntimeError, match="GPU buffers are not bound yet"):
+    with pytest.raises(lathe.InvalidArgument, match="a GPU pointer, but this session runs on the CPU"):
         b.bind_input("x", "cuda", 0, np.float32, [2, 16], x.ctypes.data)
-    with pytest.raises(RuntimeError, match="GPU buffers are not bound yet"):
+    with pytest.raises(lathe.InvalidArgument, match="GPU memory, but this session runs on the CPU"):
         b.bind_output("probs", "cuda")
     with pytest.raises(RuntimeError, match="Failed to find NodeArg with name: nope"):
         b.bind_cpu_input("nope", x)
     b.bind_output("probs", "cpu", 0, np.float64, [2, 10], np.zeros((2, 10)).ctypes.data)
     with pytest.raises(lathe.InvalidArgument, match="Unexpected output data type"):
         s.run_with_iobinding(b)
+
+
+class FakeCuda:
+    """A tensor that says it lives on CUDA device `dev` (DLPack): __dlpack__ gives a capsule over host memory
+    marked as that device (GPU memory stands in for, below), or fails when `capsule` is False."""
+
+    def __init__(self, a, dev=(2, 0), capsule=True):
+        self._a, self._dev, self._capsule = a, dev, capsule
+
+    def __dlpack__(self, **kwargs):
+        from lathe import _dlpack
+        if not self._capsule:
+            raise AssertionError("a session on the CPU must not read a GPU tensor")
+        return _dlpack.export(self._a.ctypes.data, self._a.shape, self._a.dtype, self._dev, self._a)
+
+    def __dlpack_device__(self):
+        return self._dev
+
+
+def test_gpu_memory_refused_on_cpu(models, cache):
+    """A session on the CPU refuses GPU memory, naming the input, without reading it."""
+    s = make_session(lathe, models["mlp"], cache)
+    x = np.zeros((2, 16), np.float32)
+    for dev, name in (((2, 0), "cuda:0"), ((13, 0), "cuda_managed:0"), ((2, 1), "cuda:1")):
+        with pytest.raises(lathe.InvalidArgument, match=rf"input 'x': a tensor in GPU memory \({name}\), but this "
+                                                       r"session runs on the CPU \(providers \['CPUExecutionProvider'\]\)"):
+            s.run(None, {"x": FakeCuda(x, dev, capsule=False)})
+        with pytest.raises(lathe.InvalidArgument, match="but this session runs on the CPU"):
+            s.run_with_ort_values(None, {"x": FakeCuda(x, dev, capsule=False)})
+    b = s.io_binding()
+    b.bind_cpu_input("x", FakeCuda(x, capsule=False))
+    b.bind_output("probs")
+    with pytest.raises(lathe.InvalidArgument, match="input 'x': a tensor in GPU memory"):
+        s.run_with_iobinding(b)
+    with pytest.raises(lathe.InvalidArgument, match="device_id 1: lathe runs on CUDA device 0"):
+        b.bind_input("x", "cuda", 1, np.float32, [2, 16], 1 << 20)
+    with pytest.raises(lathe.Fail, match="device_type 'dml'"):
+        b.bind_output("probs", "dml")
+    # the CPU model's own call: host memory only
+    from lathe.session import _as_array
+    with pytest.raises(lathe.InvalidArgument, match="a tensor on cuda:0: this call takes host memory"):
+        _as_array("x", FakeCuda(x, capsule=False), np.dtype(np.float32))
+    if "CUDAExecutionProvider" not in lathe.get_available_providers():
+        with pytest.raises(lathe.LatheError, match="CUDA backend unavailable"):
+            lathe.OrtValue.ortvalue_from_shape_and_type([2, 3], np.float32, "cuda", 0)
+        with pytest.raises(lathe.LatheError, match="CUDA backend unavailable"):
+            lathe.OrtValue.ortvalue_from_numpy(x, "cuda", 0)
+
+
+def test_dlpack_ctypes(models):
+    """The DLPack reader and writer GPU values go through, checked on host memory with numpy (and torch)."""
+    import gc
+    from lathe import _dlpack
+    a = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    t = _dlpack.read(a)
+    assert (t.ptr, t.shape, t.strides, t.dtype, t.device, t.contiguous) == (a.ctypes.data, (2, 3, 4), None,
+                                                                             np.dtype(np.float32), (1, 0), True)
+    v = _dlpack.read(a[:, :, ::2])
+    assert v.shape == (2, 3, 2) and v.strides == (12, 4, 2) and not v.contiguous
+    assert _dlpack.read(a[:1]).contiguous and _dlpack.read(a[:, 1:2, :]).shape == (2, 1, 4)
+    for dt in (np.float16, np.float64, np.int8, np.uint8, np.int32, np.int64, np.bool_, np.complex64):
+        b = np.ones(5, dt)
+        assert _dlpack.read(b).dtype == np.dtype(dt)
+        back = np.from_dlpack(FakeCuda(b, (1, 0)))
+        assert back.dtype == np.dtype(dt) and back.ctypes.data == b.ctypes.data
+    del back
+    gc.collect()
+    n0 = _dlpack.live_exports()
+    back = np.from_dlpack(FakeCuda(a, (1, 0)))  # consumed: released when the consumer is done
+    assert np.shares_memory(back, a) and _dlpack.live_exports() == n0 + 1
+    del back
+    gc.collect()
+    assert _dlpack.live_exports() == n0
+    cap = FakeCuda(a, (1, 0)).__dlpack__()  # never consumed: released by the capsule
+    assert _dlpack.live_exports() == n0 + 1
+    del cap
+    gc.collect()
+    assert _dlpack.live_exports() == n0
+    with pytest.raises(ValueError, match="not a DLPack capsule"):
+        _dlpack.read(type("X", (), {"__dlpack__": lambda self: 3})())
+    try:
+        import torch
+    except ImportError:
+        return
+    tt = torch.from_dlpack(FakeCuda(a, (1, 0)))
+    assert tt.data_ptr() == a.ctypes.data and tuple(tt.shape) == (2, 3, 4)
+    tr = _dlpack.read(torch.arange(6, dtype=torch.int64).reshape(2, 3).t())
+    assert tr.dtype == np.int64 and tr.shape == (3, 2) and tr.strides == (1, 3) and not tr.contiguous
+
+
+@pytest.fixture
+def gpu_standin(monkeypatch):
+    """GPU memory stood in for by host memory, on this machine: lathe's device calls are replaced (allocation by
+    ctypes buffers, copies by memmove) and lathe_compiled_run_device by lathe_compiled_run_buffers, so the
+    session's GPU paths (feeds read through DLPack, IO binding of 'cuda' pointers and OrtValues, outputs
+    allocated on the device and exported through DLPack) run end to end on a model compiled for the CPU."""
+    from lathe import _capi, session
+    lib = _capi.load()
+
+    class Lib:
+        def __getattr__(self, name):
+            return getattr(lib, name)
+
+        @staticmethod
+        def lathe_compiled_run_device(h, ins, ni, outs, no, stream):
+            Lib.device_runs += 1
+            return lib.lathe_compiled_run_buffers(h, ins, ni, outs, no)
+
+    Lib.device_runs = 0
+    buffers = {}
+
+    class Alloc:
+        __slots__ = ("ptr",)
+
+        def __init__(self, nbytes):
+            buf = ctypes.create_string_buffer(max(nbytes, 1))
+            self.ptr = ctypes.addressof(buf)
+            buffers[self.ptr] = buf
+
+    import ctypes
+    compile_for = session._lathe_compile
+    monkeypatch.setattr(session, "_lathe_compile", lambda *a, **k: compile_for(*a, **dict(k, backend="cpu")))
+    monkeypatch.setattr(_capi, "_lib", Lib())
+    monkeypatch.setattr(session, "_cuda_device", lambda: 1)
+    monkeypatch.setattr(session, "_DeviceAlloc", Alloc)
+    monkeypatch.setattr(session, "_dev_copy", lambda dst, src, n, kind, what: ctypes.memmove(dst, src, n) if n else None)
+    return Lib
+
+
+def _gpu_session(models, cache, name="conv"):
+    s = make_session(lathe, models[name], cache)
+    s._backend = "cuda"  # compiled for the CPU; its runs on "GPU" memory go to run_buffers (gpu_standin)
+    return s
+
+
+def test_gpu_paths_standin(models, cache, gpu_standin):
+    from lathe import _dlpack
+    s = _gpu_session(models, cache)
+    ref = onnxruntime.InferenceSession(models["conv"], providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(31)
+    img = rng.standard_normal((2, 3, 12, 12)).astype(np.float32)
+    sc = np.array([0.5], np.float32)
+    want = ref.run(None, {"img": img, "s": sc})
+    # run(): GPU feeds read in place, outputs as numpy arrays (onnxruntime's contract); a host feed mixed in
+    n0 = gpu_standin.device_runs
+    _close(s.run(None, {"img": FakeCuda(img), "s": FakeCuda(sc)}), want, "GPU feeds")
+    _close(s.run(None, {"img": FakeCuda(img), "s": sc}), want, "GPU and host feeds")
+    assert gpu_standin.device_runs == n0 + 2
+    assert s.lathe_last_run_copies == {k: 0 for k in ("host_to_device", "device_to_host", "device_to_device",
+                                                       "host_to_device_bytes", "device_to_host_bytes",
+                                                       "device_to_device_bytes")}
+    # run_with_ort_values on GPU feeds: GPU outputs, exported through DLPack without a copy
+    y, = s.run_with_ort_values(None, {"img": lathe.OrtValue.ortvalue_from_numpy(img, "cuda", 0), "s": FakeCuda(sc)})
+    assert y.device_name() == "cuda" and y.shape() == [2, 8] and y.data_type() == "tensor(float)"
+    assert y.element_type() == 1 and y.tensor_size_in_bytes() == 64 and "cuda" in repr(y)
+    assert y.__dlpack_device__() == (2, 0)
+    t = _dlpack.read(y)
+    assert t.ptr == y.data_ptr() and t.shape == (2, 8) and t.device == (2, 0) and t.dtype == np.float32
+    _close([y.numpy()], want, "GPU OrtValue output")
+    del t
+    # IO binding: 'cuda' pointers in and out, written in place
+    img_dev, out_dev = img.copy(), np.full((2, 8), np.nan, np.float32)  # their addresses stand for GPU memory
+    b = s.io_binding()
+    b.bind_input("img", "cuda", 0, np.float32, [2, 3, 12, 12], img_dev.ctypes.data)
+    b.bind_ortvalue_input("s", lathe.OrtValue.ortvalue_from_numpy(sc, "cuda", 0))
+    b.bind_output("y", "cuda", 0, np.float32, [2, 8], out_dev.ctypes.data)
+    s.run_with_iobinding(b)
+    _close([out_dev], want, "IO-bound GPU output")
+    got = b.get_outputs()[0]
+    assert got.device_name() == "cuda" and got.data_ptr() == out_dev.ctypes.data
+    _close(b.copy_outputs_to_cpu(), want, "copy_outputs_to_cpu")
+    # an output the run allocates on the GPU; a GPU OrtValue bound as output; a host output among GPU inputs
+    b.bind_output("y", "cuda")
+    s.run_with_iobinding(b)
+    got = b.get_outputs()[0]
+    assert got.device_name() == "cuda" and got.data_ptr() != out_dev.ctypes.data
+    _close([got.numpy()], want, "run-allocated GPU output")
+    ov = lathe.OrtValue.ortvalue_from_shape_and_type([2, 8], np.float32, "cuda", 0)
+    assert ov.device_name() == "cuda" and not ov.numpy().any()
+    b.bind_ortvalue_output("y", ov)
+    s.run_with_iobinding(b)
+    assert b.get_outputs()[0].data_ptr() == ov.data_ptr()
+    _close([ov.numpy()], want, "GPU OrtValue bound as output")
+    host_out = np.zeros((2, 8), np.float32)
+    b.bind_output("y", "cpu", 0, np.float32, [2, 8], host_out.ctypes.data)
+    s.run_with_iobinding(b)
+    _close([host_out], want, "host output of a GPU run")
+    b.bind_output("y")
+    s.run_with_iobinding(b)
+    assert b.get_outputs()[0].device_name() == "cpu"
+    _close([b.get_outputs()[0].numpy()], want, "unbound host output of a GPU run")
+    # a wrong bound output; a strided or misplaced GPU feed; the wrong dtype, as for host feeds
+    b.bind_output("y", "cuda", 0, np.float32, [2, 9], out_dev.ctypes.data)
+    with pytest.raises(lathe.InvalidArgument, match=r"shape verification failed. Current shape:\{2,9\}"):
+        s.run_with_iobinding(b)
+    with pytest.raises(lathe.InvalidArgument, match="Unexpected input data type"):
+        s.run(None, {"img": FakeCuda(img.astype(np.float64)), "s": sc})
+    with pytest.raises(lathe.InvalidArgument, match="Got invalid dimensions for input: img"):
+        s.run(None, {"img": FakeCuda(img[:1]), "s": sc})
+    with pytest.raises(lathe.InvalidArgument, match="lathe runs on CUDA device 0"):
+        s.run(None, {"img": FakeCuda(img, (2, 1)), "s": sc})
+
+    class Strided(FakeCuda):
+        def __dlpack__(self, **kwargs):
+            cap = self._a.__dlpack__()
+            mt = _dlpack.DLManagedTensor.from_address(_dlpack._get_pointer(cap, b"dltensor"))
+            mt.dl_tensor.device = _dlpack.DLDevice(2, 0)  # numpy's capsule of a strided view, "on the GPU"
+            return cap
+    wide = np.zeros((2, 3, 12, 24), np.float32)
+    with pytest.raises(lathe.InvalidArgument, match="a strided GPU tensor"):
+        s.run(None, {"img": Strided(wide[..., ::2]), "s": sc})
+    # update_inplace and numpy() of a GPU OrtValue copy through the host
+    ov2 = lathe.OrtValue.ortvalue_from_numpy(np.zeros(3, np.int64), "cuda", 0)
+    ov2.update_inplace(np.arange(3))
+    assert ov2.numpy().tolist() == [0, 1, 2]
+    with pytest.raises(lathe.InvalidArgument, match="update_inplace"):
+        ov2.update_inplace(np.arange(4))
+    assert lathe.OrtValue.from_dlpack(FakeCuda(sc)).device_name() == "cuda"
+
+
+def test_gpu_symbolic_and_runtime_shapes_standin(models, cache, gpu_standin, tmp_path):
+    """A symbolic model's GPU run takes a plan compiled for its signature (never the family); an output whose
+    shape is known only at run time is refused on GPU memory."""
+    s = _gpu_session(models, cache, "mlp")
+    assert s.lathe_shape_mode == "family" and s.lathe_compile_count == 1
+    ort = onnxruntime.InferenceSession(models["mlp"], providers=["CPUExecutionProvider"])
+    for n in (3, 5, 3):
+        x = np.random.default_rng(n).standard_normal((n, 16)).astype(np.float32)
+        _close(s.run(None, {"x": FakeCuda(x)}), ort.run(None, {"x": x}), f"batch {n}, GPU feed")
+        _close(s.run(None, {"x": x}), ort.run(None, {"x": x}), f"batch {n}, host feed (the family)")
+    assert s.lathe_shape_mode == "family" and s.lathe_compile_count == 3
+    assert s.lathe_cached_shapes == [((5, 16),), ((3, 16),)]
+    # NonZero: an output of a run-time shape
+    g = helper.make_graph([helper.make_node("NonZero", ["x"], ["nz"])], "nz",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+                          [helper.make_tensor_value_info("nz", TensorProto.INT64, [2, None])])
+    nz = _save(tmp_path / "nz.onnx", g)
+    s = make_session(lathe, nz, cache)
+    s._backend = "cuda"
+    with pytest.raises(lathe.LatheError, match=r"output\(s\) \['nz'\]: the shape is known only at run time"):
+        s.run(None, {"x": FakeCuda(np.ones((2, 3), np.float32))})
 
 
 def test_providers_and_options(models, cache):

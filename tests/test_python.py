@@ -169,6 +169,36 @@ def test_dims_opt_levels_threads(mlp, cache):
         m.threads = -1
 
 
+def test_last_run_copies_and_device_run_refused_on_cpu(mlp, cache):
+    """A model compiled for the CPU copies nothing between host and device, and refuses device pointers
+    (lathe_compiled_run_device) naming its backend."""
+    import ctypes
+    from lathe import _capi
+    path, ref = mlp
+    m = lathe.compile(path, dims={"N": 2}, threads=1, cache_dir=cache)
+    assert m.last_run_copies == {k: 0 for k in ("host_to_device", "device_to_host", "device_to_device",
+                                                "host_to_device_bytes", "device_to_host_bytes",
+                                                "device_to_device_bytes")}
+    m(x=np.zeros((2, 8), np.float32))
+    assert m.last_run_copies["host_to_device"] == 0
+    assert lathe.compile(path, backend="interp").last_run_copies is None
+    lib = _capi.load()
+    x, y, z = np.zeros((2, 8), np.float32), np.zeros((2, 16), np.float32), np.zeros(2, np.int64)
+    ins = (ctypes.c_void_p * 1)(x.ctypes.data)
+    outs = (ctypes.c_void_p * 2)(y.ctypes.data, z.ctypes.data)
+    assert lib.lathe_compiled_run_device(m._h, ins, 1, outs, 2, None) == 3  # unsupported
+    assert b"compiled for the cpu backend, which runs on host memory" in lib.lathe_compiled_error(m._h)
+    assert lib.lathe_compiled_run_device(m._h, ins, 2, outs, 2, None) == 1  # usage: the counts
+    assert lib.lathe_compiled_run_device(None, ins, 1, outs, 2, None) == 1
+    fam = lathe.compile(path, threads=1, cache_dir=cache)  # N unbound: one model for every shape
+    assert lib.lathe_compiled_run_device(fam._h, ins, 1, outs, 2, None) == 3
+    assert b"compiled for every shape" in lib.lathe_compiled_error(fam._h)
+    err = ctypes.create_string_buffer(512)
+    h = ctypes.c_void_p()
+    assert lib.lathe_device_open(b"cpu", 0, ctypes.byref(h), err, len(err)) == 3 and h.value is None
+    assert b"runs on host memory" in err.value
+
+
 def test_strings_and_bools_on_interp(tmp_path):
     path = save_model(tmp_path / "s.onnx",
                       [helper.make_node("Identity", ["s"], ["s_out"]), helper.make_node("Not", ["b"], ["nb"])],

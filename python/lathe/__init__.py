@@ -305,6 +305,21 @@ class Model:
             raise LatheError(f"{self.path}: the model was closed", "usage")
         return self._h
 
+    @property
+    def last_run_copies(self):
+        """The copies between host and GPU memory the last run made (lathe_compiled_last_run_copies): a dict of
+        host_to_device, device_to_host, device_to_device (counts) and the same with _bytes; all 0 for the CPU.
+        None for backend "interp" (or a library without the call)."""
+        if self.backend == "interp" or not _capi.has("lathe_compiled_last_run_copies"):
+            return None
+        rc = _capi.RunCopies()
+        with self._lock:
+            if self._lib.lathe_compiled_last_run_copies(self._check_open(), ctypes.byref(rc)) != 0:
+                return None
+        return {k: int(getattr(rc, k)) for k in ("host_to_device", "device_to_host", "device_to_device",
+                                                  "host_to_device_bytes", "device_to_host_bytes",
+                                                  "device_to_device_bytes")}
+
     # ---- running ----
     def _feeds(self, args, kwargs):
         if len(args) == 1 and isinstance(args[0], dict) and not kwargs:

@@ -39,6 +39,13 @@ class CompileOptions(ctypes.Structure):
                 ("cc_timeout", ctypes.c_double), _SPARE]
 
 
+class RunCopies(ctypes.Structure):
+    """lathe_run_copies (written by the library: the spare room takes fields it may append)."""
+    _fields_ = [("host_to_device_bytes", ctypes.c_int64), ("device_to_host_bytes", ctypes.c_int64),
+                ("device_to_device_bytes", ctypes.c_int64), ("host_to_device", ctypes.c_int),
+                ("device_to_host", ctypes.c_int), ("device_to_device", ctypes.c_int), _SPARE]
+
+
 _P = ctypes.c_void_p
 _S = ctypes.c_char_p
 _I = ctypes.c_int
@@ -90,10 +97,19 @@ _PROTOS = {
     "lathe_compiled_run_buffers": (_I, [_P, ctypes.POINTER(_P), _I, ctypes.POINTER(_P), _I]),
     "lathe_compiled_output_bytes": (ctypes.c_size_t, [_P, _I]),
     "lathe_compiled_set_threads": (None, [_P, _I]),
+    # GPU memory (models compiled for "cuda")
+    "lathe_compiled_run_device": (_I, [_P, ctypes.POINTER(_P), _I, ctypes.POINTER(_P), _I, _P]),
+    "lathe_compiled_last_run_copies": (_I, [_P, ctypes.POINTER(RunCopies)]),
+    "lathe_device_open": (_I, [_S, _I, ctypes.POINTER(_P), _S, ctypes.c_size_t]),
+    "lathe_device_close": (None, [_P]),
+    "lathe_device_error": (_S, [_P]),
+    "lathe_device_alloc": (_I, [_P, ctypes.c_size_t, ctypes.POINTER(_P)]),
+    "lathe_device_free": (None, [_P, _P]),
+    "lathe_device_copy": (_I, [_P, _P, _P, ctypes.c_size_t, _I]),
 }
-# Symbols a library from before the compiled path lacks: their absence makes backend="cpu" unavailable
-# rather than the library unusable.
-OPTIONAL = {n for n in _PROTOS if n.startswith("lathe_compile")}
+# Symbols a library from before the compiled path (or GPU memory) lacks: their absence makes backend="cpu"
+# (or GPU tensors) unavailable rather than the library unusable.
+OPTIONAL = {n for n in _PROTOS if n.startswith("lathe_compile") or n.startswith("lathe_device")}
 
 _lib = None
 _lib_path = None

@@ -29,7 +29,15 @@ from onnxruntime"). In short:
   tensors, outputs copied out into fresh arrays.
 * IO binding (sess.io_binding()) binds CPU memory: inputs read as feeds are, caller-provided output
   buffers written in place for fixed shapes, or filled with a copy of the result after the run for a
-  symbolic model (and for outputs whose shape is only known at run time). GPU pointers are refused.
+  symbolic model (and for outputs whose shape is only known at run time).
+* GPU memory, in a session on the CUDA provider: feeds that are CUDA tensors (DLPack device kDLCUDA: torch,
+  CuPy, a CUDA OrtValue), IO-bound CUDA pointers and OrtValues on 'cuda' are read and written in place by
+  lathe_compiled_run_device (device-to-device copies into and out of the compiled model's own buffers, no
+  host copy); run() still returns numpy arrays (onnxruntime's contract: a copy to the host), while IO
+  binding's 'cuda' outputs and run_with_ort_values on GPU feeds give CUDA OrtValues, which export DLPack
+  (torch.from_dlpack). Host feeds mixed in are copied to the GPU for the run. A symbolic model runs GPU
+  memory on a plan compiled for that input-shape signature (the C API needs bound shapes for device
+  pointers). A session on the CPU refuses GPU memory, naming the input.
 """
 import collections
 import collections.abc
@@ -49,7 +57,7 @@ import weakref
 
 import numpy as np
 
-from . import _capi
+from . import _capi, _dlpack
 from . import _NP, _ONNX, compile as _lathe_compile
 from ._capi import LatheError
 
@@ -557,10 +565,15 @@ def _shape_tuple(shape, what):
     return dims
 
 
-def _array_at(ptr, dtype, shape, what):
-    """A numpy array viewing `ptr` (CPU memory the caller owns): nothing is copied."""
+def _address(ptr, what):
     if isinstance(ptr, bool) or not isinstance(ptr, (int, np.integer)):
         raise InvalidArgument(f"{what}: buffer_ptr must be an integer address, got {ptr!r}")
+    return int(ptr)
+
+
+def _array_at(ptr, dtype, shape, what):
+    """A numpy array viewing `ptr` (CPU memory the caller owns): nothing is copied."""
+    ptr = _address(ptr, what)
     n = int(np.prod(shape, dtype=np.int64)) if shape else 1
     nbytes = n * dtype.itemsize
     if nbytes == 0:
@@ -571,27 +584,184 @@ def _array_at(ptr, dtype, shape, what):
     return np.frombuffer(buf, dtype=dtype, count=n).reshape(shape)
 
 
-def _check_cpu_device(device_type, what):
+def _device_kind(device_type, device_id, what):
+    """'cpu' or 'cuda' for onnxruntime's device_type (device 0 only); others are refused."""
     dev = str(device_type).lower()
-    if dev != "cpu":
-        raise Fail(f"{what}: device_type '{device_type}': GPU buffers are not bound yet — lathe's IO binding "
-                   f"takes CPU memory only (bind a numpy array, or a CPU pointer with device_type 'cpu'); "
-                   f"the CUDA provider copies CPU inputs and outputs to and from the GPU itself", "unsupported")
+    if dev == "cpu":
+        return "cpu"
+    if dev == "cuda":
+        if isinstance(device_id, bool) or not isinstance(device_id, (int, np.integer)) or int(device_id) != 0:
+            raise InvalidArgument(f"{what}: device_id {device_id!r}: lathe runs on CUDA device 0 (choose the GPU "
+                                  f"with CUDA_VISIBLE_DEVICES)", "usage")
+        return "cuda"
+    raise Fail(f"{what}: device_type '{device_type}': lathe binds 'cpu' and 'cuda' memory only", "unsupported")
+
+
+# ---------------------------------------------------------------------------------------------------
+# GPU memory (the CUDA provider): lathe_device_* allocates and copies, lathe_compiled_run_device runs on it
+
+_H2D, _D2H = 0, 1
+_dev_lock = threading.Lock()
+_dev_handle = None  # the process's lathe_device on CUDA device 0: opened on first use, never closed
+
+
+def _cuda_device():
+    global _dev_handle
+    with _dev_lock:
+        if _dev_handle is None:
+            lib = _capi.load()
+            if not _capi.has("lathe_device_open"):
+                raise NotImplemented_(f"{_capi.library_path()} has no GPU memory calls (an older liblathe)",
+                                      "unsupported")
+            h = ctypes.c_void_p()
+            err = ctypes.create_string_buffer(1024)
+            st = lib.lathe_device_open(b"cuda", 0, ctypes.byref(h), err, len(err))
+            if st != 0:
+                raise _from_lathe(LatheError(f"GPU memory: {err.value.decode(errors='replace')}",
+                                             _capi.status_name(st)), "run")
+            _dev_handle = h.value
+        return _dev_handle
+
+
+def _dev_check(st, what):
+    if st != 0:
+        msg = _capi.load().lathe_device_error(_dev_handle).decode(errors="replace")
+        raise _from_lathe(LatheError(f"{what}: {msg}", _capi.status_name(st)), "run")
+
+
+def _dev_copy(dst, src, nbytes, kind, what):
+    if nbytes:
+        _dev_check(_capi.load().lathe_device_copy(_cuda_device(), dst, src, nbytes, kind), what)
+
+
+class _DeviceAlloc:
+    """GPU memory lathe allocated (lathe_device_alloc), freed when the last reference goes."""
+    __slots__ = ("ptr",)
+
+    def __init__(self, nbytes):
+        dev = _cuda_device()
+        p = ctypes.c_void_p()
+        _dev_check(_capi.load().lathe_device_alloc(dev, nbytes, ctypes.byref(p)),
+                   f"allocating {nbytes} bytes of GPU memory")
+        self.ptr = p.value
+
+    def __del__(self):
+        p = getattr(self, "ptr", None)
+        self.ptr = None
+        if p and _dev_handle:
+            try:
+                _capi.load().lathe_device_free(_dev_handle, p)
+            except Exception:  # noqa: BLE001 — interpreter shutdown
+                pass
+
+
+class _DeviceTensor:
+    """A dense, C-order tensor in GPU memory: ptr, shape, dtype (numpy), device_id, and owner, what keeps the
+    memory alive (a _DeviceAlloc, a DLPack tensor whose capsule holds the producer's memory, an OrtValue, or
+    None for a pointer the caller bound and keeps alive)."""
+    __slots__ = ("ptr", "shape", "dtype", "device_id", "owner")
+
+    def __init__(self, ptr, shape, dtype, device_id=0, owner=None):
+        self.ptr, self.shape, self.dtype = int(ptr or 0), tuple(int(d) for d in shape), np.dtype(dtype)
+        self.device_id, self.owner = device_id, owner
+
+    @classmethod
+    def alloc(cls, shape, dtype, what="a GPU tensor"):
+        dtype = np.dtype(dtype)
+        if dtype.kind in "OUS":
+            raise NotImplemented_(f"{what}: strings cannot live in GPU memory", "unsupported")
+        n = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize if shape else dtype.itemsize
+        a = _DeviceAlloc(n)
+        return cls(a.ptr, shape, dtype, 0, a)
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    @property
+    def nbytes(self):
+        return (int(np.prod(self.shape, dtype=np.int64)) if self.shape else 1) * self.dtype.itemsize
+
+    def to_numpy(self, out=None):
+        """A host copy (into `out`, a C-contiguous array of this shape and dtype, when given)."""
+        a = np.empty(self.shape, self.dtype) if out is None else out
+        _dev_copy(a.ctypes.data, self.ptr, self.nbytes, _D2H, "copying a GPU tensor to the host")
+        return a
+
+    def from_numpy(self, a):
+        a = np.ascontiguousarray(a)
+        _dev_copy(self.ptr, a.ctypes.data, self.nbytes, _H2D, "copying to a GPU tensor")
+
+
+def _gpu_device(v):
+    """(DLPack device type, id) of a value in GPU memory (a CUDA OrtValue, a bound GPU buffer, a DLPack
+    tensor on kDLCUDA or kDLCUDAManaged), None for host data."""
+    if isinstance(v, OrtValue):
+        return (_dlpack.KDL_CUDA, v._dev.device_id) if v._dev is not None else None
+    if isinstance(v, _DeviceTensor):
+        return (_dlpack.KDL_CUDA, v.device_id)
+    if isinstance(v, np.ndarray) or not hasattr(v, "__dlpack__"):
+        return None
+    d = _dlpack.device_of(v)
+    return d if d is not None and d[0] in (_dlpack.KDL_CUDA, _dlpack.KDL_CUDA_MANAGED) else None
+
+
+def _device_str(dev):
+    return f"{_dlpack.DEVICE_NAMES.get(dev[0], f'device type {dev[0]}')}:{dev[1]}"
+
+
+def _read_gpu(name, v):
+    """A GPU value as a _DeviceTensor, read in place (nothing copied)."""
+    if isinstance(v, OrtValue):
+        return v._dev
+    if isinstance(v, _DeviceTensor):
+        return v
+    try:
+        t = _dlpack.read(v)
+    except Exception as e:  # noqa: BLE001 — the producer's own error, named
+        raise InvalidArgument(f"input '{name}': cannot read the GPU tensor through DLPack: {e}") from None
+    if t.dtype is None:
+        raise InvalidArgument(f"input '{name}': DLPack element type (code, bits, lanes) {t.dl_dtype} has no numpy "
+                              f"equivalent (install ml_dtypes for bfloat16)")
+    if t.device[1] != 0:
+        raise InvalidArgument(f"input '{name}': a tensor on {_device_str(t.device)}: lathe runs on CUDA device 0 "
+                              f"(choose the GPU with CUDA_VISIBLE_DEVICES)")
+    if not t.contiguous:
+        raise InvalidArgument(f"input '{name}': a strided GPU tensor (strides {list(t.strides)} for shape "
+                              f"{list(t.shape)}): lathe reads dense C-order memory; make it contiguous first "
+                              f"(torch: .contiguous())")
+    return _DeviceTensor(t.ptr, t.shape, t.dtype, 0, t)
 
 
 class OrtValue:
-    """onnxruntime.OrtValue, minimal: a tensor in CPU memory, backed by a numpy array (never copied)."""
+    """onnxruntime.OrtValue, minimal: a tensor in CPU memory, backed by a numpy array (never copied), or in
+    GPU memory ('cuda'), read and written in place by runs on the CUDA provider and exported through DLPack."""
 
-    __slots__ = ("_array",)
+    __slots__ = ("_array", "_dev")
 
     def __init__(self, array):
         if not isinstance(array, np.ndarray):
             raise TypeError(f"OrtValue wraps a numpy array, got {type(array).__name__}")
-        self._array = array
+        self._array, self._dev = array, None
+
+    @classmethod
+    def _on_gpu(cls, dev):
+        v = cls.__new__(cls)
+        v._array, v._dev = None, dev
+        return v
+
+    @classmethod
+    def _of(cls, x):
+        return cls._on_gpu(x) if isinstance(x, _DeviceTensor) else cls(x)
 
     @classmethod
     def ortvalue_from_numpy(cls, numpy_obj, /, device_type="cpu", device_id=0, vendor_id=-1):
-        _check_cpu_device(device_type, "ortvalue_from_numpy")
+        """The array itself ('cpu'), or a copy of it in GPU memory ('cuda')."""
+        if _device_kind(device_type, device_id, "ortvalue_from_numpy") == "cuda":
+            a = np.ascontiguousarray(numpy_obj)
+            d = _DeviceTensor.alloc(a.shape, a.dtype, "ortvalue_from_numpy")
+            d.from_numpy(a)
+            return cls._on_gpu(d)
         return cls(np.asarray(numpy_obj))
 
     @classmethod
@@ -603,43 +773,68 @@ class OrtValue:
 
     @classmethod
     def ortvalue_from_shape_and_type(cls, shape, element_type, device_type="cpu", device_id=0, vendor_id=-1):
-        _check_cpu_device(device_type, "ortvalue_from_shape_and_type")
-        return cls(np.zeros(_shape_tuple(shape, "ortvalue_from_shape_and_type"), _element_dtype(element_type)))
+        """A zero-filled tensor in CPU memory, or in GPU memory (allocated by lathe) for 'cuda'."""
+        kind = _device_kind(device_type, device_id, "ortvalue_from_shape_and_type")
+        dims, dt = _shape_tuple(shape, "ortvalue_from_shape_and_type"), _element_dtype(element_type)
+        if kind == "cuda":
+            d = _DeviceTensor.alloc(dims, dt, "ortvalue_from_shape_and_type")
+            d.from_numpy(np.zeros(dims, dt))
+            return cls._on_gpu(d)
+        return cls(np.zeros(dims, dt))
 
     @classmethod
     def from_dlpack(cls, data, /, is_bool_tensor=False):
+        """A DLPack tensor without a copy: on the CPU through numpy, on the GPU read in place (it stays
+        alive as long as the OrtValue)."""
+        if _gpu_device(data) is not None:
+            return cls._on_gpu(_read_gpu("from_dlpack", data))
         return cls(np.from_dlpack(data))
 
     def to_dlpack(self):
+        if self._dev is not None:
+            d = self._dev
+            return _dlpack.export(d.ptr, d.shape, d.dtype, (_dlpack.KDL_CUDA, d.device_id), d)
         return self._array.__dlpack__()
 
     def __dlpack__(self, **kwargs):
+        """A DLPack capsule of the data, not a copy (GPU values: the run that wrote them has finished, so
+        a consumer's stream needs no wait)."""
+        if self._dev is not None:
+            return self.to_dlpack()
         return self._array.__dlpack__(**kwargs)
 
     def __dlpack_device__(self):
+        if self._dev is not None:
+            return (_dlpack.KDL_CUDA, self._dev.device_id)
         return self._array.__dlpack_device__()
 
     def numpy(self):
-        """The backing array itself (for a bound output buffer, the caller's memory)."""
+        """The backing array itself (for a bound output buffer, the caller's memory); a GPU value's host copy."""
+        if self._dev is not None:
+            return self._dev.to_numpy()
         return self._array
 
     def data_ptr(self):
-        return self._array.ctypes.data
+        return self._dev.ptr if self._dev is not None else self._array.ctypes.data
 
     def device_name(self):
-        return "cpu"
+        return "cuda" if self._dev is not None else "cpu"
+
+    def _dtype(self):
+        return self._dev.dtype if self._dev is not None else self._array.dtype
 
     def shape(self):
-        return list(self._array.shape)
+        return list(self._dev.shape if self._dev is not None else self._array.shape)
 
     def data_type(self):
-        return _np_type_name(self._array.dtype)
+        return _np_type_name(self._dtype())
 
     def element_type(self):
-        return 8 if self._array.dtype.kind in "OUS" else _ONNX.get(self._array.dtype, 0)
+        dt = self._dtype()
+        return 8 if dt.kind in "OUS" else _ONNX.get(dt, 0)
 
     def tensor_size_in_bytes(self):
-        return self._array.nbytes
+        return self._dev.nbytes if self._dev is not None else self._array.nbytes
 
     def has_value(self):
         return True
@@ -654,10 +849,18 @@ class OrtValue:
         return False
 
     def update_inplace(self, np_arr):
+        if self._dev is not None:
+            a = np.asarray(np_arr)
+            if a.dtype != self._dev.dtype or a.shape != self._dev.shape:
+                raise InvalidArgument(f"update_inplace: expected {self._dev.dtype}{list(self._dev.shape)}, got "
+                                      f"{a.dtype}{list(a.shape)}")
+            self._dev.from_numpy(a)
+            return
         np.copyto(self._array, np.asarray(np_arr), casting="no")
 
     def __repr__(self):
-        return f"<lathe.OrtValue {self.data_type()} {self.shape()}>"
+        where = " on cuda:0" if self._dev is not None else ""
+        return f"<lathe.OrtValue {self.data_type()} {self.shape()}{where}>"
 
 
 _KDL_CPU, _KDL_CUDA_HOST = 1, 3
@@ -674,8 +877,9 @@ def _as_array(name, v, dtype):
     elif hasattr(v, "__dlpack__"):
         dev = v.__dlpack_device__() if hasattr(v, "__dlpack_device__") else (_KDL_CPU, 0)
         if int(dev[0]) not in (_KDL_CPU, _KDL_CUDA_HOST):
-            raise InvalidArgument(f"input '{name}': a tensor on DLPack device type {int(dev[0])}: lathe takes CPU "
-                                  f"memory only (GPU buffers are not bound yet; copy it to the CPU first)")
+            raise InvalidArgument(f"input '{name}': a tensor on {_device_str((int(dev[0]), int(dev[1])))}: this "
+                                  f"call takes host memory (an InferenceSession on the CUDA provider reads CUDA "
+                                  f"tensors in place; elsewhere copy it to the CPU first)")
         try:
             a = np.from_dlpack(v)
         except (BufferError, TypeError, RuntimeError, ValueError) as e:
@@ -1076,7 +1280,12 @@ class InferenceSession:
             raise NotImplemented_(f"input '{name}' ({t.arg.type}) cannot be given from Python (not a tensor, or of an "
                                   f"element type numpy lacks: install ml_dtypes for bfloat16, float8 and int4 types)",
                                   "unsupported")
-        a = _as_array(name, value, t.np_dtype)
+        dev = _gpu_device(value)
+        if dev is not None:
+            self._need_gpu(f"input '{name}': a tensor in GPU memory ({_device_str(dev)})")
+            a = _read_gpu(name, value)
+        else:
+            a = _as_array(name, value, t.np_dtype)
         ok = a.dtype == t.np_dtype or (t.np_dtype == np.object_ and a.dtype.kind in "US")
         if not ok:
             raise InvalidArgument(f"Unexpected input data type. Actual: ({_np_type_name(a.dtype)}) , "
@@ -1094,8 +1303,15 @@ class InferenceSession:
             raise InvalidArgument(f"input '{name}': rank {a.ndim} exceeds 16")
         return i, a
 
+    def _need_gpu(self, what):
+        if self._backend != "cuda":
+            raise InvalidArgument(f"{what}, but this session runs on the CPU (providers {self._providers}): make "
+                                  f"the session with providers=['CUDAExecutionProvider'] to run on GPU memory, or "
+                                  f"copy it to the CPU")
+
     def _feeds(self, values):
-        """{name: value} -> arrays in input order; every input must be there."""
+        """{name: value} -> arrays (or _DeviceTensors, for GPU memory) in input order; every input must be
+        there."""
         arrays = [None] * len(self._inputs)
         for name, v in values.items():
             i, a = self._check_feed(name, v)
@@ -1119,6 +1335,76 @@ class InferenceSession:
         return idx
 
     # ---- running ----
+    def _device_model(self, sig):
+        """The compiled model a run on GPU memory takes: a plan compiled for this input-shape signature (the
+        static model's, or one compiled for it now: the family takes host memory only)."""
+        with self._lock:
+            m = self._plans.get(sig)
+            if m is not None:
+                self._plans.move_to_end(sig)
+                return m
+            return self._plan(sig)
+
+    def _execute_device(self, values, bound=None, on_gpu=()):
+        """A run on GPU memory (lathe_compiled_run_device). values: per input a _DeviceTensor (read in place)
+        or a host array (copied to the GPU for this run). bound: {output index: _DeviceTensor (written in place)
+        or a host array (filled with a copy)}. Other outputs come back as new GPU tensors for the indices in
+        on_gpu, else as host arrays (a copy). Returns every output."""
+        bound = bound or {}
+        self._need_gpu("GPU memory was given")
+        sig = tuple(tuple(v.shape) for v in values)
+        model = self._device_model(sig)
+        t0 = time.perf_counter_ns()
+        with model._lock:
+            h = model._check_open()
+            if not model._buffers:
+                dyn = [o.name for o in model.outputs if o.shape is None or not all(isinstance(d, int) for d in o.shape)]
+                raise NotImplemented_(f"output(s) {dyn}: the shape is known only at run time, and lathe writes GPU "
+                                      f"memory only for shapes known when the model is compiled: run on host memory",
+                                      "unsupported")
+            temps, ins = [], []
+            for info, v in zip(model.inputs, values):
+                if not isinstance(v, _DeviceTensor):  # a host feed among GPU ones: copied up for this run
+                    d = _DeviceTensor.alloc(v.shape, v.dtype, f"input '{info.name}'")
+                    d.from_numpy(v)
+                    temps.append(d)
+                    v = d
+                ins.append(v.ptr)
+            outs, ptrs, down = [], [], []
+            for k, o in enumerate(model.outputs):
+                b = bound.get(k)
+                if b is not None:
+                    self._check_bound(k, b, o.dtype, o.shape)
+                if isinstance(b, _DeviceTensor):
+                    d = b
+                else:
+                    d = _DeviceTensor.alloc(o.shape, o.dtype, f"output '{o.name}'")
+                    if b is not None or k not in on_gpu:
+                        down.append((k, d, b))
+                outs.append(d)
+                ptrs.append(d.ptr)
+            lib = model._lib
+            in_arr = (ctypes.c_void_p * max(len(ins), 1))(*ins)
+            out_arr = (ctypes.c_void_p * max(len(ptrs), 1))(*ptrs)
+            st = lib.lathe_compiled_run_device(h, in_arr, len(ins), out_arr, len(ptrs), None)
+            if st != 0:
+                e = LatheError(lib.lathe_compiled_error(h).decode(errors="replace"), _capi.status_name(st))
+                raise _from_lathe(e, "run", self._tmp_path()) from None
+            for k, d, b in down:
+                outs[k] = d.to_numpy(b)
+            self._last_model = model
+        self._event("Session", "model_run", t0, {"shapes": [list(s) for s in sig], "device": "cuda"})
+        return outs
+
+    @property
+    def lathe_last_run_copies(self):
+        """The copies between host and GPU memory the session's last run made ({'host_to_device': n,
+        'device_to_host': n, 'device_to_device': n, and the same with _bytes}): a run on GPU memory of a model
+        with no host step and no checked index input makes device-to-device copies only; all 0 on the CPU.
+        None before the first run."""
+        m = getattr(self, "_last_model", None)
+        return m.last_run_copies if m is not None else None
+
     def _execute(self, arrays, bound=None):
         """Run on the checked input arrays; returns every output as a numpy array. bound: {output index:
         caller's C-contiguous writable array} written in place (run_buffers) or copied into (the family,
@@ -1143,6 +1429,7 @@ class InferenceSession:
     def _run_on(self, model, arrays, bound):
         with model._lock:
             model._check_open()
+            self._last_model = model
             if model._buffers:
                 outs = []
                 for k, o in enumerate(model.outputs):
@@ -1183,21 +1470,38 @@ class InferenceSession:
             raise Fail("Exiting due to terminate flag being set to true.", "usage")
 
     def run(self, output_names, input_feed, run_options=None):
-        """Outputs named in output_names (None or []: all), in that order, as numpy arrays."""
+        """Outputs named in output_names (None or []: all), in that order, as numpy arrays. Feeds in GPU memory
+        (CUDA DLPack tensors, CUDA OrtValues) are read there by a session on the CUDA provider."""
         self._check_run_options(run_options)
         if not isinstance(input_feed, collections.abc.Mapping):
             raise TypeError(f"input_feed must be a dict {{input name: array}}, got {type(input_feed).__name__}")
         missing = [t.name for t in self._inputs if t.name not in input_feed and not t.arg.type.startswith("optional")]
         if missing:
             raise MissingInputError(f"Required inputs ({missing}) are missing from input feed ({list(input_feed)}).")
+        return self._run(output_names, input_feed, False)
+
+    def _run(self, output_names, input_feed, gpu_outputs):
         arrays = self._feeds(input_feed)
         idx = self._output_indices(output_names)
-        outs = self._execute(arrays)
+        if any(isinstance(a, _DeviceTensor) for a in arrays):
+            outs = self._execute_device(arrays, {}, range(len(self._outputs)) if gpu_outputs else ())
+        else:
+            outs = self._execute(arrays)
         return [outs[k] for k in idx]
 
     def run_with_ort_values(self, output_names, input_dict_ort_values, run_options=None):
-        """run(), with OrtValue inputs and outputs."""
-        return [OrtValue(a) for a in self.run(output_names, input_dict_ort_values, run_options)]
+        """run(), with OrtValue inputs and outputs; when a feed is in GPU memory the outputs are OrtValues in
+        GPU memory too (no copy to the host)."""
+        self._check_run_options(run_options)
+        if not isinstance(input_dict_ort_values, collections.abc.Mapping):
+            raise TypeError(f"input_feed must be a dict {{input name: OrtValue}}, got "
+                            f"{type(input_dict_ort_values).__name__}")
+        missing = [t.name for t in self._inputs if t.name not in input_dict_ort_values
+                   and not t.arg.type.startswith("optional")]
+        if missing:
+            raise MissingInputError(f"Required inputs ({missing}) are missing from input feed "
+                                    f"({list(input_dict_ort_values)}).")
+        return [OrtValue._of(a) for a in self._run(output_names, input_dict_ort_values, True)]
 
     def run_async(self, output_names, input_feed, callback, user_data, run_options=None):
         """run() on a new thread; then callback(results, user_data, error message or "")."""
@@ -1258,31 +1562,50 @@ def _run_buffers(model, arrays, outs):
 # ---------------------------------------------------------------------------------------------------
 # IO binding
 
+_ON_GPU = object()  # an output bound to 'cuda' with no buffer: the run allocates it in GPU memory
+
+
 class IOBinding:
-    """onnxruntime.IOBinding, CPU memory only: inputs read in place, outputs bound to a buffer written in
-    place (no copy of the result), other bound outputs allocated by the run."""
+    """onnxruntime.IOBinding: inputs read in place, outputs bound to a buffer written in place (no copy of the
+    result), other bound outputs allocated by the run. CPU memory, and GPU memory ('cuda' pointers and
+    OrtValues, CUDA DLPack tensors) in a session on the CUDA provider."""
 
     def __init__(self, session):
         self._session = session
-        self._inputs = {}          # name -> array (or the object given, checked at run)
-        self._outputs = []         # [(name, array or None)] in bind order
+        self._inputs = {}          # name -> array, _DeviceTensor (or the object given, checked at run)
+        self._outputs = []         # [(name, array, _DeviceTensor, _ON_GPU or None)] in bind order
         self._results = []
 
-    def bind_cpu_input(self, name, arr_on_cpu):
+    def _check_input(self, name):
         if name not in self._session._in_by_name:
             raise InvalidArgument(f"Failed to find NodeArg with name: {name} in the def list")
+
+    def bind_cpu_input(self, name, arr_on_cpu):
+        self._check_input(name)
         self._inputs[name] = arr_on_cpu
 
     def bind_input(self, name, device_type, device_id, element_type, shape, buffer_ptr):
-        _check_cpu_device(device_type, f"bind_input '{name}'")
-        if name not in self._session._in_by_name:
-            raise InvalidArgument(f"Failed to find NodeArg with name: {name} in the def list")
-        dims = _shape_tuple(shape, f"bind_input '{name}'")
-        self._inputs[name] = _array_at(buffer_ptr, _element_dtype(element_type), dims, f"bind_input '{name}'")
+        """Read `shape` elements of `element_type` at buffer_ptr, in CPU memory or, device_type 'cuda', GPU
+        memory (the caller keeps it alive and unchanged until the run)."""
+        what = f"bind_input '{name}'"
+        kind = _device_kind(device_type, device_id, what)
+        self._check_input(name)
+        dims = _shape_tuple(shape, what)
+        dt = _element_dtype(element_type)
+        if kind == "cuda":
+            self._session._need_gpu(f"{what}: a GPU pointer")
+            self._inputs[name] = _DeviceTensor(_address(buffer_ptr, what), dims, dt)
+        else:
+            self._inputs[name] = _array_at(buffer_ptr, dt, dims, what)
 
     def bind_ortvalue_input(self, name, ortvalue):
         if not isinstance(ortvalue, OrtValue):
             raise TypeError(f"bind_ortvalue_input: expected a lathe.OrtValue, got {type(ortvalue).__name__}")
+        if ortvalue._dev is not None:
+            self._check_input(name)
+            self._session._need_gpu(f"bind_ortvalue_input '{name}': an OrtValue in GPU memory")
+            self._inputs[name] = ortvalue._dev
+            return
         self.bind_cpu_input(name, ortvalue.numpy())
 
     def _set_output(self, name, arr):
@@ -1293,18 +1616,31 @@ class IOBinding:
         self._outputs.append((name, arr))
 
     def bind_output(self, name, device_type="cpu", device_id=0, element_type=None, shape=None, buffer_ptr=None):
-        _check_cpu_device(device_type, f"bind_output '{name}'")
+        """Write the output at buffer_ptr (CPU memory, or GPU memory for device_type 'cuda'); without a buffer
+        the run allocates it on that device."""
+        what = f"bind_output '{name}'"
+        kind = _device_kind(device_type, device_id, what)
+        if kind == "cuda":
+            self._session._need_gpu(f"{what}: GPU memory")
         if buffer_ptr is None:
-            self._set_output(name, None)
+            self._set_output(name, _ON_GPU if kind == "cuda" else None)
             return
         if element_type is None or shape is None:
             raise ValueError("`element_type` and `shape` are to be provided if pre-allocated memory is provided")
-        dims = _shape_tuple(shape, f"bind_output '{name}'")
-        self._set_output(name, _array_at(buffer_ptr, _element_dtype(element_type), dims, f"bind_output '{name}'"))
+        dims = _shape_tuple(shape, what)
+        dt = _element_dtype(element_type)
+        if kind == "cuda":
+            self._set_output(name, _DeviceTensor(_address(buffer_ptr, what), dims, dt))
+        else:
+            self._set_output(name, _array_at(buffer_ptr, dt, dims, what))
 
     def bind_ortvalue_output(self, name, ortvalue):
         if not isinstance(ortvalue, OrtValue):
             raise TypeError(f"bind_ortvalue_output: expected a lathe.OrtValue, got {type(ortvalue).__name__}")
+        if ortvalue._dev is not None:
+            self._session._need_gpu(f"bind_ortvalue_output '{name}': an OrtValue in GPU memory")
+            self._set_output(name, ortvalue._dev)
+            return
         a = ortvalue.numpy()
         if not (a.flags.c_contiguous and a.flags.writeable and a.flags.aligned):
             raise InvalidArgument(f"bind_ortvalue_output '{name}': the buffer must be C-contiguous, aligned and "
@@ -1312,10 +1648,10 @@ class IOBinding:
         self._set_output(name, a)
 
     def synchronize_inputs(self):
-        """No-op: CPU memory needs no synchronization."""
+        """No-op: a run waits for all work on the GPU before it reads GPU inputs."""
 
     def synchronize_outputs(self):
-        """No-op: CPU memory needs no synchronization."""
+        """No-op: a run returns when its outputs are written, GPU ones included."""
 
     def clear_binding_inputs(self):
         self._inputs = {}
@@ -1331,24 +1667,29 @@ class IOBinding:
     get_outputs_as_ortvaluevector = get_outputs
 
     def copy_outputs_to_cpu(self):
-        """Copies of the last run's outputs, in bind order, as numpy arrays."""
-        return [v.numpy().copy() for v in self._results]
+        """Copies of the last run's outputs, in bind order, as numpy arrays (GPU ones copied to the host)."""
+        return [v.numpy() if v._dev is not None else v.numpy().copy() for v in self._results]
 
     def _run(self, run_options):
         s = self._session
         if not self._outputs:
             raise Fail("At least one output should be requested.", "usage")
         arrays = s._feeds(self._inputs)
-        bound, order = {}, []
+        bound, order, on_gpu = {}, [], set()
         for name, arr in self._outputs:
             k = s._out_by_name.get(name)
             if k is None:
                 raise InvalidArgument(f"Invalid output name:{name}")
             order.append(k)
-            if arr is not None:
+            if arr is _ON_GPU:
+                on_gpu.add(k)
+            elif arr is not None:
                 bound[k] = arr
-        outs = s._execute(arrays, bound)
-        self._results = [OrtValue(outs[k]) for k in order]
+        if on_gpu or any(isinstance(a, _DeviceTensor) for a in arrays + list(bound.values())):
+            outs = s._execute_device(arrays, bound, on_gpu)
+        else:
+            outs = s._execute(arrays, bound)
+        self._results = [OrtValue._of(outs[k]) for k in order]
 
 
 SessionIOBinding = IOBinding

@@ -5,6 +5,9 @@
  * to it: constants for the compiler). The plan's run takes one entry per graph input as it was
  * before compiling; api_idx maps the public input i to that position. Input and output types come
  * from the plan's slots (the compiled dtype and shape).
+ * lathe_compiled_run_device (models compiled for a device backend) checks the caller's device
+ * pointers and orders the run after the caller's stream through the CUDA layer, then runs the plan on
+ * them (lt_plan_run_device).
  */
 #include "api_impl.h"
 
@@ -12,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/cuda/cuda.h"
 #include "compile/artifact.h"
 #include "compile/compile.h"
 #include "compile/family.h"
@@ -36,6 +40,7 @@ struct lathe_compiled {
     lt_arena keep;      /* the family's copies: the file, the load bindings, the compile options' strings */
     const char *path, *shapes, *dims;
     int threads;        /* lathe_compiled_set_threads, for every plan of the family (0: default) */
+    lt_plan_copies copies; /* the last run's (lathe_compiled_last_run_copies) */
     char err[LT_MSG_MAX];
 };
 
@@ -306,6 +311,11 @@ static lt_status family_plan(lt_ctx *ctx, lathe_compiled *c, const lathe_tensor 
     return LT_OK;
 }
 
+static void record_copies(lathe_compiled *c, const lt_plan *plan) {
+    if (plan) lt_plan_last_copies(plan, &c->copies);
+    else memset(&c->copies, 0, sizeof c->copies);
+}
+
 static lathe_status finish(lathe_compiled *c, const lt_ctx *ctx) {
     if (ctx->status == LT_OK) return LATHE_OK;
     snprintf(c->err, sizeof c->err, "%s", ctx->msg);
@@ -317,6 +327,7 @@ lathe_status lathe_compiled_run(lathe_compiled *c, const lathe_tensor *const *in
     if (!c) return LATHE_ERR_USAGE;
     lt_ctx ctx = {0};
     c->err[0] = 0;
+    memset(&c->copies, 0, sizeof c->copies);
     const lt_graph *g = c->m->graph;
     lt_datum **in = NULL, **outs = NULL;
     if (n_inputs != c->n_in || n_outputs != g->n_outputs || (n_inputs && !inputs) || (n_outputs && !outputs)) {
@@ -337,7 +348,9 @@ lathe_status lathe_compiled_run(lathe_compiled *c, const lathe_tensor *const *in
     }
     lt_plan *plan = c->plan;
     if (c->fam && family_plan(&ctx, c, inputs, &plan) != LT_OK) goto done;
-    if (lt_plan_run(&ctx, plan, &c->run, in, outs) != LT_OK) goto done;
+    lt_status rs = lt_plan_run(&ctx, plan, &c->run, in, outs);
+    record_copies(c, plan);
+    if (rs != LT_OK) goto done;
     lt_api_hand_outputs(&ctx, g, outs, outputs);
 done:
     for (int i = 0; in && i < c->n_plan_in; i++) lt_datum_release(in[i]);
@@ -352,6 +365,7 @@ lathe_status lathe_compiled_run_buffers(lathe_compiled *c, const void *const *in
     if (!c) return LATHE_ERR_USAGE;
     lt_ctx ctx = {0};
     c->err[0] = 0;
+    memset(&c->copies, 0, sizeof c->copies);
     const lt_graph *g = c->m->graph;
     if (n_inputs != c->n_in || n_outputs != g->n_outputs || (n_inputs && !inputs) || (n_outputs && !outputs)) {
         lt_error(&ctx, LT_ERR_USAGE,
@@ -375,7 +389,85 @@ lathe_status lathe_compiled_run_buffers(lathe_compiled *c, const void *const *in
     if (ctx.status == LT_OK && c->fam)
         lt_error(&ctx, LT_ERR_UNSUPPORTED, "lathe_compiled_run_buffers: the model has symbolic dims, so buffers "
                  "do not say its shapes: use lathe_compiled_run");
-    if (ctx.status == LT_OK) lt_plan_run_buffers(&ctx, c->plan, &c->run, in, outputs);
+    if (ctx.status == LT_OK) {
+        lt_plan_run_buffers(&ctx, c->plan, &c->run, in, outputs);
+        record_copies(c, c->plan);
+    }
     if (in != stack_in) lt_mem_free(in);
     return finish(c, &ctx);
+}
+
+lathe_status lathe_compiled_run_device(lathe_compiled *c, const void *const *inputs, int n_inputs,
+                                       void *const *outputs, int n_outputs, void *stream) {
+    static const char empty[LT_MEMPLAN_ALIGN]; /* the address of a zero-byte input given as NULL */
+    if (!c) return LATHE_ERR_USAGE;
+    lt_ctx ctx = {0};
+    c->err[0] = 0;
+    memset(&c->copies, 0, sizeof c->copies);
+    const lt_graph *g = c->m->graph;
+    if (n_inputs != c->n_in || n_outputs != g->n_outputs || (n_inputs && !inputs) || (n_outputs && !outputs)) {
+        lt_error(&ctx, LT_ERR_USAGE,
+                 "lathe_compiled_run_device: the model takes %d inputs and gives %d outputs (called with %d and %d)",
+                 c->n_in, g->n_outputs, n_inputs, n_outputs);
+        return finish(c, &ctx);
+    }
+    if (c->fam) {
+        lt_error(&ctx, LT_ERR_UNSUPPORTED, "lathe_compiled_run_device: the model was compiled for every shape (symbolic "
+                 "dims left unbound), and device pointers do not say the shapes: compile it with its dims bound "
+                 "(lathe_load_options.dims or .shapes)");
+        return finish(c, &ctx);
+    }
+    lt_plan_stats st;
+    lt_plan_get_stats(c->plan, &st);
+    lt_backend *b = lt_plan_backend(c->plan);
+    if (!st.device) {
+        lt_error(&ctx, LT_ERR_UNSUPPORTED, "lathe_compiled_run_device: the model is compiled for the %s backend, which "
+                 "runs on host memory: device pointers need a model compiled for the GPU (backend \"cuda\"); give "
+                 "host memory to lathe_compiled_run_buffers", b ? b->vt->name : "cpu");
+        return finish(c, &ctx);
+    }
+    lt_cuda *cu = lt_backend_cuda_device(b); /* NULL: another device backend (tests), nothing to ask a driver */
+    const void *stack_in[16];
+    const void **in = c->n_plan_in <= 16 ? stack_in : lt_calloc(&ctx, (size_t)c->n_plan_in, sizeof *in, "inputs");
+    if (!in) return finish(c, &ctx);
+    for (int i = 0; i < c->n_plan_in; i++) in[i] = NULL;
+    char what[LT_MSG_MAX / 4];
+    for (int i = 0; i < n_inputs && ctx.status == LT_OK; i++) {
+        const lt_plan_slot *S = in_slot(c, i);
+        int64_t bytes = S ? S->bytes : -1;
+        if (!inputs[i] && bytes != 0) {
+            lt_error(&ctx, LT_ERR_USAGE, "lathe_compiled_run_device: input %d '%s' is NULL", i, c->names[i]);
+            break;
+        }
+        in[c->api_idx[i]] = inputs[i] ? inputs[i] : empty;
+        snprintf(what, sizeof what, "lathe_compiled_run_device: input %d '%s'", i, c->names[i]);
+        if (cu && bytes > 0) lt_cuda_check_ptr(cu, &ctx, inputs[i], (size_t)bytes, what);
+    }
+    for (int k = 0; k < n_outputs && ctx.status == LT_OK; k++) {
+        int64_t bytes = lt_plan_output_bytes(c->plan, k);
+        if (bytes < 0) continue; /* refused by the plan: no static shape */
+        if (!outputs[k] && bytes > 0) {
+            lt_error(&ctx, LT_ERR_USAGE, "lathe_compiled_run_device: output %d '%s' is NULL", k, g->outputs[k]->name);
+            break;
+        }
+        snprintf(what, sizeof what, "lathe_compiled_run_device: output %d '%s'", k, g->outputs[k]->name);
+        if (cu && bytes > 0) lt_cuda_check_ptr(cu, &ctx, outputs[k], (size_t)bytes, what);
+    }
+    if (ctx.status == LT_OK && cu) lt_cuda_wait_stream(cu, &ctx, stream);
+    if (ctx.status == LT_OK) {
+        lt_plan_run_device(&ctx, c->plan, &c->run, in, outputs);
+        record_copies(c, c->plan);
+    }
+    if (in != stack_in) lt_mem_free(in);
+    return finish(c, &ctx);
+}
+
+lathe_status lathe_compiled_last_run_copies(const lathe_compiled *c, lathe_run_copies *out) {
+    if (!c || !out) return LATHE_ERR_USAGE;
+    const lt_plan_copies *p = &c->copies;
+    *out = (lathe_run_copies){
+        .host_to_device_bytes = p->bytes[LT_COPY_HOST_TO_DEVICE], .device_to_host_bytes = p->bytes[LT_COPY_DEVICE_TO_HOST],
+        .device_to_device_bytes = p->bytes[LT_COPY_DEVICE_TO_DEVICE], .host_to_device = p->n[LT_COPY_HOST_TO_DEVICE],
+        .device_to_host = p->n[LT_COPY_DEVICE_TO_HOST], .device_to_device = p->n[LT_COPY_DEVICE_TO_DEVICE]};
+    return LATHE_OK;
 }

@@ -16,6 +16,8 @@
  * Device plans (backend memory not host memory) add plan_device.c's stages to the build (constants
  * uploaded, fixed input/output buffers, staging, the copies of a run, graphs) and run their steps
  * there; the caller's memory is then the host copy of inputs and outputs, and nothing is patched.
+ * lt_plan_run_device runs a device plan on the caller's device memory instead: inputs and outputs
+ * copied device to device into and out of the fixed buffers (plan_device.c).
  */
 #include "plan_impl.h"
 
@@ -884,6 +886,7 @@ lt_status lt_plan_run(lt_ctx *ctx, lt_plan *p, const lt_plan_run_options *opt, l
     if (!p->memory_planned) return lt_error(ctx, LT_ERR_USAGE, "lt_plan_run: the plan's memory is not planned");
     const lt_graph *g = p->model->graph;
     lt_status s = LT_OK;
+    memset(&p->copies, 0, sizeof p->copies);
     for (int i = 0; i < p->n_api && s == LT_OK; i++) {
         lt_datum *d = inputs ? inputs[i] : NULL;
         if (p->api_cur[i] >= 0) s = bind_input_datum(ctx, p, p->api_cur[i], d);
@@ -936,6 +939,7 @@ lt_status lt_plan_run_buffers(lt_ctx *ctx, lt_plan *p, const lt_plan_run_options
     if (!p->memory_planned) return lt_error(ctx, LT_ERR_USAGE, "lt_plan_run_buffers: the plan's memory is not planned");
     const lt_graph *g = p->model->graph;
     lt_status s = LT_OK;
+    memset(&p->copies, 0, sizeof p->copies);
     for (int k = 0; k < g->n_outputs; k++)
         if (lt_plan_output_bytes(p, k) < 0)
             return lt_error(ctx, LT_ERR_UNSUPPORTED, "output %d '%s' has no static shape: use lt_plan_run", k,
@@ -991,6 +995,101 @@ lt_status lt_plan_run_buffers(lt_ctx *ctx, lt_plan *p, const lt_plan_run_options
     release_run(p);
     return s;
 }
+
+lt_status lt_plan_run_device(lt_ctx *ctx, lt_plan *p, const lt_plan_run_options *opt, const void *const *inputs,
+                             void *const *outputs) {
+    if (!p || (!outputs && p->model->graph->n_outputs)) return lt_error(ctx, LT_ERR_USAGE, "lt_plan_run_device: missing plan or outputs");
+    if (!p->memory_planned) return lt_error(ctx, LT_ERR_USAGE, "lt_plan_run_device: the plan's memory is not planned");
+    const lt_graph *g = p->model->graph;
+    if (p->host_memory)
+        return lt_error(ctx, LT_ERR_UNSUPPORTED, "the model is compiled for the %s backend, whose memory is host memory: "
+                        "device pointers need a model compiled for a device (backend cuda); give host memory to "
+                        "lt_plan_run_buffers", p->backend->vt->name);
+    for (int k = 0; k < g->n_outputs; k++) {
+        int64_t bytes = lt_plan_output_bytes(p, k);
+        if (bytes < 0)
+            return lt_error(ctx, LT_ERR_UNSUPPORTED, "output %d '%s' has no static shape (it is known only at run time): "
+                            "use lt_plan_run", k, g->outputs[k]->name);
+        if (bytes > 0 && !outputs[k]) return lt_error(ctx, LT_ERR_USAGE, "output %d '%s' is NULL", k, g->outputs[k]->name);
+    }
+    memset(&p->copies, 0, sizeof p->copies);
+    LT_TRY(lt_plan_device_run_staging(ctx, p));
+    const lt_backend_vtbl *vt = p->backend->vt;
+    lt_status s = LT_OK;
+    bool down = false;
+    p->dev_run = true;
+    /* inputs: the caller's device memory (copied into the plan's buffers with the steps' copies);
+     * those host steps or index checks read are downloaded into their host copies now */
+    for (int i = 0; i < p->n_api && s == LT_OK; i++) {
+        const void *src = inputs ? inputs[i] : NULL;
+        int cur = p->api_cur[i];
+        if (cur < 0) {
+            if (src && p->api_frozen[i])
+                s = lt_error(ctx, LT_ERR_INVALID, "input %d '%s' was frozen to its initializer when the model was "
+                             "compiled", i, p->api_names[i]);
+            continue;
+        }
+        int sl = p->input_slot[cur];
+        if (sl < 0) continue;
+        lt_plan_slot *S = &p->slots[sl];
+        lt_slot_rt *R = &p->rt[sl];
+        if (!src) {
+            s = bind_input_datum(ctx, p, cur, NULL);
+            continue;
+        }
+        if (!R->wrap) {
+            s = lt_error(ctx, LT_ERR_UNSUPPORTED, "input %d '%s' has no static shape: use lt_plan_run", i, S->value->name);
+            break;
+        }
+        R->dptr = (void *)src;
+        bind_host(p, sl, R->dstage);
+        R->cur = lt_datum_retain(R->wrapd);
+        if (R->dstage && S->bytes > 0) {
+            s = lt_plan_device_copy(ctx, p, R->dstage, src, S->bytes, LT_COPY_DEVICE_TO_HOST, true);
+            down = true;
+        }
+    }
+    for (int sl = 0; sl < p->n_slots && s == LT_OK; sl++) {
+        lt_plan_slot *S = &p->slots[sl];
+        if (S->kind != LT_SLOT_OUTPUT) continue;
+        p->rt[sl].dptr = outputs[S->io_index];
+        bind_host(p, sl, p->rt[sl].dstage);
+        if (p->rt[sl].wrapd) p->rt[sl].cur = lt_datum_retain(p->rt[sl].wrapd);
+    }
+    if (s == LT_OK && down) s = vt->sync(p->backend, ctx);
+    if (s == LT_OK) s = lt_plan_index_checks_run(ctx, p);
+    if (s == LT_OK) s = run_steps(ctx, p, opt);
+    /* outputs with no OUTPUT buffer of their own: a value listed twice, an input, a constant, or a
+     * value only host steps computed */
+    bool more = false;
+    for (int k = 0; k < g->n_outputs && s == LT_OK; k++) {
+        int sl = p->output_slot[k];
+        lt_plan_slot *S = &p->slots[sl];
+        lt_slot_rt *R = &p->rt[sl];
+        int64_t bytes = lt_plan_output_bytes(p, k);
+        if ((S->kind == LT_SLOT_OUTPUT && S->io_index == k) || bytes <= 0) continue;
+        more = true;
+        if (S->kind == LT_SLOT_OUTPUT) {
+            s = lt_plan_device_copy(ctx, p, outputs[k], outputs[S->io_index], bytes, LT_COPY_DEVICE_TO_DEVICE, true);
+        } else if (S->kind == LT_SLOT_INPUT && R->dptr) {
+            s = lt_plan_device_copy(ctx, p, outputs[k], R->dptr, bytes, LT_COPY_DEVICE_TO_DEVICE, true);
+        } else {
+            lt_datum *d = S->kind == LT_SLOT_CONST ? R->wrapd : R->cur;
+            if (!d || d->kind != LT_DK_TENSOR || !same_shape(S, d->tensor))
+                s = lt_error(ctx, LT_ERR_INVALID, "output %d '%s': the value computed has not the static shape expected",
+                             k, S->value->name);
+            else /* waits for the copy: the datum is released below */
+                s = lt_plan_device_copy(ctx, p, outputs[k], d->tensor->data, bytes, LT_COPY_HOST_TO_DEVICE, false);
+        }
+    }
+    if (s == LT_OK && more) s = vt->sync(p->backend, ctx);
+    p->dev_run = false;
+    for (int sl = 0; sl < p->n_slots; sl++) p->rt[sl].dptr = NULL;
+    release_run(p);
+    return s;
+}
+
+void lt_plan_last_copies(const lt_plan *p, lt_plan_copies *out) { *out = p->copies; }
 
 /* ---- accessors ---- */
 

@@ -41,7 +41,8 @@
  * A plan is used by one thread at a time (it keeps per-run state); kernels run in parallel inside.
  *
  * Entry points: lt_plan_run (datums in and out, bound by graph input index like lt_interp_run),
- * lt_plan_run_buffers (caller-owned memory: no allocation), lt_plan_input_index, lt_plan_print,
+ * lt_plan_run_buffers (caller-owned memory: no allocation), lt_plan_run_device (device plans: the
+ * caller's device memory, no host staging), lt_plan_last_copies, lt_plan_input_index, lt_plan_print,
  * lt_plan_free; lt_memplan for the static memory planner (also used by tests on synthetic
  * lifetimes). Building a plan is lt_compile's job (compile.h); lt_plan_build is its last stage.
  */
@@ -235,6 +236,30 @@ lt_status lt_plan_run(lt_ctx *ctx, lt_plan *p, const lt_plan_run_options *opt, l
  * LT_ERR_UNSUPPORTED when an output has no static shape. */
 lt_status lt_plan_run_buffers(lt_ctx *ctx, lt_plan *p, const lt_plan_run_options *opt,
                               const void *const *inputs, void *const *outputs);
+
+/* Run a device plan on device memory (the backend's memory: CUDA device pointers in the primary
+ * context the backend retains): inputs[i] points at API input i's data on the device (NULL: its
+ * initializer), outputs[k] at lt_plan_output_bytes(p, k) bytes of device memory for graph output k.
+ * Inputs are copied device-to-device into the plan's fixed input buffers and outputs out of its
+ * output buffers (kernel arguments and captured graphs never change), all queued on the backend's
+ * stream; nothing passes through host memory except what host steps read or write (an input a host
+ * step reads, or whose values a compiled Gather checks: downloaded into a host copy made on the first
+ * device run and kept; an output a host step computes: uploaded from there). Ends with the run's one
+ * sync: the outputs are written when it returns. The caller orders the run after the work that
+ * wrote the inputs (api_compile.c waits for the caller's stream). LT_ERR_UNSUPPORTED for a plan on
+ * host memory (use lt_plan_run_buffers), an output or input with no static shape (use lt_plan_run);
+ * LT_ERR_USAGE for a NULL output of more than 0 bytes. */
+lt_status lt_plan_run_device(lt_ctx *ctx, lt_plan *p, const lt_plan_run_options *opt, const void *const *inputs,
+                             void *const *outputs);
+
+/* The copies the last run made between host and device memory (device plans; all zero for plans on
+ * host memory), per lt_copy_dir: inputs, outputs, host-step crossings. The check word of kernels that
+ * check computed indices (LT_CHECK_WORDS int64, read back each run) is not counted. */
+typedef struct lt_plan_copies {
+    int n[3];           /* copies, indexed by lt_copy_dir */
+    int64_t bytes[3];
+} lt_plan_copies;
+void lt_plan_last_copies(const lt_plan *p, lt_plan_copies *out);
 
 /* ---- accessors ---- */
 const lt_model *lt_plan_model(const lt_plan *p);

@@ -21,6 +21,11 @@
  * host step followed by one sync), then the step or the segment's graph; one sync at the end after
  * the outputs' downloads. Nothing is allocated here except the per-step events of the first run that
  * times steps (lt_plan_run_options.step_seconds), kept for later runs.
+ * Device runs (lt_plan_run_device, plan.c): the same copies, but an input's upload is a device-to-
+ * device copy from the caller's device memory and the outputs go device to device into the caller's
+ * (device_run_outputs); inputs and outputs that host steps or index checks touch get host copies
+ * (lt_plan_device_run_staging: one host allocation on the first device run, kept). Every copy is
+ * counted (lt_plan_last_copies).
  */
 #include "plan_impl.h"
 
@@ -285,24 +290,107 @@ lt_status lt_plan_device_capture(lt_ctx *ctx, lt_plan *p) {
 
 /* ---- running ---- */
 
+lt_status lt_plan_device_copy(lt_ctx *ctx, lt_plan *p, void *dst, const void *src, int64_t bytes, lt_copy_dir dir,
+                              bool async) {
+    if (bytes <= 0) return LT_OK;
+    const lt_backend_vtbl *vt = p->backend->vt;
+    if (async && vt->copy_async) LT_TRY(vt->copy_async(p->backend, ctx, dst, src, (size_t)bytes, dir));
+    else LT_TRY(vt->copy(p->backend, ctx, dst, src, (size_t)bytes, dir));
+    p->copies.n[dir]++;
+    p->copies.bytes[dir] += bytes;
+    return LT_OK;
+}
+
 /* The copies before position pos. Downloads are followed by one sync (a host step reads them next;
- * at the end, the run's one sync). */
+ * at the end, the run's one sync). A device run (lt_plan_run_device) takes its inputs from the
+ * caller's device memory instead of a host copy (device to device), and leaves the outputs' last
+ * copies to device_run_outputs. */
 static lt_status do_xfers(lt_ctx *ctx, lt_plan *p, int pos) {
     const lt_backend_vtbl *vt = p->backend->vt;
     bool down = false;
     for (int k = p->xfer_first[pos]; k < p->xfer_first[pos + 1]; k++) {
         const lt_plan_xfer *x = &p->xfers[k];
         const lt_plan_slot *S = &p->slots[x->slot];
-        void *h = p->rt[x->slot].hptr;
+        const lt_slot_rt *R = &p->rt[x->slot];
+        void *h = R->hptr;
         if (S->bytes <= 0) continue;
+        if (p->dev_run && S->kind == LT_SLOT_OUTPUT && pos == p->n_steps) continue;
+        if (p->dev_run && S->kind == LT_SLOT_INPUT && R->dptr && x->dir == LT_COPY_HOST_TO_DEVICE) {
+            LT_TRY(lt_plan_device_copy(ctx, p, S->ptr, R->dptr, S->bytes, LT_COPY_DEVICE_TO_DEVICE, true));
+            continue;
+        }
         if (!h) return lt_error(ctx, LT_ERR_INTERNAL, "plan: '%s' has no host memory at run time", slot_name(p, x->slot));
         void *dst = x->dir == LT_COPY_HOST_TO_DEVICE ? S->ptr : h;
         const void *src = x->dir == LT_COPY_HOST_TO_DEVICE ? h : S->ptr;
-        if (vt->copy_async) LT_TRY(vt->copy_async(p->backend, ctx, dst, src, (size_t)S->bytes, x->dir));
-        else LT_TRY(vt->copy(p->backend, ctx, dst, src, (size_t)S->bytes, x->dir));
+        LT_TRY(lt_plan_device_copy(ctx, p, dst, src, S->bytes, x->dir, true));
         down |= x->dir == LT_COPY_DEVICE_TO_HOST;
     }
     if (down && pos < p->n_steps && vt->copy_async) LT_TRY(vt->sync(p->backend, ctx));
+    return LT_OK;
+}
+
+/* ---- device runs (lt_plan_run_device) ---- */
+
+static int64_t align_stage(int64_t bytes) { return align_up(bytes > 0 ? bytes : 1); }
+
+/* Does INPUT / OUTPUT slot sl need a host copy in a device run: an input a host step reads or whose
+ * values an index check reads, an output a host step reads or writes? */
+static bool run_staged(const lt_plan *p, int sl) {
+    const lt_plan_slot *S = &p->slots[sl];
+    const lt_slot_rt *R = &p->rt[sl];
+    if (!R->is_static) return false;
+    if (S->kind == LT_SLOT_INPUT) {
+        if (R->host_read) return true;
+        for (int i = 0; i < p->n_index_checks; i++)
+            if (p->index_checks[i]->slot == sl) return true;
+        return false;
+    }
+    return S->kind == LT_SLOT_OUTPUT && (R->host_read || written_by_host(p, sl));
+}
+
+lt_status lt_plan_device_run_staging(lt_ctx *ctx, lt_plan *p) {
+    if (p->dev_staging_ready) return LT_OK;
+    int64_t bytes = 0;
+    for (int sl = 0; sl < p->n_slots; sl++)
+        if (run_staged(p, sl)) bytes += align_stage(p->slots[sl].bytes);
+    if (bytes > 0) {
+        p->dev_staging = lt_mem_alloc((size_t)bytes);
+        if (!p->dev_staging)
+            return lt_error(ctx, LT_ERR_NOMEM, "out of memory (%lld bytes of host copies for a device run)", (long long)bytes);
+    }
+    int64_t o = 0;
+    for (int sl = 0; sl < p->n_slots; sl++)
+        if (run_staged(p, sl)) {
+            p->rt[sl].dstage = (char *)p->dev_staging + o;
+            o += align_stage(p->slots[sl].bytes);
+        }
+    p->dev_staging_ready = true;
+    return LT_OK;
+}
+
+/* Is the device buffer of OUTPUT slot sl current after the steps? Always when a kernel wrote it; a
+ * value a host step wrote is current there when it was uploaded for a kernel to read. */
+static bool device_current(const lt_plan *p, int sl) {
+    if (!written_by_host(p, sl)) return true;
+    for (int k = 0; k < p->n_xfers; k++)
+        if (p->xfers[k].slot == sl && p->xfers[k].dir == LT_COPY_HOST_TO_DEVICE) return true;
+    return false;
+}
+
+/* A device run's outputs into the caller's device memory: from the plan's device buffer (device to
+ * device), or, for a value only a host step holds, from its host copy. */
+static lt_status device_run_outputs(lt_ctx *ctx, lt_plan *p) {
+    for (int sl = 0; sl < p->n_slots; sl++) {
+        const lt_plan_slot *S = &p->slots[sl];
+        const lt_slot_rt *R = &p->rt[sl];
+        if (S->kind != LT_SLOT_OUTPUT || !R->dptr || S->bytes <= 0) continue;
+        if (device_current(p, sl)) {
+            LT_TRY(lt_plan_device_copy(ctx, p, R->dptr, S->ptr, S->bytes, LT_COPY_DEVICE_TO_DEVICE, true));
+        } else {
+            if (!R->hptr) return lt_error(ctx, LT_ERR_INTERNAL, "plan: output '%s' has no host copy", slot_name(p, sl));
+            LT_TRY(lt_plan_device_copy(ctx, p, R->dptr, R->hptr, S->bytes, LT_COPY_HOST_TO_DEVICE, true));
+        }
+    }
     return LT_OK;
 }
 
@@ -382,6 +470,7 @@ lt_status lt_plan_device_run_steps(lt_ctx *ctx, lt_plan *p, const lt_plan_run_op
         }
     }
     if (p->n_steps > 0) LT_TRY(do_xfers(ctx, p, p->n_steps));
+    if (p->dev_run) LT_TRY(device_run_outputs(ctx, p));
     LT_TRY(vt->sync(p->backend, ctx)); /* the run's one sync: outputs are downloaded */
     if (dev_secs) {
         if (events && p->ev_run[0] && p->ev_run[1])
@@ -410,7 +499,9 @@ void lt_plan_device_free(lt_plan *p) {
     if (p->dev_consts) vt->free(p->backend, p->dev_consts);
     if (p->dev_io) vt->free(p->backend, p->dev_io);
     lt_mem_free(p->staging);
+    lt_mem_free(p->dev_staging);
     p->ev_steps = NULL;
-    p->dev_consts = p->dev_io = p->staging = NULL;
+    p->dev_consts = p->dev_io = p->staging = p->dev_staging = NULL;
+    p->dev_staging_ready = false;
     p->n_segments = 0;
 }

@@ -37,6 +37,10 @@ typedef struct lt_slot_rt {
     void *hptr;              /* device plans: the host copy host steps read and write (CONST: the
                               * initializer; INPUT / OUTPUT: the caller's memory, per run; WORKSPACE
                               * crossing to a host step: its staging buffer); NULL when none */
+    void *dptr;              /* lt_plan_run_device: the caller's device memory of an INPUT / OUTPUT
+                              * slot during the run, NULL otherwise */
+    void *dstage;            /* lt_plan_run_device: the host copy of an INPUT / OUTPUT slot that host
+                              * steps or index checks read or host steps write (in dev_staging) */
 } lt_slot_rt;
 
 /* Device plans: one copy between a slot's device buffer and its host copy (hptr), made before step
@@ -114,6 +118,11 @@ struct lt_plan {
     int *segment_at;         /* step -> segment starting there, -1 */
     void *ev_run[2];         /* events around the steps (run option device_seconds) */
     void **ev_steps;         /* 2 per step, made on the first run that times steps */
+    bool dev_run;            /* a lt_plan_run_device run is in progress: inputs and outputs are
+                              * device memory (rt[].dptr), copied device-to-device */
+    void *dev_staging;       /* host copies (rt[].dstage) for device runs, made on the first one */
+    bool dev_staging_ready;
+    lt_plan_copies copies;   /* the last run's copies (lt_plan_last_copies) */
 };
 
 /* index_checks.c: one check per compiled (node, input) pair */
@@ -161,5 +170,10 @@ lt_status lt_plan_device_capture(lt_ctx *ctx, lt_plan *p);
 /* Run the steps with their copies; ends with one sync. */
 lt_status lt_plan_device_run_steps(lt_ctx *ctx, lt_plan *p, const lt_plan_run_options *opt);
 void lt_plan_device_free(lt_plan *p);
+/* lt_plan_run_device: the host copies of the INPUT / OUTPUT slots host steps or index checks touch
+ * (made once, kept); a copy between host and device counted in p->copies. */
+lt_status lt_plan_device_run_staging(lt_ctx *ctx, lt_plan *p);
+lt_status lt_plan_device_copy(lt_ctx *ctx, lt_plan *p, void *dst, const void *src, int64_t bytes, lt_copy_dir dir,
+                              bool async);
 
 #endif

@@ -10,7 +10,7 @@
 # machine is reported and skipped, never fatal.
 #
 # usage: tests/gpu/run.sh [PHASE...]       PHASE: env build unit conformance models hostile idioms indices
-#                                          artifact symbolic bench bench_models summary
+#                                          artifact symbolic dlpack bench bench_models summary
 #                                          (default: all of them, in that order)
 # Each phase writes its rows to $BUILD/gpu_summary.<phase>.txt (replacing its previous ones), so phases
 # run in separate invocations (each under 10 minutes on an H100: build ~1-2 min, unit ~2 min, bench
@@ -29,7 +29,7 @@ case "$BUILD" in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 4)}
 export LATHE_CUDA_CACHE=${LATHE_CUDA_CACHE:-$BUILD/cuda-cache}
 SUMMARY=/dev/null # set per phase: $BUILD/gpu_summary.<phase>.txt
-PHASES=(env build unit conformance models hostile idioms indices artifact symbolic bench bench_models)
+PHASES=(env build unit conformance models hostile idioms indices artifact symbolic dlpack bench bench_models)
 PY=${PYTHON:-python3}
 mkdir -p "$BUILD"
 # NVRTC off the loader path (a toolkit not in ld.so.conf, or pip's nvidia-cuda-nvrtc): tell lathe
@@ -107,7 +107,7 @@ phase_build() {
 phase_unit() {
     echo "== CUDA unit tests"
     local t
-    for t in test_cuda_nogpu test_cuda_nvrtc test_cuda_gpu test_codegen test_plan_device; do
+    for t in test_cuda_nogpu test_cuda_nvrtc test_cuda_gpu test_codegen test_plan_device test_run_device; do
         if [ ! -x "$BUILD/$t" ]; then row "$t" "MISSING" "not built"; continue; fi
         local t0 log="$BUILD/$t.log"; t0=$(date +%s)
         (cd "$ROOT" && timeout 600 "$BUILD/$t") >"$log" 2>&1
@@ -176,12 +176,20 @@ phase_artifact() {
     echo "== a CUDA .lathe artifact: saved on the GPU, run with no NVRTC"
     if ! py_has onnx || ! py_has numpy; then row "artifact (cuda)" "SKIP" "python3 lacks onnx/numpy"; return; fi
     "$PY" "$ROOT/tests/gpu/artifact_cuda.py" --lathe "$BUILD/lathe" --summary "$SUMMARY"
+    "$PY" "$ROOT/tests/gpu/artifact_offline_cuda.py" --lathe "$BUILD/lathe" --summary "$SUMMARY"
 }
 
 phase_symbolic() {
     echo "== symbolic dims compiled once on the GPU (bert_ci at several shapes) against the interpreter"
     if ! py_has onnx || ! py_has numpy; then row "symbolic dims (cuda)" "SKIP" "python3 lacks onnx/numpy"; return; fi
     "$PY" "$ROOT/tests/gpu/symbolic_cuda.py" --lathe "$BUILD/lathe" --summary "$SUMMARY"
+}
+
+phase_dlpack() {
+    echo "== GPU tensors in and out (torch CUDA tensors, IO binding, DLPack) with no host copy, against the CPU"
+    if ! py_has onnx || ! py_has numpy; then row "dlpack (cuda)" "SKIP" "python3 lacks onnx/numpy"; return; fi
+    if ! py_has torch; then row "dlpack (cuda)" "SKIP" "python3 lacks torch"; return; fi
+    "$PY" "$ROOT/tests/gpu/dlpack_cuda.py" --lathe "$BUILD/lathe" --summary "$SUMMARY"
 }
 
 phase_bench() {
@@ -226,7 +234,7 @@ phases=("$@")
 [ ${#phases[@]} -eq 0 ] && phases=("${PHASES[@]}" summary)
 for p in "${phases[@]}"; do
     case "$p" in
-    env | build | unit | conformance | models | hostile | idioms | indices | artifact | symbolic | bench | bench_models)
+    env | build | unit | conformance | models | hostile | idioms | indices | artifact | symbolic | dlpack | bench | bench_models)
         SUMMARY=$BUILD/gpu_summary.$p.txt
         : >"$SUMMARY"
         "phase_$p" || { [ "$p" = build ] && phase_summary && exit 1; } ;;

@@ -95,10 +95,16 @@ static bool load_symbols(lt_cuda *cu, const char **missing) {
             return false;
         }
     }
+    /* optional: checking and ordering runs on the caller's device memory (lt_cuda_check_ptr,
+     * lt_cuda_wait_stream say what they skip without them) */
+    a->pointer_get_attributes = (cu_result(*)(unsigned, int *, void **, cu_ptr))dlsym(cu->lib, "cuPointerGetAttributes");
+    a->ctx_synchronize = (cu_result(*)(void))dlsym(cu->lib, "cuCtxSynchronize");
+    a->stream_wait_event = (cu_result(*)(cu_stream, cu_event, unsigned))dlsym(cu->lib, "cuStreamWaitEvent");
     return true;
 }
 
 static void close_partial(lt_cuda *cu) {
+    if (cu->wait_event) cu->api.event_destroy(cu->wait_event);
     if (cu->stream) cu->api.stream_destroy(cu->stream);
     if (cu->context) cu->api.primary_release(cu->dev);
     if (cu->lib) dlclose(cu->lib);
@@ -282,6 +288,64 @@ lt_status lt_cuda_mem_info(lt_cuda *cu, lt_ctx *ctx, size_t *free_bytes, size_t 
     CU_CALL(cu, ctx, cu->api.mem_get_info(&f, &t), "cuMemGetInfo", "device %d", cu->info.ordinal);
     if (free_bytes) *free_bytes = f;
     if (total_bytes) *total_bytes = t;
+    return LT_OK;
+}
+
+lt_status lt_cuda_check_ptr(lt_cuda *cu, lt_ctx *ctx, const void *p, size_t bytes, const char *what) {
+    if (!bytes) return LT_OK;
+    if (!p) return lt_error(ctx, LT_ERR_USAGE, "%s is NULL", what);
+    if (!cu || !cu->api.pointer_get_attributes) return LT_OK; /* an old driver: not checked */
+    LT_TRY(lt_cuda_bind_(cu, ctx));
+    int attrs[5] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, CU_POINTER_ATTRIBUTE_CONTEXT,
+                    CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, CU_POINTER_ATTRIBUTE_RANGE_SIZE};
+    /* unsigned int, int, CUcontext, CUdeviceptr, size_t: each written at the start of its 8 bytes */
+    union { unsigned u; int i; void *p; unsigned long long ull; size_t z; } v[5];
+    memset(v, 0, sizeof v);
+    void *data[5] = {&v[0], &v[1], &v[2], &v[3], &v[4]};
+    v[1].i = -1;
+    /* a pointer the driver does not know is no error here: its attributes stay 0 */
+    CU_CALL(cu, ctx, cu->api.pointer_get_attributes(5, attrs, data, dptr(p)), "cuPointerGetAttributes", "%s at %p", what, p);
+    unsigned type = v[0].u;
+    if (type == 0)
+        return lt_error(ctx, LT_ERR_USAGE, "%s (%p) is not CUDA device memory (host memory? CUDA does not know the "
+                        "address)", what, p);
+    if (type == CU_MEMORYTYPE_HOST)
+        return lt_error(ctx, LT_ERR_USAGE, "%s (%p) is page-locked host memory, not CUDA device memory", what, p);
+    if (type != CU_MEMORYTYPE_DEVICE && type != CU_MEMORYTYPE_UNIFIED)
+        return lt_error(ctx, LT_ERR_USAGE, "%s (%p) is not CUDA device memory (memory type %u)", what, p, type);
+    if (v[1].i >= 0 && v[1].i != cu->info.ordinal)
+        return lt_error(ctx, LT_ERR_USAGE, "%s (%p) is memory of CUDA device %d; the model runs on device %d", what, p,
+                        v[1].i, cu->info.ordinal);
+    if (v[2].p && v[2].p != (void *)cu->context)
+        return lt_error(ctx, LT_ERR_USAGE, "%s (%p) belongs to another CUDA context than the device's primary context "
+                        "(the one lathe, PyTorch and CuPy share)", what, p);
+    unsigned long long start = v[3].ull, size = v[4].z, at = (unsigned long long)(uintptr_t)p;
+    if (start && size && (at < start || bytes > size - (at - start)))
+        return lt_error(ctx, LT_ERR_USAGE, "%s: %zu bytes at %p run past the end of its allocation (%llu bytes at 0x%llx)",
+                        what, bytes, p, size, start);
+    return LT_OK;
+}
+
+lt_status lt_cuda_wait_stream(lt_cuda *cu, lt_ctx *ctx, void *stream) {
+    LT_TRY(lt_cuda_bind_(cu, ctx));
+    const cu_api *a = &cu->api;
+    if (!stream) {
+        if (!a->ctx_synchronize)
+            return lt_error(ctx, LT_ERR_UNSUPPORTED, "CUDA: the driver lacks cuCtxSynchronize: pass the stream that "
+                            "wrote the inputs");
+        CU_CALL(cu, ctx, a->ctx_synchronize(), "cuCtxSynchronize", "%s", "before reading the caller's device memory");
+        return LT_OK;
+    }
+    if ((cu_stream)stream == cu->stream) return LT_OK; /* ours: already in order */
+    if (!a->stream_wait_event) {
+        CU_CALL(cu, ctx, a->stream_sync((cu_stream)stream), "cuStreamSynchronize", "%s", "the caller's stream");
+        return LT_OK;
+    }
+    if (!cu->wait_event)
+        CU_CALL(cu, ctx, a->event_create(&cu->wait_event, CU_EVENT_DISABLE_TIMING), "cuEventCreate", "%s",
+                "ordering after the caller's stream");
+    CU_CALL(cu, ctx, a->event_record(cu->wait_event, (cu_stream)stream), "cuEventRecord", "%s", "on the caller's stream");
+    CU_CALL(cu, ctx, a->stream_wait_event(cu->stream, cu->wait_event, 0), "cuStreamWaitEvent", "%s", "the caller's stream");
     return LT_OK;
 }
 

@@ -89,6 +89,16 @@ lt_status lt_cuda_copy_async(lt_cuda *cu, lt_ctx *ctx, void *dst, const void *sr
 lt_status lt_cuda_memset(lt_cuda *cu, lt_ctx *ctx, void *p, unsigned char byte, size_t bytes);
 lt_status lt_cuda_mem_info(lt_cuda *cu, lt_ctx *ctx, size_t *free_bytes, size_t *total_bytes);
 lt_status lt_cuda_sync(lt_cuda *cu, lt_ctx *ctx); /* wait for everything queued on the stream */
+/* Runs on the caller's device memory. check_ptr: [p, p + bytes) is device (or managed) memory of
+ * this device, in its primary context, inside one allocation, by cuPointerGetAttributes;
+ * LT_ERR_USAGE naming `what` otherwise (NULL, host memory, another device or context, too small).
+ * Zero bytes: not checked; a driver without cuPointerGetAttributes: not checked.
+ * wait_stream: order what is queued next on our stream after the work queued before now on `stream`
+ * (a CUstream of the primary context: an event recorded there, waited for on ours; the host does not
+ * block), or, stream NULL, wait until all work on the device is done (cuCtxSynchronize), so data
+ * written on any stream (the legacy default one included) is complete. */
+lt_status lt_cuda_check_ptr(lt_cuda *cu, lt_ctx *ctx, const void *p, size_t bytes, const char *what);
+lt_status lt_cuda_wait_stream(lt_cuda *cu, lt_ctx *ctx, void *stream);
 
 /* ---- compiling: NVRTC + cubin cache, no device needed ---- */
 /* The NVRTC program name the backend compiles a model's translation unit under (cuda_backend.c). It

@@ -44,6 +44,16 @@ enum {
     CU_STREAM_NON_BLOCKING = 1,
     CU_EVENT_DEFAULT = 0,
     CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1,
+    CU_EVENT_DISABLE_TIMING = 2,
+    CU_POINTER_ATTRIBUTE_CONTEXT = 1,
+    CU_POINTER_ATTRIBUTE_MEMORY_TYPE = 2,
+    CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9,
+    CU_POINTER_ATTRIBUTE_RANGE_START_ADDR = 11,
+    CU_POINTER_ATTRIBUTE_RANGE_SIZE = 12,
+    CU_MEMORYTYPE_HOST = 1,
+    CU_MEMORYTYPE_DEVICE = 2,
+    CU_MEMORYTYPE_ARRAY = 3,
+    CU_MEMORYTYPE_UNIFIED = 4,
 };
 
 /* The driver entry points lathe uses (our own prototypes). */
@@ -88,6 +98,10 @@ typedef struct cu_api {
     cu_result (*graph_launch)(cu_graph_exec ge, cu_stream s);
     cu_result (*graph_exec_destroy)(cu_graph_exec ge);
     cu_result (*graph_destroy)(cu_graph g);
+    /* optional (NULL when the driver lacks them): runs on the caller's device memory */
+    cu_result (*pointer_get_attributes)(unsigned n, int *attrs, void **data, cu_ptr p);
+    cu_result (*ctx_synchronize)(void);
+    cu_result (*stream_wait_event)(cu_stream s, cu_event e, unsigned flags);
 } cu_api;
 
 struct lt_cuda {
@@ -103,6 +117,7 @@ struct lt_cuda {
     bool capturing;
     bool have_ceilings;
     lt_cuda_ceilings ceil;
+    cu_event wait_event; /* lt_cuda_wait_stream's event (made on first use), or NULL */
     void *kernels;       /* prelude-kernel modules and their state (cuda_kernels.c), freed at close */
     void (*kernels_free)(lt_cuda *cu);
 };
