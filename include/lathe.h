@@ -286,9 +286,20 @@ lathe_status lathe_compiled_run(lathe_compiled *c, const lathe_tensor *const *in
                                 lathe_tensor **outputs, int n_outputs);
 /* Run on your memory, allocating nothing for compiled kernels: inputs[i] points at input i's data
  * (compiled dtype and shape, row-major), outputs[k] at lathe_compiled_output_bytes(c, k) bytes.
- * LATHE_ERR_UNSUPPORTED when an output's shape is only known at run time (use lathe_compiled_run). */
+ * LATHE_ERR_UNSUPPORTED when an output's shape is only known at run time (use lathe_compiled_run).
+ * A model compiled for every shape (symbolic dims left unbound) runs at the input shapes selected
+ * last (lathe_compiled_select_shapes, or the last lathe_compiled_run's). */
 lathe_status lathe_compiled_run_buffers(lathe_compiled *c, const void *const *inputs, int n_inputs,
                                         void *const *outputs, int n_outputs);
+/* The input shapes the next lathe_compiled_run_buffers / lathe_compiled_run_device runs at (ranks[i],
+ * dims[i][0..ranks[i]) for input i), for a model compiled for every shape: its plan for them is taken
+ * (compiled now if new: the host pipeline, and the C compiler or NVRTC only for a new bucket), and
+ * lathe_compiled_output_shape / lathe_compiled_output_bytes then give the outputs at those shapes.
+ * The buffers a run is given must be of those shapes. For a model compiled for fixed shapes the
+ * shapes must be those (LATHE_ERR_INVALID naming the input otherwise). A shape outside a range is
+ * LATHE_ERR_USAGE naming the input and dim. */
+lathe_status lathe_compiled_select_shapes(lathe_compiled *c, int n_inputs, const int *ranks,
+                                          const int64_t *const *dims);
 /* Bytes of output k (0 when out of range or dynamic). */
 size_t lathe_compiled_output_bytes(const lathe_compiled *c, int k);
 /* Change the thread count of the parallel loops (0 = every CPU). */
@@ -326,9 +337,9 @@ void lathe_compiled_set_threads(lathe_compiled *c, int threads);
  * bytes from it must lie inside its allocation (asked of the driver): otherwise LATHE_ERR_USAGE
  * naming the input or output (host memory, another GPU, NULL). NULL is accepted only for an input or
  * output of zero bytes. LATHE_ERR_UNSUPPORTED for a model compiled for the CPU ("cpu": its memory is
- * host memory), for a model compiled for every shape (symbolic dims left unbound: pointers do not say
- * the shapes; compile with load->dims or load->shapes binding them), and when an output's shape is
- * only known at run time (use lathe_compiled_run). The error is in lathe_compiled_error(c). */
+ * host memory), for a model compiled for every shape (symbolic dims left unbound) before its input
+ * shapes are selected (lathe_compiled_select_shapes: pointers do not say the shapes), and when an
+ * output's shape is only known at run time (use lathe_compiled_run). The error is in lathe_compiled_error(c). */
 lathe_status lathe_compiled_run_device(lathe_compiled *c, const void *const *inputs, int n_inputs,
                                        void *const *outputs, int n_outputs, void *stream);
 

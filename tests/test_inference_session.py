@@ -405,13 +405,13 @@ def test_family_refused_falls_back_per_signature(models, cache, monkeypatch):
 
     s = make_session(lathe, models["mlp"], cache)
     fam = s._family
-    family_run = fam._run_tensors
+    family_run = fam._run_selected if fam._selects else fam._run_tensors
 
     def refuse_batch_3(arrays):
         if arrays[0].shape[0] == 3:
             raise lathe.LatheError("batch 3: not supported by the family (faked)", "unsupported")
         return family_run(arrays)
-    fam._run_tensors = refuse_batch_3
+    fam._run_selected = fam._run_tensors = refuse_batch_3
     for n in (2, 3, 2, 3):
         _close(s.run(None, {"x": xs[n]}), ref.run(None, {"x": xs[n]}), f"family, batch {n}")
     assert s.lathe_shape_mode == "family" and s._family is fam

@@ -254,6 +254,11 @@ class Model:
         self._buffers = backend in ("cpu", "cuda") and all(
             t.dtype is not None and t.dtype != np.object_ and t.shape is not None and
             all(isinstance(d, int) for d in t.shape) for t in self.inputs + self.outputs)
+        # compiled for every shape (symbolic input dims): the same path once the run's shapes are selected
+        self._selects = not self._buffers and backend in ("cpu", "cuda") and _capi.has("lathe_compiled_select_shapes") and \
+            all(t.dtype is not None and t.dtype != np.object_ and t.shape is not None for t in self.inputs + self.outputs) \
+            and any(not isinstance(d, int) for t in self.inputs for d in t.shape)
+        self._selected = {}  # input shapes -> what _run_selected passes for them
 
     # ---- lifetime ----
     def close(self):
@@ -431,6 +436,47 @@ class Model:
             raise _error(f"{self.path}: {lib.lathe_compiled_error(h).decode(errors='replace')}", _capi.status_name(st))
         return {o.name: a for o, a in zip(self.outputs, outs)}
 
+    def _run_selected(self, arrays):
+        """A model compiled for every shape: its plan for these shapes selected, then run on the arrays in place
+        (as _run_buffers); outputs whose shape is only known at run time go through _run_tensors. What a shape
+        needs on this side (its ctypes arguments, the output shapes) is kept per input shapes (16 of them)."""
+        lib, h = self._lib, self._h
+        key = tuple(a.shape for a in arrays)
+        sel = self._selected.get(key)
+        if sel is None:
+            n = len(arrays)
+            ranks = (ctypes.c_int * max(n, 1))(*[a.ndim for a in arrays])
+            shapes = [(ctypes.c_int64 * max(a.ndim, 1))(*a.shape) for a in arrays]
+            dims = (_capi.c_i64_p * max(n, 1))(*[ctypes.cast(s, _capi.c_i64_p) for s in shapes])
+            sel = [ranks, shapes, dims, None]
+        st = lib.lathe_compiled_select_shapes(h, len(arrays), sel[0], sel[2])
+        if st != 0:
+            raise _error(f"{self.path}: {lib.lathe_compiled_error(h).decode(errors='replace')}", _capi.status_name(st))
+        if sel[3] is None:  # the outputs' shapes at these input shapes (None: one is known only at run time)
+            out_shapes, buf = [], (ctypes.c_int64 * 16)()
+            for k in range(len(self.outputs)):
+                r = lib.lathe_compiled_output_shape(h, k, buf, 16)
+                if r < 0 or r > 16 or any(buf[a] < 0 for a in range(r)):
+                    out_shapes = False
+                    break
+                out_shapes.append(tuple(buf[a] for a in range(r)))
+            sel[3] = out_shapes
+            if len(self._selected) >= 16:
+                self._selected.pop(next(iter(self._selected)))
+            self._selected[key] = sel
+        if sel[3] is False:
+            return self._run_tensors(arrays)
+        outs = [np.empty(shape, dtype=o.dtype) for shape, o in zip(sel[3], self.outputs)]
+        dummy = ctypes.c_char()  # a zero-size array may have no data pointer
+
+        def ptrs(xs):
+            return (ctypes.c_void_p * max(len(xs), 1))(*[x.ctypes.data if x.size else ctypes.addressof(dummy)
+                                                          for x in xs])
+        st = lib.lathe_compiled_run_buffers(h, ptrs(arrays), len(arrays), ptrs(outs), len(outs))
+        if st != 0:
+            raise _error(f"{self.path}: {lib.lathe_compiled_error(h).decode(errors='replace')}", _capi.status_name(st))
+        return {o.name: a for o, a in zip(self.outputs, outs)}
+
     def _run_tensors(self, arrays):
         lib, h = self._lib, self._h
         n_out = len(self.outputs)
@@ -466,7 +512,9 @@ class Model:
         arrays = self._feeds(args, kwargs)
         with self._lock:
             self._check_open()
-            return self._run_buffers(arrays) if self._buffers else self._run_tensors(arrays)
+            if self._buffers:
+                return self._run_buffers(arrays)
+            return self._run_selected(arrays) if self._selects else self._run_tensors(arrays)
 
 
 def compile(path, shapes=None, backend="cpu", threads=None, opt_level=None, *, dims=None, seed=0, cache_dir=None,

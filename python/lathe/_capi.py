@@ -95,6 +95,7 @@ _PROTOS = {
     "lathe_compiled_output_shape": (_I, [_P, _I, c_i64_p, _I]),
     "lathe_compiled_run": (_I, [_P, ctypes.POINTER(_P), _I, ctypes.POINTER(_P), _I]),
     "lathe_compiled_run_buffers": (_I, [_P, ctypes.POINTER(_P), _I, ctypes.POINTER(_P), _I]),
+    "lathe_compiled_select_shapes": (_I, [_P, _I, ctypes.POINTER(_I), ctypes.POINTER(c_i64_p)]),
     "lathe_compiled_output_bytes": (ctypes.c_size_t, [_P, _I]),
     "lathe_compiled_set_threads": (None, [_P, _I]),
     # GPU memory (models compiled for "cuda")

@@ -24,9 +24,8 @@ from onnxruntime"). In short:
   raises a builtin (ValueError for missing inputs) the class derives from that builtin too.
 * Feeds are numpy arrays or anything with __dlpack__ on the CPU (read in place when C-contiguous);
   outputs are numpy arrays. A model compiled for fixed shapes reads the feeds and writes the outputs
-  in place (lathe_compiled_run_buffers); the C API refuses that call for a family (buffers do not say
-  the shapes), so a symbolic model's run goes through lathe_compiled_run: feeds copied into library
-  tensors, outputs copied out into fresh arrays.
+  in place (lathe_compiled_run_buffers); a family first selects the run's input shapes
+  (lathe_compiled_select_shapes: its plan for them), then runs the same way into fresh arrays.
 * IO binding (sess.io_binding()) binds CPU memory: inputs read as feeds are, caller-provided output
   buffers written in place for fixed shapes, or filled with a copy of the result after the run for a
   symbolic model (and for outputs whose shape is only known at run time).
@@ -1441,10 +1440,10 @@ class InferenceSession:
                         outs.append(np.empty(o.shape, dtype=o.dtype))
                 _run_buffers(model, arrays, outs)
                 return outs
-            # the family (lathe_compiled_run_buffers is for bound shapes) and outputs with run-time shapes:
+            # the family (its shapes selected, then run on the feeds in place) and outputs with run-time shapes:
             # the result comes back in fresh arrays, and a bound buffer gets a copy, its shape checked first
             try:
-                res = model._run_tensors(arrays)
+                res = model._run_selected(arrays) if model._selects else model._run_tensors(arrays)
             except LatheError as e:
                 if isinstance(e, _OrtStyleError):
                     raise

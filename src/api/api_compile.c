@@ -37,6 +37,8 @@ struct lathe_compiled {
     /* Symbolic dims left unbound: one family (compile/family.h) hands out a plan per input shape,
      * sharing built modules; plan stays NULL, m is the model as bound (names and declared types). */
     lt_family *fam;
+    lt_plan *cur;       /* the family's plan of the last shapes run or selected (lathe_compiled_select_shapes);
+                         * valid until the family's next plan call, which sets it again */
     lt_arena keep;      /* the family's copies: the file, the load bindings, the compile options' strings */
     const char *path, *shapes, *dims;
     int threads;        /* lathe_compiled_set_threads, for every plan of the family (0: default) */
@@ -236,8 +238,14 @@ static const lt_plan_slot *in_slot(const lathe_compiled *c, int i) {
     if (!c || !c->plan || i < 0 || i >= c->n_in) return NULL;
     return lt_plan_get_slot(c->plan, lt_plan_input_slot(c->plan, c->api_idx[i]));
 }
+/* The plan runs take: the compiled one, or the family's for the shapes last run or selected. */
+static lt_plan *run_plan(const lathe_compiled *c) { return c->fam ? c->cur : c->plan; }
+
+/* Output k as declared, or (a family with shapes selected) as bound at those shapes. */
 static const lt_value *out_value(const lathe_compiled *c, int k) {
-    return c && k >= 0 && k < c->m->graph->n_outputs ? c->m->graph->outputs[k] : NULL;
+    if (!c || k < 0 || k >= c->m->graph->n_outputs) return NULL;
+    if (c->fam && c->cur) return lt_plan_model(c->cur)->graph->outputs[k];
+    return c->m->graph->outputs[k];
 }
 
 lathe_dtype lathe_compiled_input_dtype(const lathe_compiled *c, int i) {
@@ -278,8 +286,8 @@ int lathe_compiled_output_shape(const lathe_compiled *c, int k, int64_t *dims, i
 }
 
 size_t lathe_compiled_output_bytes(const lathe_compiled *c, int k) {
-    if (!c || !c->plan || k < 0 || k >= c->m->graph->n_outputs) return 0;
-    int64_t b = lt_plan_output_bytes(c->plan, k);
+    if (!c || !run_plan(c) || k < 0 || k >= c->m->graph->n_outputs) return 0;
+    int64_t b = lt_plan_output_bytes(run_plan(c), k);
     return b > 0 ? (size_t)b : 0;
 }
 
@@ -289,15 +297,15 @@ void lathe_compiled_set_threads(lathe_compiled *c, int threads) {
     if (c->plan) lt_plan_set_threads(c->plan, c->threads);
 }
 
-/* The family's plan for these inputs' shapes (compiled now if new; the report then says so). */
-static lt_status family_plan(lt_ctx *ctx, lathe_compiled *c, const lathe_tensor *const *inputs, lt_plan **out) {
-    int ranks[64];
-    const int64_t *dims[64];
-    if (c->n_in > 64) return lt_error(ctx, LT_ERR_UNSUPPORTED, "a model of more than 64 inputs compiled for every shape");
-    for (int i = 0; i < c->n_in; i++) ranks[i] = inputs[i]->t->rank, dims[i] = inputs[i]->t->dims;
+/* The family's plan for these input shapes (compiled now if new; the report then says so); it becomes
+ * the current one (c->cur). */
+static lt_status family_plan_at(lt_ctx *ctx, lathe_compiled *c, const int *ranks, const int64_t *const *dims,
+                                lt_plan **out) {
     lt_family_stats before, after;
     lt_family_get_stats(c->fam, &before);
+    c->cur = NULL; /* the family's call may drop the plan it pointed at */
     LT_TRY(lt_family_plan(ctx, c->fam, c->n_in, ranks, dims, out));
+    c->cur = *out;
     lt_family_get_stats(c->fam, &after);
     if (c->threads) lt_plan_set_threads(*out, c->threads);
     if (after.plans_built != before.plans_built) {
@@ -311,6 +319,14 @@ static lt_status family_plan(lt_ctx *ctx, lathe_compiled *c, const lathe_tensor 
     return LT_OK;
 }
 
+static lt_status family_plan(lt_ctx *ctx, lathe_compiled *c, const lathe_tensor *const *inputs, lt_plan **out) {
+    int ranks[64];
+    const int64_t *dims[64];
+    if (c->n_in > 64) return lt_error(ctx, LT_ERR_UNSUPPORTED, "a model of more than 64 inputs compiled for every shape");
+    for (int i = 0; i < c->n_in; i++) ranks[i] = inputs[i]->t->rank, dims[i] = inputs[i]->t->dims;
+    return family_plan_at(ctx, c, ranks, dims, out);
+}
+
 static void record_copies(lathe_compiled *c, const lt_plan *plan) {
     if (plan) lt_plan_last_copies(plan, &c->copies);
     else memset(&c->copies, 0, sizeof c->copies);
@@ -320,6 +336,38 @@ static lathe_status finish(lathe_compiled *c, const lt_ctx *ctx) {
     if (ctx->status == LT_OK) return LATHE_OK;
     snprintf(c->err, sizeof c->err, "%s", ctx->msg);
     return (lathe_status)ctx->status;
+}
+
+lathe_status lathe_compiled_select_shapes(lathe_compiled *c, int n_inputs, const int *ranks,
+                                          const int64_t *const *dims) {
+    if (!c) return LATHE_ERR_USAGE;
+    lt_ctx ctx = {0};
+    c->err[0] = 0;
+    if (n_inputs != c->n_in || (n_inputs && (!ranks || !dims))) {
+        lt_error(&ctx, LT_ERR_USAGE, "lathe_compiled_select_shapes: the model takes %d inputs (called with %d)", c->n_in,
+                 n_inputs);
+        return finish(c, &ctx);
+    }
+    for (int i = 0; i < n_inputs && ctx.status == LT_OK; i++)
+        if (ranks[i] < 0 || ranks[i] > LT_MAX_RANK || (ranks[i] && !dims[i]))
+            lt_error(&ctx, LT_ERR_USAGE, "lathe_compiled_select_shapes: input %d '%s': rank %d", i, c->names[i], ranks[i]);
+    if (ctx.status == LT_OK && c->n_in > 64)
+        lt_error(&ctx, LT_ERR_UNSUPPORTED, "a model of more than 64 inputs compiled for every shape");
+    if (ctx.status == LT_OK && c->fam) {
+        lt_plan *p;
+        family_plan_at(&ctx, c, ranks, dims, &p);
+        return finish(c, &ctx);
+    }
+    for (int i = 0; i < n_inputs && ctx.status == LT_OK; i++) { /* compiled for fixed shapes: these must be them */
+        int64_t want[LT_MAX_RANK];
+        int r = lathe_compiled_input_shape(c, i, want, LT_MAX_RANK);
+        bool same = r == ranks[i];
+        for (int a = 0; same && a < r; a++) same = want[a] == dims[i][a];
+        if (r >= 0 && !same)
+            lt_error(&ctx, LT_ERR_INVALID, "lathe_compiled_select_shapes: input %d '%s' does not have the shape the "
+                     "model was compiled for", i, c->names[i]);
+    }
+    return finish(c, &ctx);
 }
 
 lathe_status lathe_compiled_run(lathe_compiled *c, const lathe_tensor *const *inputs, int n_inputs,
@@ -386,12 +434,12 @@ lathe_status lathe_compiled_run_buffers(lathe_compiled *c, const void *const *in
     }
     for (int k = 0; k < n_outputs && ctx.status == LT_OK; k++)
         if (!outputs[k]) lt_error(&ctx, LT_ERR_USAGE, "lathe_compiled_run_buffers: output %d is NULL", k);
-    if (ctx.status == LT_OK && c->fam)
+    if (ctx.status == LT_OK && c->fam && !c->cur)
         lt_error(&ctx, LT_ERR_UNSUPPORTED, "lathe_compiled_run_buffers: the model has symbolic dims, so buffers "
-                 "do not say its shapes: use lathe_compiled_run");
+                 "do not say its shapes: select them first (lathe_compiled_select_shapes), or use lathe_compiled_run");
     if (ctx.status == LT_OK) {
-        lt_plan_run_buffers(&ctx, c->plan, &c->run, in, outputs);
-        record_copies(c, c->plan);
+        lt_plan_run_buffers(&ctx, run_plan(c), &c->run, in, outputs);
+        record_copies(c, run_plan(c));
     }
     if (in != stack_in) lt_mem_free(in);
     return finish(c, &ctx);
@@ -411,15 +459,16 @@ lathe_status lathe_compiled_run_device(lathe_compiled *c, const void *const *inp
                  c->n_in, g->n_outputs, n_inputs, n_outputs);
         return finish(c, &ctx);
     }
-    if (c->fam) {
+    if (c->fam && !c->cur) {
         lt_error(&ctx, LT_ERR_UNSUPPORTED, "lathe_compiled_run_device: the model was compiled for every shape (symbolic "
-                 "dims left unbound), and device pointers do not say the shapes: compile it with its dims bound "
-                 "(lathe_load_options.dims or .shapes)");
+                 "dims left unbound), and device pointers do not say the shapes: select them first "
+                 "(lathe_compiled_select_shapes)");
         return finish(c, &ctx);
     }
+    lt_plan *plan = run_plan(c);
     lt_plan_stats st;
-    lt_plan_get_stats(c->plan, &st);
-    lt_backend *b = lt_plan_backend(c->plan);
+    lt_plan_get_stats(plan, &st);
+    lt_backend *b = lt_plan_backend(plan);
     if (!st.device) {
         lt_error(&ctx, LT_ERR_UNSUPPORTED, "lathe_compiled_run_device: the model is compiled for the %s backend, which "
                  "runs on host memory: device pointers need a model compiled for the GPU (backend \"cuda\"); give "
@@ -433,7 +482,7 @@ lathe_status lathe_compiled_run_device(lathe_compiled *c, const void *const *inp
     for (int i = 0; i < c->n_plan_in; i++) in[i] = NULL;
     char what[LT_MSG_MAX / 4];
     for (int i = 0; i < n_inputs && ctx.status == LT_OK; i++) {
-        const lt_plan_slot *S = in_slot(c, i);
+        const lt_plan_slot *S = lt_plan_get_slot(plan, lt_plan_input_slot(plan, c->api_idx[i]));
         int64_t bytes = S ? S->bytes : -1;
         if (!inputs[i] && bytes != 0) {
             lt_error(&ctx, LT_ERR_USAGE, "lathe_compiled_run_device: input %d '%s' is NULL", i, c->names[i]);
@@ -444,7 +493,7 @@ lathe_status lathe_compiled_run_device(lathe_compiled *c, const void *const *inp
         if (cu && bytes > 0) lt_cuda_check_ptr(cu, &ctx, inputs[i], (size_t)bytes, what);
     }
     for (int k = 0; k < n_outputs && ctx.status == LT_OK; k++) {
-        int64_t bytes = lt_plan_output_bytes(c->plan, k);
+        int64_t bytes = lt_plan_output_bytes(plan, k);
         if (bytes < 0) continue; /* refused by the plan: no static shape */
         if (!outputs[k] && bytes > 0) {
             lt_error(&ctx, LT_ERR_USAGE, "lathe_compiled_run_device: output %d '%s' is NULL", k, g->outputs[k]->name);
@@ -455,8 +504,8 @@ lathe_status lathe_compiled_run_device(lathe_compiled *c, const void *const *inp
     }
     if (ctx.status == LT_OK && cu) lt_cuda_wait_stream(cu, &ctx, stream);
     if (ctx.status == LT_OK) {
-        lt_plan_run_device(&ctx, c->plan, &c->run, in, outputs);
-        record_copies(c, c->plan);
+        lt_plan_run_device(&ctx, plan, &c->run, in, outputs);
+        record_copies(c, plan);
     }
     if (in != stack_in) lt_mem_free(in);
     return finish(c, &ctx);

@@ -146,9 +146,21 @@ static void test_symbolic(void) {
             for (int k = 0; k < 2; k++) lathe_tensor_free(out[k]);
             lathe_tensor_free(a), lathe_tensor_free(b), lathe_tensor_free(ix);
         }
-        const void *in3[3] = {0};
-        void *out3[2] = {0};
-        CHECK(lathe_compiled_run_buffers(c, in3, 3, out3, 2) != LATHE_OK); /* no shapes in buffers */
+        /* buffers say no shapes: select them, then run on the caller's memory */
+        int ranks[3] = {2, 2, 1};
+        int64_t s5[2] = {5, 3}, s1[1] = {2}, s7[3] = {5, 3, 1}, od[2] = {0, 0};
+        CHECK(lathe_compiled_select_shapes(c, 3, ranks, (const int64_t *const[]){s5, s5, s1}) == LATHE_OK);
+        CHECK(lathe_compiled_output_shape(c, 0, od, 2) == 2 && od[0] == 5 && od[1] == 3);
+        CHECK(lathe_compiled_output_bytes(c, 0) == 15 * sizeof(float) && lathe_compiled_output_bytes(c, 1) == 16);
+        float av[15], bv[15], ov[15] = {0};
+        int64_t iv2[2] = {7, -9}, io[2] = {0, 0};
+        for (int i = 0; i < 15; i++) av[i] = (float)i + 1.0f, bv[i] = 2.0f - (float)i;
+        CHECK(lathe_compiled_run_buffers(c, (const void *const[]){av, bv, iv2}, 3, (void *const[]){ov, io}, 2) == LATHE_OK);
+        CHECK(ov[0] == 3.0f && ov[14] == 3.0f && io[0] == 7 && io[1] == -9);
+        int bad[3] = {3, 2, 1}; /* a rank the model does not have: refused, naming the input */
+        CHECK(lathe_compiled_select_shapes(c, 3, bad, (const int64_t *const[]){s7, s5, s1}) != LATHE_OK &&
+              strstr(lathe_compiled_error(c), "rank"));
+        CHECK(lathe_compiled_select_shapes(c, 2, ranks, (const int64_t *const[]){s5, s5}) == LATHE_ERR_USAGE);
         CHECK(strstr(lathe_compiled_report(c), "bucket 1: made at N=4"));
         lathe_compiled_free(c);
         c = NULL;
@@ -159,6 +171,12 @@ static void test_symbolic(void) {
     if (!c) return;
     int64_t d[2];
     CHECK(lathe_compiled_input_shape(c, 0, d, 2) == 2 && d[0] == 4 && d[1] == 3);
+    { /* compiled for fixed shapes: selecting them is fine, others are refused */
+        int ranks[3] = {2, 2, 1};
+        int64_t s4[2] = {4, 3}, s5[2] = {5, 3}, s1[1] = {2};
+        CHECK(lathe_compiled_select_shapes(c, 3, ranks, (const int64_t *const[]){s4, s4, s1}) == LATHE_OK);
+        CHECK(lathe_compiled_select_shapes(c, 3, ranks, (const int64_t *const[]){s5, s4, s1}) == LATHE_ERR_INVALID);
+    }
     int64_t dims[2] = {4, 3}, idims[1] = {2};
     lathe_tensor *x = make_f32(2, dims, 1, 1), *y = make_f32(2, dims, 2, -1), *i = NULL, *o[2] = {0};
     int64_t iv[2] = {7, -9};
