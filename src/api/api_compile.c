@@ -408,19 +408,26 @@ done:
     return finish(c, &ctx);
 }
 
+/* The start of a run on caller memory: the error and copy counts cleared, the counts checked against
+ * the model's (false, with the error in ctx, when they do not match or an array is missing). */
+static bool run_start(lathe_compiled *c, lt_ctx *ctx, const char *fn, int n_inputs, bool have_inputs, int n_outputs,
+                      bool have_outputs) {
+    c->err[0] = 0;
+    memset(&c->copies, 0, sizeof c->copies);
+    const lt_graph *g = c->m->graph;
+    if (n_inputs == c->n_in && n_outputs == g->n_outputs && (!n_inputs || have_inputs) && (!n_outputs || have_outputs))
+        return true;
+    lt_error(ctx, LT_ERR_USAGE, "%s: the model takes %d inputs and gives %d outputs (called with %d and %d)", fn, c->n_in,
+             g->n_outputs, n_inputs, n_outputs);
+    return false;
+}
+
 lathe_status lathe_compiled_run_buffers(lathe_compiled *c, const void *const *inputs, int n_inputs,
                                         void *const *outputs, int n_outputs) {
     if (!c) return LATHE_ERR_USAGE;
     lt_ctx ctx = {0};
-    c->err[0] = 0;
-    memset(&c->copies, 0, sizeof c->copies);
-    const lt_graph *g = c->m->graph;
-    if (n_inputs != c->n_in || n_outputs != g->n_outputs || (n_inputs && !inputs) || (n_outputs && !outputs)) {
-        lt_error(&ctx, LT_ERR_USAGE,
-                 "lathe_compiled_run_buffers: the model takes %d inputs and gives %d outputs (called with %d and %d)",
-                 c->n_in, g->n_outputs, n_inputs, n_outputs);
+    if (!run_start(c, &ctx, "lathe_compiled_run_buffers", n_inputs, inputs != NULL, n_outputs, outputs != NULL))
         return finish(c, &ctx);
-    }
     const void *stack_in[16];
     const void **in = c->n_plan_in <= 16 ? stack_in : lt_calloc(&ctx, (size_t)c->n_plan_in, sizeof *in, "inputs");
     if (!in) return finish(c, &ctx);
@@ -450,15 +457,9 @@ lathe_status lathe_compiled_run_device(lathe_compiled *c, const void *const *inp
     static const char empty[LT_MEMPLAN_ALIGN]; /* the address of a zero-byte input given as NULL */
     if (!c) return LATHE_ERR_USAGE;
     lt_ctx ctx = {0};
-    c->err[0] = 0;
-    memset(&c->copies, 0, sizeof c->copies);
     const lt_graph *g = c->m->graph;
-    if (n_inputs != c->n_in || n_outputs != g->n_outputs || (n_inputs && !inputs) || (n_outputs && !outputs)) {
-        lt_error(&ctx, LT_ERR_USAGE,
-                 "lathe_compiled_run_device: the model takes %d inputs and gives %d outputs (called with %d and %d)",
-                 c->n_in, g->n_outputs, n_inputs, n_outputs);
+    if (!run_start(c, &ctx, "lathe_compiled_run_device", n_inputs, inputs != NULL, n_outputs, outputs != NULL))
         return finish(c, &ctx);
-    }
     if (c->fam && !c->cur) {
         lt_error(&ctx, LT_ERR_UNSUPPORTED, "lathe_compiled_run_device: the model was compiled for every shape (symbolic "
                  "dims left unbound), and device pointers do not say the shapes: select them first "

@@ -933,6 +933,28 @@ lt_status lt_plan_run(lt_ctx *ctx, lt_plan *p, const lt_plan_run_options *opt, l
     return s;
 }
 
+/* API input i given as caller memory src (NULL: its initializer) in a run on caller memory: the slot
+ * to bind it to (*slot), or -1 when nothing is left to do (an input no step reads, or bound to its
+ * initializer now). Errors: memory for an input frozen at compile time, an input with no static shape. */
+static lt_status caller_input(lt_ctx *ctx, lt_plan *p, int i, const void *src, int *slot) {
+    *slot = -1;
+    int cur = p->api_cur[i];
+    if (cur < 0) {
+        if (src && p->api_frozen[i])
+            return lt_error(ctx, LT_ERR_INVALID, "input %d '%s' was frozen to its initializer when the model was "
+                            "compiled", i, p->api_names[i]);
+        return LT_OK;
+    }
+    int sl = p->input_slot[cur];
+    if (sl < 0) return LT_OK;
+    if (!src) return bind_input_datum(ctx, p, cur, NULL);
+    if (!p->rt[sl].wrap)
+        return lt_error(ctx, LT_ERR_UNSUPPORTED, "input %d '%s' has no static shape: use lt_plan_run", i,
+                        p->slots[sl].value->name);
+    *slot = sl;
+    return LT_OK;
+}
+
 lt_status lt_plan_run_buffers(lt_ctx *ctx, lt_plan *p, const lt_plan_run_options *opt, const void *const *inputs,
                               void *const *outputs) {
     if (!p || (!outputs && p->model->graph->n_outputs)) return lt_error(ctx, LT_ERR_USAGE, "lt_plan_run_buffers: missing plan or outputs");
@@ -946,25 +968,9 @@ lt_status lt_plan_run_buffers(lt_ctx *ctx, lt_plan *p, const lt_plan_run_options
                             g->outputs[k]->name);
     for (int i = 0; i < p->n_api && s == LT_OK; i++) {
         const void *src = inputs ? inputs[i] : NULL;
-        int cur = p->api_cur[i];
-        if (cur < 0) {
-            if (src && p->api_frozen[i])
-                s = lt_error(ctx, LT_ERR_INVALID, "input %d '%s' was frozen to its initializer when the model was "
-                             "compiled", i, p->api_names[i]);
-            continue;
-        }
-        int sl = p->input_slot[cur];
-        if (sl < 0) continue;
-        lt_plan_slot *S = &p->slots[sl];
+        int sl;
+        if ((s = caller_input(ctx, p, i, src, &sl)) != LT_OK || sl < 0) continue;
         lt_slot_rt *R = &p->rt[sl];
-        if (!src) {
-            s = bind_input_datum(ctx, p, cur, NULL);
-            continue;
-        }
-        if (!R->wrap) {
-            s = lt_error(ctx, LT_ERR_UNSUPPORTED, "input %d '%s' has no static shape: use lt_plan_run", i, S->value->name);
-            break;
-        }
         bind_host(p, sl, (void *)src);
         R->cur = lt_datum_retain(R->wrapd);
     }
@@ -1022,25 +1028,10 @@ lt_status lt_plan_run_device(lt_ctx *ctx, lt_plan *p, const lt_plan_run_options 
      * those host steps or index checks read are downloaded into their host copies now */
     for (int i = 0; i < p->n_api && s == LT_OK; i++) {
         const void *src = inputs ? inputs[i] : NULL;
-        int cur = p->api_cur[i];
-        if (cur < 0) {
-            if (src && p->api_frozen[i])
-                s = lt_error(ctx, LT_ERR_INVALID, "input %d '%s' was frozen to its initializer when the model was "
-                             "compiled", i, p->api_names[i]);
-            continue;
-        }
-        int sl = p->input_slot[cur];
-        if (sl < 0) continue;
-        lt_plan_slot *S = &p->slots[sl];
+        int sl;
+        if ((s = caller_input(ctx, p, i, src, &sl)) != LT_OK || sl < 0) continue;
         lt_slot_rt *R = &p->rt[sl];
-        if (!src) {
-            s = bind_input_datum(ctx, p, cur, NULL);
-            continue;
-        }
-        if (!R->wrap) {
-            s = lt_error(ctx, LT_ERR_UNSUPPORTED, "input %d '%s' has no static shape: use lt_plan_run", i, S->value->name);
-            break;
-        }
+        const lt_plan_slot *S = &p->slots[sl];
         R->dptr = (void *)src;
         bind_host(p, sl, R->dstage);
         R->cur = lt_datum_retain(R->wrapd);
