@@ -16,23 +16,9 @@ import sys
 import tempfile
 
 import numpy as np
-import onnx
-from onnx import TensorProto as T, helper, numpy_helper
 
-
-def cnn(path):
-    rng = np.random.default_rng(3)
-    w = lambda *s: numpy_helper.from_array((rng.standard_normal(s) * 0.3).astype(np.float32))  # noqa: E731
-    inits = [w(8, 3, 3, 3), w(8), w(8, 10), w(10)]
-    for t, n in zip(inits, ["cw", "cb", "gw", "gb"]):
-        t.name = n
-    nodes = [helper.make_node("Conv", ["x", "cw", "cb"], ["c"], pads=[1, 1, 1, 1]),
-             helper.make_node("Relu", ["c"], ["r"]), helper.make_node("GlobalAveragePool", ["r"], ["p"]),
-             helper.make_node("Flatten", ["p"], ["f"]), helper.make_node("Gemm", ["f", "gw", "gb"], ["g"]),
-             helper.make_node("Softmax", ["g"], ["y"], axis=1)]
-    g = helper.make_graph(nodes, "cnn", [helper.make_tensor_value_info("x", T.FLOAT, [2, 3, 16, 16])],
-                          [helper.make_tensor_value_info("y", T.FLOAT, [2, 10])], inits)
-    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gpu_common import cnn, report  # noqa: E402
 
 
 def main():
@@ -71,15 +57,8 @@ def main():
             bad = subprocess.run([a.lathe, "run", art], capture_output=True, text=True)
             if bad.returncode != 2 or "module" not in bad.stderr:
                 failed.append(f"tampered module: exit {bad.returncode}: {bad.stderr.strip()[-200:]}")
-    for f in failed:
-        print("FAILED", f)
-    line = f"{'artifact (cuda)':<28} {'FAILED' if failed else 'ok':<8} " + \
-           ("saved, run with no NVRTC: equal to --backend cuda; tampering refused" if not failed else failed[0][:90])
-    print(line)
-    if a.summary:
-        with open(a.summary, "a") as f:
-            f.write(line + "\n")
-    return 1 if failed else 0
+    return report("artifact (cuda)", failed, "saved, run with no NVRTC: equal to --backend cuda; tampering refused",
+                  a.summary)
 
 
 if __name__ == "__main__":

@@ -26,25 +26,11 @@ import tempfile
 
 import numpy as np
 import onnx
-from onnx import TensorProto as T, helper, numpy_helper
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "bench", "models"))
-
-
-def cnn(path):
-    rng = np.random.default_rng(3)
-    w = lambda *s: numpy_helper.from_array((rng.standard_normal(s) * 0.3).astype(np.float32))  # noqa: E731
-    inits = [w(8, 3, 3, 3), w(8), w(8, 10), w(10)]
-    for t, n in zip(inits, ["cw", "cb", "gw", "gb"]):
-        t.name = n
-    nodes = [helper.make_node("Conv", ["x", "cw", "cb"], ["c"], pads=[1, 1, 1, 1]),
-             helper.make_node("Relu", ["c"], ["r"]), helper.make_node("GlobalAveragePool", ["r"], ["p"]),
-             helper.make_node("Flatten", ["p"], ["f"]), helper.make_node("Gemm", ["f", "gw", "gb"], ["g"]),
-             helper.make_node("Softmax", ["g"], ["y"], axis=1)]
-    g = helper.make_graph(nodes, "cnn", [helper.make_tensor_value_info("x", T.FLOAT, [2, 3, 16, 16])],
-                          [helper.make_tensor_value_info("y", T.FLOAT, [2, 10])], inits)
-    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gpu_common import cnn, report  # noqa: E402
 
 
 def sections(data):
@@ -155,16 +141,7 @@ def main():
                     failed.append(f"{other} artifact on this GPU: exit {r.returncode}: {r.stderr.strip()[-300:]}")
                 else:
                     notes.append(f"{other} refused")
-    for f in failed:
-        print("FAILED", f)
-    line = f"{'artifact offline (cuda)':<28} {'FAILED' if failed else 'ok':<8} " + \
-           (f"saved with no GPU = saved on it (bytes); run with no NVRTC = --backend cuda: {'; '.join(notes)}"
-            if not failed else failed[0][:90])
-    print(line)
-    if a.summary:
-        with open(a.summary, "a") as f:
-            f.write(line + "\n")
-    return 1 if failed else 0
+    return report('artifact offline (cuda)', failed, f"saved with no GPU = saved on it (bytes); run with no NVRTC = --backend cuda: {'; '.join(notes)}", a.summary)
 
 
 if __name__ == "__main__":

@@ -21,6 +21,8 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "python"))
 sys.path.insert(0, os.path.join(ROOT, "bench", "models"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gpu_common import report  # noqa: E402
 
 
 def feeds(batch, seq, seed):
@@ -77,15 +79,7 @@ def main():
     report = model.report
     m = re.search(r"buckets: (\d+); modules built: (\d+), reused: (\d+)", report)
     what = f"bert_ci {len(shapes)} runs, {len(set(shapes))} shapes: {m.group(1)} buckets, {m.group(2)} NVRTC builds, {m.group(3)} reused" if m else "no report"
-    for f in failed:
-        print("FAILED", f)
-    line = f"{'symbolic dims (cuda)':<28} {'FAILED' if failed else 'ok':<8} " + \
-           (f"equal to the interpreter; {what}" if not failed else failed[0][:90])
-    print(line)
-    if a.summary:
-        with open(a.summary, "a") as f:
-            f.write(line + "\n")
-    return 1 if failed else 0
+    return report('symbolic dims (cuda)', failed, f"equal to the interpreter; {what}", a.summary)
 
 
 if __name__ == "__main__":
