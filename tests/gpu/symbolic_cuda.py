@@ -76,10 +76,9 @@ def main():
     images = ((2, 3, 64, 64), (3, 3, 48, 40), (2, 3, 33, 45), (2, 3, 56, 72), (1, 3, 64, 64))
     run_shapes(lathe, ppl, images, lambda s, seed: {"x": np.random.default_rng(seed).standard_normal(s).astype(np.float32)},
                must_share=range(1, 4), failed=failed)
-    report = model.report
-    m = re.search(r"buckets: (\d+); modules built: (\d+), reused: (\d+)", report)
+    m = re.search(r"buckets: (\d+); modules built: (\d+), reused: (\d+)", model.report)
     what = f"bert_ci {len(shapes)} runs, {len(set(shapes))} shapes: {m.group(1)} buckets, {m.group(2)} NVRTC builds, {m.group(3)} reused" if m else "no report"
-    return report('symbolic dims (cuda)', failed, f"equal to the interpreter; {what}", a.summary)
+    return report("symbolic dims (cuda)", failed, f"equal to the interpreter; {what}", a.summary)
 
 
 if __name__ == "__main__":
