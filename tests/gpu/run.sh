@@ -46,6 +46,17 @@ have_py() { command -v "$PY" >/dev/null 2>&1; }
 py_has() { have_py && "$PY" -c "import $1" >/dev/null 2>&1; }
 secs() { echo $(( $(date +%s) - $1 )); }
 
+# One tests/gpu script: ROW (its summary row's name), SCRIPT, then the Python modules it needs besides
+# onnx and numpy; a missing one is a SKIP row.
+gpu_script() {
+    local name=$1 script=$2 m
+    shift 2
+    for m in onnx numpy "$@"; do
+        if ! py_has "$m"; then row "$name" "SKIP" "python3 lacks $m"; return; fi
+    done
+    "$PY" "$ROOT/tests/gpu/$script" --lathe "$BUILD/lathe" --summary "$SUMMARY"
+}
+
 phase_env() {
     echo "== environment"
     local gpu drv
@@ -156,40 +167,33 @@ phase_models() {
 
 phase_hostile() {
     echo "== hostile shapes on the GPU (under compute-sanitizer when installed)"
-    if ! py_has onnx || ! py_has numpy; then row "hostile shapes (cuda)" "SKIP" "python3 lacks onnx/numpy"; return; fi
-    "$PY" "$ROOT/tests/gpu/hostile_cuda.py" --lathe "$BUILD/lathe" --summary "$SUMMARY"
+    gpu_script "hostile shapes (cuda)" hostile_cuda.py
 }
 
 phase_idioms() {
     echo "== exporter idioms on the GPU (wide rows, folded MatMuls, ...) against the interpreter"
-    if ! py_has onnx || ! py_has numpy; then row "exporter idioms (cuda)" "SKIP" "python3 lacks onnx/numpy"; return; fi
-    "$PY" "$ROOT/tests/gpu/idioms_cuda.py" --lathe "$BUILD/lathe" --summary "$SUMMARY"
+    gpu_script "exporter idioms (cuda)" idioms_cuda.py
 }
 
 phase_indices() {
     echo "== compiled Gathers and Scatters on the GPU (constant, input and computed indices) against the interpreter"
-    if ! py_has onnx || ! py_has numpy || ! py_has pytest; then row "indices (cuda)" "SKIP" "python3 lacks onnx/numpy/pytest"; return; fi
-    "$PY" "$ROOT/tests/gpu/indices_cuda.py" --lathe "$BUILD/lathe" --summary "$SUMMARY"
+    gpu_script "indices (cuda)" indices_cuda.py pytest
 }
 
 phase_artifact() {
     echo "== a CUDA .lathe artifact: saved on the GPU, run with no NVRTC"
-    if ! py_has onnx || ! py_has numpy; then row "artifact (cuda)" "SKIP" "python3 lacks onnx/numpy"; return; fi
-    "$PY" "$ROOT/tests/gpu/artifact_cuda.py" --lathe "$BUILD/lathe" --summary "$SUMMARY"
-    "$PY" "$ROOT/tests/gpu/artifact_offline_cuda.py" --lathe "$BUILD/lathe" --summary "$SUMMARY"
+    gpu_script "artifact (cuda)" artifact_cuda.py
+    gpu_script "artifact offline (cuda)" artifact_offline_cuda.py
 }
 
 phase_symbolic() {
     echo "== symbolic dims compiled once on the GPU (bert_ci at several shapes) against the interpreter"
-    if ! py_has onnx || ! py_has numpy; then row "symbolic dims (cuda)" "SKIP" "python3 lacks onnx/numpy"; return; fi
-    "$PY" "$ROOT/tests/gpu/symbolic_cuda.py" --lathe "$BUILD/lathe" --summary "$SUMMARY"
+    gpu_script "symbolic dims (cuda)" symbolic_cuda.py
 }
 
 phase_dlpack() {
     echo "== GPU tensors in and out (torch CUDA tensors, IO binding, DLPack) with no host copy, against the CPU"
-    if ! py_has onnx || ! py_has numpy; then row "dlpack (cuda)" "SKIP" "python3 lacks onnx/numpy"; return; fi
-    if ! py_has torch; then row "dlpack (cuda)" "SKIP" "python3 lacks torch"; return; fi
-    "$PY" "$ROOT/tests/gpu/dlpack_cuda.py" --lathe "$BUILD/lathe" --summary "$SUMMARY"
+    gpu_script "dlpack (cuda)" dlpack_cuda.py torch
 }
 
 phase_bench() {
