@@ -9,6 +9,7 @@
  * (the compiler's own tests use it). Out of memory is never a fallback.
  */
 #include "compile.h"
+#include "split.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -192,6 +193,8 @@ typedef struct cstate {
     bool dumped;                 /* dump_code_dir files written */
     bool plan_ready;             /* memplan ran: st->plan can run */
     lt_plan *plan;
+    int stop_stage;              /* the last stage to run */
+    lt_split *split;             /* the rest of a split model, until the plan takes it */
 } cstate;
 
 typedef enum stage_kind {
@@ -261,6 +264,13 @@ static lt_status st_passes(cstate *st) {
 
 /* fuse: partition the graph, verified again after the passes: every node's shapes are checked once
  * more by inference (lt_node.shapes_verified), and lowering compiles only nodes it verified */
+/* split: the graph cut at its data-dependent ops (src/compile/split.h); the rest model is written
+ * only when this compile builds a plan */
+static lt_status st_split(cstate *st) {
+    bool build = !st->opt->emit_only && st->stop_stage >= LT_STAGE_PLAN;
+    return lt_split_graph(st->ctx, st->m, st->opt, build, st->r, &st->split);
+}
+
 static lt_status st_fuse(cstate *st) {
     LT_TRY(lt_graph_verify(st->ctx, st->m->graph));
     LT_TRY(lt_graph_infer(st->ctx, st->m));
@@ -548,7 +558,10 @@ static lt_status st_plan(cstate *st) {
     st->arena = NULL;
     st->backend = NULL;
     st->module = NULL;
-    return lt_plan_build_steps(st->ctx, &pa, &st->plan);
+    LT_TRY(lt_plan_build_steps(st->ctx, &pa, &st->plan));
+    if (st->split) lt_split_attach(st->split, st->plan);
+    st->split = NULL;
+    return LT_OK;
 }
 
 /* memplan: the static memory plan, workspace, packed weights, kernel arguments (lt_plan_build_memory) */
@@ -571,6 +584,7 @@ static lt_status st_memplan(cstate *st) {
 static const stage stages[LT_STAGE_COUNT] = {
     {"inputs", LT_STAGE_INPUTS, SK_GRAPH, NULL, st_inputs, NULL},
     {"passes", LT_STAGE_PASSES, SK_GRAPH, NULL, st_passes, NULL},
+    {"split", LT_STAGE_SPLIT, SK_GRAPH, NULL, st_split, NULL},
     {"fuse", LT_STAGE_FUSE, SK_GROUPS, NULL, st_fuse, NULL},
     {"lower", LT_STAGE_LOWER, SK_LOOP, NULL, NULL, lp_lower},
     {"tuned", LT_STAGE_TUNED, SK_LOOP, want_tuned, NULL, lp_tuned},
@@ -683,7 +697,7 @@ lt_status lt_compile(lt_ctx *ctx, lt_model *m, const lt_compile_options *opt, lt
     lt_status s = LT_OK;
     cstate *st = lt_calloc(ctx, 1, sizeof *st, "compile state");
     if (!st) return LT_ERR_NOMEM;
-    *st = (cstate){.ctx = ctx, .m = m, .opt = opt, .r = r, .bname = bname, .vt = vt};
+    *st = (cstate){.ctx = ctx, .m = m, .opt = opt, .r = r, .bname = bname, .vt = vt, .stop_stage = stop_stage};
     st->bo = (lt_backend_options){.cc = opt->cc, .cache_dir = opt->cache_dir, .extra_flags = opt->extra_cflags,
                                   .cc_timeout_s = opt->cc_timeout_s, .threads = opt->threads, .device = opt->device,
                                   .nvrtc = opt->nvrtc, .arch = opt->arch};
@@ -744,6 +758,7 @@ done:
     }
     lt_sb_free(&st->src);
     lt_mem_free(st->ek);
+    lt_split_free(st->split);
     r->total_seconds = now_s() - t_start;
     if (!report) lt_compile_report_free(&local);
     progress(opt, -1, 0, 0);
@@ -786,6 +801,10 @@ void lt_compile_report_print(const lt_compile_report *r, lt_strbuf *out) {
         lt_sb_printf(out, "tuned schedules rejected: %d (the default used instead); first: %s\n", r->n_tuned_rejected,
                      r->tuned_rejected_first);
     if (r->tuned_passes[0]) lt_sb_printf(out, "tuned passes: %s (measured faster for this model)\n", r->tuned_passes);
+    if (r->n_split_frontier)
+        lt_sb_printf(out, "data-dependent sizes: split after %d op(s) (%d compiled with a padded output, the others host "
+                     "steps), first %s; the %d node(s) after them compile at run time for the sizes the data gives, once "
+                     "per bucket\n", r->n_split_frontier, r->n_split_padded, r->split_first, r->n_rest_nodes);
     if (r->n_fallback_groups || r->n_unscheduled)
         lt_sb_printf(out, "fallbacks: %d group(s) run as host steps, %d kernel(s) unscheduled; first: %s\n",
                      r->n_fallback_groups, r->n_unscheduled, r->fallback_first);

@@ -6,6 +6,8 @@
  *   graph after graph stages, every kernel after loop passes) and stops after it (stop_after_stage):
  *     inputs     graph inputs with initializers become constants (unless given)
  *     passes     graph passes at the -O level (src/passes: verify, dump, time, disable, stop-after N)
+ *     split      the graph cut at its data-dependent ops, the rest compiled at run time for the sizes
+ *                the data gives (src/compile/split.h)
  *     fuse       partition the main graph into kernel groups (src/lower: lt_fuse)
  *     lower      loop pass: each compiled group to a Loop IR kernel (lt_lower_group; GPU schedules
  *                when the target binds GPU blocks, as CUDA does); a group the lowering rejects
@@ -150,13 +152,13 @@ void lt_compile_options_init(lt_compile_options *o);
 int lt_compile_threads(int threads);
 
 /* The stages, in the order the compile runs them (compile.c's stage table): inputs (freeze
- * initializer inputs), passes (graph passes), fuse, lower / tuned / schedule (loop passes over each
+ * initializer inputs), passes (graph passes), split (data-dependent ops), fuse, lower / tuned / schedule (loop passes over each
  * group's kernel: lowering with its default schedule recorded, tuned schedules from schedule_hook,
  * the default schedules; Loop IR simplification runs inside lowering and after each schedule is
  * applied), emit (the translation unit), backend (build and load the module), plan (steps, the
  * static memory plan, packed weights: lt_plan_build). */
 enum {
-    LT_STAGE_INPUTS, LT_STAGE_PASSES, LT_STAGE_FUSE, LT_STAGE_LOWER, LT_STAGE_TUNED, LT_STAGE_SCHEDULE,
+    LT_STAGE_INPUTS, LT_STAGE_PASSES, LT_STAGE_SPLIT, LT_STAGE_FUSE, LT_STAGE_LOWER, LT_STAGE_TUNED, LT_STAGE_SCHEDULE,
     LT_STAGE_SIMPLIFY, LT_STAGE_EMIT, LT_STAGE_BACKEND, LT_STAGE_PLAN, LT_STAGE_MEMPLAN, LT_STAGE_COUNT
 };
 const char *lt_compile_stage_name(int stage); /* "inputs", "passes", "fuse", ... */
@@ -173,6 +175,10 @@ typedef struct lt_compile_report {
     int n_frozen_inputs;        /* graph inputs with an initializer made constants */
     int n_groups, n_host_groups, n_kernels, n_pack_kernels;
     int n_fallback_groups;      /* compiled groups the lowering rejected, run as host steps */
+    int n_split_frontier;       /* data-dependent ops the graph was split at (src/compile/split.h) */
+    int n_split_padded;         /* of those, NonZeros compiled with a padded output */
+    int n_rest_nodes;           /* nodes after them, compiled at run time for the sizes the data gives */
+    char split_first[256];      /* the first of them */
     int n_unscheduled;          /* kernels whose default schedule failed to apply (left unscheduled) */
     int n_tuned;                /* kernels whose schedule came from schedule_hook (a tuned one) */
     int n_tuned_rejected;       /* tuned schedules that failed to apply (stale or foreign entry): default used */

@@ -34,7 +34,7 @@ static once_flag g_hooks_once = ONCE_FLAG_INIT;
 static void build_hooks(void) {
     const lt_op_reg *const families[] = {lt_ops_elementwise, lt_ops_reduce, lt_ops_shape, lt_ops_nn,
                                          lt_ops_control, lt_ops_recurrent, lt_ops_image, lt_ops_misc,
-                                         lt_ops_nchwc, lt_ops_contrib};
+                                         lt_ops_nchwc, lt_ops_split, lt_ops_contrib};
     for (size_t f = 0; f < sizeof families / sizeof *families; f++)
         for (const lt_op_reg *r = families[f]; r->op; r++)
             if (r->op > 0 && r->op < LT_OP_COUNT) g_hooks[r->op] = (lt_op_hooks){r->infer, r->eval};

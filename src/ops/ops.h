@@ -1,7 +1,7 @@
 /* ops.h — the operator table, the per-op hooks, and the helpers op implementations share.
  *
  * Every op is one line in ops.def. Each family (the fourth column of ops.def) lives in its folder,
- * src/ops/<family>/ (the nchwc ops in nn/): its main file <family>.c defines a table
+ * src/ops/<family>/ (the nchwc ops in nn/, the split ops in shape/): its main file <family>.c defines a table
  *     const lt_op_reg lt_ops_<family>[] = { {LT_OP_Abs, infer_fn, eval_fn}, ..., {0} };
  * the family's other files define hooks for it, and <family>_impl.h (where the family has more than
  * one file) declares what they share, private to src/ops (but nn_impl.h's window geometry, which
@@ -108,7 +108,7 @@ const lt_op_hooks *lt_op_hooks_get(int op);
 
 /* Family tables, each ended by an entry with op 0. */
 extern const lt_op_reg lt_ops_elementwise[], lt_ops_reduce[], lt_ops_shape[], lt_ops_nn[],
-    lt_ops_control[], lt_ops_recurrent[], lt_ops_image[], lt_ops_misc[], lt_ops_nchwc[], lt_ops_contrib[];
+    lt_ops_control[], lt_ops_recurrent[], lt_ops_image[], lt_ops_misc[], lt_ops_nchwc[], lt_ops_split[], lt_ops_contrib[];
 
 /* ---- running subgraphs (If, Loop, Scan, SequenceMap, FlexAttention) ----
  * Binds inputs[i] to g->inputs[i] (n_inputs may be fewer than g->n_inputs only if the rest have

@@ -256,19 +256,6 @@ static lt_status run_graph(nchwc_state *s, bool *changed) {
     return st;
 }
 
-/* The model imports the "lathe" domain (version 1) once it has lathe nodes, so that a written
- * model (--dump-graph) declares every domain it uses. */
-static lt_status import_domain(lt_ctx *ctx, lt_model *m) {
-    if (lt_model_opset(m, "lathe")) return LT_OK;
-    lt_opset *o = lt_arena_alloc(&m->arena, sizeof *o * (size_t)(m->n_opsets + 1));
-    if (!o) return lt_error(ctx, LT_ERR_NOMEM, "out of memory (layout_nchwc)");
-    if (m->n_opsets) memcpy(o, m->opsets, sizeof *o * (size_t)m->n_opsets);
-    o[m->n_opsets] = (lt_opset){.domain = "lathe", .version = 1};
-    m->opsets = o;
-    m->n_opsets++;
-    return LT_OK;
-}
-
 static lt_status run(lt_ctx *ctx, lt_model *m, const lt_pass_options *opt, bool *changed) {
     (void)opt;
     int64_t B = host_block();
@@ -277,7 +264,7 @@ static lt_status run(lt_ctx *ctx, lt_model *m, const lt_pass_options *opt, bool 
     bool ch = false;
     lt_status st = run_graph(&s, &ch);
     lt_mem_free(s.blk);
-    if (st == LT_OK && ch) st = import_domain(ctx, m);
+    if (st == LT_OK && ch) st = lt_model_import_lathe(ctx, m);
     if (ch) *changed = true;
     return st;
 }

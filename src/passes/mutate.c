@@ -682,3 +682,14 @@ void lt_graph_release_init(lt_graph *g, lt_value *v) {
             return;
         }
 }
+
+lt_status lt_model_import_lathe(lt_ctx *ctx, lt_model *m) {
+    if (lt_model_opset(m, "lathe")) return LT_OK;
+    lt_opset *o = lt_arena_alloc(&m->arena, sizeof *o * (size_t)(m->n_opsets + 1));
+    if (!o) return lt_error(ctx, LT_ERR_NOMEM, "out of memory (opset imports)");
+    if (m->n_opsets) memcpy(o, m->opsets, sizeof *o * (size_t)m->n_opsets);
+    o[m->n_opsets] = (lt_opset){.domain = "lathe", .version = 1};
+    m->opsets = o;
+    m->n_opsets++;
+    return LT_OK;
+}

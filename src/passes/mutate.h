@@ -26,7 +26,7 @@
  *             lt_value_rename, lt_type_copy
  *   nodes:    lt_node_new, lt_node_set_attr_* / lt_node_copy_attrs, lt_node_set_n_inputs,
  *             lt_node_remove, lt_node_infer
- *   graph:    lt_graph_sort (stable topological re-sort), lt_graph_compact (drop dead values,
+ *   graph:    lt_model_import_lathe, lt_graph_sort (stable topological re-sort), lt_graph_compact (drop dead values,
  *             re-number ids), lt_graph_release_init (drop an unused initializer and its tensor)
  */
 #ifndef LT_MUTATE_H
@@ -120,6 +120,9 @@ void lt_node_remove(lt_graph *g, lt_node *n);
 lt_status lt_node_infer(lt_ctx *ctx, lt_node *n);
 
 /* ---- whole graph ---- */
+/* The model imports the "lathe" domain (version 1), once it has lathe nodes (lt_node_new looks a
+ * node's opset up there), so that a written model declares every domain it uses. */
+lt_status lt_model_import_lathe(lt_ctx *ctx, lt_model *m);
 /* Stable topological sort of g->nodes (a node keeps its place unless a producer must move ahead of
  * it; reads through subgraphs count as edges); re-indexes. Error on a cycle naming a node on it. */
 lt_status lt_graph_sort(lt_ctx *ctx, lt_graph *g);

@@ -8,7 +8,8 @@
  * (copied, after checking dtype and shape against the plan) or, for DYNAMIC slots, kept as a datum —
  * detached first: any borrowed tensor inside (one of our buffer views, which an op such as Identity
  * may hand through) is copied, so no datum outlives the memory it points at.
- * Subgraphs (If, Loop, Scan) read main-graph values through ev->env: the plan fills an environment
+ * The DataDependentRest step of a split model runs through the plan's rest hook (lt_plan_set_rest)
+ * instead of an eval hook. Subgraphs (If, Loop, Scan) read main-graph values through ev->env: the plan fills an environment
  * with the values a step's subgraphs read just before the step and empties it after.
  * Entry points (plan_impl.h): lt_plan_host_prepare, lt_plan_host_run, lt_plan_slot_datum,
  * lt_plan_detach, lt_plan_host_free.
@@ -222,7 +223,11 @@ lt_status lt_plan_host_run(lt_ctx *ctx, lt_plan *p, int i) {
     }
     lt_eval ev = {.ctx = ctx, .rng = p->rng, .env = &p->env, .model = p->model, .run_subgraph = lt_interp_subgraph,
                   .max_loop_bytes = p->max_loop_bytes};
-    s = h->eval(&ev, n, in, out);
+    if (n->op == LT_OP_DataDependentRest && p->rest.run) { /* the rest of a split model */
+        lt_plan_run_options ro = {.seed = p->rng, .max_loop_bytes = p->max_loop_bytes};
+        s = p->rest.run(p->rest.user, ctx, &ro, in, n->n_in, out, n->n_out);
+    } else
+        s = h->eval(&ev, n, in, out);
     if (s == LT_OK && ctx->status != LT_OK) s = ctx->status; /* an op that reported but returned OK */
     p->rng = ev.rng;
     for (int k = 0; outer && outer[k] >= 0; k++) {

@@ -743,8 +743,11 @@ lt_status lt_plan_build(lt_ctx *ctx, const lt_plan_build_args *a, lt_plan **out)
     return LT_OK;
 }
 
+void lt_plan_set_rest(lt_plan *p, const lt_plan_rest *rest) { p->rest = *rest; }
+
 void lt_plan_free(lt_plan *p) {
     if (!p) return;
+    if (p->rest.free) p->rest.free(p->rest.user);
     lt_plan_host_free(p);
     if (p->backend && !p->host_memory) lt_plan_device_free(p);
     if (p->backend) {

@@ -277,6 +277,17 @@ int64_t lt_plan_output_bytes(const lt_plan *p, int k);
 /* Slot of API input i / graph output k (-1 if none: a frozen or unused input). */
 int lt_plan_input_slot(const lt_plan *p, int i);
 int lt_plan_output_slot(const lt_plan *p, int k);
+/* The rest of a model split at its data-dependent ops (src/compile/split.h): the plan's
+ * DataDependentRest step calls run with the step's input datums (host memory) and fills its outputs
+ * (new references); free runs with lt_plan_free. Set once, after the plan is built. */
+typedef struct lt_plan_rest {
+    void *user;
+    lt_status (*run)(void *user, lt_ctx *ctx, const lt_plan_run_options *opt, lt_datum *const *in, int n_in,
+                     lt_datum **out, int n_out);
+    void (*free)(void *user);
+} lt_plan_rest;
+void lt_plan_set_rest(lt_plan *p, const lt_plan_rest *rest);
+
 /* Number of host steps; the first one (for "export needs no host steps" messages), or NULL. */
 const lt_plan_step *lt_plan_first_host(const lt_plan *p);
 /* The backend and module (for the profiler's ceilings and for export). */

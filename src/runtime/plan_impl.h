@@ -94,6 +94,7 @@ struct lt_plan {
     /* host steps: per step, the main-graph values its subgraphs read (outer scope) */
     int **outer_vals;        /* value ids, -1-terminated; NULL when none */
     struct lt_env env;
+    lt_plan_rest rest;       /* the DataDependentRest step's runner (lt_plan_set_rest); run NULL: none */
 
     void *workspace;
     lt_status (*workspace_fn)(void *user, lt_ctx *ctx, int64_t bytes, void **out); /* lt_plan_build_args.workspace */

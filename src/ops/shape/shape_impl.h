@@ -88,6 +88,11 @@ LT_SHP_HOOKS(ScatterND)
 LT_SHP_HOOKS(TensorScatter)
 LT_SHP_HOOKS(Compress)
 LT_SHP_HOOKS(NonZero)
+/* NonZero's two halves (shape_index.c), shared with NonZeroPadded (shape_split.c): the count of
+ * nonzero elements of x, and their coordinates written as [rank, nnz] (coordinate k of the c-th
+ * nonzero element, in row-major order, at o[k * nnz + c]). */
+int64_t lt_shp_nonzero_count(const lt_tensor *x);
+void lt_shp_nonzero_fill(const lt_tensor *x, int64_t nnz, int64_t *o);
 LT_SHP_HOOKS(OneHot)
 LT_SHP_HOOKS(Pad)
 LT_SHP_HOOKS(CenterCropPad)

@@ -611,25 +611,33 @@ static bool elem_nonzero(const lt_tensor *x, int64_t i) {
     }
 }
 
-lt_status lt_shp_eval_NonZero(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum **out) {
-    const lt_tensor *x;
-    LT_TRY(lt_in_tensor(ev, n, in, 0, &x));
+int64_t lt_shp_nonzero_count(const lt_tensor *x) {
     int64_t nnz = 0;
     for (int64_t i = 0; i < x->numel; i++) nnz += elem_nonzero(x, i);
-    /* A scalar is treated as 1-D (numpy's behaviour): one row of zeros. */
-    int r = x->rank ? x->rank : 1;
-    int64_t d[2] = {r, nnz};
-    lt_tensor *y;
-    LT_TRY(lt_out_new(ev, n, out, 0, LT_INT64, 2, d, &y));
-    if (nnz == 0) return LT_OK;
-    int64_t idx[LT_MAX_RANK] = {0}, *o = y->data, c = 0;
-    for (int64_t i = 0; i < x->numel; i++) {
+    return nnz;
+}
+
+void lt_shp_nonzero_fill(const lt_tensor *x, int64_t nnz, int64_t *o) {
+    int64_t idx[LT_MAX_RANK] = {0}, c = 0;
+    for (int64_t i = 0; i < x->numel && nnz > 0; i++) {
         if (elem_nonzero(x, i)) {
             for (int k = 0; k < x->rank; k++) o[k * nnz + c] = idx[k];
             c++;
         }
         lt_index_next(x->rank, x->dims, idx);
     }
+}
+
+lt_status lt_shp_eval_NonZero(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum **out) {
+    const lt_tensor *x;
+    LT_TRY(lt_in_tensor(ev, n, in, 0, &x));
+    int64_t nnz = lt_shp_nonzero_count(x);
+    /* A scalar is treated as 1-D (numpy's behaviour): one row of zeros. */
+    int r = x->rank ? x->rank : 1;
+    int64_t d[2] = {r, nnz};
+    lt_tensor *y;
+    LT_TRY(lt_out_new(ev, n, out, 0, LT_INT64, 2, d, &y));
+    lt_shp_nonzero_fill(x, nnz, y->data);
     return LT_OK;
 }
 

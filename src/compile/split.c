@@ -1,0 +1,441 @@
+/* split.c — the compile's split stage: the main graph cut at its data-dependent ops, the rest
+ * written as a model of its own and run as a family of plans keyed by the sizes the data gives
+ * (what and why: split.h). One pass over the nodes in order classifies each value (before the
+ * cut, computed by the rest, a padded NonZero's output, a host frontier node's output); the rest
+ * model is written from the classified nodes before the graph is rewritten.
+ */
+#include "split.h"
+
+#include "family.h"
+#include "../onnx/onnx.h"
+#include "../onnx/onnx_writer.h"
+#include "../passes/mutate.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* What a main-graph value is to the cut. */
+enum { V_HEAD, V_REST, V_PADDED, V_FRONTIER };
+
+typedef struct rest_in {  /* one input of the rest model */
+    int value_in;         /* the DataDependentRest node's input holding it (padded: the buffer) */
+    int count_in;         /* padded: the node's input holding the count; -1 */
+} rest_in;
+
+typedef struct rest_out { /* one output of the DataDependentRest node */
+    int model_out;        /* the rest model's output it is, or -1: */
+    int view_of;          /* a padded NonZero output the graph returns: this rest model input */
+} rest_out;
+
+struct lt_split {
+    lt_arena arena;
+    uint8_t *bytes;       /* the rest model (ONNX) */
+    size_t size;
+    lt_compile_options opt;
+    int n_in, n_out, n_model_out;
+    rest_in *ins;
+    rest_out *outs;
+    lt_model *model;      /* the rest model as loaded, the family's (made at the first run) */
+    lt_family *fam;
+};
+
+/* ---- classifying ---- */
+
+static bool ranked_tensor(const lt_value *v) {
+    return v && v->type.kind == LT_TK_TENSOR && v->type.rank >= 0 && v->type.dtype != LT_UNDEFINED;
+}
+
+/* The main-graph value a subgraph value refers to, or NULL (a value of the subgraph itself). */
+static lt_value *outer_root(const lt_graph *g, lt_value *v) {
+    if (!v->outer) return NULL;
+    while (v->outer) v = v->outer;
+    return v->id >= 0 && v->id < g->n_values && g->values[v->id] == v ? v : NULL;
+}
+
+typedef struct reads {
+    const lt_graph *g;
+    lt_value **v;         /* the main-graph values a node reads (inputs, then its subgraphs' references) */
+    int n, cap;
+    bool nomem;
+} reads;
+
+static void reads_add(reads *r, lt_value *v) {
+    for (int i = 0; i < r->n; i++)
+        if (r->v[i] == v) return;
+    if (r->n == r->cap) {
+        int cap = r->cap ? 2 * r->cap : 16;
+        lt_value **nv = lt_mem_realloc(r->v, (size_t)cap * sizeof *nv);
+        if (!nv) {
+            r->nomem = true;
+            return;
+        }
+        r->v = nv, r->cap = cap;
+    }
+    r->v[r->n++] = v;
+}
+
+static lt_status add_outer(lt_ctx *ctx, lt_graph *sg, void *user) {
+    (void)ctx;
+    reads *r = user;
+    for (int i = 0; i < sg->n_values; i++) {
+        lt_value *root = outer_root(r->g, sg->values[i]);
+        if (root) reads_add(r, root);
+    }
+    return LT_OK;
+}
+
+static lt_status node_reads(lt_ctx *ctx, const lt_node *n, reads *r) {
+    r->n = 0;
+    for (int i = 0; i < n->n_in; i++)
+        if (n->in[i]) reads_add(r, n->in[i]);
+    for (int a = 0; a < n->n_attr; a++) {
+        const lt_attr *at = &n->attrs[a];
+        if (at->type == LT_AT_GRAPH && at->g) LT_TRY(lt_graph_foreach(ctx, at->g, false, add_outer, r));
+        for (int k = 0; at->type == LT_AT_GRAPHS && k < at->n; k++)
+            LT_TRY(lt_graph_foreach(ctx, at->graphs[k], false, add_outer, r));
+    }
+    return r->nomem ? lt_error(ctx, LT_ERR_NOMEM, "out of memory (split)") : LT_OK;
+}
+
+static bool padded_nonzero(const lt_node *n) {
+    return n->op == LT_OP_NonZero && n->n_in >= 1 && n->in[0] && lt_type_is_static(&n->in[0]->type) &&
+           n->in[0]->type.rank >= 1 && n->n_out >= 1 && n->out[0];
+}
+
+/* The cut: per value its class, per node whether it is in the rest. */
+typedef struct cut {
+    const lt_graph *g;
+    unsigned char *vclass;  /* per value id */
+    bool *rest, *padded;    /* per node index */
+    int n_rest, n_frontier, n_padded;
+    const lt_node *first;   /* the first frontier node */
+    lt_value **in;          /* the rest model's inputs: values crossing (V_HEAD, V_FRONTIER), padded outputs */
+    int n_in;
+    lt_value **inits;       /* initializers the rest reads */
+    int n_inits;
+    lt_value **outs;        /* the DataDependentRest node's outputs: graph outputs of the rest, then
+                             * padded outputs the graph returns */
+    int n_outs, n_model_out;
+} cut;
+
+static void cut_free(cut *c) {
+    lt_mem_free(c->vclass);
+    lt_mem_free(c->rest);
+    lt_mem_free(c->padded);
+    lt_mem_free(c->in);
+    lt_mem_free(c->inits);
+    lt_mem_free(c->outs);
+}
+
+static bool listed(lt_value *const *list, int n, const lt_value *v) {
+    for (int i = 0; i < n; i++)
+        if (list[i] == v) return true;
+    return false;
+}
+
+/* Classify; false (nothing to split) when there is no frontier with a rest after it, or the rest would
+ * read a value that is not a ranked tensor. */
+static lt_status find_cut(lt_ctx *ctx, const lt_graph *g, cut *c, bool *found) {
+    *found = false;
+    c->g = g;
+    int nv = g->n_values, nn = g->n_nodes;
+    c->vclass = lt_calloc(ctx, (size_t)nv + 1, 1, "split");
+    c->rest = lt_calloc(ctx, (size_t)nn + 1, sizeof *c->rest, "split");
+    c->padded = lt_calloc(ctx, (size_t)nn + 1, sizeof *c->padded, "split");
+    c->in = lt_calloc(ctx, (size_t)nv + 1, sizeof *c->in, "split");
+    c->inits = lt_calloc(ctx, (size_t)nv + 1, sizeof *c->inits, "split");
+    c->outs = lt_calloc(ctx, (size_t)g->n_outputs + 1, sizeof *c->outs, "split");
+    if (!c->vclass || !c->rest || !c->padded || !c->in || !c->inits || !c->outs) return LT_ERR_NOMEM;
+    reads r = {.g = g};
+    lt_status s = LT_OK;
+    for (int i = 0; i < nn && s == LT_OK; i++) {
+        const lt_node *n = g->nodes[i];
+        if ((s = node_reads(ctx, n, &r)) != LT_OK) break;
+        bool after = false, static_in = true;
+        for (int k = 0; k < r.n; k++) after |= c->vclass[r.v[k]->id] != V_HEAD;
+        for (int k = 0; k < n->n_in; k++) static_in &= !n->in[k] || lt_type_is_static(&n->in[k]->type);
+        if (after) {
+            c->rest[i] = true, c->n_rest++;
+            for (int k = 0; k < n->n_out; k++)
+                if (n->out[k]) c->vclass[n->out[k]->id] = V_REST;
+            continue;
+        }
+        bool dyn = false, ranked = true;
+        for (int k = 0; k < n->n_out; k++)
+            if (n->out[k]) dyn |= !lt_type_is_static(&n->out[k]->type), ranked &= ranked_tensor(n->out[k]);
+        if (!static_in || !dyn || !ranked || n->op == LT_OP_DataDependentRest) continue;
+        c->padded[i] = padded_nonzero(n);
+        c->n_frontier++, c->n_padded += c->padded[i];
+        if (!c->first) c->first = n;
+        for (int k = 0; k < n->n_out; k++)
+            if (n->out[k]) c->vclass[n->out[k]->id] = c->padded[i] ? V_PADDED : V_FRONTIER;
+    }
+    /* what the rest reads from before the cut, and the initializers it reads */
+    for (int i = 0; i < nn && s == LT_OK; i++) {
+        if (!c->rest[i]) continue;
+        if ((s = node_reads(ctx, g->nodes[i], &r)) != LT_OK) break;
+        for (int k = 0; k < r.n; k++) {
+            lt_value *v = r.v[k];
+            int vc = c->vclass[v->id];
+            if (vc == V_REST) continue;
+            if (vc == V_HEAD && v->init && !v->is_input) {
+                if (!listed(c->inits, c->n_inits, v)) c->inits[c->n_inits++] = v;
+                continue;
+            }
+            if (!ranked_tensor(v)) goto none; /* a sequence, a map, an unknown rank */
+            if (!listed(c->in, c->n_in, v)) c->in[c->n_in++] = v;
+        }
+    }
+    lt_mem_free(r.v);
+    if (s != LT_OK) return s;
+    for (int k = 0; k < g->n_outputs; k++) /* the graph outputs the rest computes */
+        if (c->vclass[g->outputs[k]->id] == V_REST && !listed(c->outs, c->n_outs, g->outputs[k]))
+            c->outs[c->n_outs++] = g->outputs[k];
+    c->n_model_out = c->n_outs;
+    for (int k = 0; k < g->n_outputs; k++) { /* padded outputs the graph returns: a view of the rest's input */
+        lt_value *v = g->outputs[k];
+        if (c->vclass[v->id] != V_PADDED || listed(c->outs, c->n_outs, v)) continue;
+        c->outs[c->n_outs++] = v;
+        if (!listed(c->in, c->n_in, v)) c->in[c->n_in++] = v;
+    }
+    *found = c->n_rest > 0 || c->n_padded > 0;
+    return LT_OK;
+none:
+    lt_mem_free(r.v);
+    return LT_OK;
+}
+
+/* ---- the rest model ---- */
+
+/* A rest model input: v's name, its type with each size the data decides an unnamed symbolic dim.
+ * Unnamed: the family probes unnamed dims of one size together, so sizes one op gives several
+ * outputs (Unique's values and counts, TopK's values and indices) move alike in its probes, and
+ * nothing requires them to agree (a Split by computed sizes gives outputs of different sizes). */
+static lt_status input_clone(lt_ctx *ctx, lt_arena *a, const cut *c, lt_value *v, lt_value **out) {
+    lt_value *cl = lt_arena_alloc(a, sizeof *cl);
+    if (!cl) return lt_error(ctx, LT_ERR_NOMEM, "out of memory (split)");
+    memset(cl, 0, sizeof *cl);
+    cl->name = v->name;
+    cl->is_input = true;
+    LT_TRY(lt_type_copy(ctx, a, &cl->type, &v->type));
+    for (int d = 0; d < cl->type.rank; d++)
+        if (c->vclass[v->id] == V_PADDED ? d == 1 : cl->type.dims[d].value < 0) cl->type.dims[d] = (lt_dim){-1, NULL};
+    *out = cl;
+    return LT_OK;
+}
+
+static lt_status write_rest(lt_ctx *ctx, const lt_model *m, const cut *c, lt_split *sp) {
+    const lt_graph *g = c->g;
+    lt_arena *a = &sp->arena;
+    lt_graph tg = {.name = "rest", .n_inputs = c->n_in, .n_outputs = c->n_model_out};
+    lt_model tm = *m;
+    tm.graph = &tg;
+    tg.model = &tm;
+    tg.inputs = lt_arena_alloc(a, ((size_t)c->n_in + 1) * sizeof *tg.inputs);
+    tg.values = lt_arena_alloc(a, ((size_t)c->n_in + (size_t)c->n_inits + 1) * sizeof *tg.values);
+    tg.nodes = lt_arena_alloc(a, ((size_t)c->n_rest + 1) * sizeof *tg.nodes);
+    if (!tg.inputs || !tg.values || !tg.nodes) return lt_error(ctx, LT_ERR_NOMEM, "out of memory (split)");
+    for (int i = 0; i < c->n_in; i++) {
+        LT_TRY(input_clone(ctx, a, c, c->in[i], &tg.inputs[i]));
+        tg.values[tg.n_values++] = tg.inputs[i];
+    }
+    for (int i = 0; i < c->n_inits; i++) tg.values[tg.n_values++] = c->inits[i];
+    for (int i = 0; i < g->n_nodes; i++)
+        if (c->rest[i]) tg.nodes[tg.n_nodes++] = g->nodes[i];
+    tg.outputs = c->outs;
+    return lt_onnx_write_model(ctx, &tm, &sp->bytes, &sp->size);
+}
+
+/* The compile options of the rest's family: the outer compile's target and code generation, none of
+ * its dumps, hooks or artifact options; strings copied. */
+static lt_status rest_options(lt_ctx *ctx, const lt_compile_options *o, lt_split *sp) {
+    lt_compile_options *r = &sp->opt;
+    lt_compile_options_init(r);
+    r->opt_level = o->opt_level, r->cc_timeout_s = o->cc_timeout_s, r->threads = o->threads, r->device = o->device;
+    r->no_graphs = o->no_graphs, r->no_fusion = o->no_fusion, r->no_epilogues = o->no_epilogues;
+    r->no_microkernels = o->no_microkernels, r->no_inplace = o->no_inplace, r->strict = o->strict;
+    r->vector_lanes = o->vector_lanes;
+    const char *const src[] = {o->backend, o->cache_dir, o->cc, o->extra_cflags, o->nvrtc, o->arch, o->disable, o->enable};
+    const char **dst[] = {&r->backend, &r->cache_dir, &r->cc, &r->extra_cflags, &r->nvrtc, &r->arch, &r->disable, &r->enable};
+    for (size_t i = 0; i < sizeof src / sizeof *src; i++)
+        if (src[i] && !(*dst[i] = lt_arena_strdup(&sp->arena, src[i]))) return lt_error(ctx, LT_ERR_NOMEM, "out of memory (split)");
+    return LT_OK;
+}
+
+/* ---- rewriting the graph ---- */
+
+static lt_status rewrite(lt_ctx *ctx, lt_model *m, const cut *c, lt_split *sp) {
+    lt_graph *g = m->graph;
+    int nn = g->n_nodes;
+    lt_node **gone = lt_calloc(ctx, 2 * (size_t)nn + 1, sizeof *gone, "split"); /* the rest, then the padded */
+    lt_value **buf = lt_calloc(ctx, (size_t)g->n_values + 1, sizeof *buf, "split"); /* per value id: padded buffer */
+    lt_value **cnt = lt_calloc(ctx, (size_t)g->n_values + 1, sizeof *cnt, "split");
+    lt_value **rin = lt_calloc(ctx, 2 * (size_t)c->n_in + 1, sizeof *rin, "split");
+    lt_status s = gone && buf && cnt && rin ? LT_OK : LT_ERR_NOMEM;
+    int n_gone = 0, n_rin = 0;
+    if (s == LT_OK && c->n_padded) s = lt_model_import_lathe(ctx, m);
+    lt_node **pads = gone + nn; /* the padded NonZeros (collected first: new nodes shift the indices) */
+    int n_pads = 0;
+    for (int i = 0; s == LT_OK && i < nn; i++) {
+        if (c->rest[i]) gone[n_gone++] = g->nodes[i];
+        if (c->padded[i]) pads[n_pads++] = g->nodes[i];
+    }
+    for (int i = 0; i < n_pads && s == LT_OK; i++) {
+        lt_node *n = pads[i], *pn = NULL;
+        if ((s = lt_node_new(ctx, g, "NonZeroPadded", "lathe", 1, &n->in[0], 2, n->out[0]->name, n, &pn)) != LT_OK) break;
+        pn->name = n->name;
+        if ((s = lt_node_infer(ctx, pn)) != LT_OK) break;
+        buf[n->out[0]->id] = pn->out[0], cnt[n->out[0]->id] = pn->out[1];
+        gone[n_gone++] = n;
+    }
+    /* the rest node's inputs, in the rest model's input order */
+    for (int i = 0; i < c->n_in && s == LT_OK; i++) {
+        lt_value *v = c->in[i];
+        bool pad = c->vclass[v->id] == V_PADDED;
+        sp->ins[i] = (rest_in){n_rin, pad ? n_rin + 1 : -1};
+        rin[n_rin++] = pad ? buf[v->id] : v;
+        if (pad) rin[n_rin++] = cnt[v->id];
+    }
+    for (int i = 0; i < n_gone && s == LT_OK; i++) lt_node_remove(g, gone[i]);
+    lt_node *rn = NULL;
+    if (s == LT_OK) s = lt_node_new(ctx, g, "DataDependentRest", "lathe", n_rin, rin, c->n_outs, "rest", NULL, &rn);
+    if (s == LT_OK) {
+        char label[256], name[320];
+        snprintf(name, sizeof name, "the rest after %s", lt_node_label(c->first, label, sizeof label));
+        rn->name = lt_arena_strdup(&m->arena, name);
+        if (!rn->name) s = lt_error(ctx, LT_ERR_NOMEM, "out of memory (split)");
+    }
+    for (int k = 0; k < c->n_outs && s == LT_OK; k++) { /* it produces the graph's own output values */
+        rn->out[k]->producer = NULL;
+        rn->out[k] = c->outs[k];
+        c->outs[k]->producer = rn, c->outs[k]->producer_out = k;
+    }
+    if (s == LT_OK) s = lt_graph_compact(ctx, g);
+    lt_mem_free(gone);
+    lt_mem_free(buf);
+    lt_mem_free(cnt);
+    lt_mem_free(rin);
+    return s == LT_ERR_NOMEM && !ctx->msg[0] ? lt_error(ctx, s, "out of memory (split)") : s;
+}
+
+lt_status lt_split_graph(lt_ctx *ctx, lt_model *m, const lt_compile_options *opt, bool build_rest,
+                         lt_compile_report *r, lt_split **out) {
+    *out = NULL;
+    if (opt->all_host || opt->save_prebuilt || opt->prebuilt || !m->graph) return LT_OK;
+    cut c = {0};
+    bool found = false;
+    lt_status s = find_cut(ctx, m->graph, &c, &found);
+    if (s != LT_OK || !found) {
+        cut_free(&c);
+        return s == LT_ERR_NOMEM && !ctx->msg[0] ? lt_error(ctx, s, "out of memory (split)") : s;
+    }
+    lt_split *sp = lt_calloc(ctx, 1, sizeof *sp, "split");
+    if (!sp) {
+        cut_free(&c);
+        return LT_ERR_NOMEM;
+    }
+    lt_arena_init(&sp->arena);
+    sp->n_in = c.n_in, sp->n_out = c.n_outs, sp->n_model_out = c.n_model_out;
+    sp->ins = lt_arena_alloc(&sp->arena, ((size_t)c.n_in + 1) * sizeof *sp->ins);
+    sp->outs = lt_arena_alloc(&sp->arena, ((size_t)c.n_outs + 1) * sizeof *sp->outs);
+    if (!sp->ins || !sp->outs) s = lt_error(ctx, LT_ERR_NOMEM, "out of memory (split)");
+    for (int k = 0; k < c.n_outs && s == LT_OK; k++) {
+        sp->outs[k] = (rest_out){k < c.n_model_out ? k : -1, -1};
+        for (int i = 0; k >= c.n_model_out && i < c.n_in; i++)
+            if (c.in[i] == c.outs[k]) sp->outs[k].view_of = i;
+    }
+    if (s == LT_OK && build_rest) s = write_rest(ctx, m, &c, sp);
+    if (s == LT_OK) s = rest_options(ctx, opt, sp);
+    r->n_split_frontier = c.n_frontier, r->n_split_padded = c.n_padded, r->n_rest_nodes = c.n_rest;
+    if (s == LT_OK) lt_node_label(c.first, r->split_first, sizeof r->split_first);
+    if (s == LT_OK) s = rewrite(ctx, m, &c, sp);
+    cut_free(&c);
+    if (s != LT_OK) {
+        lt_split_free(sp);
+        return s;
+    }
+    *out = sp;
+    return LT_OK;
+}
+
+/* ---- running the rest ---- */
+
+static lt_status rest_load(void *user, lt_ctx *ctx, lt_model **out) {
+    const lt_split *sp = user;
+    return lt_onnx_load_memory(ctx, sp->bytes, sp->size, NULL, NULL, out);
+}
+
+static lt_status rest_run(void *user, lt_ctx *ctx, const lt_plan_run_options *ro, lt_datum *const *in, int n_in,
+                          lt_datum **out, int n_out) {
+    lt_split *sp = user;
+    if (n_out != sp->n_out || !sp->bytes)
+        return lt_error(ctx, LT_ERR_INTERNAL, "the rest of a split model: %d outputs, %d expected", n_out, sp->n_out);
+    if (!sp->fam && sp->n_model_out > 0) {
+        LT_TRY(rest_load(sp, ctx, &sp->model));
+        lt_family_options fo = {.compile = sp->opt, .model = sp->model, .load = rest_load, .load_user = sp};
+        LT_TRY(lt_family_new(ctx, &fo, &sp->fam));
+    }
+    int n = sp->n_in;
+    lt_datum **tin = lt_calloc(ctx, (size_t)n + 1, sizeof *tin, "rest inputs");
+    lt_datum **tout = lt_calloc(ctx, (size_t)sp->n_model_out + 1, sizeof *tout, "rest outputs");
+    int *ranks = lt_calloc(ctx, (size_t)n + 1, sizeof *ranks, "rest inputs");
+    const int64_t **dims = lt_calloc(ctx, (size_t)n + 1, sizeof *dims, "rest inputs");
+    lt_status s = tin && tout && ranks && dims ? LT_OK : LT_ERR_NOMEM;
+    for (int i = 0; i < n && s == LT_OK; i++) {
+        const rest_in *ri = &sp->ins[i];
+        lt_datum *d = ri->value_in < n_in ? in[ri->value_in] : NULL;
+        if (!d || d->kind != LT_DK_TENSOR || !d->tensor) {
+            s = lt_error(ctx, LT_ERR_INTERNAL, "the rest of a split model: input %d is not a tensor", i);
+            break;
+        }
+        if (ri->count_in < 0) {
+            tin[i] = lt_datum_retain(d);
+        } else { /* the padded buffer's first rows x count elements, as [rows, count] */
+            const lt_datum *cd = ri->count_in < n_in ? in[ri->count_in] : NULL;
+            const lt_tensor *b = d->tensor;
+            int64_t count = cd && cd->kind == LT_DK_TENSOR && cd->tensor && cd->tensor->numel == 1
+                                ? *(const int64_t *)cd->tensor->data : -1;
+            if (b->rank != 2 || count < 0 || count > b->dims[1]) {
+                s = lt_error(ctx, LT_ERR_INTERNAL, "the rest of a split model: count %lld outside 0..%lld", (long long)count,
+                             (long long)(b->rank == 2 ? b->dims[1] : 0));
+                break;
+            }
+            int64_t vd[2] = {b->dims[0], count};
+            lt_tensor *t = NULL;
+            s = lt_tensor_borrow(ctx, LT_INT64, 2, vd, b->data, &t);
+            if (s == LT_OK) s = lt_datum_tensor(ctx, t, &tin[i]);
+        }
+        if (s == LT_OK) ranks[i] = tin[i]->tensor->rank, dims[i] = tin[i]->tensor->dims;
+    }
+    lt_plan *plan = NULL;
+    if (s == LT_OK && sp->n_model_out > 0) s = lt_family_plan(ctx, sp->fam, n, ranks, dims, &plan);
+    if (s == LT_OK && plan) s = lt_plan_run(ctx, plan, ro, tin, tout);
+    for (int k = 0; k < n_out && s == LT_OK; k++) {
+        const rest_out *o = &sp->outs[k];
+        out[k] = o->model_out >= 0 ? tout[o->model_out] : lt_datum_retain(tin[o->view_of]);
+        if (o->model_out >= 0) tout[o->model_out] = NULL;
+    }
+    for (int i = 0; tin && i < n; i++) lt_datum_release(tin[i]);
+    for (int k = 0; tout && k < sp->n_model_out; k++) lt_datum_release(tout[k]);
+    lt_mem_free(tin);
+    lt_mem_free(tout);
+    lt_mem_free(ranks);
+    lt_mem_free(dims);
+    return s == LT_ERR_NOMEM && !ctx->msg[0] ? lt_error(ctx, s, "out of memory (the rest of a split model)") : s;
+}
+
+void lt_split_free(lt_split *sp) {
+    if (!sp) return;
+    lt_family_free(sp->fam);
+    lt_model_free(sp->model);
+    lt_mem_free(sp->bytes);
+    lt_arena_free(&sp->arena);
+    lt_mem_free(sp);
+}
+
+static void rest_free(void *user) { lt_split_free(user); }
+
+void lt_split_attach(lt_split *sp, lt_plan *p) {
+    lt_plan_rest rest = {.user = sp, .run = rest_run, .free = rest_free};
+    lt_plan_set_rest(p, &rest);
+}
