@@ -1,0 +1,121 @@
+"""test_data_dependent.py — models whose sizes depend on the data, split at those ops and compiled.
+
+An op whose output size the values decide (NonZero, NonMaxSuppression, Unique, TopK with a run-time k,
+Compress, a Loop's scan output) leaves every node after it without a static shape. The compiler splits
+the graph there (src/compile/split.h): NonZero becomes a compiled kernel with a padded output, the other
+ops stay host steps, and the nodes after them are compiled at run time as a family keyed by the sizes the
+data gives. Checked here, on the models of data_dependent_models.py:
+  - every output equals the reference interpreter's, with its shape, over runs whose data-dependent
+    sizes differ (and a NonZero that finds nothing: [2, 0]);
+  - after the first runs, further sizes run with no C compiler invocation (a wrapper script logs each
+    compile; no cache folder, so every build is a real compiler run);
+  - the compile report names the split and how many of the ops compiled;
+  - a model with symbolic batch and a NonZero runs at several batches;
+  - the CLI runs files with different counts in one process (--each), and an artifact (--save) of such a
+    model keeps the data-dependent part as host steps and runs with no compiler.
+The library comes from $LATHE_LIBRARY (default build/liblathe.so), the binary from $LATHE_BIN.
+"""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+os.environ.setdefault("LATHE_LIBRARY", os.path.join(ROOT, "build", "liblathe.so"))
+LATHE = os.environ.get("LATHE_BIN", os.path.join(ROOT, "build", "lathe"))
+if not os.path.isabs(LATHE):
+    LATHE = os.path.join(ROOT, LATHE)
+onnx = pytest.importorskip("onnx")
+
+import lathe  # noqa: E402
+from cc_log import compiles, counting_cc  # noqa: E402
+import data_dependent_models as ddm  # noqa: E402
+
+
+def check(got, want, what):
+    assert set(got) == set(want), what
+    for name in want:
+        assert got[name].shape == want[name].shape, f"{what}: {name} {got[name].shape} vs {want[name].shape}"
+        np.testing.assert_allclose(got[name], want[name], rtol=1e-4, atol=1e-5, err_msg=f"{what}: {name}")
+
+
+@pytest.mark.parametrize("name", sorted(ddm.MODELS))
+def test_sizes_from_data(name, tmp_path):
+    build, make_feeds = ddm.MODELS[name]
+    path = tmp_path / f"{name}.onnx"
+    onnx.save(build(), path)
+    cc, log = counting_cc(tmp_path)
+    model = lathe.compile(str(path), cache_dir=False, cc=cc)
+    ref = lathe.compile(str(path), backend="interp")
+    rng = np.random.default_rng(7)
+    after = []
+    for i in range(10):
+        f = make_feeds(rng)
+        check(model.run(f), ref.run(f), f"{name} run {i}")
+        after.append(compiles(log))
+    assert after[-1] >= 1
+    assert after[-1] == after[3], f"{name}: the C compiler ran after the warm-up runs: {after}"
+    report = model.report
+    assert "data-dependent sizes: split after 1 op(s)" in report, report
+    assert f"({1 if name == 'nonzero' else 0} compiled with a padded output" in report, report
+
+
+def test_nonzero_finds_nothing(tmp_path):
+    path = tmp_path / "nz.onnx"
+    onnx.save(ddm.nonzero(), path)
+    model, ref = lathe.compile(str(path), cache_dir=False), lathe.compile(str(path), backend="interp")
+    rng = np.random.default_rng(1)
+    for none in (True, False, True):
+        f = ddm.nonzero_feeds(rng, none=none)
+        got = model.run(f)
+        check(got, ref.run(f), f"none={none}")
+    assert got["nz"].shape == (2, 0) and got["y"].shape == (0,)
+
+
+def test_symbolic_batch_and_nonzero(tmp_path):
+    path = tmp_path / "nz_sym.onnx"
+    onnx.save(ddm.nonzero(batch="n"), path)
+    model, ref = lathe.compile(str(path), cache_dir=False), lathe.compile(str(path), backend="interp")
+    rng = np.random.default_rng(2)
+    for batch in (5, 9, 5, 3):
+        f = ddm.nonzero_feeds(rng, batch=batch)
+        check(model.run(f), ref.run(f), f"batch {batch}")
+
+
+def run_cli(*args):
+    return subprocess.run([LATHE, *map(str, args)], capture_output=True, text=True, timeout=600)
+
+
+def test_cli_each_and_artifact(tmp_path):
+    path = tmp_path / "nz.onnx"
+    onnx.save(ddm.nonzero(), path)
+    rng = np.random.default_rng(3)
+    files = []
+    for i in range(3):
+        files.append(tmp_path / f"in{i}.npz")
+        np.savez(files[-1], **ddm.nonzero_feeds(rng))
+    ref = lathe.compile(str(path), backend="interp")
+    out = tmp_path / "out"
+    r = run_cli("run", path, *sum((["--each", f] for f in files), []), "--output", out)
+    assert r.returncode == 0, r.stderr
+    for f in files:
+        with np.load(f) as z:
+            want = ref.run({"x": z["x"]})
+        with np.load(out / f"{f.stem}.npz") as z:
+            check({k: z[k] for k in z.files}, want, f.name)
+    art = tmp_path / "nz.lathe"
+    r = run_cli("compile", path, "--save", art)
+    assert r.returncode == 0, r.stderr
+    assert "data-dependent sizes" not in r.stdout  # an artifact carries no compiler for the rest
+    env = dict(os.environ, CC="/nonexistent/cc", PATH="/nonexistent")
+    r = subprocess.run([LATHE, "run", str(art), "--input", str(files[0]), "--output", str(tmp_path / "a.npz")],
+                       capture_output=True, text=True, timeout=600, env=env)
+    assert r.returncode == 0, r.stderr
+    with np.load(files[0]) as z:
+        want = ref.run({"x": z["x"]})
+    with np.load(tmp_path / "a.npz") as z:
+        check({k: z[k] for k in z.files}, want, "artifact")
