@@ -62,6 +62,7 @@ def test_sizes_from_data(name, tmp_path):
     report = model.report
     assert "data-dependent sizes: split after 1 op(s)" in report, report
     assert f"({1 if name == 'nonzero' else 0} compiled with a padded output" in report, report
+    assert "the rest after" in report and "buckets:" in report, report
 
 
 def test_nonzero_finds_nothing(tmp_path):

@@ -33,6 +33,7 @@ struct lathe_compiled {
     int n_plan_in;
     lt_plan_run_options run; /* the load options' seed and Loop limit, for every run */
     char *report;
+    char *report_base;  /* a plan with a rest (a split model): the compile's report, before the rest's */
     lt_artifact *art;   /* a .lathe artifact's bytes (the model lies in them), NULL for an ONNX file */
     /* Symbolic dims left unbound: one family (compile/family.h) hands out a plan per input shape,
      * sharing built modules; plan stays NULL, m is the model as bound (names and declared types). */
@@ -56,6 +57,7 @@ void lathe_compiled_free(lathe_compiled *c) {
     lt_mem_free(c->api_idx);
     lt_mem_free(c->names);
     lt_mem_free(c->report);
+    lt_mem_free(c->report_base);
     lt_mem_free(c);
 }
 
@@ -209,6 +211,13 @@ lathe_status lathe_compile(const char *path, const lathe_load_options *load, con
         goto fail;
     }
     c->report = b.s;
+    lt_strbuf rest = {0};
+    bool split = lt_plan_rest_print(c->plan, &rest);
+    lt_sb_free(&rest);
+    if (split && !(c->report_base = lt_mem_strdup(c->report))) {
+        lt_error(&ctx, LT_ERR_NOMEM, "out of memory (compile report)");
+        goto fail;
+    }
     lt_compile_report_free(&rep);
     lt_mem_free(given);
     *out = c;
@@ -327,6 +336,20 @@ static lt_status family_plan(lt_ctx *ctx, lathe_compiled *c, const lathe_tensor 
     return family_plan_at(ctx, c, ranks, dims, out);
 }
 
+/* A split model's report: the compile's, then what its rest compiled so far (after each run). */
+static void rest_report(lathe_compiled *c) {
+    if (!c->report_base) return;
+    lt_strbuf b = {0};
+    lt_sb_printf(&b, "%s", c->report_base);
+    lt_plan_rest_print(c->plan, &b);
+    if (b.failed || !b.s) {
+        lt_sb_free(&b);
+        return;
+    }
+    lt_mem_free(c->report);
+    c->report = b.s;
+}
+
 static void record_copies(lathe_compiled *c, const lt_plan *plan) {
     if (plan) lt_plan_last_copies(plan, &c->copies);
     else memset(&c->copies, 0, sizeof c->copies);
@@ -398,6 +421,7 @@ lathe_status lathe_compiled_run(lathe_compiled *c, const lathe_tensor *const *in
     if (c->fam && family_plan(&ctx, c, inputs, &plan) != LT_OK) goto done;
     lt_status rs = lt_plan_run(&ctx, plan, &c->run, in, outs);
     record_copies(c, plan);
+    rest_report(c);
     if (rs != LT_OK) goto done;
     lt_api_hand_outputs(&ctx, g, outs, outputs);
 done:

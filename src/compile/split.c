@@ -37,6 +37,7 @@ struct lt_split {
     rest_out *outs;
     lt_model *model;      /* the rest model as loaded, the family's (made at the first run) */
     lt_family *fam;
+    char first[256];      /* the first data-dependent node, for reports */
 };
 
 /* ---- classifying ---- */
@@ -347,7 +348,10 @@ lt_status lt_split_graph(lt_ctx *ctx, lt_model *m, const lt_compile_options *opt
     if (s == LT_OK && build_rest) s = write_rest(ctx, m, &c, sp);
     if (s == LT_OK) s = rest_options(ctx, opt, sp);
     r->n_split_frontier = c.n_frontier, r->n_split_padded = c.n_padded, r->n_rest_nodes = c.n_rest;
-    if (s == LT_OK) lt_node_label(c.first, r->split_first, sizeof r->split_first);
+    if (s == LT_OK) {
+        lt_node_label(c.first, r->split_first, sizeof r->split_first);
+        snprintf(sp->first, sizeof sp->first, "%s", r->split_first);
+    }
     if (s == LT_OK) s = rewrite(ctx, m, &c, sp);
     cut_free(&c);
     if (s != LT_OK) {
@@ -435,7 +439,14 @@ void lt_split_free(lt_split *sp) {
 
 static void rest_free(void *user) { lt_split_free(user); }
 
+static void rest_print(void *user, lt_strbuf *out) {
+    const lt_split *sp = user;
+    lt_sb_printf(out, "the rest after %s, compiled at run time for the sizes the data gives: ", sp->first);
+    if (sp->fam) lt_family_print(sp->fam, out);
+    else lt_sb_printf(out, "%s\n", sp->n_model_out ? "not run yet" : "nothing to compile (the outputs are views)");
+}
+
 void lt_split_attach(lt_split *sp, lt_plan *p) {
-    lt_plan_rest rest = {.user = sp, .run = rest_run, .free = rest_free};
+    lt_plan_rest rest = {.user = sp, .run = rest_run, .free = rest_free, .print = rest_print};
     lt_plan_set_rest(p, &rest);
 }

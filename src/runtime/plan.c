@@ -745,6 +745,12 @@ lt_status lt_plan_build(lt_ctx *ctx, const lt_plan_build_args *a, lt_plan **out)
 
 void lt_plan_set_rest(lt_plan *p, const lt_plan_rest *rest) { p->rest = *rest; }
 
+bool lt_plan_rest_print(const lt_plan *p, lt_strbuf *out) {
+    if (!p || !p->rest.print) return false;
+    p->rest.print(p->rest.user, out);
+    return true;
+}
+
 void lt_plan_free(lt_plan *p) {
     if (!p) return;
     if (p->rest.free) p->rest.free(p->rest.user);

@@ -285,8 +285,11 @@ typedef struct lt_plan_rest {
     lt_status (*run)(void *user, lt_ctx *ctx, const lt_plan_run_options *opt, lt_datum *const *in, int n_in,
                      lt_datum **out, int n_out);
     void (*free)(void *user);
+    void (*print)(void *user, lt_strbuf *out); /* what it compiled so far, for reports */
 } lt_plan_rest;
 void lt_plan_set_rest(lt_plan *p, const lt_plan_rest *rest);
+/* Append the rest's report (nothing, false, when the plan has no rest). */
+bool lt_plan_rest_print(const lt_plan *p, lt_strbuf *out);
 
 /* Number of host steps; the first one (for "export needs no host steps" messages), or NULL. */
 const lt_plan_step *lt_plan_first_host(const lt_plan *p);

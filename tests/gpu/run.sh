@@ -10,7 +10,7 @@
 # machine is reported and skipped, never fatal.
 #
 # usage: tests/gpu/run.sh [PHASE...]       PHASE: env build unit conformance models hostile idioms indices
-#                                          artifact symbolic dlpack bench bench_models summary
+#                                          artifact symbolic data_dependent dlpack bench bench_models summary
 #                                          (default: all of them, in that order)
 # Each phase writes its rows to $BUILD/gpu_summary.<phase>.txt (replacing its previous ones), so phases
 # run in separate invocations (each under 10 minutes on an H100: build ~1-2 min, unit ~2 min, bench
@@ -29,7 +29,7 @@ case "$BUILD" in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 4)}
 export LATHE_CUDA_CACHE=${LATHE_CUDA_CACHE:-$BUILD/cuda-cache}
 SUMMARY=/dev/null # set per phase: $BUILD/gpu_summary.<phase>.txt
-PHASES=(env build unit conformance models hostile idioms indices artifact symbolic dlpack bench bench_models)
+PHASES=(env build unit conformance models hostile idioms indices artifact symbolic data_dependent dlpack bench bench_models)
 PY=${PYTHON:-python3}
 mkdir -p "$BUILD"
 # NVRTC off the loader path (a toolkit not in ld.so.conf, or pip's nvidia-cuda-nvrtc): tell lathe
@@ -191,6 +191,11 @@ phase_symbolic() {
     gpu_script "symbolic dims (cuda)" symbolic_cuda.py
 }
 
+phase_data_dependent() {
+    echo "== models whose sizes depend on the data, split and compiled on the GPU, against the interpreter"
+    gpu_script "data-dependent sizes (cuda)" data_dependent_cuda.py
+}
+
 phase_dlpack() {
     echo "== GPU tensors in and out (torch CUDA tensors, IO binding, DLPack) with no host copy, against the CPU"
     gpu_script "dlpack (cuda)" dlpack_cuda.py torch
@@ -238,7 +243,7 @@ phases=("$@")
 [ ${#phases[@]} -eq 0 ] && phases=("${PHASES[@]}" summary)
 for p in "${phases[@]}"; do
     case "$p" in
-    env | build | unit | conformance | models | hostile | idioms | indices | artifact | symbolic | dlpack | bench | bench_models)
+    env | build | unit | conformance | models | hostile | idioms | indices | artifact | symbolic | data_dependent | dlpack | bench | bench_models)
         SUMMARY=$BUILD/gpu_summary.$p.txt
         : >"$SUMMARY"
         "phase_$p" || { [ "$p" = build ] && phase_summary && exit 1; } ;;
