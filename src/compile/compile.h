@@ -64,6 +64,8 @@ typedef struct lt_compile_options {
                                  * wgmma GEMM entries too). NULL: the device's own (sm_90a on Hopper);
                                  * with emit_only and no device, entries that run on any target */
     bool no_graphs;             /* device backends: launch kernels one by one, no captured graph */
+    bool no_split;              /* data-dependent ops and every node after them stay host steps (no
+                                 * split stage: src/compile/split.h) */
     bool shape_generic;         /* compiled once for many shapes (set by compile/family.c): schedules
                                  * whose code does not change with a size (lt_lower_options) */
     /* The plan's workspace from the caller (lt_plan_build_args.workspace); NULL: its own. */

@@ -322,7 +322,7 @@ static lt_status rewrite(lt_ctx *ctx, lt_model *m, const cut *c, lt_split *sp) {
 lt_status lt_split_graph(lt_ctx *ctx, lt_model *m, const lt_compile_options *opt, bool build_rest,
                          lt_compile_report *r, lt_split **out) {
     *out = NULL;
-    if (opt->all_host || opt->save_prebuilt || opt->prebuilt || !m->graph) return LT_OK;
+    if (opt->no_split || opt->all_host || opt->save_prebuilt || opt->prebuilt || !m->graph) return LT_OK;
     cut c = {0};
     bool found = false;
     lt_status s = find_cut(ctx, m->graph, &c, &found);
@@ -370,7 +370,7 @@ static lt_status rest_load(void *user, lt_ctx *ctx, lt_model **out) {
 }
 
 static lt_status rest_run(void *user, lt_ctx *ctx, const lt_plan_run_options *ro, lt_datum *const *in, int n_in,
-                          lt_datum **out, int n_out) {
+                          lt_datum **out, int n_out, lt_plan_copies *copies) {
     lt_split *sp = user;
     if (n_out != sp->n_out || !sp->bytes)
         return lt_error(ctx, LT_ERR_INTERNAL, "the rest of a split model: %d outputs, %d expected", n_out, sp->n_out);
@@ -413,7 +413,12 @@ static lt_status rest_run(void *user, lt_ctx *ctx, const lt_plan_run_options *ro
     }
     lt_plan *plan = NULL;
     if (s == LT_OK && sp->n_model_out > 0) s = lt_family_plan(ctx, sp->fam, n, ranks, dims, &plan);
-    if (s == LT_OK && plan) s = lt_plan_run(ctx, plan, ro, tin, tout);
+    if (s == LT_OK && plan) {
+        s = lt_plan_run(ctx, plan, ro, tin, tout);
+        lt_plan_copies cp;
+        lt_plan_last_copies(plan, &cp);
+        for (int d = 0; d < 3; d++) copies->n[d] += cp.n[d], copies->bytes[d] += cp.bytes[d];
+    }
     for (int k = 0; k < n_out && s == LT_OK; k++) {
         const rest_out *o = &sp->outs[k];
         out[k] = o->model_out >= 0 ? tout[o->model_out] : lt_datum_retain(tin[o->view_of]);

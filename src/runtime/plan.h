@@ -279,11 +279,13 @@ int lt_plan_input_slot(const lt_plan *p, int i);
 int lt_plan_output_slot(const lt_plan *p, int k);
 /* The rest of a model split at its data-dependent ops (src/compile/split.h): the plan's
  * DataDependentRest step calls run with the step's input datums (host memory) and fills its outputs
- * (new references); free runs with lt_plan_free. Set once, after the plan is built. */
+ * (new references), adding the copies its own plan made to *copies; free runs with lt_plan_free.
+ * Set once, after the plan is built. */
+typedef struct lt_plan_copies lt_plan_copies;
 typedef struct lt_plan_rest {
     void *user;
     lt_status (*run)(void *user, lt_ctx *ctx, const lt_plan_run_options *opt, lt_datum *const *in, int n_in,
-                     lt_datum **out, int n_out);
+                     lt_datum **out, int n_out, lt_plan_copies *copies);
     void (*free)(void *user);
     void (*print)(void *user, lt_strbuf *out); /* what it compiled so far, for reports */
 } lt_plan_rest;
