@@ -60,6 +60,7 @@ int cli_compile_opt(const char *cmd, int argc, char **argv, int *i, cli_compile_
         {"--all-host", offsetof(lt_compile_options, all_host)},
         {"--strict", offsetof(lt_compile_options, strict)},
         {"--no-graphs", offsetof(lt_compile_options, no_graphs)},
+        {"--no-split", offsetof(lt_compile_options, no_split)},
     };
     for (size_t k = 0; k < sizeof flags / sizeof *flags; k++)
         if (strcmp(a, flags[k].name) == 0) {
