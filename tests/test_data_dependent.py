@@ -132,3 +132,23 @@ def test_cli_artifact(tmp_path):
         want = ref.run({"x": z["x"]})
     with np.load(tmp_path / "a.npz") as z:
         check({k: z[k] for k in z.files}, want, "artifact")
+
+
+def test_cli_no_split(tmp_path):
+    """--no-split keeps NonZero and what follows as host steps; the outputs are the same."""
+    path = tmp_path / "nz.onnx"
+    onnx.save(ddm.nonzero(), path)
+    inp = tmp_path / "in.npz"
+    np.savez(inp, **ddm.nonzero_feeds(np.random.default_rng(5)))
+    split, host = run_cli("compile", path), run_cli("compile", path, "--no-split")
+    assert split.returncode == 0 and host.returncode == 0, split.stderr + host.stderr
+    assert "data-dependent sizes: split after 1 op(s) (1 compiled" in split.stdout, split.stdout
+    assert "data-dependent sizes" not in host.stdout, host.stdout
+    outs = []
+    for flags in ([], ["--no-split"]):
+        out = tmp_path / f"o{len(outs)}.npz"
+        r = run_cli("run", path, "--input", inp, "--output", out, *flags)
+        assert r.returncode == 0, r.stderr
+        with np.load(out) as z:
+            outs.append({k: z[k] for k in z.files})
+    check(outs[0], outs[1], "--no-split")
