@@ -42,6 +42,8 @@
 
 /* A module built once, kept with the model it was built from, loaded later with no compiler: what a
  * .lathe artifact carries (src/compile/artifact.h). */
+typedef struct lt_rest_cache lt_rest_cache; /* src/compile/split.h */
+
 typedef struct lt_prebuilt {
     char source_sha256[65];     /* hex SHA-256 of the emitted translation unit ("" source: no kernels) */
     char image_sha256[65];      /* hex SHA-256 of image */
@@ -66,6 +68,9 @@ typedef struct lt_compile_options {
     bool no_graphs;             /* device backends: launch kernels one by one, no captured graph */
     bool no_split;              /* data-dependent ops and every node after them stay host steps (no
                                  * split stage: src/compile/split.h) */
+    struct lt_rest_cache *rest_cache; /* a family's: split plans share their rest (split.h); NULL: none */
+    const int64_t *symbolic_sizes; /* a family's compile: the sizes its symbolic dims have now */
+    int n_symbolic_sizes;
     bool shape_generic;         /* compiled once for many shapes (set by compile/family.c): schedules
                                  * whose code does not change with a size (lt_lower_options) */
     /* The plan's workspace from the caller (lt_plan_build_args.workspace); NULL: its own. */

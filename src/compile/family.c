@@ -7,6 +7,7 @@
  * built from the emitted source; module_built keeps a new one.
  */
 #include "family.h"
+#include "split.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -105,6 +106,7 @@ struct lt_family {
     const int *cur_ranks;
     const int64_t *const *cur_dims;
     int cur_bucket;
+    lt_rest_cache *rests; /* the rest models its plans split off (src/compile/split.h), shared */
 };
 
 const lt_model *lt_family_model(const lt_family *f) { return f->model; }
@@ -381,6 +383,12 @@ static lt_status compile_at(lt_ctx *ctx, lt_family *f, const int *ranks, const i
     lt_compile_options co = f->o.compile;
     co.given_inputs = f->given;
     co.shape_generic = true;
+    co.rest_cache = f->rests;
+    int64_t sizes[64];
+    co.symbolic_sizes = sizes, co.n_symbolic_sizes = 0;
+    for (int i = 0; i < f->n_in; i++)
+        for (int a = 0; a < ranks[i] && co.n_symbolic_sizes < 64; a++)
+            if (declared(f, i, a).value < 0) sizes[co.n_symbolic_sizes++] = dims[i][a];
     lt_strbuf src = {0};
     bool count_source = f->o.compile.emit_only && !probe; /* its hash stands for the module */
     co.emit_source = count_source ? &src : NULL;
@@ -431,7 +439,7 @@ lt_status lt_family_new(lt_ctx *ctx, const lt_family_options *o, lt_family **out
     lt_arena_init(&f->probe_arena);
     for (int q = 0; q < N_PROBES; q++) f->probe_n[q] = -1;
     f->model = o->model;
-    lt_status s = LT_OK;
+    lt_status s = (f->rests = lt_rest_cache_new()) ? LT_OK : lt_error(ctx, LT_ERR_NOMEM, "out of memory (model family)");
     const lt_graph *g = f->model->graph;
     if (s == LT_OK) {
         f->in_idx = lt_calloc(ctx, (size_t)g->n_inputs + 1, sizeof *f->in_idx, "model family");
@@ -503,6 +511,7 @@ static lt_status workspace(void *user, lt_ctx *ctx, int64_t bytes, void **out) {
 void lt_family_free(lt_family *f) {
     if (!f) return;
     drop_plans(f);
+    lt_rest_cache_free(f->rests); /* after the plans that hold its rests */
     if (f->ws) f->backend->vt->free(f->backend, f->ws);
     lt_mem_free(f->plans);
     for (int i = 0; i < f->n_mods; i++)

@@ -7,6 +7,7 @@
 #include "split.h"
 
 #include "family.h"
+#include "../base/hash.h"
 #include "../onnx/onnx.h"
 #include "../onnx/onnx_writer.h"
 #include "../passes/mutate.h"
@@ -27,18 +28,50 @@ typedef struct rest_out { /* one output of the DataDependentRest node */
     int view_of;          /* a padded NonZero output the graph returns: this rest model input */
 } rest_out;
 
-struct lt_split {
-    lt_arena arena;
+/* The rest model and its family: one per split plan, or shared by the plans of a family whose shapes
+ * split alike (lt_rest_cache: the same model bytes). */
+typedef struct rest_model {
+    int refs;
+    char sha[65];         /* of bytes */
     uint8_t *bytes;       /* the rest model (ONNX) */
     size_t size;
+    lt_arena arena;       /* the options' strings */
     lt_compile_options opt;
+    lt_model *model;      /* as loaded, the family's (made at the first run) */
+    lt_family *fam;
+} rest_model;
+
+struct lt_rest_cache {
+    rest_model **v;
+    int n, cap;
+};
+
+struct lt_split {
+    lt_arena arena;
     int n_in, n_out, n_model_out;
     rest_in *ins;
     rest_out *outs;
-    lt_model *model;      /* the rest model as loaded, the family's (made at the first run) */
-    lt_family *fam;
+    rest_model *rm;       /* NULL: the rest model was not written (a compile that builds no plan) */
     char first[256];      /* the first data-dependent node, for reports */
 };
+
+static void rest_release(rest_model *rm) {
+    if (!rm || --rm->refs > 0) return;
+    lt_family_free(rm->fam);
+    lt_model_free(rm->model);
+    lt_mem_free(rm->bytes);
+    lt_arena_free(&rm->arena);
+    lt_mem_free(rm);
+}
+
+lt_rest_cache *lt_rest_cache_new(void) { return lt_mem_calloc(1, sizeof(lt_rest_cache)); }
+
+void lt_rest_cache_free(lt_rest_cache *c) {
+    if (!c) return;
+    for (int i = 0; i < c->n; i++) rest_release(c->v[i]);
+    lt_mem_free(c->v);
+    lt_mem_free(c);
+}
 
 /* ---- classifying ---- */
 
@@ -208,26 +241,40 @@ none:
 
 /* ---- the rest model ---- */
 
-/* A rest model input: v's name, its type with each size the data decides an unnamed symbolic dim.
- * Unnamed: the family probes unnamed dims of one size together, so sizes one op gives several
- * outputs (Unique's values and counts, TopK's values and indices) move alike in its probes, and
- * nothing requires them to agree (a Split by computed sizes gives outputs of different sizes). */
-static lt_status input_clone(lt_ctx *ctx, lt_arena *a, const cut *c, lt_value *v, lt_value **out) {
+/* A rest model input (or output): v's name, its type with each size the data decides an unnamed
+ * symbolic dim; in a family's compile also each dim whose size is one of its symbolic dims' (outputs:
+ * every dim), so the plans of its input shapes write the same rest model and share it
+ * (lt_rest_cache) unless a size is derived (a flattened batch) or equal to a static one by chance.
+ * Sizes 0 and 1 stay: the family gives them plans of their own anyway. Unnamed: the family probes
+ * unnamed dims of one size together, so sizes one op gives several outputs (Unique's values and
+ * counts, TopK's values and indices) move alike in its probes, and nothing requires them to agree (a
+ * Split by computed sizes gives outputs of different sizes). */
+static bool symbolic_size(const lt_compile_options *o, int64_t v) {
+    for (int i = 0; v > 1 && i < o->n_symbolic_sizes; i++)
+        if (o->symbolic_sizes[i] == v) return true;
+    return false;
+}
+
+static lt_status value_clone(lt_ctx *ctx, lt_arena *a, const cut *c, const lt_compile_options *o, lt_value *v,
+                             bool input, lt_value **out) {
     lt_value *cl = lt_arena_alloc(a, sizeof *cl);
     if (!cl) return lt_error(ctx, LT_ERR_NOMEM, "out of memory (split)");
     memset(cl, 0, sizeof *cl);
     cl->name = v->name;
-    cl->is_input = true;
+    cl->is_input = input, cl->is_output = !input;
     LT_TRY(lt_type_copy(ctx, a, &cl->type, &v->type));
-    for (int d = 0; d < cl->type.rank; d++)
-        if (c->vclass[v->id] == V_PADDED ? d == 1 : cl->type.dims[d].value < 0) cl->type.dims[d] = (lt_dim){-1, NULL};
+    for (int d = 0; d < cl->type.rank; d++) {
+        int64_t size = cl->type.dims[d].value;
+        bool data = input && c->vclass[v->id] == V_PADDED ? d == 1 : size < 0;
+        if (data || (o->shape_generic && (!input || symbolic_size(o, size)))) cl->type.dims[d] = (lt_dim){-1, NULL};
+    }
     *out = cl;
     return LT_OK;
 }
 
-static lt_status write_rest(lt_ctx *ctx, const lt_model *m, const cut *c, lt_split *sp) {
+static lt_status write_rest(lt_ctx *ctx, const lt_model *m, const cut *c, const lt_compile_options *o, rest_model *rm) {
     const lt_graph *g = c->g;
-    lt_arena *a = &sp->arena;
+    lt_arena *a = &rm->arena;
     lt_graph tg = {.name = "rest", .n_inputs = c->n_in, .n_outputs = c->n_model_out};
     lt_model tm = *m;
     tm.graph = &tg;
@@ -236,21 +283,25 @@ static lt_status write_rest(lt_ctx *ctx, const lt_model *m, const cut *c, lt_spl
     tg.values = lt_arena_alloc(a, ((size_t)c->n_in + (size_t)c->n_inits + 1) * sizeof *tg.values);
     tg.nodes = lt_arena_alloc(a, ((size_t)c->n_rest + 1) * sizeof *tg.nodes);
     if (!tg.inputs || !tg.values || !tg.nodes) return lt_error(ctx, LT_ERR_NOMEM, "out of memory (split)");
+    tg.outputs = lt_arena_alloc(a, ((size_t)c->n_model_out + 1) * sizeof *tg.outputs);
+    if (!tg.outputs) return lt_error(ctx, LT_ERR_NOMEM, "out of memory (split)");
     for (int i = 0; i < c->n_in; i++) {
-        LT_TRY(input_clone(ctx, a, c, c->in[i], &tg.inputs[i]));
+        LT_TRY(value_clone(ctx, a, c, o, c->in[i], true, &tg.inputs[i]));
         tg.values[tg.n_values++] = tg.inputs[i];
     }
+    for (int i = 0; i < c->n_model_out; i++) LT_TRY(value_clone(ctx, a, c, o, c->outs[i], false, &tg.outputs[i]));
     for (int i = 0; i < c->n_inits; i++) tg.values[tg.n_values++] = c->inits[i];
     for (int i = 0; i < g->n_nodes; i++)
         if (c->rest[i]) tg.nodes[tg.n_nodes++] = g->nodes[i];
-    tg.outputs = c->outs;
-    return lt_onnx_write_model(ctx, &tm, &sp->bytes, &sp->size);
+    LT_TRY(lt_onnx_write_model(ctx, &tm, &rm->bytes, &rm->size));
+    lt_sha256_hex(rm->bytes, rm->size, rm->sha);
+    return LT_OK;
 }
 
 /* The compile options of the rest's family: the outer compile's target and code generation, none of
  * its dumps, hooks or artifact options; strings copied. */
-static lt_status rest_options(lt_ctx *ctx, const lt_compile_options *o, lt_split *sp) {
-    lt_compile_options *r = &sp->opt;
+static lt_status rest_options(lt_ctx *ctx, const lt_compile_options *o, rest_model *rm) {
+    lt_compile_options *r = &rm->opt;
     lt_compile_options_init(r);
     r->opt_level = o->opt_level, r->cc_timeout_s = o->cc_timeout_s, r->threads = o->threads, r->device = o->device;
     r->no_graphs = o->no_graphs, r->no_fusion = o->no_fusion, r->no_epilogues = o->no_epilogues;
@@ -259,7 +310,7 @@ static lt_status rest_options(lt_ctx *ctx, const lt_compile_options *o, lt_split
     const char *const src[] = {o->backend, o->cache_dir, o->cc, o->extra_cflags, o->nvrtc, o->arch, o->disable, o->enable};
     const char **dst[] = {&r->backend, &r->cache_dir, &r->cc, &r->extra_cflags, &r->nvrtc, &r->arch, &r->disable, &r->enable};
     for (size_t i = 0; i < sizeof src / sizeof *src; i++)
-        if (src[i] && !(*dst[i] = lt_arena_strdup(&sp->arena, src[i]))) return lt_error(ctx, LT_ERR_NOMEM, "out of memory (split)");
+        if (src[i] && !(*dst[i] = lt_arena_strdup(&rm->arena, src[i]))) return lt_error(ctx, LT_ERR_NOMEM, "out of memory (split)");
     return LT_OK;
 }
 
@@ -319,6 +370,41 @@ static lt_status rewrite(lt_ctx *ctx, lt_model *m, const cut *c, lt_split *sp) {
     return s == LT_ERR_NOMEM && !ctx->msg[0] ? lt_error(ctx, s, "out of memory (split)") : s;
 }
 
+/* The rest model of this cut: written, then the cache's when it holds the same bytes. */
+static lt_status make_rest(lt_ctx *ctx, const lt_model *m, const lt_compile_options *opt, const cut *c,
+                           rest_model **out) {
+    rest_model *rm = lt_calloc(ctx, 1, sizeof *rm, "split");
+    if (!rm) return LT_ERR_NOMEM;
+    rm->refs = 1;
+    lt_arena_init(&rm->arena);
+    lt_status s = write_rest(ctx, m, c, opt, rm);
+    if (s == LT_OK) s = rest_options(ctx, opt, rm);
+    lt_rest_cache *cache = opt->rest_cache;
+    for (int i = 0; s == LT_OK && cache && i < cache->n; i++)
+        if (!strcmp(cache->v[i]->sha, rm->sha) && cache->v[i]->size == rm->size) {
+            rest_release(rm);
+            *out = cache->v[i];
+            (*out)->refs++;
+            return LT_OK;
+        }
+    if (s == LT_OK && cache && cache->n == cache->cap) {
+        int cap = cache->cap ? 2 * cache->cap : 4;
+        rest_model **nv = lt_mem_realloc(cache->v, (size_t)cap * sizeof *nv);
+        if (nv) cache->v = nv, cache->cap = cap;
+        else s = lt_error(ctx, LT_ERR_NOMEM, "out of memory (split)");
+    }
+    if (s != LT_OK) {
+        rest_release(rm);
+        return s;
+    }
+    if (cache) {
+        cache->v[cache->n++] = rm;
+        rm->refs++;
+    }
+    *out = rm;
+    return LT_OK;
+}
+
 lt_status lt_split_graph(lt_ctx *ctx, lt_model *m, const lt_compile_options *opt, bool build_rest,
                          lt_compile_report *r, lt_split **out) {
     *out = NULL;
@@ -345,8 +431,7 @@ lt_status lt_split_graph(lt_ctx *ctx, lt_model *m, const lt_compile_options *opt
         for (int i = 0; k >= c.n_model_out && i < c.n_in; i++)
             if (c.in[i] == c.outs[k]) sp->outs[k].view_of = i;
     }
-    if (s == LT_OK && build_rest) s = write_rest(ctx, m, &c, sp);
-    if (s == LT_OK) s = rest_options(ctx, opt, sp);
+    if (s == LT_OK && build_rest) s = make_rest(ctx, m, opt, &c, &sp->rm);
     r->n_split_frontier = c.n_frontier, r->n_split_padded = c.n_padded, r->n_rest_nodes = c.n_rest;
     if (s == LT_OK) {
         lt_node_label(c.first, r->split_first, sizeof r->split_first);
@@ -365,19 +450,20 @@ lt_status lt_split_graph(lt_ctx *ctx, lt_model *m, const lt_compile_options *opt
 /* ---- running the rest ---- */
 
 static lt_status rest_load(void *user, lt_ctx *ctx, lt_model **out) {
-    const lt_split *sp = user;
-    return lt_onnx_load_memory(ctx, sp->bytes, sp->size, NULL, NULL, out);
+    const rest_model *rm = user;
+    return lt_onnx_load_memory(ctx, rm->bytes, rm->size, NULL, NULL, out);
 }
 
 static lt_status rest_run(void *user, lt_ctx *ctx, const lt_plan_run_options *ro, lt_datum *const *in, int n_in,
                           lt_datum **out, int n_out, lt_plan_copies *copies) {
     lt_split *sp = user;
-    if (n_out != sp->n_out || !sp->bytes)
+    rest_model *rm = sp->rm;
+    if (n_out != sp->n_out || !rm)
         return lt_error(ctx, LT_ERR_INTERNAL, "the rest of a split model: %d outputs, %d expected", n_out, sp->n_out);
-    if (!sp->fam && sp->n_model_out > 0) {
-        LT_TRY(rest_load(sp, ctx, &sp->model));
-        lt_family_options fo = {.compile = sp->opt, .model = sp->model, .load = rest_load, .load_user = sp};
-        LT_TRY(lt_family_new(ctx, &fo, &sp->fam));
+    if (!rm->fam && sp->n_model_out > 0) {
+        if (!rm->model) LT_TRY(rest_load(rm, ctx, &rm->model));
+        lt_family_options fo = {.compile = rm->opt, .model = rm->model, .load = rest_load, .load_user = rm};
+        LT_TRY(lt_family_new(ctx, &fo, &rm->fam));
     }
     int n = sp->n_in;
     lt_datum **tin = lt_calloc(ctx, (size_t)n + 1, sizeof *tin, "rest inputs");
@@ -412,7 +498,7 @@ static lt_status rest_run(void *user, lt_ctx *ctx, const lt_plan_run_options *ro
         if (s == LT_OK) ranks[i] = tin[i]->tensor->rank, dims[i] = tin[i]->tensor->dims;
     }
     lt_plan *plan = NULL;
-    if (s == LT_OK && sp->n_model_out > 0) s = lt_family_plan(ctx, sp->fam, n, ranks, dims, &plan);
+    if (s == LT_OK && sp->n_model_out > 0) s = lt_family_plan(ctx, rm->fam, n, ranks, dims, &plan);
     if (s == LT_OK && plan) {
         s = lt_plan_run(ctx, plan, ro, tin, tout);
         lt_plan_copies cp;
@@ -435,9 +521,7 @@ static lt_status rest_run(void *user, lt_ctx *ctx, const lt_plan_run_options *ro
 
 void lt_split_free(lt_split *sp) {
     if (!sp) return;
-    lt_family_free(sp->fam);
-    lt_model_free(sp->model);
-    lt_mem_free(sp->bytes);
+    rest_release(sp->rm);
     lt_arena_free(&sp->arena);
     lt_mem_free(sp);
 }
@@ -447,7 +531,7 @@ static void rest_free(void *user) { lt_split_free(user); }
 static void rest_print(void *user, lt_strbuf *out) {
     const lt_split *sp = user;
     lt_sb_printf(out, "the rest after %s, compiled at run time for the sizes the data gives: ", sp->first);
-    if (sp->fam) lt_family_print(sp->fam, out);
+    if (sp->rm && sp->rm->fam) lt_family_print(sp->rm->fam, out);
     else lt_sb_printf(out, "%s\n", sp->n_model_out ? "not run yet" : "nothing to compile (the outputs are views)");
 }
 

@@ -24,7 +24,8 @@
  * Not split: compiles that save or load an artifact (a .lathe holds no compiler for the rest: its
  * data-dependent ops and what follows stay host steps), all_host compiles, a rest that would read a
  * value that is not a tensor of known dtype and rank.
- * Entry points: lt_split_graph (the stage), lt_split_attach (the rest to the plan), lt_split_free.
+ * Entry points: lt_split_graph (the stage), lt_split_attach (the rest to the plan), lt_split_free,
+ * lt_rest_cache_new / lt_rest_cache_free (rests shared by a family's plans).
  */
 #ifndef LT_SPLIT_H
 #define LT_SPLIT_H
@@ -32,6 +33,14 @@
 #include "compile.h"
 
 typedef struct lt_split lt_split;
+
+/* The rest models of one family's plans (src/compile/family.c sets lt_compile_options.rest_cache):
+ * compiled for every shape, a split writes the dims of the rest model's inputs that have the sizes of
+ * the family's symbolic dims (lt_compile_options.symbolic_sizes), and every dim of its outputs, as
+ * symbolic dims, so the plans of the input shapes write the same model; the cache hands them one
+ * rest model and its family (found by the model's SHA-256), compiled once. */
+lt_rest_cache *lt_rest_cache_new(void); /* NULL: out of memory */
+void lt_rest_cache_free(lt_rest_cache *c); /* after the plans that use it */
 
 /* Split the main graph of m (after the passes) when it has data-dependent ops. *out: NULL when the
  * graph is left as it is, else the rest, to attach to the plan (or free). build_rest false: the
