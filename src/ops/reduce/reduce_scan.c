@@ -181,10 +181,18 @@ lt_status lt_red_eval_topk(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datu
     int64_t odims[LT_MAX_RANK];
     memcpy(odims, x->dims, (size_t)x->rank * sizeof *odims);
     odims[axis] = k;
-    lt_tensor *yv, *yi;
+    lt_tensor *yv, *yi, *own_i = NULL; /* indices: the second output, or scratch when it is omitted */
     LT_TRY(lt_out_new(ev, n, out, 0, x->dtype, x->rank, odims, &yv));
-    LT_TRY(lt_out_new(ev, n, out, 1, LT_INT64, x->rank, odims, &yi));
-    if (yv->numel == 0) return LT_OK;
+    if (n->n_out > 1) {
+        LT_TRY(lt_out_new(ev, n, out, 1, LT_INT64, x->rank, odims, &yi));
+    } else {
+        LT_TRY(lt_tensor_new(ev->ctx, LT_INT64, x->rank, odims, &own_i));
+        yi = own_i;
+    }
+    if (yv->numel == 0) {
+        lt_tensor_release(own_i);
+        return LT_OK;
+    }
     /* Per slice: keys loaded once, positions sorted. */
     int64_t *idx = lt_calloc(ev->ctx, (size_t)len, sizeof *idx, "TopK scratch");
     int64_t *tmp = lt_calloc(ev->ctx, (size_t)len, sizeof *tmp, "TopK scratch");
@@ -193,6 +201,7 @@ lt_status lt_red_eval_topk(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datu
         lt_mem_free(idx);
         lt_mem_free(tmp);
         lt_mem_free(keys);
+        lt_tensor_release(own_i);
         return LT_ERR_NOMEM;
     }
     topk_keys tk = {cls == LT_DC_FLOAT ? 0 : cls == LT_DC_SINT ? 1 : 2, keys, keys, keys, largest};
@@ -218,6 +227,7 @@ lt_status lt_red_eval_topk(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datu
     lt_mem_free(idx);
     lt_mem_free(tmp);
     lt_mem_free(keys);
+    lt_tensor_release(own_i);
     return LT_OK;
 }
 
