@@ -62,7 +62,7 @@ def test_sizes_from_data(name, tmp_path):
     assert after[-1] == after[3], f"{name}: the C compiler ran after the warm-up runs: {after}"
     report = model.report
     assert "data-dependent sizes: split after 1 op(s)" in report, report
-    assert f"({1 if name == 'nonzero' else 0} compiled with a padded output" in report, report
+    assert f"({1 if name in ('nonzero', 'topk') else 0} compiled with a padded output" in report, report
     assert "the rest after" in report and "buckets:" in report, report
 
 
@@ -162,3 +162,41 @@ def test_cli_no_split(tmp_path):
         with np.load(out) as z:
             outs.append({k: z[k] for k in z.files})
     check(outs[0], outs[1], "--no-split")
+
+
+def topk_model(axis, largest, dtype, values_only=False):
+    from onnx import TensorProto as T, helper as h
+    tt = {np.float32: T.FLOAT, np.int32: T.INT32}[dtype]
+    outs = ["v"] if values_only else ["v", "i"]
+    nodes = [h.make_node("TopK", ["x", "k"], outs, axis=axis, largest=largest),
+             h.make_node("Cast", ["v"], ["vf"], to=T.FLOAT), h.make_node("Neg", ["vf"], ["y"])]
+    outputs = [h.make_tensor_value_info("y", T.FLOAT, None)]
+    if not values_only:
+        outputs.append(h.make_tensor_value_info("i", T.INT64, None))
+    g = h.make_graph(nodes, "tk", [h.make_tensor_value_info("x", tt, [3, 7, 4]), h.make_tensor_value_info("k", T.INT64, [1])],
+                     outputs)
+    return h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
+
+
+@pytest.mark.parametrize("axis,largest,dtype,values_only", [(1, 1, np.float32, False), (-1, 0, np.int32, False),
+                                                           (0, 1, np.float32, True)])
+def test_topk_runtime_k(axis, largest, dtype, values_only, tmp_path):
+    """TopK with k given at run time compiles (TopKPadded): every k from 0 to the axis length, NaNs and
+    ties included, equals the interpreter; a k out of range is refused naming the node."""
+    path = tmp_path / "tk.onnx"
+    onnx.save(topk_model(axis, largest, dtype, values_only), path)
+    model, ref = lathe.compile(str(path), cache_dir=False), lathe.compile(str(path), backend="interp")
+    assert "(1 compiled with a padded output" in model.report, model.report
+    rng = np.random.default_rng(9)
+    length = (3, 7, 4)[axis]
+    for k in list(range(length + 1)) + [length // 2]:
+        x = (rng.integers(-3, 4, (3, 7, 4)) if dtype == np.int32 else rng.standard_normal((3, 7, 4))).astype(dtype)
+        if dtype == np.float32:
+            x[0, 1, 2] = np.nan
+            x[1, 2, 3] = x[1, 3, 3]  # a tie
+        f = {"x": x, "k": np.array([k], np.int64)}
+        check(model.run(f), ref.run(f), f"k={k}")
+    for bad in (length + 1, -1):
+        with pytest.raises(lathe.LatheError) as e:
+            model.run({"x": np.zeros((3, 7, 4), dtype), "k": np.array([bad], np.int64)})
+        assert "TopK" in str(e.value) and str(bad) in str(e.value), str(e.value)

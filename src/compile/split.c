@@ -21,6 +21,8 @@ enum { V_HEAD, V_REST, V_PADDED, V_FRONTIER };
 typedef struct rest_in {  /* one input of the rest model */
     int value_in;         /* the DataDependentRest node's input holding it (padded: the buffer) */
     int count_in;         /* padded: the node's input holding the count; -1 */
+    int axis;             /* padded: the axis whose length is the count (the value is the buffer's
+                           * first elements, compact, with that axis count long) */
 } rest_in;
 
 typedef struct rest_out { /* one output of the DataDependentRest node */
@@ -131,9 +133,19 @@ static lt_status node_reads(lt_ctx *ctx, const lt_node *n, reads *r) {
     return r->nomem ? lt_error(ctx, LT_ERR_NOMEM, "out of memory (split)") : LT_OK;
 }
 
-static bool padded_nonzero(const lt_node *n) {
-    return n->op == LT_OP_NonZero && n->n_in >= 1 && n->in[0] && lt_type_is_static(&n->in[0]->type) &&
-           n->in[0]->type.rank >= 1 && n->n_out >= 1 && n->out[0];
+/* A frontier node with a kernel of padded outputs: NonZero, or TopK with a K known at run time
+ * (opset >= 10). The axis of output k whose length the data decides, or -1 (not padded). */
+static int padded_axis(const lt_node *n, int k) {
+    if (n->n_in < 1 || !n->in[0] || !lt_type_is_static(&n->in[0]->type) || n->in[0]->type.rank < 1 || k >= n->n_out ||
+        !n->out[0])
+        return -1;
+    if (n->op == LT_OP_NonZero) return k == 0 ? 1 : -1;
+    if (n->op != LT_OP_TopK || n->opset < 10 || n->n_in < 2 || !n->in[1] || !lt_type_is_static(&n->in[1]->type) ||
+        k > 1)
+        return -1;
+    int rank = n->in[0]->type.rank;
+    int64_t a = lt_attr_int(n, "axis", -1);
+    return a >= -rank && a < rank ? (int)(a < 0 ? a + rank : a) : -1;
 }
 
 /* The cut: per value its class, per node whether it is in the rest. */
@@ -141,6 +153,7 @@ typedef struct cut {
     const lt_graph *g;
     unsigned char *vclass;  /* per value id */
     bool *rest, *padded;    /* per node index */
+    int *pad_axis;          /* per value id: a padded output's data-decided axis (-1) */
     int n_rest, n_frontier, n_padded;
     const lt_node *first;   /* the first frontier node */
     lt_value **in;          /* the rest model's inputs: values crossing (V_HEAD, V_FRONTIER), padded outputs */
@@ -156,6 +169,7 @@ static void cut_free(cut *c) {
     lt_mem_free(c->vclass);
     lt_mem_free(c->rest);
     lt_mem_free(c->padded);
+    lt_mem_free(c->pad_axis);
     lt_mem_free(c->in);
     lt_mem_free(c->inits);
     lt_mem_free(c->outs);
@@ -176,10 +190,11 @@ static lt_status find_cut(lt_ctx *ctx, const lt_graph *g, cut *c, bool *found) {
     c->vclass = lt_calloc(ctx, (size_t)nv + 1, 1, "split");
     c->rest = lt_calloc(ctx, (size_t)nn + 1, sizeof *c->rest, "split");
     c->padded = lt_calloc(ctx, (size_t)nn + 1, sizeof *c->padded, "split");
+    c->pad_axis = lt_calloc(ctx, (size_t)nv + 1, sizeof *c->pad_axis, "split");
     c->in = lt_calloc(ctx, (size_t)nv + 1, sizeof *c->in, "split");
     c->inits = lt_calloc(ctx, (size_t)nv + 1, sizeof *c->inits, "split");
     c->outs = lt_calloc(ctx, (size_t)g->n_outputs + 1, sizeof *c->outs, "split");
-    if (!c->vclass || !c->rest || !c->padded || !c->in || !c->inits || !c->outs) return LT_ERR_NOMEM;
+    if (!c->vclass || !c->rest || !c->padded || !c->pad_axis || !c->in || !c->inits || !c->outs) return LT_ERR_NOMEM;
     reads r = {.g = g};
     lt_status s = LT_OK;
     for (int i = 0; i < nn && s == LT_OK; i++) {
@@ -198,11 +213,14 @@ static lt_status find_cut(lt_ctx *ctx, const lt_graph *g, cut *c, bool *found) {
         for (int k = 0; k < n->n_out; k++)
             if (n->out[k]) dyn |= !lt_type_is_static(&n->out[k]->type), ranked &= ranked_tensor(n->out[k]);
         if (!static_in || !dyn || !ranked || n->op == LT_OP_DataDependentRest) continue;
-        c->padded[i] = padded_nonzero(n);
+        c->padded[i] = padded_axis(n, 0) >= 0;
         c->n_frontier++, c->n_padded += c->padded[i];
         if (!c->first) c->first = n;
         for (int k = 0; k < n->n_out; k++)
-            if (n->out[k]) c->vclass[n->out[k]->id] = c->padded[i] ? V_PADDED : V_FRONTIER;
+            if (n->out[k]) {
+                c->vclass[n->out[k]->id] = c->padded[i] ? V_PADDED : V_FRONTIER;
+                c->pad_axis[n->out[k]->id] = padded_axis(n, k);
+            }
     }
     /* what the rest reads from before the cut, and the initializers it reads */
     for (int i = 0; i < nn && s == LT_OK; i++) {
@@ -265,7 +283,7 @@ static lt_status value_clone(lt_ctx *ctx, lt_arena *a, const cut *c, const lt_co
     LT_TRY(lt_type_copy(ctx, a, &cl->type, &v->type));
     for (int d = 0; d < cl->type.rank; d++) {
         int64_t size = cl->type.dims[d].value;
-        bool data = input && c->vclass[v->id] == V_PADDED ? d == 1 : size < 0;
+        bool data = input && c->vclass[v->id] == V_PADDED ? d == c->pad_axis[v->id] : size < 0;
         if (data || (o->shape_generic && (!input || symbolic_size(o, size)))) cl->type.dims[d] = (lt_dim){-1, NULL};
     }
     *out = cl;
@@ -334,17 +352,25 @@ static lt_status rewrite(lt_ctx *ctx, lt_model *m, const cut *c, lt_split *sp) {
     }
     for (int i = 0; i < n_pads && s == LT_OK; i++) {
         lt_node *n = pads[i], *pn = NULL;
-        if ((s = lt_node_new(ctx, g, "NonZeroPadded", "lathe", 1, &n->in[0], 2, n->out[0]->name, n, &pn)) != LT_OK) break;
+        bool topk = n->op == LT_OP_TopK;
+        if ((s = lt_node_new(ctx, g, topk ? "TopKPadded" : "NonZeroPadded", "lathe", topk ? 2 : 1, n->in, topk ? 3 : 2,
+                             n->out[0]->name, n, &pn)) != LT_OK)
+            break;
         pn->name = n->name;
+        if (topk) { /* TopK's attributes and opset (its eval is TopKPadded's reference) */
+            pn->opset = n->opset;
+            if ((s = lt_node_copy_attrs(ctx, pn, n)) != LT_OK) break;
+        }
         if ((s = lt_node_infer(ctx, pn)) != LT_OK) break;
-        buf[n->out[0]->id] = pn->out[0], cnt[n->out[0]->id] = pn->out[1];
+        for (int k = 0; k < (topk ? 2 : 1); k++)
+            if (n->out[k]) buf[n->out[k]->id] = pn->out[k], cnt[n->out[k]->id] = pn->out[pn->n_out - 1];
         gone[n_gone++] = n;
     }
     /* the rest node's inputs, in the rest model's input order */
     for (int i = 0; i < c->n_in && s == LT_OK; i++) {
         lt_value *v = c->in[i];
         bool pad = c->vclass[v->id] == V_PADDED;
-        sp->ins[i] = (rest_in){n_rin, pad ? n_rin + 1 : -1};
+        sp->ins[i] = (rest_in){n_rin, pad ? n_rin + 1 : -1, pad ? c->pad_axis[v->id] : -1};
         rin[n_rin++] = pad ? buf[v->id] : v;
         if (pad) rin[n_rin++] = cnt[v->id];
     }
@@ -480,19 +506,22 @@ static lt_status rest_run(void *user, lt_ctx *ctx, const lt_plan_run_options *ro
         }
         if (ri->count_in < 0) {
             tin[i] = lt_datum_retain(d);
-        } else { /* the padded buffer's first rows x count elements, as [rows, count] */
+        } else { /* the padded buffer's first elements, compact, the axis count long */
             const lt_datum *cd = ri->count_in < n_in ? in[ri->count_in] : NULL;
             const lt_tensor *b = d->tensor;
             int64_t count = cd && cd->kind == LT_DK_TENSOR && cd->tensor && cd->tensor->numel == 1
                                 ? *(const int64_t *)cd->tensor->data : -1;
-            if (b->rank != 2 || count < 0 || count > b->dims[1]) {
-                s = lt_error(ctx, LT_ERR_INTERNAL, "the rest of a split model: count %lld outside 0..%lld", (long long)count,
-                             (long long)(b->rank == 2 ? b->dims[1] : 0));
+            int64_t len = ri->axis >= 0 && ri->axis < b->rank ? b->dims[ri->axis] : -1;
+            if (len < 0 || count < 0 || count > len) {
+                s = lt_error(ctx, LT_ERR_INVALID, "%s: the size the data gives, %lld, is outside 0..%lld", sp->first,
+                             (long long)count, (long long)len);
                 break;
             }
-            int64_t vd[2] = {b->dims[0], count};
+            int64_t vd[LT_MAX_RANK];
+            memcpy(vd, b->dims, (size_t)b->rank * sizeof *vd);
+            vd[ri->axis] = count;
             lt_tensor *t = NULL;
-            s = lt_tensor_borrow(ctx, LT_INT64, 2, vd, b->data, &t);
+            s = lt_tensor_borrow(ctx, b->dtype, b->rank, vd, b->data, &t);
             if (s == LT_OK) s = lt_datum_tensor(ctx, t, &tin[i]);
         }
         if (s == LT_OK) ranks[i] = tin[i]->tensor->rank, dims[i] = tin[i]->tensor->dims;

@@ -20,7 +20,9 @@
  *     (a NaN keeps its payload, as in the interpreter). Both outputs must be present and are stored
  *     as they are (nothing fuses after a node with two outputs).
  * K and the axis are compile-time constants (const_inputs); shape inference checked them (ops.def
- * CHECKS), a run-time K leaves the node a host step.
+ * CHECKS). A K known only at run time: TopKPadded (the split stage's, src/compile/split.h), the same
+ * insertion with k read in the kernel and the outputs in the compact layout of an axis of length k
+ * at the start of buffers of X's shape.
  */
 #include "lower_impl.h"
 
@@ -185,17 +187,24 @@ typedef struct topk {
     lt_lctx *lc;
     const rows *r;
     int64_t k;
+    lt_lvar *kvar;   /* TopKPadded: k known at run time (the outputs' axis length is kvar, not odims) */
     int64_t odims[LT_MAX_RANK];
     lt_dtype dt;     /* values */
     bool largest;
     lt_lbuf *vb, *ib; /* the two outputs */
 } topk;
 
-/* Flat offset of slot s (an expression) of the row in the outputs. */
+/* Flat offset of slot s (an expression) of the row in the outputs (TopKPadded: in the compact layout
+ * of an axis of length kvar). */
 static lt_lnode *slot(topk *t, lt_lnode *s) {
-    lt_lnode *idx[LT_MAX_RANK];
+    lt_lctx *lc = t->lc;
+    lt_lnode *idx[LT_MAX_RANK] = {NULL};
     rows_at(t->r, s, idx);
-    return lt_lower_flat(t->lc, t->r->rank, t->odims, idx);
+    if (!t->kvar) return lt_lower_flat(t->lc, t->r->rank, t->odims, idx);
+    lt_lnode *f = idx[0];
+    for (int d = 1; d < t->r->rank; d++)
+        f = lt_l_add(K, lt_l_mul(K, f, d == t->r->axis ? lt_l_var(K, t->kvar) : lt_l_int(K, t->odims[d])), idx[d]);
+    return f;
 }
 
 static lt_lnode *slot_value(topk *t, lt_lnode *s) {
@@ -295,9 +304,87 @@ static lt_status l_topk(lt_lctx *lc, const lt_node *n, lt_lnode **res) {
     return LT_LNN(lc, *res);
 }
 
+/* ---- TopKPadded: k read at run time ---- */
+
+static bool accept_topk_padded(const lt_node *n, char *why, size_t size) {
+    int r;
+    int64_t xd[LT_MAX_RANK];
+    if (topk_axis(n) < 0 || !lt_lower_shape(n->in[0], &r, xd)) {
+        snprintf(why, size, "axis out of range or no static shape");
+        return false;
+    }
+    if (n->n_out < 3 || !n->out[0] || !n->out[1] || !n->out[2]) {
+        snprintf(why, size, "an output is absent");
+        return false;
+    }
+    if (!dtype_scannable(n->in[0]->type.dtype) || !lt_dtype_is_int(n->in[1]->type.dtype)) {
+        snprintf(why, size, "input dtype %s", lt_dtype_name(n->in[0]->type.dtype));
+        return false;
+    }
+    return lt_lower_accept_default(n, why, size);
+}
+
+/* Per row: k = K[0] clamped to [0, len] (the count output gets K[0] itself: the split's rest refuses
+ * a k out of range), then as TopK: the first k elements inserted, the others when they rank before
+ * the last slot; slots in the compact layout of an axis of length k. */
+static lt_status l_topk_padded(lt_lctx *lc, const lt_node *n, lt_lnode **res) {
+    rows r;
+    LT_TRY(rows_init(lc, n, topk_axis(n), &r));
+    topk t = {.lc = lc, .r = &r, .dt = n->in[0]->type.dtype};
+    memcpy(t.odims, r.dims, sizeof t.odims);
+    t.largest = n->opset < 11 || lt_attr_int(n, "largest", 1) != 0;
+    t.vb = lc->vbuf[n->out[0]->id];
+    t.ib = lc->vbuf[n->out[1]->id];
+    lt_lbuf *cb = lc->vbuf[n->out[2]->id];
+    if (!t.vb || !t.ib || !cb || t.vb->dtype != t.dt || t.ib->dtype != LT_INT64 || cb->dtype != LT_INT64)
+        return lt_lower_error(lc, n, LT_ERR_INTERNAL, "the outputs are not stored as they are");
+    int64_t len = r.dims[r.axis];
+    lt_dtype cd = lt_lower_cdtype(t.dt);
+    lt_lvar *kraw = lt_kernel_var(K, "kraw", LT_INT64);
+    t.kvar = lt_kernel_var(K, "k", LT_INT64);
+    lt_lvar *j0 = lt_kernel_var(K, "r0", LT_INT64), *j1 = lt_kernel_var(K, "r1", LT_INT64);
+    lt_lvar *x0 = lt_kernel_var(K, "x", cd), *x1 = lt_kernel_var(K, "x", cd), *last = lt_kernel_var(K, "last", cd);
+    if (!kraw || !t.kvar || !j0 || !j1 || !x0 || !x1 || !last) return lt_lower_nomem(lc);
+    lt_lnode *k0[1] = {lt_l_int(K, 0)}, *kval = NULL;
+    LT_TRY(lt_lower_value(lc, n->in[1], k0, &kval));
+    LT_TRY(LT_LNN(lc, kval));
+    lt_lnode *kr = lt_l_var(K, kraw);
+    lt_lnode *clamped = lt_l_select(K, lt_l_binary(K, LT_LOP_LT, kr, lt_l_int(K, 0)), lt_l_int(K, 0),
+                                    lt_l_select(K, lt_l_binary(K, LT_LOP_GT, lt_l_var(K, kraw), lt_l_int(K, len)),
+                                                lt_l_int(K, len), lt_l_var(K, kraw)));
+    lt_lnode *km1 = lt_l_binary(K, LT_LOP_SUB, lt_l_var(K, t.kvar), lt_l_int(K, 1));
+    /* the first k elements always enter: element j is inserted into slots [0, j] */
+    lt_lnode *idx[LT_MAX_RANK], *xv = NULL, *raw = NULL;
+    rows_at(&r, lt_l_var(K, j0), idx);
+    LT_TRY(read_x(lc, n, idx, &xv, &raw));
+    lt_lnode *b0[2] = {lt_l_let(K, x0, xv), insert(&t, x0, raw, lt_l_var(K, j0), lt_l_var(K, j0))};
+    lt_lnode *first = lt_l_for(K, j0, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_var(K, t.kvar), LT_LOOP_SERIAL, lt_l_seq(K, 2, b0));
+    /* the rest enter when they rank before the last slot */
+    rows_at(&r, lt_l_var(K, j1), idx);
+    LT_TRY(read_x(lc, n, idx, &xv, &raw));
+    lt_lnode *in[2] = {insert(&t, x1, raw, lt_l_var(K, j1), km1),
+                       lt_l_assign(K, last, slot_value(&t, lt_l_binary(K, LT_LOP_SUB, lt_l_var(K, t.kvar), lt_l_int(K, 1))))};
+    lt_lnode *b1[2] = {lt_l_let(K, x1, xv), lt_l_if(K, before(&t, lt_l_var(K, x1), lt_l_var(K, last)), lt_l_seq(K, 2, in), NULL)};
+    lt_lnode *rest = lt_l_for(K, j1, LT_ROLE_REDUCE, lt_l_var(K, t.kvar),
+                              lt_l_binary(K, LT_LOP_SUB, lt_l_int(K, len), lt_l_var(K, t.kvar)), LT_LOOP_SERIAL,
+                              lt_l_seq(K, 2, b1));
+    lt_lnode *work[3] = {first,
+                         lt_l_let(K, last, slot_value(&t, lt_l_binary(K, LT_LOP_SUB, lt_l_var(K, t.kvar), lt_l_int(K, 1)))),
+                         rest};
+    lt_lnode *row[4] = {
+        lt_l_let(K, kraw, lt_l_cast(K, LT_INT64, kval)),
+        lt_l_let(K, t.kvar, clamped),
+        lt_l_store(K, cb, lt_l_int(K, 0), lt_l_var(K, kraw)),
+        lt_l_if(K, lt_l_binary(K, LT_LOP_GT, lt_l_var(K, t.kvar), lt_l_int(K, 0)), lt_l_seq(K, 3, work), NULL),
+    };
+    *res = rows_loops(lc, &r, lt_l_seq(K, 4, row));
+    return LT_LNN(lc, *res);
+}
+
 const lt_lower_reg lt_lower_scan[] = {
     {LT_OP_CumSum, accept_cum, NULL, l_cum, 1u << 1, 0, 0},
     {LT_OP_CumProd, accept_cum, NULL, l_cum, 1u << 1, 0, 0},
     {LT_OP_TopK, accept_topk, NULL, l_topk, 1u << 1, 0, 0},
+    {LT_OP_TopKPadded, accept_topk_padded, NULL, l_topk_padded, 0, 0, LT_LF_NO_EPILOGUE},
     {0},
 };

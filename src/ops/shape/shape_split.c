@@ -7,6 +7,11 @@
  *       [rank, count] (coordinate k of the c-th nonzero element, row-major order, at Y[k * count +
  *       c]); count is an int64 scalar. The rest of Y is unspecified. X needs a static shape of rank
  *       >= 1. Compiled as one kernel (src/lower/lower_select.c); this eval is its reference.
+ *   TopKPadded(X, K) -> (V, I, count)   TopK whose k is known only at run time (K computed or
+ *       given): V and I have X's shape; their first elements hold TopK's outputs with the axis of
+ *       length k, compact (the layout of an [.., k, ..] tensor); count is k, an int64 scalar. The
+ *       node keeps TopK's attributes and opset. Compiled as one kernel (src/lower/lower_scan.c); this
+ *       eval is its reference (TopK's eval, copied into the padded outputs).
  *   DataDependentRest(...) -> (...)  the part of the model after the data-dependent ops, compiled
  *       at run time for the sizes the data gives. Its output types are set by the split; it runs
  *       only as a step of a compiled plan (the plan's rest hook), never through this eval.
@@ -43,6 +48,46 @@ static lt_status eval_NonZeroPadded(lt_eval *ev, const lt_node *n, lt_datum **in
     return LT_OK;
 }
 
+static lt_status infer_TopKPadded(lt_infer *ic, lt_node *n) {
+    const lt_type *t = lt_shp_infer_ranked(n, 0);
+    if (!t) return LT_OK;
+    if (t->rank < 1) return lt_infer_error(ic, n, "input must have rank >= 1, not 0");
+    int64_t a = lt_attr_int(n, "axis", -1);
+    if (a < -t->rank || a >= t->rank) return lt_infer_error(ic, n, "axis %lld is out of range for rank %d", (long long)a, t->rank);
+    int64_t d[LT_MAX_RANK];
+    for (int i = 0; i < t->rank; i++) {
+        if (t->dims[i].value < 0) return LT_OK; /* the split makes it only for static shapes */
+        d[i] = t->dims[i].value;
+    }
+    const lt_type *k = n->n_in > 1 && n->in[1] ? &n->in[1]->type : NULL;
+    if (!k || (k->dtype != LT_UNDEFINED && !lt_dtype_is_int(k->dtype)))
+        return lt_infer_error(ic, n, "K must be a one-element integer tensor");
+    LT_TRY(lt_infer_set_i64(ic, n, 0, t->dtype, t->rank, d));
+    LT_TRY(lt_infer_set_i64(ic, n, 1, LT_INT64, t->rank, d));
+    return n->n_out > 2 && n->out[2] ? lt_infer_set_i64(ic, n, 2, LT_INT64, 0, NULL) : LT_OK;
+}
+
+static lt_status eval_TopKPadded(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum **out) {
+    const lt_tensor *x;
+    LT_TRY(lt_in_tensor(ev, n, in, 0, &x));
+    int64_t a = lt_attr_int(n, "axis", -1);
+    if (x->rank < 1 || a < -x->rank || a >= x->rank)
+        return lt_op_error(ev, n, LT_ERR_INVALID, "axis %lld is out of range for rank %d", (long long)a, x->rank);
+    lt_datum *got[2] = {NULL, NULL};
+    lt_status s = lt_op_hooks_get(LT_OP_TopK)->eval(ev, n, in, got); /* TopK's own result, [.., k, ..] */
+    lt_tensor *y[2] = {NULL, NULL}, *c = NULL;
+    for (int i = 0; i < 2 && s == LT_OK; i++) {
+        const lt_tensor *g = got[i]->tensor;
+        if ((s = lt_out_new(ev, n, out, i, g->dtype, x->rank, x->dims, &y[i])) == LT_OK && g->numel)
+            memcpy(y[i]->data, g->data, (size_t)g->numel * lt_dtype_size(g->dtype));
+    }
+    if (s == LT_OK && n->n_out > 2 && n->out[2] && (s = lt_out_new(ev, n, out, 2, LT_INT64, 0, NULL, &c)) == LT_OK)
+        *(int64_t *)c->data = got[0]->tensor->dims[a < 0 ? a + x->rank : a];
+    lt_datum_release(got[0]);
+    lt_datum_release(got[1]);
+    return s;
+}
+
 static lt_status infer_Rest(lt_infer *ic, lt_node *n) {
     (void)ic, (void)n; /* its outputs keep the types the split gave them */
     return LT_OK;
@@ -55,6 +100,7 @@ static lt_status eval_Rest(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datu
 
 const lt_op_reg lt_ops_split[] = {
     {LT_OP_NonZeroPadded, infer_NonZeroPadded, eval_NonZeroPadded},
+    {LT_OP_TopKPadded, infer_TopKPadded, eval_TopKPadded},
     {LT_OP_DataDependentRest, infer_Rest, eval_Rest},
     {0, NULL, NULL},
 };
