@@ -200,3 +200,20 @@ def test_topk_runtime_k(axis, largest, dtype, values_only, tmp_path):
         with pytest.raises(lathe.LatheError) as e:
             model.run({"x": np.zeros((3, 7, 4), dtype), "k": np.array([bad], np.int64)})
         assert "TopK" in str(e.value) and str(bad) in str(e.value), str(e.value)
+
+
+def test_cli_topk_values_only(tmp_path):
+    """TopK with its indices output omitted, through the interpreter and compiled (also under ASan: the
+    interpreter once wrote the missing output's slot)."""
+    path = tmp_path / "tkv.onnx"
+    onnx.save(topk_model(1, 1, np.float32, values_only=True), path)
+    inp = tmp_path / "in.npz"
+    np.savez(inp, x=np.random.default_rng(6).standard_normal((3, 7, 4)).astype(np.float32), k=np.array([3], np.int64))
+    outs = []
+    for backend in ("interp", "cpu"):
+        out = tmp_path / f"{backend}.npz"
+        r = run_cli("run", path, "--input", inp, "--output", out, "--backend", backend)
+        assert r.returncode == 0, r.stderr
+        with np.load(out) as z:
+            outs.append({k: z[k] for k in z.files})
+    check(outs[1], outs[0], "values-only TopK")
