@@ -62,7 +62,7 @@ def test_sizes_from_data(name, tmp_path):
     assert after[-1] == after[3], f"{name}: the C compiler ran after the warm-up runs: {after}"
     report = model.report
     assert "data-dependent sizes: split after 1 op(s)" in report, report
-    assert f"({1 if name in ('nonzero', 'topk') else 0} compiled with a padded output" in report, report
+    assert f"({1 if name in ('nonzero', 'topk', 'compress') else 0} compiled with a padded output" in report, report
     assert "the rest after" in report and "buckets:" in report, report
 
 
@@ -217,3 +217,24 @@ def test_cli_topk_values_only(tmp_path):
         with np.load(out) as z:
             outs.append({k: z[k] for k in z.files})
     check(outs[1], outs[0], "values-only TopK")
+
+
+@pytest.mark.parametrize("axis,clen", [(1, 7), (1, 4), (None, 30), (0, 3), (-1, 5)])
+def test_compress_compiled(axis, clen, tmp_path):
+    """Compress by a condition computed from the data compiles (CompressPadded): along an axis, flat, with a
+    condition shorter than the axis; equal to the interpreter when nothing, some or everything is kept."""
+    from onnx import TensorProto as T, helper as h
+    attrs = {} if axis is None else {"axis": axis}
+    nodes = [h.make_node("Greater", ["c", "zero"], ["cond"]), h.make_node("Compress", ["x", "cond"], ["s"], **attrs),
+             h.make_node("Mul", ["s", "s"], ["y"])]
+    g = h.make_graph(nodes, "cp", [h.make_tensor_value_info("x", T.FLOAT, [3, 7, 5]), h.make_tensor_value_info("c", T.FLOAT, [clen])],
+                     [h.make_tensor_value_info("y", T.FLOAT, None)],
+                     [onnx.numpy_helper.from_array(np.array(0, np.float32), "zero")])
+    path = tmp_path / "cp.onnx"
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), path)
+    model, ref = lathe.compile(str(path), cache_dir=False), lathe.compile(str(path), backend="interp")
+    assert "(1 compiled with a padded output" in model.report, model.report
+    rng = np.random.default_rng(11)
+    for c in (-np.ones(clen), np.ones(clen), rng.standard_normal(clen), rng.standard_normal(clen)):
+        f = {"x": rng.standard_normal((3, 7, 5)).astype(np.float32), "c": c.astype(np.float32)}
+        check(model.run(f), ref.run(f), f"axis {axis}, condition {c}")

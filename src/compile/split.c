@@ -133,13 +133,26 @@ static lt_status node_reads(lt_ctx *ctx, const lt_node *n, reads *r) {
     return r->nomem ? lt_error(ctx, LT_ERR_NOMEM, "out of memory (split)") : LT_OK;
 }
 
-/* A frontier node with a kernel of padded outputs: NonZero, or TopK with a K known at run time
- * (opset >= 10). The axis of output k whose length the data decides, or -1 (not padded). */
+/* A frontier node with a kernel of padded outputs: NonZero, TopK with a K known at run time (opset
+ * >= 10), Compress of a numeric tensor by a condition no longer than its axis. The axis of output k
+ * whose length the data decides, or -1 (not padded). */
 static int padded_axis(const lt_node *n, int k) {
     if (n->n_in < 1 || !n->in[0] || !lt_type_is_static(&n->in[0]->type) || n->in[0]->type.rank < 1 || k >= n->n_out ||
         !n->out[0])
         return -1;
     if (n->op == LT_OP_NonZero) return k == 0 ? 1 : -1;
+    if (n->op == LT_OP_Compress) {
+        const lt_value *x = n->in[0], *c = n->n_in > 1 ? n->in[1] : NULL;
+        if (k != 0 || !c || !lt_type_is_static(&c->type) || c->type.rank != 1 || x->type.dtype == LT_STRING) return -1;
+        const lt_attr *aa = lt_node_attr(n, "axis");
+        int rank = x->type.rank;
+        int64_t len = 1;
+        for (int d = 0; d < rank; d++) len *= x->type.dims[d].value;
+        if (aa && (aa->i < -rank || aa->i >= rank)) return -1;
+        int a = aa ? (int)(aa->i < 0 ? aa->i + rank : aa->i) : 0;
+        if (aa) len = x->type.dims[a].value;
+        return c->type.dims[0].value <= len ? a : -1;
+    }
     if (n->op != LT_OP_TopK || n->opset < 10 || n->n_in < 2 || !n->in[1] || !lt_type_is_static(&n->in[1]->type) ||
         k > 1)
         return -1;
@@ -352,17 +365,17 @@ static lt_status rewrite(lt_ctx *ctx, lt_model *m, const cut *c, lt_split *sp) {
     }
     for (int i = 0; i < n_pads && s == LT_OK; i++) {
         lt_node *n = pads[i], *pn = NULL;
-        bool topk = n->op == LT_OP_TopK;
-        if ((s = lt_node_new(ctx, g, topk ? "TopKPadded" : "NonZeroPadded", "lathe", topk ? 2 : 1, n->in, topk ? 3 : 2,
-                             n->out[0]->name, n, &pn)) != LT_OK)
-            break;
+        bool topk = n->op == LT_OP_TopK, nz = n->op == LT_OP_NonZero;
+        const char *op = topk ? "TopKPadded" : nz ? "NonZeroPadded" : "CompressPadded";
+        int n_data = topk ? 2 : 1; /* data outputs, then the count */
+        if ((s = lt_node_new(ctx, g, op, "lathe", nz ? 1 : 2, n->in, n_data + 1, n->out[0]->name, n, &pn)) != LT_OK) break;
         pn->name = n->name;
-        if (topk) { /* TopK's attributes and opset (its eval is TopKPadded's reference) */
+        if (!nz) { /* the op's attributes and opset (its eval is the padded op's reference) */
             pn->opset = n->opset;
             if ((s = lt_node_copy_attrs(ctx, pn, n)) != LT_OK) break;
         }
         if ((s = lt_node_infer(ctx, pn)) != LT_OK) break;
-        for (int k = 0; k < (topk ? 2 : 1); k++)
+        for (int k = 0; k < n_data; k++)
             if (n->out[k]) buf[n->out[k]->id] = pn->out[k], cnt[n->out[k]->id] = pn->out[pn->n_out - 1];
         gone[n_gone++] = n;
     }

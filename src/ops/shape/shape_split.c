@@ -12,6 +12,11 @@
  *       length k, compact (the layout of an [.., k, ..] tensor); count is k, an int64 scalar. The
  *       node keeps TopK's attributes and opset. Compiled as one kernel (src/lower/lower_scan.c); this
  *       eval is its reference (TopK's eval, copied into the padded outputs).
+ *   CompressPadded(X, condition) -> (Y, count)   Compress: Y has X's shape (with `axis`) or
+ *       [numel(X)] (without); its first elements hold Compress's output with the axis count long,
+ *       compact. The split makes it only where the condition is no longer than the axis (longer
+ *       ones keep Compress's own error). Compiled (src/lower/lower_select.c); this eval is its
+ *       reference (Compress's eval, copied into the padded output).
  *   DataDependentRest(...) -> (...)  the part of the model after the data-dependent ops, compiled
  *       at run time for the sizes the data gives. Its output types are set by the split; it runs
  *       only as a step of a compiled plan (the plan's rest hook), never through this eval.
@@ -88,6 +93,40 @@ static lt_status eval_TopKPadded(lt_eval *ev, const lt_node *n, lt_datum **in, l
     return s;
 }
 
+static lt_status infer_CompressPadded(lt_infer *ic, lt_node *n) {
+    const lt_type *t = lt_shp_infer_ranked(n, 0), *c = n->n_in > 1 && n->in[1] ? lt_shp_infer_ranked(n, 1) : NULL;
+    if (!t || !c) return LT_OK;
+    if (c->rank != 1) return lt_infer_error(ic, n, "condition must be 1-D, got rank %d", c->rank);
+    int64_t d[LT_MAX_RANK], numel = 1;
+    for (int i = 0; i < t->rank; i++) {
+        if (t->dims[i].value < 0) return LT_OK; /* the split makes it only for static shapes */
+        numel *= d[i] = t->dims[i].value;
+    }
+    const lt_attr *aa = lt_node_attr(n, "axis");
+    if (aa && (aa->i < -t->rank || aa->i >= t->rank))
+        return lt_infer_error(ic, n, "axis %lld is out of range for rank %d", (long long)aa->i, t->rank);
+    LT_TRY(aa ? lt_infer_set_i64(ic, n, 0, t->dtype, t->rank, d) : lt_infer_set_i64(ic, n, 0, t->dtype, 1, &numel));
+    return n->n_out > 1 && n->out[1] ? lt_infer_set_i64(ic, n, 1, LT_INT64, 0, NULL) : LT_OK;
+}
+
+static lt_status eval_CompressPadded(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum **out) {
+    const lt_tensor *x;
+    LT_TRY(lt_in_tensor(ev, n, in, 0, &x));
+    lt_datum *got[1] = {NULL};
+    lt_status s = lt_op_hooks_get(LT_OP_Compress)->eval(ev, n, in, got); /* Compress's own result */
+    const lt_attr *aa = lt_node_attr(n, "axis");
+    int axis = aa ? (int)(aa->i < 0 ? aa->i + x->rank : aa->i) : 0;
+    int64_t numel = x->numel;
+    lt_tensor *y = NULL, *c = NULL;
+    if (s == LT_OK) s = aa ? lt_out_new(ev, n, out, 0, x->dtype, x->rank, x->dims, &y) : lt_out_new(ev, n, out, 0, x->dtype, 1, &numel, &y);
+    const lt_tensor *g = s == LT_OK ? got[0]->tensor : NULL;
+    if (s == LT_OK && g->numel) memcpy(y->data, g->data, (size_t)g->numel * lt_dtype_size(g->dtype));
+    if (s == LT_OK && n->n_out > 1 && n->out[1] && (s = lt_out_new(ev, n, out, 1, LT_INT64, 0, NULL, &c)) == LT_OK)
+        *(int64_t *)c->data = g->dims[axis];
+    lt_datum_release(got[0]);
+    return s;
+}
+
 static lt_status infer_Rest(lt_infer *ic, lt_node *n) {
     (void)ic, (void)n; /* its outputs keep the types the split gave them */
     return LT_OK;
@@ -101,6 +140,7 @@ static lt_status eval_Rest(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datu
 const lt_op_reg lt_ops_split[] = {
     {LT_OP_NonZeroPadded, infer_NonZeroPadded, eval_NonZeroPadded},
     {LT_OP_TopKPadded, infer_TopKPadded, eval_TopKPadded},
+    {LT_OP_CompressPadded, infer_CompressPadded, eval_CompressPadded},
     {LT_OP_DataDependentRest, infer_Rest, eval_Rest},
     {0, NULL, NULL},
 };
