@@ -1,0 +1,75 @@
+/* split_impl.h — private to split.c (the cut, the rewrite) and split_rest.c (the rest model, its
+ * cache and its runs): the classes of values, the cut, and the rest's structures.
+ */
+#ifndef LT_SPLIT_IMPL_H
+#define LT_SPLIT_IMPL_H
+
+#include "split.h"
+#include "family.h"
+
+/* What a main-graph value is to the cut. */
+enum { V_HEAD, V_REST, V_PADDED, V_FRONTIER };
+
+typedef struct rest_in {  /* one input of the rest model */
+    int value_in;         /* the DataDependentRest node's input holding it (padded: the buffer) */
+    int count_in;         /* padded: the node's input holding the count; -1 */
+    int axis;             /* padded: the axis whose length is the count (the value is the buffer's
+                           * first elements, compact, with that axis count long) */
+} rest_in;
+
+typedef struct rest_out { /* one output of the DataDependentRest node */
+    int model_out;        /* the rest model's output it is, or -1: */
+    int view_of;          /* a padded output the graph returns: this rest model input */
+} rest_out;
+
+/* The rest model and its family: one per split plan, or shared by the plans of a family whose shapes
+ * split alike (lt_rest_cache: the same model bytes). */
+typedef struct rest_model {
+    int refs;
+    char sha[65];         /* of bytes */
+    uint8_t *bytes;       /* the rest model (ONNX) */
+    size_t size;
+    lt_arena arena;       /* the options' strings */
+    lt_compile_options opt;
+    lt_model *model;      /* as loaded, the family's (made at the first run) */
+    lt_family *fam;
+} rest_model;
+
+struct lt_rest_cache {
+    rest_model **v;
+    int n, cap;
+};
+
+struct lt_split {
+    lt_arena arena;
+    int n_in, n_out, n_model_out;
+    rest_in *ins;
+    rest_out *outs;
+    rest_model *rm;       /* NULL: the rest model was not written (a compile that builds no plan) */
+    char first[256];      /* the first data-dependent node, for reports */
+};
+
+/* The cut: per value its class, per node whether it is in the rest. */
+typedef struct cut {
+    const lt_graph *g;
+    unsigned char *vclass;  /* per value id */
+    bool *rest, *padded;    /* per node index */
+    int *pad_axis;          /* per value id: a padded output's data-decided axis (-1) */
+    int n_rest, n_frontier, n_padded;
+    const lt_node *first;   /* the first frontier node */
+    lt_value **in;          /* the rest model's inputs: values crossing (V_HEAD, V_FRONTIER), padded outputs */
+    int n_in;
+    lt_value **inits;       /* initializers the rest reads */
+    int n_inits;
+    lt_value **outs;        /* the DataDependentRest node's outputs: graph outputs of the rest, then
+                             * padded outputs the graph returns */
+    int n_outs, n_model_out;
+} cut;
+
+/* The rest model of this cut: written, then the cache's when it holds the same bytes (split_rest.c).
+ * *out holds a reference (lt_split_rest_release). */
+lt_status lt_split_make_rest(lt_ctx *ctx, const lt_model *m, const lt_compile_options *opt, const cut *c,
+                             rest_model **out);
+void lt_split_rest_release(rest_model *rm); /* NULL is fine */
+
+#endif
