@@ -251,6 +251,12 @@ typedef struct lathe_compile_options {
      * compiler and its children are killed and the compile fails (LATHE_ERR_IO, naming the compiler
      * and the limit). */
     double cc_timeout;
+    /* Nonzero: ops whose output size depends on the data (NonZero, NonMaxSuppression, Unique, TopK
+     * with a run-time k, Compress, a Loop's scan outputs) and every node after them run on the host,
+     * through the interpreter. 0 (the default): the graph is split there, NonZero / TopK / Compress
+     * run as kernels, and the nodes after them are compiled at run time for the sizes each run's data
+     * gives, once per bucket of sizes (the report's "data-dependent sizes" line; the CLI's --no-split). */
+    int no_split;
 } lathe_compile_options;
 
 /* Load and compile an ONNX model file for the shapes its inputs have after `load` (declared dims,

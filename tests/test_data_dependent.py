@@ -238,3 +238,15 @@ def test_compress_compiled(axis, clen, tmp_path):
     for c in (-np.ones(clen), np.ones(clen), rng.standard_normal(clen), rng.standard_normal(clen)):
         f = {"x": rng.standard_normal((3, 7, 5)).astype(np.float32), "c": c.astype(np.float32)}
         check(model.run(f), ref.run(f), f"axis {axis}, condition {c}")
+
+
+def test_python_no_split(tmp_path):
+    """lathe.compile(no_split=True) keeps the host steps: no split in the report, the same outputs."""
+    path = tmp_path / "nms.onnx"
+    onnx.save(ddm.nms(), path)
+    split, host = lathe.compile(str(path), cache_dir=False), lathe.compile(str(path), cache_dir=False, no_split=True)
+    assert "data-dependent sizes" in split.report and "data-dependent sizes" not in host.report, host.report
+    f = ddm.nms_feeds(np.random.default_rng(8))
+    check(split.run(f), host.run(f), "no_split")
+    with pytest.raises(TypeError):
+        lathe.compile(str(path), no_split="yes")

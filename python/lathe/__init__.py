@@ -519,7 +519,7 @@ class Model:
 
 def compile(path, shapes=None, backend="cpu", threads=None, opt_level=None, *, dims=None, seed=0, cache_dir=None,
             cc=None, dump_code_dir=None, nvrtc=None, enable_passes=None, tune_db=None, cc_timeout=None,
-            max_loop_bytes=None):
+            max_loop_bytes=None, no_split=False):
     """Load (and for backend "cpu", compile) the ONNX model at `path`; returns a Model.
 
     shapes: {"input": (1, 3, 224, 224), ...} or "input:1x3x224x224" — fixes input shapes.
@@ -542,6 +542,9 @@ def compile(path, shapes=None, backend="cpu", threads=None, opt_level=None, *, d
       and LatheError is raised naming it and the limit).
     max_loop_bytes: most bytes a Loop's scan outputs or one sequence may hold while the model runs (None: the
       library's 4 GiB); past it the call raises LatheError (status "out of memory") naming the node.
+    no_split: True keeps ops whose output size depends on the data (NonZero, NonMaxSuppression, TopK with a
+      run-time k, ...) and every node after them on the host (the CLI's --no-split); by default the nodes
+      after them are compiled at run time for the sizes the data gives (the report says so).
     Raises LatheError (with .status) when the model cannot be loaded or compiled.
     """
     lib = _capi.load()
@@ -576,6 +579,8 @@ def compile(path, shapes=None, backend="cpu", threads=None, opt_level=None, *, d
             raise LatheError("opt_level: the interpreter runs the graph as written (use backend='cpu')", "usage")
         if enable_passes:
             raise LatheError("enable_passes: the interpreter runs the graph as written (use backend='cpu')", "usage")
+        if no_split:
+            raise LatheError("no_split: the interpreter runs every node on the host already (use backend='cpu')", "usage")
         st = lib.lathe_model_load(path_b, ctypes.byref(lo), ctypes.byref(h), err, len(err))
         if st != 0:
             raise _error(err.value, _capi.status_name(st))
@@ -615,6 +620,8 @@ def compile(path, shapes=None, backend="cpu", threads=None, opt_level=None, *, d
     for name in enable:
         if not isinstance(name, str) or not name or "," in name or "\0" in name:
             raise ValueError(f"enable_passes: expected pass names, got {name!r}")
+    if not isinstance(no_split, (bool, np.bool_)):
+        raise TypeError(f"no_split must be True or False, got {no_split!r}")
     if tune_db is None:
         default = os.path.join(cache_dir, "tune.tsv") if cache_dir else None
         tune_db = default if default and os.path.isfile(default) else None
@@ -623,7 +630,7 @@ def compile(path, shapes=None, backend="cpu", threads=None, opt_level=None, *, d
     co = _capi.CompileOptions(level, _enc(backend), n, _enc(cache_dir, "cache_dir"), _enc(cc, "cc"),
                               _enc(dump_code_dir, "dump_code_dir"), _enc(nvrtc, "nvrtc"),
                               _enc(",".join(enable) if enable else None, "enable_passes"), _enc(tune_db, "tune_db"),
-                              timeout)
+                              timeout, 1 if no_split else 0)
     st = lib.lathe_compile(path_b, ctypes.byref(lo), ctypes.byref(co), ctypes.byref(h), err, len(err))
     if st != 0:
         raise _error(err.value, _capi.status_name(st))

@@ -36,7 +36,7 @@ class CompileOptions(ctypes.Structure):
     _fields_ = [("opt_level", ctypes.c_int), ("backend", ctypes.c_char_p), ("threads", ctypes.c_int),
                 ("cache_dir", ctypes.c_char_p), ("cc", ctypes.c_char_p), ("dump_code_dir", ctypes.c_char_p),
                 ("nvrtc", ctypes.c_char_p), ("enable_passes", ctypes.c_char_p), ("tune_db", ctypes.c_char_p),
-                ("cc_timeout", ctypes.c_double), _SPARE]
+                ("cc_timeout", ctypes.c_double), ("no_split", ctypes.c_int), _SPARE]
 
 
 class RunCopies(ctypes.Structure):

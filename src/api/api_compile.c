@@ -180,6 +180,7 @@ lathe_status lathe_compile(const char *path, const lathe_load_options *load, con
         co.cache_dir = opts->cache_dir;
         co.cc = opts->cc;
         co.cc_timeout_s = opts->cc_timeout;
+        co.no_split = opts->no_split != 0;
         co.dump_code_dir = opts->dump_code_dir;
         co.nvrtc = opts->nvrtc;
         co.enable = opts->enable_passes;
