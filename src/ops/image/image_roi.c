@@ -236,28 +236,35 @@ static void minmax(float a, float b, float *lo, float *hi) {
     else *lo = a, *hi = b;
 }
 
-/* Reference suppress_by_iou, in float32. */
-static bool nms_suppress(const float *b1, const float *b2, bool center, float thr) {
-    float x1lo, x1hi, x2lo, x2hi, y1lo, y1hi, y2lo, y2hi;
+/* A box's edges and area in float32, as the reference's suppress_by_iou computes them (corners in
+ * either order, or center and size); computed once per box, not per pair. */
+typedef struct nms_box {
+    float xlo, xhi, ylo, yhi, area;
+} nms_box;
+
+static nms_box nms_geometry(const float *b, bool center) {
+    nms_box g;
     if (!center) {
-        minmax(b1[1], b1[3], &x1lo, &x1hi);
-        minmax(b2[1], b2[3], &x2lo, &x2hi);
-        minmax(b1[0], b1[2], &y1lo, &y1hi);
-        minmax(b2[0], b2[2], &y2lo, &y2hi);
+        minmax(b[1], b[3], &g.xlo, &g.xhi);
+        minmax(b[0], b[2], &g.ylo, &g.yhi);
     } else {
-        float w1 = b1[2] / 2, h1 = b1[3] / 2, w2 = b2[2] / 2, h2 = b2[3] / 2;
-        x1lo = b1[0] - w1, x1hi = b1[0] + w1, x2lo = b2[0] - w2, x2hi = b2[0] + w2;
-        y1lo = b1[1] - h1, y1hi = b1[1] + h1, y2lo = b2[1] - h2, y2hi = b2[1] + h2;
+        float w = b[2] / 2, hh = b[3] / 2;
+        g.xlo = b[0] - w, g.xhi = b[0] + w, g.ylo = b[1] - hh, g.yhi = b[1] + hh;
     }
-    float ixlo = fmaxf(x1lo, x2lo), ixhi = fminf(x1hi, x2hi);
+    g.area = (g.xhi - g.xlo) * (g.yhi - g.ylo);
+    return g;
+}
+
+/* Reference suppress_by_iou, in float32. */
+static bool nms_suppress(const nms_box *b1, const nms_box *b2, float thr) {
+    float ixlo = fmaxf(b1->xlo, b2->xlo), ixhi = fminf(b1->xhi, b2->xhi);
     if (!(ixhi > ixlo)) return false;
-    float iylo = fmaxf(y1lo, y2lo), iyhi = fminf(y1hi, y2hi);
+    float iylo = fmaxf(b1->ylo, b2->ylo), iyhi = fminf(b1->yhi, b2->yhi);
     if (!(iyhi > iylo)) return false;
     float inter = (ixhi - ixlo) * (iyhi - iylo);
     if (!(inter > 0)) return false;
-    float a1 = (x1hi - x1lo) * (y1hi - y1lo), a2 = (x2hi - x2lo) * (y2hi - y2lo);
-    float uni = a1 + a2 - inter;
-    if (!(a1 > 0) || !(a2 > 0) || !(uni > 0)) return false;
+    float uni = b1->area + b2->area - inter;
+    if (!(b1->area > 0) || !(b2->area > 0) || !(uni > 0)) return false;
     return inter / uni > thr;
 }
 
@@ -298,11 +305,11 @@ lt_status lt_img_nms_eval(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum
     if (max_out > M) max_out = M;
     nms_cand *cand = NULL;
     int64_t *sel = NULL, *res = NULL, n_res = 0, cap_res = 0;
-    float *bx = NULL;
+    nms_box *bx = NULL;
     lt_status s = LT_OK;
     if (B > 0 && K > 0 && M > 0 && max_out > 0) {
         size_t mb;
-        if (!lt_mul_size((size_t)M, 4 * sizeof(float), &mb))
+        if (!lt_mul_size((size_t)M, sizeof(nms_box), &mb))
             return lt_op_error(ev, n, LT_ERR_NOMEM, "too many boxes");
         cand = lt_alloc(ev->ctx, (size_t)M * sizeof *cand, "nms candidates");
         sel = lt_alloc(ev->ctx, (size_t)M * sizeof *sel, "nms selection");
@@ -310,7 +317,11 @@ lt_status lt_img_nms_eval(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum
         if (!cand || !sel || !bx) s = LT_ERR_NOMEM;
     }
     for (int64_t b = 0; s == LT_OK && cand && b < B; b++) {
-        for (int64_t i = 0; i < M * 4; i++) bx[i] = (float)lt_load_f64(boxes->data, boxes->dtype, b * M * 4 + i);
+        for (int64_t i = 0; i < M; i++) {
+            float c[4];
+            for (int e = 0; e < 4; e++) c[e] = (float)lt_load_f64(boxes->data, boxes->dtype, (b * M + i) * 4 + e);
+            bx[i] = nms_geometry(c, cpb == 1);
+        }
         for (int64_t k = 0; s == LT_OK && k < K; k++) {
             int64_t nc = 0, ns = 0;
             for (int64_t i = 0; i < M; i++) {
@@ -322,7 +333,7 @@ lt_status lt_img_nms_eval(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum
             for (int64_t c = 0; c < nc && ns < max_out; c++) {
                 bool keep = true;
                 for (int64_t j = 0; j < ns && keep; j++)
-                    if (nms_suppress(bx + cand[c].idx * 4, bx + sel[j] * 4, cpb == 1, iou_thr)) keep = false;
+                    if (nms_suppress(&bx[cand[c].idx], &bx[sel[j]], iou_thr)) keep = false;
                 if (!keep) continue;
                 sel[ns++] = cand[c].idx;
                 if (n_res == cap_res) {
