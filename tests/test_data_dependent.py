@@ -250,3 +250,29 @@ def test_python_no_split(tmp_path):
     check(split.run(f), host.run(f), "no_split")
     with pytest.raises(TypeError):
         lathe.compile(str(path), no_split="yes")
+
+
+@pytest.mark.parametrize("k,largest,dtype", [(17, 1, np.float32), (100, 0, np.float32), (64, 1, np.float64),
+                                             (300, 1, np.int64), (999, 0, np.float32)])
+def test_topk_large_k(k, largest, dtype, tmp_path):
+    """TopK with a constant k above 16 takes the heap kernel: equal to the interpreter (NaNs, ties, the
+    order of equal values by index)."""
+    from onnx import TensorProto as T, helper as h
+    tt = {np.float32: T.FLOAT, np.float64: T.DOUBLE, np.int64: T.INT64}[dtype]
+    nodes = [h.make_node("TopK", ["x", "k"], ["v", "i"], axis=1, largest=largest)]
+    g = h.make_graph(nodes, "tk", [h.make_tensor_value_info("x", tt, [4, 1000])],
+                     [h.make_tensor_value_info("v", tt, None), h.make_tensor_value_info("i", T.INT64, None)],
+                     [onnx.numpy_helper.from_array(np.array([k], np.int64), "k")])
+    path = tmp_path / "tk.onnx"
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), path)
+    model, ref = lathe.compile(str(path), cache_dir=False), lathe.compile(str(path), backend="interp")
+    assert "host steps" in model.report and ", 0 host steps" in model.report, model.report
+    rng = np.random.default_rng(k)
+    x = rng.integers(-20, 20, (4, 1000)).astype(dtype)  # many ties
+    if dtype != np.int64:
+        x[0, ::7] = np.nan
+        x[1] = rng.standard_normal(1000)
+    f = {"x": x}
+    got, want = model.run(f), ref.run(f)
+    np.testing.assert_array_equal(got["i"], want["i"])
+    np.testing.assert_array_equal(got["v"], want["v"])

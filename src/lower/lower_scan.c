@@ -257,6 +257,150 @@ static lt_lnode *insert(topk *t, lt_lvar *x, lt_lnode *raw, lt_lnode *j, lt_lnod
     return lt_l_seq(K, 4, all);
 }
 
+/* ---- TopK by a heap (k > TOPK_HEAP_MIN): O(len log k) instead of the insertion's O(len k) ----
+ * The k slots of the row hold a binary heap whose root (slot 0) is the worst element kept: an element
+ * ranks after another when its value ranks after (`before`, NaN included) or, on equal values, when
+ * its index is larger, a total order that gives the insertion's (and the interpreter's stable sort's)
+ * result. The first k elements enter by sifting up; each later one that ranks before the root
+ * replaces it and sifts down; then a heap sort (the root swapped to the end, the heap shrunk) leaves
+ * the slots best first. Moves go through a hole (the element in flight held in variables). Only for
+ * types stored as they are computed (not float16 / bfloat16, whose bits the insertion copies). */
+#define TOPK_HEAP_MIN 16
+
+/* a ranks after b (a and b: a value and an index variable each) */
+static lt_lnode *heap_worse(topk *t, lt_lvar *av, lt_lvar *ai, lt_lvar *bv, lt_lvar *bi) {
+    lt_lctx *lc = t->lc;
+    lt_lnode *tie = lt_l_binary(K, LT_LOP_AND, lt_l_unary(K, LT_LOP_NOT, before(t, lt_l_var(K, av), lt_l_var(K, bv))),
+                                lt_l_binary(K, LT_LOP_GT, lt_l_var(K, ai), lt_l_var(K, bi)));
+    return lt_l_binary(K, LT_LOP_OR, before(t, lt_l_var(K, bv), lt_l_var(K, av)), tie);
+}
+
+/* LET v = the value of slot s; LET i = its index (s: an expression, built twice). */
+static void heap_read(topk *t, lt_lnode *(*s)(topk *, void *), void *u, lt_lvar *v, lt_lvar *i, lt_lnode **out) {
+    lt_lctx *lc = t->lc;
+    out[0] = lt_l_let(K, v, slot_value(t, s(t, u)));
+    out[1] = lt_l_let(K, i, lt_l_load(K, t->ib, slot(t, s(t, u))));
+}
+
+static lt_lnode *at_var(topk *t, void *u) { return lt_l_var(t->lc->k, u); }
+
+/* slot d = (v, i) */
+static lt_lnode *heap_write(topk *t, lt_lnode *d, lt_lnode *d2, lt_lvar *v, lt_lvar *i) {
+    lt_lctx *lc = t->lc;
+    lt_lnode *w[2] = {lt_l_store(K, t->vb, slot(t, d), lt_l_var(K, v)), lt_l_store(K, t->ib, slot(t, d2), lt_l_var(K, i))};
+    return lt_l_seq(K, 2, w);
+}
+
+static int heap_levels(int64_t k) {
+    int l = 1;
+    while (((int64_t)1 << (l - 1)) <= k) l++;
+    return l;
+}
+
+/* Sift (mv, mi) down from slot 0 in a heap of `size` slots (an expression), then store it. */
+static lt_lnode *heap_sift_down(topk *t, lt_lvar *mv, lt_lvar *mi, lt_lnode *size_a, lt_lnode *size_b) {
+    lt_lctx *lc = t->lc;
+    lt_dtype cd = lt_lower_cdtype(t->dt);
+    lt_lvar *pos = lt_kernel_var(K, "pos", LT_INT64), *act = lt_kernel_var(K, "act", LT_INT64);
+    lt_lvar *q = lt_kernel_var(K, "q", LT_INT64), *l = lt_kernel_var(K, "l", LT_INT64), *w = lt_kernel_var(K, "w", LT_INT64);
+    lt_lvar *wv = lt_kernel_var(K, "wv", cd), *wi = lt_kernel_var(K, "wi", LT_INT64);
+    lt_lvar *rv = lt_kernel_var(K, "rv", cd), *ri = lt_kernel_var(K, "ri", LT_INT64), *r = lt_kernel_var(K, "rc", LT_INT64);
+    if (!pos || !act || !q || !l || !w || !wv || !wi || !rv || !ri || !r) return NULL;
+    lt_lnode *rd[2], *rr[2];
+    heap_read(t, at_var, l, wv, wi, rd);
+    heap_read(t, at_var, r, rv, ri, rr);
+    lt_lnode *take_r[3] = {lt_l_assign(K, w, lt_l_var(K, r)), lt_l_assign(K, wv, lt_l_var(K, rv)), lt_l_assign(K, wi, lt_l_var(K, ri))};
+    lt_lnode *right[4] = {rr[0], rr[1], lt_l_if(K, heap_worse(t, rv, ri, wv, wi), lt_l_seq(K, 3, take_r), NULL)};
+    lt_lnode *move[2] = {heap_write(t, lt_l_var(K, pos), lt_l_var(K, pos), wv, wi), lt_l_assign(K, pos, lt_l_var(K, w))};
+    lt_lnode *child[6] = {
+        lt_l_let(K, w, lt_l_var(K, l)), rd[0], rd[1],
+        lt_l_let(K, r, lt_l_add(K, lt_l_var(K, l), lt_l_int(K, 1))),
+        lt_l_if(K, lt_l_binary(K, LT_LOP_LT, lt_l_var(K, r), size_b), lt_l_seq(K, 3, right), NULL),
+        lt_l_if(K, heap_worse(t, wv, wi, mv, mi), lt_l_seq(K, 2, move), lt_l_assign(K, act, lt_l_int(K, 0))),
+    };
+    lt_lnode *level[2] = {
+        lt_l_let(K, l, lt_l_add(K, lt_l_mul(K, lt_l_var(K, pos), lt_l_int(K, 2)), lt_l_int(K, 1))),
+        lt_l_if(K, lt_l_binary(K, LT_LOP_LT, lt_l_var(K, l), size_a), lt_l_seq(K, 6, child), lt_l_assign(K, act, lt_l_int(K, 0))),
+    };
+    lt_lnode *body = lt_l_if(K, lt_l_binary(K, LT_LOP_NE, lt_l_var(K, act), lt_l_int(K, 0)), lt_l_seq(K, 2, level), NULL);
+    lt_lnode *all[4] = {
+        lt_l_let(K, pos, lt_l_int(K, 0)), lt_l_let(K, act, lt_l_int(K, 1)),
+        lt_l_for(K, q, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, heap_levels(t->k)), LT_LOOP_SERIAL, body),
+        heap_write(t, lt_l_var(K, pos), lt_l_var(K, pos), mv, mi),
+    };
+    return lt_l_seq(K, 4, all);
+}
+
+/* Element (x, j) sifted up from slot j (the heap holds slots [0, j)), then stored. */
+static lt_lnode *heap_sift_up(topk *t, lt_lvar *mv, lt_lvar *mi, lt_lvar *j) {
+    lt_lctx *lc = t->lc;
+    lt_dtype cd = lt_lower_cdtype(t->dt);
+    lt_lvar *pos = lt_kernel_var(K, "pos", LT_INT64), *act = lt_kernel_var(K, "act", LT_INT64);
+    lt_lvar *q = lt_kernel_var(K, "q", LT_INT64), *p = lt_kernel_var(K, "par", LT_INT64);
+    lt_lvar *pv = lt_kernel_var(K, "pv", cd), *pi = lt_kernel_var(K, "pi", LT_INT64);
+    if (!pos || !act || !q || !p || !pv || !pi) return NULL;
+    lt_lnode *rd[2];
+    heap_read(t, at_var, p, pv, pi, rd);
+    lt_lnode *move[2] = {heap_write(t, lt_l_var(K, pos), lt_l_var(K, pos), pv, pi), lt_l_assign(K, pos, lt_l_var(K, p))};
+    lt_lnode *up[4] = {
+        lt_l_let(K, p, lt_l_binary(K, LT_LOP_DIV, lt_l_binary(K, LT_LOP_SUB, lt_l_var(K, pos), lt_l_int(K, 1)), lt_l_int(K, 2))),
+        rd[0], rd[1],
+        lt_l_if(K, heap_worse(t, mv, mi, pv, pi), lt_l_seq(K, 2, move), lt_l_assign(K, act, lt_l_int(K, 0))),
+    };
+    lt_lnode *go = lt_l_binary(K, LT_LOP_AND, lt_l_binary(K, LT_LOP_NE, lt_l_var(K, act), lt_l_int(K, 0)),
+                               lt_l_binary(K, LT_LOP_GT, lt_l_var(K, pos), lt_l_int(K, 0)));
+    lt_lnode *all[4] = {
+        lt_l_let(K, pos, lt_l_var(K, j)), lt_l_let(K, act, lt_l_int(K, 1)),
+        lt_l_for(K, q, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, heap_levels(t->k)), LT_LOOP_SERIAL,
+                 lt_l_if(K, go, lt_l_seq(K, 4, up), NULL)),
+        heap_write(t, lt_l_var(K, pos), lt_l_var(K, pos), mv, mi),
+    };
+    return lt_l_seq(K, 4, all);
+}
+
+static lt_status l_topk_heap(lt_lctx *lc, const lt_node *n, topk *t, lt_lnode **res) {
+    const rows *r = t->r;
+    int64_t len = r->dims[r->axis], k = t->k;
+    lt_dtype cd = lt_lower_cdtype(t->dt);
+    lt_lvar *j0 = lt_kernel_var(K, "r0", LT_INT64), *j1 = lt_kernel_var(K, "r1", LT_INT64), *e = lt_kernel_var(K, "r2", LT_INT64);
+    lt_lvar *x0 = lt_kernel_var(K, "x", cd), *xi0 = lt_kernel_var(K, "xi", LT_INT64);
+    lt_lvar *x1 = lt_kernel_var(K, "x", cd), *xi1 = lt_kernel_var(K, "xi", LT_INT64);
+    lt_lvar *root = lt_kernel_var(K, "root", cd), *hv = lt_kernel_var(K, "hv", cd), *hi = lt_kernel_var(K, "hi", LT_INT64);
+    lt_lvar *last = lt_kernel_var(K, "last", LT_INT64);
+    if (!j0 || !j1 || !e || !x0 || !xi0 || !x1 || !xi1 || !root || !hv || !hi || !last) return lt_lower_nomem(lc);
+    lt_lnode *idx[LT_MAX_RANK], *xv = NULL;
+    /* the first k: sifted up */
+    rows_at(r, lt_l_var(K, j0), idx);
+    LT_TRY(read_x(lc, n, idx, &xv, NULL));
+    lt_lnode *up = heap_sift_up(t, x0, xi0, j0);
+    if (!up) return lt_lower_nomem(lc);
+    lt_lnode *b0[3] = {lt_l_let(K, x0, xv), lt_l_let(K, xi0, lt_l_var(K, j0)), up};
+    lt_lnode *fill = lt_l_for(K, j0, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, k), LT_LOOP_SERIAL, lt_l_seq(K, 3, b0));
+    /* the others: each that ranks before the root replaces it */
+    rows_at(r, lt_l_var(K, j1), idx);
+    LT_TRY(read_x(lc, n, idx, &xv, NULL));
+    lt_lnode *down = heap_sift_down(t, x1, xi1, lt_l_int(K, k), lt_l_int(K, k));
+    if (!down) return lt_lower_nomem(lc);
+    lt_lnode *enter[3] = {lt_l_let(K, xi1, lt_l_var(K, j1)), down, lt_l_assign(K, root, slot_value(t, lt_l_int(K, 0)))};
+    lt_lnode *b1[2] = {lt_l_let(K, x1, xv), lt_l_if(K, before(t, lt_l_var(K, x1), lt_l_var(K, root)), lt_l_seq(K, 3, enter), NULL)};
+    lt_lnode *scan = lt_l_for(K, j1, LT_ROLE_REDUCE, lt_l_int(K, k), lt_l_int(K, len - k), LT_LOOP_SERIAL, lt_l_seq(K, 2, b1));
+    /* heap sort: the root to slot last = k-1-e, the heap [0, last) */
+    lt_lnode *down2 = heap_sift_down(t, hv, hi, lt_l_var(K, last), lt_l_var(K, last));
+    if (!down2) return lt_lower_nomem(lc);
+    lt_lnode *rd[2];
+    heap_read(t, at_var, last, hv, hi, rd);
+    lt_lnode *sort_body[5] = {
+        lt_l_let(K, last, lt_l_binary(K, LT_LOP_SUB, lt_l_int(K, k - 1), lt_l_var(K, e))), rd[0], rd[1],
+        lt_l_seq(K, 2, (lt_lnode *[]){lt_l_store(K, t->vb, slot(t, lt_l_var(K, last)), lt_l_load(K, t->vb, slot(t, lt_l_int(K, 0)))),
+                                       lt_l_store(K, t->ib, slot(t, lt_l_var(K, last)), lt_l_load(K, t->ib, slot(t, lt_l_int(K, 0))))}),
+        down2,
+    };
+    lt_lnode *sort = lt_l_for(K, e, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, k - 1), LT_LOOP_SERIAL, lt_l_seq(K, 5, sort_body));
+    lt_lnode *row[4] = {fill, lt_l_let(K, root, slot_value(t, lt_l_int(K, 0))), scan, sort};
+    *res = rows_loops(lc, r, lt_l_seq(K, len > k ? 4 : 2, len > k ? row : (lt_lnode *[]){fill, sort}));
+    return LT_LNN(lc, *res);
+}
+
 static lt_status l_topk(lt_lctx *lc, const lt_node *n, lt_lnode **res) {
     rows r;
     LT_TRY(rows_init(lc, n, topk_axis(n), &r));
@@ -272,6 +416,7 @@ static lt_status l_topk(lt_lctx *lc, const lt_node *n, lt_lnode **res) {
         return lt_lower_error(lc, n, LT_ERR_INTERNAL, "the outputs are not stored as they are");
     int64_t len = r.dims[r.axis];
     lt_dtype cd = lt_lower_cdtype(t.dt);
+    if (t.k > TOPK_HEAP_MIN && cd == t.dt) return l_topk_heap(lc, n, &t, res);
     lt_lnode *row[3];
     int nr = 0;
     /* the first k elements always enter: element j is inserted into slots [0, j] */
