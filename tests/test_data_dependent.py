@@ -276,3 +276,25 @@ def test_topk_large_k(k, largest, dtype, tmp_path):
     got, want = model.run(f), ref.run(f)
     np.testing.assert_array_equal(got["i"], want["i"])
     np.testing.assert_array_equal(got["v"], want["v"])
+
+
+@pytest.mark.parametrize("name", ["nonzero", "topk", "compress", "topk_heap"])
+def test_cuda_kernels_compile_with_nvrtc(name, tmp_path):
+    """The padded kernels and the heap TopK, emitted for the GPU, build with NVRTC (no GPU needed)."""
+    path = tmp_path / f"{name}.onnx"
+    if name == "topk_heap":
+        from onnx import TensorProto as T, helper as h
+        g = h.make_graph([h.make_node("TopK", ["x", "k"], ["v", "i"], axis=1)], "tk",
+                         [h.make_tensor_value_info("x", T.FLOAT, [8, 500])],
+                         [h.make_tensor_value_info("v", T.FLOAT, None), h.make_tensor_value_info("i", T.INT64, None)],
+                         [onnx.numpy_helper.from_array(np.array([50], np.int64), "k")])
+        onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), path)
+    else:
+        onnx.save(ddm.MODELS[name][0](), path)
+    out = tmp_path / "cuda"
+    r = run_cli("compile", path, "--target", "cuda", "-o", out)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert (out / "model.cubin").stat().st_size > 0, r.stdout + r.stderr
+    groups = (out / "groups.txt").read_text()
+    want = {"nonzero": "NonZeroPadded", "topk": "TopKPadded", "compress": "CompressPadded", "topk_heap": "(TopK)"}[name]
+    assert "anchor=" in groups and want in groups, groups

@@ -234,8 +234,8 @@ static lt_status rewrite(lt_ctx *ctx, lt_model *m, const cut *c, lt_split *sp) {
     lt_node *rn = NULL;
     if (s == LT_OK) s = lt_node_new(ctx, g, "DataDependentRest", "lathe", n_rin, rin, c->n_outs, "rest", NULL, &rn);
     if (s == LT_OK) {
-        char label[256], name[320];
-        snprintf(name, sizeof name, "the rest after %s", lt_node_label(c->first, label, sizeof label));
+        char name[320];
+        snprintf(name, sizeof name, "the rest after %s", sp->first); /* labelled before the nodes moved */
         rn->name = lt_arena_strdup(&m->arena, name);
         if (!rn->name) s = lt_error(ctx, LT_ERR_NOMEM, "out of memory (split)");
     }
