@@ -14,6 +14,11 @@
 typedef struct uq_ctx {
     const lt_tensor *x;
     int64_t outer, inner, dim; /* slice j holds x[o, j, i] for o < outer, i < inner */
+    /* One-element slices of an integer, bool or float tensor: the keys loaded once, compared as
+     * cmp_elem compares them (NaN after every number, NaNs equal); NULL otherwise. */
+    const int64_t *ki;
+    const uint64_t *ku;
+    const double *kf;
 } uq_ctx;
 
 static int cmp_elem(const lt_tensor *x, int64_t a, int64_t b) {
@@ -57,7 +62,16 @@ static int cmp_elem(const lt_tensor *x, int64_t a, int64_t b) {
     }
 }
 
+static int cmp_key(const uq_ctx *c, int64_t a, int64_t b) {
+    if (c->ki) return (c->ki[a] > c->ki[b]) - (c->ki[a] < c->ki[b]);
+    if (c->ku) return (c->ku[a] > c->ku[b]) - (c->ku[a] < c->ku[b]);
+    double p = c->kf[a], q = c->kf[b];
+    if (isnan(p) || isnan(q)) return isnan(p) == isnan(q) ? 0 : isnan(p) ? 1 : -1;
+    return (p > q) - (p < q);
+}
+
 static int cmp_slice(const uq_ctx *c, int64_t a, int64_t b) {
+    if (c->ki || c->ku || c->kf) return cmp_key(c, a, b);
     for (int64_t o = 0; o < c->outer; o++)
         for (int64_t i = 0; i < c->inner; i++) {
             int64_t base = o * c->dim * c->inner + i;
@@ -85,7 +99,7 @@ lt_status lt_shp_eval_Unique(lt_eval *ev, const lt_node *n, lt_datum **in, lt_da
     LT_TRY(lt_in_tensor(ev, n, in, 0, &x));
     if (lt_dtype_get(x->dtype)->cls == LT_DC_NONE)
         return lt_op_error(ev, n, LT_ERR_INVALID, "Unique of %s", lt_dtype_name(x->dtype));
-    uq_ctx c = {x, 1, 1, x->numel};
+    uq_ctx c = {.x = x, .outer = 1, .inner = 1, .dim = x->numel};
     const lt_attr *aa = lt_node_attr(n, "axis");
     int axis = -1;
     if (aa && aa->type == LT_AT_INT) {
@@ -98,10 +112,26 @@ lt_status lt_shp_eval_Unique(lt_eval *ev, const lt_node *n, lt_datum **in, lt_da
     bool sorted = lt_attr_int(n, "sorted", 1) != 0;
     int64_t m = c.dim;
     size_t cnt = (size_t)(m ? m : 1);
+    lt_dclass cls = lt_dtype_get(x->dtype)->cls;
+    void *keys = NULL; /* one-element slices: the keys loaded once (cmp_key) */
+    if (c.outer * c.inner == 1 && (cls == LT_DC_SINT || cls == LT_DC_UINT || cls == LT_DC_BOOL || cls == LT_DC_FLOAT)) {
+        if (!(keys = lt_alloc(ev->ctx, cnt * 8, "unique keys"))) return LT_ERR_NOMEM;
+        for (int64_t j = 0; j < m; j++) {
+            if (cls == LT_DC_SINT) ((int64_t *)keys)[j] = lt_load_i64(x->data, x->dtype, j);
+            else if (cls == LT_DC_FLOAT) ((double *)keys)[j] = lt_load_f64(x->data, x->dtype, j);
+            else ((uint64_t *)keys)[j] = lt_load_u64(x->data, x->dtype, j);
+        }
+        if (cls == LT_DC_SINT) c.ki = keys;
+        else if (cls == LT_DC_FLOAT) c.kf = keys;
+        else c.ku = keys;
+    }
     /* order: slices sorted; grp: group of each slice; first/counts per group (in sorted order);
      * pos: output position of each sorted group. */
     int64_t *buf = lt_alloc(ev->ctx, cnt * 6 * sizeof(int64_t), "unique scratch");
-    if (!buf) return LT_ERR_NOMEM;
+    if (!buf) {
+        lt_mem_free(keys);
+        return LT_ERR_NOMEM;
+    }
     int64_t *order = buf, *tmp = buf + cnt, *grp = buf + 2 * cnt, *first = buf + 3 * cnt, *counts = buf + 4 * cnt,
             *pos = buf + 5 * cnt;
     for (int64_t j = 0; j < m; j++) order[j] = j;
@@ -155,6 +185,7 @@ lt_status lt_shp_eval_Unique(lt_eval *ev, const lt_node *n, lt_datum **in, lt_da
     if (s == LT_OK && n->n_out >= 4 && (s = lt_out_new(ev, n, out, 3, LT_INT64, 1, &ng, &t)) == LT_OK)
         for (int64_t k = 0; k < ng; k++) ((int64_t *)t->data)[k] = counts[gorder[k]];
     lt_mem_free(buf);
+    lt_mem_free(keys);
     return s;
 }
 
