@@ -226,7 +226,13 @@ static lt_status rewrite(lt_ctx *ctx, lt_model *m, const cut *c, lt_split *sp) {
     for (int i = 0; i < c->n_in && s == LT_OK; i++) {
         lt_value *v = c->in[i];
         bool pad = c->vclass[v->id] == V_PADDED;
-        sp->ins[i] = (rest_in){n_rin, pad ? n_rin + 1 : -1, pad ? c->pad_axis[v->id] : -1};
+        sp->ins[i] = (rest_in){n_rin, pad ? n_rin + 1 : -1, pad ? c->pad_axis[v->id] : -1, NULL, false};
+        if (pad && v->producer) { /* still the original op: the nodes are removed below */
+            char label[256];
+            sp->ins[i].label = lt_arena_strdup(&sp->arena, lt_node_label(v->producer, label, sizeof label));
+            sp->ins[i].topk = v->producer->op == LT_OP_TopK;
+            if (!sp->ins[i].label) s = lt_error(ctx, LT_ERR_NOMEM, "out of memory (split)");
+        }
         rin[n_rin++] = pad ? buf[v->id] : v;
         if (pad) rin[n_rin++] = cnt[v->id];
     }

@@ -15,6 +15,8 @@ typedef struct rest_in {  /* one input of the rest model */
     int count_in;         /* padded: the node's input holding the count; -1 */
     int axis;             /* padded: the axis whose length is the count (the value is the buffer's
                            * first elements, compact, with that axis count long) */
+    const char *label;    /* padded: the op's node, for a count out of range ("node 3 'topk' (TopK)") */
+    bool topk;            /* padded: TopK's (the count is its K) */
 } rest_in;
 
 typedef struct rest_out { /* one output of the DataDependentRest node */

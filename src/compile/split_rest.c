@@ -179,8 +179,11 @@ static lt_status rest_run(void *user, lt_ctx *ctx, const lt_plan_run_options *ro
                                 ? *(const int64_t *)cd->tensor->data : -1;
             int64_t len = ri->axis >= 0 && ri->axis < b->rank ? b->dims[ri->axis] : -1;
             if (len < 0 || count < 0 || count > len) {
-                s = lt_error(ctx, LT_ERR_INVALID, "%s: the size the data gives, %lld, is outside 0..%lld", sp->first,
-                             (long long)count, (long long)len);
+                const char *who = ri->label ? ri->label : sp->first;
+                s = ri->topk ? lt_error(ctx, LT_ERR_INVALID, "%s: K %lld out of range [0, %lld]", who, (long long)count,
+                                        (long long)len)
+                             : lt_error(ctx, LT_ERR_INVALID, "%s: the size the data gives, %lld, is outside 0..%lld", who,
+                                        (long long)count, (long long)len);
                 break;
             }
             int64_t vd[LT_MAX_RANK];
