@@ -8,7 +8,8 @@
  * ROIs forced to 1x1). MaxRoiPool is Caffe's ROI pooling: ROI corners rounded after scaling, bins
  * floor/ceil-split, max over each bin, 0 for an empty bin. NonMaxSuppression is the greedy per
  * (batch, class) selection of onnx's reference, in float32 arithmetic so IoU ties at the threshold
- * decide as there; candidates are ordered by score, ties by box index.
+ * decide as there; candidates are taken by score, ties by box index (from a heap: the greedy pass
+ * stops at max_output_boxes_per_class, usually long before every candidate would be sorted).
  * Every batch index read from a tensor is range-checked.
  */
 #include "image_impl.h"
@@ -231,6 +232,31 @@ static int nms_cmp(const void *a, const void *b) {
     return x->idx < y->idx ? -1 : x->idx > y->idx ? 1 : 0;
 }
 
+/* The candidates in nms_cmp order, taken one at a time from a binary heap (the greedy pass stops at
+ * max_output_boxes_per_class, usually long before every candidate is sorted): heap[0] comes first. */
+static void nms_sift(nms_cand *h, int64_t n, int64_t i) {
+    for (;;) {
+        int64_t l = 2 * i + 1, m = i;
+        if (l < n && nms_cmp(&h[l], &h[m]) < 0) m = l;
+        if (l + 1 < n && nms_cmp(&h[l + 1], &h[m]) < 0) m = l + 1;
+        if (m == i) return;
+        nms_cand t = h[i];
+        h[i] = h[m], h[m] = t;
+        i = m;
+    }
+}
+
+static void nms_heapify(nms_cand *h, int64_t n) {
+    for (int64_t i = n / 2 - 1; i >= 0; i--) nms_sift(h, n, i);
+}
+
+static nms_cand nms_pop(nms_cand *h, int64_t *n) {
+    nms_cand top = h[0];
+    h[0] = h[--*n];
+    nms_sift(h, *n, 0);
+    return top;
+}
+
 static void minmax(float a, float b, float *lo, float *hi) {
     if (a >= b) *lo = b, *hi = a;
     else *lo = a, *hi = b;
@@ -329,13 +355,14 @@ lt_status lt_img_nms_eval(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum
                 if (use_score && !(sc > score_thr)) continue;
                 cand[nc++] = (nms_cand){sc, i};
             }
-            qsort(cand, (size_t)nc, sizeof *cand, nms_cmp);
-            for (int64_t c = 0; c < nc && ns < max_out; c++) {
+            nms_heapify(cand, nc);
+            while (nc > 0 && ns < max_out) {
+                nms_cand cd = nms_pop(cand, &nc);
                 bool keep = true;
                 for (int64_t j = 0; j < ns && keep; j++)
-                    if (nms_suppress(&bx[cand[c].idx], &bx[sel[j]], iou_thr)) keep = false;
+                    if (nms_suppress(&bx[cd.idx], &bx[sel[j]], iou_thr)) keep = false;
                 if (!keep) continue;
-                sel[ns++] = cand[c].idx;
+                sel[ns++] = cd.idx;
                 if (n_res == cap_res) {
                     int64_t nc2 = cap_res ? cap_res * 2 : 64;
                     int64_t *nr = lt_mem_realloc(res, (size_t)nc2 * 3 * sizeof *nr);
@@ -346,7 +373,7 @@ lt_status lt_img_nms_eval(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum
                     res = nr;
                     cap_res = nc2;
                 }
-                res[n_res * 3] = b, res[n_res * 3 + 1] = k, res[n_res * 3 + 2] = cand[c].idx;
+                res[n_res * 3] = b, res[n_res * 3 + 1] = k, res[n_res * 3 + 2] = cd.idx;
                 n_res++;
             }
         }
