@@ -278,16 +278,19 @@ def test_topk_large_k(k, largest, dtype, tmp_path):
     np.testing.assert_array_equal(got["v"], want["v"])
 
 
-@pytest.mark.parametrize("name", ["nonzero", "topk", "compress", "topk_heap"])
+@pytest.mark.parametrize("name", ["nonzero", "topk", "compress", "topk_heap", "topk_padded_heap"])
 def test_cuda_kernels_compile_with_nvrtc(name, tmp_path):
-    """The padded kernels and the heap TopK, emitted for the GPU, build with NVRTC (no GPU needed)."""
+    """The padded kernels and the heap TopK (k constant, or given at run time over a long axis), emitted
+    for the GPU, build with NVRTC (no GPU needed)."""
     path = tmp_path / f"{name}.onnx"
-    if name == "topk_heap":
+    if name.endswith("heap"):
         from onnx import TensorProto as T, helper as h
+        given = name == "topk_padded_heap"
         g = h.make_graph([h.make_node("TopK", ["x", "k"], ["v", "i"], axis=1)], "tk",
-                         [h.make_tensor_value_info("x", T.FLOAT, [8, 500])],
+                         [h.make_tensor_value_info("x", T.FLOAT, [8, 500])] +
+                         ([h.make_tensor_value_info("k", T.INT64, [1])] if given else []),
                          [h.make_tensor_value_info("v", T.FLOAT, None), h.make_tensor_value_info("i", T.INT64, None)],
-                         [onnx.numpy_helper.from_array(np.array([50], np.int64), "k")])
+                         [] if given else [onnx.numpy_helper.from_array(np.array([50], np.int64), "k")])
         onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), path)
     else:
         onnx.save(ddm.MODELS[name][0](), path)
@@ -296,5 +299,26 @@ def test_cuda_kernels_compile_with_nvrtc(name, tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     assert (out / "model.cubin").stat().st_size > 0, r.stdout + r.stderr
     groups = (out / "groups.txt").read_text()
-    want = {"nonzero": "NonZeroPadded", "topk": "TopKPadded", "compress": "CompressPadded", "topk_heap": "(TopK)"}[name]
+    want = {"nonzero": "NonZeroPadded", "topk": "TopKPadded", "compress": "CompressPadded", "topk_heap": "(TopK)",
+            "topk_padded_heap": "TopKPadded"}[name]
     assert "anchor=" in groups and want in groups, groups
+
+
+def test_topk_runtime_k_heap(tmp_path):
+    """TopK with k given at run time over an axis longer than 64 takes the heap kernel with a run-time k:
+    k from 0 to the axis length, NaNs and ties, equal to the interpreter bit for bit."""
+    from onnx import TensorProto as T, helper as h
+    g = h.make_graph([h.make_node("TopK", ["x", "k"], ["v", "i"], axis=1, largest=1)], "tk",
+                     [h.make_tensor_value_info("x", T.FLOAT, [5, 300]), h.make_tensor_value_info("k", T.INT64, [1])],
+                     [h.make_tensor_value_info("v", T.FLOAT, None), h.make_tensor_value_info("i", T.INT64, None)])
+    path = tmp_path / "tk.onnx"
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), path)
+    model, ref = lathe.compile(str(path), cache_dir=False), lathe.compile(str(path), backend="interp")
+    rng = np.random.default_rng(12)
+    for k in (0, 1, 2, 17, 100, 299, 300):
+        x = rng.integers(-30, 30, (5, 300)).astype(np.float32)
+        x[0, ::11] = np.nan
+        f = {"x": x, "k": np.array([k], np.int64)}
+        got, want = model.run(f), ref.run(f)
+        np.testing.assert_array_equal(got["i"], want["i"], err_msg=f"k={k}")
+        np.testing.assert_array_equal(got["v"], want["v"], err_msg=f"k={k}")

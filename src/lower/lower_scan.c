@@ -266,6 +266,7 @@ static lt_lnode *insert(topk *t, lt_lvar *x, lt_lnode *raw, lt_lnode *j, lt_lnod
  * the slots best first. Moves go through a hole (the element in flight held in variables). Only for
  * types stored as they are computed (not float16 / bfloat16, whose bits the insertion copies). */
 #define TOPK_HEAP_MIN 16
+#define TOPK_PADDED_HEAP_MIN 64 /* TopKPadded: the heap when the axis is longer (k is not known) */
 
 /* a ranks after b (a and b: a value and an index variable each) */
 static lt_lnode *heap_worse(topk *t, lt_lvar *av, lt_lvar *ai, lt_lvar *bv, lt_lvar *bi) {
@@ -291,10 +292,19 @@ static lt_lnode *heap_write(topk *t, lt_lnode *d, lt_lnode *d2, lt_lvar *v, lt_l
     return lt_l_seq(K, 2, w);
 }
 
-static int heap_levels(int64_t k) {
+/* Iterations of a sift: the heap's depth + 1 (k up to the axis length when k is known at run time). */
+static int heap_levels(const topk *t) {
+    int64_t k = t->kvar ? t->r->dims[t->r->axis] : t->k;
     int l = 1;
     while (((int64_t)1 << (l - 1)) <= k) l++;
     return l;
+}
+
+/* k + add: an immediate, or TopKPadded's run-time k */
+static lt_lnode *kplus(topk *t, int64_t add) {
+    lt_lctx *lc = t->lc;
+    if (!t->kvar) return lt_l_int(K, t->k + add);
+    return add ? lt_l_add(K, lt_l_var(K, t->kvar), lt_l_int(K, add)) : lt_l_var(K, t->kvar);
 }
 
 /* Sift (mv, mi) down from slot 0 in a heap of `size` slots (an expression), then store it. */
@@ -325,7 +335,7 @@ static lt_lnode *heap_sift_down(topk *t, lt_lvar *mv, lt_lvar *mi, lt_lnode *siz
     lt_lnode *body = lt_l_if(K, lt_l_binary(K, LT_LOP_NE, lt_l_var(K, act), lt_l_int(K, 0)), lt_l_seq(K, 2, level), NULL);
     lt_lnode *all[4] = {
         lt_l_let(K, pos, lt_l_int(K, 0)), lt_l_let(K, act, lt_l_int(K, 1)),
-        lt_l_for(K, q, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, heap_levels(t->k)), LT_LOOP_SERIAL, body),
+        lt_l_for(K, q, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, heap_levels(t)), LT_LOOP_SERIAL, body),
         heap_write(t, lt_l_var(K, pos), lt_l_var(K, pos), mv, mi),
     };
     return lt_l_seq(K, 4, all);
@@ -351,16 +361,18 @@ static lt_lnode *heap_sift_up(topk *t, lt_lvar *mv, lt_lvar *mi, lt_lvar *j) {
                                lt_l_binary(K, LT_LOP_GT, lt_l_var(K, pos), lt_l_int(K, 0)));
     lt_lnode *all[4] = {
         lt_l_let(K, pos, lt_l_var(K, j)), lt_l_let(K, act, lt_l_int(K, 1)),
-        lt_l_for(K, q, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, heap_levels(t->k)), LT_LOOP_SERIAL,
+        lt_l_for(K, q, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, heap_levels(t)), LT_LOOP_SERIAL,
                  lt_l_if(K, go, lt_l_seq(K, 4, up), NULL)),
         heap_write(t, lt_l_var(K, pos), lt_l_var(K, pos), mv, mi),
     };
     return lt_l_seq(K, 4, all);
 }
 
-static lt_status l_topk_heap(lt_lctx *lc, const lt_node *n, topk *t, lt_lnode **res) {
+/* The row's statements (TopKPadded wraps them in its k guard and the rows loops; TopK in the rows
+ * loops). */
+static lt_status topk_heap_row(lt_lctx *lc, const lt_node *n, topk *t, lt_lnode **res) {
     const rows *r = t->r;
-    int64_t len = r->dims[r->axis], k = t->k;
+    int64_t len = r->dims[r->axis];
     lt_dtype cd = lt_lower_cdtype(t->dt);
     lt_lvar *j0 = lt_kernel_var(K, "r0", LT_INT64), *j1 = lt_kernel_var(K, "r1", LT_INT64), *e = lt_kernel_var(K, "r2", LT_INT64);
     lt_lvar *x0 = lt_kernel_var(K, "x", cd), *xi0 = lt_kernel_var(K, "xi", LT_INT64);
@@ -375,29 +387,38 @@ static lt_status l_topk_heap(lt_lctx *lc, const lt_node *n, topk *t, lt_lnode **
     lt_lnode *up = heap_sift_up(t, x0, xi0, j0);
     if (!up) return lt_lower_nomem(lc);
     lt_lnode *b0[3] = {lt_l_let(K, x0, xv), lt_l_let(K, xi0, lt_l_var(K, j0)), up};
-    lt_lnode *fill = lt_l_for(K, j0, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, k), LT_LOOP_SERIAL, lt_l_seq(K, 3, b0));
+    lt_lnode *fill = lt_l_for(K, j0, LT_ROLE_REDUCE, lt_l_int(K, 0), kplus(t, 0), LT_LOOP_SERIAL, lt_l_seq(K, 3, b0));
     /* the others: each that ranks before the root replaces it */
     rows_at(r, lt_l_var(K, j1), idx);
     LT_TRY(read_x(lc, n, idx, &xv, NULL));
-    lt_lnode *down = heap_sift_down(t, x1, xi1, lt_l_int(K, k), lt_l_int(K, k));
+    lt_lnode *down = heap_sift_down(t, x1, xi1, kplus(t, 0), kplus(t, 0));
     if (!down) return lt_lower_nomem(lc);
     lt_lnode *enter[3] = {lt_l_let(K, xi1, lt_l_var(K, j1)), down, lt_l_assign(K, root, slot_value(t, lt_l_int(K, 0)))};
     lt_lnode *b1[2] = {lt_l_let(K, x1, xv), lt_l_if(K, before(t, lt_l_var(K, x1), lt_l_var(K, root)), lt_l_seq(K, 3, enter), NULL)};
-    lt_lnode *scan = lt_l_for(K, j1, LT_ROLE_REDUCE, lt_l_int(K, k), lt_l_int(K, len - k), LT_LOOP_SERIAL, lt_l_seq(K, 2, b1));
+    lt_lnode *scan = lt_l_for(K, j1, LT_ROLE_REDUCE, kplus(t, 0),
+                              t->kvar ? lt_l_binary(K, LT_LOP_SUB, lt_l_int(K, len), kplus(t, 0)) : lt_l_int(K, len - t->k),
+                              LT_LOOP_SERIAL, lt_l_seq(K, 2, b1));
     /* heap sort: the root to slot last = k-1-e, the heap [0, last) */
     lt_lnode *down2 = heap_sift_down(t, hv, hi, lt_l_var(K, last), lt_l_var(K, last));
     if (!down2) return lt_lower_nomem(lc);
     lt_lnode *rd[2];
     heap_read(t, at_var, last, hv, hi, rd);
     lt_lnode *sort_body[5] = {
-        lt_l_let(K, last, lt_l_binary(K, LT_LOP_SUB, lt_l_int(K, k - 1), lt_l_var(K, e))), rd[0], rd[1],
+        lt_l_let(K, last, lt_l_binary(K, LT_LOP_SUB, kplus(t, -1), lt_l_var(K, e))), rd[0], rd[1],
         lt_l_seq(K, 2, (lt_lnode *[]){lt_l_store(K, t->vb, slot(t, lt_l_var(K, last)), lt_l_load(K, t->vb, slot(t, lt_l_int(K, 0)))),
                                        lt_l_store(K, t->ib, slot(t, lt_l_var(K, last)), lt_l_load(K, t->ib, slot(t, lt_l_int(K, 0))))}),
         down2,
     };
-    lt_lnode *sort = lt_l_for(K, e, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, k - 1), LT_LOOP_SERIAL, lt_l_seq(K, 5, sort_body));
+    lt_lnode *sort = lt_l_for(K, e, LT_ROLE_REDUCE, lt_l_int(K, 0), kplus(t, -1), LT_LOOP_SERIAL, lt_l_seq(K, 5, sort_body));
+    bool any_rest = t->kvar || len > t->k;
     lt_lnode *row[4] = {fill, lt_l_let(K, root, slot_value(t, lt_l_int(K, 0))), scan, sort};
-    *res = rows_loops(lc, r, lt_l_seq(K, len > k ? 4 : 2, len > k ? row : (lt_lnode *[]){fill, sort}));
+    *res = lt_l_seq(K, any_rest ? 4 : 2, any_rest ? row : (lt_lnode *[]){fill, sort});
+    return LT_LNN(lc, *res);
+}
+
+static lt_status l_topk_heap(lt_lctx *lc, const lt_node *n, topk *t, lt_lnode **res) {
+    LT_TRY(topk_heap_row(lc, n, t, res));
+    *res = rows_loops(lc, t->r, *res);
     return LT_LNN(lc, *res);
 }
 
@@ -516,11 +537,13 @@ static lt_status l_topk_padded(lt_lctx *lc, const lt_node *n, lt_lnode **res) {
     lt_lnode *work[3] = {first,
                          lt_l_let(K, last, slot_value(&t, lt_l_binary(K, LT_LOP_SUB, lt_l_var(K, t.kvar), lt_l_int(K, 1)))),
                          rest};
+    lt_lnode *body = lt_l_seq(K, 3, work);
+    if (len > TOPK_PADDED_HEAP_MIN && cd == t.dt) LT_TRY(topk_heap_row(lc, n, &t, &body)); /* k may be large */
     lt_lnode *row[4] = {
         lt_l_let(K, kraw, lt_l_cast(K, LT_INT64, kval)),
         lt_l_let(K, t.kvar, clamped),
         lt_l_store(K, cb, lt_l_int(K, 0), lt_l_var(K, kraw)),
-        lt_l_if(K, lt_l_binary(K, LT_LOP_GT, lt_l_var(K, t.kvar), lt_l_int(K, 0)), lt_l_seq(K, 3, work), NULL),
+        lt_l_if(K, lt_l_binary(K, LT_LOP_GT, lt_l_var(K, t.kvar), lt_l_int(K, 0)), body, NULL),
     };
     *res = rows_loops(lc, &r, lt_l_seq(K, 4, row));
     return LT_LNN(lc, *res);
