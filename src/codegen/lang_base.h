@@ -22,7 +22,8 @@
 
 #define LT_LANG_BASE                                                                                       \
     .name = "c",                                                                                           \
-    .build_note = "cc -O3 -march=native -fopenmp -fPIC -shared -std=gnu11 -fno-math-errno -fwrapv "        \
+    .build_note = "cc -O3 -march=native -fopenmp -fPIC -shared -std=gnu11 -fno-math-errno "                \
+                  "-fno-trapping-math -fwrapv "                                                            \
                   "(or plain cc -O2 -fwrapv: one thread, portable SIMD)",                                  \
     /* built without -fopenmp, the omp pragmas are meant to be ignored (one thread, plain loops): say      \
      * so, so that -Wall -Werror builds (the standalone export) do not fail on them */                    \

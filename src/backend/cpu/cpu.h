@@ -3,8 +3,10 @@
  *
  * lt_cpu_compile runs the system C compiler (options->cc, default "cc"; the CLI passes $CC — the
  * library never reads the environment) with
- *     -O3 -march=native -fopenmp -fPIC -shared -std=gnu11 -fno-math-errno -fwrapv
- * (-fno-math-errno lets sqrt & co. vectorize and changes no result; -fwrapv gives signed integer
+ *     -O3 -march=native -fopenmp -fPIC -shared -std=gnu11 -fno-math-errno -fno-trapping-math -fwrapv
+ * (-fno-math-errno lets sqrt & co. vectorize and changes no result; -fno-trapping-math lets GCC turn
+ * a float select whose condition may be NaN (`x == x ? e : x`, the clamps of the prelude's exp) into a
+ * blend, so tanh, sigmoid, exp rows vectorize, and changes no result either; -fwrapv gives signed integer
  * overflow the two's complement wrap ONNX expects; no -ffast-math: results must match the reference
  * within 1e-4). The cache key is SHA-256 (see hash.h) of: a format version, the source, the flags,
  * the compiler's `--version` output and this CPU's model and feature flags (because of

@@ -40,7 +40,7 @@
 
 extern char **environ;
 
-#define CPU_FLAGS "-O3 -march=native -fopenmp -fPIC -shared -std=gnu11 -fno-math-errno -fwrapv"
+#define CPU_FLAGS "-O3 -march=native -fopenmp -fPIC -shared -std=gnu11 -fno-math-errno -fno-trapping-math -fwrapv"
 #define KEY_VERSION "lathe-cpu-module-v2"
 #define MAX_WORDS 64
 #define LOG_KEEP (256 * 1024)
