@@ -46,14 +46,19 @@ static lt_lnode *nest(lt_lctx *lc, int rank, const int64_t *dims, lt_lvar *const
     return body;
 }
 
+/* e != 0 in e's type (a BOOL expression; a float NaN is nonzero, as in the interpreter). */
+static lt_lnode *ne_zero(lt_lctx *lc, lt_lnode *e) {
+    lt_lnode *zero = lt_dtype_is_float(e->dtype) ? lt_l_float(K, e->dtype, 0) : lt_l_cast(K, e->dtype, lt_l_int(K, 0));
+    return lt_l_binary(K, LT_LOP_NE, e, zero);
+}
+
 /* "X at the pass's index is nonzero", a BOOL expression. */
 static lt_status is_nonzero(lt_lctx *lc, const lt_node *n, lt_lvar *const *v, int rank, lt_lnode **res) {
     lt_lnode *idx[LT_MAX_RANK], *x = NULL;
     for (int d = 0; d < rank; d++) idx[d] = lt_l_var(K, v[d]);
     LT_TRY(lt_lower_value(lc, n->in[0], idx, &x));
     LT_TRY(LT_LNN(lc, x));
-    lt_lnode *zero = lt_dtype_is_float(x->dtype) ? lt_l_float(K, x->dtype, 0) : lt_l_cast(K, x->dtype, lt_l_int(K, 0));
-    *res = lt_l_binary(K, LT_LOP_NE, x, zero);
+    *res = ne_zero(lc, x);
     return LT_LNN(lc, *res);
 }
 
@@ -148,10 +153,8 @@ static lt_status l_compress(lt_lctx *lc, const lt_node *n, lt_lnode **res) {
     LT_TRY(lt_lower_value(lc, n->in[1], cidx, &cv2));
     LT_TRY(LT_LNN(lc, cv1));
     LT_TRY(LT_LNN(lc, cv2));
-    lt_lnode *z1 = lt_dtype_is_float(cv1->dtype) ? lt_l_float(K, cv1->dtype, 0) : lt_l_cast(K, cv1->dtype, lt_l_int(K, 0));
-    lt_lnode *z2 = lt_dtype_is_float(cv2->dtype) ? lt_l_float(K, cv2->dtype, 0) : lt_l_cast(K, cv2->dtype, lt_l_int(K, 0));
     lt_lnode *count = lt_l_assign(
-        K, cnt, lt_l_add(K, lt_l_var(K, cnt), lt_l_select(K, lt_l_binary(K, LT_LOP_NE, cv1, z1), lt_l_int(K, 1), lt_l_int(K, 0))));
+        K, cnt, lt_l_add(K, lt_l_var(K, cnt), lt_l_select(K, ne_zero(lc, cv1), lt_l_int(K, 1), lt_l_int(K, 0))));
     /* the copy of slice j2 to slice c: loops over the other dims (none when flat) */
     lt_lnode *xi[LT_MAX_RANK], *x = NULL, *yflat = NULL;
     int64_t inner = 1;
@@ -188,7 +191,7 @@ static lt_status l_compress(lt_lctx *lc, const lt_node *n, lt_lnode **res) {
         if (d != axis)
             copy = lt_l_for(K, v[d], LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, dims[d]), LT_LOOP_SERIAL, copy);
     lt_lnode *put[2] = {copy, lt_l_assign(K, c, lt_l_add(K, lt_l_var(K, c), lt_l_int(K, 1)))};
-    lt_lnode *pick = lt_l_if(K, lt_l_binary(K, LT_LOP_NE, cv2, z2), lt_l_seq(K, 2, put), NULL);
+    lt_lnode *pick = lt_l_if(K, ne_zero(lc, cv2), lt_l_seq(K, 2, put), NULL);
     lt_lnode *all[5] = {
         lt_l_let(K, cnt, lt_l_int(K, 0)),
         lt_l_for(K, j1, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, cd[0]), LT_LOOP_SERIAL, count),

@@ -39,18 +39,34 @@ static lt_status infer_NonZeroPadded(lt_infer *ic, lt_node *n) {
     return n->n_out > 1 && n->out[1] ? lt_infer_set_i64(ic, n, 1, LT_INT64, 0, NULL) : LT_OK;
 }
 
+/* Output i of n: a tensor of g's dtype and shape dims whose first elements are g's (the padded
+ * layout: g is the op's own output, its data-decided axis compact at the start). */
+static lt_status padded_out(lt_eval *ev, const lt_node *n, lt_datum **out, int i, const lt_tensor *g, int rank,
+                            const int64_t *dims) {
+    lt_tensor *y;
+    LT_TRY(lt_out_new(ev, n, out, i, g->dtype, rank, dims, &y));
+    if (g->numel) memcpy(y->data, g->data, (size_t)g->numel * lt_dtype_size(g->dtype));
+    return LT_OK;
+}
+
+/* Output i of n, when the node has it: the count, an int64 scalar. */
+static lt_status count_out(lt_eval *ev, const lt_node *n, lt_datum **out, int i, int64_t count) {
+    lt_tensor *c;
+    if (n->n_out <= i || !n->out[i]) return LT_OK;
+    LT_TRY(lt_out_new(ev, n, out, i, LT_INT64, 0, NULL, &c));
+    *(int64_t *)c->data = count;
+    return LT_OK;
+}
+
 static lt_status eval_NonZeroPadded(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum **out) {
     const lt_tensor *x;
     LT_TRY(lt_in_tensor(ev, n, in, 0, &x));
     if (x->rank < 1) return lt_op_error(ev, n, LT_ERR_INVALID, "input must have rank >= 1, not 0");
     int64_t nnz = lt_shp_nonzero_count(x), d[2] = {x->rank, x->numel};
-    lt_tensor *y, *c;
+    lt_tensor *y;
     LT_TRY(lt_out_new(ev, n, out, 0, LT_INT64, 2, d, &y));
     lt_shp_nonzero_fill(x, nnz, y->data);
-    if (n->n_out < 2 || !n->out[1]) return LT_OK;
-    LT_TRY(lt_out_new(ev, n, out, 1, LT_INT64, 0, NULL, &c));
-    *(int64_t *)c->data = nnz;
-    return LT_OK;
+    return count_out(ev, n, out, 1, nnz);
 }
 
 static lt_status infer_TopKPadded(lt_infer *ic, lt_node *n) {
@@ -80,14 +96,8 @@ static lt_status eval_TopKPadded(lt_eval *ev, const lt_node *n, lt_datum **in, l
         return lt_op_error(ev, n, LT_ERR_INVALID, "axis %lld is out of range for rank %d", (long long)a, x->rank);
     lt_datum *got[2] = {NULL, NULL};
     lt_status s = lt_op_hooks_get(LT_OP_TopK)->eval(ev, n, in, got); /* TopK's own result, [.., k, ..] */
-    lt_tensor *y[2] = {NULL, NULL}, *c = NULL;
-    for (int i = 0; i < 2 && s == LT_OK; i++) {
-        const lt_tensor *g = got[i]->tensor;
-        if ((s = lt_out_new(ev, n, out, i, g->dtype, x->rank, x->dims, &y[i])) == LT_OK && g->numel)
-            memcpy(y[i]->data, g->data, (size_t)g->numel * lt_dtype_size(g->dtype));
-    }
-    if (s == LT_OK && n->n_out > 2 && n->out[2] && (s = lt_out_new(ev, n, out, 2, LT_INT64, 0, NULL, &c)) == LT_OK)
-        *(int64_t *)c->data = got[0]->tensor->dims[a < 0 ? a + x->rank : a];
+    for (int i = 0; i < 2 && s == LT_OK; i++) s = padded_out(ev, n, out, i, got[i]->tensor, x->rank, x->dims);
+    if (s == LT_OK) s = count_out(ev, n, out, 2, got[0]->tensor->dims[a < 0 ? a + x->rank : a]);
     lt_datum_release(got[0]);
     lt_datum_release(got[1]);
     return s;
@@ -117,12 +127,9 @@ static lt_status eval_CompressPadded(lt_eval *ev, const lt_node *n, lt_datum **i
     const lt_attr *aa = lt_node_attr(n, "axis");
     int axis = aa ? (int)(aa->i < 0 ? aa->i + x->rank : aa->i) : 0;
     int64_t numel = x->numel;
-    lt_tensor *y = NULL, *c = NULL;
-    if (s == LT_OK) s = aa ? lt_out_new(ev, n, out, 0, x->dtype, x->rank, x->dims, &y) : lt_out_new(ev, n, out, 0, x->dtype, 1, &numel, &y);
-    const lt_tensor *g = s == LT_OK ? got[0]->tensor : NULL;
-    if (s == LT_OK && g->numel) memcpy(y->data, g->data, (size_t)g->numel * lt_dtype_size(g->dtype));
-    if (s == LT_OK && n->n_out > 1 && n->out[1] && (s = lt_out_new(ev, n, out, 1, LT_INT64, 0, NULL, &c)) == LT_OK)
-        *(int64_t *)c->data = g->dims[axis];
+    if (s == LT_OK) s = aa ? padded_out(ev, n, out, 0, got[0]->tensor, x->rank, x->dims)
+                           : padded_out(ev, n, out, 0, got[0]->tensor, 1, &numel);
+    if (s == LT_OK) s = count_out(ev, n, out, 1, got[0]->tensor->dims[axis]);
     lt_datum_release(got[0]);
     return s;
 }
