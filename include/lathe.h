@@ -272,7 +272,8 @@ lathe_status lathe_compile(const char *path, const lathe_load_options *load, con
 void lathe_compiled_free(lathe_compiled *c); /* NULL is fine */
 /* Message of the last failed run ("" when none). Owned by c, valid until the next call. */
 const char *lathe_compiled_error(const lathe_compiled *c);
-/* The compile report: stage times, kernels, host steps, cache hit, memory plan (owned by c). */
+/* The compile report: stage times, kernels, host steps, cache hit, memory plan (owned by c, valid
+ * until the next call on c; a split model's report ends with what its rest compiled so far). */
 const char *lathe_compiled_report(const lathe_compiled *c);
 
 /* Inputs (those without an initializer) and outputs, in graph order, with their compiled types.

@@ -233,7 +233,25 @@ fail:
 }
 
 const char *lathe_compiled_error(const lathe_compiled *c) { return c ? c->err : ""; }
-const char *lathe_compiled_report(const lathe_compiled *c) { return c && c->report ? c->report : ""; }
+/* A split model's report: the compile's, then what its rest compiled so far; built when asked, not on
+ * every run (the rest's plans change only in runs, its counts are read now). */
+static void rest_report(lathe_compiled *c) {
+    if (!c->report_base) return;
+    lt_strbuf b = {0};
+    lt_sb_printf(&b, "%s", c->report_base);
+    lt_plan_rest_print(c->plan, &b);
+    if (b.failed || !b.s) {
+        lt_sb_free(&b);
+        return;
+    }
+    lt_mem_free(c->report);
+    c->report = b.s;
+}
+
+const char *lathe_compiled_report(const lathe_compiled *c) {
+    if (c && c->report_base) rest_report((lathe_compiled *)c); /* the report string is a cache the call refreshes */
+    return c && c->report ? c->report : "";
+}
 int lathe_compiled_num_inputs(const lathe_compiled *c) { return c ? c->n_in : 0; }
 int lathe_compiled_num_outputs(const lathe_compiled *c) { return c ? c->m->graph->n_outputs : 0; }
 
@@ -337,20 +355,6 @@ static lt_status family_plan(lt_ctx *ctx, lathe_compiled *c, const lathe_tensor 
     return family_plan_at(ctx, c, ranks, dims, out);
 }
 
-/* A split model's report: the compile's, then what its rest compiled so far (after each run). */
-static void rest_report(lathe_compiled *c) {
-    if (!c->report_base) return;
-    lt_strbuf b = {0};
-    lt_sb_printf(&b, "%s", c->report_base);
-    lt_plan_rest_print(c->plan, &b);
-    if (b.failed || !b.s) {
-        lt_sb_free(&b);
-        return;
-    }
-    lt_mem_free(c->report);
-    c->report = b.s;
-}
-
 static void record_copies(lathe_compiled *c, const lt_plan *plan) {
     if (plan) lt_plan_last_copies(plan, &c->copies);
     else memset(&c->copies, 0, sizeof c->copies);
@@ -422,7 +426,6 @@ lathe_status lathe_compiled_run(lathe_compiled *c, const lathe_tensor *const *in
     if (c->fam && family_plan(&ctx, c, inputs, &plan) != LT_OK) goto done;
     lt_status rs = lt_plan_run(&ctx, plan, &c->run, in, outs);
     record_copies(c, plan);
-    rest_report(c);
     if (rs != LT_OK) goto done;
     lt_api_hand_outputs(&ctx, g, outs, outputs);
 done:
