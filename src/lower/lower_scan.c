@@ -493,6 +493,38 @@ static bool accept_topk_padded(const lt_node *n, char *why, size_t size) {
 /* Per row: k = K[0] clamped to [0, len] (the count output gets K[0] itself: the split's rest refuses
  * a k out of range), then as TopK: the first k elements inserted, the others when they rank before
  * the last slot; slots in the compact layout of an axis of length k. */
+/* TopKPadded's row by insertion (k > 0 known at run time in t->kvar): the first k elements inserted,
+ * the others when they rank before the last slot. */
+static lt_status padded_insertion_row(lt_lctx *lc, const lt_node *n, topk *t, lt_lnode **res) {
+    const rows *rr = t->r;
+    int64_t len = rr->dims[rr->axis];
+    lt_dtype cd = lt_lower_cdtype(t->dt);
+    lt_lvar *j0 = lt_kernel_var(K, "r0", LT_INT64), *j1 = lt_kernel_var(K, "r1", LT_INT64);
+    lt_lvar *x0 = lt_kernel_var(K, "x", cd), *x1 = lt_kernel_var(K, "x", cd), *last = lt_kernel_var(K, "last", cd);
+    if (!j0 || !j1 || !x0 || !x1 || !last) return lt_lower_nomem(lc);
+    lt_lnode *km1 = lt_l_binary(K, LT_LOP_SUB, lt_l_var(K, t->kvar), lt_l_int(K, 1));
+    /* the first k elements always enter: element j is inserted into slots [0, j] */
+    lt_lnode *idx[LT_MAX_RANK], *xv = NULL, *raw = NULL;
+    rows_at(rr, lt_l_var(K, j0), idx);
+    LT_TRY(read_x(lc, n, idx, &xv, &raw));
+    lt_lnode *b0[2] = {lt_l_let(K, x0, xv), insert(t, x0, raw, lt_l_var(K, j0), lt_l_var(K, j0))};
+    lt_lnode *first = lt_l_for(K, j0, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_var(K, t->kvar), LT_LOOP_SERIAL, lt_l_seq(K, 2, b0));
+    /* the rest enter when they rank before the last slot */
+    rows_at(rr, lt_l_var(K, j1), idx);
+    LT_TRY(read_x(lc, n, idx, &xv, &raw));
+    lt_lnode *in[2] = {insert(t, x1, raw, lt_l_var(K, j1), km1),
+                       lt_l_assign(K, last, slot_value(t, lt_l_binary(K, LT_LOP_SUB, lt_l_var(K, t->kvar), lt_l_int(K, 1))))};
+    lt_lnode *b1[2] = {lt_l_let(K, x1, xv), lt_l_if(K, before(t, lt_l_var(K, x1), lt_l_var(K, last)), lt_l_seq(K, 2, in), NULL)};
+    lt_lnode *rest = lt_l_for(K, j1, LT_ROLE_REDUCE, lt_l_var(K, t->kvar),
+                              lt_l_binary(K, LT_LOP_SUB, lt_l_int(K, len), lt_l_var(K, t->kvar)), LT_LOOP_SERIAL,
+                              lt_l_seq(K, 2, b1));
+    lt_lnode *work[3] = {first,
+                         lt_l_let(K, last, slot_value(t, lt_l_binary(K, LT_LOP_SUB, lt_l_var(K, t->kvar), lt_l_int(K, 1)))),
+                         rest};
+    *res = lt_l_seq(K, 3, work);
+    return LT_LNN(lc, *res);
+}
+
 static lt_status l_topk_padded(lt_lctx *lc, const lt_node *n, lt_lnode **res) {
     rows r;
     LT_TRY(rows_init(lc, n, topk_axis(n), &r));
@@ -508,9 +540,7 @@ static lt_status l_topk_padded(lt_lctx *lc, const lt_node *n, lt_lnode **res) {
     lt_dtype cd = lt_lower_cdtype(t.dt);
     lt_lvar *kraw = lt_kernel_var(K, "kraw", LT_INT64);
     t.kvar = lt_kernel_var(K, "k", LT_INT64);
-    lt_lvar *j0 = lt_kernel_var(K, "r0", LT_INT64), *j1 = lt_kernel_var(K, "r1", LT_INT64);
-    lt_lvar *x0 = lt_kernel_var(K, "x", cd), *x1 = lt_kernel_var(K, "x", cd), *last = lt_kernel_var(K, "last", cd);
-    if (!kraw || !t.kvar || !j0 || !j1 || !x0 || !x1 || !last) return lt_lower_nomem(lc);
+    if (!kraw || !t.kvar) return lt_lower_nomem(lc);
     lt_lnode *k0[1] = {lt_l_int(K, 0)}, *kval = NULL;
     LT_TRY(lt_lower_value(lc, n->in[1], k0, &kval));
     LT_TRY(LT_LNN(lc, kval));
@@ -518,27 +548,9 @@ static lt_status l_topk_padded(lt_lctx *lc, const lt_node *n, lt_lnode **res) {
     lt_lnode *clamped = lt_l_select(K, lt_l_binary(K, LT_LOP_LT, kr, lt_l_int(K, 0)), lt_l_int(K, 0),
                                     lt_l_select(K, lt_l_binary(K, LT_LOP_GT, lt_l_var(K, kraw), lt_l_int(K, len)),
                                                 lt_l_int(K, len), lt_l_var(K, kraw)));
-    lt_lnode *km1 = lt_l_binary(K, LT_LOP_SUB, lt_l_var(K, t.kvar), lt_l_int(K, 1));
-    /* the first k elements always enter: element j is inserted into slots [0, j] */
-    lt_lnode *idx[LT_MAX_RANK], *xv = NULL, *raw = NULL;
-    rows_at(&r, lt_l_var(K, j0), idx);
-    LT_TRY(read_x(lc, n, idx, &xv, &raw));
-    lt_lnode *b0[2] = {lt_l_let(K, x0, xv), insert(&t, x0, raw, lt_l_var(K, j0), lt_l_var(K, j0))};
-    lt_lnode *first = lt_l_for(K, j0, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_var(K, t.kvar), LT_LOOP_SERIAL, lt_l_seq(K, 2, b0));
-    /* the rest enter when they rank before the last slot */
-    rows_at(&r, lt_l_var(K, j1), idx);
-    LT_TRY(read_x(lc, n, idx, &xv, &raw));
-    lt_lnode *in[2] = {insert(&t, x1, raw, lt_l_var(K, j1), km1),
-                       lt_l_assign(K, last, slot_value(&t, lt_l_binary(K, LT_LOP_SUB, lt_l_var(K, t.kvar), lt_l_int(K, 1))))};
-    lt_lnode *b1[2] = {lt_l_let(K, x1, xv), lt_l_if(K, before(&t, lt_l_var(K, x1), lt_l_var(K, last)), lt_l_seq(K, 2, in), NULL)};
-    lt_lnode *rest = lt_l_for(K, j1, LT_ROLE_REDUCE, lt_l_var(K, t.kvar),
-                              lt_l_binary(K, LT_LOP_SUB, lt_l_int(K, len), lt_l_var(K, t.kvar)), LT_LOOP_SERIAL,
-                              lt_l_seq(K, 2, b1));
-    lt_lnode *work[3] = {first,
-                         lt_l_let(K, last, slot_value(&t, lt_l_binary(K, LT_LOP_SUB, lt_l_var(K, t.kvar), lt_l_int(K, 1)))),
-                         rest};
-    lt_lnode *body = lt_l_seq(K, 3, work);
-    if (len > TOPK_PADDED_HEAP_MIN && cd == t.dt) LT_TRY(topk_heap_row(lc, n, &t, &body)); /* k may be large */
+    lt_lnode *body = NULL; /* the row once k > 0: the heap where k may be large, else the insertion */
+    if (len > TOPK_PADDED_HEAP_MIN && cd == t.dt) LT_TRY(topk_heap_row(lc, n, &t, &body));
+    else LT_TRY(padded_insertion_row(lc, n, &t, &body));
     lt_lnode *row[4] = {
         lt_l_let(K, kraw, lt_l_cast(K, LT_INT64, kval)),
         lt_l_let(K, t.kvar, clamped),
