@@ -17,6 +17,7 @@ data gives. Checked here, on the models of data_dependent_models.py:
 The library comes from $LATHE_LIBRARY (default build/liblathe.so), the binary from $LATHE_BIN.
 """
 import os
+import re
 import subprocess
 import sys
 
@@ -59,10 +60,13 @@ def test_sizes_from_data(name, tmp_path):
         check(model.run(f), ref.run(f), f"{name} run {i}")
         after.append(compiles(log))
     assert after[-1] >= 1
-    assert after[-1] == after[3], f"{name}: the C compiler ran after the warm-up runs: {after}"
     report = model.report
+    # the C compiler runs once per new bucket of the rest, never for a size whose bucket exists (the
+    # buckets depend on the machine's vector width: sizes shorter than a vector make kernels of their own)
+    buckets = int(re.search(r"the rest after.*buckets: (\d+)", report).group(1))
+    assert after[-1] - after[0] == buckets - 1 and buckets <= 3, f"{name}: compiles {after}, {buckets} buckets\n{report}"
     assert "data-dependent sizes: split after 1 op(s)" in report, report
-    assert f"({1 if name in ('nonzero', 'topk', 'compress') else 0} compiled with a padded output" in report, report
+    assert f"({1 if name in ('nonzero', 'topk', 'compress', 'nms', 'unique') else 0} compiled with a padded output" in report, report
     assert "the rest after" in report and "buckets:" in report, report
 
 

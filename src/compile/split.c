@@ -76,6 +76,17 @@ static int padded_axis(const lt_node *n, int k) {
         !n->out[0])
         return -1;
     if (n->op == LT_OP_NonZero) return k == 0 ? 1 : -1;
+    if (n->op == LT_OP_NonMaxSuppression) {
+        const lt_value *sc = n->n_in > 1 ? n->in[1] : NULL;
+        bool ok = n->in[0]->type.rank == 3 && sc && lt_type_is_static(&sc->type) && sc->type.rank == 3;
+        return ok && k == 0 ? 0 : -1;
+    }
+    if (n->op == LT_OP_Unique) { /* flattened and sorted: Y, indices and counts padded, inverse_indices static */
+        lt_dclass cls = lt_dtype_get(n->in[0]->type.dtype)->cls;
+        bool ok = !lt_node_attr(n, "axis") && lt_attr_int(n, "sorted", 1) != 0 &&
+                  (cls == LT_DC_SINT || cls == LT_DC_UINT || cls == LT_DC_BOOL || cls == LT_DC_FLOAT);
+        return ok && k < 4 && k != 2 ? 0 : -1;
+    }
     if (n->op == LT_OP_Compress) {
         const lt_value *x = n->in[0], *c = n->n_in > 1 ? n->in[1] : NULL;
         if (k != 0 || !c || !lt_type_is_static(&c->type) || c->type.rank != 1 || x->type.dtype == LT_STRING) return -1;
@@ -94,6 +105,18 @@ static int padded_axis(const lt_node *n, int k) {
     int rank = n->in[0]->type.rank;
     int64_t a = lt_attr_int(n, "axis", -1);
     return a >= -rank && a < rank ? (int)(a < 0 ? a + rank : a) : -1;
+}
+
+/* The padded op that replaces a frontier node n (padded_axis(n, 0) >= 0), or NULL. */
+static const char *padded_op(const lt_node *n) {
+    switch (n->op) {
+    case LT_OP_NonZero: return "NonZeroPadded";
+    case LT_OP_TopK: return "TopKPadded";
+    case LT_OP_Compress: return "CompressPadded";
+    case LT_OP_NonMaxSuppression: return "NonMaxSuppressionPadded";
+    case LT_OP_Unique: return "UniquePadded";
+    default: return NULL;
+    }
 }
 
 static void cut_free(cut *c) {
@@ -144,7 +167,7 @@ static lt_status find_cut(lt_ctx *ctx, const lt_graph *g, cut *c, bool *found) {
         for (int k = 0; k < n->n_out; k++)
             if (n->out[k]) dyn |= !lt_type_is_static(&n->out[k]->type), ranked &= ranked_tensor(n->out[k]);
         if (!static_in || !dyn || !ranked || n->op == LT_OP_DataDependentRest) continue;
-        c->padded[i] = padded_axis(n, 0) >= 0;
+        c->padded[i] = padded_axis(n, 0) >= 0 && padded_op(n);
         c->n_frontier++, c->n_padded += c->padded[i];
         if (!c->first) c->first = n;
         for (int k = 0; k < n->n_out; k++)
@@ -208,24 +231,25 @@ static lt_status rewrite(lt_ctx *ctx, lt_model *m, const cut *c, lt_split *sp) {
     }
     for (int i = 0; i < n_pads && s == LT_OK; i++) {
         lt_node *n = pads[i], *pn = NULL;
-        bool topk = n->op == LT_OP_TopK, nz = n->op == LT_OP_NonZero;
-        const char *op = topk ? "TopKPadded" : nz ? "NonZeroPadded" : "CompressPadded";
-        int n_data = topk ? 2 : 1; /* data outputs, then the count */
-        if ((s = lt_node_new(ctx, g, op, "lathe", nz ? 1 : 2, n->in, n_data + 1, n->out[0]->name, n, &pn)) != LT_OK) break;
+        bool nz = n->op == LT_OP_NonZero;
+        /* data outputs (all of the op's, present or not), then the count */
+        int n_data = n->op == LT_OP_TopK ? 2 : n->op == LT_OP_Unique ? 4 : 1;
+        if ((s = lt_node_new(ctx, g, padded_op(n), "lathe", n->n_in, n->in, n_data + 1, n->out[0]->name, n, &pn)) != LT_OK)
+            break;
         pn->name = n->name;
         if (!nz) { /* the op's attributes and opset (its eval is the padded op's reference) */
             pn->opset = n->opset;
             if ((s = lt_node_copy_attrs(ctx, pn, n)) != LT_OK) break;
         }
         if ((s = lt_node_infer(ctx, pn)) != LT_OK) break;
-        for (int k = 0; k < n_data; k++)
+        for (int k = 0; k < n_data && k < n->n_out; k++)
             if (n->out[k]) buf[n->out[k]->id] = pn->out[k], cnt[n->out[k]->id] = pn->out[pn->n_out - 1];
         gone[n_gone++] = n;
     }
     /* the rest node's inputs, in the rest model's input order */
     for (int i = 0; i < c->n_in && s == LT_OK; i++) {
         lt_value *v = c->in[i];
-        bool pad = c->vclass[v->id] == V_PADDED;
+        bool from_pad = c->vclass[v->id] == V_PADDED, pad = from_pad && c->pad_axis[v->id] >= 0;
         sp->ins[i] = (rest_in){n_rin, pad ? n_rin + 1 : -1, pad ? c->pad_axis[v->id] : -1, NULL, false};
         if (pad && v->producer) { /* still the original op: the nodes are removed below */
             char label[256];
@@ -233,7 +257,7 @@ static lt_status rewrite(lt_ctx *ctx, lt_model *m, const cut *c, lt_split *sp) {
             sp->ins[i].topk = v->producer->op == LT_OP_TopK;
             if (!sp->ins[i].label) s = lt_error(ctx, LT_ERR_NOMEM, "out of memory (split)");
         }
-        rin[n_rin++] = pad ? buf[v->id] : v;
+        rin[n_rin++] = from_pad ? buf[v->id] : v;
         if (pad) rin[n_rin++] = cnt[v->id];
     }
     for (int i = 0; i < n_gone && s == LT_OK; i++) lt_node_remove(g, gone[i]);

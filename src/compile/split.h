@@ -11,9 +11,11 @@
  *   - NonZero on a static input of rank >= 1 becomes NonZeroPadded (src/ops/shape/shape_split.c), a
  *     compiled kernel whose output has a size known now (rank x numel) plus the count; TopK with a
  *     K computed or given becomes TopKPadded, Compress CompressPadded, likewise (outputs of the
- *     input's shape, the data-decided axis compact at their start); any other frontier node
- *     (NonMaxSuppression, Unique, Loop, ...) stays a host step (its outputs are datums of the sizes
- *     it found);
+ *     input's shape, the data-decided axis compact at their start); NonMaxSuppression on static
+ *     boxes and scores becomes NonMaxSuppressionPadded ([B * C * N, 3]: every box of every class),
+ *     a flattened, sorted Unique of numbers UniquePadded (Y, indices and counts numel long;
+ *     inverse_indices static); any other frontier node (Loop, Unique along an axis, ...) stays a
+ *     host step (its outputs are datums of the sizes it found);
  *   - the rest leaves the graph for one DataDependentRest node that reads every value the rest reads
  *     from before the cut (the values crossing, the padded buffers and their counts) and produces
  *     the graph outputs the rest computes. It is written as an ONNX model (its inputs: the values

@@ -20,7 +20,8 @@
 const lt_lower_reg *lt_lower_reg_get(int op) {
     static const lt_lower_reg *const tables[] = {lt_lower_elementwise, lt_lower_injective, lt_lower_reduce,
                                                  lt_lower_gemm_ops, lt_lower_nn, lt_lower_nchwc,
-                                                 lt_lower_scatter, lt_lower_scan, lt_lower_select};
+                                                 lt_lower_scatter, lt_lower_scan, lt_lower_select,
+                                                 lt_lower_nms, lt_lower_unique};
     if (op <= 0) return NULL;
     for (size_t t = 0; t < sizeof tables / sizeof *tables; t++)
         for (const lt_lower_reg *r = tables[t]; r->op; r++)

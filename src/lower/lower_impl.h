@@ -80,7 +80,7 @@ bool lt_lower_reads_input(const lt_node *n, int i);
 /* Family tables, each ended by an entry with op 0. */
 extern const lt_lower_reg lt_lower_elementwise[], lt_lower_injective[], lt_lower_reduce[],
     lt_lower_gemm_ops[], lt_lower_nn[], lt_lower_nchwc[], lt_lower_scatter[],
-    lt_lower_scan[], lt_lower_select[];
+    lt_lower_scan[], lt_lower_select[], lt_lower_nms[], lt_lower_unique[];
 const lt_lower_reg *lt_lower_reg_get(int op); /* NULL when the op has no lowering */
 
 /* ---- shapes and constants ---- */

@@ -17,6 +17,15 @@
  *       compact. The split makes it only where the condition is no longer than the axis (longer
  *       ones keep Compress's own error). Compiled (src/lower/lower_select.c); this eval is its
  *       reference (Compress's eval, copied into the padded output).
+ *   NonMaxSuppressionPadded(boxes, scores, [max_output, iou_threshold, score_threshold]) ->
+ *       (selected, count)   NonMaxSuppression with selected int64[B * C * N, 3] (boxes [B, N, 4],
+ *       scores [B, C, N], static), its first 3 * count elements NonMaxSuppression's [count, 3]
+ *       result. The node keeps center_point_box. Compiled (src/lower/lower_nms.c); this eval is its
+ *       reference (NonMaxSuppression's eval, copied into the padded output).
+ *   UniquePadded(X) -> (Y, indices, inverse_indices, counts, count)   Unique of the flattened X
+ *       (no `axis`, sorted) with Y, indices and counts of length numel(X), their first count
+ *       elements Unique's outputs; inverse_indices is Unique's own ([numel(X)]). Compiled
+ *       (src/lower/lower_unique.c); this eval is its reference (Unique's eval, copied).
  *   DataDependentRest(...) -> (...)  the part of the model after the data-dependent ops, compiled
  *       at run time for the sizes the data gives. Its output types are set by the split; it runs
  *       only as a step of a compiled plan (the plan's rest hook), never through this eval.
@@ -134,6 +143,63 @@ static lt_status eval_CompressPadded(lt_eval *ev, const lt_node *n, lt_datum **i
     return s;
 }
 
+/* The static numel of input i, or -1. */
+static int64_t static_numel(const lt_node *n, int i) {
+    const lt_type *t = n->n_in > i && n->in[i] ? lt_shp_infer_ranked(n, i) : NULL;
+    int64_t numel = t ? 1 : -1;
+    for (int d = 0; t && d < t->rank && numel >= 0; d++) numel = t->dims[d].value < 0 ? -1 : numel * t->dims[d].value;
+    return numel;
+}
+
+static lt_status infer_NmsPadded(lt_infer *ic, lt_node *n) {
+    const lt_type *b = lt_shp_infer_ranked(n, 0), *sc = lt_shp_infer_ranked(n, 1);
+    if (!b || !sc) return LT_OK;
+    if (b->rank != 3 || sc->rank != 3) return lt_infer_error(ic, n, "boxes and scores must be 3-D");
+    if (static_numel(n, 0) < 0 || static_numel(n, 1) < 0) return LT_OK; /* the split makes it only for static shapes */
+    int64_t d[2] = {sc->dims[0].value * sc->dims[1].value * sc->dims[2].value, 3};
+    LT_TRY(lt_infer_set_i64(ic, n, 0, LT_INT64, 2, d));
+    return n->n_out > 1 && n->out[1] ? lt_infer_set_i64(ic, n, 1, LT_INT64, 0, NULL) : LT_OK;
+}
+
+static lt_status eval_NmsPadded(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum **out) {
+    const lt_tensor *sc;
+    LT_TRY(lt_in_tensor(ev, n, in, 1, &sc));
+    if (sc->rank != 3) return lt_op_error(ev, n, LT_ERR_INVALID, "scores must be 3-D, not rank %d", sc->rank);
+    lt_datum *got[1] = {NULL};
+    lt_status s = lt_op_hooks_get(LT_OP_NonMaxSuppression)->eval(ev, n, in, got); /* [count, 3] */
+    int64_t d[2] = {sc->numel, 3};
+    if (s == LT_OK) s = padded_out(ev, n, out, 0, got[0]->tensor, 2, d);
+    if (s == LT_OK) s = count_out(ev, n, out, 1, got[0]->tensor->dims[0]);
+    lt_datum_release(got[0]);
+    return s;
+}
+
+static lt_status infer_UniquePadded(lt_infer *ic, lt_node *n) {
+    const lt_type *t = lt_shp_infer_ranked(n, 0);
+    if (!t) return LT_OK;
+    int64_t numel = static_numel(n, 0);
+    if (numel < 0) return LT_OK; /* the split makes it only for static shapes */
+    if (lt_node_attr(n, "axis")) return lt_infer_error(ic, n, "takes no axis");
+    LT_TRY(lt_infer_set_i64(ic, n, 0, t->dtype, 1, &numel));
+    for (int k = 1; k < 4; k++)
+        if (n->n_out > k && n->out[k]) LT_TRY(lt_infer_set_i64(ic, n, k, LT_INT64, 1, &numel));
+    return n->n_out > 4 && n->out[4] ? lt_infer_set_i64(ic, n, 4, LT_INT64, 0, NULL) : LT_OK;
+}
+
+static lt_status eval_UniquePadded(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum **out) {
+    const lt_tensor *x;
+    LT_TRY(lt_in_tensor(ev, n, in, 0, &x));
+    if (lt_node_attr(n, "axis")) return lt_op_error(ev, n, LT_ERR_INVALID, "takes no axis");
+    lt_datum *got[4] = {NULL, NULL, NULL, NULL};
+    lt_status s = lt_op_hooks_get(LT_OP_Unique)->eval(ev, n, in, got); /* Unique's four outputs */
+    int64_t numel = x->numel;
+    for (int k = 0; k < 4 && s == LT_OK; k++)
+        if (n->n_out > k && n->out[k]) s = padded_out(ev, n, out, k, got[k]->tensor, 1, &numel);
+    if (s == LT_OK) s = count_out(ev, n, out, 4, got[0]->tensor->dims[0]);
+    for (int k = 0; k < 4; k++) lt_datum_release(got[k]);
+    return s;
+}
+
 static lt_status infer_Rest(lt_infer *ic, lt_node *n) {
     (void)ic, (void)n; /* its outputs keep the types the split gave them */
     return LT_OK;
@@ -148,6 +214,8 @@ const lt_op_reg lt_ops_split[] = {
     {LT_OP_NonZeroPadded, infer_NonZeroPadded, eval_NonZeroPadded},
     {LT_OP_TopKPadded, infer_TopKPadded, eval_TopKPadded},
     {LT_OP_CompressPadded, infer_CompressPadded, eval_CompressPadded},
+    {LT_OP_NonMaxSuppressionPadded, infer_NmsPadded, eval_NmsPadded},
+    {LT_OP_UniquePadded, infer_UniquePadded, eval_UniquePadded},
     {LT_OP_DataDependentRest, infer_Rest, eval_Rest},
     {0, NULL, NULL},
 };
