@@ -561,7 +561,7 @@ static lt_status st_plan(cstate *st) {
     LT_TRY(lt_plan_build_steps(st->ctx, &pa, &st->plan));
     if (st->split) lt_split_attach(st->split, st->plan);
     st->split = NULL;
-    return LT_OK;
+    return lt_split_attach_subgraphs(st->ctx, st->m, st->opt, st->plan);
 }
 
 /* memplan: the static memory plan, workspace, packed weights, kernel arguments (lt_plan_build_memory) */

@@ -57,4 +57,9 @@ lt_status lt_split_graph(lt_ctx *ctx, lt_model *m, const lt_compile_options *opt
 void lt_split_attach(lt_split *s, lt_plan *p);
 void lt_split_free(lt_split *s); /* NULL is fine */
 
+/* The runner of the subgraphs p's host steps hold (a Loop's body, an If's branches), compiled at
+ * run time (src/compile/split_body.c); nothing when p has none or opt compiles no rest (split()'s
+ * conditions). m is p's model. */
+lt_status lt_split_attach_subgraphs(lt_ctx *ctx, const lt_model *m, const lt_compile_options *opt, lt_plan *p);
+
 #endif

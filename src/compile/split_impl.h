@@ -73,5 +73,12 @@ typedef struct cut {
 lt_status lt_split_make_rest(lt_ctx *ctx, const lt_model *m, const lt_compile_options *opt, const cut *c,
                              rest_model **out);
 void lt_split_rest_release(rest_model *rm); /* NULL is fine */
+/* rm (its bytes and sha set; one reference, which passes to *out) given its compile options (o's
+ * target and code generation: lt_split_rest_options), then replaced by the cache's model of the same
+ * bytes, or added to the cache (o->rest_cache; none: kept alone). */
+lt_status lt_split_rest_share(lt_ctx *ctx, const lt_compile_options *o, rest_model *rm, rest_model **out);
+lt_status lt_split_rest_options(lt_ctx *ctx, const lt_compile_options *o, rest_model *rm);
+/* lt_family_options.load for a rest_model (user): its bytes loaded. */
+lt_status lt_split_rest_load(void *user, lt_ctx *ctx, lt_model **out);
 
 #endif

@@ -91,7 +91,7 @@ static lt_status write_rest(lt_ctx *ctx, const lt_model *m, const cut *c, const 
 
 /* The compile options of the rest's family: the outer compile's target and code generation, none of
  * its dumps, hooks or artifact options; strings copied. */
-static lt_status rest_options(lt_ctx *ctx, const lt_compile_options *o, rest_model *rm) {
+lt_status lt_split_rest_options(lt_ctx *ctx, const lt_compile_options *o, rest_model *rm) {
     lt_compile_options *r = &rm->opt;
     lt_compile_options_init(r);
     r->opt_level = o->opt_level, r->cc_timeout_s = o->cc_timeout_s, r->threads = o->threads, r->device = o->device;
@@ -112,7 +112,15 @@ lt_status lt_split_make_rest(lt_ctx *ctx, const lt_model *m, const lt_compile_op
     rm->refs = 1;
     lt_arena_init(&rm->arena);
     lt_status s = write_rest(ctx, m, c, opt, rm);
-    if (s == LT_OK) s = rest_options(ctx, opt, rm);
+    if (s != LT_OK) {
+        lt_split_rest_release(rm);
+        return s;
+    }
+    return lt_split_rest_share(ctx, opt, rm, out);
+}
+
+lt_status lt_split_rest_share(lt_ctx *ctx, const lt_compile_options *opt, rest_model *rm, rest_model **out) {
+    lt_status s = lt_split_rest_options(ctx, opt, rm);
     lt_rest_cache *cache = opt->rest_cache;
     for (int i = 0; s == LT_OK && cache && i < cache->n; i++)
         if (!strcmp(cache->v[i]->sha, rm->sha) && cache->v[i]->size == rm->size) {
@@ -141,7 +149,7 @@ lt_status lt_split_make_rest(lt_ctx *ctx, const lt_model *m, const lt_compile_op
 
 /* ---- running the rest ---- */
 
-static lt_status rest_load(void *user, lt_ctx *ctx, lt_model **out) {
+lt_status lt_split_rest_load(void *user, lt_ctx *ctx, lt_model **out) {
     const rest_model *rm = user;
     return lt_onnx_load_memory(ctx, rm->bytes, rm->size, NULL, NULL, out);
 }
@@ -153,8 +161,8 @@ static lt_status rest_run(void *user, lt_ctx *ctx, const lt_plan_run_options *ro
     if (n_out != sp->n_out || !rm)
         return lt_error(ctx, LT_ERR_INTERNAL, "the rest of a split model: %d outputs, %d expected", n_out, sp->n_out);
     if (!rm->fam && sp->n_model_out > 0) {
-        if (!rm->model) LT_TRY(rest_load(rm, ctx, &rm->model));
-        lt_family_options fo = {.compile = rm->opt, .model = rm->model, .load = rest_load, .load_user = rm};
+        if (!rm->model) LT_TRY(lt_split_rest_load(rm, ctx, &rm->model));
+        lt_family_options fo = {.compile = rm->opt, .model = rm->model, .load = lt_split_rest_load, .load_user = rm};
         LT_TRY(lt_family_new(ctx, &fo, &rm->fam));
     }
     int n = sp->n_in;

@@ -163,6 +163,12 @@ lt_status lt_interp_subgraph(lt_eval *ev, const lt_graph *g, lt_datum *const *in
     return run_graph(ev, ev->env, g, inputs, n_inputs, outputs);
 }
 
+lt_status lt_interp_env_value(lt_eval *ev, const lt_value *v, lt_datum **out) {
+    for (lt_env *e = ev->env; e; e = e->parent)
+        if (v->id >= 0 && v->id < e->graph->n_values && e->graph->values[v->id] == v) return lookup(ev, e, v, out);
+    return lt_error(ev->ctx, LT_ERR_INTERNAL, "value '%s' is in no enclosing graph", v->name);
+}
+
 lt_status lt_interp_run(lt_ctx *ctx, const lt_model *m, const lt_interp_options *opt, lt_datum *const *inputs,
                         lt_datum **outputs) {
     lt_eval ev = {.ctx = ctx, .rng = opt ? opt->seed : 0, .model = m, .max_loop_bytes = opt ? opt->max_loop_bytes : 0,

@@ -26,6 +26,10 @@ typedef struct lt_env {
 lt_status lt_interp_subgraph(lt_eval *ev, const lt_graph *g, lt_datum *const *inputs, int n_inputs,
                              lt_datum **outputs);
 
+/* The datum of v, a value of the graph of ev->env or of a graph enclosing it (its initializer when
+ * it has no other): a borrowed reference. Error when v is in none of them or has no value. */
+lt_status lt_interp_env_value(lt_eval *ev, const lt_value *v, lt_datum **out);
+
 /* inputs[i] binds m->graph->inputs[i]; NULL keeps its initializer (error if it has none).
  * outputs[0..m->graph->n_outputs) receive new references the caller releases. */
 lt_status lt_interp_run(lt_ctx *ctx, const lt_model *m, const lt_interp_options *opt,

@@ -68,6 +68,7 @@ typedef struct lt_eval {
      * (the interpreter's lt_interp_subgraph, in the interpreter and in a plan's host steps), so the
      * ops need nothing above them. NULL: this evaluator runs no subgraph (lt_eval_subgraph fails). */
     lt_subgraph_fn run_subgraph;
+    void *subgraph_user;   /* for run_subgraph (a plan's compiled-subgraph runner keeps its state here) */
 } lt_eval;
 #define LT_EVAL_DEFAULT_MAX_LOOP_BYTES ((int64_t)4 << 30)
 

@@ -221,8 +221,9 @@ lt_status lt_plan_host_run(lt_ctx *ctx, lt_plan *p, int i) {
         int sl = p->value_slot[outer[k]];
         p->env.vals[outer[k]] = sl >= 0 ? lt_plan_slot_datum(p, sl) : NULL;
     }
-    lt_eval ev = {.ctx = ctx, .rng = p->rng, .env = &p->env, .model = p->model, .run_subgraph = lt_interp_subgraph,
-                  .max_loop_bytes = p->max_loop_bytes};
+    lt_eval ev = {.ctx = ctx, .rng = p->rng, .env = &p->env, .model = p->model,
+                  .run_subgraph = p->subgraphs.run ? p->subgraphs.run : lt_interp_subgraph,
+                  .subgraph_user = p->subgraphs.user, .max_loop_bytes = p->max_loop_bytes};
     if (n->op == LT_OP_DataDependentRest && p->rest.run) { /* the rest of a split model */
         lt_plan_run_options ro = {.seed = p->rng, .max_loop_bytes = p->max_loop_bytes};
         s = p->rest.run(p->rest.user, ctx, &ro, in, n->n_in, out, n->n_out, &p->copies);

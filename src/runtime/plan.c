@@ -745,15 +745,28 @@ lt_status lt_plan_build(lt_ctx *ctx, const lt_plan_build_args *a, lt_plan **out)
 
 void lt_plan_set_rest(lt_plan *p, const lt_plan_rest *rest) { p->rest = *rest; }
 
+void lt_plan_set_subgraphs(lt_plan *p, const lt_plan_subgraphs *sub) { p->subgraphs = *sub; }
+
+bool lt_plan_host_subgraphs(const lt_plan *p) {
+    for (int i = 0; p && i < p->n_steps; i++) {
+        const lt_node *n = p->steps[i].kind == LT_STEP_HOST ? p->steps[i].node : NULL;
+        for (int a = 0; n && a < n->n_attr; a++)
+            if (n->attrs[a].type == LT_AT_GRAPH || n->attrs[a].type == LT_AT_GRAPHS) return true;
+    }
+    return false;
+}
+
 bool lt_plan_rest_print(const lt_plan *p, lt_strbuf *out) {
-    if (!p || !p->rest.print) return false;
-    p->rest.print(p->rest.user, out);
+    if (!p || (!p->rest.print && !p->subgraphs.print)) return false;
+    if (p->rest.print) p->rest.print(p->rest.user, out);
+    if (p->subgraphs.print) p->subgraphs.print(p->subgraphs.user, out);
     return true;
 }
 
 void lt_plan_free(lt_plan *p) {
     if (!p) return;
     if (p->rest.free) p->rest.free(p->rest.user);
+    if (p->subgraphs.free) p->subgraphs.free(p->subgraphs.user);
     lt_plan_host_free(p);
     if (p->backend && !p->host_memory) lt_plan_device_free(p);
     if (p->backend) {

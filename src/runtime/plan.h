@@ -290,7 +290,21 @@ typedef struct lt_plan_rest {
     void (*print)(void *user, lt_strbuf *out); /* what it compiled so far, for reports */
 } lt_plan_rest;
 void lt_plan_set_rest(lt_plan *p, const lt_plan_rest *rest);
-/* Append the rest's report (nothing, false, when the plan has no rest). */
+/* The subgraphs its host steps run (a Loop's body, an If's branches) compiled at run time
+ * (src/compile/split_body.c): the host steps' evaluator runs subgraphs through run, with
+ * lt_eval.subgraph_user = user (run NULL: the interpreter runs them); free runs with lt_plan_free.
+ * Set once, after the plan is built. */
+typedef struct lt_plan_subgraphs {
+    void *user;
+    lt_subgraph_fn run;
+    void (*free)(void *user);
+    void (*print)(void *user, lt_strbuf *out); /* what it compiled so far, for reports */
+} lt_plan_subgraphs;
+void lt_plan_set_subgraphs(lt_plan *p, const lt_plan_subgraphs *sub);
+/* Does a host step run a subgraph (a node with a graph attribute)? */
+bool lt_plan_host_subgraphs(const lt_plan *p);
+/* Append what the plan compiles at run time: its rest, its host steps' subgraphs (nothing, false,
+ * when it has neither). */
 bool lt_plan_rest_print(const lt_plan *p, lt_strbuf *out);
 
 /* Number of host steps; the first one (for "export needs no host steps" messages), or NULL. */

@@ -95,6 +95,7 @@ struct lt_plan {
     int **outer_vals;        /* value ids, -1-terminated; NULL when none */
     struct lt_env env;
     lt_plan_rest rest;       /* the DataDependentRest step's runner (lt_plan_set_rest); run NULL: none */
+    lt_plan_subgraphs subgraphs; /* the host steps' subgraph runner (lt_plan_set_subgraphs); run NULL: none */
 
     void *workspace;
     lt_status (*workspace_fn)(void *user, lt_ctx *ctx, int64_t bytes, void **out); /* lt_plan_build_args.workspace */
