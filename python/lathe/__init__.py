@@ -436,23 +436,24 @@ class Model:
             raise _error(f"{self.path}: {lib.lathe_compiled_error(h).decode(errors='replace')}", _capi.status_name(st))
         return {o.name: a for o, a in zip(self.outputs, outs)}
 
-    def _run_selected(self, arrays):
-        """A model compiled for every shape: its plan for these shapes selected, then run on the arrays in place
-        (as _run_buffers); outputs whose shape is only known at run time go through _run_tensors. What a shape
-        needs on this side (its ctypes arguments, the output shapes) is kept per input shapes (16 of them)."""
+    def _select_shapes(self, shapes):
+        """A model compiled for every shape: its plan for these input shapes selected (the next
+        run_buffers / run_device runs at them). Returns the outputs' shapes at them, or False when one is
+        known only at run time. What a shape needs on this side (its ctypes arguments, the output shapes)
+        is kept per input shapes (16 of them)."""
         lib, h = self._lib, self._h
-        key = tuple(a.shape for a in arrays)
+        key = tuple(tuple(s) for s in shapes)
         sel = self._selected.get(key)
         if sel is None:
-            n = len(arrays)
-            ranks = (ctypes.c_int * max(n, 1))(*[a.ndim for a in arrays])
-            shapes = [(ctypes.c_int64 * max(a.ndim, 1))(*a.shape) for a in arrays]
-            dims = (_capi.c_i64_p * max(n, 1))(*[ctypes.cast(s, _capi.c_i64_p) for s in shapes])
-            sel = [ranks, shapes, dims, None]
-        st = lib.lathe_compiled_select_shapes(h, len(arrays), sel[0], sel[2])
+            n = len(key)
+            ranks = (ctypes.c_int * max(n, 1))(*[len(s) for s in key])
+            arrs = [(ctypes.c_int64 * max(len(s), 1))(*s) for s in key]
+            dims = (_capi.c_i64_p * max(n, 1))(*[ctypes.cast(a, _capi.c_i64_p) for a in arrs])
+            sel = [ranks, arrs, dims, None]
+        st = lib.lathe_compiled_select_shapes(h, len(key), sel[0], sel[2])
         if st != 0:
             raise _error(f"{self.path}: {lib.lathe_compiled_error(h).decode(errors='replace')}", _capi.status_name(st))
-        if sel[3] is None:  # the outputs' shapes at these input shapes (None: one is known only at run time)
+        if sel[3] is None:  # the outputs' shapes at these input shapes (False: one is known only at run time)
             out_shapes, buf = [], (ctypes.c_int64 * 16)()
             for k in range(len(self.outputs)):
                 r = lib.lathe_compiled_output_shape(h, k, buf, 16)
@@ -464,9 +465,16 @@ class Model:
             if len(self._selected) >= 16:
                 self._selected.pop(next(iter(self._selected)))
             self._selected[key] = sel
-        if sel[3] is False:
+        return sel[3]
+
+    def _run_selected(self, arrays):
+        """A model compiled for every shape: its plan for these shapes selected, then run on the arrays in place
+        (as _run_buffers); outputs whose shape is only known at run time go through _run_tensors."""
+        lib, h = self._lib, self._h
+        out_shapes = self._select_shapes([a.shape for a in arrays])
+        if out_shapes is False:
             return self._run_tensors(arrays)
-        outs = [np.empty(shape, dtype=o.dtype) for shape, o in zip(sel[3], self.outputs)]
+        outs = [np.empty(shape, dtype=o.dtype) for shape, o in zip(out_shapes, self.outputs)]
         dummy = ctypes.c_char()  # a zero-size array may have no data pointer
 
         def ptrs(xs):

@@ -35,8 +35,10 @@ from onnxruntime"). In short:
   host copy); run() still returns numpy arrays (onnxruntime's contract: a copy to the host), while IO
   binding's 'cuda' outputs and run_with_ort_values on GPU feeds give CUDA OrtValues, which export DLPack
   (torch.from_dlpack). Host feeds mixed in are copied to the GPU for the run. A symbolic model runs GPU
-  memory on a plan compiled for that input-shape signature (the C API needs bound shapes for device
-  pointers). A session on the CPU refuses GPU memory, naming the input.
+  memory on its family: the run's input shapes are selected first (lathe_compiled_select_shapes: the
+  C API needs the shapes for device pointers), which gives the outputs' shapes; where the family cannot
+  serve, on a plan compiled for that input-shape signature. A session on the CPU refuses GPU memory,
+  naming the input.
 """
 import collections
 import collections.abc
@@ -1336,12 +1338,17 @@ class InferenceSession:
     # ---- running ----
     def _device_model(self, sig):
         """The compiled model a run on GPU memory takes: a plan compiled for this input-shape signature (the
-        static model's, or one compiled for it now: the family takes host memory only)."""
+        static model's, or the per-signature path's), else the family (its plan for these shapes selected
+        before the run), else a plan compiled for the signature now."""
         with self._lock:
             m = self._plans.get(sig)
             if m is not None:
                 self._plans.move_to_end(sig)
                 return m
+            if self._backend != "interp" and self._symbolic:
+                fam = self._family_model()
+                if fam is not None and fam._selects:
+                    return fam
             return self._plan(sig)
 
     def _execute_device(self, values, bound=None, on_gpu=()):
@@ -1356,10 +1363,16 @@ class InferenceSession:
         t0 = time.perf_counter_ns()
         with model._lock:
             h = model._check_open()
-            if not model._buffers:
+            shapes = [o.shape for o in model.outputs]
+            if model._selects:  # the family: its plan for these input shapes, and the outputs' shapes there
+                try:
+                    shapes = model._select_shapes(sig)
+                except LatheError as e:
+                    raise _from_lathe(e, "run", self._tmp_path()) from None
+            if shapes is False or not (model._buffers or model._selects):
                 dyn = [o.name for o in model.outputs if o.shape is None or not all(isinstance(d, int) for d in o.shape)]
                 raise NotImplemented_(f"output(s) {dyn}: the shape is known only at run time, and lathe writes GPU "
-                                      f"memory only for shapes known when the model is compiled: run on host memory",
+                                      f"memory only for shapes known before the run: run on host memory",
                                       "unsupported")
             temps, ins = [], []
             for info, v in zip(model.inputs, values):
@@ -1373,11 +1386,11 @@ class InferenceSession:
             for k, o in enumerate(model.outputs):
                 b = bound.get(k)
                 if b is not None:
-                    self._check_bound(k, b, o.dtype, o.shape)
+                    self._check_bound(k, b, o.dtype, shapes[k])
                 if isinstance(b, _DeviceTensor):
                     d = b
                 else:
-                    d = _DeviceTensor.alloc(o.shape, o.dtype, f"output '{o.name}'")
+                    d = _DeviceTensor.alloc(shapes[k], o.dtype, f"output '{o.name}'")
                     if b is not None or k not in on_gpu:
                         down.append((k, d, b))
                 outs.append(d)

@@ -1,6 +1,389 @@
-/* lower_unique.c — `lower` hook of UniquePadded (src/ops/shape/shape_split.c). */
+/* lower_unique.c — `lower` hook of UniquePadded (src/ops/shape/shape_split.c): a flattened, sorted
+ * Unique whose outputs have a size known at compile time (N = numel(X)), the compiled half of a model
+ * split at it (src/compile/split.h).
+ *
+ * Kernel shape: one serial kernel (every loop role REDUCE, LT_LOOP_SERIAL: the iterations carry state,
+ * so no schedule parallelizes or vectorizes them; on a GPU it is one thread, as NonZeroPadded's is).
+ * X is read flat (element p at its row-major multi-index). Three passes:
+ *   1. build: the indices 0..N-1 enter a binary max-heap, each sifted up from the end; the heap lives
+ *      in `perm`, an int64 [N] array: the counts output (a scratch buffer when the kernel has none);
+ *   2. heap sort: the root (the greatest) swaps with the heap's last slot, the heap shrinks by one
+ *      and the element taken from that slot sifts down from the root; perm ends in ascending order;
+ *   3. scan: sorted position i reads p = perm[i] first, then starts group u (Y[u] = X[p], indices[u]
+ *      = p) when X[p] differs from the previous element's key, or extends it; counts[u] = the group's
+ *      size so far, inverse_indices[p] = u. As u <= i, counts[u] only overwrites permutation slots
+ *      already read. The number of groups is stored to the count output.
+ * The order is total: index a ranks before b when its key is smaller, or the keys are equal and a < b.
+ * That is the permutation of the reference's stable merge sort (src/ops/shape/shape_unique.c), so a
+ * group is led by its first occurrence (Y holds that element, a -0 or a 0 as stored). Keys compare as
+ * the reference compares them: signed integers as int64, unsigned and bool as uint64, floats in their
+ * compute type (float16 and bfloat16 widen exactly to float; float64 stays double) with -0 == 0, NaNs
+ * equal to each other and after every number. X is read with lt_lower_value at every comparison, so a
+ * fused elementwise prologue (Unique(Abs(x))) is computed in the kernel; a float16 / bfloat16 value
+ * computed there is rounded to its type first, as the interpreter holds it between the ops, and Y
+ * copies a stored float16 / bfloat16 X as bits (a NaN keeps its payload). Sifts are bounded loops of
+ * the heap's depth + 1 iterations with an "active" flag, as TopK's heap (lower_scan.c). Every output
+ * has a buffer, used by the model or not (fusion makes all of an anchor's outputs group outputs); one
+ * without would not be stored, and without counts' buffer `perm` would be a scratch argument.
+ */
 #include "lower_impl.h"
 
+#include <stdio.h>
+
+#define K (lc->k)
+
+/* The kernel under construction: X's shape, the key type, the output buffers (NULL: not stored). */
+typedef struct uq {
+    lt_lctx *lc;
+    const lt_node *n;
+    int rank;
+    int64_t dims[LT_MAX_RANK];
+    int64_t numel;
+    lt_dtype dt;   /* X's dtype */
+    lt_dtype kt;   /* the key type: INT64, UINT64, FLOAT or DOUBLE */
+    int levels;    /* iterations of a sift: the heap's depth + 1 */
+    lt_lbuf *yb, *ib, *invb, *cb, *nb;
+    lt_lbuf *perm; /* the permutation: cb, or a scratch buffer */
+} uq;
+
+static bool key_class_ok(lt_dtype dt) {
+    lt_dclass cls = lt_dtype_get(dt)->cls;
+    return cls == LT_DC_SINT || cls == LT_DC_UINT || cls == LT_DC_BOOL || cls == LT_DC_FLOAT;
+}
+
+static lt_dtype key_type(lt_dtype dt) {
+    switch (lt_dtype_get(dt)->cls) {
+    case LT_DC_SINT: return LT_INT64;
+    case LT_DC_UINT:
+    case LT_DC_BOOL: return LT_UINT64;
+    default: return lt_lower_cdtype(dt);
+    }
+}
+
+static bool accept_unique(const lt_node *n, char *why, size_t size) {
+    int rank;
+    int64_t dims[LT_MAX_RANK];
+    if (n->n_in < 1 || !n->in[0] || !lt_lower_shape(n->in[0], &rank, dims)) {
+        snprintf(why, size, "input has no static shape");
+        return false;
+    }
+    if (lt_node_attr(n, "axis") || lt_attr_int(n, "sorted", 1) == 0) {
+        snprintf(why, size, "only the flattened, sorted Unique");
+        return false;
+    }
+    lt_dtype dt = n->in[0]->type.dtype;
+    if (!key_class_ok(dt) || !lt_lower_dtype_ok(dt)) {
+        snprintf(why, size, "input dtype %s", lt_dtype_name(dt));
+        return false;
+    }
+    if (n->n_out != 5) {
+        snprintf(why, size, "%d outputs, not 5", n->n_out);
+        return false;
+    }
+    for (int k = 1; k < 5; k++)
+        if (n->out[k] && n->out[k]->type.dtype != LT_INT64) {
+            snprintf(why, size, "output %d is not int64", k);
+            return false;
+        }
+    return lt_lower_accept_default(n, why, size);
+}
+
+/* ---- reading X ---- */
+
+/* X at flat index p (a variable) in its compute type; a float16 / bfloat16 value computed in the
+ * kernel (a fused prologue) is rounded to its type first. *raw (when not NULL) gets the load of a
+ * stored float16 / bfloat16 X (its bits), NULL otherwise. */
+static lt_status x_at(uq *u, lt_lvar *p, lt_lnode **x, lt_lnode **raw) {
+    lt_lctx *lc = u->lc;
+    const lt_value *xv = u->n->in[0];
+    lt_lnode *idx[LT_MAX_RANK];
+    LT_TRY(lt_lower_unflat(lc, lt_l_var(K, p), u->rank, u->dims, idx));
+    LT_TRY(lt_lower_value(lc, xv, idx, x));
+    LT_TRY(LT_LNN(lc, *x));
+    bool narrow = lt_dtype_size(u->dt) == 2 && lt_dtype_is_float(u->dt);
+    if (raw) {
+        const lt_lnode *l = (*x)->kind == LT_L_CAST ? lt_lexpr_a(*x) : NULL;
+        bool stored = l && l->kind == LT_L_LOAD && l->dtype == u->dt && !lc->in_group[xv->id];
+        *raw = narrow && stored ? lt_l_load(K, l->buf, lt_lload_index(l)) : NULL;
+    }
+    bool rounded = (*x)->kind == LT_L_CAST && lt_lexpr_a(*x)->dtype == u->dt; /* a Cast to dt's value */
+    if (narrow && lc->in_group[xv->id] && !rounded) *x = lt_lower_conv(lc, lt_l_cast(K, u->dt, *x), u->dt);
+    return LT_LNN(lc, *x);
+}
+
+/* LET k = the key of X at flat index p. */
+static lt_status let_key(uq *u, lt_lvar *k, lt_lvar *p, lt_lnode **res) {
+    lt_lnode *x = NULL;
+    LT_TRY(x_at(u, p, &x, NULL));
+    lt_lctx *lc = u->lc;
+    *res = lt_l_let(K, k, x->dtype == u->kt ? x : lt_l_cast(K, u->kt, x));
+    return LT_LNN(lc, *res);
+}
+
+/* ---- the order ---- */
+
+static bool key_is_float(const uq *u) { return lt_dtype_is_float(u->kt); }
+
+/* key a < key b: for floats a number is before a NaN, NaNs tie. */
+static lt_lnode *key_less(uq *u, lt_lvar *a, lt_lvar *b) {
+    lt_lctx *lc = u->lc;
+    lt_lnode *lt = lt_l_binary(K, LT_LOP_LT, lt_l_var(K, a), lt_l_var(K, b));
+    if (!key_is_float(u)) return lt;
+    lt_lnode *num_nan = lt_l_binary(K, LT_LOP_AND, lt_l_unary(K, LT_LOP_NOT, lt_l_unary(K, LT_LOP_ISNAN, lt_l_var(K, a))),
+                                    lt_l_unary(K, LT_LOP_ISNAN, lt_l_var(K, b)));
+    return lt_l_binary(K, LT_LOP_OR, num_nan, lt_l_binary(K, LT_LOP_LT, lt_l_var(K, a), lt_l_var(K, b)));
+}
+
+/* key a == key b: for floats -0 == 0 and NaNs are equal. */
+static lt_lnode *key_equal(uq *u, lt_lvar *a, lt_lvar *b) {
+    lt_lctx *lc = u->lc;
+    lt_lnode *eq = lt_l_binary(K, LT_LOP_EQ, lt_l_var(K, a), lt_l_var(K, b));
+    if (!key_is_float(u)) return eq;
+    lt_lnode *nans = lt_l_binary(K, LT_LOP_AND, lt_l_unary(K, LT_LOP_ISNAN, lt_l_var(K, a)),
+                                 lt_l_unary(K, LT_LOP_ISNAN, lt_l_var(K, b)));
+    return lt_l_binary(K, LT_LOP_OR, nans, eq);
+}
+
+/* Element (key ka, index ia) ranks before (kb, ib): a smaller key, or an equal key and a smaller index. */
+static lt_lnode *ranks_before(uq *u, lt_lvar *ka, lt_lvar *ia, lt_lvar *kb, lt_lvar *ib) {
+    lt_lctx *lc = u->lc;
+    lt_lnode *tie = lt_l_binary(K, LT_LOP_AND, lt_l_unary(K, LT_LOP_NOT, key_less(u, kb, ka)),
+                                lt_l_binary(K, LT_LOP_LT, lt_l_var(K, ia), lt_l_var(K, ib)));
+    return lt_l_binary(K, LT_LOP_OR, key_less(u, ka, kb), tie);
+}
+
+/* ---- the heap (in perm: a max-heap, every slot ranking after or equal to its children) ---- */
+
+static lt_lnode *perm_at(uq *u, lt_lnode *slot) { return lt_l_load(u->lc->k, u->perm, slot); }
+
+static lt_lnode *set_perm(uq *u, lt_lvar *slot, lt_lvar *value) {
+    lt_lctx *lc = u->lc;
+    return lt_l_store(K, u->perm, lt_l_var(K, slot), lt_l_var(K, value));
+}
+
+static lt_lnode *stop(uq *u, lt_lvar *act) {
+    lt_lctx *lc = u->lc;
+    return lt_l_assign(K, act, lt_l_int(K, 0));
+}
+
+/* LET i = perm[slot]; LET k = its key: into out[0..1]. */
+static lt_status read_slot(uq *u, lt_lvar *slot, lt_lvar *i, lt_lvar *k, lt_lnode **out) {
+    lt_lctx *lc = u->lc;
+    out[0] = lt_l_let(K, i, perm_at(u, lt_l_var(K, slot)));
+    LT_TRY(LT_LNN(lc, out[0]));
+    return let_key(u, k, i, &out[1]);
+}
+
+/* Sift the held element (key hk, index hi) up from slot `from` (the heap holds the slots before it),
+ * then store it where it stops. */
+static lt_status sift_up(uq *u, lt_lvar *hk, lt_lvar *hi, lt_lvar *from, lt_lnode **res) {
+    lt_lctx *lc = u->lc;
+    lt_lvar *pos = lt_kernel_var(K, "pos", LT_INT64), *act = lt_kernel_var(K, "act", LT_INT64);
+    lt_lvar *q = lt_kernel_var(K, "q", LT_INT64), *par = lt_kernel_var(K, "par", LT_INT64);
+    lt_lvar *pi = lt_kernel_var(K, "pi", LT_INT64), *pk = lt_kernel_var(K, "pk", u->kt);
+    if (!pos || !act || !q || !par || !pi || !pk) return lt_lower_nomem(lc);
+    lt_lnode *rd[2];
+    LT_TRY(read_slot(u, par, pi, pk, rd));
+    lt_lnode *move[2] = {set_perm(u, pos, pi), lt_l_assign(K, pos, lt_l_var(K, par))};
+    lt_lnode *parent = lt_l_binary(K, LT_LOP_DIV, lt_l_binary(K, LT_LOP_SUB, lt_l_var(K, pos), lt_l_int(K, 1)), lt_l_int(K, 2));
+    lt_lnode *step[4] = {
+        lt_l_let(K, par, parent),
+        rd[0], rd[1],
+        lt_l_if(K, ranks_before(u, pk, pi, hk, hi), lt_l_seq(K, 2, move), stop(u, act)),
+    };
+    lt_lnode *go = lt_l_binary(K, LT_LOP_AND, lt_l_binary(K, LT_LOP_NE, lt_l_var(K, act), lt_l_int(K, 0)),
+                               lt_l_binary(K, LT_LOP_GT, lt_l_var(K, pos), lt_l_int(K, 0)));
+    lt_lnode *all[4] = {
+        lt_l_let(K, pos, lt_l_var(K, from)),
+        lt_l_let(K, act, lt_l_int(K, 1)),
+        lt_l_for(K, q, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, u->levels), LT_LOOP_SERIAL,
+                 lt_l_if(K, go, lt_l_seq(K, 4, step), NULL)),
+        set_perm(u, pos, hi),
+    };
+    *res = lt_l_seq(K, 4, all);
+    return LT_LNN(lc, *res);
+}
+
+/* The child of slot l that ranks later, into (w, wi, wk): the left one l, or the right one l + 1
+ * when it is in the heap (slots before `size`) and ranks after the left. */
+static lt_status later_child(uq *u, lt_lvar *l, lt_lvar *size, lt_lvar *w, lt_lvar *wi, lt_lvar *wk, lt_lnode **res) {
+    lt_lctx *lc = u->lc;
+    lt_lvar *r = lt_kernel_var(K, "rc", LT_INT64), *ri = lt_kernel_var(K, "ri", LT_INT64), *rk = lt_kernel_var(K, "rk", u->kt);
+    if (!r || !ri || !rk) return lt_lower_nomem(lc);
+    lt_lnode *rd_left[2], *rd_right[2];
+    LT_TRY(read_slot(u, l, wi, wk, rd_left));
+    LT_TRY(read_slot(u, r, ri, rk, rd_right));
+    lt_lnode *take[3] = {lt_l_assign(K, w, lt_l_var(K, r)), lt_l_assign(K, wi, lt_l_var(K, ri)),
+                         lt_l_assign(K, wk, lt_l_var(K, rk))};
+    lt_lnode *right[3] = {rd_right[0], rd_right[1], lt_l_if(K, ranks_before(u, wk, wi, rk, ri), lt_l_seq(K, 3, take), NULL)};
+    lt_lnode *all[5] = {
+        lt_l_let(K, w, lt_l_var(K, l)), rd_left[0], rd_left[1],
+        lt_l_let(K, r, lt_l_add(K, lt_l_var(K, l), lt_l_int(K, 1))),
+        lt_l_if(K, lt_l_binary(K, LT_LOP_LT, lt_l_var(K, r), lt_l_var(K, size)), lt_l_seq(K, 3, right), NULL),
+    };
+    *res = lt_l_seq(K, 5, all);
+    return LT_LNN(lc, *res);
+}
+
+/* Sift the held element (key hk, index hi) down from the root of the heap of slots [0, size), then
+ * store it where it stops. */
+static lt_status sift_down(uq *u, lt_lvar *hk, lt_lvar *hi, lt_lvar *size, lt_lnode **res) {
+    lt_lctx *lc = u->lc;
+    lt_lvar *pos = lt_kernel_var(K, "pos", LT_INT64), *act = lt_kernel_var(K, "act", LT_INT64);
+    lt_lvar *q = lt_kernel_var(K, "q", LT_INT64), *l = lt_kernel_var(K, "l", LT_INT64);
+    lt_lvar *w = lt_kernel_var(K, "w", LT_INT64), *wi = lt_kernel_var(K, "wi", LT_INT64), *wk = lt_kernel_var(K, "wk", u->kt);
+    if (!pos || !act || !q || !l || !w || !wi || !wk) return lt_lower_nomem(lc);
+    lt_lnode *pick = NULL;
+    LT_TRY(later_child(u, l, size, w, wi, wk, &pick));
+    lt_lnode *move[2] = {set_perm(u, pos, wi), lt_l_assign(K, pos, lt_l_var(K, w))};
+    lt_lnode *child[2] = {pick, lt_l_if(K, ranks_before(u, hk, hi, wk, wi), lt_l_seq(K, 2, move), stop(u, act))};
+    lt_lnode *level[2] = {
+        lt_l_let(K, l, lt_l_add(K, lt_l_mul(K, lt_l_var(K, pos), lt_l_int(K, 2)), lt_l_int(K, 1))),
+        lt_l_if(K, lt_l_binary(K, LT_LOP_LT, lt_l_var(K, l), lt_l_var(K, size)), lt_l_seq(K, 2, child), stop(u, act)),
+    };
+    lt_lnode *body = lt_l_if(K, lt_l_binary(K, LT_LOP_NE, lt_l_var(K, act), lt_l_int(K, 0)), lt_l_seq(K, 2, level), NULL);
+    lt_lnode *all[4] = {
+        lt_l_let(K, pos, lt_l_int(K, 0)),
+        lt_l_let(K, act, lt_l_int(K, 1)),
+        lt_l_for(K, q, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, u->levels), LT_LOOP_SERIAL, body),
+        set_perm(u, pos, hi),
+    };
+    *res = lt_l_seq(K, 4, all);
+    return LT_LNN(lc, *res);
+}
+
+/* Pass 1: index j (0..N-1) enters the heap of slots [0, j) by sifting up from slot j. */
+static lt_status build_heap(uq *u, lt_lnode **res) {
+    lt_lctx *lc = u->lc;
+    lt_lvar *j = lt_kernel_var(K, "r0", LT_INT64), *hk = lt_kernel_var(K, "hk", u->kt);
+    if (!j || !hk) return lt_lower_nomem(lc);
+    lt_lnode *body[2];
+    LT_TRY(let_key(u, hk, j, &body[0]));
+    LT_TRY(sift_up(u, hk, j, j, &body[1]));
+    *res = lt_l_for(K, j, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, u->numel), LT_LOOP_SERIAL, lt_l_seq(K, 2, body));
+    return LT_LNN(lc, *res);
+}
+
+/* Pass 2: for last = N-1 down to 1: the element at slot `last` is held, the root moves there, and the
+ * held element sifts down in the heap of slots [0, last). */
+static lt_status sort_heap(uq *u, lt_lnode **res) {
+    lt_lctx *lc = u->lc;
+    lt_lvar *e = lt_kernel_var(K, "r1", LT_INT64), *last = lt_kernel_var(K, "last", LT_INT64);
+    lt_lvar *hi = lt_kernel_var(K, "hi", LT_INT64), *hk = lt_kernel_var(K, "hk", u->kt);
+    if (!e || !last || !hi || !hk) return lt_lower_nomem(lc);
+    lt_lnode *rd[2], *down = NULL;
+    LT_TRY(read_slot(u, last, hi, hk, rd));
+    LT_TRY(sift_down(u, hk, hi, last, &down));
+    lt_lnode *body[5] = {
+        lt_l_let(K, last, lt_l_binary(K, LT_LOP_SUB, lt_l_int(K, u->numel - 1), lt_l_var(K, e))),
+        rd[0], rd[1],
+        lt_l_store(K, u->perm, lt_l_var(K, last), perm_at(u, lt_l_int(K, 0))),
+        down,
+    };
+    *res = lt_l_for(K, e, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, u->numel - 1), LT_LOOP_SERIAL, lt_l_seq(K, 5, body));
+    return LT_LNN(lc, *res);
+}
+
+/* ---- pass 3: the groups ---- */
+
+/* A group starts at element p (a variable) as group g: Y[g] = X[p], indices[g] = p. */
+static lt_status start_group(uq *u, lt_lvar *p, lt_lvar *g, lt_lnode **res) {
+    lt_lctx *lc = u->lc;
+    lt_lnode *s[2];
+    int ns = 0;
+    if (u->yb) {
+        lt_lnode *x = NULL, *raw = NULL;
+        LT_TRY(x_at(u, p, &x, &raw));
+        lt_lnode *y = raw ? raw : x->dtype == u->dt ? x : lt_l_cast(K, u->dt, x);
+        s[ns++] = lt_l_store(K, u->yb, lt_l_var(K, g), y);
+    }
+    if (u->ib) s[ns++] = lt_l_store(K, u->ib, lt_l_var(K, g), lt_l_var(K, p));
+    *res = lt_l_seq(K, ns, s);
+    return LT_LNN(lc, *res);
+}
+
+static lt_lnode *zero_key(uq *u) {
+    lt_lctx *lc = u->lc;
+    return key_is_float(u) ? lt_l_float(K, u->kt, 0) : lt_l_cast(K, u->kt, lt_l_int(K, 0));
+}
+
+/* For sorted position i: p = perm[i]; a new group when X[p]'s key differs from the previous one (or i
+ * is 0), else the group grows; counts[g] = its size so far, inverse_indices[p] = g. Then count = g + 1. */
+static lt_status scan_groups(uq *u, lt_lnode **res) {
+    lt_lctx *lc = u->lc;
+    lt_lvar *i = lt_kernel_var(K, "r2", LT_INT64), *p = lt_kernel_var(K, "p", LT_INT64);
+    lt_lvar *g = lt_kernel_var(K, "g", LT_INT64), *size = lt_kernel_var(K, "size", LT_INT64);
+    lt_lvar *k = lt_kernel_var(K, "key", u->kt), *prev = lt_kernel_var(K, "prev", u->kt);
+    if (!i || !p || !g || !size || !k || !prev) return lt_lower_nomem(lc);
+    lt_lnode *start = NULL, *get_key = NULL;
+    LT_TRY(start_group(u, p, g, &start));
+    LT_TRY(let_key(u, k, p, &get_key));
+    lt_lnode *is_new = lt_l_binary(K, LT_LOP_OR, lt_l_binary(K, LT_LOP_LT, lt_l_var(K, g), lt_l_int(K, 0)),
+                                   lt_l_unary(K, LT_LOP_NOT, key_equal(u, k, prev)));
+    lt_lnode *open[3] = {lt_l_assign(K, g, lt_l_add(K, lt_l_var(K, g), lt_l_int(K, 1))),
+                         lt_l_assign(K, size, lt_l_int(K, 1)), start};
+    lt_lnode *grow = lt_l_assign(K, size, lt_l_add(K, lt_l_var(K, size), lt_l_int(K, 1)));
+    lt_lnode *body[6];
+    int nb = 0;
+    body[nb++] = lt_l_let(K, p, perm_at(u, lt_l_var(K, i)));
+    body[nb++] = get_key;
+    body[nb++] = lt_l_if(K, is_new, lt_l_seq(K, 3, open), grow);
+    if (u->cb) body[nb++] = lt_l_store(K, u->cb, lt_l_var(K, g), lt_l_var(K, size));
+    if (u->invb) body[nb++] = lt_l_store(K, u->invb, lt_l_var(K, p), lt_l_var(K, g));
+    body[nb++] = lt_l_assign(K, prev, lt_l_var(K, k));
+    lt_lnode *all[6];
+    int na = 0;
+    all[na++] = lt_l_let(K, g, lt_l_int(K, -1));
+    all[na++] = lt_l_let(K, size, lt_l_int(K, 0));
+    all[na++] = lt_l_let(K, prev, zero_key(u));
+    all[na++] = lt_l_for(K, i, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, u->numel), LT_LOOP_SERIAL, lt_l_seq(K, nb, body));
+    if (u->nb) all[na++] = lt_l_store(K, u->nb, lt_l_int(K, 0), lt_l_add(K, lt_l_var(K, g), lt_l_int(K, 1)));
+    *res = lt_l_seq(K, na, all);
+    return LT_LNN(lc, *res);
+}
+
+/* ---- the kernel ---- */
+
+/* Buffer of output k, or NULL when the node or the kernel has none. */
+static lt_lbuf *out_buf(lt_lctx *lc, const lt_node *n, int k) { return n->out[k] ? lc->vbuf[n->out[k]->id] : NULL; }
+
+static int sift_levels(int64_t numel) {
+    int l = 1;
+    while (((int64_t)1 << (l - 1)) <= numel) l++;
+    return l;
+}
+
+static lt_status uq_init(lt_lctx *lc, const lt_node *n, uq *u) {
+    *u = (uq){.lc = lc, .n = n, .dt = n->in[0]->type.dtype};
+    if (!lt_lower_shape(n->in[0], &u->rank, u->dims) || n->n_out != 5)
+        return lt_lower_error(lc, n, LT_ERR_INTERNAL, "input has no static shape or the outputs are not 5");
+    u->numel = lt_lower_numel(n->in[0]);
+    u->kt = key_type(u->dt);
+    u->levels = sift_levels(u->numel);
+    u->yb = out_buf(lc, n, 0), u->ib = out_buf(lc, n, 1), u->invb = out_buf(lc, n, 2);
+    u->cb = out_buf(lc, n, 3), u->nb = out_buf(lc, n, 4);
+    if ((u->yb && u->yb->dtype != u->dt) || (u->ib && u->ib->dtype != LT_INT64) || (u->invb && u->invb->dtype != LT_INT64) ||
+        (u->cb && u->cb->dtype != LT_INT64) || (u->nb && u->nb->dtype != LT_INT64))
+        return lt_lower_error(lc, n, LT_ERR_INTERNAL, "the outputs are not stored as they are");
+    u->perm = u->cb ? u->cb : lt_lower_add_scratch(lc, "perm", LT_INT64, u->numel);
+    return u->perm ? LT_OK : lt_lower_nomem(lc);
+}
+
+static lt_status l_unique(lt_lctx *lc, const lt_node *n, lt_lnode **res) {
+    uq u;
+    LT_TRY(uq_init(lc, n, &u));
+    lt_lnode *pass[3];
+    int np = 0;
+    if (u.numel > 0) {
+        LT_TRY(build_heap(&u, &pass[np++]));
+        if (u.numel > 1) LT_TRY(sort_heap(&u, &pass[np++]));
+    }
+    LT_TRY(scan_groups(&u, &pass[np++]));
+    *res = lt_l_seq(K, np, pass);
+    return LT_LNN(lc, *res);
+}
+
 const lt_lower_reg lt_lower_unique[] = {
+    {LT_OP_UniquePadded, accept_unique, NULL, l_unique, 0, 0, LT_LF_NO_EPILOGUE},
     {0},
 };

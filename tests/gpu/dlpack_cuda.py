@@ -19,7 +19,9 @@ sequence 32, their dims bound with add_free_dimension_override_by_name):
   * refusals on the real driver: a strided CUDA tensor, host memory (pageable and pinned) bound as 'cuda'
     (the driver's pointer attributes), a bound buffer smaller than the output (reported as a note);
   * timing: median of --reps runs of the host-memory path (numpy in, numpy out: copies through the host)
-    and of the IO-bound GPU path, and their ratio.
+    and of the IO-bound GPU path, and their ratio;
+  * the small model with its batch symbolic: torch CUDA tensors at three batch sizes run on the family
+    (one compile, its plan for each shape selected), IO-bound with no copy through the host.
 Prints one summary row.
 
 usage: dlpack_cuda.py --lathe BUILD/lathe [--summary FILE] [--reps N]   (exit 1 when a check fails)
@@ -271,6 +273,40 @@ def refusals(lathe, torch, sess, tfeeds, onames, ref, failed, notes):
             failed.append(f"a buffer too small: unexpected message {str(e)[:150]!r}")
 
 
+def symbolic_family(lathe, torch, path, reference, cache, failed):
+    """The small model with its batch left symbolic: GPU tensors at three batch sizes run on the family
+    (one compile, no plan per signature), IO-bound into torch tensors with no copy through the host."""
+    print("== mm_add_relu, batch symbolic (the family)")
+    so = lathe.SessionOptions()
+    if cache:
+        so.add_session_config_entry("lathe.cache_dir", cache)
+    sess = lathe.InferenceSession(path, so, providers=["CUDAExecutionProvider"])
+    onames = [o.name for o in sess.get_outputs()]
+    for n in (3, 17, 64):
+        x = np.random.default_rng(n).standard_normal((n, 256)).astype(np.float32)
+        ref = reference({"x": x})
+        tx = torch.from_numpy(x).cuda()
+        touts = [torch.empty(r.shape, dtype=torch.float32, device="cuda") for r in ref]
+        b = sess.io_binding()
+        b.bind_input("x", "cuda", 0, np.float32, list(tx.shape), tx.data_ptr())
+        for name, t in zip(onames, touts):
+            b.bind_output(name, "cuda", 0, np.float32, list(t.shape), t.data_ptr())
+        sess.run_with_iobinding(b)
+        copies = dict(sess.lathe_last_run_copies or {})
+        for k, t in enumerate(touts):
+            close(t.cpu().numpy(), ref[k], f"symbolic batch {n}: IO-bound output {onames[k]}", failed)
+        got = sess.run(None, {"x": tx})
+        for k, g in enumerate(got):
+            close(g, ref[k], f"symbolic batch {n}: run() on a CUDA feed {onames[k]}", failed)
+        if copies.get("host_to_device") != 0 or copies.get("device_to_host") != 0:
+            failed.append(f"symbolic batch {n}: the GPU run copied through the host: {copies}")
+    print(f"  shape mode {sess.lathe_shape_mode}, compiles {sess.lathe_compile_count}, "
+          f"plans per signature {sess.lathe_cached_shapes}")
+    if sess.lathe_shape_mode != "family" or sess.lathe_compile_count != 1 or sess.lathe_cached_shapes:
+        failed.append(f"symbolic batch: GPU runs did not stay on the family ({sess.lathe_shape_mode}, "
+                      f"{sess.lathe_compile_count} compiles, {sess.lathe_cached_shapes})")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--lathe", required=True)
@@ -303,6 +339,12 @@ def main():
                 models.append((tag,) + zoo_model(tag, dims))
             except Exception as e:  # noqa: BLE001 — the zoo needs onnx; the small model still runs
                 notes.append(f"{tag} not built: {e}")
+        try:
+            symbolic_family(lathe, torch, models[0][1], models[0][4], cache, failed)
+        except Exception as e:  # noqa: BLE001
+            import traceback
+            traceback.print_exc()
+            failed.append(f"symbolic batch: {type(e).__name__}: {str(e)[:200]}")
         first = None
         for name, path, dims, feeds, reference in models:
             try:
