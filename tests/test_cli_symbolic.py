@@ -214,3 +214,20 @@ def test_each_fill_interp_and_artifact(tmp_path, cache):
     assert r.returncode == 0, r.stderr
     r = lathe("run", art, "--each", x3, "--each", x5)
     assert r.returncode == 2 and "x5.npz" in r.stderr and "run 1 of 2" in r.stdout, (r.stdout, r.stderr)
+
+
+def test_profile_family(tmp_path, cache):
+    """profile --family times the plan of a model compiled for every shape at the inputs' shapes; the
+    kernels are the static compile's, with run-time sizes (no --dim needed for the symbolic N)."""
+    m = two_inputs_model(tmp_path / "m.onnx")
+    rng = np.random.default_rng(6)
+    np.save(tmp_path / "x.npy", rng.standard_normal((5, 3)).astype(np.float32))
+    np.save(tmp_path / "y.npy", rng.standard_normal((5, 3)).astype(np.float32))
+    args = ("profile", m, "--input", f"X={tmp_path / 'x.npy'}", "--input", f"Y={tmp_path / 'y.npy'}",
+            "--runs", 3, "--threads", 1, "--cache-dir", cache)
+    static, fam = lathe(*args), lathe(*args, "--family")
+    assert static.returncode == 0 and fam.returncode == 0, static.stderr + fam.stderr
+    for r in (static, fam):
+        assert "run: median" in r.stdout and r.stdout.count("\nlt_k") == static.stdout.count("\nlt_k") >= 1, r.stdout
+    bad = lathe(*args[:-2], "--family", "--dim", "N=1..4")  # the shape is outside the range
+    assert bad.returncode != 0 and "N" in bad.stderr, bad.stdout + bad.stderr

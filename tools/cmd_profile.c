@@ -16,6 +16,7 @@
  * Exit codes: 0 ok, 1 usage, 2 bad model or input, 3 unsupported.
  */
 #include "cli_compile.h"
+#include "cli_family.h"
 #include "cli_progress.h"
 
 #include <math.h>
@@ -56,6 +57,10 @@ static const char PROF_HELP[] =
     "                        the bandwidth and compute ceilings, log-log axes\n"
     "  --detail              print the graph nodes of each kernel under its row\n"
     "  --remeasure           measure the ceilings again\n"
+    "  --family              compile as for every shape (the symbolic dims not bound by --dim N left\n"
+    "                        unbound: kernels with run-time sizes, as `lathe run` over inputs of\n"
+    "                        several shapes runs them) and profile its plan at the inputs' shapes;\n"
+    "                        compare with a profile without it to see what run-time sizes cost\n"
     "  --input NAME=FILE, --shapes, --dim, --fill, --seed   inputs, as for `lathe run`\n"
     CLI_COMPILE_HELP
     "  -h, --help            show this help\n";
@@ -179,7 +184,9 @@ int cmd_profile(int argc, char **argv) {
                **inputs = calloc((size_t)argc, sizeof *inputs);
     int n_shapes = 0, n_dims = 0, n_inputs = 0, rc = 0;
     int64_t runs = 10, top = 0, seed = 0;
-    bool remeasure = false, detail = false, have_rep = false;
+    bool remeasure = false, detail = false, have_rep = false, family = false, have_family = false;
+    cli_dims dd = {0};
+    cli_family cf;
     lt_fill_kind fill = LT_FILL_RANDOM;
     lt_model *m = NULL;
     lt_plan *plan = NULL;
@@ -198,6 +205,7 @@ int cmd_profile(int argc, char **argv) {
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) { fputs(PROF_HELP, stdout); goto out; }
         if (strcmp(a, "--remeasure") == 0) { remeasure = true; i++; continue; }
         if (strcmp(a, "--detail") == 0) { detail = true; i++; continue; }
+        if (strcmp(a, "--family") == 0) { family = true; i++; continue; }
         r = cli_compile_opt("profile", argc, argv, &i, &ca);
         if (r < 0) { rc = CLI_EXIT_USAGE; goto out; }
         if (r > 0) continue;
@@ -237,7 +245,10 @@ int cmd_profile(int argc, char **argv) {
     }
     if (!model) { rc = cli_usage("profile", "missing MODEL"); goto out; }
     if ((rc = cli_compile_check_backend(&ca, false))) goto out;
-    if ((rc = cli_load_model(model, n_shapes, shapes, n_dims, dims, &m))) goto out;
+    if (family && (rc = cli_dims_split("profile", n_dims, dims, &dd))) goto out;
+    if (family) rc = cli_load_model(model, n_shapes, shapes, dd.n_fixed, dd.fixed, &m);
+    else rc = cli_load_model(model, n_shapes, shapes, n_dims, dims, &m);
+    if (rc) goto out;
     lt_ctx ctx = {0};
     if (lt_model_check_supported(&ctx, m) != LT_OK) { rc = cli_fail(&ctx); goto out; }
     const lt_graph *g = m->graph;
@@ -246,10 +257,20 @@ int cmd_profile(int argc, char **argv) {
     outs = calloc((size_t)g->n_outputs + 1, sizeof *outs);
     if (!in || !outs) { cli_error("out of memory"); rc = CLI_EXIT_INVALID; goto out; }
     if ((rc = cli_inputs_bind("profile", m, n_inputs, inputs, fill, (uint64_t)seed, in))) goto out;
-    if ((rc = cli_inputs_fix_shapes(m, in))) goto out;
     ca.o.progress = cli_progress_compile;
-    if ((rc = cli_compile_model(&ca, m, in, &plan, &rep))) goto out;
-    have_rep = true;
+    if (family) { /* the family's plan at the inputs' shapes (the family owns it) */
+        cli_family_step fst;
+        if ((rc = cli_family_open(&ca, model, n_shapes, shapes, &dd, m, &cf))) goto out;
+        have_family = true;
+        lt_plan *fp = NULL;
+        if ((rc = cli_family_plan(&cf, "profile", in, &fp, &fst))) goto out;
+        lt_plan_get_stats(fp, &rep.plan);
+        plan = fp;
+    } else {
+        if ((rc = cli_inputs_fix_shapes(m, in))) goto out;
+        if ((rc = cli_compile_model(&ca, m, in, &plan, &rep))) goto out;
+        have_rep = true;
+    }
 
     /* ceilings for the thread count the kernels use, or the GPU's */
     lt_ceilings ceil;
@@ -369,7 +390,9 @@ out:
     free(col);
     free(recs);
     free(ev);
-    lt_plan_free(plan);
+    if (have_family) cli_family_close(&cf); /* with its plans */
+    else lt_plan_free(plan);
+    cli_dims_free(&dd);
     if (have_rep) lt_compile_report_free(&rep);
     lt_model_free(m);
     free(shapes);
