@@ -11,6 +11,8 @@ compilable nodes after it:
   topk      x [64, 1000], k [1] (given: 100) -> TopK -> Softmax over the k values + indices
   nms       2000 boxes, 10 classes, at most 100 per class -> the selected boxes gathered -> @ W [4, 64] -> Relu
   unique    20000 integers in [0, 500) -> Unique (sorted) -> values * counts -> CumSum
+  loop      a Loop of max(n) = 100 steps, s = Tanh(s @ W [128, 128] + x) on s [8, 128], each step's
+            pre-activation a scan output -> Relu (the body compiled at run time, or interpreted)
 Three runners take turns, one run each per round, for --runs rounds (load from other processes hits
 them alike); the medians are printed with split/no_split and split/onnxruntime ratios and their
 geometric means, as a markdown table (also written to --md). Inputs are fixed per model (seed 0), so
@@ -88,6 +90,18 @@ def build(name, rng):
                  h.make_node("CumSum", ["p", "ax"], ["y"])]
         return (_model(nodes, [vi("x", T.INT64, [20000])], [vi("y", T.FLOAT, None)], [_c("ax", 0, np.int64)]),
                 {"x": rng.integers(0, 500, 20000).astype(np.int64)})
+    if name == "loop":
+        body = h.make_graph([h.make_node("MatMul", ["s", "w"], ["m"]), h.make_node("Add", ["m", "x"], ["a"]),
+                             h.make_node("Tanh", ["a"], ["s2"]), h.make_node("Identity", ["cond"], ["c2"])], "body",
+                            [vi("it", T.INT64, []), vi("cond", T.BOOL, []), vi("s", T.FLOAT, [8, 128])],
+                            [vi("c2", T.BOOL, []), vi("s2", T.FLOAT, [8, 128]), vi("a", T.FLOAT, [8, 128])])
+        nodes = [h.make_node("ReduceMax", ["n"], ["nm"], keepdims=0),
+                 h.make_node("Loop", ["nm", "", "s0"], ["sf", "all"], body=body), h.make_node("Relu", ["all"], ["y"])]
+        return (_model(nodes, [vi("n", T.INT64, [2]), vi("s0", T.FLOAT, [8, 128]), vi("x", T.FLOAT, [8, 128])],
+                       [vi("y", T.FLOAT, None)],  # a contracting recurrence: rounding differences fade
+                       [nh.from_array((rng.standard_normal((128, 128)) * 0.05).astype(np.float32), "w")]),
+                {"n": np.array([100, 7], np.int64), "s0": rng.standard_normal((8, 128)).astype(np.float32),
+                 "x": rng.standard_normal((8, 128)).astype(np.float32)})
     raise SystemExit(f"unknown model {name}")
 
 
@@ -101,7 +115,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--runs", type=int, default=30)
-    ap.add_argument("--models", default="nonzero,compress,topk,nms,unique")
+    ap.add_argument("--models", default="nonzero,compress,topk,nms,unique,loop")
     ap.add_argument("--md", default=None)
     a = ap.parse_args()
     try:
