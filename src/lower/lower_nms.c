@@ -1,6 +1,538 @@
-/* lower_nms.c — `lower` hook of NonMaxSuppressionPadded (src/ops/shape/shape_split.c). */
+/* lower_nms.c — `lower` hook of NonMaxSuppressionPadded (src/ops/shape/shape_split.c): NonMaxSuppression
+ * with an output of a size known at compile time (selected int64 [B * C * N, 3] and the count), the compiled
+ * half of a model split at it (src/compile/split.h). boxes [B, N, 4] and scores [B, C, N].
+ *
+ * Kernel shape: one serial kernel (every loop role REDUCE, LT_LOOP_SERIAL: the iterations carry state, so no
+ * schedule parallelizes or vectorizes them; on a GPU it is one thread, as NonZeroPadded's is). For each batch
+ * b and class c in that order (loops "r0", "r1"), `total` counting the rows written before:
+ *   1. fill ("r2"): the index of every box whose score passes the score threshold (every box without one)
+ *      enters the candidate heap, nc of them;
+ *   2. heapify ("r3"): each slot from the middle up sifts down; the heap's root is the first candidate in
+ *      the reference's order (score descending, NaN last, then index ascending: a total order, so the pops
+ *      come in the order of the reference's own heap);
+ *   3. pop ("r4", at most N rounds): while candidates remain and fewer than max_output are kept, the root is
+ *      taken (the last slot sifts down from the root in its place) and tested against the boxes kept
+ *      before for this (b, c) ("r5": their indices are the third column of the rows just written); unless
+ *      one of them suppresses it, its row (b, c, index) is written at row total + ns (ns kept so far).
+ * The heap lives in the selected output itself, at its end in reverse order: heap slot j is element
+ * E - 1 - j, E = 3BCN. Rows written at the front never reach a live slot: when row s of pair p = bC + c is
+ * written, s + 1 of the pair's nc0 <= N candidates were popped, so the live slots are below N - s - 1 and
+ * their elements above E - N + s, while the row ends at element 3(pN + s) + 2 <= E - 3N + 3s + 2, below
+ * that as s < N. A pair's heap (elements >= E - N) never reaches the rows of the pairs before it (elements
+ * below 3pN <= E - 3N). Sifts are bounded loops of the heap's depth + 1 iterations with an "active" flag,
+ * as TopK's heap (lower_scan.c). `total` is stored to the count output at the end (when the kernel has a
+ * buffer for it). The rest of the selected output is unspecified, as the padded layout allows.
+ *
+ * Bit-identical to the reference (src/ops/image/image_roi.c, lt_img_nms_eval): scores, boxes and thresholds
+ * become float32 as (float) of the reference's double load (a float16 / bfloat16 widens exactly; an integer
+ * threshold goes through double), a value a fused prologue computes in a narrow float type is rounded to
+ * it first (as the interpreter holds it between the ops); max_output is the first element as int64,
+ * negative -> 0, clamped to N; an absent optional input is what the reference makes of it (max_output 0:
+ * nothing selected; no iou threshold: 0; no score threshold: every box a candidate). An empty one (which
+ * the reference reads as absent) never gets here: no kernel takes an empty operand (lt_lower_supported),
+ * so such a node runs on the host. A box's
+ * geometry (nms_geometry: corners in either order, or center and size) is recomputed from boxes at each use,
+ * and a pair is tested as nms_suppress does, in float32: fmaxf / fminf as selects (a NaN operand yields the
+ * other). The generated code may contract a product into a following add (gcc -O3 -march=native in GNU C,
+ * NVRTC's default --fmad=true), which would round once where the reference rounds twice: on the GPU every
+ * product is __fmul_rn (never contracted); in C every product also has a use that is not an add or a
+ * subtraction (an area and the intersection are compared with 0, a half width goes through a select on its
+ * NaN-ness), which keeps gcc from forming an FMA. Center-format boxes of subnormal size tell the two
+ * apart (tests/test_padded_nms.py, test_degenerate_boxes).
+ */
 #include "lower_impl.h"
 
+#include <math.h>
+#include <stdio.h>
+
+#define K (lc->k)
+
+enum { IN_BOXES, IN_SCORES, IN_MAX_OUTPUT, IN_IOU, IN_SCORE_THRESHOLD };
+
+/* Optional input i of n when it holds a value: present and not empty (the reference reads an empty one as
+ * absent). */
+static const lt_value *given(const lt_node *n, int i) {
+    const lt_value *v = i < n->n_in ? n->in[i] : NULL;
+    return v && lt_lower_numel(v) != 0 ? v : NULL;
+}
+
+/* ---- accept ---- */
+
+static bool refuse(char *why, size_t size, const char *what) {
+    snprintf(why, size, "%s", what);
+    return false;
+}
+
+static bool box_dtype_ok(lt_dtype dt) { return lt_dtype_is_float(dt) && lt_lower_dtype_ok(dt); }
+
+static bool threshold_dtype_ok(lt_dtype dt) { return box_dtype_ok(dt) || (lt_dtype_is_int(dt) && lt_lower_dtype_ok(dt)); }
+
+static bool accept_nms(const lt_node *n, char *why, size_t size) {
+    int rb, rs, ro;
+    int64_t bd[LT_MAX_RANK], sd[LT_MAX_RANK], od[LT_MAX_RANK];
+    if (n->n_in < 2 || !lt_lower_shape(n->in[IN_BOXES], &rb, bd) || !lt_lower_shape(n->in[IN_SCORES], &rs, sd))
+        return refuse(why, size, "boxes or scores have no static shape");
+    if (rb != 3 || rs != 3 || bd[2] != 4 || sd[0] != bd[0] || sd[2] != bd[1])
+        return refuse(why, size, "boxes and scores are not [B, N, 4] and [B, C, N]");
+    if (n->n_out < 2 || !n->out[0] || !n->out[1])
+        return refuse(why, size, "an output is absent");
+    if (!lt_lower_shape(n->out[0], &ro, od) || ro != 2 || od[1] != 3 || od[0] != sd[0] * sd[1] * sd[2] ||
+        n->out[0]->type.dtype != LT_INT64 || n->out[1]->type.dtype != LT_INT64)
+        return refuse(why, size, "the selected output is not int64 [B * C * N, 3]");
+    if (!box_dtype_ok(n->in[IN_BOXES]->type.dtype) || !box_dtype_ok(n->in[IN_SCORES]->type.dtype))
+        return refuse(why, size, "boxes or scores are not of a float type");
+    const lt_value *mo = given(n, IN_MAX_OUTPUT), *iou = given(n, IN_IOU), *st = given(n, IN_SCORE_THRESHOLD);
+    if (mo && !(lt_dtype_is_int(mo->type.dtype) && lt_lower_dtype_ok(mo->type.dtype)))
+        return refuse(why, size, "max_output_boxes_per_class is not an integer tensor");
+    if ((iou && !threshold_dtype_ok(iou->type.dtype)) || (st && !threshold_dtype_ok(st->type.dtype)))
+        return refuse(why, size, "a threshold is not numeric");
+    int64_t cpb = lt_attr_int(n, "center_point_box", 0);
+    if (cpb != 0 && cpb != 1) return refuse(why, size, "center_point_box is not 0 or 1");
+    return lt_lower_accept_default(n, why, size);
+}
+
+/* ---- the kernel ---- */
+
+typedef struct nms {
+    lt_lctx *lc;
+    const lt_node *n;
+    int64_t B, C, N;
+    int64_t end;       /* 3 * B * C * N: the elements of the selected output */
+    int levels;        /* iterations of a sift: the heap's depth + 1 */
+    bool center, gpu;
+    lt_lbuf *yb;       /* selected: rows at the front, the candidate heap at the back */
+    lt_lvar *b, *c;    /* the pair's loop variables */
+    lt_lvar *total;    /* rows written by the pairs before */
+    lt_lvar *thr;      /* the iou threshold, float */
+    lt_lvar *sthr;     /* the score threshold, float (NULL: none) */
+} nms;
+
+/* Value v at idx in its compute type; a narrow float computed in the group (a fused prologue) is rounded
+ * to its type first. */
+static lt_status read_value(lt_lctx *lc, const lt_value *v, lt_lnode *const *idx, lt_lnode **res) {
+    LT_TRY(lt_lower_value(lc, v, idx, res));
+    LT_TRY(LT_LNN(lc, *res));
+    lt_dtype dt = v->type.dtype;
+    bool rounded = (*res)->kind == LT_L_CAST && lt_lexpr_a(*res)->dtype == dt;
+    if ((dt == LT_FLOAT16 || dt == LT_BFLOAT16) && lc->in_group[v->id] && !rounded)
+        *res = lt_lower_conv(lc, lt_l_cast(K, dt, *res), dt);
+    return LT_LNN(lc, *res);
+}
+
+/* e (v's compute type) as the reference's (float) of its double load. */
+static lt_lnode *to_f32(lt_lctx *lc, lt_lnode *e, lt_dtype dt) {
+    lt_dtype cd = lt_lower_cdtype(dt);
+    if (cd == LT_FLOAT) return e;
+    return lt_l_cast(K, LT_FLOAT, cd == LT_DOUBLE ? e : lt_l_cast(K, LT_DOUBLE, e));
+}
+
+/* The first element of v (a small input of static shape), in its compute type. */
+static lt_status read_first(lt_lctx *lc, const lt_value *v, lt_lnode **res) {
+    int rank;
+    int64_t dims[LT_MAX_RANK];
+    lt_lnode *idx[LT_MAX_RANK];
+    if (!lt_lower_shape(v, &rank, dims)) return lt_error(lc->ctx, LT_ERR_INTERNAL, "'%s' has no static shape", v->name);
+    for (int d = 0; d < rank; d++)
+        if (!(idx[d] = lt_l_int(K, 0))) return lt_lower_nomem(lc);
+    return read_value(lc, v, idx, res);
+}
+
+/* scores[b, c, box] as float (box: an index expression). */
+static lt_status score_at(nms *t, lt_lnode *box, lt_lnode **res) {
+    lt_lctx *lc = t->lc;
+    const lt_value *v = t->n->in[IN_SCORES];
+    lt_lnode *idx[3] = {lt_l_var(K, t->b), lt_l_var(K, t->c), box};
+    LT_TRY(read_value(lc, v, idx, res));
+    *res = to_f32(lc, *res, v->type.dtype);
+    return LT_LNN(lc, *res);
+}
+
+/* boxes[b, box, e] as float. */
+static lt_status coord_at(nms *t, lt_lnode *box, int e, lt_lnode **res) {
+    lt_lctx *lc = t->lc;
+    const lt_value *v = t->n->in[IN_BOXES];
+    lt_lnode *idx[3] = {lt_l_var(K, t->b), box, lt_l_int(K, e)};
+    LT_TRY(read_value(lc, v, idx, res));
+    *res = to_f32(lc, *res, v->type.dtype);
+    return LT_LNN(lc, *res);
+}
+
+/* Element of heap slot j: E - 1 - j. */
+static lt_lnode *slot(nms *t, lt_lnode *j) {
+    lt_lctx *lc = t->lc;
+    return lt_l_binary(K, LT_LOP_SUB, lt_l_int(K, t->end - 1), j);
+}
+
+/* Element `col` of row total + s of the selected output. */
+static lt_lnode *row_elem(nms *t, lt_lnode *s, int col) {
+    lt_lctx *lc = t->lc;
+    return lt_l_add(K, lt_l_mul(K, lt_l_add(K, lt_l_var(K, t->total), s), lt_l_int(K, 3)), lt_l_int(K, col));
+}
+
+/* a * b in float32, rounded on its own (never contracted into an add on the GPU; see the top comment). */
+static lt_lnode *fmul(nms *t, lt_lnode *a, lt_lnode *b) {
+    lt_lctx *lc = t->lc;
+    if (!t->gpu) return lt_l_binary(K, LT_LOP_MUL, a, b);
+    lt_lnode *args[2] = {a, b};
+    return lt_l_call(K, LT_FLOAT, "__fmul_rn", 2, args);
+}
+
+static lt_lnode *var(lt_lctx *lc, lt_lvar *v) { return lt_l_var(K, v); }
+
+/* a when it compares `op` (GT: fmaxf, LT: fminf) to b or b is NaN, else b: a NaN operand yields the other. */
+static lt_lnode *nan_ignoring(lt_lctx *lc, lt_lop op, lt_lvar *a, lt_lvar *b) {
+    lt_lnode *pick = lt_l_binary(K, LT_LOP_OR, lt_l_binary(K, op, var(lc, a), var(lc, b)),
+                                 lt_l_unary(K, LT_LOP_ISNAN, var(lc, b)));
+    return lt_l_select(K, pick, var(lc, a), var(lc, b));
+}
+
+static lt_lnode *fmax_of(lt_lctx *lc, lt_lvar *a, lt_lvar *b) { return nan_ignoring(lc, LT_LOP_GT, a, b); }
+
+static lt_lnode *fmin_of(lt_lctx *lc, lt_lvar *a, lt_lvar *b) { return nan_ignoring(lc, LT_LOP_LT, a, b); }
+
+/* Does candidate (ai, as) rank before (bi, bs) (indices and scores, variables)? The reference's nms_cmp:
+ * a number before NaN, a higher score first, equal scores (or two NaNs) by index. */
+static lt_lnode *ranks_before(lt_lctx *lc, lt_lvar *ai, lt_lvar *as, lt_lvar *bi, lt_lvar *bs) {
+    lt_lnode *an = lt_l_unary(K, LT_LOP_ISNAN, var(lc, as)), *bn = lt_l_unary(K, LT_LOP_ISNAN, var(lc, bs));
+    lt_lnode *nan_last = lt_l_binary(K, LT_LOP_AND, lt_l_unary(K, LT_LOP_NOT, an), bn);
+    lt_lnode *higher = lt_l_binary(K, LT_LOP_GT, var(lc, as), var(lc, bs));
+    lt_lnode *both_nan = lt_l_binary(K, LT_LOP_AND, lt_l_unary(K, LT_LOP_ISNAN, var(lc, as)),
+                                     lt_l_unary(K, LT_LOP_ISNAN, var(lc, bs)));
+    lt_lnode *tie = lt_l_binary(K, LT_LOP_OR, lt_l_binary(K, LT_LOP_EQ, var(lc, as), var(lc, bs)), both_nan);
+    lt_lnode *by_index = lt_l_binary(K, LT_LOP_AND, tie, lt_l_binary(K, LT_LOP_LT, var(lc, ai), var(lc, bi)));
+    return lt_l_binary(K, LT_LOP_OR, lt_l_binary(K, LT_LOP_OR, nan_last, higher), by_index);
+}
+
+/* LET i = the box index in heap slot j; LET s = its score. */
+static lt_status read_slot(nms *t, lt_lnode *j, lt_lvar *i, lt_lvar *s, lt_lnode **out) {
+    lt_lctx *lc = t->lc;
+    lt_lnode *sc = NULL;
+    LT_TRY(score_at(t, var(lc, i), &sc));
+    out[0] = lt_l_let(K, i, lt_l_load(K, t->yb, slot(t, j)));
+    out[1] = lt_l_let(K, s, sc);
+    return LT_LNN(lc, out[0]);
+}
+
+/* The candidate (mi, ms) sifted down from slot `start` (a variable) in a heap of `size` slots (a variable),
+ * then stored: each level the better child moves up into the hole while it ranks before the candidate. */
+static lt_status sift_down(nms *t, lt_lvar *mi, lt_lvar *ms, lt_lvar *start, lt_lvar *size, lt_lnode **res) {
+    lt_lctx *lc = t->lc;
+    lt_lvar *pos = lt_kernel_var(K, "pos", LT_INT64), *act = lt_kernel_var(K, "act", LT_INT64);
+    lt_lvar *q = lt_kernel_var(K, "q", LT_INT64), *l = lt_kernel_var(K, "l", LT_INT64), *w = lt_kernel_var(K, "w", LT_INT64);
+    lt_lvar *wi = lt_kernel_var(K, "wi", LT_INT64), *ws = lt_kernel_var(K, "ws", LT_FLOAT);
+    lt_lvar *r = lt_kernel_var(K, "rc", LT_INT64), *ri = lt_kernel_var(K, "ri", LT_INT64), *rs = lt_kernel_var(K, "rs", LT_FLOAT);
+    if (!pos || !act || !q || !l || !w || !wi || !ws || !r || !ri || !rs) return lt_lower_nomem(lc);
+    lt_lnode *rd_l[2], *rd_r[2];
+    LT_TRY(read_slot(t, var(lc, l), wi, ws, rd_l));
+    LT_TRY(read_slot(t, var(lc, r), ri, rs, rd_r));
+    lt_lnode *take_r[3] = {lt_l_assign(K, w, var(lc, r)), lt_l_assign(K, wi, var(lc, ri)), lt_l_assign(K, ws, var(lc, rs))};
+    lt_lnode *right[3] = {rd_r[0], rd_r[1], lt_l_if(K, ranks_before(lc, ri, rs, wi, ws), lt_l_seq(K, 3, take_r), NULL)};
+    lt_lnode *move[2] = {lt_l_store(K, t->yb, slot(t, var(lc, pos)), var(lc, wi)), lt_l_assign(K, pos, var(lc, w))};
+    lt_lnode *stop = lt_l_assign(K, act, lt_l_int(K, 0));
+    lt_lnode *child[6] = {
+        lt_l_let(K, w, var(lc, l)), rd_l[0], rd_l[1],
+        lt_l_let(K, r, lt_l_add(K, var(lc, l), lt_l_int(K, 1))),
+        lt_l_if(K, lt_l_binary(K, LT_LOP_LT, var(lc, r), var(lc, size)), lt_l_seq(K, 3, right), NULL),
+        lt_l_if(K, ranks_before(lc, wi, ws, mi, ms), lt_l_seq(K, 2, move), stop),
+    };
+    lt_lnode *level[2] = {
+        lt_l_let(K, l, lt_l_add(K, lt_l_mul(K, var(lc, pos), lt_l_int(K, 2)), lt_l_int(K, 1))),
+        lt_l_if(K, lt_l_binary(K, LT_LOP_LT, var(lc, l), var(lc, size)), lt_l_seq(K, 6, child),
+                lt_l_assign(K, act, lt_l_int(K, 0))),
+    };
+    lt_lnode *body = lt_l_if(K, lt_l_binary(K, LT_LOP_NE, var(lc, act), lt_l_int(K, 0)), lt_l_seq(K, 2, level), NULL);
+    lt_lnode *all[4] = {
+        lt_l_let(K, pos, var(lc, start)),
+        lt_l_let(K, act, lt_l_int(K, 1)),
+        lt_l_for(K, q, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, t->levels), LT_LOOP_SERIAL, body),
+        lt_l_store(K, t->yb, slot(t, var(lc, pos)), var(lc, mi)),
+    };
+    *res = lt_l_seq(K, 4, all);
+    return LT_LNN(lc, *res);
+}
+
+/* A box's edges and area in float32 (nms_geometry), as variables. */
+typedef struct geo {
+    lt_lvar *xlo, *xhi, *ylo, *yhi, *area;
+} geo;
+
+/* x / 2 in float32 (center_point_box): a product by 0.5 once the compiler rewrites it, so on the GPU
+ * __fmul_rn, and in C with a use that is not an add (a select on its NaN-ness: a NaN half width gives NaN
+ * edges either way, and nothing reads a NaN's payload). */
+static lt_lnode *half(nms *t, lt_lvar *x, lt_lvar *h) {
+    lt_lctx *lc = t->lc;
+    if (t->gpu) return lt_l_let(K, h, fmul(t, var(lc, x), lt_l_float(K, LT_FLOAT, 0.5)));
+    lt_lnode *q = lt_l_binary(K, LT_LOP_DIV, var(lc, x), lt_l_float(K, LT_FLOAT, 2.0));
+    lt_lnode *s[2] = {lt_l_let(K, h, q), lt_l_assign(K, h, lt_l_select(K, lt_l_unary(K, LT_LOP_ISNAN, var(lc, h)),
+                                                                       lt_l_float(K, LT_FLOAT, NAN), var(lc, h)))};
+    return lt_l_seq(K, 2, s);
+}
+
+/* LET lo / hi = the smaller / larger of a and b as the reference's minmax does (a >= b: lo = b, hi = a). */
+static void min_max(lt_lctx *lc, lt_lvar *a, lt_lvar *b, lt_lvar *lo, lt_lvar *hi, lt_lnode **out) {
+    out[0] = lt_l_let(K, lo, lt_l_select(K, lt_l_binary(K, LT_LOP_GE, var(lc, a), var(lc, b)), var(lc, b), var(lc, a)));
+    out[1] = lt_l_let(K, hi, lt_l_select(K, lt_l_binary(K, LT_LOP_GE, var(lc, a), var(lc, b)), var(lc, a), var(lc, b)));
+}
+
+/* The statements computing g for box index `box` (a variable) of batch b. */
+static lt_status box_geometry(nms *t, lt_lvar *box, geo *g, lt_lnode **res) {
+    lt_lctx *lc = t->lc;
+    lt_lvar *cv[4];
+    lt_lnode *s[14];
+    int ns = 0;
+    for (int e = 0; e < 4; e++) {
+        lt_lnode *x = NULL;
+        if (!(cv[e] = lt_kernel_var(K, "bc", LT_FLOAT))) return lt_lower_nomem(lc);
+        LT_TRY(coord_at(t, var(lc, box), e, &x));
+        s[ns++] = lt_l_let(K, cv[e], x);
+    }
+    g->xlo = lt_kernel_var(K, "xlo", LT_FLOAT), g->xhi = lt_kernel_var(K, "xhi", LT_FLOAT);
+    g->ylo = lt_kernel_var(K, "ylo", LT_FLOAT), g->yhi = lt_kernel_var(K, "yhi", LT_FLOAT);
+    g->area = lt_kernel_var(K, "area", LT_FLOAT);
+    if (!g->xlo || !g->xhi || !g->ylo || !g->yhi || !g->area) return lt_lower_nomem(lc);
+    if (!t->center) { /* corners (y1, x1, y2, x2) in either order */
+        min_max(lc, cv[1], cv[3], g->xlo, g->xhi, &s[ns]);
+        min_max(lc, cv[0], cv[2], g->ylo, g->yhi, &s[ns + 2]);
+        ns += 4;
+    } else { /* (x_center, y_center, width, height) */
+        lt_lvar *w = lt_kernel_var(K, "hw", LT_FLOAT), *h = lt_kernel_var(K, "hh", LT_FLOAT);
+        if (!w || !h) return lt_lower_nomem(lc);
+        s[ns++] = half(t, cv[2], w);
+        s[ns++] = half(t, cv[3], h);
+        s[ns++] = lt_l_let(K, g->xlo, lt_l_binary(K, LT_LOP_SUB, var(lc, cv[0]), var(lc, w)));
+        s[ns++] = lt_l_let(K, g->xhi, lt_l_binary(K, LT_LOP_ADD, var(lc, cv[0]), var(lc, w)));
+        s[ns++] = lt_l_let(K, g->ylo, lt_l_binary(K, LT_LOP_SUB, var(lc, cv[1]), var(lc, h)));
+        s[ns++] = lt_l_let(K, g->yhi, lt_l_binary(K, LT_LOP_ADD, var(lc, cv[1]), var(lc, h)));
+    }
+    s[ns++] = lt_l_let(K, g->area, fmul(t, lt_l_binary(K, LT_LOP_SUB, var(lc, g->xhi), var(lc, g->xlo)),
+                                        lt_l_binary(K, LT_LOP_SUB, var(lc, g->yhi), var(lc, g->ylo))));
+    *res = lt_l_seq(K, ns, s);
+    return LT_LNN(lc, *res);
+}
+
+static lt_lnode *positive(lt_lctx *lc, lt_lvar *v) { return lt_l_binary(K, LT_LOP_GT, var(lc, v), lt_l_float(K, LT_FLOAT, 0)); }
+
+/* The statements setting `sup` (a BOOL variable declared here) to whether kept box k suppresses candidate a
+ * (nms_suppress(a, k): the intersection over the union above the threshold, with its early outs). */
+static lt_status suppresses(nms *t, const geo *a, const geo *k, lt_lvar *sup, lt_lnode **res) {
+    lt_lctx *lc = t->lc;
+    lt_lvar *ixlo = lt_kernel_var(K, "ixlo", LT_FLOAT), *ixhi = lt_kernel_var(K, "ixhi", LT_FLOAT);
+    lt_lvar *iylo = lt_kernel_var(K, "iylo", LT_FLOAT), *iyhi = lt_kernel_var(K, "iyhi", LT_FLOAT);
+    lt_lvar *inter = lt_kernel_var(K, "inter", LT_FLOAT), *uni = lt_kernel_var(K, "uni", LT_FLOAT);
+    if (!ixlo || !ixhi || !iylo || !iyhi || !inter || !uni) return lt_lower_nomem(lc);
+    lt_lnode *iw = lt_l_binary(K, LT_LOP_SUB, var(lc, ixhi), var(lc, ixlo));
+    lt_lnode *ih = lt_l_binary(K, LT_LOP_SUB, var(lc, iyhi), var(lc, iylo));
+    lt_lnode *sum = lt_l_binary(K, LT_LOP_ADD, var(lc, a->area), var(lc, k->area));
+    lt_lnode *conds[7] = {
+        lt_l_binary(K, LT_LOP_GT, var(lc, ixhi), var(lc, ixlo)),
+        lt_l_binary(K, LT_LOP_GT, var(lc, iyhi), var(lc, iylo)),
+        positive(lc, inter), positive(lc, a->area), positive(lc, k->area), positive(lc, uni),
+        lt_l_binary(K, LT_LOP_GT, lt_l_binary(K, LT_LOP_DIV, var(lc, inter), var(lc, uni)), var(lc, t->thr)),
+    };
+    lt_lnode *all = conds[0];
+    for (int i = 1; i < 7; i++) all = lt_l_binary(K, LT_LOP_AND, all, conds[i]);
+    lt_lnode *s[7] = {
+        lt_l_let(K, ixlo, fmax_of(lc, a->xlo, k->xlo)),
+        lt_l_let(K, ixhi, fmin_of(lc, a->xhi, k->xhi)),
+        lt_l_let(K, iylo, fmax_of(lc, a->ylo, k->ylo)),
+        lt_l_let(K, iyhi, fmin_of(lc, a->yhi, k->yhi)),
+        lt_l_let(K, inter, fmul(t, iw, ih)),
+        lt_l_let(K, uni, lt_l_binary(K, LT_LOP_SUB, sum, var(lc, inter))),
+        lt_l_let(K, sup, all),
+    };
+    *res = lt_l_seq(K, 7, s);
+    return LT_LNN(lc, *res);
+}
+
+/* Fill: every box whose score passes the threshold enters heap slot nc (nc += 1). */
+static lt_status fill_pass(nms *t, lt_lvar *nc, lt_lnode **res) {
+    lt_lctx *lc = t->lc;
+    lt_lvar *i = lt_kernel_var(K, "r2", LT_INT64), *s = lt_kernel_var(K, "sc", LT_FLOAT);
+    if (!i || !s) return lt_lower_nomem(lc);
+    lt_lnode *put[2] = {lt_l_store(K, t->yb, slot(t, var(lc, nc)), var(lc, i)),
+                        lt_l_assign(K, nc, lt_l_add(K, var(lc, nc), lt_l_int(K, 1)))};
+    lt_lnode *enter = lt_l_seq(K, 2, put);
+    if (t->sthr) {
+        lt_lnode *sc = NULL;
+        LT_TRY(score_at(t, var(lc, i), &sc));
+        lt_lnode *body[2] = {lt_l_let(K, s, sc),
+                             lt_l_if(K, lt_l_binary(K, LT_LOP_GT, var(lc, s), var(lc, t->sthr)), enter, NULL)};
+        enter = lt_l_seq(K, 2, body);
+    }
+    *res = lt_l_for(K, i, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, t->N), LT_LOOP_SERIAL, enter);
+    return LT_LNN(lc, *res);
+}
+
+/* Heapify: slots nc/2 - 1 down to 0 each sift down. */
+static lt_status heapify_pass(nms *t, lt_lvar *nc, lt_lnode **res) {
+    lt_lctx *lc = t->lc;
+    lt_lvar *q = lt_kernel_var(K, "r3", LT_INT64), *start = lt_kernel_var(K, "start", LT_INT64);
+    lt_lvar *mi = lt_kernel_var(K, "mi", LT_INT64), *ms = lt_kernel_var(K, "ms", LT_FLOAT);
+    if (!q || !start || !mi || !ms) return lt_lower_nomem(lc);
+    lt_lnode *half_n = lt_l_binary(K, LT_LOP_DIV, var(lc, nc), lt_l_int(K, 2));
+    lt_lnode *rd[2], *sift = NULL;
+    LT_TRY(read_slot(t, var(lc, start), mi, ms, rd));
+    LT_TRY(sift_down(t, mi, ms, start, nc, &sift));
+    lt_lnode *body[4] = {
+        lt_l_let(K, start, lt_l_binary(K, LT_LOP_SUB, lt_l_binary(K, LT_LOP_SUB, half_n, lt_l_int(K, 1)), var(lc, q))),
+        rd[0], rd[1], sift,
+    };
+    *res = lt_l_for(K, q, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_binary(K, LT_LOP_DIV, var(lc, nc), lt_l_int(K, 2)),
+                    LT_LOOP_SERIAL, lt_l_seq(K, 4, body));
+    return LT_LNN(lc, *res);
+}
+
+/* Test candidate cd (geometry a) against the ns boxes kept for this pair: `keep` ends 0 when one
+ * suppresses it. */
+static lt_status kept_pass(nms *t, const geo *a, lt_lvar *ns, lt_lvar *keep, lt_lnode **res) {
+    lt_lctx *lc = t->lc;
+    lt_lvar *j = lt_kernel_var(K, "r5", LT_INT64), *kb = lt_kernel_var(K, "kb", LT_INT64);
+    lt_lvar *sup = lt_kernel_var(K, "sup", LT_BOOL);
+    if (!j || !kb || !sup) return lt_lower_nomem(lc);
+    geo k;
+    lt_lnode *kgeo = NULL, *test = NULL;
+    LT_TRY(box_geometry(t, kb, &k, &kgeo));
+    LT_TRY(suppresses(t, a, &k, sup, &test));
+    lt_lnode *body[4] = {
+        lt_l_let(K, kb, lt_l_load(K, t->yb, row_elem(t, var(lc, j), 2))),
+        kgeo, test,
+        lt_l_if(K, var(lc, sup), lt_l_assign(K, keep, lt_l_int(K, 0)), NULL),
+    };
+    lt_lnode *guarded = lt_l_if(K, lt_l_binary(K, LT_LOP_NE, var(lc, keep), lt_l_int(K, 0)), lt_l_seq(K, 4, body), NULL);
+    *res = lt_l_for(K, j, LT_ROLE_REDUCE, lt_l_int(K, 0), var(lc, ns), LT_LOOP_SERIAL, guarded);
+    return LT_LNN(lc, *res);
+}
+
+/* Pop: up to N rounds; while candidates remain and fewer than mo are kept, take the root, sift the last
+ * slot down in its place, and write the candidate's row unless a kept box suppresses it. */
+static lt_status pop_pass(nms *t, lt_lvar *nc, lt_lvar *ns, lt_lvar *mo, lt_lnode **res) {
+    lt_lctx *lc = t->lc;
+    lt_lvar *r = lt_kernel_var(K, "r4", LT_INT64), *cd = lt_kernel_var(K, "cd", LT_INT64);
+    lt_lvar *li = lt_kernel_var(K, "li", LT_INT64), *ls = lt_kernel_var(K, "ls", LT_FLOAT);
+    lt_lvar *keep = lt_kernel_var(K, "keep", LT_INT64), *root = lt_kernel_var(K, "root", LT_INT64);
+    if (!r || !cd || !li || !ls || !keep || !root) return lt_lower_nomem(lc);
+    geo a;
+    lt_lnode *rd[2], *sift = NULL, *ageo = NULL, *test = NULL;
+    LT_TRY(read_slot(t, var(lc, nc), li, ls, rd));
+    LT_TRY(sift_down(t, li, ls, root, nc, &sift));
+    LT_TRY(box_geometry(t, cd, &a, &ageo));
+    LT_TRY(kept_pass(t, &a, ns, keep, &test));
+    lt_lnode *refill[4] = {rd[0], rd[1], lt_l_let(K, root, lt_l_int(K, 0)), sift};
+    lt_lnode *write[4] = {
+        lt_l_store(K, t->yb, row_elem(t, var(lc, ns), 0), var(lc, t->b)),
+        lt_l_store(K, t->yb, row_elem(t, var(lc, ns), 1), var(lc, t->c)),
+        lt_l_store(K, t->yb, row_elem(t, var(lc, ns), 2), var(lc, cd)),
+        lt_l_assign(K, ns, lt_l_add(K, var(lc, ns), lt_l_int(K, 1))),
+    };
+    lt_lnode *round[7] = {
+        lt_l_let(K, cd, lt_l_load(K, t->yb, slot(t, lt_l_int(K, 0)))),
+        lt_l_assign(K, nc, lt_l_binary(K, LT_LOP_SUB, var(lc, nc), lt_l_int(K, 1))),
+        lt_l_if(K, lt_l_binary(K, LT_LOP_GT, var(lc, nc), lt_l_int(K, 0)), lt_l_seq(K, 4, refill), NULL),
+        ageo,
+        lt_l_let(K, keep, lt_l_int(K, 1)),
+        test,
+        lt_l_if(K, lt_l_binary(K, LT_LOP_NE, var(lc, keep), lt_l_int(K, 0)), lt_l_seq(K, 4, write), NULL),
+    };
+    lt_lnode *go = lt_l_binary(K, LT_LOP_AND, lt_l_binary(K, LT_LOP_GT, var(lc, nc), lt_l_int(K, 0)),
+                               lt_l_binary(K, LT_LOP_LT, var(lc, ns), var(lc, mo)));
+    *res = lt_l_for(K, r, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, t->N), LT_LOOP_SERIAL,
+                    lt_l_if(K, go, lt_l_seq(K, 7, round), NULL));
+    return LT_LNN(lc, *res);
+}
+
+/* The pairs (b, c): fill, heapify and pop each, then total += ns. */
+static lt_status pairs(nms *t, lt_lvar *mo, lt_lnode **res) {
+    lt_lctx *lc = t->lc;
+    lt_lvar *nc = lt_kernel_var(K, "nc", LT_INT64), *ns = lt_kernel_var(K, "ns", LT_INT64);
+    if (!nc || !ns) return lt_lower_nomem(lc);
+    lt_lnode *fill = NULL, *heapify = NULL, *pop = NULL;
+    LT_TRY(fill_pass(t, nc, &fill));
+    LT_TRY(heapify_pass(t, nc, &heapify));
+    LT_TRY(pop_pass(t, nc, ns, mo, &pop));
+    lt_lnode *pair[6] = {
+        lt_l_let(K, nc, lt_l_int(K, 0)), fill, heapify, lt_l_let(K, ns, lt_l_int(K, 0)), pop,
+        lt_l_assign(K, t->total, lt_l_add(K, var(lc, t->total), var(lc, ns))),
+    };
+    lt_lnode *body = lt_l_seq(K, 6, pair);
+    body = lt_l_for(K, t->c, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, t->C), LT_LOOP_SERIAL, body);
+    body = lt_l_for(K, t->b, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, t->B), LT_LOOP_SERIAL, body);
+    /* max_output 0 (given so at run time) selects nothing: the pairs are skipped */
+    *res = lt_l_if(K, lt_l_binary(K, LT_LOP_GT, var(lc, mo), lt_l_int(K, 0)), body, NULL);
+    return LT_LNN(lc, *res);
+}
+
+/* LET v = the float threshold of input i (0 when absent), or *v = NULL when absent and `optional`. */
+static lt_status threshold(nms *t, int i, const char *name, bool optional, lt_lvar **v, lt_lnode **let) {
+    lt_lctx *lc = t->lc;
+    const lt_value *in = given(t->n, i);
+    *v = NULL, *let = NULL;
+    if (!in && optional) return LT_OK;
+    lt_lnode *x = lt_l_float(K, LT_FLOAT, 0);
+    if (in) {
+        LT_TRY(read_first(lc, in, &x));
+        x = to_f32(lc, x, in->type.dtype);
+    }
+    if (!(*v = lt_kernel_var(K, name, LT_FLOAT))) return lt_lower_nomem(lc);
+    *let = lt_l_let(K, *v, x);
+    return LT_LNN(lc, *let);
+}
+
+/* LET mo = max_output clamped to [0, N]. */
+static lt_status max_output(nms *t, const lt_value *in, lt_lvar *mo, lt_lnode **res) {
+    lt_lctx *lc = t->lc;
+    lt_lnode *x = NULL;
+    LT_TRY(read_first(lc, in, &x));
+    lt_lvar *raw = lt_kernel_var(K, "mo_raw", LT_INT64);
+    if (!raw) return lt_lower_nomem(lc);
+    lt_lnode *clamped = lt_l_select(K, lt_l_binary(K, LT_LOP_LT, var(lc, raw), lt_l_int(K, 0)), lt_l_int(K, 0),
+                                    lt_l_select(K, lt_l_binary(K, LT_LOP_GT, var(lc, raw), lt_l_int(K, t->N)),
+                                                lt_l_int(K, t->N), var(lc, raw)));
+    lt_lnode *s[2] = {lt_l_let(K, raw, x->dtype == LT_INT64 ? x : lt_l_cast(K, LT_INT64, x)), lt_l_let(K, mo, clamped)};
+    *res = lt_l_seq(K, 2, s);
+    return LT_LNN(lc, *res);
+}
+
+static lt_status l_nms(lt_lctx *lc, const lt_node *n, lt_lnode **res) {
+    int rs;
+    int64_t sd[LT_MAX_RANK];
+    if (!lt_lower_shape(n->in[IN_SCORES], &rs, sd) || rs != 3)
+        return lt_lower_error(lc, n, LT_ERR_INTERNAL, "scores have no static shape");
+    nms t = {.lc = lc, .n = n, .B = sd[0], .C = sd[1], .N = sd[2]};
+    t.end = 3 * t.B * t.C * t.N;
+    t.center = lt_attr_int(n, "center_point_box", 0) == 1;
+    t.gpu = lc->opt->gpu;
+    t.levels = 1;
+    while (((int64_t)1 << (t.levels - 1)) <= t.N) t.levels++;
+    t.yb = lc->vbuf[n->out[0]->id];
+    lt_lbuf *cb = n->out[1] ? lc->vbuf[n->out[1]->id] : NULL;
+    if (!t.yb || t.yb->dtype != LT_INT64 || (cb && cb->dtype != LT_INT64))
+        return lt_lower_error(lc, n, LT_ERR_INTERNAL, "the outputs are not stored as they are");
+    t.b = lt_kernel_var(K, "r0", LT_INT64), t.c = lt_kernel_var(K, "r1", LT_INT64);
+    t.total = lt_kernel_var(K, "total", LT_INT64);
+    if (!t.b || !t.c || !t.total) return lt_lower_nomem(lc);
+    lt_lnode *all[6];
+    int na = 0;
+    all[na++] = lt_l_let(K, t.total, lt_l_int(K, 0));
+    const lt_value *mov = given(n, IN_MAX_OUTPUT);
+    if (mov && t.N > 0) { /* without max_output nothing is selected: only the count (0) is stored */
+        lt_lvar *mo = lt_kernel_var(K, "mo", LT_INT64);
+        if (!mo) return lt_lower_nomem(lc);
+        lt_lnode *let_thr = NULL, *let_sthr = NULL, *let_mo = NULL, *work = NULL;
+        LT_TRY(max_output(&t, mov, mo, &let_mo));
+        LT_TRY(threshold(&t, IN_IOU, "iou_thr", false, &t.thr, &let_thr));
+        LT_TRY(threshold(&t, IN_SCORE_THRESHOLD, "score_thr", true, &t.sthr, &let_sthr));
+        LT_TRY(pairs(&t, mo, &work));
+        all[na++] = let_mo;
+        all[na++] = let_thr;
+        if (let_sthr) all[na++] = let_sthr;
+        all[na++] = work;
+    }
+    if (cb) all[na++] = lt_l_store(K, cb, lt_l_int(K, 0), var(lc, t.total));
+    *res = lt_l_seq(K, na, all);
+    return LT_LNN(lc, *res);
+}
+
 const lt_lower_reg lt_lower_nms[] = {
+    {LT_OP_NonMaxSuppressionPadded, accept_nms, NULL, l_nms, 0, 0, LT_LF_NO_EPILOGUE},
     {0},
 };
