@@ -5,7 +5,7 @@
  * kernel's arena (compilation lifetime) and treated as immutable: transformations build new nodes
  * and return the same pointer when nothing changed (lt_lmutate), so "did this change anything" is a
  * pointer compare. Indices are flattened element offsets (int64 arithmetic).
- * Entry points: builders (lt_l_*), lt_lprint, lt_lsimplify (simplify.c), lt_lmutate / lt_lwalk,
+ * Entry points: builders (lt_l_*), lt_lprint, lt_lsimplify (simplify.c), lt_lhoist (hoist.c), lt_lmutate / lt_lwalk,
  * schedules (schedule.h).
  */
 #ifndef LT_LOOP_H
@@ -272,6 +272,9 @@ lt_lnode *lt_lsimplify(lt_kernel *k, lt_lnode *n);
 /* lt_lsimplify on the expressions of every statement only: the loop structure stays as it is (no
  * loop of extent 1 removed), so loops a schedule names survive. NULL in, NULL out. */
 lt_lnode *lt_lsimplify_exprs(lt_kernel *k, lt_lnode *n);
+/* Loop-invariant LETs (no variable the loop binds or changes, no load, no call) moved out of serial
+ * and unrolled loops, as far out as they stay invariant (hoist.c). Same pointer if nothing moved. */
+lt_lnode *lt_lhoist(lt_kernel *k, lt_lnode *n);
 /* Static FLOPs and bytes moved (loads/stores of global buffers), counting loop trip counts.
  * FLOPs: UNARY/BINARY nodes on floating operands (× lanes). Loops with non-constant extents count
  * the extent's upper bound when lt_lbounds finds one, else 1; IF counts the larger branch; a

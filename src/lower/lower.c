@@ -727,6 +727,7 @@ lt_status lt_lower_apply_schedule(lt_ctx *ctx, lt_lowered *lw) {
 
 lt_status lt_lower_simplify(lt_ctx *ctx, lt_lowered *lw) {
     lt_lnode *s = lt_lsimplify(lw->kernel, lw->kernel->body);
+    if (s) s = lt_lhoist(lw->kernel, s);
     if (!s) return lt_error(ctx, LT_ERR_NOMEM, "simplifying %s: out of memory", lw->kernel->name);
     lw->kernel->body = s;
     LT_TRY(lt_kernel_verify(ctx, lw->kernel));

@@ -1,4 +1,4 @@
-/* test_loop.c — unit tests of the Loop IR core (src/loop/loop.c, simplify.c, leval.c): builder type
+/* test_loop.c — unit tests of the Loop IR core (src/loop/loop.c, simplify.c, hoist.c, leval.c): builder type
  * rules, the node table, walk / mutate / substitute (same pointer when unchanged), the printer
  * (exact text), the simplifier (before/after text), static cost, the verifier, the interpreter on
  * random data, and out-of-memory behaviour of the builders. Exits non-zero on the first failure. */
@@ -414,6 +414,58 @@ static void test_oom(void) {
     CHECK(succeeded);
 }
 
+/* lt_lhoist: invariant LETs and integer divisions leave serial loops (as far out as they stay
+ * invariant); a LET the loop reassigns, one that reads the loop variable or a load, and everything
+ * in a parallel loop stay; the results are the same. */
+static void test_hoist(void) {
+    lt_arena a;
+    lt_arena_init(&a);
+    lt_kernel *k = lt_kernel_new(&a, "hoist");
+    lt_lbuf *Yb = lt_kernel_arg(k, "Y", LT_FLOAT, 8), *Xb = lt_kernel_arg(k, "X", LT_FLOAT, 256);
+    lt_lvar *i = lt_kernel_var(k, "i", LT_INT64), *r = lt_kernel_var(k, "r", LT_INT64), *acc = lt_kernel_var(k, "acc", LT_FLOAT);
+    lt_lvar *t = lt_kernel_var(k, "t", LT_INT64), *u = lt_kernel_var(k, "u", LT_INT64), *w = lt_kernel_var(k, "w", LT_INT64);
+    lt_lvar *x = lt_kernel_var(k, "x", LT_FLOAT);
+    lt_lnode *iv = lt_l_var(k, i);
+    lt_lnode *idx = lt_l_add(k, lt_l_binary(k, LT_LOP_MOD, lt_l_binary(k, LT_LOP_DIV, lt_l_var(k, u), lt_l_int(k, 4)), lt_l_int(k, 64)),
+                             lt_l_binary(k, LT_LOP_DIV, iv, lt_l_int(k, 3)));
+    lt_lnode *inner[6] = {
+        lt_l_let(k, t, lt_l_mul(k, iv, lt_l_int(k, 16))),            /* invariant: moves */
+        lt_l_let(k, u, lt_l_add(k, lt_l_var(k, t), lt_l_var(k, r))), /* reads r: stays */
+        lt_l_let(k, w, lt_l_mul(k, iv, lt_l_int(k, 2))),             /* reassigned below: stays */
+        lt_l_assign(k, w, lt_l_add(k, lt_l_var(k, w), lt_l_int(k, 1))),
+        lt_l_let(k, x, lt_l_load(k, Xb, lt_l_var(k, w))),              /* a load: stays */
+        lt_l_assign(k, acc, lt_l_add(k, lt_l_var(k, acc), lt_l_add(k, lt_l_var(k, x), lt_l_load(k, Xb, idx)))),
+    };
+    lt_lnode *outer[3] = {lt_l_let(k, acc, lt_l_float(k, LT_FLOAT, 0)),
+                          lt_l_for(k, r, LT_ROLE_REDUCE, lt_l_int(k, 0), lt_l_int(k, 16), LT_LOOP_SERIAL, lt_l_seq(k, 6, inner)),
+                          lt_l_store(k, Yb, iv, lt_l_var(k, acc))};
+    k->body = lt_l_for(k, i, LT_ROLE_OUTPUT, lt_l_int(k, 0), lt_l_int(k, 8), LT_LOOP_PARALLEL, lt_l_seq(k, 3, outer));
+    float xs[256], y0[8], y1[8];
+    for (int q = 0; q < 256; q++) xs[q] = (float)frand();
+    lt_ctx c = {0};
+    void *args0[2] = {y0, xs}, *args1[2] = {y1, xs};
+    CHECK(lt_leval(&c, k, args0, NULL, NULL) == LT_OK);
+    lt_lnode *before = k->body, *h = lt_lhoist(k, k->body);
+    CHECK(h && h != before);
+    k->body = h;
+    CHECK(lt_kernel_verify(&c, k) == LT_OK);
+    CHECK_TEXT(pn(h), "parallel for i in [0, 8):\n"
+                      "  let float acc = 0.0f\n"
+                      "  let int64 t = i*16\n"
+                      "  let int64 q = i/3\n"
+                      "  for r in [0, 16):\n"
+                      "    let int64 u = t + r\n"
+                      "    let int64 w = i*2\n"
+                      "    w = w + 1\n"
+                      "    let float x = X[w]\n"
+                      "    acc = acc + (x + X[u/4%64 + q])\n"
+                      "  Y[i] = acc\n");
+    CHECK(lt_leval(&c, k, args1, NULL, NULL) == LT_OK);
+    CHECK(memcmp(y0, y1, sizeof y0) == 0);
+    CHECK(lt_lhoist(k, h) == h); /* nothing left to move */
+    lt_arena_free(&a);
+}
+
 int main(void) {
     test_types();
     test_print();
@@ -421,6 +473,7 @@ int main(void) {
     test_simplify();
     test_cost_verify();
     test_leval();
+    test_hoist();
     test_oom();
     return test_report("test_loop");
 }
