@@ -132,8 +132,9 @@ static lt_status parallel_outer(sched_b *b, nest_names *nn, int64_t total, int l
  * when that makes more than GPU_STRIDE_BLOCKS blocks, each thread handles GPU_PER_THREAD vectors
  * one grid apart (a grid-stride loop of fixed trip count, unrolled).
  * Reductions: the kept loops fused into one row loop; when the reduced elements of a row are
- * contiguous (a load steps by 1 along the innermost reduced loop) and at least GPU_ROW_MIN, the row
- * runs on a warp (rows of up to 32*4 vectors, GPU_WARP_ROWS rows per block, threads y) or on a block
+ * contiguous (a load steps by 1 along the innermost reduced loop) and at least GPU_ROW_MIN (a warp's
+ * width: shorter rows leave lanes idle), the row runs on a warp (rows of up to 32*4 vectors; a row of
+ * fewer than 32 vectors takes one element per lane, GPU_WARP_ROWS rows per block, threads y) or on a block
  * (threads = a quarter of the row's vectors, 64..1024) through the rowreduce step (warp-shuffle and
  * shared-memory reductions, vector loads); otherwise one thread per output (a column reduction
  * reads consecutive outputs' elements side by side).
@@ -143,7 +144,7 @@ static lt_status parallel_outer(sched_b *b, nest_names *nn, int64_t total, int l
 #define GPU_THREADS 256
 #define GPU_PER_THREAD 4
 #define GPU_STRIDE_BLOCKS 4096
-#define GPU_ROW_MIN 128
+#define GPU_ROW_MIN 32
 #define GPU_WARP_ROWS 4
 
 static bool gpu_bound(const lt_lnode *n) {
@@ -272,6 +273,7 @@ static lt_status gpu_reduce(sched_b *b, nest_names *nn, const lt_lnode *row) {
     }
     int64_t V = gpu_lanes(b->k, false);
     if (f && C >= GPU_ROW_MIN && steps_by_one(lt_lfor_body(last), last->var)) {
+        if (C < 32 * V) V = 1; /* a short row: an element per lane (one choice for 32..127, one bucket) */
         int64_t nv = (C + V - 1) / V;
         if (nv <= 32 * 4 && rows >= GPU_WARP_ROWS &&
             lt_sched_rowreduce_check(b->k, row->var->name, 32, V, NULL, 0)) { /* a warp per row */

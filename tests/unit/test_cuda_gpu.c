@@ -489,8 +489,9 @@ done:
 static void test_emitted(void) {
     static const lt_dtype dts[] = {LT_FLOAT, LT_FLOAT16, LT_BFLOAT16};
     /* block per row, warp per row (rows not a multiple of the block's 4), odd sizes (scalar tails), one
-     * long row, short rows (a thread per output) */
-    static const struct { int64_t rows, cols; } shapes[] = {{256, 4096}, {1001, 256}, {33, 1001}, {1, 8192}, {70, 8}};
+     * long row, rows of 32..127 on a warp with narrower vectors, short rows (a thread per output) */
+    static const struct { int64_t rows, cols; } shapes[] = {{256, 4096}, {1001, 256}, {33, 1001}, {1, 8192},
+                                                           {70, 32},   {37, 64},    {9, 100},   {70, 8}};
     int runs = 0, bad = 0;
     for (int op = 0; op < EM_N_OPS; op++)
         for (int d = 0; d < 3; d++)
