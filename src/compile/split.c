@@ -23,14 +23,7 @@ static lt_value *outer_root(const lt_graph *g, lt_value *v) {
     return v->id >= 0 && v->id < g->n_values && g->values[v->id] == v ? v : NULL;
 }
 
-typedef struct reads {
-    const lt_graph *g;
-    lt_value **v;         /* the main-graph values a node reads (inputs, then its subgraphs' references) */
-    int n, cap;
-    bool nomem;
-} reads;
-
-static void reads_add(reads *r, lt_value *v) {
+void lt_split_vset_add(value_set *r, lt_value *v) {
     for (int i = 0; i < r->n; i++)
         if (r->v[i] == v) return;
     if (r->n == r->cap) {
@@ -47,18 +40,19 @@ static void reads_add(reads *r, lt_value *v) {
 
 static lt_status add_outer(lt_ctx *ctx, lt_graph *sg, void *user) {
     (void)ctx;
-    reads *r = user;
+    value_set *r = user;
     for (int i = 0; i < sg->n_values; i++) {
         lt_value *root = outer_root(r->g, sg->values[i]);
-        if (root) reads_add(r, root);
+        if (root) lt_split_vset_add(r, root);
     }
     return LT_OK;
 }
 
-static lt_status node_reads(lt_ctx *ctx, const lt_node *n, reads *r) {
+/* The main-graph values n reads (inputs, then its subgraphs' references) into r (emptied first). */
+static lt_status node_reads(lt_ctx *ctx, const lt_node *n, value_set *r) {
     r->n = 0;
     for (int i = 0; i < n->n_in; i++)
-        if (n->in[i]) reads_add(r, n->in[i]);
+        if (n->in[i]) lt_split_vset_add(r, n->in[i]);
     for (int a = 0; a < n->n_attr; a++) {
         const lt_attr *at = &n->attrs[a];
         if (at->type == LT_AT_GRAPH && at->g) LT_TRY(lt_graph_foreach(ctx, at->g, false, add_outer, r));
@@ -149,7 +143,7 @@ static lt_status find_cut(lt_ctx *ctx, const lt_graph *g, cut *c, bool *found) {
     c->inits = lt_calloc(ctx, (size_t)nv + 1, sizeof *c->inits, "split");
     c->outs = lt_calloc(ctx, (size_t)g->n_outputs + 1, sizeof *c->outs, "split");
     if (!c->vclass || !c->rest || !c->padded || !c->pad_axis || !c->in || !c->inits || !c->outs) return LT_ERR_NOMEM;
-    reads r = {.g = g};
+    value_set r = {.g = g};
     lt_status s = LT_OK;
     for (int i = 0; i < nn && s == LT_OK; i++) {
         const lt_node *n = g->nodes[i];

@@ -57,31 +57,9 @@ static bool in_graph(const lt_graph *g, const lt_value *v) {
     return v->id >= 0 && v->id < g->n_values && g->values[v->id] == v;
 }
 
-typedef struct roots {
-    const lt_graph *g;
-    lt_value **v;
-    int n, cap;
-    bool nomem;
-} roots;
-
-static void roots_add(roots *r, lt_value *v) {
-    for (int i = 0; i < r->n; i++)
-        if (r->v[i] == v) return;
-    if (r->n == r->cap) {
-        int cap = r->cap ? 2 * r->cap : 8;
-        lt_value **nv = lt_mem_realloc(r->v, (size_t)cap * sizeof *nv);
-        if (!nv) {
-            r->nomem = true;
-            return;
-        }
-        r->v = nv, r->cap = cap;
-    }
-    r->v[r->n++] = v;
-}
-
 /* The value outside r->g that v (of r->g or of a graph nested in it) reads, or NULL: follow the
  * chain of outer references; one that reaches a value of r->g itself stays inside. */
-static lt_value *outside_root(const roots *r, lt_value *v) {
+static lt_value *outside_root(const value_set *r, lt_value *v) {
     if (!v->outer) return NULL;
     lt_value *u = v;
     while (u->outer) {
@@ -93,10 +71,10 @@ static lt_value *outside_root(const roots *r, lt_value *v) {
 
 static lt_status add_roots(lt_ctx *ctx, lt_graph *sg, void *user) {
     (void)ctx;
-    roots *r = user;
+    value_set *r = user;
     for (int i = 0; i < sg->n_values; i++) {
         lt_value *root = outside_root(r, sg->values[i]);
-        if (root) roots_add(r, root);
+        if (root) lt_split_vset_add(r, root);
     }
     return LT_OK;
 }
@@ -244,7 +222,7 @@ static lt_status new_body(lt_ctx *ctx, bodies *bs, const lt_graph *g, int n_inpu
         snprintf(b->why, sizeof b->why, "%s", why);
         return LT_OK;
     }
-    roots r = {.g = g};
+    value_set r = {.g = g};
     lt_status s = lt_graph_foreach(ctx, (lt_graph *)g, false, add_roots, &r);
     if (s == LT_OK && r.nomem) s = lt_error(ctx, LT_ERR_NOMEM, "out of memory (subgraph)");
     if (s == LT_OK && r.n) {

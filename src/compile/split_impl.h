@@ -51,6 +51,15 @@ struct lt_split {
     char first[256];      /* the first data-dependent node, for reports */
 };
 
+/* Values in the order first added, each once (what a node or a subgraph reads: a few). */
+typedef struct value_set {
+    const lt_graph *g;    /* the graph whose reads it collects */
+    lt_value **v;
+    int n, cap;
+    bool nomem;           /* an add failed */
+} value_set;
+void lt_split_vset_add(value_set *s, lt_value *v);
+
 /* The cut: per value its class, per node whether it is in the rest. */
 typedef struct cut {
     const lt_graph *g;
