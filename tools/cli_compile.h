@@ -85,7 +85,7 @@ void cli_tune_db_path(const cli_compile_args *ca, char *buf, size_t n);
     "  --no-graphs           CUDA: launch kernels one by one instead of replaying a captured CUDA graph\n" \
     "  --no-split            keep data-dependent ops (NonZero, NonMaxSuppression, ...) and every node\n"  \
     "                        after them as host steps, instead of compiling the rest for the sizes\n"    \
-    "                        the data gives\n"                                                           \
+    "                        the data gives; host steps' subgraphs (Loop bodies) stay interpreted\n"     \
     "  --no-fusion, --no-epilogues, --no-microkernels, --no-inplace, --all-host, --strict\n"               \
     "                        debugging: one kernel per node, no epilogue fusion, plain loops for\n"        \
     "                        GEMM/conv, no in-place buffers, every node on the interpreter, compiler\n"    \
