@@ -149,14 +149,17 @@ def test_compile_report(bert, tmp_path):
     assert r.returncode == 1 and "rank" in r.stderr
 
 
-def test_compile_report_cuda_without_gpu(bert):
+def test_compile_report_cuda_without_gpu(bert, tmp_path):
     """--target cuda emits the kernels of every probe shape without a device: shapes whose batch and
-    sequence both move share one CUDA source (one NVRTC build on a GPU); a batch of one makes another."""
+    sequence both move share one CUDA source (one NVRTC build on a GPU); a batch of one makes another.
+    --dump-code writes the CUDA source (the last shape's: kernels taking their sizes at run time)."""
     probes = []
     for b, s in ((4, 33), (2, 41), (3, 50), (8, 60), (1, 16)):  # the attention's rows: one class (33..64)
         probes += ["--probe", f"input_ids:{b}x{s},attention_mask:{b}x{s}"]
-    r = lathe("compile", bert, "--target", "cuda", *probes)
+    r = lathe("compile", bert, "--target", "cuda", *probes, "--dump-code", tmp_path / "code")
     assert r.returncode == 0, r.stderr
+    cu = (tmp_path / "code" / "model.cu").read_text()
+    assert "__global__" in cu and "run-time scalars" in cu, cu[:400]
     assert "kernels emitted, not built" in r.stdout, r.stdout
     assert "module 1 (bucket 1) runs: batch=4, sequence=33; batch=2, sequence=41; batch=3, sequence=50; " \
            "batch=8, sequence=60" in r.stdout, r.stdout

@@ -338,7 +338,7 @@ int cmd_compile(int argc, char **argv) {
     if (from_source) { /* emit only: no device needed (without -o: the bucket report of a symbolic model) */
         ca.backend = target;
         ca.o.emit_only = true;
-        ca.o.dump_code_dir = outdir;
+        if (outdir) ca.o.dump_code_dir = outdir; /* else --dump-code's, if given (a family: the last shape's code) */
         ca.o.emit_source = &source;
         ca.o.arch = arch; /* the kernels are lowered for the output's architecture */
     } else {
