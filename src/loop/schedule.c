@@ -673,6 +673,19 @@ static lt_status cache(sctx *s) {
 
 /* ---- microkernel ---- */
 
+/* A variable that a LET or ASSIGN inside `nest` sets and `index` reads (the call's arguments are
+ * evaluated before the nest would run: such an index has no value there), or NULL. */
+static const lt_lvar *inner_var_read(const lt_lnode *nest, const lt_lnode *index) {
+    if (!nest) return NULL;
+    if ((nest->kind == LT_L_LET || nest->kind == LT_L_ASSIGN) && nest->var && lt_luses_var(index, nest->var))
+        return nest->var;
+    for (int i = 0; lt_lnode_info_get(nest->kind)->is_stmt && i < nest->n; i++) {
+        const lt_lvar *v = inner_var_read(nest->kids[i], index);
+        if (v) return v;
+    }
+    return NULL;
+}
+
 static lt_status microkernel(sctx *s) {
     lt_kernel *k = s->k;
     lt_lnode *L = NULL;
@@ -708,6 +721,10 @@ static lt_status microkernel(sctx *s) {
     for (int i = 0; i < al.n; i++) {
         lt_lnode *n = al.items[i].node;
         aff a;
+        const lt_lvar *inner = inner_var_read(L, lt_lmem_index(n));
+        if (inner)
+            return serr(s, "an index of '%s' reads '%s', computed inside the nest at '%s'", n->buf->name, inner->name,
+                        L->var->name);
         if (!aff_of(&a, &ns, lt_lmem_index(n)))
             return serr(s, "an index of '%s' is not affine in the nest at '%s'", n->buf->name, L->var->name);
         int j = 0;
