@@ -6,11 +6,14 @@
  * rowreduce L T V: L's body becomes `for L.t in [0, T) bound to GPU threads (axis x) { body' }`:
  *   - every FOR nest in the body (a perfect nest of serial loops with constant bounds: the reduced
  *     dims of one pass over the row) is flattened to f in [0, C) and distributed as
- *         for r.j in [0, ceil(C / (T*V))):              (unrolled when <= 8 iterations)
+ *         for r.j in [0, J = ceil(C / (T*V))):          (unrolled when <= 8 iterations)
  *           vectorized for r.v in [0, V):               (absent when V = 1)
  *             [if f < C:] body[r.. := digits of f]      f = (r.j*T + L.t)*V + r.v
  *     so consecutive threads read consecutive V-element vectors (the emitter makes them 16-byte
- *     accesses, see emit.c). A variable assigned in the nest and declared outside it is an
+ *     accesses, see emit.c). In a shape-generic kernel (one code for every size of a bucket) J is
+ *     rounded up to a power of two and the guard is always there, so rows of 65..128 elements (say)
+ *     share one code, C a run-time size; otherwise every row length of a class would be a bucket.
+ *     A variable assigned in the nest and declared outside it is an
  *     accumulator: each of its ASSIGNs must be `a = a OP e` (OP: + * max min, e free of a, one OP per
  *     variable), a is read nowhere else in the nest, and its type is float32, float64, int32 or int64.
  *     Each thread accumulates into a new partial a_p (starting at OP's identity), and after the nest
@@ -191,6 +194,15 @@ static bool check(rr *r, lt_lnode *L) {
 }
 
 /* ---- building ---- */
+
+/* Iterations of r.j for a nest of C elements (see the top). */
+static int64_t chunks(const rr *r, int64_t C) {
+    int64_t per = r->T * r->V, J = (C + per - 1) / per;
+    if (r->k->shape_generic)
+        for (int64_t p = 1; p < J; p *= 2)
+            if (p * 2 >= J) return p * 2;
+    return J;
+}
 
 typedef struct rename_acc {
     const lt_lvar *from;
@@ -452,9 +464,8 @@ static lt_status cache_plan(rr *r, lt_lnode *body) {
     b = r->xbody[item_of(r, first)];
     int64_t C = 1, e;
     for (int i = 0; i < nl; i++) C *= lt_lis_int(lt_lfor_extent(loops[i]), &e) ? e : 0;
-    int64_t per = r->T * r->V;
-    r->slots = (C + per - 1) / per * r->V;
-    if (C <= 0 || r->slots > RR_CACHE_ELEMS || (C + per - 1) / per > 8) return LT_OK;
+    r->slots = chunks(r, C) * r->V;
+    if (C <= 0 || r->slots > RR_CACHE_ELEMS || chunks(r, C) > 8) return LT_OK;
     bool *bad = lt_mem_calloc((size_t)r->k->n_vars + 1, sizeof *bad);
     if (!bad) return LT_ERR_NOMEM;
     /* loads of the first nest that a later nest of its shape loads again */
@@ -587,8 +598,8 @@ static lt_lnode *build_nest(rr *r, lt_lnode *f) {
         post[i] = combine(r, a.v[i], part, a.op[i]);
     }
     if (!b) return NULL;
-    int64_t per = r->T * r->V, J = (C + per - 1) / per;
-    if (C % per) b = lt_l_if(k, lt_l_binary(k, LT_LOP_LT, flat, lt_l_int(k, C)), b, NULL);
+    int64_t J = chunks(r, C);
+    if (C != J * r->T * r->V || r->k->shape_generic) b = lt_l_if(k, lt_l_binary(k, LT_LOP_LT, flat, lt_l_int(k, C)), b, NULL);
     if (v) {
         b = lt_l_for(k, v, f->role, lt_l_int(k, 0), lt_l_int(k, r->V), LT_LOOP_VECTORIZED, b);
         if (b) b->ival = r->V;
