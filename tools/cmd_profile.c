@@ -262,10 +262,8 @@ int cmd_profile(int argc, char **argv) {
         cli_family_step fst;
         if ((rc = cli_family_open(&ca, model, n_shapes, shapes, &dd, m, &cf))) goto out;
         have_family = true;
-        lt_plan *fp = NULL;
-        if ((rc = cli_family_plan(&cf, "profile", in, &fp, &fst))) goto out;
-        lt_plan_get_stats(fp, &rep.plan);
-        plan = fp;
+        if ((rc = cli_family_plan(&cf, "profile", in, &plan, &fst))) goto out;
+        lt_plan_get_stats(plan, &rep.plan);
     } else {
         if ((rc = cli_inputs_fix_shapes(m, in))) goto out;
         if ((rc = cli_compile_model(&ca, m, in, &plan, &rep))) goto out;

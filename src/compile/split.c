@@ -279,7 +279,7 @@ static lt_status rewrite(lt_ctx *ctx, lt_model *m, const cut *c, lt_split *sp) {
 lt_status lt_split_graph(lt_ctx *ctx, lt_model *m, const lt_compile_options *opt, bool build_rest,
                          lt_compile_report *r, lt_split **out) {
     *out = NULL;
-    if (opt->no_split || opt->all_host || opt->save_prebuilt || opt->prebuilt || !m->graph) return LT_OK;
+    if (!lt_split_compiles_rest(opt) || !m->graph) return LT_OK;
     cut c = {0};
     bool found = false;
     lt_status s = find_cut(ctx, m->graph, &c, &found);

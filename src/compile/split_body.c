@@ -30,6 +30,9 @@
 /* Calls after which a subgraph whose every call so far built a plan of its own goes back to the
  * interpreter. */
 #define BODY_SHAPES_MAX 4
+/* Inputs (and roots) a call handles in stack arrays, without allocating: the common case, once per
+ * iteration of a Loop. */
+#define STACK_INPUTS 16
 
 typedef struct body {
     const lt_graph *g;
@@ -94,14 +97,16 @@ static lt_status clone_value(lt_ctx *ctx, lt_arena *a, const char *name, lt_dtyp
     return LT_OK;
 }
 
-/* Do two of the model's inputs (the subgraph's inputs, the outer values) share a name? */
-static bool names_clash(const body *b, const lt_graph *g) {
+/* The name of input i of b's model: the subgraph's inputs, then the outer values. */
+static const char *in_name(const body *b, int i) {
+    return i < b->n_in ? b->g->inputs[i]->name : b->roots[i - b->n_in]->name;
+}
+
+/* Do two of the model's inputs share a name? */
+static bool names_clash(const body *b) {
     for (int i = 0; i < b->n_in + b->n_roots; i++)
-        for (int j = 0; j < i; j++) {
-            const char *x = i < b->n_in ? g->inputs[i]->name : b->roots[i - b->n_in]->name;
-            const char *y = j < b->n_in ? g->inputs[j]->name : b->roots[j - b->n_in]->name;
-            if (!strcmp(x, y)) return true;
-        }
+        for (int j = 0; j < i; j++)
+            if (!strcmp(in_name(b, i), in_name(b, j))) return true;
     return false;
 }
 
@@ -120,8 +125,7 @@ static lt_status write_body(lt_ctx *ctx, const bodies *bs, body *b, rest_model *
     tg.outputs = lt_arena_alloc(a, ((size_t)g->n_outputs + 1) * sizeof *tg.outputs);
     if (!tg.inputs || !tg.values || !tg.outputs) return lt_error(ctx, LT_ERR_NOMEM, "out of memory (subgraph)");
     for (int i = 0; i < tg.n_inputs; i++) {
-        const char *name = i < b->n_in ? g->inputs[i]->name : b->roots[i - b->n_in]->name;
-        LT_TRY(clone_value(ctx, a, name, b->dtypes[i], b->ranks[i], true, &tg.inputs[i]));
+        LT_TRY(clone_value(ctx, a, in_name(b, i), b->dtypes[i], b->ranks[i], true, &tg.inputs[i]));
         tg.values[tg.n_values++] = tg.inputs[i];
     }
     for (int i = 0; i < g->n_values; i++)
@@ -164,26 +168,20 @@ static lt_status compile_body(lt_ctx *ctx, bodies *bs, body *b, lt_datum *const 
     for (int i = 0; i < n; i++)
         if (!numeric_tensor(in[i])) {
             snprintf(b->why, sizeof b->why, "%s '%s' is not a numeric tensor", i < b->n_in ? "input" : "outer value",
-                     i < b->n_in ? b->g->inputs[i]->name : b->roots[i - b->n_in]->name);
+                     in_name(b, i));
             return LT_OK;
         }
     b->dtypes = lt_arena_alloc(&bs->arena, (size_t)n * sizeof *b->dtypes + 1);
     b->ranks = lt_arena_alloc(&bs->arena, (size_t)n * sizeof *b->ranks + 1);
     if (!b->dtypes || !b->ranks) return lt_error(ctx, LT_ERR_NOMEM, "out of memory (subgraph)");
     for (int i = 0; i < n; i++) b->dtypes[i] = in[i]->tensor->dtype, b->ranks[i] = in[i]->tensor->rank;
-    rest_model *rm = lt_calloc(ctx, 1, sizeof *rm, "subgraph");
+    rest_model *rm = lt_split_rest_new(ctx);
     if (!rm) return LT_ERR_NOMEM;
-    rm->refs = 1;
-    lt_arena_init(&rm->arena);
     lt_status s = write_body(ctx, bs, b, rm);
     if (s != LT_OK) lt_split_rest_release(rm);
     else s = lt_split_rest_share(ctx, &bs->opts.opt, rm, &rm); /* releases rm when it fails */
     if (s != LT_OK) rm = NULL;
-    if (s == LT_OK && !rm->model) s = lt_split_rest_load(rm, ctx, &rm->model);
-    if (s == LT_OK && !rm->fam) {
-        lt_family_options fo = {.compile = rm->opt, .model = rm->model, .load = lt_split_rest_load, .load_user = rm};
-        s = lt_family_new(ctx, &fo, &rm->fam);
-    }
+    if (s == LT_OK) s = lt_split_rest_family(ctx, rm);
     if (s == LT_OK) {
         b->rm = rm;
         return LT_OK;
@@ -231,11 +229,9 @@ static lt_status new_body(lt_ctx *ctx, bodies *bs, const lt_graph *g, int n_inpu
         else s = lt_error(ctx, LT_ERR_NOMEM, "out of memory (subgraph)");
     }
     lt_mem_free(r.v);
-    if (s == LT_OK && names_clash(b, g)) snprintf(b->why, sizeof b->why, "an input and an outer value share a name");
+    if (s == LT_OK && names_clash(b)) snprintf(b->why, sizeof b->why, "an input and an outer value share a name");
     return s;
 }
-
-#define STACK_INPUTS 16
 
 static lt_status run_compiled(lt_ctx *ctx, lt_eval *ev, body *b, lt_datum *const *in, lt_datum **outputs) {
     int n = b->n_in + b->n_roots;
@@ -276,7 +272,8 @@ static lt_status bodies_run(lt_eval *ev, const lt_graph *g, lt_datum *const *inp
     if (!b) LT_TRY(new_body(ctx, bs, g, n_inputs, &b));
     if (b->why[0] || n_inputs != b->n_in) return lt_interp_subgraph(ev, g, inputs, n_inputs, outputs);
     int n = n_inputs + b->n_roots;
-    lt_datum **in = lt_calloc(ctx, (size_t)n + 1, sizeof *in, "subgraph inputs");
+    lt_datum *stack[STACK_INPUTS];
+    lt_datum **in = n <= STACK_INPUTS ? stack : lt_calloc(ctx, (size_t)n, sizeof *in, "subgraph inputs");
     if (!in) return LT_ERR_NOMEM;
     for (int i = 0; i < n_inputs; i++) in[i] = inputs[i];
     lt_status s = root_datums(ev, b, in + n_inputs);
@@ -287,7 +284,7 @@ static lt_status bodies_run(lt_eval *ev, const lt_graph *g, lt_datum *const *inp
         s = run_compiled(ctx, ev, b, in, outputs);
         if (s == LT_OK) check_shapes(b);
     }
-    lt_mem_free(in);
+    if (in != stack) lt_mem_free(in);
     if (s != LT_OK || compiled) return s;
     return lt_interp_subgraph(ev, g, inputs, n_inputs, outputs); /* interpreted, or called with other dtypes */
 }
@@ -319,7 +316,7 @@ static void bodies_print(void *user, lt_strbuf *out) {
 }
 
 lt_status lt_split_attach_subgraphs(lt_ctx *ctx, const lt_model *m, const lt_compile_options *opt, lt_plan *p) {
-    if (opt->no_split || opt->all_host || opt->save_prebuilt || opt->prebuilt || !lt_plan_host_subgraphs(p)) return LT_OK;
+    if (!lt_split_compiles_rest(opt) || !lt_plan_host_subgraphs(p)) return LT_OK;
     bodies *bs = lt_calloc(ctx, 1, sizeof *bs, "subgraph");
     if (!bs) return LT_ERR_NOMEM;
     bs->m = m;

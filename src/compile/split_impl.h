@@ -87,7 +87,12 @@ void lt_split_rest_release(rest_model *rm); /* NULL is fine */
  * bytes, or added to the cache (o->rest_cache; none: kept alone). */
 lt_status lt_split_rest_share(lt_ctx *ctx, const lt_compile_options *o, rest_model *rm, rest_model **out);
 lt_status lt_split_rest_options(lt_ctx *ctx, const lt_compile_options *o, rest_model *rm);
-/* lt_family_options.load for a rest_model (user): its bytes loaded. */
-lt_status lt_split_rest_load(void *user, lt_ctx *ctx, lt_model **out);
+/* A rest_model with one reference and nothing in it yet; NULL when out of memory. */
+rest_model *lt_split_rest_new(lt_ctx *ctx);
+/* rm's family (its model loaded from its bytes first), made unless it exists. */
+lt_status lt_split_rest_family(lt_ctx *ctx, rest_model *rm);
+/* Does a compile with these options compile parts at run time (a rest, host steps' subgraphs)? No for
+ * no_split and all_host compiles, and for artifacts (saved or loaded: no compiler where they run). */
+bool lt_split_compiles_rest(const lt_compile_options *o);
 
 #endif

@@ -105,12 +105,22 @@ lt_status lt_split_rest_options(lt_ctx *ctx, const lt_compile_options *o, rest_m
     return LT_OK;
 }
 
-lt_status lt_split_make_rest(lt_ctx *ctx, const lt_model *m, const lt_compile_options *opt, const cut *c,
-                           rest_model **out) {
+bool lt_split_compiles_rest(const lt_compile_options *o) {
+    return !o->no_split && !o->all_host && !o->save_prebuilt && !o->prebuilt;
+}
+
+rest_model *lt_split_rest_new(lt_ctx *ctx) {
     rest_model *rm = lt_calloc(ctx, 1, sizeof *rm, "split");
-    if (!rm) return LT_ERR_NOMEM;
+    if (!rm) return NULL;
     rm->refs = 1;
     lt_arena_init(&rm->arena);
+    return rm;
+}
+
+lt_status lt_split_make_rest(lt_ctx *ctx, const lt_model *m, const lt_compile_options *opt, const cut *c,
+                           rest_model **out) {
+    rest_model *rm = lt_split_rest_new(ctx);
+    if (!rm) return LT_ERR_NOMEM;
     lt_status s = write_rest(ctx, m, c, opt, rm);
     if (s != LT_OK) {
         lt_split_rest_release(rm);
@@ -149,9 +159,16 @@ lt_status lt_split_rest_share(lt_ctx *ctx, const lt_compile_options *opt, rest_m
 
 /* ---- running the rest ---- */
 
-lt_status lt_split_rest_load(void *user, lt_ctx *ctx, lt_model **out) {
+static lt_status rest_load(void *user, lt_ctx *ctx, lt_model **out) {
     const rest_model *rm = user;
     return lt_onnx_load_memory(ctx, rm->bytes, rm->size, NULL, NULL, out);
+}
+
+lt_status lt_split_rest_family(lt_ctx *ctx, rest_model *rm) {
+    if (rm->fam) return LT_OK;
+    if (!rm->model) LT_TRY(rest_load(rm, ctx, &rm->model));
+    lt_family_options fo = {.compile = rm->opt, .model = rm->model, .load = rest_load, .load_user = rm};
+    return lt_family_new(ctx, &fo, &rm->fam);
 }
 
 static lt_status rest_run(void *user, lt_ctx *ctx, const lt_plan_run_options *ro, lt_datum *const *in, int n_in,
@@ -160,11 +177,7 @@ static lt_status rest_run(void *user, lt_ctx *ctx, const lt_plan_run_options *ro
     rest_model *rm = sp->rm;
     if (n_out != sp->n_out || !rm)
         return lt_error(ctx, LT_ERR_INTERNAL, "the rest of a split model: %d outputs, %d expected", n_out, sp->n_out);
-    if (!rm->fam && sp->n_model_out > 0) {
-        if (!rm->model) LT_TRY(lt_split_rest_load(rm, ctx, &rm->model));
-        lt_family_options fo = {.compile = rm->opt, .model = rm->model, .load = lt_split_rest_load, .load_user = rm};
-        LT_TRY(lt_family_new(ctx, &fo, &rm->fam));
-    }
+    if (sp->n_model_out > 0) LT_TRY(lt_split_rest_family(ctx, rm));
     int n = sp->n_in;
     lt_datum **tin = lt_calloc(ctx, (size_t)n + 1, sizeof *tin, "rest inputs");
     lt_datum **tout = lt_calloc(ctx, (size_t)sp->n_model_out + 1, sizeof *tout, "rest outputs");
