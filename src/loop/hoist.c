@@ -22,38 +22,30 @@
 
 #include <string.h>
 
-/* Per variable of the kernel as it came (ids below n0; the division LETs made since are neither
- * bound nor assigned): */
 typedef struct hoist {
     lt_kernel *k;
-    int n0;
-    bool *bound;    /* bound or changed inside the loop being scanned */
-    int *decls;     /* LETs declaring it in the kernel (one moves; two share a name in separate
-                     * scopes, a peeled loop's copies, and stay) */
-    bool *assigned; /* an ASSIGN anywhere in the kernel changes it (a LET of it stays) */
+    bool *bound;  /* by var id: bound or changed inside the loop being scanned */
+    int n_bound;  /* its length: variables made since (the new LETs) are not bound */
+    int *decls;   /* by var id: LETs declaring it in the kernel (one moves; two share a name in
+                   * separate scopes, a peeled loop's copies, and stay) */
+    bool *assigned; /* by var id: an ASSIGN in the kernel changes it (a LET of it stays) */
+    int n_decls;  /* the length of both: the kernel's variables as it came */
     lt_lnode **lets; /* the division LETs made for the loop being scanned */
     int n_lets, cap_lets;
 } hoist;
 
 static bool mark_bound(const lt_lnode *n, void *user) {
     hoist *h = user;
-    if ((n->kind == LT_L_FOR || n->kind == LT_L_LET || n->kind == LT_L_ASSIGN) && n->var && n->var->id < h->n0)
+    if ((n->kind == LT_L_FOR || n->kind == LT_L_LET || n->kind == LT_L_ASSIGN) && n->var && n->var->id < h->n_bound)
         h->bound[n->var->id] = true;
     return true;
 }
 
 static bool count_decl(const lt_lnode *n, void *user) {
     hoist *h = user;
-    if (n->var && n->var->id < h->n0) {
-        if (n->kind == LT_L_LET) h->decls[n->var->id]++;
-        if (n->kind == LT_L_ASSIGN) h->assigned[n->var->id] = true;
-    }
+    if (n->kind == LT_L_LET && n->var && n->var->id < h->n_decls) h->decls[n->var->id]++;
+    if (n->kind == LT_L_ASSIGN && n->var && n->var->id < h->n_decls) h->assigned[n->var->id] = true;
     return true;
-}
-
-/* Does the LET s leave its loop on its own account (declared once, never reassigned)? */
-static bool movable_let(const hoist *h, const lt_lnode *s) {
-    return s->kind == LT_L_LET && s->var->id < h->n0 && h->decls[s->var->id] == 1 && !h->assigned[s->var->id];
 }
 
 typedef struct reads {
@@ -65,7 +57,7 @@ static bool check_read(const lt_lnode *n, void *user) {
     reads *r = user;
     if (r->variant) return false;
     if (n->kind == LT_L_LOAD || n->kind == LT_L_CALL || n->kind == LT_L_ADDR ||
-        (n->kind == LT_L_VAR && n->var && n->var->id < r->h->n0 && r->h->bound[n->var->id]))
+        (n->kind == LT_L_VAR && n->var && n->var->id < r->h->n_bound && r->h->bound[n->var->id]))
         r->variant = true;
     return !r->variant;
 }
@@ -128,8 +120,11 @@ static lt_lnode *rewrite_seq(hoist *h, lt_lnode *n) {
 static lt_lnode *hoist_loop(hoist *h, lt_lnode *f) {
     lt_lnode *body = lt_lfor_body(f);
     if (body->kind != LT_L_SEQ || body->n == 0) return f;
-    memset(h->bound, 0, (size_t)h->n0 * sizeof *h->bound);
-    if (f->var->id < h->n0) h->bound[f->var->id] = true;
+    h->n_bound = h->k->n_vars;
+    h->bound = lt_arena_alloc(h->k->arena, ((size_t)h->n_bound + 1) * sizeof *h->bound);
+    if (!h->bound) return NULL;
+    memset(h->bound, 0, ((size_t)h->n_bound + 1) * sizeof *h->bound);
+    h->bound[f->var->id] = true;
     lt_lwalk(body, mark_bound, h);
     lt_lnode **out = lt_arena_alloc(h->k->arena, ((size_t)body->n + 1) * sizeof *out);
     lt_lnode **stay = lt_arena_alloc(h->k->arena, ((size_t)body->n + 1) * sizeof *stay);
@@ -137,7 +132,8 @@ static lt_lnode *hoist_loop(hoist *h, lt_lnode *f) {
     int n_out = 0, n_stay = 0;
     for (int i = 0; i < body->n; i++) {
         lt_lnode *s = body->kids[i];
-        if (movable_let(h, s) && invariant(h, s->kids[0])) {
+        if (s->kind == LT_L_LET && s->var->id < h->n_decls && h->decls[s->var->id] == 1 && !h->assigned[s->var->id] &&
+            invariant(h, s->kids[0])) {
             out[n_out++] = s;
             h->bound[s->var->id] = false; /* now outside: LETs after it may read it */
         } else {
@@ -179,12 +175,12 @@ static lt_lnode *rewrite(hoist *h, lt_lnode *n) {
 
 lt_lnode *lt_lhoist(lt_kernel *k, lt_lnode *n) {
     if (!n || k->n_vars <= 0) return n;
-    size_t nv = (size_t)k->n_vars;
-    hoist h = {.k = k, .n0 = k->n_vars, .bound = lt_arena_alloc(k->arena, nv * sizeof(bool)),
-               .decls = lt_arena_alloc(k->arena, nv * sizeof(int)), .assigned = lt_arena_alloc(k->arena, nv * sizeof(bool))};
-    if (!h.bound || !h.decls || !h.assigned) return NULL;
-    memset(h.decls, 0, nv * sizeof(int));
-    memset(h.assigned, 0, nv * sizeof(bool));
+    hoist h = {.k = k, .n_decls = k->n_vars};
+    h.decls = lt_arena_alloc(k->arena, (size_t)k->n_vars * sizeof *h.decls);
+    h.assigned = lt_arena_alloc(k->arena, (size_t)k->n_vars * sizeof *h.assigned);
+    if (!h.decls || !h.assigned) return NULL;
+    memset(h.decls, 0, (size_t)k->n_vars * sizeof *h.decls);
+    memset(h.assigned, 0, (size_t)k->n_vars * sizeof *h.assigned);
     lt_lwalk(n, count_decl, &h);
     return rewrite(&h, n);
 }
