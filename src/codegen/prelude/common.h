@@ -126,14 +126,29 @@ LT_FN uint64_t lt_ipow64(uint64_t x, uint64_t e) {
     }
     return r;
 }
+/* 64-bit division and remainder of operands that both fit in 31 bits (a kernel's flat index split
+ * into coordinates by run-time sizes, in code compiled for every shape) take the 32-bit unsigned
+ * instruction: the same result, several times cheaper on GPUs (which emulate 64-bit division) and
+ * cheaper on most CPUs. The test is on the values, so it holds for any sign and size; narrower
+ * types never take it (sizeof folds). */
+#define LT_SMALL_OPERANDS(T, UT, a, b) (sizeof(T) == 8 && (((UT)(a) | (UT)(b)) >> 31) == 0)
 #define LT_DEF_SINT_OPS(S, T, UT, BITS)                                                            \
     LT_DEF_INT_COMMON(S, T, UT, BITS)                                                              \
     LT_FN T lt_abs_##S(T a) { return a < 0 ? (T)(0 - (UT)a) : a; }                               \
     LT_FN T lt_sign_##S(T a) { return (T)((a > 0) - (a < 0)); }                                   \
-    LT_FN T lt_div_##S(T a, T b) { return b == 0 ? (T)0 : b == -1 ? (T)(0 - (UT)a) : (T)(a / b); } \
-    LT_FN T lt_fmod_##S(T a, T b) { return (b == 0 || b == -1) ? (T)0 : (T)(a % b); }             \
+    LT_FN T lt_div_##S(T a, T b) {                                                                \
+        if (b == 0) return 0;                                                                     \
+        if (LT_SMALL_OPERANDS(T, UT, a, b)) return (T)((uint32_t)a / (uint32_t)b);                \
+        return b == -1 ? (T)(0 - (UT)a) : (T)(a / b);                                             \
+    }                                                                                             \
+    LT_FN T lt_fmod_##S(T a, T b) {                                                               \
+        if (b == 0 || b == -1) return 0;                                                          \
+        if (LT_SMALL_OPERANDS(T, UT, a, b)) return (T)((uint32_t)a % (uint32_t)b);                \
+        return (T)(a % b);                                                                        \
+    }                                                                                             \
     LT_FN T lt_mod_##S(T a, T b) { /* Python's %: the divisor's sign (ONNX Mod, fmod=0) */        \
         if (b == 0 || b == -1) return 0;                                                          \
+        if (LT_SMALL_OPERANDS(T, UT, a, b)) return (T)((uint32_t)a % (uint32_t)b);                \
         T r = (T)(a % b);                                                                         \
         return (r != 0 && ((r < 0) != (b < 0))) ? (T)(r + b) : r;                                 \
     }                                                                                             \
@@ -149,9 +164,15 @@ LT_FN uint64_t lt_ipow64(uint64_t x, uint64_t e) {
     LT_DEF_INT_COMMON(S, T, T, BITS)                                                               \
     LT_FN T lt_abs_##S(T a) { return a; }                                                         \
     LT_FN T lt_sign_##S(T a) { return (T)(a != 0); }                                              \
-    LT_FN T lt_div_##S(T a, T b) { return b == 0 ? (T)0 : (T)(a / b); }                           \
-    LT_FN T lt_fmod_##S(T a, T b) { return b == 0 ? (T)0 : (T)(a % b); }                          \
-    LT_FN T lt_mod_##S(T a, T b) { return b == 0 ? (T)0 : (T)(a % b); }                           \
+    LT_FN T lt_div_##S(T a, T b) {                                                                \
+        if (b == 0) return 0;                                                                     \
+        return LT_SMALL_OPERANDS(T, T, a, b) ? (T)((uint32_t)a / (uint32_t)b) : (T)(a / b);       \
+    }                                                                                             \
+    LT_FN T lt_fmod_##S(T a, T b) {                                                               \
+        if (b == 0) return 0;                                                                     \
+        return LT_SMALL_OPERANDS(T, T, a, b) ? (T)((uint32_t)a % (uint32_t)b) : (T)(a % b);       \
+    }                                                                                             \
+    LT_FN T lt_mod_##S(T a, T b) { return lt_fmod_##S(a, b); }                                   \
     LT_FN T lt_shr_##S(T a, T b) { return b >= (T)(BITS) ? (T)0 : (T)(a >> b); }                  \
     LT_FN T lt_pow_##S(T a, T e) { return lt_ipow_##S(a, e); }
 LT_DEF_SINT_OPS(i8, int8_t, uint8_t, 8)

@@ -55,7 +55,7 @@ LT_FN void lt_conv_run(LT_CONV_ARGS, Tile tile) {
     g.OW = OW;
     const long long tiles = (long long)((OCg + BM - 1) / BM) * ((P + BN - 1) / BN), total = tiles * N * G;
     for (long long t = block; t < total; t += nblocks) {
-        const long long z = t / tiles, ni = z / G, gi = z - ni * G;
+        const long long z = lt_div_i64(t, tiles), ni = z / G, gi = z - ni * G; /* 32-bit when small */
         const long long yoff = (ni * OC + gi * OCg) * (long long)P;
         lt_cuda_gemm_params q = p;
         q.c = (S *)y + yoff;
@@ -289,9 +289,23 @@ template <typename D> LT_FN void lt_conv_direct(LT_CONV_ARGS) {
     p.alpha = 1.0f, p.beta = 1.0f, p.act_a = act_a, p.act_b = act_b;
     const S *X = (const S *)x, *Wt = (const S *)w;
     const long long total = (long long)N * OC * P;
+    /* the output position's coordinates: 32-bit unsigned divisions when the flat index fits (sizes
+     * known only at run time make these real divisions, and 64-bit ones are emulated) */
+    const bool narrow = total < (1ll << 31);
     for (long long i = block * 256 + thread; i < total; i += nblocks * 256) {
-        const long long ni = i / ((long long)OC * P);
-        const int rem = (int)(i - ni * OC * P), oc = rem / P, pp = rem - oc * P, oh = pp / OW, ow = pp - oh * OW;
+        long long ni;
+        int oc, pp;
+        if (narrow) {
+            const unsigned row = (unsigned)i / (unsigned)P; /* ni * OC + oc */
+            pp = (int)((unsigned)i - row * (unsigned)P);
+            ni = row / (unsigned)OC;
+            oc = (int)(row - (unsigned)ni * (unsigned)OC);
+        } else {
+            ni = i / ((long long)OC * P);
+            const int rem = (int)(i - ni * OC * P);
+            oc = rem / P, pp = rem - oc * P;
+        }
+        const int oh = (int)((unsigned)pp / (unsigned)OW), ow = pp - oh * OW;
         const int gi = oc / OCg;
         const S *xb = X + (ni * C + (long long)gi * Cg) * H * W, *wb = Wt + (long long)oc * Cg * KH * KW;
         float acc = 0.0f;

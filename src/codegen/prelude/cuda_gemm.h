@@ -739,7 +739,7 @@ LT_FN void lt_mm_run(LT_MM_ARGS, Tile tile) {
     p.alpha = alpha, p.beta = 1.0f, p.act_a = act_a, p.act_b = act_b;
     const long long tiles = (long long)((m + BM - 1) / BM) * ((n + BN - 1) / BN), total = tiles * b1 * b2;
     for (long long t = block; t < total; t += nblocks) {
-        const long long z = t / tiles, z1 = z / b2, z2 = z - z1 * b2;
+        const long long z = lt_div_i64(t, tiles), z1 = lt_div_i64(z, b2), z2 = z - z1 * b2; /* 32-bit when small */
         lt_cuda_gemm_params q = p;
         q.c = (S *)c + z1 * sc1 + z2 * sc2;
         q.a = (const S *)a + z1 * sa1 + z2 * sa2;
