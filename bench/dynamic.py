@@ -18,7 +18,9 @@ processes hits them alike); the medians are reported, with the first run of the 
 model (a new bucket compiles; a shape of an existing bucket costs the host pipeline only) and the
 bucket count after it. The outputs of dynamic and static are checked against each other (and against
 onnxruntime's: max |diff|). Prints a markdown table with dynamic/static and dynamic/ORT per shape and
-their geometric means and worst cases, and writes it to --md when given.
+their geometric means and worst cases, and writes it to --md when given. Then the dynamic model runs
+the shapes in turn (each run another shape than the last, as a server's requests come) and the line
+after the table compares those medians with the same-shape ones: what switching costs.
 Exit status 0 even when slower (a benchmark); 1 when outputs disagree or a compile fails.
 """
 import argparse
@@ -96,10 +98,11 @@ def main():
         want = "CUDAExecutionProvider" if a.backend == "cuda" else "CPUExecutionProvider"
         if want in rt.get_available_providers():
             ort = rt.InferenceSession(path, so, providers=[want])
-    rows, bad = [], False
+    rows, bad, all_feeds = [], False, []
     for i, text in enumerate(shapes.split(",")):
         dims, shape = parse_shape(a.model, text)
         feeds = feeds_for(a.model, shape, i)
+        all_feeds.append(feeds)
         first_ms, got = timed(lambda: dyn.run(feeds))
         buckets = dyn.report.split("buckets: ")[1].split(";")[0] if "buckets: " in dyn.report else "?"
         static = lathe.compile(path, dims=dims, **kw)
@@ -133,7 +136,17 @@ def main():
             do.append(r2)
         lines.append(f"| {text} | {first_ms:.1f} ms | {buckets} | {med['dynamic']:.3f} | {med['static']:.3f} | "
                      f"{med.get('ort', float('nan')):.3f} | {r1:.2f} | {r2:.2f} | {max(diff, ort_diff):.1e} |")
+    # the shapes in turn, each run another shape than the last: what a switch costs (on the GPU, the
+    # bucket's graph updated in place to the shape's plan) against the same shape run after run
+    turns = [[] for _ in all_feeds]
+    for _ in range(a.runs):
+        for i, f in enumerate(all_feeds):
+            turns[i].append(timed(lambda: dyn.run(f))[0])
+    switch = [statistics.median(t) / row[3]["dynamic"] for t, row in zip(turns, rows)]
     lines += ["", f"dynamic/static: geomean {geomean(ds):.2f}, worst {max(ds):.2f}"]
+    lines.append(f"dynamic with the shapes in turn (each run another shape) / dynamic at one shape: geomean "
+                 f"{geomean(switch):.2f}, worst {max(switch):.2f} (" +
+                 ", ".join(f"{row[0]} {statistics.median(t):.3f} ms" for t, row in zip(turns, rows)) + ")")
     if do:
         lines.append(f"dynamic/ORT: geomean {geomean(do):.2f}, worst {max(do):.2f}")
     lines += ["", "report of the dynamic model:", "", "```", dyn.report.strip(), "```"]

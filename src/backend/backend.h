@@ -89,6 +89,9 @@ typedef struct lt_output_request {
     lt_status (*write_program)(lt_ctx *ctx, const struct lt_output_request *req, const lt_lang *lang, lt_strbuf *log);
 } lt_output_request;
 
+/* What a graph replay (lt_backend_vtbl.graph_replay) did before launching. */
+typedef enum { LT_GRAPH_REPLAYED, LT_GRAPH_UPDATED, LT_GRAPH_INSTANTIATED } lt_graph_replay;
+
 typedef struct lt_backend_vtbl {
     const char *name;    /* "cpu", "cuda": registry key and messages, never compared elsewhere */
     const lt_lang *lang; /* language table the emitter uses for this backend */
@@ -141,10 +144,16 @@ typedef struct lt_backend_vtbl {
     lt_status (*copy_async)(lt_backend *b, lt_ctx *ctx, void *dst, const void *src, size_t bytes, lt_copy_dir dir);
     /* Graphs: graph_begin .. graph_end records the launches enqueued in between (nothing runs)
      * into a replayable graph; graph_launch replays it with the argument values captured. graph_end
-     * also ends a capture after an error, so the backend is usable again. */
+     * also ends a capture after an error, so the backend is usable again. With instantiate false
+     * the graph is a template for graph_replay (optional: NULL when the backend cannot update an
+     * instantiated graph), which replays it through *holder, one instantiated graph that templates
+     * of the same kernels share: created on first use (graph_free frees it), updated in place to
+     * the template's arguments when `load` (it last ran another), instantiated again when the
+     * update is refused. */
     lt_status (*graph_begin)(lt_backend *b, lt_ctx *ctx);
-    lt_status (*graph_end)(lt_backend *b, lt_ctx *ctx, void **graph);
+    lt_status (*graph_end)(lt_backend *b, lt_ctx *ctx, bool instantiate, void **graph);
     lt_status (*graph_launch)(lt_backend *b, lt_ctx *ctx, void *graph);
+    lt_status (*graph_replay)(lt_backend *b, lt_ctx *ctx, void **holder, void *graph, bool load, lt_graph_replay *how);
     void (*graph_free)(lt_backend *b, void *graph);
     /* Events: a timestamp recorded in order with the launches; elapsed waits for `end`. */
     lt_status (*event_new)(lt_backend *b, lt_ctx *ctx, void **event);

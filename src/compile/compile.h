@@ -76,6 +76,9 @@ typedef struct lt_compile_options {
     /* The plan's workspace from the caller (lt_plan_build_args.workspace); NULL: its own. */
     lt_status (*workspace)(void *user, lt_ctx *ctx, int64_t bytes, void **out);
     void *workspace_user;
+    /* Device plans: the shared graph of each segment (lt_plan_build_args.graph_slot); NULL: own. */
+    lt_plan_graph_slot *(*graph_slot)(void *user, int segment);
+    void *graph_slot_user;
     /* Graph inputs that have an initializer (every weight of an IR < 4 model is one) are frozen:
      * they become constants, so what is computed from them folds and compiles, except those named
      * in given_inputs (NULL-terminated), which the caller will provide at run time.

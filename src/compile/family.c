@@ -69,6 +69,11 @@ typedef struct module_entry {
     lt_bmodule *m;
 } module_entry;
 
+typedef struct graph_slot_ref { /* the shared graph of a bucket's segment */
+    int bucket, segment;
+    lt_plan_graph_slot *slot;       /* in the family's arena: outlives the plans */
+} graph_slot_ref;
+
 typedef struct cached_plan {
     int64_t *key;       /* ranks and dims of the inputs */
     int key_len;
@@ -107,11 +112,20 @@ struct lt_family {
     const int64_t *const *cur_dims;
     int cur_bucket;
     lt_rest_cache *rests; /* the rest models its plans split off (src/compile/split.h), shared */
+    graph_slot_ref *gslots; /* device plans: one instantiated graph per bucket and segment */
+    int n_gslots;
 };
 
 const lt_model *lt_family_model(const lt_family *f) { return f->model; }
 int lt_family_last_module(const lt_family *f) { return f->last_module; }
-void lt_family_get_stats(const lt_family *f, lt_family_stats *out) { *out = f->stats; }
+void lt_family_get_stats(const lt_family *f, lt_family_stats *out) {
+    *out = f->stats;
+    out->graphs = f->n_gslots;
+    for (int i = 0; i < f->n_gslots; i++) {
+        out->graphs_instantiated += f->gslots[i].slot->instantiated;
+        out->graphs_updated += f->gslots[i].slot->updated;
+    }
+}
 
 /* ---- shapes ---- */
 
@@ -372,6 +386,24 @@ static lt_status hook(void *user, lt_ctx *ctx, const lt_target *t, lt_lowered *l
 
 /* ---- compiles ---- */
 
+/* The plan being built asks for the shared graph of its segment k (lt_plan_build_args.graph_slot):
+ * plans of one bucket launch the same kernels, so one instantiated graph per segment serves them
+ * all, updated in place to the plan that runs. */
+static lt_plan_graph_slot *graph_slot(void *user, int segment) {
+    lt_family *f = user;
+    if (f->cur_bucket < 0) return NULL;
+    for (int i = 0; i < f->n_gslots; i++)
+        if (f->gslots[i].bucket == f->cur_bucket && f->gslots[i].segment == segment) return f->gslots[i].slot;
+    graph_slot_ref *ng = lt_mem_realloc(f->gslots, (size_t)(f->n_gslots + 1) * sizeof *ng);
+    if (!ng) return NULL; /* the plan instantiates its own */
+    f->gslots = ng;
+    lt_plan_graph_slot *slot = lt_arena_alloc(&f->arena, sizeof *slot);
+    if (!slot) return NULL;
+    memset(slot, 0, sizeof *slot);
+    f->gslots[f->n_gslots++] = (graph_slot_ref){f->cur_bucket, segment, slot};
+    return slot;
+}
+
 /* The model bound at these shapes, compiled (probe: only up to the loop passes, for hook). */
 static lt_status compile_at(lt_ctx *ctx, lt_family *f, const int *ranks, const int64_t *const *dims, bool probe,
                             lt_model **m_out, lt_plan **p_out) {
@@ -399,6 +431,7 @@ static lt_status compile_at(lt_ctx *ctx, lt_family *f, const int *ranks, const i
         co.module_built = module_built;
         co.share_user = f;
         if (f->backend) co.workspace = workspace, co.workspace_user = f;
+        if (f->backend) co.graph_slot = graph_slot, co.graph_slot_user = f;
     }
     if (probe) {
         co.stop_after_stage = lt_compile_stage_name(LT_STAGE_SIMPLIFY);
@@ -512,6 +545,9 @@ void lt_family_free(lt_family *f) {
     if (!f) return;
     drop_plans(f);
     lt_rest_cache_free(f->rests); /* after the plans that hold its rests */
+    for (int i = 0; i < f->n_gslots; i++) /* after the plans whose templates they ran */
+        if (f->gslots[i].slot->exec) f->backend->vt->graph_free(f->backend, f->gslots[i].slot->exec);
+    lt_mem_free(f->gslots);
     if (f->ws) f->backend->vt->free(f->backend, f->ws);
     lt_mem_free(f->plans);
     for (int i = 0; i < f->n_mods; i++)
@@ -586,6 +622,11 @@ void lt_family_print(const lt_family *f, lt_strbuf *out) {
     if (s->workspace_bytes)
         lt_sb_printf(out, "workspace: %lld bytes, one for every plan (grown %d times)\n", (long long)s->workspace_bytes,
                      s->workspace_grown);
+    lt_family_stats g;
+    lt_family_get_stats(f, &g);
+    if (g.graphs)
+        lt_sb_printf(out, "device graphs: %d (one per bucket and segment), instantiated %d times, updated in place %d "
+                          "times\n", g.graphs, g.graphs_instantiated, g.graphs_updated);
     for (int i = 0; i < f->n_buckets; i++) {
         const bucket *b = &f->buckets[i];
         lt_sb_printf(out, "bucket %d: made at %s; %d kernels, %d with run-time scalars (%d scalars); %d shape%s\n", i + 1,

@@ -187,6 +187,15 @@ typedef struct lt_plan_stats {
 /* Build inputs: what lt_compile hands to lt_plan_build. The plan takes over `arena` (a heap
  * struct from lt_mem_alloc, lt_arena_init'ed: groups, kernels and names live in it), `backend` and
  * `module`, on success and on failure alike. */
+/* One instantiated graph that device plans of one bucket share (lt_plan_build_args.graph_slot). */
+typedef struct lt_plan_graph_slot {
+    void *exec;            /* the backend's holder (graph_replay); NULL until the first run; the owner
+                            * frees it with the backend's graph_free */
+    uint64_t loaded;       /* the template it holds now (a process-unique id; 0: none) */
+    int instantiated;      /* times it was instantiated (first run, or an update refused) */
+    int updated;           /* times it was updated in place to another plan's template */
+} lt_plan_graph_slot;
+
 typedef struct lt_plan_build_args {
     const lt_model *model;
     lt_arena *arena;              /* compilation lifetime */
@@ -208,6 +217,13 @@ typedef struct lt_plan_build_args {
      * frees it). NULL: the plan allocates its own. */
     lt_status (*workspace)(void *user, lt_ctx *ctx, int64_t bytes, void **out);
     void *workspace_user;
+    /* Device plans of one bucket (src/compile/family.c: the same kernels at other sizes) replay one
+     * instantiated graph per segment instead of one each: called once per segment at build, it
+     * gives the caller's slot for segment k (NULL: this plan instantiates its own), which outlives
+     * the plan; the plan's segment is then a captured template that a run loads into the slot's
+     * graph (updated in place) when the slot last ran another plan's. */
+    lt_plan_graph_slot *(*graph_slot)(void *user, int segment);
+    void *graph_slot_user;
     /* The graph inputs as the caller knew them before compiling (lt_compile may turn inputs that
      * have an initializer into constants, "frozen"): the order lt_plan_run's inputs[] follows.
      * NULL: the model's current graph inputs. */

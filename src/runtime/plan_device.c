@@ -16,7 +16,10 @@
  *        their host copy is already current.
  *   lt_plan_device_capture (after the argument arrays): segments = maximal runs of kernel steps with
  *     no host step and no copy inside; each is captured once as a graph when the backend has graphs
- *     and the plan allows them, so a plan without host steps is one graph.
+ *     and the plan allows them, so a plan without host steps is one graph. With the caller's graph
+ *     slots (a family's plans of one bucket) a segment is captured as a template instead, and a run
+ *     replays it through the slot's one instantiated graph, updated in place when the slot last ran
+ *     another plan's template: a graph per bucket, not per shape.
  * Run (lt_plan_device_run_steps): at each position its copies (uploads queued, downloads before a
  * host step followed by one sync), then the step or the segment's graph; one sync at the end after
  * the outputs' downloads. Nothing is allocated here except the per-step events of the first run that
@@ -242,7 +245,11 @@ lt_status lt_plan_device_prepare(lt_ctx *ctx, lt_plan *p) {
 
 static bool has_xfers_at(const lt_plan *p, int pos) { return p->xfer_first[pos + 1] > p->xfer_first[pos]; }
 
-static lt_status capture(lt_ctx *ctx, lt_plan *p, lt_plan_segment *sg) {
+/* Templates' ids: unique in the process, so a slot never mistakes a new plan's template for the
+ * freed one it last held. */
+static _Atomic uint64_t next_template_id = 1;
+
+static lt_status capture(lt_ctx *ctx, lt_plan *p, lt_plan_segment *sg, bool instantiate) {
     const lt_backend_vtbl *vt = p->backend->vt;
     LT_TRY(vt->graph_begin(p->backend, ctx));
     lt_status s = LT_OK;
@@ -252,7 +259,7 @@ static lt_status capture(lt_ctx *ctx, lt_plan *p, lt_plan_segment *sg) {
     }
     void *g = NULL;
     lt_ctx c2 = {0};
-    lt_status e = vt->graph_end(p->backend, s == LT_OK ? ctx : &c2, &g); /* ends the capture either way */
+    lt_status e = vt->graph_end(p->backend, s == LT_OK ? ctx : &c2, instantiate, &g); /* ends the capture either way */
     if (s != LT_OK) {
         if (e == LT_OK) vt->graph_free(p->backend, g);
         return s;
@@ -281,11 +288,27 @@ lt_status lt_plan_device_capture(lt_ctx *ctx, lt_plan *p) {
     const lt_backend_vtbl *vt = p->backend->vt;
     if (!p->use_graphs || !vt->graph_begin || !vt->graph_end || !vt->graph_launch || !vt->graph_free) return LT_OK;
     for (int k = 0; k < p->n_segments; k++) {
-        if (p->segments[k].n_launches == 0) continue;
-        LT_TRY(capture(ctx, p, &p->segments[k]));
+        lt_plan_segment *sg = &p->segments[k];
+        if (sg->n_launches == 0) continue;
+        sg->slot = p->graph_slot_fn && vt->graph_replay ? p->graph_slot_fn(p->graph_slot_user, k) : NULL;
+        LT_TRY(capture(ctx, p, sg, !sg->slot));
+        if (sg->slot) sg->id = next_template_id++;
         p->stats.n_graphs++;
     }
     return LT_OK;
+}
+
+/* A segment's graph: its own, or its template through the bucket's shared one (loaded into it
+ * when that last ran another template). */
+static lt_status launch_segment(lt_ctx *ctx, lt_plan *p, lt_plan_segment *sg) {
+    const lt_backend_vtbl *vt = p->backend->vt;
+    if (!sg->slot) return vt->graph_launch(p->backend, ctx, sg->graph);
+    lt_graph_replay how = LT_GRAPH_REPLAYED;
+    lt_status s = vt->graph_replay(p->backend, ctx, &sg->slot->exec, sg->graph, sg->slot->loaded != sg->id, &how);
+    if (how == LT_GRAPH_INSTANTIATED) sg->slot->instantiated++;
+    if (how == LT_GRAPH_UPDATED) sg->slot->updated++;
+    sg->slot->loaded = s == LT_OK ? sg->id : 0; /* after a failure, load again next time */
+    return s;
 }
 
 /* ---- running ---- */
@@ -441,7 +464,7 @@ lt_status lt_plan_device_run_steps(lt_ctx *ctx, lt_plan *p, const lt_plan_run_op
         const lt_plan_step *st = &p->steps[i];
         int sg = p->segment_at[i];
         if (!secs && sg >= 0 && p->segments[sg].graph) {
-            LT_TRY(vt->graph_launch(p->backend, ctx, p->segments[sg].graph));
+            LT_TRY(launch_segment(ctx, p, &p->segments[sg]));
             i = p->segments[sg].end - 1;
             continue;
         }

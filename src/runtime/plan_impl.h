@@ -56,7 +56,9 @@ typedef struct lt_plan_xfer {
 typedef struct lt_plan_segment {
     int first, end;
     int n_launches;          /* kernel steps that launch (views do not) */
-    void *graph;
+    void *graph;             /* instantiated; or, with a slot, the template loaded into it */
+    lt_plan_graph_slot *slot;/* the bucket's shared graph (lt_plan_build_args.graph_slot), or NULL */
+    uint64_t id;             /* the template's process-unique id (with a slot) */
 } lt_plan_segment;
 
 struct lt_plan {
@@ -101,6 +103,8 @@ struct lt_plan {
     lt_status (*workspace_fn)(void *user, lt_ctx *ctx, int64_t bytes, void **out); /* lt_plan_build_args.workspace */
     void *workspace_user;
     bool workspace_borrowed; /* from workspace_fn: not the plan's to free */
+    lt_plan_graph_slot *(*graph_slot_fn)(void *user, int segment); /* lt_plan_build_args.graph_slot */
+    void *graph_slot_user;
     lt_mp_result mem;
     lt_plan_stats stats;
     bool memory_planned;     /* lt_plan_build_memory ran: offsets, workspace, packs, arguments ready */

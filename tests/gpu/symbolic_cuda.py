@@ -7,7 +7,8 @@ symbolic) with backend "cuda" and no cache folder gives one model for every shap
 It runs at shapes of one bucket and at others; each output must equal the reference interpreter's (rtol
 1e-3: the GPU's float order differs), the shapes meant to share the first bucket must build no NVRTC
 module, and the report says how many buckets and NVRTC module builds bert_ci's shapes took, printed as
-the summary line.
+the summary line. The plans of a bucket replay one CUDA graph, instantiated once and updated in place
+for each of the bucket's other shapes (the report's device graphs line).
 
 usage: symbolic_cuda.py --lathe BUILD/lathe [--summary FILE]   (exit 1 when a check fails)
 """
@@ -54,6 +55,15 @@ def run_shapes(lathe, path, shapes, make_feeds, must_share, failed):
                     else "shape"
                 failed.append(f"{name} at {name_shape}: max error {err}")
     print(model.report)
+    # CUDA graphs per bucket: these models have no host step (one segment a plan), so one instantiated
+    # graph per bucket, instantiated once and updated in place for each other shape of its bucket
+    g = re.search(r"device graphs: (\d+) .*instantiated (\d+) times, updated in place (\d+) times", model.report)
+    b = re.search(r"buckets: (\d+);", model.report)
+    if not g or not b:
+        failed.append(f"{os.path.basename(path)}: the report has no device graphs or buckets line")
+    elif int(g.group(1)) != int(b.group(1)) or int(g.group(2)) != int(g.group(1)) or int(g.group(3)) < len(must_share):
+        failed.append(f"{os.path.basename(path)}: {g.group(0)} for {b.group(1)} buckets (want one graph a bucket, "
+                      f"instantiated once, at least {len(must_share)} updates)")
     return model
 
 

@@ -131,7 +131,7 @@ static void test_backend(void) {
     CHECK_OK(&ctx, lt_cuda_graph_begin(dev, &ctx));
     CHECK_OK(&ctx, be->vt->launch(be, &ctx, bk, args, 2));
     CHECK_OK(&ctx, be->vt->launch(be, &ctx, bk, args2, 2));
-    CHECK_OK(&ctx, lt_cuda_graph_end(dev, &ctx, &g));
+    CHECK_OK(&ctx, lt_cuda_graph_end(dev, &ctx, true, &g));
     for (int j = 0; j < N; j++) hx[j] = (float)(j % 1000) * 0.25f;
     CHECK_OK(&ctx, be->vt->copy(be, &ctx, dx, hx, N * sizeof(float), LT_COPY_HOST_TO_DEVICE));
     lt_cuda_event *e0 = NULL, *e1 = NULL;
@@ -153,6 +153,32 @@ static void test_backend(void) {
     lt_cuda_event_free(dev, e0);
     lt_cuda_event_free(dev, e1);
     lt_cuda_graph_free(dev, g);
+    /* one instantiated graph replaying two templates of the same launch on other buffers: the second
+     * is an update in place (the per-bucket graphs of a family's plans) */
+    if (lt_cuda_graph_can_update(dev)) {
+        lt_cuda_graph *ta = NULL, *tb = NULL, *holder = NULL;
+        CHECK_OK(&ctx, lt_cuda_graph_begin(dev, &ctx));
+        CHECK_OK(&ctx, be->vt->launch(be, &ctx, bk, args, 2)); /* y = 2 x + 1 */
+        CHECK_OK(&ctx, lt_cuda_graph_end(dev, &ctx, false, &ta));
+        CHECK_OK(&ctx, lt_cuda_graph_begin(dev, &ctx));
+        CHECK_OK(&ctx, be->vt->launch(be, &ctx, bk, args2, 2)); /* x = 2 y + 1 */
+        CHECK_OK(&ctx, lt_cuda_graph_end(dev, &ctx, false, &tb));
+        lt_graph_replay how[3] = {0};
+        for (int j = 0; j < N; j++) hx[j] = (float)(j % 77);
+        CHECK_OK(&ctx, be->vt->copy(be, &ctx, dx, hx, N * sizeof(float), LT_COPY_HOST_TO_DEVICE));
+        CHECK_OK(&ctx, lt_cuda_graph_replay(dev, &ctx, &holder, ta, true, &how[0]));
+        CHECK_OK(&ctx, lt_cuda_graph_replay(dev, &ctx, &holder, tb, true, &how[1]));
+        CHECK_OK(&ctx, lt_cuda_graph_replay(dev, &ctx, &holder, tb, false, &how[2]));
+        CHECK_OK(&ctx, be->vt->copy(be, &ctx, hy, dx, N * sizeof(float), LT_COPY_DEVICE_TO_HOST));
+        bad = 0; /* y = 2x + 1, then x = 2y + 1 (twice, y unchanged) */
+        for (int j = 0; j < N; j++) bad += hy[j] != (hx[j] * 2 + 1) * 2 + 1;
+        CHECK(bad == 0);
+        CHECK(how[0] == LT_GRAPH_INSTANTIATED && how[1] == LT_GRAPH_UPDATED && how[2] == LT_GRAPH_REPLAYED);
+        lt_cuda_graph_free(dev, holder);
+        lt_cuda_graph_free(dev, ta);
+        lt_cuda_graph_free(dev, tb);
+        printf("test_cuda_gpu: graph templates replayed through one instantiated graph (instantiate, update, replay)\n");
+    }
     lt_backend_ceilings bc = {0};
     CHECK_OK(&ctx, be->vt->ceilings(be, &ctx, &bc));
     CHECK(bc.mem_gbps > 0 && bc.peak_gflops > 0);

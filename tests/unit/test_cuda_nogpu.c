@@ -90,7 +90,7 @@ static void test_no_driver(void) {
 static const char fake_src[] =
     "#include <stdlib.h>\n#include <string.h>\n#include <stdio.h>\n"
     "typedef unsigned long long P;\n"
-    "int fake_mode, fake_live, fake_retained, fake_launches, fake_modules;\n"
+    "int fake_mode, fake_live, fake_retained, fake_launches, fake_modules, fake_execs;\n"
     "long long fake_limit = 1LL << 30;\n"
     "unsigned fake_grid[3], fake_block[3], fake_shared;\n"
     "static int capturing, recorded; static float clock_ms;\n"
@@ -149,10 +149,14 @@ static const char fake_src[] =
     "int cuStreamEndCapture(void *s, void **g) { capturing = 0; if (fake_mode == 3) { *g = 0; return 900; }\n"
     "  rec *r = malloc(sizeof graph_recs + sizeof(int)); memcpy(r, graph_recs, sizeof graph_recs);\n"
     "  *(int *)(r + 16) = recorded; *g = r; return 0; }\n"
-    "int cuGraphInstantiateWithFlags(void **e, void *g, unsigned long long f) { *e = g; return 0; }\n"
+    "static size_t graph_bytes = sizeof graph_recs + sizeof(int);\n"
+    "int cuGraphInstantiateWithFlags(void **e, void *g, unsigned long long f) { *e = malloc(graph_bytes);\n"
+    "  memcpy(*e, g, graph_bytes); fake_execs++; return 0; }\n"
+    "int cuGraphExecUpdate_v2(void *e, void *g, void *info) { rec *a = e, *b = g;\n"
+    "  if (*(int *)(a + 16) != *(int *)(b + 16)) return 910; memcpy(e, g, graph_bytes); return 0; }\n"
     "int cuGraphLaunch(void *e, void *s) { rec *r = e; int n = *(int *)(r + 16);\n"
     "  for (int i = 0; i < n; i++) run(r[i].f, r[i].n, r[i].y, r[i].x); return 0; }\n"
-    "int cuGraphExecDestroy(void *e) { return 0; }\n"
+    "int cuGraphExecDestroy(void *e) { free(e); fake_execs--; return 0; }\n"
     "int cuGraphDestroy(void *g) { free(g); return 0; }\n";
 
 /* A module as lt_emit_module writes it for CUDA: prelude, the end-of-prelude marker, then kernels
@@ -178,7 +182,7 @@ static const char emitted_src[] =
 
 typedef struct fake {
     void *h;
-    int *mode, *live, *retained, *launches, *modules;
+    int *mode, *live, *retained, *launches, *modules, *execs;
     long long *limit;
     unsigned *grid, *block, *shared;
 } fake;
@@ -200,11 +204,12 @@ static bool build_fake(const char *dir, char *lib, size_t n, fake *fk) {
     fk->retained = dlsym(fk->h, "fake_retained");
     fk->launches = dlsym(fk->h, "fake_launches");
     fk->modules = dlsym(fk->h, "fake_modules");
+    fk->execs = dlsym(fk->h, "fake_execs");
     fk->limit = dlsym(fk->h, "fake_limit");
     fk->grid = dlsym(fk->h, "fake_grid");
     fk->shared = dlsym(fk->h, "fake_shared");
     fk->block = dlsym(fk->h, "fake_block");
-    return fk->mode && fk->live && fk->retained && fk->launches && fk->modules && fk->limit && fk->grid && fk->block && fk->shared;
+    return fk->mode && fk->live && fk->retained && fk->launches && fk->modules && fk->execs && fk->limit && fk->grid && fk->block && fk->shared;
 }
 
 static void test_fake_no_device(const char *lib, fake *fk) {
@@ -345,7 +350,7 @@ static void test_fake_device(const char *lib, fake *fk) {
     lt_ctx twice = {0};
     CHECK(lt_cuda_graph_begin(cu, &twice) == LT_ERR_USAGE);
     CHECK(lt_cuda_launch_args(cu, &ctx, fs, args, 2) == LT_OK);
-    CHECK(lt_cuda_graph_end(cu, &ctx, &gr) == LT_OK && gr);
+    CHECK(lt_cuda_graph_end(cu, &ctx, true, &gr) == LT_OK && gr);
     CHECK(lt_cuda_copy(cu, &ctx, back, y, sizeof back, LT_COPY_DEVICE_TO_HOST) == LT_OK && back[5] == 0);
     for (int rep = 0; rep < 2; rep++) {
         CHECK(lt_cuda_memset(cu, &ctx, y, 0, sizeof host) == LT_OK);
@@ -355,15 +360,46 @@ static void test_fake_device(const char *lib, fake *fk) {
     lt_cuda_graph_free(cu, gr);
     lt_ctx ge = {0};
     lt_cuda_graph *none_g = NULL;
-    CHECK(lt_cuda_graph_end(cu, &ge, &none_g) == LT_ERR_USAGE); /* no capture in progress */
+    CHECK(lt_cuda_graph_end(cu, &ge, true, &none_g) == LT_ERR_USAGE); /* no capture in progress */
     *fk->mode = 3;                                               /* the capture fails: named, stream usable */
     lt_ctx cf = {0};
     CHECK(lt_cuda_graph_begin(cu, &ctx) == LT_OK);
-    CHECK(lt_cuda_graph_end(cu, &cf, &none_g) == LT_ERR_INTERNAL && none_g == NULL);
+    CHECK(lt_cuda_graph_end(cu, &cf, true, &none_g) == LT_ERR_INTERNAL && none_g == NULL);
     CHECK(strstr(cf.msg, "cuStreamEndCapture") && strstr(cf.msg, "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED"));
     *fk->mode = 0;
-    CHECK(lt_cuda_graph_begin(cu, &ctx) == LT_OK && lt_cuda_graph_end(cu, &ctx, &gr) == LT_OK);
+    CHECK(lt_cuda_graph_begin(cu, &ctx) == LT_OK && lt_cuda_graph_end(cu, &ctx, true, &gr) == LT_OK);
     lt_cuda_graph_free(cu, gr);
+    /* templates replayed through one instantiated graph: instantiated on first use, updated in place
+     * for another template of the same shape, instantiated again for one the update refuses */
+    {
+        lt_cuda_graph *ta = NULL, *tb = NULL, *tc = NULL, *holder = NULL;
+        void *args_b[2] = {x, y}; /* x = 2 y */
+        CHECK(lt_cuda_graph_begin(cu, &ctx) == LT_OK && lt_cuda_launch_args(cu, &ctx, fs, args, 2) == LT_OK);
+        CHECK(lt_cuda_graph_end(cu, &ctx, false, &ta) == LT_OK);
+        CHECK(lt_cuda_graph_begin(cu, &ctx) == LT_OK && lt_cuda_launch_args(cu, &ctx, fs, args_b, 2) == LT_OK);
+        CHECK(lt_cuda_graph_end(cu, &ctx, false, &tb) == LT_OK);
+        CHECK(lt_cuda_graph_begin(cu, &ctx) == LT_OK && lt_cuda_launch_args(cu, &ctx, fs, args, 2) == LT_OK &&
+              lt_cuda_launch_args(cu, &ctx, fs, args, 2) == LT_OK);
+        CHECK(lt_cuda_graph_end(cu, &ctx, false, &tc) == LT_OK);
+        lt_ctx tl = {0};
+        CHECK(lt_cuda_graph_launch(cu, &tl, ta) == LT_ERR_USAGE); /* a template is not instantiated */
+        CHECK(lt_cuda_graph_can_update(cu));
+        lt_graph_replay how = LT_GRAPH_REPLAYED;
+        CHECK(lt_cuda_copy(cu, &ctx, x, host, sizeof host, LT_COPY_HOST_TO_DEVICE) == LT_OK);
+        CHECK(lt_cuda_graph_replay(cu, &ctx, &holder, ta, true, &how) == LT_OK && how == LT_GRAPH_INSTANTIATED);
+        CHECK(lt_cuda_copy(cu, &ctx, back, y, sizeof back, LT_COPY_DEVICE_TO_HOST) == LT_OK && back[5] == 2 * host[5]);
+        CHECK(lt_cuda_graph_replay(cu, &ctx, &holder, tb, true, &how) == LT_OK && how == LT_GRAPH_UPDATED);
+        CHECK(lt_cuda_copy(cu, &ctx, back, x, sizeof back, LT_COPY_DEVICE_TO_HOST) == LT_OK && back[5] == 4 * host[5]);
+        CHECK(lt_cuda_graph_replay(cu, &ctx, &holder, tb, false, &how) == LT_OK && how == LT_GRAPH_REPLAYED);
+        CHECK(lt_cuda_copy(cu, &ctx, back, x, sizeof back, LT_COPY_DEVICE_TO_HOST) == LT_OK && back[5] == 4 * host[5]);
+        CHECK(lt_cuda_graph_replay(cu, &ctx, &holder, tc, true, &how) == LT_OK && how == LT_GRAPH_INSTANTIATED);
+        CHECK(*fk->execs == 1); /* the refused update's exec was destroyed */
+        lt_cuda_graph_free(cu, holder);
+        lt_cuda_graph_free(cu, ta);
+        lt_cuda_graph_free(cu, tb);
+        lt_cuda_graph_free(cu, tc);
+        CHECK(*fk->execs == 0);
+    }
 
     lt_cuda_module_free(cu, m);
     CHECK(*fk->modules == 0);

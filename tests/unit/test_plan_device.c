@@ -33,7 +33,7 @@
 
 typedef struct counts {
     int64_t h2d_bytes, d2h_bytes;
-    int h2d, d2h, allocs, launches, graph_launches, syncs;
+    int h2d, d2h, allocs, launches, graph_launches, syncs, graph_updates, graph_instantiations;
 } counts;
 static counts C;
 
@@ -97,9 +97,10 @@ static lt_status td_graph_begin(lt_backend *b, lt_ctx *ctx) {
     if (capturing) capturing->l = calloc(MAX_REC, sizeof *capturing->l);
     return capturing && capturing->l ? LT_OK : lt_error(ctx, LT_ERR_NOMEM, "testdev graph");
 }
-static lt_status td_graph_end(lt_backend *b, lt_ctx *ctx, void **g) {
+static lt_status td_graph_end(lt_backend *b, lt_ctx *ctx, bool instantiate, void **g) {
     (void)b;
     (void)ctx;
+    (void)instantiate; /* a template and an instantiated graph are the same list here */
     *g = capturing;
     capturing = NULL;
     return LT_OK;
@@ -109,6 +110,37 @@ static lt_status td_graph_launch(lt_backend *b, lt_ctx *ctx, void *g) {
     C.graph_launches++;
     for (int i = 0; i < t->n; i++) LT_TRY(run_kernel(b, ctx, t->l[i].k, t->l[i].args, t->l[i].n));
     return LT_OK;
+}
+/* a holder is a copy of the template it was loaded with; an update copies another template of as
+ * many launches (the real driver also refuses other topologies) */
+static lt_status td_graph_replay(lt_backend *b, lt_ctx *ctx, void **holder, void *g, bool load, lt_graph_replay *how) {
+    tgraph *t = g, *h = *holder;
+    *how = LT_GRAPH_REPLAYED;
+    if (h && load) {
+        if (h->n == t->n) {
+            memcpy(h->l, t->l, sizeof *t->l * (size_t)t->n);
+            *how = LT_GRAPH_UPDATED;
+            C.graph_updates++;
+        } else {
+            free(h->l);
+            free(h);
+            *holder = h = NULL;
+        }
+    }
+    if (!h) {
+        h = calloc(1, sizeof *h);
+        if (h) h->l = calloc(MAX_REC, sizeof *h->l);
+        if (!h || !h->l) {
+            free(h);
+            return lt_error(ctx, LT_ERR_NOMEM, "testdev graph");
+        }
+        h->n = t->n;
+        memcpy(h->l, t->l, sizeof *t->l * (size_t)t->n);
+        *holder = h;
+        *how = LT_GRAPH_INSTANTIATED;
+        C.graph_instantiations++;
+    }
+    return td_graph_launch(b, ctx, h);
 }
 static void td_graph_free(lt_backend *b, void *g) {
     (void)b;
@@ -148,6 +180,7 @@ static const lt_backend_vtbl tdev_vt = {
     .load = td_load, .alloc = td_alloc, .free = td_free, .copy = td_copy, .launch = td_launch,
     .sync = td_sync, .ceilings = td_ceilings, .copy_async = td_copy,
     .graph_begin = td_graph_begin, .graph_end = td_graph_end, .graph_launch = td_graph_launch,
+    .graph_replay = td_graph_replay,
     .graph_free = td_graph_free, .event_new = td_event_new, .event_record = td_event_record,
     .event_elapsed = td_event_elapsed, .event_free = td_event_free,
 };
@@ -327,6 +360,72 @@ static void check_model(const char *path, bool no_graphs, const char *cache) {
     lt_model_free(m);
 }
 
+/* ---- plans sharing their graphs (a family's plans of one bucket) ---- */
+
+static lt_plan_graph_slot shared_slots[8];
+static lt_plan_graph_slot *shared_slot(void *user, int segment) {
+    (void)user;
+    return segment < 8 ? &shared_slots[segment] : NULL;
+}
+
+/* Two plans of one model on one backend, their segments replayed through shared slots: each run
+ * of the other plan updates the slots' graphs to its own arguments (its buffers), and outputs stay
+ * the interpreter's. */
+static void check_shared_graphs(const char *path, const char *cache) {
+    lt_model *ref = test_load_model(path), *m[2] = {test_load_model(path), test_load_model(path)};
+    lt_plan *p[2] = {NULL, NULL};
+    lt_ctx ctx = {0};
+    memset(shared_slots, 0, sizeof shared_slots);
+    for (int i = 0; i < 2 && ref && m[i]; i++) {
+        lt_compile_options o;
+        lt_compile_options_init(&o);
+        o.no_split = true;
+        o.backend = "testdev";
+        o.cache_dir = cache;
+        o.graph_slot = shared_slot;
+        if (lt_compile(&ctx, m[i], &o, &p[i], NULL) != LT_OK) {
+            fprintf(stderr, "%s: shared graphs: %s\n", path, ctx.msg);
+            failures++;
+        }
+    }
+    int no = ref ? ref->graph->n_outputs : 0, ni = ref ? ref->graph->n_inputs : 0, segs = 0;
+    if (p[0] && p[1]) {
+        lt_plan_stats st;
+        lt_plan_get_stats(p[0], &st);
+        segs = st.n_graphs;
+        CHECK(segs >= 1 && segs <= 8);
+        static const int order[] = {0, 1, 1, 0, 1};
+        for (int r = 0; r < 5; r++) {
+            lt_datum **in = test_random_inputs(ref, &rng, true), **want = reference(ref, in);
+            lt_datum **got = calloc((size_t)no + 1, sizeof *got);
+            memset(&C, 0, sizeof C);
+            CHECK(lt_plan_run(&ctx, p[order[r]], NULL, in, got) == LT_OK);
+            for (int k = 0; k < no; k++)
+                if (!got[k] || !want[k] || !close_tensor(got[k]->tensor, want[k]->tensor)) {
+                    fprintf(stderr, "%s: shared graphs, run %d (plan %d): output %d differs\n", path, r, order[r], k);
+                    failures++;
+                }
+            /* the first run instantiates; a run of the other plan updates; the same plan replays */
+            CHECK(C.graph_launches == segs && C.launches == 0);
+            CHECK(C.graph_instantiations == (r == 0 ? segs : 0));
+            CHECK(C.graph_updates == (r > 0 && order[r] != order[r - 1] ? segs : 0));
+            test_free_datums(got, no);
+            test_free_datums(want, no);
+            test_free_datums(in, ni);
+        }
+        int inst = 0, upd = 0;
+        for (int k = 0; k < segs; k++) inst += shared_slots[k].instantiated, upd += shared_slots[k].updated;
+        CHECK(inst == segs && upd == 3 * segs);
+        printf("%s: two plans, %d shared graph%s: instantiated %d, updated %d\n", path, segs, segs == 1 ? "" : "s", inst,
+               upd);
+    }
+    for (int i = 0; i < 2; i++) lt_plan_free(p[i]);
+    for (int k = 0; k < 8; k++)
+        if (shared_slots[k].exec) td_graph_free(NULL, shared_slots[k].exec);
+    for (int i = 0; i < 2; i++) lt_model_free(m[i]);
+    lt_model_free(ref);
+}
+
 int main(void) {
     if (system("cc --version >/dev/null 2>&1") != 0) {
         printf("test_plan_device: SKIP (no C compiler for the CPU kernels)\n");
@@ -349,6 +448,8 @@ int main(void) {
         check_model(models[i], false, cache);
         check_model(models[i], true, cache);
     }
+    check_shared_graphs("tests/data/lower_attn.onnx", cache);
+    check_shared_graphs("tests/data/dev_mix.onnx", cache);
     /* the models with host steps in the middle really cross both ways */
     lt_model *m = test_load_model("tests/data/dev_mix.onnx");
     lt_compile_options o;

@@ -100,6 +100,7 @@ static bool load_symbols(lt_cuda *cu, const char **missing) {
     a->pointer_get_attributes = (cu_result(*)(unsigned, int *, void **, cu_ptr))dlsym(cu->lib, "cuPointerGetAttributes");
     a->ctx_synchronize = (cu_result(*)(void))dlsym(cu->lib, "cuCtxSynchronize");
     a->stream_wait_event = (cu_result(*)(cu_stream, cu_event, unsigned))dlsym(cu->lib, "cuStreamWaitEvent");
+    a->graph_exec_update = (cu_result(*)(cu_graph_exec, cu_graph, void *))dlsym(cu->lib, "cuGraphExecUpdate_v2");
     return true;
 }
 
@@ -473,8 +474,8 @@ void lt_cuda_event_free(lt_cuda *cu, lt_cuda_event *e) {
 
 /* ---- graphs ---- */
 struct lt_cuda_graph {
-    cu_graph graph;
-    cu_graph_exec exec;
+    cu_graph graph;     /* the captured graph (NULL in a holder that only replays) */
+    cu_graph_exec exec; /* its instantiation (NULL in a template) */
 };
 
 lt_status lt_cuda_graph_begin(lt_cuda *cu, lt_ctx *ctx) {
@@ -485,7 +486,7 @@ lt_status lt_cuda_graph_begin(lt_cuda *cu, lt_ctx *ctx) {
     return LT_OK;
 }
 
-lt_status lt_cuda_graph_end(lt_cuda *cu, lt_ctx *ctx, lt_cuda_graph **out) {
+lt_status lt_cuda_graph_end(lt_cuda *cu, lt_ctx *ctx, bool instantiate, lt_cuda_graph **out) {
     if (!cu->capturing) return lt_error(ctx, LT_ERR_USAGE, "lt_cuda_graph_end without lt_cuda_graph_begin");
     LT_TRY(lt_cuda_bind_(cu, ctx));
     cu->capturing = false;
@@ -502,7 +503,7 @@ lt_status lt_cuda_graph_end(lt_cuda *cu, lt_ctx *ctx, lt_cuda_graph **out) {
         return LT_ERR_NOMEM;
     }
     lg->graph = g;
-    r = cu->api.graph_instantiate(&lg->exec, g, 0);
+    r = instantiate ? cu->api.graph_instantiate(&lg->exec, g, 0) : CU_SUCCESS;
     if (r != CU_SUCCESS) {
         cu->api.graph_destroy(g);
         lt_mem_free(lg);
@@ -513,17 +514,47 @@ lt_status lt_cuda_graph_end(lt_cuda *cu, lt_ctx *ctx, lt_cuda_graph **out) {
 }
 
 lt_status lt_cuda_graph_launch(lt_cuda *cu, lt_ctx *ctx, lt_cuda_graph *g) {
-    if (!g) return lt_error(ctx, LT_ERR_USAGE, "launch of a NULL CUDA graph");
+    if (!g || !g->exec) return lt_error(ctx, LT_ERR_USAGE, "launch of a CUDA graph that is not instantiated");
     LT_TRY(lt_cuda_bind_(cu, ctx));
     CU_CALL(cu, ctx, cu->api.graph_launch(g->exec, cu->stream), "cuGraphLaunch", "%s", "");
+    return LT_OK;
+}
+
+bool lt_cuda_graph_can_update(const lt_cuda *cu) { return cu->api.graph_exec_update != NULL; }
+
+lt_status lt_cuda_graph_replay(lt_cuda *cu, lt_ctx *ctx, lt_cuda_graph **holder, const lt_cuda_graph *g, bool load,
+                               lt_graph_replay *how) {
+    *how = LT_GRAPH_REPLAYED;
+    if (!g || !g->graph) return lt_error(ctx, LT_ERR_USAGE, "replay of a CUDA graph with no captured graph");
+    LT_TRY(lt_cuda_bind_(cu, ctx));
+    lt_cuda_graph *h = *holder;
+    if (!h) {
+        h = lt_calloc(ctx, 1, sizeof *h, "CUDA graph");
+        if (!h) return LT_ERR_NOMEM;
+        *holder = h;
+    }
+    if (h->exec && load) {
+        struct { int result; void *error_node, *error_from_node; } info = {0};
+        if (cu->api.graph_exec_update && cu->api.graph_exec_update(h->exec, g->graph, &info) == CU_SUCCESS) {
+            *how = LT_GRAPH_UPDATED;
+        } else { /* another topology (or no update in this driver): a new instantiation */
+            cu->api.graph_exec_destroy(h->exec);
+            h->exec = NULL;
+        }
+    }
+    if (!h->exec) {
+        CU_CALL(cu, ctx, cu->api.graph_instantiate(&h->exec, g->graph, 0), "cuGraphInstantiate", "%s", "");
+        *how = LT_GRAPH_INSTANTIATED;
+    }
+    CU_CALL(cu, ctx, cu->api.graph_launch(h->exec, cu->stream), "cuGraphLaunch", "%s", "");
     return LT_OK;
 }
 
 void lt_cuda_graph_free(lt_cuda *cu, lt_cuda_graph *g) {
     if (!cu || !g) return;
     if (cu->api.ctx_set_current(cu->context) == CU_SUCCESS) {
-        cu->api.graph_exec_destroy(g->exec);
-        cu->api.graph_destroy(g->graph);
+        if (g->exec) cu->api.graph_exec_destroy(g->exec);
+        if (g->graph) cu->api.graph_destroy(g->graph);
     }
     lt_mem_free(g);
 }

@@ -171,10 +171,19 @@ void lt_cuda_event_free(lt_cuda *cu, lt_cuda_event *e); /* NULL is fine */
 
 /* ---- CUDA graphs ---- */
 lt_status lt_cuda_graph_begin(lt_cuda *cu, lt_ctx *ctx);
-/* Ends the capture (also after an error inside it, so the stream is usable again) and
- * instantiates the graph. */
-lt_status lt_cuda_graph_end(lt_cuda *cu, lt_ctx *ctx, lt_cuda_graph **out);
+/* Ends the capture (also after an error inside it, so the stream is usable again) and, when
+ * `instantiate`, instantiates the graph (lt_cuda_graph_launch replays it); otherwise the captured
+ * graph is a template that lt_cuda_graph_replay loads into a holder shared by several. */
+lt_status lt_cuda_graph_end(lt_cuda *cu, lt_ctx *ctx, bool instantiate, lt_cuda_graph **out);
 lt_status lt_cuda_graph_launch(lt_cuda *cu, lt_ctx *ctx, lt_cuda_graph *g);
+/* Does the driver update instantiated graphs in place (cuGraphExecUpdate)? */
+bool lt_cuda_graph_can_update(const lt_cuda *cu);
+/* Replays template g through *holder's instantiated graph (created on first use, freed with
+ * lt_cuda_graph_free). With `load` (the holder last ran another template), it is first updated in
+ * place to g's arguments and grids, or instantiated again from g when the driver refuses the update
+ * (another topology) or cannot update. *how says which. */
+lt_status lt_cuda_graph_replay(lt_cuda *cu, lt_ctx *ctx, lt_cuda_graph **holder, const lt_cuda_graph *g, bool load,
+                               lt_graph_replay *how);
 void lt_cuda_graph_free(lt_cuda *cu, lt_cuda_graph *g); /* NULL is fine */
 
 /* ---- ceilings (cuda_ceil.c): measured once per lt_cuda, then remembered ---- */

@@ -94,15 +94,20 @@ static lt_status be_copy_async(lt_backend *b, lt_ctx *ctx, void *dst, const void
 
 static lt_status be_graph_begin(lt_backend *b, lt_ctx *ctx) { return lt_cuda_graph_begin(((cuda_backend *)b)->cu, ctx); }
 
-static lt_status be_graph_end(lt_backend *b, lt_ctx *ctx, void **graph) {
+static lt_status be_graph_end(lt_backend *b, lt_ctx *ctx, bool instantiate, void **graph) {
     lt_cuda_graph *g = NULL;
-    LT_TRY(lt_cuda_graph_end(((cuda_backend *)b)->cu, ctx, &g));
+    LT_TRY(lt_cuda_graph_end(((cuda_backend *)b)->cu, ctx, instantiate, &g));
     *graph = g;
     return LT_OK;
 }
 
 static lt_status be_graph_launch(lt_backend *b, lt_ctx *ctx, void *graph) {
     return lt_cuda_graph_launch(((cuda_backend *)b)->cu, ctx, (lt_cuda_graph *)graph);
+}
+
+static lt_status be_graph_replay(lt_backend *b, lt_ctx *ctx, void **holder, void *graph, bool load, lt_graph_replay *how) {
+    return lt_cuda_graph_replay(((cuda_backend *)b)->cu, ctx, (lt_cuda_graph **)holder, (const lt_cuda_graph *)graph, load,
+                                how);
 }
 
 static void be_graph_free(lt_backend *b, void *graph) { lt_cuda_graph_free(((cuda_backend *)b)->cu, (lt_cuda_graph *)graph); }
@@ -311,6 +316,7 @@ const lt_backend_vtbl lt_backend_cuda = {
     .graph_begin = be_graph_begin,
     .graph_end = be_graph_end,
     .graph_launch = be_graph_launch,
+    .graph_replay = be_graph_replay,
     .graph_free = be_graph_free,
     .event_new = be_event_new,
     .event_record = be_event_record,

@@ -98,7 +98,10 @@ typedef struct cu_api {
     cu_result (*graph_launch)(cu_graph_exec ge, cu_stream s);
     cu_result (*graph_exec_destroy)(cu_graph_exec ge);
     cu_result (*graph_destroy)(cu_graph g);
-    /* optional (NULL when the driver lacks them): runs on the caller's device memory */
+    /* optional (NULL when the driver lacks them): an instantiated graph updated in place (CUDA 12's
+     * cuGraphExecUpdate, result info: an update result and two nodes) */
+    cu_result (*graph_exec_update)(cu_graph_exec ge, cu_graph g, void *result_info);
+    /* optional: runs on the caller's device memory */
     cu_result (*pointer_get_attributes)(unsigned n, int *attrs, void **data, cu_ptr p);
     cu_result (*ctx_synchronize)(void);
     cu_result (*stream_wait_event)(cu_stream s, cu_event e, unsigned flags);
