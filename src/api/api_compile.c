@@ -248,8 +248,12 @@ static void rest_report(lathe_compiled *c) {
     c->report = b.s;
 }
 
+static void family_report(lathe_compiled *c);
+
 const char *lathe_compiled_report(const lathe_compiled *c) {
-    if (c && c->report_base) rest_report((lathe_compiled *)c); /* the report string is a cache the call refreshes */
+    /* the report string is a cache the call refreshes */
+    if (c && c->fam) family_report((lathe_compiled *)c);
+    else if (c && c->report_base) rest_report((lathe_compiled *)c);
     return c && c->report ? c->report : "";
 }
 int lathe_compiled_num_inputs(const lathe_compiled *c) { return c ? c->n_in : 0; }
@@ -329,22 +333,27 @@ void lathe_compiled_set_threads(lathe_compiled *c, int threads) {
  * the current one (c->cur). */
 static lt_status family_plan_at(lt_ctx *ctx, lathe_compiled *c, const int *ranks, const int64_t *const *dims,
                                 lt_plan **out) {
-    lt_family_stats before, after;
-    lt_family_get_stats(c->fam, &before);
     c->cur = NULL; /* the family's call may drop the plan it pointed at */
     LT_TRY(lt_family_plan(ctx, c->fam, c->n_in, ranks, dims, out));
     c->cur = *out;
-    lt_family_get_stats(c->fam, &after);
     if (c->threads) lt_plan_set_threads(*out, c->threads);
-    if (after.plans_built != before.plans_built) {
-        lt_strbuf b = {0};
-        lt_family_print(c->fam, &b);
-        if (!b.failed && b.s) {
-            lt_mem_free(c->report);
-            c->report = b.s;
-        } else lt_sb_free(&b);
-    }
     return LT_OK;
+}
+
+/* A family's report, once it has built a plan: its buckets and counts as they are now (runs change
+ * the graph counts), built when asked. */
+static void family_report(lathe_compiled *c) {
+    lt_family_stats st;
+    lt_family_get_stats(c->fam, &st);
+    if (st.plans_built == 0) return; /* the compile's line stands until then */
+    lt_strbuf b = {0};
+    lt_family_print(c->fam, &b);
+    if (b.failed || !b.s) {
+        lt_sb_free(&b);
+        return;
+    }
+    lt_mem_free(c->report);
+    c->report = b.s;
 }
 
 static lt_status family_plan(lt_ctx *ctx, lathe_compiled *c, const lathe_tensor *const *inputs, lt_plan **out) {

@@ -67,7 +67,7 @@ typedef struct lt_family_stats {
     int kernels, kernels_scalar; /* in the last plan built: kernels, those with run-time scalars */
     int64_t workspace_bytes;     /* the one workspace every plan runs in (0: none yet) */
     int workspace_grown;         /* times a shape needed a bigger one (the cached plans were dropped) */
-    int graphs;                  /* device plans: instantiated graphs, one per bucket and segment */
+    int graphs;                  /* device plans: instantiated graphs (a few per bucket and segment) */
     int graphs_instantiated;     /* times one was instantiated (its first run, or an update refused) */
     int graphs_updated;          /* times one was updated in place to another shape's plan */
 } lt_family_stats;

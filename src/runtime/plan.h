@@ -187,13 +187,22 @@ typedef struct lt_plan_stats {
 /* Build inputs: what lt_compile hands to lt_plan_build. The plan takes over `arena` (a heap
  * struct from lt_mem_alloc, lt_arena_init'ed: groups, kernels and names live in it), `backend` and
  * `module`, on success and on failure alike. */
-/* One instantiated graph that device plans of one bucket share (lt_plan_build_args.graph_slot). */
+/* The instantiated graphs that device plans of one bucket share for one segment
+ * (lt_plan_build_args.graph_slot): up to `capacity` of them, each holding one plan's template. A run
+ * whose template one holds replays it; otherwise an empty one is instantiated, or else the least
+ * recently used is updated in place to it. So a few shapes in turn replay without updates (an
+ * update costs about what the graph's launches do), and the graphs a bucket holds stay bounded
+ * however many shapes it serves. */
+enum { LT_GRAPH_SLOT_MAX = 8 };
 typedef struct lt_plan_graph_slot {
-    void *exec;            /* the backend's holder (graph_replay); NULL until the first run; the owner
-                            * frees it with the backend's graph_free */
-    uint64_t loaded;       /* the template it holds now (a process-unique id; 0: none) */
-    int instantiated;      /* times it was instantiated (first run, or an update refused) */
-    int updated;           /* times it was updated in place to another plan's template */
+    int capacity;                    /* 1..LT_GRAPH_SLOT_MAX (the owner sets it; 0 counts as 1) */
+    void *exec[LT_GRAPH_SLOT_MAX];   /* the backend's holders (graph_replay); NULL until used; the
+                                      * owner frees them with the backend's graph_free */
+    uint64_t loaded[LT_GRAPH_SLOT_MAX]; /* the template each holds (a process-unique id; 0: none) */
+    uint64_t used[LT_GRAPH_SLOT_MAX];   /* the slot's clock at each one's last run */
+    uint64_t clock;
+    int instantiated;                /* instantiations (a holder's first run, or an update refused) */
+    int updated;                     /* updates in place to another plan's template */
 } lt_plan_graph_slot;
 
 typedef struct lt_plan_build_args {

@@ -18,8 +18,8 @@
  *     no host step and no copy inside; each is captured once as a graph when the backend has graphs
  *     and the plan allows them, so a plan without host steps is one graph. With the caller's graph
  *     slots (a family's plans of one bucket) a segment is captured as a template instead, and a run
- *     replays it through the slot's one instantiated graph, updated in place when the slot last ran
- *     another plan's template: a graph per bucket, not per shape.
+ *     replays it through one of the slot's few instantiated graphs, updated in place when none holds
+ *     it: graphs per bucket, not per shape (lt_plan_graph_slot).
  * Run (lt_plan_device_run_steps): at each position its copies (uploads queued, downloads before a
  * host step followed by one sync), then the step or the segment's graph; one sync at the end after
  * the outputs' downloads. Nothing is allocated here except the per-step events of the first run that
@@ -298,16 +298,28 @@ lt_status lt_plan_device_capture(lt_ctx *ctx, lt_plan *p) {
     return LT_OK;
 }
 
-/* A segment's graph: its own, or its template through the bucket's shared one (loaded into it
- * when that last ran another template). */
+/* A segment's graph: its own, or its template through one of the bucket's shared ones: the one
+ * holding it, else an unused one, else the least recently used (loaded with it). */
 static lt_status launch_segment(lt_ctx *ctx, lt_plan *p, lt_plan_segment *sg) {
     const lt_backend_vtbl *vt = p->backend->vt;
     if (!sg->slot) return vt->graph_launch(p->backend, ctx, sg->graph);
+    lt_plan_graph_slot *sl = sg->slot;
+    int cap = sl->capacity < 1 ? 1 : sl->capacity > LT_GRAPH_SLOT_MAX ? LT_GRAPH_SLOT_MAX : sl->capacity, j = -1;
+    for (int k = 0; k < cap && j < 0; k++)
+        if (sl->exec[k] && sl->loaded[k] == sg->id) j = k;
+    for (int k = 0; k < cap && j < 0; k++)
+        if (!sl->exec[k]) j = k;
+    if (j < 0) {
+        j = 0;
+        for (int k = 1; k < cap; k++)
+            if (sl->used[k] < sl->used[j]) j = k;
+    }
     lt_graph_replay how = LT_GRAPH_REPLAYED;
-    lt_status s = vt->graph_replay(p->backend, ctx, &sg->slot->exec, sg->graph, sg->slot->loaded != sg->id, &how);
-    if (how == LT_GRAPH_INSTANTIATED) sg->slot->instantiated++;
-    if (how == LT_GRAPH_UPDATED) sg->slot->updated++;
-    sg->slot->loaded = s == LT_OK ? sg->id : 0; /* after a failure, load again next time */
+    lt_status s = vt->graph_replay(p->backend, ctx, &sl->exec[j], sg->graph, sl->loaded[j] != sg->id, &how);
+    if (how == LT_GRAPH_INSTANTIATED) sl->instantiated++;
+    if (how == LT_GRAPH_UPDATED) sl->updated++;
+    sl->loaded[j] = s == LT_OK ? sg->id : 0; /* after a failure, load again next time */
+    sl->used[j] = ++sl->clock;
     return s;
 }
 
