@@ -235,26 +235,30 @@ fail:
 const char *lathe_compiled_error(const lathe_compiled *c) { return c ? c->err : ""; }
 /* A split model's report: the compile's, then what its rest compiled so far; built when asked, not on
  * every run (the rest's plans change only in runs, its counts are read now). */
-static void rest_report(lathe_compiled *c) {
-    if (!c->report_base) return;
-    lt_strbuf b = {0};
-    lt_sb_printf(&b, "%s", c->report_base);
-    lt_plan_rest_print(c->plan, &b);
-    if (b.failed || !b.s) {
-        lt_sb_free(&b);
-        return;
-    }
-    lt_mem_free(c->report);
-    c->report = b.s;
+static void rest_report(lathe_compiled *c, lt_strbuf *b) {
+    lt_sb_printf(b, "%s", c->report_base);
+    lt_plan_rest_print(c->plan, b);
 }
 
-static void family_report(lathe_compiled *c);
+/* A family's report, once it has built a plan: its buckets and counts as they are now (runs change
+ * the graph counts). */
+static void family_report(lathe_compiled *c, lt_strbuf *b) {
+    lt_family_stats st;
+    lt_family_get_stats(c->fam, &st);
+    if (st.plans_built > 0) lt_family_print(c->fam, b); /* the compile's line stands until then */
+}
 
 const char *lathe_compiled_report(const lathe_compiled *c) {
+    if (!c) return "";
     /* the report string is a cache the call refreshes */
-    if (c && c->fam) family_report((lathe_compiled *)c);
-    else if (c && c->report_base) rest_report((lathe_compiled *)c);
-    return c && c->report ? c->report : "";
+    lt_strbuf b = {0};
+    if (c->fam) family_report((lathe_compiled *)c, &b);
+    else if (c->report_base) rest_report((lathe_compiled *)c, &b);
+    if (!b.failed && b.s) {
+        lt_mem_free(c->report);
+        ((lathe_compiled *)c)->report = b.s;
+    } else lt_sb_free(&b);
+    return c->report ? c->report : "";
 }
 int lathe_compiled_num_inputs(const lathe_compiled *c) { return c ? c->n_in : 0; }
 int lathe_compiled_num_outputs(const lathe_compiled *c) { return c ? c->m->graph->n_outputs : 0; }
@@ -338,22 +342,6 @@ static lt_status family_plan_at(lt_ctx *ctx, lathe_compiled *c, const int *ranks
     c->cur = *out;
     if (c->threads) lt_plan_set_threads(*out, c->threads);
     return LT_OK;
-}
-
-/* A family's report, once it has built a plan: its buckets and counts as they are now (runs change
- * the graph counts), built when asked. */
-static void family_report(lathe_compiled *c) {
-    lt_family_stats st;
-    lt_family_get_stats(c->fam, &st);
-    if (st.plans_built == 0) return; /* the compile's line stands until then */
-    lt_strbuf b = {0};
-    lt_family_print(c->fam, &b);
-    if (b.failed || !b.s) {
-        lt_sb_free(&b);
-        return;
-    }
-    lt_mem_free(c->report);
-    c->report = b.s;
 }
 
 static lt_status family_plan(lt_ctx *ctx, lathe_compiled *c, const lathe_tensor *const *inputs, lt_plan **out) {
