@@ -2,7 +2,7 @@
 """dynamic.py — a model compiled once for every shape against static compiles and onnxruntime.
 
 usage: bench/dynamic.py [--model bert_ci] [--shapes 4x33,2x41,3x50,8x97,16x64] [--backend cpu|cuda]
-                        [--threads 1] [--runs 40] [--cache-dir DIR] [--no-ort] [--md FILE]
+                        [--threads 1] [--runs 40] [--cache-dir DIR] [--no-ort] [--md FILE] [--lathe BIN]
 
 The zoo model (bench/models/exported.py: bert_ci takes input_ids and attention_mask [batch, sequence];
 pplcnet_ci takes x [batch, 3, height, width], shapes then written BxHxW) is compiled three ways:
@@ -20,14 +20,19 @@ bucket count after it. The outputs of dynamic and static are checked against eac
 onnxruntime's: max |diff|). Prints a markdown table with dynamic/static and dynamic/ORT per shape and
 their geometric means and worst cases, and writes it to --md when given. Then the dynamic model runs
 the shapes in turn (each run another shape than the last, as a server's requests come) and the line
-after the table compares those medians with the same-shape ones: what switching costs.
+after the table compares those medians with the same-shape ones: what switching costs. With --backend
+cuda and --lathe BIN, a second table compares the device time alone (`lathe run --bench`: CUDA events
+around the replayed steps), the kernels without the copies and the host side of a run.
 Exit status 0 even when slower (a benchmark); 1 when outputs disagree or a compile fails.
 """
 import argparse
 import math
 import os
+import re
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -69,6 +74,22 @@ def max_diff(a, b):
     return max(float(np.max(np.abs(np.asarray(a[k], np.float64) - np.asarray(b[k], np.float64)))) for k in a)
 
 
+def device_ms(lathe_bin, path, feeds, runs, dims=None):
+    """`lathe run --bench` on the GPU at these feeds: the median device time of the replayed plan (CUDA
+    events around the steps, the copies excluded), compiled for every shape (dims None) or with dims bound."""
+    with tempfile.TemporaryDirectory() as d:
+        npz = os.path.join(d, "feeds.npz")
+        np.savez(npz, **feeds)
+        cmd = [lathe_bin, "run", path, "--backend", "cuda", "--each", npz, "--bench", str(runs)]
+        for k, v in (dims or {}).items():
+            cmd += ["--dim", f"{k}={v}"]
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        m = re.search(r"bench: device median ([0-9.]+) ms", r.stdout)
+        if r.returncode != 0 or not m:
+            sys.exit(f"{' '.join(cmd)}: exit {r.returncode}\n{r.stdout[-2000:]}\n{r.stderr[-2000:]}")
+        return float(m.group(1))
+
+
 def geomean(xs):
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
 
@@ -83,6 +104,7 @@ def main():
     ap.add_argument("--cache-dir", default=None)
     ap.add_argument("--no-ort", action="store_true")
     ap.add_argument("--md", default=None)
+    ap.add_argument("--lathe", default=None, help="with --backend cuda: the lathe binary, for the device-time table")
     a = ap.parse_args()
     shapes = a.shapes or ("2x64x64,3x48x40,2x33x45,4x96x80" if a.model.startswith("pplcnet") else "4x33,2x41,3x50,8x97,16x64")
     path = exported.build(a.model)
@@ -149,6 +171,16 @@ def main():
                  ", ".join(f"{row[0]} {statistics.median(t):.3f} ms" for t, row in zip(turns, rows)) + ")")
     if do:
         lines.append(f"dynamic/ORT: geomean {geomean(do):.2f}, worst {max(do):.2f}")
+    if a.backend == "cuda" and a.lathe:  # the kernels alone: device time of the replayed plans
+        lines += ["", "device time (`lathe run --bench`: CUDA events around the replayed steps, copies and the host "
+                      "side excluded):", "", "| shape | dynamic ms | static ms | dynamic/static |", "|---|---|---|---|"]
+        dr = []
+        for text, feeds in zip(shapes.split(","), all_feeds):
+            dims, _ = parse_shape(a.model, text)
+            dd, st = device_ms(a.lathe, path, feeds, a.runs), device_ms(a.lathe, path, feeds, a.runs, dims)
+            dr.append(dd / st)
+            lines.append(f"| {text} | {dd:.4f} | {st:.4f} | {dd / st:.2f} |")
+        lines += ["", f"device time dynamic/static: geomean {geomean(dr):.2f}, worst {max(dr):.2f}"]
     lines += ["", "report of the dynamic model:", "", "```", dyn.report.strip(), "```"]
     text = "\n".join(lines) + "\n"
     print(text)

@@ -309,14 +309,17 @@ template <typename D> LT_FN void lt_conv_direct(LT_CONV_ARGS) {
         const int gi = oc / OCg;
         const S *xb = X + (ni * C + (long long)gi * Cg) * H * W, *wb = Wt + (long long)oc * Cg * KH * KW;
         float acc = 0.0f;
+        /* a row's address once per (c, kh): with the sizes run-time scalars, the 64-bit multiply by W
+         * is not folded into each tap */
         for (int c = 0; c < Cg; c++)
             for (int kh = 0; kh < KH; kh++) {
                 const int ih = oh * sh - ph + kh * dh;
                 if ((unsigned)ih >= (unsigned)H) continue;
+                const S *xrow = xb + ((long long)c * H + ih) * W, *wrow = wb + (c * KH + kh) * KW;
+                const int iw0 = ow * sw - pw;
                 for (int kw = 0; kw < KW; kw++) {
-                    const int iw = ow * sw - pw + kw * dw;
-                    if ((unsigned)iw < (unsigned)W)
-                        acc = fmaf(lt_ld1<D>(xb, ((long long)c * H + ih) * W + iw), lt_ld1<D>(wb, (c * KH + kh) * KW + kw), acc);
+                    const int iw = iw0 + kw * dw;
+                    if ((unsigned)iw < (unsigned)W) acc = fmaf(lt_ld1<D>(xrow, iw), lt_ld1<D>(wrow, kw), acc);
                 }
             }
         float v[1] = {acc};
