@@ -74,6 +74,13 @@ typedef struct graph_slot_ref { /* the shared graph of a bucket's segment */
     lt_plan_graph_slot *slot;       /* in the family's arena: outlives the plans */
 } graph_slot_ref;
 
+typedef struct dev_const {      /* a device buffer of constant bytes that plans share */
+    char *name;                 /* the constant it was made for (lt_mem) */
+    int64_t bytes;
+    void *dptr;
+    int refs;                   /* plans holding it; freed at 0 */
+} dev_const;
+
 typedef struct cached_plan {
     int64_t *key;       /* ranks and dims of the inputs */
     int key_len;
@@ -112,8 +119,10 @@ struct lt_family {
     const int64_t *const *cur_dims;
     int cur_bucket;
     lt_rest_cache *rests; /* the rest models its plans split off (src/compile/split.h), shared */
-    graph_slot_ref *gslots; /* device plans: one instantiated graph per bucket and segment */
+    graph_slot_ref *gslots; /* device plans: a few instantiated graphs per bucket and segment */
     int n_gslots;
+    dev_const *consts;  /* device plans: the constants' buffers, shared by plans of equal bytes */
+    int n_consts;
 };
 
 const lt_model *lt_family_model(const lt_family *f) { return f->model; }
@@ -386,6 +395,66 @@ static lt_status hook(void *user, lt_ctx *ctx, const lt_target *t, lt_lowered *l
 
 /* ---- compiles ---- */
 
+/* The plan being built asks for a device buffer holding constant `name`'s bytes
+ * (lt_plan_build_args.const_acquire): one that an earlier plan uploaded for a constant of that name
+ * and size when its device bytes equal these (compared exactly: downloaded, then memcmp), else a new
+ * upload. Every shape's plan holds the model's weights, so without this each cached plan had a copy
+ * on the device. */
+static lt_status const_acquire(void *user, lt_ctx *ctx, const char *name, const void *host, int64_t bytes, void **out) {
+    lt_family *f = user;
+    const lt_backend_vtbl *vt = f->backend->vt;
+    void *tmp = NULL;
+    for (int i = 0; i < f->n_consts; i++) {
+        dev_const *c = &f->consts[i];
+        if (c->bytes != bytes || strcmp(c->name, name) != 0) continue;
+        if (bytes > 0) {
+            if (!tmp && !(tmp = lt_mem_alloc((size_t)bytes)))
+                return lt_error(ctx, LT_ERR_NOMEM, "out of memory (comparing constant '%s')", name);
+            lt_status s = vt->copy(f->backend, ctx, tmp, c->dptr, (size_t)bytes, LT_COPY_DEVICE_TO_HOST);
+            if (s != LT_OK) {
+                lt_mem_free(tmp);
+                return s;
+            }
+            if (memcmp(tmp, host, (size_t)bytes) != 0) continue;
+        }
+        lt_mem_free(tmp);
+        c->refs++;
+        f->stats.consts_shared++;
+        *out = c->dptr;
+        return LT_OK;
+    }
+    lt_mem_free(tmp);
+    dev_const *nc = lt_mem_realloc(f->consts, (size_t)(f->n_consts + 1) * sizeof *nc);
+    if (!nc) return lt_error(ctx, LT_ERR_NOMEM, "out of memory (device constants)");
+    f->consts = nc;
+    dev_const c = {.name = lt_mem_strdup(name), .bytes = bytes, .refs = 1};
+    if (!c.name) return lt_error(ctx, LT_ERR_NOMEM, "out of memory (device constants)");
+    lt_status s = vt->alloc(f->backend, ctx, (size_t)(bytes > 0 ? bytes : 1), &c.dptr);
+    if (s == LT_OK && bytes > 0) s = vt->copy(f->backend, ctx, c.dptr, host, (size_t)bytes, LT_COPY_HOST_TO_DEVICE);
+    if (s != LT_OK) {
+        if (c.dptr) vt->free(f->backend, c.dptr);
+        lt_mem_free(c.name);
+        return s;
+    }
+    f->consts[f->n_consts++] = c;
+    f->stats.const_bytes += bytes;
+    *out = c.dptr;
+    return LT_OK;
+}
+
+static void const_release(void *user, void *dptr) {
+    lt_family *f = user;
+    for (int i = 0; i < f->n_consts; i++) {
+        dev_const *c = &f->consts[i];
+        if (c->dptr != dptr || --c->refs > 0) continue;
+        f->backend->vt->free(f->backend, c->dptr);
+        f->stats.const_bytes -= c->bytes;
+        lt_mem_free(c->name);
+        f->consts[i] = f->consts[--f->n_consts];
+        return;
+    }
+}
+
 /* The plan being built asks for the shared graphs of its segment k (lt_plan_build_args.graph_slot):
  * plans of one bucket launch the same kernels, so a few instantiated graphs per segment serve them
  * all, one updated in place to a plan none holds. Four: shapes that come in turn (a server's
@@ -436,6 +505,8 @@ static lt_status compile_at(lt_ctx *ctx, lt_family *f, const int *ranks, const i
         co.share_user = f;
         if (f->backend) co.workspace = workspace, co.workspace_user = f;
         if (f->backend) co.graph_slot = graph_slot, co.graph_slot_user = f;
+        if (f->backend && !f->backend->vt->host_memory)
+            co.const_acquire = const_acquire, co.const_release = const_release, co.const_user = f;
     }
     if (probe) {
         co.stop_after_stage = lt_compile_stage_name(LT_STAGE_SIMPLIFY);
@@ -553,6 +624,11 @@ void lt_family_free(lt_family *f) {
         for (int k = 0; k < LT_GRAPH_SLOT_MAX; k++)
             if (f->gslots[i].slot->exec[k]) f->backend->vt->graph_free(f->backend, f->gslots[i].slot->exec[k]);
     lt_mem_free(f->gslots);
+    for (int i = 0; i < f->n_consts; i++) { /* none is left once the plans are gone; in case */
+        f->backend->vt->free(f->backend, f->consts[i].dptr);
+        lt_mem_free(f->consts[i].name);
+    }
+    lt_mem_free(f->consts);
     if (f->ws) f->backend->vt->free(f->backend, f->ws);
     lt_mem_free(f->plans);
     for (int i = 0; i < f->n_mods; i++)
@@ -627,6 +703,9 @@ void lt_family_print(const lt_family *f, lt_strbuf *out) {
     if (s->workspace_bytes)
         lt_sb_printf(out, "workspace: %lld bytes, one for every plan (grown %d times)\n", (long long)s->workspace_bytes,
                      s->workspace_grown);
+    if (s->const_bytes || s->consts_shared)
+        lt_sb_printf(out, "device constants: %lld bytes, one copy for every plan (%d taken from an earlier plan)\n",
+                     (long long)s->const_bytes, s->consts_shared);
     lt_family_stats g;
     lt_family_get_stats(f, &g);
     if (g.graphs)

@@ -68,6 +68,8 @@ typedef struct lt_family_stats {
     int64_t workspace_bytes;     /* the one workspace every plan runs in (0: none yet) */
     int workspace_grown;         /* times a shape needed a bigger one (the cached plans were dropped) */
     int graphs;                  /* device plans: instantiated graphs (a few per bucket and segment) */
+    int64_t const_bytes;         /* device plans: bytes of the constants' buffers the plans share */
+    int consts_shared;           /* times a plan took a constant's buffer an earlier plan uploaded */
     int graphs_instantiated;     /* times one was instantiated (its first run, or an update refused) */
     int graphs_updated;          /* times one was updated in place to another shape's plan */
 } lt_family_stats;

@@ -233,6 +233,13 @@ typedef struct lt_plan_build_args {
      * graph (updated in place) when the slot last ran another plan's. */
     lt_plan_graph_slot *(*graph_slot)(void *user, int segment);
     void *graph_slot_user;
+    /* Device plans: each constant a kernel reads from the caller's device buffer instead of the
+     * plan's own upload (many plans of one model: src/compile/family.c): const_acquire gets its name
+     * and host bytes and gives a device buffer holding those bytes (another plan's when they are the
+     * same), and the plan gives it back with const_release when freed. NULL: the plan's own. */
+    lt_status (*const_acquire)(void *user, lt_ctx *ctx, const char *name, const void *host, int64_t bytes, void **dptr);
+    void (*const_release)(void *user, void *dptr);
+    void *const_user;
     /* The graph inputs as the caller knew them before compiling (lt_compile may turn inputs that
      * have an initializer into constants, "frozen"): the order lt_plan_run's inputs[] follows.
      * NULL: the model's current graph inputs. */

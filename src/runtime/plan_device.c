@@ -5,7 +5,8 @@
  * Build (after the memory plan placed the workspace on the device):
  *   lt_plan_device_prepare
  *     1. constants a kernel reads: one device allocation, each uploaded once (ptr = device address,
- *        hptr = the initializer);
+ *        hptr = the initializer); or, with the caller's const_acquire (a family), the caller's
+ *        buffers, shared by plans whose constants hold the same bytes;
  *     2. kernel-used graph inputs and all OUTPUT slots: one device allocation of fixed buffers, so no
  *        kernel argument changes between runs (views of an input follow their root);
  *     3. host copies (hptr) of workspace values that host steps read or write: one host allocation;
@@ -55,20 +56,30 @@ static bool needs_staging(const lt_plan *p, int sl) {
     return S->kind == LT_SLOT_WORKSPACE && !S->scratch && (p->rt[sl].host_read || written_by_host(p, sl));
 }
 
+static const char *slot_name(const lt_plan *p, int sl) {
+    return p->slots[sl].value ? p->slots[sl].value->name : "(scratch)";
+}
+
 /* 1-3: constants, input/output buffers, staging. */
 static lt_status place_buffers(lt_ctx *ctx, lt_plan *p) {
     const lt_backend_vtbl *vt = p->backend->vt;
     int64_t cbytes = 0, iobytes = 0, sbytes = 0;
-    int nconst = 0, nio = 0;
+    int nconst = 0, nio = 0, nshared = 0;
     for (int sl = 0; sl < p->n_slots; sl++) {
         const lt_plan_slot *S = &p->slots[sl];
         const lt_slot_rt *R = &p->rt[sl];
         if (S->kind == LT_SLOT_CONST && R->kernel_use) cbytes += align_up(S->bytes), nconst++;
+        if (S->kind == LT_SLOT_CONST && R->kernel_use && p->const_acquire) nshared++;
         if ((S->kind == LT_SLOT_INPUT && R->kernel_use) || S->kind == LT_SLOT_OUTPUT) iobytes += align_up(S->bytes), nio++;
         if (needs_staging(p, sl)) sbytes += align_up(S->bytes);
     }
     /* at least one aligned block whenever a slot is placed, so even an empty tensor has an address */
-    if (nconst > 0) LT_TRY(vt->alloc(p->backend, ctx, (size_t)(cbytes > 0 ? cbytes : LT_MEMPLAN_ALIGN), &p->dev_consts));
+    if (nshared > 0) { /* the caller's buffers (a family's plans share their constants) */
+        p->held_consts = lt_arena_alloc(p->arena, sizeof(void *) * (size_t)nshared);
+        if (!p->held_consts) return lt_error(ctx, LT_ERR_NOMEM, "out of memory (plan constants)");
+    } else if (nconst > 0) {
+        LT_TRY(vt->alloc(p->backend, ctx, (size_t)(cbytes > 0 ? cbytes : LT_MEMPLAN_ALIGN), &p->dev_consts));
+    }
     if (nio > 0) LT_TRY(vt->alloc(p->backend, ctx, (size_t)(iobytes > 0 ? iobytes : LT_MEMPLAN_ALIGN), &p->dev_io));
     if (sbytes > 0) {
         p->staging = lt_mem_alloc((size_t)sbytes);
@@ -79,7 +90,10 @@ static lt_status place_buffers(lt_ctx *ctx, lt_plan *p) {
         lt_plan_slot *S = &p->slots[sl];
         lt_slot_rt *R = &p->rt[sl];
         if (S->kind == LT_SLOT_CONST) R->hptr = S->value->init->data;
-        if (S->kind == LT_SLOT_CONST && R->kernel_use) {
+        if (S->kind == LT_SLOT_CONST && R->kernel_use && p->held_consts) {
+            LT_TRY(p->const_acquire(p->const_user, ctx, slot_name(p, sl), R->hptr, S->bytes, &S->ptr));
+            p->held_consts[p->n_held_consts++] = S->ptr;
+        } else if (S->kind == LT_SLOT_CONST && R->kernel_use) {
             S->ptr = (char *)p->dev_consts + co;
             co += align_up(S->bytes);
             if (S->bytes > 0) LT_TRY(vt->copy(p->backend, ctx, S->ptr, R->hptr, (size_t)S->bytes, LT_COPY_HOST_TO_DEVICE));
@@ -121,10 +135,6 @@ static lt_status add_xfer(lt_ctx *ctx, xfer_walk *w, int pos, int sl, lt_copy_di
     }
     w->pool[w->n++] = (lt_plan_xfer){pos, sl, dir};
     return LT_OK;
-}
-
-static const char *slot_name(const lt_plan *p, int sl) {
-    return p->slots[sl].value ? p->slots[sl].value->name : "(scratch)";
 }
 
 /* Kernel step i reads slot sl: its device buffer must be current. */
@@ -532,6 +542,7 @@ void lt_plan_device_free(lt_plan *p) {
         if (p->ev_steps[i]) vt->event_free(p->backend, p->ev_steps[i]);
     lt_mem_free(p->ev_steps);
     if (p->dev_consts) vt->free(p->backend, p->dev_consts);
+    for (int k = 0; k < p->n_held_consts; k++) p->const_release(p->const_user, p->held_consts[k]);
     if (p->dev_io) vt->free(p->backend, p->dev_io);
     lt_mem_free(p->staging);
     lt_mem_free(p->dev_staging);

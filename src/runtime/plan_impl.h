@@ -105,6 +105,12 @@ struct lt_plan {
     bool workspace_borrowed; /* from workspace_fn: not the plan's to free */
     lt_plan_graph_slot *(*graph_slot_fn)(void *user, int segment); /* lt_plan_build_args.graph_slot */
     void *graph_slot_user;
+    /* lt_plan_build_args.const_acquire / const_release, and the buffers acquired (given back at free) */
+    lt_status (*const_acquire)(void *user, lt_ctx *ctx, const char *name, const void *host, int64_t bytes, void **dptr);
+    void (*const_release)(void *user, void *dptr);
+    void *const_user;
+    void **held_consts;
+    int n_held_consts;
     lt_mp_result mem;
     lt_plan_stats stats;
     bool memory_planned;     /* lt_plan_build_memory ran: offsets, workspace, packs, arguments ready */

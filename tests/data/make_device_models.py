@@ -9,6 +9,9 @@ committed; rerun only to change them: `python3 tests/data/make_device_models.py`
                  a host-written output a kernel also reads, and the last kernel's output
   dev_loop.onnx  Tanh (kernel) -> Loop (host; its body reads the kernel output from the outer scope)
                  -> Mul (kernel) on the loop's result
+  dev_sym.onnx   x [batch, 16] -> MatMul, Add, Relu, MatMul -> y [batch, 8]: a symbolic batch and three
+                 weights, for a model compiled for every shape on the test device (shared constants
+                 and graphs across its plans)
 """
 import os
 
@@ -59,6 +62,17 @@ def main():
         h.make_node("Mul", ["l", "two"], ["y"], name="mul2"),
     ], "dev_loop", [vi("x", [3, 4])], [vi("y", [3, 4])],
         [nh.from_array(np.array(3, dtype=np.int64), "trips"), nh.from_array(np.array(2.0, dtype=np.float32), "two")]))
+
+    r2 = np.random.default_rng(12)
+    save("dev_sym", h.make_graph([
+        h.make_node("MatMul", ["x", "w1"], ["a"], name="mm1"),
+        h.make_node("Add", ["a", "b1"], ["b"], name="bias"),
+        h.make_node("Relu", ["b"], ["c"], name="relu"),
+        h.make_node("MatMul", ["c", "w2"], ["y"], name="mm2"),
+    ], "dev_sym", [vi("x", ["batch", 16])], [vi("y", ["batch", 8])],
+        [nh.from_array(r2.uniform(-1, 1, (16, 32)).astype(np.float32), "w1"),
+         nh.from_array(r2.uniform(-1, 1, (32,)).astype(np.float32), "b1"),
+         nh.from_array(r2.uniform(-1, 1, (32, 8)).astype(np.float32), "w2")]))
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@
  * kernels one by one.
  * Runs from the source root (tests/data). Exits non-zero on failure. */
 #include "compile/compile.h"
+#include "compile/family.h"
 #include "interp/interp.h"
 #include "onnx/onnx.h"
 
@@ -430,6 +431,82 @@ static void check_shared_graphs(const char *path, const char *cache, int capacit
     lt_model_free(ref);
 }
 
+/* ---- a model compiled for every shape on the device ---- */
+
+static lt_status load_sym(void *user, lt_ctx *ctx, lt_model **out) {
+    return lt_onnx_load_file(ctx, (const char *)user, NULL, out);
+}
+
+static int live_allocations(void) {
+    int n = 0;
+    for (int i = 0; i < TD_MAX_ALLOCS; i++) n += allocs[i].p != NULL;
+    return n;
+}
+
+/* dev_sym.onnx (a symbolic batch, three weights) at batches 2, 3, 5, 3 through one family: each
+ * output equals the interpreter's; the plans hold one device copy of the weights (the second and
+ * third plans take the first's buffers), share a few graphs per segment, and the family frees every
+ * device allocation. */
+static void check_family(const char *cache) {
+    const char *path = "tests/data/dev_sym.onnx";
+    lt_model *sym = test_load_model(path);
+    if (!sym) return;
+    int before = live_allocations();
+    lt_family_options fo = {.model = sym, .load = load_sym, .load_user = (void *)path};
+    lt_compile_options_init(&fo.compile);
+    fo.compile.backend = "testdev";
+    fo.compile.cache_dir = cache;
+    lt_ctx ctx = {0};
+    lt_family *f = NULL;
+    if (lt_family_new(&ctx, &fo, &f) != LT_OK) {
+        fprintf(stderr, "dev_sym: family: %s\n", ctx.msg);
+        failures++;
+        lt_model_free(sym);
+        return;
+    }
+    static const int64_t batches[] = {2, 3, 5, 3};
+    int64_t first_const_bytes = -1;
+    for (int r = 0; r < 4; r++) {
+        int64_t dims[2] = {batches[r], 16};
+        const int64_t *dp[1] = {dims};
+        int rank = 2;
+        lt_plan *p = NULL;
+        lt_tensor *t = NULL;
+        lt_datum *in[1] = {NULL}, *got[1] = {NULL};
+        CHECK(lt_family_plan(&ctx, f, 1, &rank, dp, &p) == LT_OK && p);
+        CHECK(lt_tensor_new(&ctx, LT_FLOAT, 2, dims, &t) == LT_OK && lt_datum_tensor(&ctx, t, &in[0]) == LT_OK);
+        for (int64_t e = 0; t && e < t->numel; e++) ((float *)t->data)[e] = (float)test_frand(&rng);
+        lt_datum **want = reference(sym, in);
+        if (p && in[0] && lt_plan_run(&ctx, p, NULL, in, got) == LT_OK) {
+            if (!got[0] || !want[0] || !close_tensor(got[0]->tensor, want[0]->tensor)) {
+                fprintf(stderr, "dev_sym: batch %lld differs from the interpreter\n", (long long)batches[r]);
+                failures++;
+            }
+        } else {
+            fprintf(stderr, "dev_sym: batch %lld: %s\n", (long long)batches[r], ctx.msg);
+            failures++;
+        }
+        lt_family_stats fs;
+        lt_family_get_stats(f, &fs);
+        if (r == 0) first_const_bytes = fs.const_bytes;
+        CHECK(fs.const_bytes == first_const_bytes); /* no second copy of a weight */
+        test_free_datums(want, 1);
+        lt_datum_release(in[0]);
+        lt_datum_release(got[0]);
+    }
+    lt_family_stats fs;
+    lt_family_get_stats(f, &fs);
+    /* the three weights (MatMul B operands may be packed instead: then fewer are kernel constants) */
+    CHECK(fs.const_bytes > 0 && fs.const_bytes <= (16 * 32 + 32 + 32 * 8) * 4);
+    CHECK(fs.consts_shared >= 2); /* the plans at 3 and 5 took the first plan's */
+    CHECK(fs.plans_built == 3 && fs.graphs == 3 && fs.graphs_instantiated == 3 && fs.graphs_updated == 0);
+    printf("%s: 4 runs, 3 shapes through a family: %lld bytes of device constants (%d taken from an earlier plan), "
+           "%d graphs\n", path, (long long)fs.const_bytes, fs.consts_shared, fs.graphs);
+    lt_family_free(f);
+    CHECK(live_allocations() == before);
+    lt_model_free(sym);
+}
+
 int main(void) {
     if (system("cc --version >/dev/null 2>&1") != 0) {
         printf("test_plan_device: SKIP (no C compiler for the CPU kernels)\n");
@@ -452,6 +529,7 @@ int main(void) {
         check_model(models[i], false, cache);
         check_model(models[i], true, cache);
     }
+    check_family(cache);
     for (int capacity = 1; capacity <= 2; capacity++) {
         check_shared_graphs("tests/data/lower_attn.onnx", cache, capacity);
         check_shared_graphs("tests/data/dev_mix.onnx", cache, capacity);
