@@ -322,6 +322,18 @@ static void helper1(em *e, const char *op, lt_dtype dt, const lt_lnode *a) {
     ex(e, a, P_ANY);
     OUT(")");
 }
+/* The multiplier scalar of divisor b (lt_lvar.div_magic): b is a run-time scalar, or one times the
+ * factor its multiplier was made for; NULL otherwise. */
+static const lt_lvar *div_magic_of(const lt_lnode *b) {
+    int64_t g = 1;
+    const lt_lnode *v = b;
+    if (b->kind == LT_L_BINARY && b->op == LT_LOP_MUL) {
+        if (!lt_lis_int(lt_lexpr_b(b), &g)) return NULL;
+        v = lt_lexpr_a(b);
+    }
+    return v->kind == LT_L_VAR && v->var->div_magic && v->var->div_magic_mul == g ? v->var->div_magic : NULL;
+}
+
 static void helper2(em *e, const char *op, lt_dtype dt, const lt_lnode *a, const lt_lnode *b) {
     OUT("lt_%s_%s(", op, sfx(dt));
     ex(e, a, P_ANY);
@@ -405,6 +417,15 @@ static void ex_binary(em *e, const lt_lnode *n) {
         }
         if (lt_lis_int(b, &c) && c != 0 && c != -1) {
             infix(e, n, n->op == LT_LOP_DIV ? "/" : "%", P_MUL);
+            return;
+        }
+        const lt_lvar *mag = dt == LT_INT64 ? div_magic_of(b) : NULL;
+        if (mag) { /* by multiplying (prelude lt_divm_i64) */
+            OUT("lt_%sm_i64(", n->op == LT_LOP_DIV ? "div" : "fmod");
+            ex(e, a, P_ANY);
+            OUT(", ");
+            ex(e, b, P_ANY);
+            OUT(", (uint64_t)%s)", vname(e, mag));
             return;
         }
         helper2(e, n->op == LT_LOP_DIV ? "div" : "fmod", dt, a, b);

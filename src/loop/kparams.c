@@ -30,6 +30,7 @@ typedef struct kwalk {
     /* rewrite */
     const lt_kmask *m;
     lt_lvar **slot_var;
+    const int64_t *val;    /* each slot's value in this kernel */
     int block_loops[3];    /* loops bound to each GPU block axis */
     lt_status st;
 } kwalk;
@@ -90,6 +91,37 @@ static bool record(kwalk *w, const lt_lnode *n) {
 
 /* The node a masked immediate becomes: its slot's scalar, times the divisor (integers), cast to the
  * immediate's type (floats). */
+/* The slot of a divisor the rewrite made (scalar_node's forms: the slot's var, or it times the
+ * slot's divisor), or -1. */
+static int divisor_slot(const kwalk *w, const lt_lnode *b) {
+    const lt_lnode *v = b;
+    int64_t g = 1;
+    if (b->kind == LT_L_BINARY && b->op == LT_LOP_MUL && !lt_lis_int(b->kids[1], &g)) return -1;
+    if (b->kind == LT_L_BINARY && b->op == LT_LOP_MUL) v = b->kids[0];
+    if (v->kind != LT_L_VAR) return -1;
+    for (int i = 0; i < w->m->n_slots; i++)
+        if (w->slot_var[i] == v->var && w->m->divisor[i] == g && g >= 1) return i;
+    return -1;
+}
+
+/* An integer division or remainder by a slot's scalar: that scalar gets its multiplier (another
+ * scalar, made once, whose value is this kernel's: lt_div_magic). Which divisions get one depends
+ * only on the structure and the mask, so every shape of the bucket emits the same code. */
+static void add_div_magic(kwalk *w, const lt_lnode *n, const lt_lnode *b) {
+    bool div = n->op == LT_LOP_DIV || n->op == LT_LOP_MOD || n->op == LT_LOP_FMOD;
+    if (n->kind != LT_L_BINARY || !div || n->dtype != LT_INT64) return;
+    int s = divisor_slot(w, b);
+    if (s < 0 || w->slot_var[s]->div_magic) return;
+    int64_t d = w->val[s] * w->m->divisor[s];
+    lt_lvar *mv = lt_kernel_scalar(w->k, "mag", LT_INT64, (int64_t)lt_div_magic(d));
+    if (!mv) {
+        w->st = lt_error(w->ctx, LT_ERR_NOMEM, "out of memory (kernel rewrite)");
+        return;
+    }
+    w->slot_var[s]->div_magic = mv;
+    w->slot_var[s]->div_magic_mul = w->m->divisor[s];
+}
+
 static lt_lnode *scalar_node(kwalk *w, const lt_lnode *n, int slot) {
     lt_lnode *v = lt_l_var(w->k, w->slot_var[slot]);
     if (n->kind == LT_L_FLOAT) return n->dtype == LT_DOUBLE ? v : lt_l_cast(w->k, n->dtype, v);
@@ -140,6 +172,7 @@ static lt_lnode *walk(kwalk *w, const lt_lnode *n, bool fixed) {
         changed |= kids[i] != n->kids[i];
     }
     lt_lnode *r = (lt_lnode *)n;
+    if (w->rewrite && changed && n->n == 2) add_div_magic(w, n, kids[1]);
     if (w->rewrite && changed && w->st == LT_OK && !(r = lt_l_with_kids(w->k, n, kids)))
         w->st = lt_error(w->ctx, LT_ERR_NOMEM, "out of memory (kernel rewrite)");
     if (kids != kids_local) lt_mem_free(kids);
@@ -286,7 +319,7 @@ lt_status lt_kparams_apply(lt_ctx *ctx, lt_kernel *k, const lt_kscan *sc, const 
         goto done;
     }
     if (!m->n_slots) goto done;
-    kwalk w = {.ctx = ctx, .k = k, .rewrite = true, .m = m};
+    kwalk w = {.ctx = ctx, .k = k, .rewrite = true, .m = m, .val = val};
     count_block_loops(k->body, w.block_loops);
     w.slot_var = lt_arena_alloc(k->arena, (size_t)m->n_slots * sizeof *w.slot_var);
     if (!w.slot_var) {

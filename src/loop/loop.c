@@ -143,6 +143,8 @@ lt_lbuf *lt_kernel_arg(lt_kernel *k, const char *name, lt_dtype dt, int64_t size
     return b;
 }
 
+uint64_t lt_div_magic(int64_t d) { return d >= 2 && d <= (int64_t)UINT32_MAX ? UINT64_MAX / (uint64_t)d + 1 : 0; }
+
 lt_lvar *lt_kernel_scalar(lt_kernel *k, const char *name, lt_dtype dt, int64_t bits) {
     lt_lvar *v = lt_kernel_var(k, name, dt);
     if (!v) return NULL;

@@ -92,6 +92,11 @@ typedef struct lt_lvar {
     const char *name; /* unique within its kernel */
     int id;
     lt_dtype dtype;   /* INT64 for loop variables */
+    /* A run-time scalar that integer divisions divide by (as itself times div_magic_mul): the scalar
+     * holding the multiplier of that divisor (lt_div_magic), so emitters divide by multiplying.
+     * NULL: none (lt_kparams_apply makes them). */
+    struct lt_lvar *div_magic;
+    int64_t div_magic_mul;
 } lt_lvar;
 
 typedef struct lt_lbuf {
@@ -181,6 +186,10 @@ lt_lvar *lt_kernel_var(lt_kernel *k, const char *name, lt_dtype dt); /* name mad
 /* Buffer names are made unique too ("A", "A_1", ...); variable names likewise ("i", "i_1").
  * Names may contain '.' (split loops are "i.o", "i.i"): emitters mangle them. */
 lt_lvar *lt_kernel_find_var(const lt_kernel *k, const char *name);  /* NULL if none */
+/* The multiplier that divides by d with a multiply: ceil(2^64 / d) for 2 <= d < 2^32, so that
+ * n / d == (n * M) >> 64 for every 0 <= n < 2^32 (Lemire, Kaser and Kurz, "Faster remainder by
+ * direct computation", 2019: F = 64 >= 32 + log2(d) bits); 0 for other d (no multiplier: divide). */
+uint64_t lt_div_magic(int64_t d);
 /* A new run-time scalar (INT64 or DOUBLE) with its value's bits; NULL on out-of-memory. */
 lt_lvar *lt_kernel_scalar(lt_kernel *k, const char *name, lt_dtype dt, int64_t bits);
 lt_lbuf *lt_kernel_find_buf(const lt_kernel *k, const char *name);  /* NULL if none */

@@ -466,7 +466,38 @@ static void test_hoist(void) {
     lt_arena_free(&a);
 }
 
+/* lt_div_magic: n / d is the high half of n * M for every 32-bit n (the prelude's lt_divm_i64 takes
+ * that half with the same 32 x 64 multiply as here), at the edges and at random */
+static uint64_t mulhi_u32x64(uint64_t a, uint64_t m) { return (a * (m >> 32) + ((a * (m & 0xffffffffu)) >> 32)) >> 32; }
+static void test_div_magic(void) {
+    CHECK(lt_div_magic(0) == 0 && lt_div_magic(1) == 0 && lt_div_magic(-5) == 0 && lt_div_magic((int64_t)1 << 32) == 0);
+    CHECK(lt_div_magic(2) == (uint64_t)1 << 63);
+    static const uint64_t ds[] = {2, 3, 5, 7, 31, 32, 33, 640, 1000, 4095, 65536, 65537, 1u << 31, 2147483647u,
+                                  2147483649u, 4294967295u, 3000000019u};
+    static const uint64_t ns[] = {0, 1, 2, 3, 31, 63, 64, 65, 999, 1000, 65535, 65536, 2147483647u, 2147483648u,
+                                  4294967294u, 4294967295u};
+    int bad = 0;
+    uint64_t x = 0x9E3779B97F4A7C15ull;
+    for (size_t i = 0; i < sizeof ds / sizeof ds[0]; i++) {
+        uint64_t m = lt_div_magic((int64_t)ds[i]);
+        for (size_t j = 0; j < sizeof ns / sizeof ns[0]; j++) bad += mulhi_u32x64(ns[j], m) != ns[j] / ds[i];
+        for (uint64_t k = 1; k < 4; k++) { /* around multiples of d */
+            uint64_t n = ds[i] * k;
+            if (n < ((uint64_t)1 << 32)) bad += mulhi_u32x64(n, m) != k || mulhi_u32x64(n - 1, m) != k - 1;
+        }
+    }
+    for (int r = 0; r < 200000; r++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        uint64_t d = (x >> 32) % 4294967294u + 2, n = x & 0xffffffffu;
+        if (r & 1) d = (d >> (x & 31)) + 2; /* small divisors too */
+        if (d > 4294967295u) continue;
+        bad += mulhi_u32x64(n, lt_div_magic((int64_t)d)) != n / d;
+    }
+    CHECK(bad == 0);
+}
+
 int main(void) {
+    test_div_magic();
     test_types();
     test_print();
     test_traverse();

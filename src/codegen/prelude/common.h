@@ -184,6 +184,26 @@ LT_DEF_UINT_OPS(u16, uint16_t, 16)
 LT_DEF_UINT_OPS(u32, uint32_t, 32)
 LT_DEF_UINT_OPS(u64, uint64_t, 64)
 
+/* Division and remainder by a run-time divisor b with its multiplier m = ceil(2^64 / b) (a kernel
+ * compiled for every shape gets m as another scalar: lt_div_magic; m != 0 means 2 <= b < 2^32): for
+ * 0 <= a < 2^32 the quotient is the high half of a * m, a few multiplies instead of a division; any
+ * other a, or m == 0, divides. */
+LT_FN uint64_t lt_mulhi_u32x64(uint64_t a, uint64_t m) { /* a < 2^32: high 64 bits of a * m */
+#ifdef __CUDA_ARCH__
+    return __umul64hi(a, m);
+#else
+    return (a * (m >> 32) + ((a * (m & 0xffffffffu)) >> 32)) >> 32;
+#endif
+}
+LT_FN int64_t lt_divm_i64(int64_t a, int64_t b, uint64_t m) {
+    if (m && ((uint64_t)a >> 32) == 0) return (int64_t)lt_mulhi_u32x64((uint64_t)a, m);
+    return lt_div_i64(a, b);
+}
+LT_FN int64_t lt_fmodm_i64(int64_t a, int64_t b, uint64_t m) {
+    if (m && ((uint64_t)a >> 32) == 0) return a - (int64_t)lt_mulhi_u32x64((uint64_t)a, m) * b;
+    return lt_fmod_i64(a, b);
+}
+
 /* ---- index checks ----
  * An index v of an axis of size d (element `elem` of the indices of main-graph node code - 1), as a
  * position in [0, d): negative counts from the end. Out of range (v < -d or v >= d), the violation
