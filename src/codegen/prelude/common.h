@@ -5,6 +5,7 @@
  * The including language prelude (core.h for C, cuda_core.h for CUDA) defines first:
  *   LT_EXP_F32       the float exp to build on (lt_exp_f32 / expf)
  *   LT_FN            function qualifiers ("static inline" / "static __device__ __forceinline__")
+ *   LT_COLD_FN       the same for a rare path kept out of line (noinline)
  *   LT_F2U, LT_U2F   float <-> uint32 bit casts;  LT_D2U, LT_U2D  double <-> uint64 bit casts
  *   the <stdint.h> type names, LT_INF_F32 / LT_NAN_F32 / LT_INF_F64 / LT_NAN_F64
  * Invariants: the helpers are pure, defined for every input (x / 0 == 0, INT_MIN / -1 wraps, shifts
@@ -195,13 +196,15 @@ LT_FN uint64_t lt_mulhi_u32x64(uint64_t a, uint64_t m) { /* a < 2^32: high 64 bi
     return (a * (m >> 32) + ((a * (m & 0xffffffffu)) >> 32)) >> 32;
 #endif
 }
+LT_COLD_FN int64_t lt_div_cold_i64(int64_t a, int64_t b) { return lt_div_i64(a, b); }
+LT_COLD_FN int64_t lt_fmod_cold_i64(int64_t a, int64_t b) { return lt_fmod_i64(a, b); }
 LT_FN int64_t lt_divm_i64(int64_t a, int64_t b, uint64_t m) {
     if (m && ((uint64_t)a >> 32) == 0) return (int64_t)lt_mulhi_u32x64((uint64_t)a, m);
-    return lt_div_i64(a, b);
+    return lt_div_cold_i64(a, b); /* out of line: the nested calls of an index stay small */
 }
 LT_FN int64_t lt_fmodm_i64(int64_t a, int64_t b, uint64_t m) {
     if (m && ((uint64_t)a >> 32) == 0) return a - (int64_t)lt_mulhi_u32x64((uint64_t)a, m) * b;
-    return lt_fmod_i64(a, b);
+    return lt_fmod_cold_i64(a, b);
 }
 
 /* ---- index checks ----

@@ -33,6 +33,7 @@ typedef unsigned int uint32_t;
 typedef unsigned long long uint64_t;
 
 #define LT_FN static __device__ __forceinline__
+#define LT_COLD_FN static __device__ __noinline__ /* a rare path, kept out of line */
 #define LT_F2U(f) ((uint32_t)__float_as_uint(f))
 #define LT_U2F(u) __uint_as_float(u)
 #define LT_D2U(d) ((uint64_t)__double_as_longlong(d))
