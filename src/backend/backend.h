@@ -154,6 +154,7 @@ typedef struct lt_backend_vtbl {
     lt_status (*graph_end)(lt_backend *b, lt_ctx *ctx, bool instantiate, void **graph);
     lt_status (*graph_launch)(lt_backend *b, lt_ctx *ctx, void *graph);
     lt_status (*graph_replay)(lt_backend *b, lt_ctx *ctx, void **holder, void *graph, bool load, lt_graph_replay *how);
+    bool (*graph_can_update)(lt_backend *b); /* does graph_replay update in place? (NULL: yes) */
     void (*graph_free)(lt_backend *b, void *graph);
     /* Events: a timestamp recorded in order with the launches; elapsed waits for `end`. */
     lt_status (*event_new)(lt_backend *b, lt_ctx *ctx, void **event);

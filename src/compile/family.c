@@ -130,7 +130,7 @@ int lt_family_last_module(const lt_family *f) { return f->last_module; }
 void lt_family_get_stats(const lt_family *f, lt_family_stats *out) {
     *out = f->stats;
     for (int i = 0; i < f->n_gslots; i++) {
-        for (int k = 0; k < LT_GRAPH_SLOT_MAX; k++) out->graphs += f->gslots[i].slot->exec[k] != NULL;
+        for (int k = 0; k < LT_GRAPH_SLOT_MAX; k++) out->graphs += f->gslots[i].slot->loaded[k] != 0;
         out->graphs_instantiated += f->gslots[i].slot->instantiated;
         out->graphs_updated += f->gslots[i].slot->updated;
     }
@@ -704,7 +704,8 @@ void lt_family_print(const lt_family *f, lt_strbuf *out) {
         lt_sb_printf(out, "workspace: %lld bytes, one for every plan (grown %d times)\n", (long long)s->workspace_bytes,
                      s->workspace_grown);
     if (s->const_bytes || s->consts_shared)
-        lt_sb_printf(out, "device constants: %lld bytes, one copy for every plan (%d taken from an earlier plan)\n",
+        lt_sb_printf(out, "device constants: %lld bytes, one copy for every plan (%d taken from an earlier plan; packed "
+                          "weights are each plan's)\n",
                      (long long)s->const_bytes, s->consts_shared);
     lt_family_stats g;
     lt_family_get_stats(f, &g);

@@ -89,8 +89,6 @@ static bool record(kwalk *w, const lt_lnode *n) {
     return true;
 }
 
-/* The node a masked immediate becomes: its slot's scalar, times the divisor (integers), cast to the
- * immediate's type (floats). */
 /* The slot of a divisor the rewrite made (scalar_node's forms: the slot's var, or it times the
  * slot's divisor), or -1. */
 static int divisor_slot(const kwalk *w, const lt_lnode *b) {
@@ -122,6 +120,8 @@ static void add_div_magic(kwalk *w, const lt_lnode *n, const lt_lnode *b) {
     w->slot_var[s]->div_magic_mul = w->m->divisor[s];
 }
 
+/* The node a masked immediate becomes: its slot's scalar, times the divisor (integers), cast to the
+ * immediate's type (floats). */
 static lt_lnode *scalar_node(kwalk *w, const lt_lnode *n, int slot) {
     lt_lnode *v = lt_l_var(w->k, w->slot_var[slot]);
     if (n->kind == LT_L_FLOAT) return n->dtype == LT_DOUBLE ? v : lt_l_cast(w->k, n->dtype, v);

@@ -361,8 +361,8 @@ static void gen_api(exp_state *e, bool embedded, const uint8_t *blob, lt_strbuf 
         lt_sb_printf(c, " */\n        void *a[%d] = {", na > 0 ? na : 1);
         for (int j = 0; j < st->n_args; j++) lt_sb_printf(c, "%s%s", j ? ", " : "", arg_expr(e, st->arg_slots[j], ab, sizeof ab));
         for (int j = 0; j < st->n_scalars; j++) /* run-time scalars: this plan's values, by value */
-            lt_sb_printf(c, "%s(void *)(intptr_t)%lldLL", st->n_args + j ? ", " : "",
-                         (long long)(intptr_t)st->args[st->n_args + j]);
+            lt_sb_printf(c, "%s(void *)(intptr_t)(long long)0x%llxULL", st->n_args + j ? ", " : "",
+                         (unsigned long long)(intptr_t)st->args[st->n_args + j]);
         lt_sb_printf(c, "};\n        %s(a);\n    }\n", st->name);
     }
     emit_check_word(c, p, P);

@@ -69,7 +69,7 @@ static lt_status place_buffers(lt_ctx *ctx, lt_plan *p) {
         const lt_plan_slot *S = &p->slots[sl];
         const lt_slot_rt *R = &p->rt[sl];
         if (S->kind == LT_SLOT_CONST && R->kernel_use) cbytes += align_up(S->bytes), nconst++;
-        if (S->kind == LT_SLOT_CONST && R->kernel_use && p->const_acquire) nshared++;
+        if (S->kind == LT_SLOT_CONST && R->kernel_use && p->const_acquire && p->const_release) nshared++;
         if ((S->kind == LT_SLOT_INPUT && R->kernel_use) || S->kind == LT_SLOT_OUTPUT) iobytes += align_up(S->bytes), nio++;
         if (needs_staging(p, sl)) sbytes += align_up(S->bytes);
     }
@@ -300,7 +300,9 @@ lt_status lt_plan_device_capture(lt_ctx *ctx, lt_plan *p) {
     for (int k = 0; k < p->n_segments; k++) {
         lt_plan_segment *sg = &p->segments[k];
         if (sg->n_launches == 0) continue;
-        sg->slot = p->graph_slot_fn && vt->graph_replay ? p->graph_slot_fn(p->graph_slot_user, k) : NULL;
+        /* shared graphs only where they update in place (else each switch would instantiate) */
+        bool shares = p->graph_slot_fn && vt->graph_replay && (!vt->graph_can_update || vt->graph_can_update(p->backend));
+        sg->slot = shares ? p->graph_slot_fn(p->graph_slot_user, k) : NULL;
         LT_TRY(capture(ctx, p, sg, !sg->slot));
         if (sg->slot) sg->id = next_template_id++;
         p->stats.n_graphs++;
@@ -543,6 +545,7 @@ void lt_plan_device_free(lt_plan *p) {
     lt_mem_free(p->ev_steps);
     if (p->dev_consts) vt->free(p->backend, p->dev_consts);
     for (int k = 0; k < p->n_held_consts; k++) p->const_release(p->const_user, p->held_consts[k]);
+    p->n_held_consts = 0;
     if (p->dev_io) vt->free(p->backend, p->dev_io);
     lt_mem_free(p->staging);
     lt_mem_free(p->dev_staging);

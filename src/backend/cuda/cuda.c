@@ -543,7 +543,10 @@ lt_status lt_cuda_graph_replay(lt_cuda *cu, lt_ctx *ctx, lt_cuda_graph **holder,
         }
     }
     if (!h->exec) {
-        CU_CALL(cu, ctx, cu->api.graph_instantiate(&h->exec, g->graph, 0), "cuGraphInstantiate", "%s", "");
+        cu_graph_exec e = NULL;
+        cu_result r = cu->api.graph_instantiate(&e, g->graph, 0);
+        if (r != CU_SUCCESS) return lt_cuda_fail_(cu, ctx, r, "cuGraphInstantiate", "%s", ""); /* h stays empty */
+        h->exec = e;
         *how = LT_GRAPH_INSTANTIATED;
     }
     CU_CALL(cu, ctx, cu->api.graph_launch(h->exec, cu->stream), "cuGraphLaunch", "%s", "");

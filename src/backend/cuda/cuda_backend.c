@@ -110,6 +110,8 @@ static lt_status be_graph_replay(lt_backend *b, lt_ctx *ctx, void **holder, void
                                 how);
 }
 
+static bool be_graph_can_update(lt_backend *b) { return lt_cuda_graph_can_update(((cuda_backend *)b)->cu); }
+
 static void be_graph_free(lt_backend *b, void *graph) { lt_cuda_graph_free(((cuda_backend *)b)->cu, (lt_cuda_graph *)graph); }
 
 static lt_status be_event_new(lt_backend *b, lt_ctx *ctx, void **event) {
@@ -317,6 +319,7 @@ const lt_backend_vtbl lt_backend_cuda = {
     .graph_end = be_graph_end,
     .graph_launch = be_graph_launch,
     .graph_replay = be_graph_replay,
+    .graph_can_update = be_graph_can_update,
     .graph_free = be_graph_free,
     .event_new = be_event_new,
     .event_record = be_event_record,
