@@ -466,8 +466,8 @@ static void test_hoist(void) {
     lt_arena_free(&a);
 }
 
-/* lt_div_magic: n / d is the high half of n * M for every 32-bit n (the prelude's lt_divm_i64 takes
- * that half with the same 32 x 64 multiply as here), at the edges and at random */
+/* lt_div_magic: n / d is the high half of n * M for every 32-bit n (the CUDA prelude's lt_divm_i64
+ * takes that half with __umul64hi; here a 32 x 64-bit multiply), at the edges and at random */
 static uint64_t mulhi_u32x64(uint64_t a, uint64_t m) { return (a * (m >> 32) + ((a * (m & 0xffffffffu)) >> 32)) >> 32; }
 static void test_div_magic(void) {
     CHECK(lt_div_magic(0) == 0 && lt_div_magic(1) == 0 && lt_div_magic(-5) == 0 && lt_div_magic((int64_t)1 << 32) == 0);

@@ -5,7 +5,7 @@
  * The including language prelude (core.h for C, cuda_core.h for CUDA) defines first:
  *   LT_EXP_F32       the float exp to build on (lt_exp_f32 / expf)
  *   LT_FN            function qualifiers ("static inline" / "static __device__ __forceinline__")
- *   LT_COLD_FN       the same for a rare path kept out of line (noinline)
+ *   LT_COLD_FN       (CUDA) the same for a rare path kept out of line (noinline)
  *   LT_F2U, LT_U2F   float <-> uint32 bit casts;  LT_D2U, LT_U2D  double <-> uint64 bit casts
  *   the <stdint.h> type names, LT_INF_F32 / LT_NAN_F32 / LT_INF_F64 / LT_NAN_F64
  * Invariants: the helpers are pure, defined for every input (x / 0 == 0, INT_MIN / -1 wraps, shifts
@@ -127,12 +127,17 @@ LT_FN uint64_t lt_ipow64(uint64_t x, uint64_t e) {
     }
     return r;
 }
-/* 64-bit division and remainder of operands that both fit in 31 bits (a kernel's flat index split
- * into coordinates by run-time sizes, in code compiled for every shape) take the 32-bit unsigned
- * instruction: the same result, several times cheaper on GPUs (which emulate 64-bit division) and
- * cheaper on most CPUs. The test is on the values, so it holds for any sign and size; narrower
- * types never take it (sizeof folds). */
+/* On GPUs, 64-bit division and remainder of operands that both fit in 31 bits (a kernel's flat index
+ * split into coordinates by run-time sizes, in code compiled for every shape) take the 32-bit
+ * unsigned instruction: the same result, several times cheaper (GPUs emulate 64-bit division). The
+ * test is on the values, so it holds for any sign and size; narrower types never take it (sizeof
+ * folds). CPUs divide in hardware: measured on bert_ci compiled for every shape (AMD EPYC), the
+ * test and the multiplier below cost more than they saved, so the C target keeps the division. */
+#ifdef __CUDA_ARCH__
 #define LT_SMALL_OPERANDS(T, UT, a, b) (sizeof(T) == 8 && (((UT)(a) | (UT)(b)) >> 31) == 0)
+#else
+#define LT_SMALL_OPERANDS(T, UT, a, b) 0
+#endif
 #define LT_DEF_SINT_OPS(S, T, UT, BITS)                                                            \
     LT_DEF_INT_COMMON(S, T, UT, BITS)                                                              \
     LT_FN T lt_abs_##S(T a) { return a < 0 ? (T)(0 - (UT)a) : a; }                               \
@@ -186,26 +191,25 @@ LT_DEF_UINT_OPS(u32, uint32_t, 32)
 LT_DEF_UINT_OPS(u64, uint64_t, 64)
 
 /* Division and remainder by a run-time divisor b with its multiplier m = ceil(2^64 / b) (a kernel
- * compiled for every shape gets m as another scalar: lt_div_magic; m != 0 means 2 <= b < 2^32): for
- * 0 <= a < 2^32 the quotient is the high half of a * m, a few multiplies instead of a division; any
- * other a, or m == 0, divides. */
-LT_FN uint64_t lt_mulhi_u32x64(uint64_t a, uint64_t m) { /* a < 2^32: high 64 bits of a * m */
+ * compiled for every shape gets m as another scalar: lt_div_magic; m != 0 means 2 <= b < 2^32). On
+ * GPUs, for 0 <= a < 2^32 the quotient is the high half of a * m, a multiply instead of an emulated
+ * division; any other a, or m == 0, divides (out of line, so nested index divisions stay small).
+ * CPUs divide in hardware (see LT_SMALL_OPERANDS). */
 #ifdef __CUDA_ARCH__
-    return __umul64hi(a, m);
-#else
-    return (a * (m >> 32) + ((a * (m & 0xffffffffu)) >> 32)) >> 32;
-#endif
-}
 LT_COLD_FN int64_t lt_div_cold_i64(int64_t a, int64_t b) { return lt_div_i64(a, b); }
 LT_COLD_FN int64_t lt_fmod_cold_i64(int64_t a, int64_t b) { return lt_fmod_i64(a, b); }
 LT_FN int64_t lt_divm_i64(int64_t a, int64_t b, uint64_t m) {
-    if (m && ((uint64_t)a >> 32) == 0) return (int64_t)lt_mulhi_u32x64((uint64_t)a, m);
-    return lt_div_cold_i64(a, b); /* out of line: the nested calls of an index stay small */
+    if (m && ((uint64_t)a >> 32) == 0) return (int64_t)__umul64hi((uint64_t)a, m);
+    return lt_div_cold_i64(a, b);
 }
 LT_FN int64_t lt_fmodm_i64(int64_t a, int64_t b, uint64_t m) {
-    if (m && ((uint64_t)a >> 32) == 0) return a - (int64_t)lt_mulhi_u32x64((uint64_t)a, m) * b;
+    if (m && ((uint64_t)a >> 32) == 0) return a - (int64_t)__umul64hi((uint64_t)a, m) * b;
     return lt_fmod_cold_i64(a, b);
 }
+#else
+LT_FN int64_t lt_divm_i64(int64_t a, int64_t b, uint64_t m) { return (void)m, lt_div_i64(a, b); }
+LT_FN int64_t lt_fmodm_i64(int64_t a, int64_t b, uint64_t m) { return (void)m, lt_fmod_i64(a, b); }
+#endif
 
 /* ---- index checks ----
  * An index v of an axis of size d (element `elem` of the indices of main-graph node code - 1), as a

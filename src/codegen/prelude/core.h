@@ -23,7 +23,6 @@
 #endif
 
 #define LT_FN static inline __attribute__((unused))
-#define LT_COLD_FN static __attribute__((unused, noinline, cold)) /* a rare path, kept out of line */
 
 LT_FN uint32_t lt_f2u_(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
 LT_FN float lt_u2f_(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
