@@ -325,13 +325,9 @@ static void helper1(em *e, const char *op, lt_dtype dt, const lt_lnode *a) {
 /* The multiplier scalar of divisor b (lt_lvar.div_magic): b is a run-time scalar, or one times the
  * factor its multiplier was made for; NULL otherwise. */
 static const lt_lvar *div_magic_of(const lt_lnode *b) {
-    int64_t g = 1;
-    const lt_lnode *v = b;
-    if (b->kind == LT_L_BINARY && b->op == LT_LOP_MUL) {
-        if (!lt_lis_int(lt_lexpr_b(b), &g)) return NULL;
-        v = lt_lexpr_a(b);
-    }
-    return v->kind == LT_L_VAR && v->var->div_magic && v->var->div_magic_mul == g ? v->var->div_magic : NULL;
+    int64_t g;
+    const lt_lvar *v = lt_lvar_scaled(b, &g);
+    return v && v->div_magic && v->div_magic_mul == g ? v->div_magic : NULL;
 }
 
 static void helper2(em *e, const char *op, lt_dtype dt, const lt_lnode *a, const lt_lnode *b) {

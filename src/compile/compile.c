@@ -553,9 +553,7 @@ static lt_status st_plan(cstate *st) {
                              .shared_module = st->opt->shared_backend != NULL,
                              .no_inplace = st->opt->no_inplace, .no_graphs = st->opt->no_graphs,
                              .workspace = st->opt->workspace, .workspace_user = st->opt->workspace_user,
-                             .graph_slot = st->opt->graph_slot, .graph_slot_user = st->opt->graph_slot_user,
-                             .const_acquire = st->opt->const_acquire, .const_release = st->opt->const_release,
-                             .const_user = st->opt->const_user,
+                             .device_share = st->opt->device_share,
                              .n_api_inputs = st->n_api, .api_input_names = st->api_names,
                              .api_input_frozen = st->api_frozen};
     st->arena = NULL;

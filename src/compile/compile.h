@@ -76,13 +76,8 @@ typedef struct lt_compile_options {
     /* The plan's workspace from the caller (lt_plan_build_args.workspace); NULL: its own. */
     lt_status (*workspace)(void *user, lt_ctx *ctx, int64_t bytes, void **out);
     void *workspace_user;
-    /* Device plans: the shared graph of each segment (lt_plan_build_args.graph_slot); NULL: own. */
-    lt_plan_graph_slot *(*graph_slot)(void *user, int segment);
-    void *graph_slot_user;
-    /* Device plans: constants in the caller's shared device buffers (lt_plan_build_args.const_acquire). */
-    lt_status (*const_acquire)(void *user, lt_ctx *ctx, const char *name, const void *host, int64_t bytes, void **dptr);
-    void (*const_release)(void *user, void *dptr);
-    void *const_user;
+    /* Device plans: graphs and constants shared with the caller's other plans; NULL: none. */
+    const lt_plan_device_share *device_share;
     /* Graph inputs that have an initializer (every weight of an IR < 4 model is one) are frozen:
      * they become constants, so what is computed from them folds and compiles, except those named
      * in given_inputs (NULL-terminated), which the caller will provide at run time.

@@ -396,7 +396,7 @@ static lt_status hook(void *user, lt_ctx *ctx, const lt_target *t, lt_lowered *l
 /* ---- compiles ---- */
 
 /* The plan being built asks for a device buffer holding constant `name`'s bytes
- * (lt_plan_build_args.const_acquire): one that an earlier plan uploaded for a constant of that name
+ * (lt_plan_device_share.const_acquire): one that an earlier plan uploaded for a constant of that name
  * and size when its device bytes equal these (compared exactly: downloaded, then memcmp), else a new
  * upload. Every shape's plan holds the model's weights, so without this each cached plan had a copy
  * on the device. */
@@ -455,7 +455,7 @@ static void const_release(void *user, void *dptr) {
     }
 }
 
-/* The plan being built asks for the shared graphs of its segment k (lt_plan_build_args.graph_slot):
+/* The plan being built asks for the shared graphs of its segment k (lt_plan_device_share.graph_slot):
  * plans of one bucket launch the same kernels, so a few instantiated graphs per segment serve them
  * all, one updated in place to a plan none holds. Four: shapes that come in turn (a server's
  * requests) replay without updates (updating pplcnet_ci's 49-kernel graph added ~40 us to a 0.19 ms
@@ -504,10 +504,11 @@ static lt_status compile_at(lt_ctx *ctx, lt_family *f, const int *ranks, const i
         co.module_built = module_built;
         co.share_user = f;
         if (f->backend) co.workspace = workspace, co.workspace_user = f;
-        if (f->backend) co.graph_slot = graph_slot, co.graph_slot_user = f;
-        if (f->backend && !f->backend->vt->host_memory)
-            co.const_acquire = const_acquire, co.const_release = const_release, co.const_user = f;
     }
+    /* the plan copies it at build, within lt_compile below */
+    lt_plan_device_share share = {.graph_slot = graph_slot, .user = f};
+    if (f->backend && !f->backend->vt->host_memory) share.const_acquire = const_acquire, share.const_release = const_release;
+    if (f->backend) co.device_share = &share;
     if (probe) {
         co.stop_after_stage = lt_compile_stage_name(LT_STAGE_SIMPLIFY);
         co.dump_code_dir = NULL, co.dump_graph = NULL, co.dump_after = NULL, co.progress = NULL;
@@ -624,11 +625,7 @@ void lt_family_free(lt_family *f) {
         for (int k = 0; k < LT_GRAPH_SLOT_MAX; k++)
             if (f->gslots[i].slot->exec[k]) f->backend->vt->graph_free(f->backend, f->gslots[i].slot->exec[k]);
     lt_mem_free(f->gslots);
-    for (int i = 0; i < f->n_consts; i++) { /* none is left once the plans are gone; in case */
-        f->backend->vt->free(f->backend, f->consts[i].dptr);
-        lt_mem_free(f->consts[i].name);
-    }
-    lt_mem_free(f->consts);
+    lt_mem_free(f->consts); /* empty: the last plan holding each constant released it */
     if (f->ws) f->backend->vt->free(f->backend, f->ws);
     lt_mem_free(f->plans);
     for (int i = 0; i < f->n_mods; i++)

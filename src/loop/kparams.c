@@ -92,13 +92,10 @@ static bool record(kwalk *w, const lt_lnode *n) {
 /* The slot of a divisor the rewrite made (scalar_node's forms: the slot's var, or it times the
  * slot's divisor), or -1. */
 static int divisor_slot(const kwalk *w, const lt_lnode *b) {
-    const lt_lnode *v = b;
-    int64_t g = 1;
-    if (b->kind == LT_L_BINARY && b->op == LT_LOP_MUL && !lt_lis_int(b->kids[1], &g)) return -1;
-    if (b->kind == LT_L_BINARY && b->op == LT_LOP_MUL) v = b->kids[0];
-    if (v->kind != LT_L_VAR) return -1;
-    for (int i = 0; i < w->m->n_slots; i++)
-        if (w->slot_var[i] == v->var && w->m->divisor[i] == g && g >= 1) return i;
+    int64_t g;
+    const lt_lvar *v = lt_lvar_scaled(b, &g);
+    for (int i = 0; v && i < w->m->n_slots; i++)
+        if (w->slot_var[i] == v && w->m->divisor[i] == g) return i;
     return -1;
 }
 

@@ -560,6 +560,15 @@ bool lt_lis_int(const lt_lnode *n, int64_t *v) {
     return true;
 }
 
+const lt_lvar *lt_lvar_scaled(const lt_lnode *n, int64_t *factor) {
+    *factor = 1;
+    if (n->kind == LT_L_BINARY && n->op == LT_LOP_MUL) {
+        if (!lt_lis_int(n->kids[1], factor)) return NULL;
+        n = n->kids[0];
+    }
+    return n->kind == LT_L_VAR ? n->var : NULL;
+}
+
 bool lt_lis_empty(const lt_lnode *n) { return n && n->kind == LT_L_SEQ && n->n == 0; }
 
 static lt_lnode *find_loop(lt_lnode *n, lt_lnode *up, const char *name, lt_lnode **parent) {

@@ -255,6 +255,9 @@ lt_lnode *lt_lreplace(lt_kernel *k, lt_lnode *n, const lt_lnode *old, lt_lnode *
 bool lt_lequal(const lt_lnode *a, const lt_lnode *b);      /* structural equality */
 bool lt_luses_var(const lt_lnode *n, const lt_lvar *v);    /* is v read (VAR) or assigned in n? */
 bool lt_lis_int(const lt_lnode *n, int64_t *v);            /* an INT immediate (v may be NULL) */
+/* n as a variable times an integer immediate (`v * g`, or `v` alone with g = 1): the variable and
+ * *factor = g; NULL for any other form (a run-time scalar as a divisor: kparams.c, emit.c). */
+const lt_lvar *lt_lvar_scaled(const lt_lnode *n, int64_t *factor);
 bool lt_lis_empty(const lt_lnode *n);                      /* an empty SEQ */
 /* The FOR loop whose variable is called `name` (NULL if none); *parent gets its parent node. */
 lt_lnode *lt_lfind_loop(lt_lnode *root, const char *name, lt_lnode **parent);

@@ -643,8 +643,7 @@ lt_status lt_plan_build_steps(lt_ctx *ctx, const lt_plan_build_args *a, lt_plan 
     p->host_memory = a->backend && a->backend->vt->host_memory;
     p->use_graphs = !a->no_graphs;
     p->workspace_fn = a->workspace, p->workspace_user = a->workspace_user;
-    p->graph_slot_fn = a->graph_slot, p->graph_slot_user = a->graph_slot_user;
-    p->const_acquire = a->const_acquire, p->const_release = a->const_release, p->const_user = a->const_user;
+    if (a->device_share) p->share = *a->device_share;
     const lt_graph *g = a->model->graph;
     const lt_groups *gs = a->groups;
     lt_status s = LT_OK;

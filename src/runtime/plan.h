@@ -188,7 +188,7 @@ typedef struct lt_plan_stats {
  * struct from lt_mem_alloc, lt_arena_init'ed: groups, kernels and names live in it), `backend` and
  * `module`, on success and on failure alike. */
 /* The instantiated graphs that device plans of one bucket share for one segment
- * (lt_plan_build_args.graph_slot): up to `capacity` of them, each holding one plan's template. A run
+ * (lt_plan_device_share.graph_slot): up to `capacity` of them, each holding one plan's template. A run
  * whose template one holds replays it; otherwise an empty one is instantiated, or else the least
  * recently used is updated in place to it. So a few shapes in turn replay without updates (an
  * update costs about what the graph's launches do), and the graphs a bucket holds stay bounded
@@ -204,6 +204,24 @@ typedef struct lt_plan_graph_slot {
     int instantiated;                /* instantiations (a holder's first run, or an update refused) */
     int updated;                     /* updates in place to another plan's template */
 } lt_plan_graph_slot;
+
+/* What device plans of one model share (src/compile/family.c), each hook optional (NULL: the plan's
+ * own), user passed to each; a plan keeps a copy.
+ *   graph_slot     plans of one bucket (the same kernels at other sizes) replay a few instantiated
+ *                  graphs per segment instead of one each: called once per segment at build, it
+ *                  gives the caller's slot for segment k (NULL: this plan instantiates its own),
+ *                  which outlives the plan; the plan's segment is then a captured template that a
+ *                  run loads into one of the slot's graphs;
+ *   const_acquire  each constant a kernel reads in the caller's device buffer instead of the plan's
+ *   const_release  own upload: acquire gets its name and host bytes and gives a buffer holding those
+ *                  bytes (another plan's when they are the same); the plan gives it back with
+ *                  release when freed. Both or neither. */
+typedef struct lt_plan_device_share {
+    lt_plan_graph_slot *(*graph_slot)(void *user, int segment);
+    lt_status (*const_acquire)(void *user, lt_ctx *ctx, const char *name, const void *host, int64_t bytes, void **dptr);
+    void (*const_release)(void *user, void *dptr);
+    void *user;
+} lt_plan_device_share;
 
 typedef struct lt_plan_build_args {
     const lt_model *model;
@@ -226,20 +244,7 @@ typedef struct lt_plan_build_args {
      * frees it). NULL: the plan allocates its own. */
     lt_status (*workspace)(void *user, lt_ctx *ctx, int64_t bytes, void **out);
     void *workspace_user;
-    /* Device plans of one bucket (src/compile/family.c: the same kernels at other sizes) replay one
-     * instantiated graph per segment instead of one each: called once per segment at build, it
-     * gives the caller's slot for segment k (NULL: this plan instantiates its own), which outlives
-     * the plan; the plan's segment is then a captured template that a run loads into the slot's
-     * graph (updated in place) when the slot last ran another plan's. */
-    lt_plan_graph_slot *(*graph_slot)(void *user, int segment);
-    void *graph_slot_user;
-    /* Device plans: each constant a kernel reads from the caller's device buffer instead of the
-     * plan's own upload (many plans of one model: src/compile/family.c): const_acquire gets its name
-     * and host bytes and gives a device buffer holding those bytes (another plan's when they are the
-     * same), and the plan gives it back with const_release when freed. NULL: the plan's own. */
-    lt_status (*const_acquire)(void *user, lt_ctx *ctx, const char *name, const void *host, int64_t bytes, void **dptr);
-    void (*const_release)(void *user, void *dptr);
-    void *const_user;
+    const lt_plan_device_share *device_share; /* device plans: what they share (NULL: nothing) */
     /* The graph inputs as the caller knew them before compiling (lt_compile may turn inputs that
      * have an initializer into constants, "frozen"): the order lt_plan_run's inputs[] follows.
      * NULL: the model's current graph inputs. */

@@ -5,7 +5,7 @@
  * Build (after the memory plan placed the workspace on the device):
  *   lt_plan_device_prepare
  *     1. constants a kernel reads: one device allocation, each uploaded once (ptr = device address,
- *        hptr = the initializer); or, with the caller's const_acquire (a family), the caller's
+ *        hptr = the initializer); or, with the caller's share.const_acquire (a family), the caller's
  *        buffers, shared by plans whose constants hold the same bytes;
  *     2. kernel-used graph inputs and all OUTPUT slots: one device allocation of fixed buffers, so no
  *        kernel argument changes between runs (views of an input follow their root);
@@ -64,18 +64,18 @@ static const char *slot_name(const lt_plan *p, int sl) {
 static lt_status place_buffers(lt_ctx *ctx, lt_plan *p) {
     const lt_backend_vtbl *vt = p->backend->vt;
     int64_t cbytes = 0, iobytes = 0, sbytes = 0;
-    int nconst = 0, nio = 0, nshared = 0;
+    int nconst = 0, nio = 0;
     for (int sl = 0; sl < p->n_slots; sl++) {
         const lt_plan_slot *S = &p->slots[sl];
         const lt_slot_rt *R = &p->rt[sl];
         if (S->kind == LT_SLOT_CONST && R->kernel_use) cbytes += align_up(S->bytes), nconst++;
-        if (S->kind == LT_SLOT_CONST && R->kernel_use && p->const_acquire && p->const_release) nshared++;
         if ((S->kind == LT_SLOT_INPUT && R->kernel_use) || S->kind == LT_SLOT_OUTPUT) iobytes += align_up(S->bytes), nio++;
         if (needs_staging(p, sl)) sbytes += align_up(S->bytes);
     }
     /* at least one aligned block whenever a slot is placed, so even an empty tensor has an address */
-    if (nshared > 0) { /* the caller's buffers (a family's plans share their constants) */
-        p->held_consts = lt_arena_alloc(p->arena, sizeof(void *) * (size_t)nshared);
+    bool shared = p->share.const_acquire && p->share.const_release;
+    if (shared && nconst > 0) { /* the caller's buffers (a family's plans share their constants) */
+        p->held_consts = lt_arena_alloc(p->arena, sizeof(void *) * (size_t)nconst);
         if (!p->held_consts) return lt_error(ctx, LT_ERR_NOMEM, "out of memory (plan constants)");
     } else if (nconst > 0) {
         LT_TRY(vt->alloc(p->backend, ctx, (size_t)(cbytes > 0 ? cbytes : LT_MEMPLAN_ALIGN), &p->dev_consts));
@@ -91,7 +91,7 @@ static lt_status place_buffers(lt_ctx *ctx, lt_plan *p) {
         lt_slot_rt *R = &p->rt[sl];
         if (S->kind == LT_SLOT_CONST) R->hptr = S->value->init->data;
         if (S->kind == LT_SLOT_CONST && R->kernel_use && p->held_consts) {
-            LT_TRY(p->const_acquire(p->const_user, ctx, slot_name(p, sl), R->hptr, S->bytes, &S->ptr));
+            LT_TRY(p->share.const_acquire(p->share.user, ctx, slot_name(p, sl), R->hptr, S->bytes, &S->ptr));
             p->held_consts[p->n_held_consts++] = S->ptr;
         } else if (S->kind == LT_SLOT_CONST && R->kernel_use) {
             S->ptr = (char *)p->dev_consts + co;
@@ -301,8 +301,8 @@ lt_status lt_plan_device_capture(lt_ctx *ctx, lt_plan *p) {
         lt_plan_segment *sg = &p->segments[k];
         if (sg->n_launches == 0) continue;
         /* shared graphs only where they update in place (else each switch would instantiate) */
-        bool shares = p->graph_slot_fn && vt->graph_replay && (!vt->graph_can_update || vt->graph_can_update(p->backend));
-        sg->slot = shares ? p->graph_slot_fn(p->graph_slot_user, k) : NULL;
+        bool shares = p->share.graph_slot && vt->graph_replay && (!vt->graph_can_update || vt->graph_can_update(p->backend));
+        sg->slot = shares ? p->share.graph_slot(p->share.user, k) : NULL;
         LT_TRY(capture(ctx, p, sg, !sg->slot));
         if (sg->slot) sg->id = next_template_id++;
         p->stats.n_graphs++;
@@ -544,7 +544,7 @@ void lt_plan_device_free(lt_plan *p) {
         if (p->ev_steps[i]) vt->event_free(p->backend, p->ev_steps[i]);
     lt_mem_free(p->ev_steps);
     if (p->dev_consts) vt->free(p->backend, p->dev_consts);
-    for (int k = 0; k < p->n_held_consts; k++) p->const_release(p->const_user, p->held_consts[k]);
+    for (int k = 0; k < p->n_held_consts; k++) p->share.const_release(p->share.user, p->held_consts[k]);
     p->n_held_consts = 0;
     if (p->dev_io) vt->free(p->backend, p->dev_io);
     lt_mem_free(p->staging);

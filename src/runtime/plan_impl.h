@@ -57,7 +57,7 @@ typedef struct lt_plan_segment {
     int first, end;
     int n_launches;          /* kernel steps that launch (views do not) */
     void *graph;             /* instantiated; or, with a slot, the template loaded into it */
-    lt_plan_graph_slot *slot;/* the bucket's shared graph (lt_plan_build_args.graph_slot), or NULL */
+    lt_plan_graph_slot *slot;/* the bucket's shared graphs (lt_plan_device_share.graph_slot), or NULL */
     uint64_t id;             /* the template's process-unique id (with a slot) */
 } lt_plan_segment;
 
@@ -103,13 +103,8 @@ struct lt_plan {
     lt_status (*workspace_fn)(void *user, lt_ctx *ctx, int64_t bytes, void **out); /* lt_plan_build_args.workspace */
     void *workspace_user;
     bool workspace_borrowed; /* from workspace_fn: not the plan's to free */
-    lt_plan_graph_slot *(*graph_slot_fn)(void *user, int segment); /* lt_plan_build_args.graph_slot */
-    void *graph_slot_user;
-    /* lt_plan_build_args.const_acquire / const_release, and the buffers acquired (given back at free) */
-    lt_status (*const_acquire)(void *user, lt_ctx *ctx, const char *name, const void *host, int64_t bytes, void **dptr);
-    void (*const_release)(void *user, void *dptr);
-    void *const_user;
-    void **held_consts;
+    lt_plan_device_share share; /* lt_plan_build_args.device_share (zero: nothing shared) */
+    void **held_consts;         /* the constants' buffers share.const_acquire gave (back at free) */
     int n_held_consts;
     lt_mp_result mem;
     lt_plan_stats stats;

@@ -384,7 +384,8 @@ static void check_shared_graphs(const char *path, const char *cache, int capacit
         o.no_split = true;
         o.backend = "testdev";
         o.cache_dir = cache;
-        o.graph_slot = shared_slot;
+        lt_plan_device_share share = {.graph_slot = shared_slot};
+        o.device_share = &share;
         if (lt_compile(&ctx, m[i], &o, &p[i], NULL) != LT_OK) {
             fprintf(stderr, "%s: shared graphs: %s\n", path, ctx.msg);
             failures++;
