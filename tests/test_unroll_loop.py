@@ -146,7 +146,9 @@ def check(m, path, tmp_path, cache, fd, hosts):
         got = run(path, b, tmp_path, cache, fd)
         for k, v in want.items():
             assert got[k].shape == v.shape, (b, k)
-            np.testing.assert_allclose(got[k], v, rtol=1e-5, atol=1e-6, err_msg=f"{b} {k}")
+            # fp32's tolerance (rtol 1e-4): a compiled body's parallel sums take another order with
+            # another thread count, and 300 iterations of the recurrence carry it to ~7e-5
+            np.testing.assert_allclose(got[k], v, rtol=1e-4, atol=1e-6, err_msg=f"{b} {k}")
     assert host_steps(path, cache) == hosts
     return want
 
