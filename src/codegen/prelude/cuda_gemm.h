@@ -236,12 +236,21 @@ LT_FN void lt_tc_store(const lt_cuda_gemm_params &p, float (&acc)[WM / 16][WN / 
 }
 
 /* Tile (m0, n0) of the tile order: groups of 8 tile-rows, down the rows first within a group (L2
- * reuse of B). */
+ * reuse of B). Unsigned divisions (fewer instructions than signed ones where a size is known only at
+ * run time); at most 8 tile-rows are one group, divided by the tile-row count alone (a constant
+ * where M is). */
 LT_FN void lt_tile_origin(int bid, int M, int N, int BM, int BN, int *m0, int *n0) {
-    const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
-    const int per_group = 8 * tiles_n, grp = bid / per_group;
-    const int first_m = grp * 8, gm = min(tiles_m - first_m, 8), in_grp = bid - grp * per_group;
-    *m0 = (first_m + in_grp % gm) * BM, *n0 = (in_grp / gm) * BN;
+    const unsigned tiles_m = (unsigned)(M + BM - 1) / (unsigned)BM, tiles_n = (unsigned)(N + BN - 1) / (unsigned)BN;
+    const unsigned b = (unsigned)bid;
+    if (tiles_m <= 8) {
+        const unsigned tn = b / tiles_m;
+        *m0 = (int)(b - tn * tiles_m) * BM, *n0 = (int)tn * BN;
+        return;
+    }
+    const unsigned per_group = 8 * tiles_n, grp = b / per_group;
+    const unsigned first_m = grp * 8, gm = min(tiles_m - first_m, 8u), in_grp = b - grp * per_group;
+    const unsigned tn = in_grp / gm;
+    *m0 = (int)(first_m + in_grp - tn * gm) * BM, *n0 = (int)tn * BN;
 }
 
 /* Block `bid` (a tile, see lt_tile_origin) of batch entry z on mma.sync, computed by thread `tid` of
@@ -739,7 +748,8 @@ LT_FN void lt_mm_run(LT_MM_ARGS, Tile tile) {
     p.alpha = alpha, p.beta = 1.0f, p.act_a = act_a, p.act_b = act_b;
     const long long tiles = (long long)((m + BM - 1) / BM) * ((n + BN - 1) / BN), total = tiles * b1 * b2;
     for (long long t = block; t < total; t += nblocks) {
-        const long long z = lt_div_i64(t, tiles), z1 = lt_div_i64(z, b2), z2 = z - z1 * b2; /* 32-bit when small */
+        /* one batch entry (b1 * b2 == 1): no division at all; else 32-bit ones when small */
+        const long long z = total == tiles ? 0 : lt_div_i64(t, tiles), z1 = b2 == 1 ? z : lt_div_i64(z, b2), z2 = z - z1 * b2;
         lt_cuda_gemm_params q = p;
         q.c = (S *)c + z1 * sc1 + z2 * sc2;
         q.a = (const S *)a + z1 * sa1 + z2 * sa2;
