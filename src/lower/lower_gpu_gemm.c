@@ -11,13 +11,15 @@
  * finds fastest; elsewhere mma.sync 128x256 or 128x128 when they give the GPU enough blocks (>= 120)
  * (64x128 when m <= 64), else 64x64;
  * everything else to the SIMT tiles: 128x128, or the sliced-K 64x64 / 32x32 ones when the larger
- * tile leaves the GPU too few blocks (lt_lower_gpu_simt_tile). Whatever the entries cannot take
+ * tile leaves the GPU too few blocks (lt_lower_gpu_simt_tile). Before both: at most LT_SKINNY_MR
+ * rows and a long K (abi.h) go to the skinny tile, any dtype: a matrix-vector product, bound by
+ * reading B. Whatever the entries cannot take
  * (no unit-stride layout, Gemm's beta*C matrix, an epilogue rest, more than 4 batch dims, mixed dtypes) falls back
  * to lt_lower_gemm_gpu_loops. Also lt_lower_gpu_supported: which nodes compile on the GPU only.
  */
 #include "lower_gpu.h"
 
-#include "../codegen/prelude/abi.h" /* LT_ACT_*, LT_MM_DYN_SMEM_* */
+#include "../codegen/prelude/abi.h" /* LT_ACT_*, LT_MM_DYN_SMEM_*, LT_SKINNY_* */
 
 #include <stdio.h>
 #include <string.h>
@@ -147,7 +149,11 @@ lt_status lt_lower_gpu_gemm(lt_lctx *lc, const lt_gemm_desc *g, lt_lnode **res) 
     for (int d = 0; d < g->nb && tc; d++) tc = mult8(g->bsa[d]) && mult8(g->bsb[d]) && mult8(g->bsc[d]);
     int tile = 128, tile_m = 0, threads = 256; /* tile_m: rows of the tile when not `tile` */
     char fn[64];
-    if (tc) {
+    if (g->M <= LT_SKINNY_MR && g->K >= LT_SKINNY_MIN_K) {
+        /* a few rows: bound by reading B; the tiles below would give it few blocks walking all of K */
+        tile_m = LT_SKINNY_MR, tile = LT_SKINNY_BN;
+        snprintf(fn, sizeof fn, "lt_cuda_mm_%s_%s_skinny", dn, bt ? "nt" : "nn");
+    } else if (tc) {
         const tc_tile *t = tc_choose(g->M, g->N, g->K, b1 * b2 * outer_n, lt_lower_gpu_wgmma(lc));
         for (int i = 0; lc->opt->gpu_tile && i < TC_N; i++)
             if (strcmp(tc_tiles[i].name, lc->opt->gpu_tile) == 0 && (tc_tiles[i].name[0] != 'w' || lt_lower_gpu_wgmma(lc)))

@@ -254,6 +254,27 @@ static bool make_case(int i, tb *b, tcase *c) {
         y = tb_node(b, "Relu", "y", 1, cv)->out[0];
         break;
     }
+    case 24: { /* a classifier head: 3 rows, k = 1000 (not a multiple of the 256-wide k pass), + bias: skinny nn */
+        *c = (tcase){"matmul f32 skinny rows", "lt_cuda_mm_f32_nn_skinny(", LT_FLOAT, NULL, 0, NULL};
+        int64_t da[2] = {3, 1000}, db[2] = {1000, 70};
+        lt_value *a = tb_input(b, "a", c->dt, 2, da), *w = tb_input(b, "w", c->dt, 2, db), *bias = in1(b, "bias", c->dt, 70);
+        lt_value *m = tb_node(b, "MatMul", "m", 2, a, w)->out[0];
+        y = tb_node(b, "Add", "y", 2, m, bias)->out[0];
+        break;
+    }
+    case 25: { /* float16 Gemm transB with 5 rows, a ragged n and k, + bias + Relu: skinny nt, not the tensor cores */
+        *c = (tcase){"gemm f16 transB skinny", "lt_cuda_mm_f16_nt_skinny(", LT_FLOAT16, NULL, 0, NULL};
+        lt_node *g = gemm_nt(b, c->dt, 5, 300, 520, true, "m");
+        y = tb_node(b, "Relu", "y", 1, g->out[0])->out[0];
+        break;
+    }
+    case 26: { /* batched bfloat16 MatMul of one row each (attention at decode, scaled down), 12 rows in all */
+        *c = (tcase){"matmul bf16 batched skinny", "lt_cuda_mm_bf16_nn_skinny(", LT_BFLOAT16, NULL, 0, NULL};
+        int64_t da[3] = {12, 1, 264}, db[3] = {12, 264, 40};
+        lt_value *a = tb_input(b, "a", c->dt, 3, da), *w = tb_input(b, "w", c->dt, 3, db);
+        y = tb_node(b, "MatMul", "y", 2, a, w)->out[0];
+        break;
+    }
     default: tb_free(b); return false;
     }
     if (i == 6) { /* Clip at opset 17 takes min / max as inputs */
