@@ -12,8 +12,8 @@
  * (64x128 when m <= 64), else 64x64;
  * everything else to the SIMT tiles: 128x128, or the sliced-K 64x64 / 32x32 ones when the larger
  * tile leaves the GPU too few blocks (lt_lower_gpu_simt_tile). Before both: at most LT_SKINNY_MR
- * rows and a long K (abi.h) go to the skinny tile, any dtype: a matrix-vector product, bound by
- * reading B. Whatever the entries cannot take
+ * rows and a long K (abi.h) go to the skinny tile, at most LT_SKINNY_MR columns to the tall one, any
+ * dtype: matrix-vector products, bound by reading the big operand. Whatever the entries cannot take
  * (no unit-stride layout, Gemm's beta*C matrix, an epilogue rest, more than 4 batch dims, mixed dtypes) falls back
  * to lt_lower_gemm_gpu_loops. Also lt_lower_gpu_supported: which nodes compile on the GPU only.
  */
@@ -153,6 +153,11 @@ lt_status lt_lower_gpu_gemm(lt_lctx *lc, const lt_gemm_desc *g, lt_lnode **res) 
         /* a few rows: bound by reading B; the tiles below would give it few blocks walking all of K */
         tile_m = LT_SKINNY_MR, tile = LT_SKINNY_BN;
         snprintf(fn, sizeof fn, "lt_cuda_mm_%s_%s_skinny", dn, bt ? "nt" : "nn");
+    } else if (g->N <= LT_SKINNY_MR && g->M > LT_SKINNY_MR && g->K >= LT_TALL_MIN_K) {
+        /* a few columns (a 1x1 convolution of a tiny image, a squeeze-and-excite product): bound by
+         * reading A; tiles of LT_SKINNY_BN rows x LT_SKINNY_MR columns (their count is the same) */
+        tile_m = LT_SKINNY_BN, tile = LT_SKINNY_MR;
+        snprintf(fn, sizeof fn, "lt_cuda_mm_%s_%s_tall", dn, bt ? "nt" : "nn");
     } else if (tc) {
         const tc_tile *t = tc_choose(g->M, g->N, g->K, b1 * b2 * outer_n, lt_lower_gpu_wgmma(lc));
         for (int i = 0; lc->opt->gpu_tile && i < TC_N; i++)

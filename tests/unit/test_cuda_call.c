@@ -275,6 +275,18 @@ static bool make_case(int i, tb *b, tcase *c) {
         y = tb_node(b, "MatMul", "y", 2, a, w)->out[0];
         break;
     }
+    case 27: { /* a 1x1 conv of a 2x2 image (n = 4 positions), 96 channels, + bias + Relu: tall nn */
+        *c = (tcase){"conv f32 1x1 tiny image (tall)", "lt_cuda_mm_f32_nn_tall(", LT_FLOAT, NULL, 0, NULL};
+        lt_value *x = in4(b, "x", c->dt, 2, 64, 2, 2), *w = in4(b, "w", c->dt, 96, 64, 1, 1), *bias = in1(b, "bias", c->dt, 96);
+        lt_value *cv = conv(b, x, w, bias, 1, 1, 0, 1, 1)->out[0];
+        y = tb_node(b, "Relu", "y", 1, cv)->out[0];
+        break;
+    }
+    case 28: { /* float16 Gemm transB with 3 columns and a ragged k, + bias: tall nt */
+        *c = (tcase){"gemm f16 transB tall", "lt_cuda_mm_f16_nt_tall(", LT_FLOAT16, NULL, 0, NULL};
+        y = gemm_nt(b, c->dt, 300, 3, 200, true, "y")->out[0];
+        break;
+    }
     default: tb_free(b); return false;
     }
     if (i == 6) { /* Clip at opset 17 takes min / max as inputs */

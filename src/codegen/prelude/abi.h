@@ -188,11 +188,14 @@ LT_ABI_ASSERT_OFFSET(lt_cuda_gemm_params, act_b, 124);
 #define LT_MM_DYN_SMEM_WG(BM, BN, ST) LT_GEMM_SMEM_WG(BM, BN, 64, ST)
 #define LT_MM_DYN_SMEM_TC(BM, BN, ST) LT_GEMM_SMEM_TC(BM, BN, 32, ST)
 #define LT_CONV_DYN_SMEM(BM, BN, ST) LT_GEMM_SMEM_TC(BM, BN, 32, ST)
-/* The skinny GEMM tile (cuda_gemm.h lt_cuda_mm_*_skinny, 256 threads): rows x columns a tile, the
- * slices of K its threads split, and the least K the lowering gives it (below, most slices idle) */
+/* The skinny GEMM tiles (cuda_gemm.h lt_cuda_mm_*_skinny for few rows, _tall for few columns; 256
+ * threads): the small dim x the large one a tile, the slices of K its threads split, and the least K
+ * the lowering gives them (below it most slices are idle; a tall product's alternative, SIMT tiles
+ * of 32 rows, is worse down to a K of one warp) */
 #define LT_SKINNY_MR 8
 #define LT_SKINNY_BN 8
 #define LT_SKINNY_KS 32
 #define LT_SKINNY_MIN_K 256
+#define LT_TALL_MIN_K 32
 
 #endif

@@ -33,7 +33,8 @@
  * every one and LT_CUDA_ENTRY_PEAK the peak-rate probes. Compiled models call the tile bodies
  * through the __device__ entries lt_cuda_mm_<dt>_<nn|nt>_<tile> (block and thread indices as
  * arguments; see "tile entry points" below): mma.sync 128x128, 64x128, 64x64 and SIMT simt, simt64,
- * simt32 and skinny (few rows: products bound by reading B) in static shared memory; wgmma wg128x256, wg128x128, wg64x128 (sm_90a) and mma.sync
+ * simt32, skinny and tall (few rows or few columns: products bound by reading the big operand) in
+ * static shared memory; wgmma wg128x256, wg128x128, wg64x128 (sm_90a) and mma.sync
  * 128x256 in dynamic shared memory. cuda_conv.h reuses the A-tile loader, the MMA fragments and
  * steps, the epilogue and the SIMT tile. The parameter struct, the activation codes and the
  * configurations the host launches are abi.h's (one definition for the host and the device).
@@ -713,46 +714,56 @@ template <typename D, bool BT> LT_FN void lt_gemm_simt(const lt_cuda_gemm_params
     lt_simt_tile<D, BT>(p, (S *)p.c + z * p.stride_c, m0, n0, tid, z, fetch);
 }
 
-/* Few rows (abi.h's LT_SKINNY_MR a tile): a matrix-vector product more than a GEMM, bound by reading
- * B once. A tile is LT_SKINNY_MR rows x LT_SKINNY_BN columns; its 256 threads split K into LT_SKINNY_KS
- * slices: nt (B^T rows along k) a warp per column, lanes along k; nn (B rows along n) 8 columns x 4
- * slices a warp. Each thread keeps 8 loads of B in flight (the loop is unrolled by 8), multiplies
- * them by the tile's rows of A (small: cached), and the slices are summed through shared memory
- * before the epilogue. The SIMT tiles would give such a product a handful of blocks, each walking
- * K in steps of 8 to 32 (pplcnet_ci's classifier, 2 x 1280 x 100: 4 blocks, 35 us on an H200). */
-template <typename D, bool BT> LT_FN void lt_gemm_skinny(const lt_cuda_gemm_params &p, int bid, long long z, int tid) {
+/* Few rows or few columns (at most abi.h's LT_SKINNY_MR a tile): a matrix-vector product more than a
+ * GEMM, bound by reading the big operand once. The tile is LT_SKINNY_MR "small" indices (rows m, or
+ * columns n when TALL) x LT_SKINNY_BN "large" ones (n, or m when TALL); the big operand (B, or A when
+ * TALL) is read once, the small one (A, or B) a few times from cache. The 256 threads split K into
+ * LT_SKINNY_KS slices: where the big operand runs along k (nt, or TALL) a warp per large index with
+ * lanes along k, else (nn) 8 large indices x 4 slices a warp. Each thread has 8 k steps of both
+ * operands in flight before it multiplies (the loop is unrolled by 8), and the slices are summed
+ * through shared memory before the epilogue. The SIMT tiles would give such a product a handful of
+ * blocks, each walking K in steps of 8 to 32 (pplcnet_ci's classifier, 2 x 1280 x 100: 4 blocks, 35 us
+ * on an H200; its squeeze-and-excite products, m = 32..1280 with n = 1: 5-10 us each). */
+template <typename D, bool BT, bool TALL>
+LT_FN void lt_gemm_skinny(const lt_cuda_gemm_params &p, int bid, long long z, int tid) {
     typedef typename D::S S;
-    enum { MR = LT_SKINNY_MR, BN = LT_SKINNY_BN, KS = LT_SKINNY_KS, U = 8 };
+    enum { MR = LT_SKINNY_MR, BN = LT_SKINNY_BN, KS = LT_SKINNY_KS, U = 8, ALONG_K = TALL || BT };
     static_assert(BN * KS == 256, "256 threads");
     __shared__ float part[KS][MR * BN];
-    int m0, n0;
-    lt_tile_origin(bid, p.m, p.n, MR, BN, &m0, &n0);
+    const int small = TALL ? p.n : p.m, large = TALL ? p.m : p.n, K = p.k;
+    int s0, l0;
+    lt_tile_origin(bid, small, large, MR, BN, &s0, &l0);
     const S *A = (const S *)p.a + z * p.stride_a;
     const S *B = (const S *)p.b + z * p.stride_b;
-    const int K = p.k, rows = min(p.m - m0, (int)MR);
-    const int col = BT ? tid / KS : tid % BN, ks = BT ? tid % KS : tid / BN, n = n0 + col;
+    const int rows = min(small - s0, (int)MR);
+    const int col = ALONG_K ? tid / KS : tid % BN, ks = ALONG_K ? tid % KS : tid / BN, l = l0 + col;
+    /* the big operand at (l, k): mx[k * mstep]; the small one at (s0 + r, k): V[vrow * r + vk * k] */
+    const S *mx = TALL ? A + (long long)l * p.lda : BT ? B + (long long)l * p.ldb : B + l;
+    const long long mstep = ALONG_K ? 1 : p.ldb;
+    const S *V = TALL ? (BT ? B + (long long)s0 * p.ldb : B + s0) : A + (long long)s0 * p.lda;
+    const long long vrow = TALL ? (BT ? p.ldb : 1) : p.lda, vk = TALL && !BT ? p.ldb : 1;
     float acc[MR];
 #pragma unroll
     for (int r = 0; r < MR; r++) acc[r] = 0.0f;
-    if (n < p.n) {
-        const S *bcol = BT ? B + (long long)n * p.ldb : B + n;
-        const long long bstep = BT ? 1 : p.ldb; /* elements between k and k + 1 */
-        const S *arow = A + (long long)m0 * p.lda;
+    if (l < large) {
         for (int k0 = ks; k0 < K; k0 += KS * U) {
-            float b[U];
+            float b[U], a[MR][U];
 #pragma unroll
             for (int u = 0; u < U; u++) {
                 const int k = k0 + u * KS;
-                b[u] = k < K ? lt_ld1<D>(bcol, (long long)k * bstep) : 0.0f;
+                b[u] = k < K ? lt_ld1<D>(mx, (long long)k * mstep) : 0.0f;
             }
 #pragma unroll
             for (int r = 0; r < MR; r++)
-                if (r < rows)
 #pragma unroll
-                    for (int u = 0; u < U; u++) {
-                        const int k = k0 + u * KS;
-                        if (k < K) acc[r] = fmaf(lt_ld1<D>(arow, (long long)r * p.lda + k), b[u], acc[r]);
-                    }
+                for (int u = 0; u < U; u++) {
+                    const int k = k0 + u * KS;
+                    a[r][u] = r < rows && k < K ? lt_ld1<D>(V, vrow * r + vk * k) : 0.0f;
+                }
+#pragma unroll
+            for (int r = 0; r < MR; r++)
+#pragma unroll
+                for (int u = 0; u < U; u++) acc[r] = fmaf(a[r][u], b[u], acc[r]);
         }
     }
 #pragma unroll
@@ -761,7 +772,7 @@ template <typename D, bool BT> LT_FN void lt_gemm_skinny(const lt_cuda_gemm_para
     if (tid >= MR * BN) return;
     float v[1] = {0.0f};
     for (int q = 0; q < KS; q++) v[0] += part[q][tid];
-    const int r = m0 + tid / BN, c = n0 + tid % BN;
+    const int si = s0 + tid / BN, li = l0 + tid % BN, r = TALL ? li : si, c = TALL ? si : li;
     lt_epilogue<D>(p, z, v, [&](int, int &rr, int &cc) { rr = r, cc = c; });
     if (r < p.m && c < p.n) lt_st1<D>((S *)p.c + z * p.stride_c, (long long)r * p.ldc + c, v[0]);
 }
@@ -840,9 +851,10 @@ LT_FN void lt_mm_run(LT_MM_ARGS, Tile tile) {
     lt_mm_run<lt_dt_##dt, T, T>(LT_MM_PASS, [&](const lt_cuda_gemm_params &q, int bid, int tid) {  \
         lt_gemm_simt_sk<lt_dt_##dt, BT, T, T, TT, TT>(q, bid, 0, tid);                             \
     });
-#define LT_MM_SKINNY_BODY(dt, BT)                                                                  \
+/* the skinny tiles: MR x BN (rows x columns) or, TALL, BN x MR; the same count of tiles either way */
+#define LT_MM_SKINNY_BODY(dt, BT, TALL)                                                            \
     lt_mm_run<lt_dt_##dt, LT_SKINNY_MR, LT_SKINNY_BN>(LT_MM_PASS, [&](const lt_cuda_gemm_params &q, int bid, int tid) { \
-        lt_gemm_skinny<lt_dt_##dt, BT>(q, bid, 0, tid);                                            \
+        lt_gemm_skinny<lt_dt_##dt, BT, TALL>(q, bid, 0, tid);                                      \
     });
 #define LT_MM_SIMT_BODY(dt, BT)                                                                    \
     lt_mm_run<lt_dt_##dt, 128, 128>(LT_MM_PASS, [&](const lt_cuda_gemm_params &q, int bid, int tid) { \
@@ -896,12 +908,18 @@ template <int I_ = 0> LT_FN void lt_cuda_mm_bf16_nn_simt64(LT_MM_ARGS) { LT_MM_S
 template <int I_ = 0> LT_FN void lt_cuda_mm_bf16_nn_simt32(LT_MM_ARGS) { LT_MM_SIMT_SK_BODY(bf16, false, 32, 4) }
 template <int I_ = 0> LT_FN void lt_cuda_mm_bf16_nt_simt64(LT_MM_ARGS) { LT_MM_SIMT_SK_BODY(bf16, true, 64, 8) }
 template <int I_ = 0> LT_FN void lt_cuda_mm_bf16_nt_simt32(LT_MM_ARGS) { LT_MM_SIMT_SK_BODY(bf16, true, 32, 4) }
-template <int I_ = 0> LT_FN void lt_cuda_mm_f32_nn_skinny(LT_MM_ARGS) { LT_MM_SKINNY_BODY(f32, false) }
-template <int I_ = 0> LT_FN void lt_cuda_mm_f32_nt_skinny(LT_MM_ARGS) { LT_MM_SKINNY_BODY(f32, true) }
-template <int I_ = 0> LT_FN void lt_cuda_mm_f16_nn_skinny(LT_MM_ARGS) { LT_MM_SKINNY_BODY(f16, false) }
-template <int I_ = 0> LT_FN void lt_cuda_mm_f16_nt_skinny(LT_MM_ARGS) { LT_MM_SKINNY_BODY(f16, true) }
-template <int I_ = 0> LT_FN void lt_cuda_mm_bf16_nn_skinny(LT_MM_ARGS) { LT_MM_SKINNY_BODY(bf16, false) }
-template <int I_ = 0> LT_FN void lt_cuda_mm_bf16_nt_skinny(LT_MM_ARGS) { LT_MM_SKINNY_BODY(bf16, true) }
+template <int I_ = 0> LT_FN void lt_cuda_mm_f32_nn_skinny(LT_MM_ARGS) { LT_MM_SKINNY_BODY(f32, false, false) }
+template <int I_ = 0> LT_FN void lt_cuda_mm_f32_nn_tall(LT_MM_ARGS) { LT_MM_SKINNY_BODY(f32, false, true) }
+template <int I_ = 0> LT_FN void lt_cuda_mm_f32_nt_skinny(LT_MM_ARGS) { LT_MM_SKINNY_BODY(f32, true, false) }
+template <int I_ = 0> LT_FN void lt_cuda_mm_f32_nt_tall(LT_MM_ARGS) { LT_MM_SKINNY_BODY(f32, true, true) }
+template <int I_ = 0> LT_FN void lt_cuda_mm_f16_nn_skinny(LT_MM_ARGS) { LT_MM_SKINNY_BODY(f16, false, false) }
+template <int I_ = 0> LT_FN void lt_cuda_mm_f16_nn_tall(LT_MM_ARGS) { LT_MM_SKINNY_BODY(f16, false, true) }
+template <int I_ = 0> LT_FN void lt_cuda_mm_f16_nt_skinny(LT_MM_ARGS) { LT_MM_SKINNY_BODY(f16, true, false) }
+template <int I_ = 0> LT_FN void lt_cuda_mm_f16_nt_tall(LT_MM_ARGS) { LT_MM_SKINNY_BODY(f16, true, true) }
+template <int I_ = 0> LT_FN void lt_cuda_mm_bf16_nn_skinny(LT_MM_ARGS) { LT_MM_SKINNY_BODY(bf16, false, false) }
+template <int I_ = 0> LT_FN void lt_cuda_mm_bf16_nn_tall(LT_MM_ARGS) { LT_MM_SKINNY_BODY(bf16, false, true) }
+template <int I_ = 0> LT_FN void lt_cuda_mm_bf16_nt_skinny(LT_MM_ARGS) { LT_MM_SKINNY_BODY(bf16, true, false) }
+template <int I_ = 0> LT_FN void lt_cuda_mm_bf16_nt_tall(LT_MM_ARGS) { LT_MM_SKINNY_BODY(bf16, true, true) }
 
 /* ---- entry points: a macro instantiates one kernel (the host compiles each one it needs as its own
  * small module); LT_CUDA_ENTRY_GEMM instantiates them all (the NVRTC test) ---- */
