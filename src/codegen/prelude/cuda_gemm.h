@@ -724,11 +724,37 @@ template <typename D, bool BT> LT_FN void lt_gemm_simt(const lt_cuda_gemm_params
  * through shared memory before the epilogue. The SIMT tiles would give such a product a handful of
  * blocks, each walking K in steps of 8 to 32 (pplcnet_ci's classifier, 2 x 1280 x 100: 4 blocks, 35 us
  * on an H200; its squeeze-and-excite products, m = 32..1280 with n = 1: 5-10 us each). */
+/* Thread's share of a skinny tile with exactly R small indices (a constant: no per-row guard). */
+template <typename D, int R>
+LT_FN void lt_skinny_rows(const typename D::S *mx, long long mstep, const typename D::S *V, long long vrow, long long vk,
+                          int K, int ks, float (&acc)[LT_SKINNY_MR]) {
+    enum { KS = LT_SKINNY_KS, U = 8 };
+    for (int k0 = ks; k0 < K; k0 += KS * U) {
+        float b[U], a[R][U];
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            const int k = k0 + u * KS;
+            b[u] = k < K ? lt_ld1<D>(mx, (long long)k * mstep) : 0.0f;
+        }
+#pragma unroll
+        for (int r = 0; r < R; r++)
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                const int k = k0 + u * KS;
+                a[r][u] = k < K ? lt_ld1<D>(V, vrow * r + vk * k) : 0.0f;
+            }
+#pragma unroll
+        for (int r = 0; r < R; r++)
+#pragma unroll
+            for (int u = 0; u < U; u++) acc[r] = fmaf(a[r][u], b[u], acc[r]);
+    }
+}
+
 template <typename D, bool BT, bool TALL>
 LT_FN void lt_gemm_skinny(const lt_cuda_gemm_params &p, int bid, long long z, int tid) {
     typedef typename D::S S;
-    enum { MR = LT_SKINNY_MR, BN = LT_SKINNY_BN, KS = LT_SKINNY_KS, U = 8, ALONG_K = TALL || BT };
-    static_assert(BN * KS == 256, "256 threads");
+    enum { MR = LT_SKINNY_MR, BN = LT_SKINNY_BN, KS = LT_SKINNY_KS, ALONG_K = TALL || BT };
+    static_assert(BN * KS == 256 && MR == 8, "256 threads, 8 small indices");
     __shared__ float part[KS][MR * BN];
     const int small = TALL ? p.n : p.m, large = TALL ? p.m : p.n, K = p.k;
     int s0, l0;
@@ -745,27 +771,18 @@ LT_FN void lt_gemm_skinny(const lt_cuda_gemm_params &p, int bid, long long z, in
     float acc[MR];
 #pragma unroll
     for (int r = 0; r < MR; r++) acc[r] = 0.0f;
-    if (l < large) {
-        for (int k0 = ks; k0 < K; k0 += KS * U) {
-            float b[U], a[MR][U];
-#pragma unroll
-            for (int u = 0; u < U; u++) {
-                const int k = k0 + u * KS;
-                b[u] = k < K ? lt_ld1<D>(mx, (long long)k * mstep) : 0.0f;
-            }
-#pragma unroll
-            for (int r = 0; r < MR; r++)
-#pragma unroll
-                for (int u = 0; u < U; u++) {
-                    const int k = k0 + u * KS;
-                    a[r][u] = r < rows && k < K ? lt_ld1<D>(V, vrow * r + vk * k) : 0.0f;
-                }
-#pragma unroll
-            for (int r = 0; r < MR; r++)
-#pragma unroll
-                for (int u = 0; u < U; u++) acc[r] = fmaf(a[r][u], b[u], acc[r]);
+    /* the tile's count of small indices, one branch for the whole tile: with it known only at run
+     * time (a batch of rows), guarding each row's loads doubled the instructions */
+    if (l < large) switch (rows) {
+        case 1: lt_skinny_rows<D, 1>(mx, mstep, V, vrow, vk, K, ks, acc); break;
+        case 2: lt_skinny_rows<D, 2>(mx, mstep, V, vrow, vk, K, ks, acc); break;
+        case 3: lt_skinny_rows<D, 3>(mx, mstep, V, vrow, vk, K, ks, acc); break;
+        case 4: lt_skinny_rows<D, 4>(mx, mstep, V, vrow, vk, K, ks, acc); break;
+        case 5: lt_skinny_rows<D, 5>(mx, mstep, V, vrow, vk, K, ks, acc); break;
+        case 6: lt_skinny_rows<D, 6>(mx, mstep, V, vrow, vk, K, ks, acc); break;
+        case 7: lt_skinny_rows<D, 7>(mx, mstep, V, vrow, vk, K, ks, acc); break;
+        default: lt_skinny_rows<D, 8>(mx, mstep, V, vrow, vk, K, ks, acc); break;
         }
-    }
 #pragma unroll
     for (int r = 0; r < MR; r++) part[ks][r * BN + col] = acc[r];
     __syncthreads();
