@@ -1,7 +1,8 @@
 """test_padded_unique.py — UniquePadded compiled as one kernel (src/lower/lower_unique.c).
 
-The split stage (src/compile/split.h) turns a flattened, sorted Unique of numbers on a static input into
-UniquePadded; its kernel heap-sorts the element indices and scans the groups. Checked here against the
+The split stage (src/compile/split.h) turns a flattened Unique of numbers on a static input into
+UniquePadded; its kernel heap-sorts the element indices and scans the groups (with sorted=0 a fourth pass
+numbers them in the order of first occurrence). Checked here against the
 reference interpreter, bit for bit (floats compared by their bits: -0 against 0, NaN payloads):
   - int8/int32/int64/uint8/uint64/bool/float16/float32/float64 inputs of one element, of a few dims
     (flattened) and long ones: many duplicates, all distinct, all equal, extreme values (uint64 above
@@ -40,11 +41,12 @@ ONNX_TYPE = {np.int8: T.INT8, np.int32: T.INT32, np.int64: T.INT64, np.uint8: T.
 OUTS = ["u", "ix", "inv", "cnt"]
 
 
-def unique_model(path, dtype, shape, outs=OUTS, used=None, before=None, after=()):
+def unique_model(path, dtype, shape, outs=OUTS, used=None, before=None, after=(), sorted_=1):
     """Unique of x (or of `before`'s output "xp", a node computing it from x) with outputs outs ("" for
-    absent ones); the graph returns `used` (default: every output named) and what the `after` nodes make."""
+    absent ones); the graph returns `used` (default: every output named) and what the `after` nodes make.
+    sorted_=0: the groups in the order of first occurrence."""
     src = "xp" if before is not None else "x"
-    nodes = ([before] if before is not None else []) + [h.make_node("Unique", [src], list(outs), sorted=1)] + list(after)
+    nodes = ([before] if before is not None else []) + [h.make_node("Unique", [src], list(outs), sorted=sorted_)] + list(after)
     used = [o for o in outs if o] if used is None else used
     g = h.make_graph(nodes, "uq", [h.make_tensor_value_info("x", ONNX_TYPE[dtype], list(shape))],
                      [h.make_tensor_value_info(o, T.UNDEFINED, None) for o in used])
@@ -155,6 +157,27 @@ def test_unique_matches_interpreter(dtype, shape, tmp_path):
         assert got["inv"].shape == (x.size,) and got["cnt"].sum() == x.size
 
 
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+def test_unsorted_matches_interpreter(dtype, shape, tmp_path):
+    """sorted=0: the groups in the order of their first occurrences (a fourth pass numbers them)."""
+    model, ref = compile_both(unique_model(tmp_path / "u0.onnx", dtype, shape, sorted_=0))
+    rng = np.random.default_rng(zlib.crc32(f"unsorted {np.dtype(dtype).name} {shape}".encode()))
+    for what, x in inputs(dtype, shape, rng).items():
+        got = check(model, ref, x, f"sorted=0 {np.dtype(dtype).name} {shape} {what}")
+        n = got["ix"].size
+        assert np.all(np.diff(got["ix"]) > 0) if n > 1 else True  # first occurrences, in order
+
+
+@pytest.mark.parametrize("use", ["Y and counts (no inverse: a scratch leader buffer)", "inverse alone"])
+def test_unsorted_some_outputs(use, tmp_path):
+    outs, used = (["u", "", "", "cnt"], ["u", "cnt"]) if use.startswith("Y") else (["u", "", "inv", ""], ["inv"])
+    model, ref = compile_both(unique_model(tmp_path / "o0.onnx", np.int64, (4, 30), outs=outs, used=used, sorted_=0))
+    rng = np.random.default_rng(11)
+    for what, x in inputs(np.int64, (4, 30), rng).items():
+        check(model, ref, x, f"sorted=0 {use}: {what}")
+
+
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64], ids=lambda d: np.dtype(d).name)
 def test_signed_zeros_group_holds_the_first(dtype, tmp_path):
     model, ref = compile_both(unique_model(tmp_path / "z.onnx", dtype, (6,)))
@@ -250,12 +273,15 @@ def run_cli(*args):
     return subprocess.run([LATHE, *map(str, args)], capture_output=True, text=True, timeout=600)
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.uint64, np.bool_], ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.uint64, np.bool_, "int32 sorted=0"],
+                         ids=lambda d: d if isinstance(d, str) else np.dtype(d).name)
 def test_cuda_kernel_compiles_with_nvrtc(dtype, tmp_path):
     """The kernel emitted for the GPU (one thread; float compares with NaN, raw float16 copies, uint64
-    keys, bool) builds with NVRTC (no GPU needed)."""
+    keys, bool; the order of appearance) builds with NVRTC (no GPU needed)."""
+    sorted_ = 0 if isinstance(dtype, str) else 1
+    dtype = np.int32 if isinstance(dtype, str) else dtype
     before = h.make_node("Abs", ["x"], ["xp"]) if dtype == np.float32 else None
-    path = unique_model(tmp_path / "g.onnx", dtype, (6, 20), before=before)
+    path = unique_model(tmp_path / "g.onnx", dtype, (6, 20), before=before, sorted_=sorted_)
     out = tmp_path / "cuda"
     r = run_cli("compile", path, "--target", "cuda", "-o", out)
     assert r.returncode == 0, r.stdout + r.stderr

@@ -75,9 +75,9 @@ static int padded_axis(const lt_node *n, int k) {
         bool ok = n->in[0]->type.rank == 3 && sc && lt_type_is_static(&sc->type) && sc->type.rank == 3;
         return ok && k == 0 ? 0 : -1;
     }
-    if (n->op == LT_OP_Unique) { /* flattened and sorted: Y, indices and counts padded, inverse_indices static */
+    if (n->op == LT_OP_Unique) { /* flattened (sorted or not): Y, indices and counts padded, inverse_indices static */
         lt_dclass cls = lt_dtype_get(n->in[0]->type.dtype)->cls;
-        bool ok = !lt_node_attr(n, "axis") && lt_attr_int(n, "sorted", 1) != 0 &&
+        bool ok = !lt_node_attr(n, "axis") &&
                   (cls == LT_DC_SINT || cls == LT_DC_UINT || cls == LT_DC_BOOL || cls == LT_DC_FLOAT);
         return ok && k < 4 && k != 2 ? 0 : -1;
     }

@@ -1,5 +1,5 @@
-/* lower_unique.c — `lower` hook of UniquePadded (src/ops/shape/shape_split.c): a flattened, sorted
- * Unique whose outputs have a size known at compile time (N = numel(X)), the compiled half of a model
+/* lower_unique.c — `lower` hook of UniquePadded (src/ops/shape/shape_split.c): a flattened Unique
+ * (sorted or in the order of appearance) whose outputs have a size known at compile time (N = numel(X)), the compiled half of a model
  * split at it (src/compile/split.h).
  *
  * Kernel shape: one serial kernel (every loop role REDUCE, LT_LOOP_SERIAL: the iterations carry state,
@@ -13,6 +13,13 @@
  *      = p) when X[p] differs from the previous element's key, or extends it; counts[u] = the group's
  *      size so far, inverse_indices[p] = u. As u <= i, counts[u] only overwrites permutation slots
  *      already read. The number of groups is stored to the count output.
+ * With sorted=0 the groups come in the order of their first occurrences instead: pass 3 stores, for
+ * every element p, its group's leader (the group's first element in the sorted order, its first
+ * occurrence) in inverse_indices (a scratch buffer when the kernel has none) and counts nothing; then
+ *   4. appearance: p = 0..N-1 in order: p is its own leader -> the next group u (Y[u] = X[p],
+ *      indices[u] = p, counts[u] = 1, inverse_indices[p] = u); else its leader, an earlier element,
+ *      already holds its group: inverse_indices[p] = that group, whose count grows. The permutation
+ *      is no longer read, so counts may overwrite it.
  * The order is total: index a ranks before b when its key is smaller, or the keys are equal and a < b.
  * That is the permutation of the reference's stable merge sort (src/ops/shape/shape_unique.c), so a
  * group is led by its first occurrence (Y holds that element, a -0 or a 0 as stored). Keys compare as
@@ -44,6 +51,8 @@ typedef struct uq {
     int levels;    /* iterations of a sift: the heap's depth + 1 */
     lt_lbuf *yb, *ib, *invb, *cb, *nb;
     lt_lbuf *perm; /* the permutation: cb, or a scratch buffer */
+    bool sorted;   /* sorted=1; else the order of appearance (pass 4) */
+    lt_lbuf *lead; /* sorted=0: each element's group leader, then its group: invb, or a scratch buffer */
 } uq;
 
 static bool key_class_ok(lt_dtype dt) {
@@ -67,8 +76,8 @@ static bool accept_unique(const lt_node *n, char *why, size_t size) {
         snprintf(why, size, "input has no static shape");
         return false;
     }
-    if (lt_node_attr(n, "axis") || lt_attr_int(n, "sorted", 1) == 0) {
-        snprintf(why, size, "only the flattened, sorted Unique");
+    if (lt_node_attr(n, "axis")) {
+        snprintf(why, size, "only the flattened Unique");
         return false;
     }
     lt_dtype dt = n->in[0]->type.dtype;
@@ -316,20 +325,25 @@ static lt_status scan_groups(uq *u, lt_lnode **res) {
     lt_lvar *k = lt_kernel_var(K, "key", u->kt), *prev = lt_kernel_var(K, "prev", u->kt);
     if (!i || !p || !g || !size || !k || !prev) return lt_lower_nomem(lc);
     lt_lnode *start = NULL, *get_key = NULL;
-    LT_TRY(start_group(u, p, g, &start));
+    if (u->sorted) LT_TRY(start_group(u, p, g, &start));
     LT_TRY(let_key(u, k, p, &get_key));
     lt_lnode *is_new = lt_l_binary(K, LT_LOP_OR, lt_l_binary(K, LT_LOP_LT, lt_l_var(K, g), lt_l_int(K, 0)),
                                    lt_l_unary(K, LT_LOP_NOT, key_equal(u, k, prev)));
     lt_lnode *open[3] = {lt_l_assign(K, g, lt_l_add(K, lt_l_var(K, g), lt_l_int(K, 1))),
-                         lt_l_assign(K, size, lt_l_int(K, 1)), start};
+                         u->sorted ? lt_l_assign(K, size, lt_l_int(K, 1)) : lt_l_assign(K, size, lt_l_var(K, p)), start};
     lt_lnode *grow = lt_l_assign(K, size, lt_l_add(K, lt_l_var(K, size), lt_l_int(K, 1)));
     lt_lnode *body[6];
     int nb = 0;
     body[nb++] = lt_l_let(K, p, perm_at(u, lt_l_var(K, i)));
     body[nb++] = get_key;
-    body[nb++] = lt_l_if(K, is_new, lt_l_seq(K, 3, open), grow);
-    if (u->cb) body[nb++] = lt_l_store(K, u->cb, lt_l_var(K, g), lt_l_var(K, size));
-    if (u->invb) body[nb++] = lt_l_store(K, u->invb, lt_l_var(K, p), lt_l_var(K, g));
+    if (u->sorted) { /* the group's size so far, and each element's group */
+        body[nb++] = lt_l_if(K, is_new, lt_l_seq(K, 3, open), grow);
+        if (u->cb) body[nb++] = lt_l_store(K, u->cb, lt_l_var(K, g), lt_l_var(K, size));
+        if (u->invb) body[nb++] = lt_l_store(K, u->invb, lt_l_var(K, p), lt_l_var(K, g));
+    } else { /* `size` holds the group's leader: each element's is stored (pass 4 numbers the groups) */
+        body[nb++] = lt_l_if(K, is_new, lt_l_seq(K, 2, open), NULL);
+        body[nb++] = lt_l_store(K, u->lead, lt_l_var(K, p), lt_l_var(K, size));
+    }
     body[nb++] = lt_l_assign(K, prev, lt_l_var(K, k));
     lt_lnode *all[6];
     int na = 0;
@@ -339,6 +353,36 @@ static lt_status scan_groups(uq *u, lt_lnode **res) {
     all[na++] = lt_l_for(K, i, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, u->numel), LT_LOOP_SERIAL, lt_l_seq(K, nb, body));
     if (u->nb) all[na++] = lt_l_store(K, u->nb, lt_l_int(K, 0), lt_l_add(K, lt_l_var(K, g), lt_l_int(K, 1)));
     *res = lt_l_seq(K, na, all);
+    return LT_LNN(lc, *res);
+}
+
+/* Pass 4 (sorted=0): the groups in the order of their first occurrences (see the top). */
+static lt_status number_by_appearance(uq *u, lt_lnode **res) {
+    lt_lctx *lc = u->lc;
+    lt_lvar *p = lt_kernel_var(K, "r3", LT_INT64), *g = lt_kernel_var(K, "g", LT_INT64);
+    lt_lvar *l = lt_kernel_var(K, "l", LT_INT64), *og = lt_kernel_var(K, "og", LT_INT64);
+    if (!p || !g || !l || !og) return lt_lower_nomem(lc);
+    lt_lnode *start = NULL;
+    LT_TRY(start_group(u, p, g, &start));
+    lt_lnode *open[4], *join[3];
+    int no = 0, nj = 0;
+    open[no++] = lt_l_assign(K, g, lt_l_add(K, lt_l_var(K, g), lt_l_int(K, 1)));
+    open[no++] = start;
+    open[no++] = lt_l_store(K, u->lead, lt_l_var(K, p), lt_l_var(K, g));
+    if (u->cb) open[no++] = lt_l_store(K, u->cb, lt_l_var(K, g), lt_l_int(K, 1));
+    join[nj++] = lt_l_let(K, og, lt_l_load(K, u->lead, lt_l_var(K, l))); /* the leader's group: l < p */
+    join[nj++] = lt_l_store(K, u->lead, lt_l_var(K, p), lt_l_var(K, og));
+    if (u->cb)
+        join[nj++] = lt_l_store(K, u->cb, lt_l_var(K, og), lt_l_add(K, lt_l_load(K, u->cb, lt_l_var(K, og)), lt_l_int(K, 1)));
+    lt_lnode *body[2] = {
+        lt_l_let(K, l, lt_l_load(K, u->lead, lt_l_var(K, p))),
+        lt_l_if(K, lt_l_binary(K, LT_LOP_EQ, lt_l_var(K, l), lt_l_var(K, p)), lt_l_seq(K, no, open), lt_l_seq(K, nj, join)),
+    };
+    lt_lnode *all[2] = {
+        lt_l_let(K, g, lt_l_int(K, -1)),
+        lt_l_for(K, p, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, u->numel), LT_LOOP_SERIAL, lt_l_seq(K, 2, body)),
+    };
+    *res = lt_l_seq(K, 2, all);
     return LT_LNN(lc, *res);
 }
 
@@ -366,19 +410,24 @@ static lt_status uq_init(lt_lctx *lc, const lt_node *n, uq *u) {
         (u->cb && u->cb->dtype != LT_INT64) || (u->nb && u->nb->dtype != LT_INT64))
         return lt_lower_error(lc, n, LT_ERR_INTERNAL, "the outputs are not stored as they are");
     u->perm = u->cb ? u->cb : lt_lower_add_scratch(lc, "perm", LT_INT64, u->numel);
-    return u->perm ? LT_OK : lt_lower_nomem(lc);
+    if (!u->perm) return lt_lower_nomem(lc);
+    u->sorted = lt_attr_int(n, "sorted", 1) != 0;
+    if (!u->sorted && !(u->lead = u->invb ? u->invb : lt_lower_add_scratch(lc, "lead", LT_INT64, u->numel)))
+        return lt_lower_nomem(lc);
+    return LT_OK;
 }
 
 static lt_status l_unique(lt_lctx *lc, const lt_node *n, lt_lnode **res) {
     uq u;
     LT_TRY(uq_init(lc, n, &u));
-    lt_lnode *pass[3];
+    lt_lnode *pass[4];
     int np = 0;
     if (u.numel > 0) {
         LT_TRY(build_heap(&u, &pass[np++]));
         if (u.numel > 1) LT_TRY(sort_heap(&u, &pass[np++]));
     }
     LT_TRY(scan_groups(&u, &pass[np++]));
+    if (!u.sorted) LT_TRY(number_by_appearance(&u, &pass[np++]));
     *res = lt_l_seq(K, np, pass);
     return LT_LNN(lc, *res);
 }

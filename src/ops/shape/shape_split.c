@@ -23,7 +23,7 @@
  *       result. The node keeps center_point_box. Compiled (src/lower/lower_nms.c); this eval is its
  *       reference (NonMaxSuppression's eval, copied into the padded output).
  *   UniquePadded(X) -> (Y, indices, inverse_indices, counts, count)   Unique of the flattened X
- *       (no `axis`, sorted) with Y, indices and counts of length numel(X), their first count
+ *       (no `axis`; sorted, or in the order of appearance with sorted=0) with Y, indices and counts of length numel(X), their first count
  *       elements Unique's outputs; inverse_indices is Unique's own ([numel(X)]). Compiled
  *       (src/lower/lower_unique.c); this eval is its reference (Unique's eval, copied).
  *   DataDependentRest(...) -> (...)  the part of the model after the data-dependent ops, compiled
