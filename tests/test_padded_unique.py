@@ -2,7 +2,8 @@
 
 The split stage (src/compile/split.h) turns a flattened Unique of numbers on a static input into
 UniquePadded; its kernel heap-sorts the element indices and scans the groups (with sorted=0 a fourth pass
-numbers them in the order of first occurrence). Checked here against the
+numbers them in the order of first occurrence; with an axis the items are slices compared element by
+element, and Y is copied compact once the count is known). Checked here against the
 reference interpreter, bit for bit (floats compared by their bits: -0 against 0, NaN payloads):
   - int8/int32/int64/uint8/uint64/bool/float16/float32/float64 inputs of one element, of a few dims
     (flattened) and long ones: many duplicates, all distinct, all equal, extreme values (uint64 above
@@ -41,12 +42,13 @@ ONNX_TYPE = {np.int8: T.INT8, np.int32: T.INT32, np.int64: T.INT64, np.uint8: T.
 OUTS = ["u", "ix", "inv", "cnt"]
 
 
-def unique_model(path, dtype, shape, outs=OUTS, used=None, before=None, after=(), sorted_=1):
+def unique_model(path, dtype, shape, outs=OUTS, used=None, before=None, after=(), sorted_=1, axis=None):
     """Unique of x (or of `before`'s output "xp", a node computing it from x) with outputs outs ("" for
     absent ones); the graph returns `used` (default: every output named) and what the `after` nodes make.
-    sorted_=0: the groups in the order of first occurrence."""
+    sorted_=0: the groups in the order of first occurrence; axis: of the slices along it."""
     src = "xp" if before is not None else "x"
-    nodes = ([before] if before is not None else []) + [h.make_node("Unique", [src], list(outs), sorted=sorted_)] + list(after)
+    attrs = {"sorted": sorted_} if axis is None else {"sorted": sorted_, "axis": axis}
+    nodes = ([before] if before is not None else []) + [h.make_node("Unique", [src], list(outs), **attrs)] + list(after)
     used = [o for o in outs if o] if used is None else used
     g = h.make_graph(nodes, "uq", [h.make_tensor_value_info("x", ONNX_TYPE[dtype], list(shape))],
                      [h.make_tensor_value_info(o, T.UNDEFINED, None) for o in used])
@@ -178,6 +180,74 @@ def test_unsorted_some_outputs(use, tmp_path):
         check(model, ref, x, f"sorted=0 {use}: {what}")
 
 
+def slice_inputs(dtype, shape, axis, rng):
+    """Slices along the axis drawn from a few distinct ones (so groups form), plus per dtype: floats
+    with -0 against 0 and NaNs inside slices, integers at their extremes."""
+    a = axis % len(shape)
+    n = shape[a]
+    out = {}
+    for distinct in (1, 2, 3):
+        base = np.moveaxis(rng.integers(-2, 3, (distinct,) + shape[:a] + shape[a + 1:]), 0, a)
+        pick = rng.integers(0, distinct, n)
+        out[f"{distinct} distinct slices"] = np.take(base, pick, axis=a).astype(dtype)
+    out["all distinct"] = rng.integers(-50, 50, shape).astype(dtype)
+    if np.issubdtype(dtype, np.floating):
+        x = out["2 distinct slices"].copy()
+        flat = np.moveaxis(x, a, 0).reshape(n, -1)
+        flat[0, 0], flat[-1, 0] = dtype(0.0), dtype(-0.0)
+        flat[n // 2, -1] = np.nan
+        out["signed zeros and a NaN"] = np.moveaxis(flat.reshape((n,) + shape[:a] + shape[a + 1:]), 0, a)
+    elif dtype not in (np.bool_,):
+        ext = int_extremes(dtype)
+        out["extremes"] = np.take(np.moveaxis(rng.choice(ext, (2,) + shape[:a] + shape[a + 1:]), 0, a),
+                                  rng.integers(0, 2, n), axis=a).astype(dtype)
+    return out
+
+
+AXIS_CASES = [((6, 5), 0), ((6, 5), 1), ((3, 7, 2), 1), ((4, 3, 5), -1), ((1, 4), 0)]
+
+
+AXIS_PARAMS = [(d, c) for d in (np.int8, np.int64, np.uint64, np.float16, np.float32, np.float64) for c in AXIS_CASES] + \
+              [(np.bool_, c) for c in AXIS_CASES[:2]]
+
+
+@pytest.mark.parametrize("sorted_", [1, 0], ids=["sorted", "unsorted"])
+@pytest.mark.parametrize("dtype,case", AXIS_PARAMS,
+                         ids=[f"{np.dtype(d).name}-{'x'.join(map(str, c[0]))}_axis{c[1]}" for d, c in AXIS_PARAMS])
+def test_axis_matches_interpreter(dtype, case, sorted_, tmp_path):
+    """Unique of the slices along an axis: compared element by element in the kernel, Y copied compact
+    (the axis `count` long) once the count is known."""
+    shape, axis = case
+    model, ref = compile_both(unique_model(tmp_path / "ax.onnx", dtype, shape, sorted_=sorted_, axis=axis))
+    rng = np.random.default_rng(zlib.crc32(f"axis {np.dtype(dtype).name} {case} {sorted_}".encode()))
+    for what, x in slice_inputs(dtype, shape, axis, rng).items():
+        got = check(model, ref, x, f"axis {axis} sorted={sorted_} {np.dtype(dtype).name} {shape} {what}")
+        assert got["cnt"].sum() == shape[axis]
+
+
+@pytest.mark.parametrize("use", ["Y alone", "no Y (no copy)", "Y and inverse (first slices in scratch)"])
+def test_axis_some_outputs(use, tmp_path):
+    outs, used = {"Y alone": (["u", "", "", ""], ["u"]), "no Y (no copy)": (["u", "ix", "inv", "cnt"], ["ix", "inv", "cnt"]),
+                  "Y and inverse (first slices in scratch)": (["u", "", "inv", ""], ["u", "inv"])}[use]
+    for sorted_ in (1, 0):
+        model, ref = compile_both(unique_model(tmp_path / f"axo{sorted_}.onnx", np.float32, (3, 8, 2), outs=outs, used=used,
+                                               sorted_=sorted_, axis=1))
+        rng = np.random.default_rng(13)
+        for what, x in slice_inputs(np.float32, (3, 8, 2), 1, rng).items():
+            check(model, ref, x, f"axis, {use}, sorted={sorted_}: {what}")
+
+
+def test_axis_nodes_after_unique(tmp_path):
+    """Unique rows (axis 0) summed per row through compiled nodes (the rest, compiled for the count)."""
+    axes = h.make_tensor("axes_v", T.INT64, [1], [1])
+    after = [h.make_node("Constant", [], ["axes_c"], value=axes), h.make_node("ReduceSum", ["u", "axes_c"], ["y"], keepdims=0)]
+    path = unique_model(tmp_path / "axa.onnx", np.float32, (7, 3), used=["y", "cnt"], after=after, axis=0)
+    model, ref = compile_both(path)
+    rng = np.random.default_rng(17)
+    for what, x in slice_inputs(np.float32, (7, 3), 0, rng).items():
+        check(model, ref, x, f"rows then ReduceSum: {what}")
+
+
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64], ids=lambda d: np.dtype(d).name)
 def test_signed_zeros_group_holds_the_first(dtype, tmp_path):
     model, ref = compile_both(unique_model(tmp_path / "z.onnx", dtype, (6,)))
@@ -273,15 +343,16 @@ def run_cli(*args):
     return subprocess.run([LATHE, *map(str, args)], capture_output=True, text=True, timeout=600)
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.uint64, np.bool_, "int32 sorted=0"],
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.uint64, np.bool_, "int32 sorted=0", "float16 axis 1"],
                          ids=lambda d: d if isinstance(d, str) else np.dtype(d).name)
 def test_cuda_kernel_compiles_with_nvrtc(dtype, tmp_path):
     """The kernel emitted for the GPU (one thread; float compares with NaN, raw float16 copies, uint64
-    keys, bool; the order of appearance) builds with NVRTC (no GPU needed)."""
-    sorted_ = 0 if isinstance(dtype, str) else 1
-    dtype = np.int32 if isinstance(dtype, str) else dtype
+    keys, bool; the order of appearance; slices along an axis) builds with NVRTC (no GPU needed)."""
+    sorted_ = 0 if dtype == "int32 sorted=0" else 1
+    axis = 1 if dtype == "float16 axis 1" else None
+    dtype = {"int32 sorted=0": np.int32, "float16 axis 1": np.float16}.get(dtype, dtype) if isinstance(dtype, str) else dtype
     before = h.make_node("Abs", ["x"], ["xp"]) if dtype == np.float32 else None
-    path = unique_model(tmp_path / "g.onnx", dtype, (6, 20), before=before, sorted_=sorted_)
+    path = unique_model(tmp_path / "g.onnx", dtype, (6, 20), before=before, sorted_=sorted_, axis=axis)
     out = tmp_path / "cuda"
     r = run_cli("compile", path, "--target", "cuda", "-o", out)
     assert r.returncode == 0, r.stdout + r.stderr

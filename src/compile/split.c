@@ -75,11 +75,14 @@ static int padded_axis(const lt_node *n, int k) {
         bool ok = n->in[0]->type.rank == 3 && sc && lt_type_is_static(&sc->type) && sc->type.rank == 3;
         return ok && k == 0 ? 0 : -1;
     }
-    if (n->op == LT_OP_Unique) { /* flattened (sorted or not): Y, indices and counts padded, inverse_indices static */
+    if (n->op == LT_OP_Unique) { /* Y (along the axis, if any), indices and counts padded; inverse_indices static */
         lt_dclass cls = lt_dtype_get(n->in[0]->type.dtype)->cls;
-        bool ok = !lt_node_attr(n, "axis") &&
-                  (cls == LT_DC_SINT || cls == LT_DC_UINT || cls == LT_DC_BOOL || cls == LT_DC_FLOAT);
-        return ok && k < 4 && k != 2 ? 0 : -1;
+        const lt_attr *aa = lt_node_attr(n, "axis");
+        int rank = n->in[0]->type.rank;
+        bool ok = (cls == LT_DC_SINT || cls == LT_DC_UINT || cls == LT_DC_BOOL || cls == LT_DC_FLOAT) &&
+                  (!aa || (aa->i >= -rank && aa->i < rank));
+        int a = aa ? (int)(aa->i < 0 ? aa->i + rank : aa->i) : 0;
+        return ok && k < 4 && k != 2 ? (k == 0 ? a : 0) : -1;
     }
     if (n->op == LT_OP_Compress) {
         const lt_value *x = n->in[0], *c = n->n_in > 1 ? n->in[1] : NULL;

@@ -1,6 +1,6 @@
-/* lower_unique.c — `lower` hook of UniquePadded (src/ops/shape/shape_split.c): a flattened Unique
- * (sorted or in the order of appearance) whose outputs have a size known at compile time (N = numel(X)), the compiled half of a model
- * split at it (src/compile/split.h).
+/* lower_unique.c — `lower` hook of UniquePadded (src/ops/shape/shape_split.c): a Unique (sorted or in
+ * the order of appearance, of the flattened X or of its slices along an axis) whose outputs have a
+ * size known at compile time, the compiled half of a model split at it (src/compile/split.h).
  *
  * Kernel shape: one serial kernel (every loop role REDUCE, LT_LOOP_SERIAL: the iterations carry state,
  * so no schedule parallelizes or vectorizes them; on a GPU it is one thread, as NonZeroPadded's is).
@@ -20,6 +20,12 @@
  *      indices[u] = p, counts[u] = 1, inverse_indices[p] = u); else its leader, an earlier element,
  *      already holds its group: inverse_indices[p] = that group, whose count grows. The permutation
  *      is no longer read, so counts may overwrite it.
+ * With `axis` the items sorted are X's N = X.dims[axis] slices along it instead of its N = numel(X)
+ * elements: two slices compare at their first differing elements (row-major with the axis removed,
+ * numpy's order; slice_cmp, a serial loop inside every comparison), a group's start records its
+ * first slice, and
+ *   5. copy: Y[o, v, i] = X[o, first[v], i] for each group v, compact as if the axis were `count`
+ *      long (the count known only now), first being indices (a scratch buffer when it has none).
  * The order is total: index a ranks before b when its key is smaller, or the keys are equal and a < b.
  * That is the permutation of the reference's stable merge sort (src/ops/shape/shape_unique.c), so a
  * group is led by its first occurrence (Y holds that element, a -0 or a 0 as stored). Keys compare as
@@ -53,6 +59,11 @@ typedef struct uq {
     lt_lbuf *perm; /* the permutation: cb, or a scratch buffer */
     bool sorted;   /* sorted=1; else the order of appearance (pass 4) */
     lt_lbuf *lead; /* sorted=0: each element's group leader, then its group: invb, or a scratch buffer */
+    /* with `axis`: the items are X's slices along it, slice j holding X[o, j, i] (o < outer, i < inner) */
+    bool by_axis;
+    int64_t items, outer, dim, inner; /* items: numel, or dim with an axis */
+    lt_lbuf *first; /* by_axis: each group's first slice (ib, or a scratch buffer); Y is copied last */
+    lt_lvar *ngroups; /* by_axis: the group count, for the copy */
 } uq;
 
 static bool key_class_ok(lt_dtype dt) {
@@ -76,8 +87,9 @@ static bool accept_unique(const lt_node *n, char *why, size_t size) {
         snprintf(why, size, "input has no static shape");
         return false;
     }
-    if (lt_node_attr(n, "axis")) {
-        snprintf(why, size, "only the flattened Unique");
+    const lt_attr *aa = lt_node_attr(n, "axis");
+    if (aa && (rank < 1 || aa->i < -rank || aa->i >= rank)) {
+        snprintf(why, size, "axis %lld out of range for rank %d", (long long)aa->i, rank);
         return false;
     }
     lt_dtype dt = n->in[0]->type.dtype;
@@ -102,11 +114,12 @@ static bool accept_unique(const lt_node *n, char *why, size_t size) {
 /* X at flat index p (a variable) in its compute type; a float16 / bfloat16 value computed in the
  * kernel (a fused prologue) is rounded to its type first. *raw (when not NULL) gets the load of a
  * stored float16 / bfloat16 X (its bits), NULL otherwise. */
-static lt_status x_at(uq *u, lt_lvar *p, lt_lnode **x, lt_lnode **raw) {
+static lt_status x_at(uq *u, lt_lnode *flat, lt_lnode **x, lt_lnode **raw) {
     lt_lctx *lc = u->lc;
     const lt_value *xv = u->n->in[0];
     lt_lnode *idx[LT_MAX_RANK];
-    LT_TRY(lt_lower_unflat(lc, lt_l_var(K, p), u->rank, u->dims, idx));
+    LT_TRY(LT_LNN(lc, flat));
+    LT_TRY(lt_lower_unflat(lc, flat, u->rank, u->dims, idx));
     LT_TRY(lt_lower_value(lc, xv, idx, x));
     LT_TRY(LT_LNN(lc, *x));
     bool narrow = lt_dtype_size(u->dt) == 2 && lt_dtype_is_float(u->dt);
@@ -120,14 +133,27 @@ static lt_status x_at(uq *u, lt_lvar *p, lt_lnode **x, lt_lnode **raw) {
     return LT_LNN(lc, *x);
 }
 
-/* LET k = the key of X at flat index p. */
-static lt_status let_key(uq *u, lt_lvar *k, lt_lvar *p, lt_lnode **res) {
+/* The flat index of element e (an expression) of slice j (a variable): X[o, j, i], e = o * inner + i. */
+static lt_lnode *slice_elem(uq *u, lt_lvar *j, lt_lnode *e) {
+    lt_lctx *lc = u->lc;
+    lt_lnode *o = u->inner == 1 ? e : lt_l_binary(K, LT_LOP_DIV, e, lt_l_int(K, u->inner));
+    lt_lnode *i = u->inner == 1 ? lt_l_int(K, 0) : lt_l_binary(K, LT_LOP_MOD, e, lt_l_int(K, u->inner));
+    lt_lnode *row = u->outer == 1 ? lt_l_var(K, j) : lt_l_add(K, lt_l_mul(K, o, lt_l_int(K, u->dim)), lt_l_var(K, j));
+    return lt_l_add(K, lt_l_mul(K, row, lt_l_int(K, u->inner)), i);
+}
+
+/* LET k = the key of X at the flat index `flat`. */
+static lt_status let_key_at(uq *u, lt_lvar *k, lt_lnode *flat, lt_lnode **res) {
     lt_lnode *x = NULL;
-    LT_TRY(x_at(u, p, &x, NULL));
+    LT_TRY(x_at(u, flat, &x, NULL));
     lt_lctx *lc = u->lc;
     *res = lt_l_let(K, k, x->dtype == u->kt ? x : lt_l_cast(K, u->kt, x));
     return LT_LNN(lc, *res);
 }
+
+/* LET k = the key of item p: X at flat index p; with an axis, slices compare element by element
+ * (slice_cmp) and k is an unused zero. */
+static lt_status let_key(uq *u, lt_lvar *k, lt_lvar *p, lt_lnode **res);
 
 /* ---- the order ---- */
 
@@ -159,6 +185,63 @@ static lt_lnode *ranks_before(uq *u, lt_lvar *ka, lt_lvar *ia, lt_lvar *kb, lt_l
     lt_lnode *tie = lt_l_binary(K, LT_LOP_AND, lt_l_unary(K, LT_LOP_NOT, key_less(u, kb, ka)),
                                 lt_l_binary(K, LT_LOP_LT, lt_l_var(K, ia), lt_l_var(K, ib)));
     return lt_l_binary(K, LT_LOP_OR, key_less(u, ka, kb), tie);
+}
+
+static lt_lnode *zero_key(uq *u) {
+    lt_lctx *lc = u->lc;
+    return key_is_float(u) ? lt_l_float(K, u->kt, 0) : lt_l_cast(K, u->kt, lt_l_int(K, 0));
+}
+
+static lt_status let_key(uq *u, lt_lvar *k, lt_lvar *p, lt_lnode **res) {
+    lt_lctx *lc = u->lc;
+    if (u->by_axis) {
+        *res = lt_l_let(K, k, zero_key(u));
+        return LT_LNN(lc, *res);
+    }
+    return let_key_at(u, k, lt_l_var(K, p), res);
+}
+
+/* LET c = the order of slices a and b: -1, 0 or 1 at their first elements that differ (row-major
+ * with the axis removed), compared as keys: a serial loop over the slice that stops comparing once
+ * it has an answer. */
+static lt_status slice_cmp(uq *u, lt_lvar *a, lt_lvar *b, lt_lvar *c, lt_lnode **res) {
+    lt_lctx *lc = u->lc;
+    lt_lvar *e = lt_kernel_var(K, "e", LT_INT64), *ka = lt_kernel_var(K, "ka", u->kt), *kb = lt_kernel_var(K, "kb", u->kt);
+    if (!e || !ka || !kb) return lt_lower_nomem(lc);
+    lt_lnode *step[3];
+    LT_TRY(let_key_at(u, ka, slice_elem(u, a, lt_l_var(K, e)), &step[0]));
+    LT_TRY(let_key_at(u, kb, slice_elem(u, b, lt_l_var(K, e)), &step[1]));
+    lt_lnode *order = lt_l_select(K, key_less(u, ka, kb), lt_l_int(K, -1),
+                                  lt_l_select(K, key_less(u, kb, ka), lt_l_int(K, 1), lt_l_int(K, 0)));
+    step[2] = lt_l_assign(K, c, order);
+    lt_lnode *undecided = lt_l_binary(K, LT_LOP_EQ, lt_l_var(K, c), lt_l_int(K, 0));
+    lt_lnode *all[2] = {
+        lt_l_let(K, c, lt_l_int(K, 0)),
+        lt_l_for(K, e, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, u->outer * u->inner), LT_LOOP_SERIAL,
+                 lt_l_if(K, undecided, lt_l_seq(K, 3, step), NULL)),
+    };
+    *res = lt_l_seq(K, 2, all);
+    return LT_LNN(lc, *res);
+}
+
+/* IF item (key ka, index ia) ranks before (kb, ib) THEN t ELSE e (NULL: nothing). */
+static lt_status if_before(uq *u, lt_lvar *ka, lt_lvar *ia, lt_lvar *kb, lt_lvar *ib, lt_lnode *t, lt_lnode *e,
+                           lt_lnode **res) {
+    lt_lctx *lc = u->lc;
+    if (!u->by_axis) {
+        *res = lt_l_if(K, ranks_before(u, ka, ia, kb, ib), t, e);
+        return LT_LNN(lc, *res);
+    }
+    lt_lvar *c = lt_kernel_var(K, "cmp", LT_INT64);
+    if (!c) return lt_lower_nomem(lc);
+    lt_lnode *all[2];
+    LT_TRY(slice_cmp(u, ia, ib, c, &all[0]));
+    lt_lnode *tie = lt_l_binary(K, LT_LOP_AND, lt_l_binary(K, LT_LOP_EQ, lt_l_var(K, c), lt_l_int(K, 0)),
+                                lt_l_binary(K, LT_LOP_LT, lt_l_var(K, ia), lt_l_var(K, ib)));
+    lt_lnode *before = lt_l_binary(K, LT_LOP_OR, lt_l_binary(K, LT_LOP_LT, lt_l_var(K, c), lt_l_int(K, 0)), tie);
+    all[1] = lt_l_if(K, before, t, e);
+    *res = lt_l_seq(K, 2, all);
+    return LT_LNN(lc, *res);
 }
 
 /* ---- the heap (in perm: a max-heap, every slot ranking after or equal to its children) ---- */
@@ -195,11 +278,8 @@ static lt_status sift_up(uq *u, lt_lvar *hk, lt_lvar *hi, lt_lvar *from, lt_lnod
     LT_TRY(read_slot(u, par, pi, pk, rd));
     lt_lnode *move[2] = {set_perm(u, pos, pi), lt_l_assign(K, pos, lt_l_var(K, par))};
     lt_lnode *parent = lt_l_binary(K, LT_LOP_DIV, lt_l_binary(K, LT_LOP_SUB, lt_l_var(K, pos), lt_l_int(K, 1)), lt_l_int(K, 2));
-    lt_lnode *step[4] = {
-        lt_l_let(K, par, parent),
-        rd[0], rd[1],
-        lt_l_if(K, ranks_before(u, pk, pi, hk, hi), lt_l_seq(K, 2, move), stop(u, act)),
-    };
+    lt_lnode *step[4] = {lt_l_let(K, par, parent), rd[0], rd[1], NULL};
+    LT_TRY(if_before(u, pk, pi, hk, hi, lt_l_seq(K, 2, move), stop(u, act), &step[3]));
     lt_lnode *go = lt_l_binary(K, LT_LOP_AND, lt_l_binary(K, LT_LOP_NE, lt_l_var(K, act), lt_l_int(K, 0)),
                                lt_l_binary(K, LT_LOP_GT, lt_l_var(K, pos), lt_l_int(K, 0)));
     lt_lnode *all[4] = {
@@ -224,7 +304,8 @@ static lt_status later_child(uq *u, lt_lvar *l, lt_lvar *size, lt_lvar *w, lt_lv
     LT_TRY(read_slot(u, r, ri, rk, rd_right));
     lt_lnode *take[3] = {lt_l_assign(K, w, lt_l_var(K, r)), lt_l_assign(K, wi, lt_l_var(K, ri)),
                          lt_l_assign(K, wk, lt_l_var(K, rk))};
-    lt_lnode *right[3] = {rd_right[0], rd_right[1], lt_l_if(K, ranks_before(u, wk, wi, rk, ri), lt_l_seq(K, 3, take), NULL)};
+    lt_lnode *right[3] = {rd_right[0], rd_right[1], NULL};
+    LT_TRY(if_before(u, wk, wi, rk, ri, lt_l_seq(K, 3, take), NULL, &right[2]));
     lt_lnode *all[5] = {
         lt_l_let(K, w, lt_l_var(K, l)), rd_left[0], rd_left[1],
         lt_l_let(K, r, lt_l_add(K, lt_l_var(K, l), lt_l_int(K, 1))),
@@ -245,7 +326,8 @@ static lt_status sift_down(uq *u, lt_lvar *hk, lt_lvar *hi, lt_lvar *size, lt_ln
     lt_lnode *pick = NULL;
     LT_TRY(later_child(u, l, size, w, wi, wk, &pick));
     lt_lnode *move[2] = {set_perm(u, pos, wi), lt_l_assign(K, pos, lt_l_var(K, w))};
-    lt_lnode *child[2] = {pick, lt_l_if(K, ranks_before(u, hk, hi, wk, wi), lt_l_seq(K, 2, move), stop(u, act))};
+    lt_lnode *child[2] = {pick, NULL};
+    LT_TRY(if_before(u, hk, hi, wk, wi, lt_l_seq(K, 2, move), stop(u, act), &child[1]));
     lt_lnode *level[2] = {
         lt_l_let(K, l, lt_l_add(K, lt_l_mul(K, lt_l_var(K, pos), lt_l_int(K, 2)), lt_l_int(K, 1))),
         lt_l_if(K, lt_l_binary(K, LT_LOP_LT, lt_l_var(K, l), lt_l_var(K, size)), lt_l_seq(K, 2, child), stop(u, act)),
@@ -269,7 +351,7 @@ static lt_status build_heap(uq *u, lt_lnode **res) {
     lt_lnode *body[2];
     LT_TRY(let_key(u, hk, j, &body[0]));
     LT_TRY(sift_up(u, hk, j, j, &body[1]));
-    *res = lt_l_for(K, j, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, u->numel), LT_LOOP_SERIAL, lt_l_seq(K, 2, body));
+    *res = lt_l_for(K, j, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, u->items), LT_LOOP_SERIAL, lt_l_seq(K, 2, body));
     return LT_LNN(lc, *res);
 }
 
@@ -284,36 +366,45 @@ static lt_status sort_heap(uq *u, lt_lnode **res) {
     LT_TRY(read_slot(u, last, hi, hk, rd));
     LT_TRY(sift_down(u, hk, hi, last, &down));
     lt_lnode *body[5] = {
-        lt_l_let(K, last, lt_l_binary(K, LT_LOP_SUB, lt_l_int(K, u->numel - 1), lt_l_var(K, e))),
+        lt_l_let(K, last, lt_l_binary(K, LT_LOP_SUB, lt_l_int(K, u->items - 1), lt_l_var(K, e))),
         rd[0], rd[1],
         lt_l_store(K, u->perm, lt_l_var(K, last), perm_at(u, lt_l_int(K, 0))),
         down,
     };
-    *res = lt_l_for(K, e, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, u->numel - 1), LT_LOOP_SERIAL, lt_l_seq(K, 5, body));
+    *res = lt_l_for(K, e, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, u->items - 1), LT_LOOP_SERIAL, lt_l_seq(K, 5, body));
     return LT_LNN(lc, *res);
 }
 
 /* ---- pass 3: the groups ---- */
 
 /* A group starts at element p (a variable) as group g: Y[g] = X[p], indices[g] = p. */
+/* Y's value of X at the flat index `flat`: a stored float16 / bfloat16 as its bits. */
+static lt_status y_value(uq *u, lt_lnode *flat, lt_lnode **y) {
+    lt_lctx *lc = u->lc;
+    lt_lnode *x = NULL, *raw = NULL;
+    LT_TRY(x_at(u, flat, &x, &raw));
+    *y = raw ? raw : x->dtype == u->dt ? x : lt_l_cast(K, u->dt, x);
+    return LT_LNN(lc, *y);
+}
+
+/* A group starts at item p (a variable) as group g: Y[g] = X[p] and indices[g] = p; with an axis
+ * first[g] = p (Y is copied once the count is known: copy_slices). */
 static lt_status start_group(uq *u, lt_lvar *p, lt_lvar *g, lt_lnode **res) {
     lt_lctx *lc = u->lc;
     lt_lnode *s[2];
     int ns = 0;
+    if (u->by_axis) {
+        *res = lt_l_store(K, u->first, lt_l_var(K, g), lt_l_var(K, p));
+        return LT_LNN(lc, *res);
+    }
     if (u->yb) {
-        lt_lnode *x = NULL, *raw = NULL;
-        LT_TRY(x_at(u, p, &x, &raw));
-        lt_lnode *y = raw ? raw : x->dtype == u->dt ? x : lt_l_cast(K, u->dt, x);
+        lt_lnode *y = NULL;
+        LT_TRY(y_value(u, lt_l_var(K, p), &y));
         s[ns++] = lt_l_store(K, u->yb, lt_l_var(K, g), y);
     }
     if (u->ib) s[ns++] = lt_l_store(K, u->ib, lt_l_var(K, g), lt_l_var(K, p));
     *res = lt_l_seq(K, ns, s);
     return LT_LNN(lc, *res);
-}
-
-static lt_lnode *zero_key(uq *u) {
-    lt_lctx *lc = u->lc;
-    return key_is_float(u) ? lt_l_float(K, u->kt, 0) : lt_l_cast(K, u->kt, lt_l_int(K, 0));
 }
 
 /* For sorted position i: p = perm[i]; a new group when X[p]'s key differs from the previous one (or i
@@ -322,13 +413,17 @@ static lt_status scan_groups(uq *u, lt_lnode **res) {
     lt_lctx *lc = u->lc;
     lt_lvar *i = lt_kernel_var(K, "r2", LT_INT64), *p = lt_kernel_var(K, "p", LT_INT64);
     lt_lvar *g = lt_kernel_var(K, "g", LT_INT64), *size = lt_kernel_var(K, "size", LT_INT64);
-    lt_lvar *k = lt_kernel_var(K, "key", u->kt), *prev = lt_kernel_var(K, "prev", u->kt);
-    if (!i || !p || !g || !size || !k || !prev) return lt_lower_nomem(lc);
+    /* the previous item's key, or with an axis the previous slice (compared by slice_cmp) */
+    lt_lvar *k = lt_kernel_var(K, "key", u->kt), *prev = lt_kernel_var(K, "prev", u->by_axis ? LT_INT64 : u->kt);
+    lt_lvar *c = lt_kernel_var(K, "cmp", LT_INT64);
+    if (!i || !p || !g || !size || !k || !prev || !c) return lt_lower_nomem(lc);
     lt_lnode *start = NULL, *get_key = NULL;
     if (u->sorted) LT_TRY(start_group(u, p, g, &start));
-    LT_TRY(let_key(u, k, p, &get_key));
-    lt_lnode *is_new = lt_l_binary(K, LT_LOP_OR, lt_l_binary(K, LT_LOP_LT, lt_l_var(K, g), lt_l_int(K, 0)),
-                                   lt_l_unary(K, LT_LOP_NOT, key_equal(u, k, prev)));
+    if (u->by_axis) LT_TRY(slice_cmp(u, p, prev, c, &get_key));
+    else LT_TRY(let_key(u, k, p, &get_key));
+    lt_lnode *differs = u->by_axis ? lt_l_binary(K, LT_LOP_NE, lt_l_var(K, c), lt_l_int(K, 0))
+                                   : lt_l_unary(K, LT_LOP_NOT, key_equal(u, k, prev));
+    lt_lnode *is_new = lt_l_binary(K, LT_LOP_OR, lt_l_binary(K, LT_LOP_LT, lt_l_var(K, g), lt_l_int(K, 0)), differs);
     lt_lnode *open[3] = {lt_l_assign(K, g, lt_l_add(K, lt_l_var(K, g), lt_l_int(K, 1))),
                          u->sorted ? lt_l_assign(K, size, lt_l_int(K, 1)) : lt_l_assign(K, size, lt_l_var(K, p)), start};
     lt_lnode *grow = lt_l_assign(K, size, lt_l_add(K, lt_l_var(K, size), lt_l_int(K, 1)));
@@ -344,14 +439,15 @@ static lt_status scan_groups(uq *u, lt_lnode **res) {
         body[nb++] = lt_l_if(K, is_new, lt_l_seq(K, 2, open), NULL);
         body[nb++] = lt_l_store(K, u->lead, lt_l_var(K, p), lt_l_var(K, size));
     }
-    body[nb++] = lt_l_assign(K, prev, lt_l_var(K, k));
-    lt_lnode *all[6];
+    body[nb++] = lt_l_assign(K, prev, lt_l_var(K, u->by_axis ? p : k));
+    lt_lnode *all[7];
     int na = 0;
     all[na++] = lt_l_let(K, g, lt_l_int(K, -1));
     all[na++] = lt_l_let(K, size, lt_l_int(K, 0));
-    all[na++] = lt_l_let(K, prev, zero_key(u));
-    all[na++] = lt_l_for(K, i, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, u->numel), LT_LOOP_SERIAL, lt_l_seq(K, nb, body));
+    all[na++] = lt_l_let(K, prev, u->by_axis ? lt_l_int(K, 0) : zero_key(u));
+    all[na++] = lt_l_for(K, i, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, u->items), LT_LOOP_SERIAL, lt_l_seq(K, nb, body));
     if (u->nb) all[na++] = lt_l_store(K, u->nb, lt_l_int(K, 0), lt_l_add(K, lt_l_var(K, g), lt_l_int(K, 1)));
+    if (u->ngroups) all[na++] = lt_l_assign(K, u->ngroups, lt_l_add(K, lt_l_var(K, g), lt_l_int(K, 1)));
     *res = lt_l_seq(K, na, all);
     return LT_LNN(lc, *res);
 }
@@ -380,9 +476,31 @@ static lt_status number_by_appearance(uq *u, lt_lnode **res) {
     };
     lt_lnode *all[2] = {
         lt_l_let(K, g, lt_l_int(K, -1)),
-        lt_l_for(K, p, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, u->numel), LT_LOOP_SERIAL, lt_l_seq(K, 2, body)),
+        lt_l_for(K, p, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, u->items), LT_LOOP_SERIAL, lt_l_seq(K, 2, body)),
     };
     *res = lt_l_seq(K, 2, all);
+    return LT_LNN(lc, *res);
+}
+
+/* Last pass with an axis: Y, compact as Unique's own (the axis ngroups long) at the buffer's start:
+ * Y[o, v, i] = X[o, first[v], i] for v < ngroups. */
+static lt_status copy_slices(uq *u, lt_lnode **res) {
+    lt_lctx *lc = u->lc;
+    lt_lvar *v = lt_kernel_var(K, "r4", LT_INT64), *e = lt_kernel_var(K, "r5", LT_INT64), *src = lt_kernel_var(K, "src", LT_INT64);
+    if (!v || !e || !src) return lt_lower_nomem(lc);
+    lt_lnode *y = NULL;
+    LT_TRY(y_value(u, slice_elem(u, src, lt_l_var(K, e)), &y));
+    lt_lnode *ev = lt_l_var(K, e);
+    lt_lnode *o = u->inner == 1 ? ev : lt_l_binary(K, LT_LOP_DIV, ev, lt_l_int(K, u->inner));
+    lt_lnode *in = u->inner == 1 ? lt_l_int(K, 0) : lt_l_binary(K, LT_LOP_MOD, lt_l_var(K, e), lt_l_int(K, u->inner));
+    lt_lnode *row = lt_l_add(K, lt_l_mul(K, o, lt_l_var(K, u->ngroups)), lt_l_var(K, v));
+    lt_lnode *copy = lt_l_store(K, u->yb, lt_l_add(K, lt_l_mul(K, row, lt_l_int(K, u->inner)), in), y);
+    lt_lnode *slice[2] = {
+        lt_l_let(K, src, lt_l_load(K, u->first, lt_l_var(K, v))),
+        lt_l_for(K, e, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, u->outer * u->inner), LT_LOOP_SERIAL, copy),
+    };
+    lt_lnode *body = lt_l_if(K, lt_l_binary(K, LT_LOP_LT, lt_l_var(K, v), lt_l_var(K, u->ngroups)), lt_l_seq(K, 2, slice), NULL);
+    *res = lt_l_for(K, v, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, u->items), LT_LOOP_SERIAL, body);
     return LT_LNN(lc, *res);
 }
 
@@ -403,31 +521,51 @@ static lt_status uq_init(lt_lctx *lc, const lt_node *n, uq *u) {
         return lt_lower_error(lc, n, LT_ERR_INTERNAL, "input has no static shape or the outputs are not 5");
     u->numel = lt_lower_numel(n->in[0]);
     u->kt = key_type(u->dt);
-    u->levels = sift_levels(u->numel);
+    u->items = u->numel, u->outer = 1, u->dim = u->numel, u->inner = 1;
+    const lt_attr *aa = lt_node_attr(n, "axis");
+    if (aa) {
+        if (u->rank < 1 || aa->i < -u->rank || aa->i >= u->rank)
+            return lt_lower_error(lc, n, LT_ERR_INVALID, "axis %lld out of range for rank %d", (long long)aa->i, u->rank);
+        int a = (int)(aa->i < 0 ? aa->i + u->rank : aa->i);
+        u->by_axis = true, u->dim = u->items = u->dims[a];
+        for (int d = 0; d < a; d++) u->outer *= u->dims[d];
+        for (int d = a + 1; d < u->rank; d++) u->inner *= u->dims[d];
+    }
+    u->levels = sift_levels(u->items);
     u->yb = out_buf(lc, n, 0), u->ib = out_buf(lc, n, 1), u->invb = out_buf(lc, n, 2);
     u->cb = out_buf(lc, n, 3), u->nb = out_buf(lc, n, 4);
     if ((u->yb && u->yb->dtype != u->dt) || (u->ib && u->ib->dtype != LT_INT64) || (u->invb && u->invb->dtype != LT_INT64) ||
         (u->cb && u->cb->dtype != LT_INT64) || (u->nb && u->nb->dtype != LT_INT64))
         return lt_lower_error(lc, n, LT_ERR_INTERNAL, "the outputs are not stored as they are");
-    u->perm = u->cb ? u->cb : lt_lower_add_scratch(lc, "perm", LT_INT64, u->numel);
+    u->perm = u->cb ? u->cb : lt_lower_add_scratch(lc, "perm", LT_INT64, u->items);
     if (!u->perm) return lt_lower_nomem(lc);
     u->sorted = lt_attr_int(n, "sorted", 1) != 0;
-    if (!u->sorted && !(u->lead = u->invb ? u->invb : lt_lower_add_scratch(lc, "lead", LT_INT64, u->numel)))
+    if (!u->sorted && !(u->lead = u->invb ? u->invb : lt_lower_add_scratch(lc, "lead", LT_INT64, u->items)))
         return lt_lower_nomem(lc);
+    if (u->by_axis && u->yb) { /* Y needs each group's first slice and the count */
+        if (!(u->first = u->ib ? u->ib : lt_lower_add_scratch(lc, "first", LT_INT64, u->items)) ||
+            !(u->ngroups = lt_kernel_var(K, "ngroups", LT_INT64)))
+            return lt_lower_nomem(lc);
+    } else if (u->by_axis) {
+        u->first = u->ib ? u->ib : lt_lower_add_scratch(lc, "first", LT_INT64, u->items); /* written, unread */
+        if (!u->first) return lt_lower_nomem(lc);
+    }
     return LT_OK;
 }
 
 static lt_status l_unique(lt_lctx *lc, const lt_node *n, lt_lnode **res) {
     uq u;
     LT_TRY(uq_init(lc, n, &u));
-    lt_lnode *pass[4];
+    lt_lnode *pass[6];
     int np = 0;
-    if (u.numel > 0) {
+    if (u.ngroups) pass[np++] = lt_l_let(K, u.ngroups, lt_l_int(K, 0));
+    if (u.items > 0) {
         LT_TRY(build_heap(&u, &pass[np++]));
-        if (u.numel > 1) LT_TRY(sort_heap(&u, &pass[np++]));
+        if (u.items > 1) LT_TRY(sort_heap(&u, &pass[np++]));
     }
     LT_TRY(scan_groups(&u, &pass[np++]));
     if (!u.sorted) LT_TRY(number_by_appearance(&u, &pass[np++]));
+    if (u.ngroups && u.numel > 0) LT_TRY(copy_slices(&u, &pass[np++]));
     *res = lt_l_seq(K, np, pass);
     return LT_LNN(lc, *res);
 }

@@ -22,9 +22,11 @@
  *       scores [B, C, N], static), its first 3 * count elements NonMaxSuppression's [count, 3]
  *       result. The node keeps center_point_box. Compiled (src/lower/lower_nms.c); this eval is its
  *       reference (NonMaxSuppression's eval, copied into the padded output).
- *   UniquePadded(X) -> (Y, indices, inverse_indices, counts, count)   Unique of the flattened X
- *       (no `axis`; sorted, or in the order of appearance with sorted=0) with Y, indices and counts of length numel(X), their first count
- *       elements Unique's outputs; inverse_indices is Unique's own ([numel(X)]). Compiled
+ *   UniquePadded(X) -> (Y, indices, inverse_indices, counts, count)   Unique (sorted, or in the
+ *       order of appearance with sorted=0) of the flattened X: Y, indices and counts of length
+ *       numel(X), their first count elements Unique's outputs; or of X's slices along `axis`: Y of
+ *       X's shape holding Unique's Y compact at its start (that axis count long), indices and
+ *       counts of length X.dims[axis]. inverse_indices is Unique's own. Compiled
  *       (src/lower/lower_unique.c); this eval is its reference (Unique's eval, copied).
  *   DataDependentRest(...) -> (...)  the part of the model after the data-dependent ops, compiled
  *       at run time for the sizes the data gives. Its output types are set by the split; it runs
@@ -174,28 +176,45 @@ static lt_status eval_NmsPadded(lt_eval *ev, const lt_node *n, lt_datum **in, lt
     return s;
 }
 
+/* UniquePadded's axis (normalized) into *axis, -1 without one; false when it is out of range. */
+static bool unique_axis(const lt_node *n, int rank, int *axis) {
+    const lt_attr *a = lt_node_attr(n, "axis");
+    *axis = -1;
+    if (!a) return true;
+    if (rank < 1 || a->i < -rank || a->i >= rank) return false;
+    *axis = (int)(a->i < 0 ? a->i + rank : a->i);
+    return true;
+}
+
 static lt_status infer_UniquePadded(lt_infer *ic, lt_node *n) {
     const lt_type *t = lt_shp_infer_ranked(n, 0);
     if (!t) return LT_OK;
     int64_t numel = static_numel(n, 0);
     if (numel < 0) return LT_OK; /* the split makes it only for static shapes */
-    if (lt_node_attr(n, "axis")) return lt_infer_error(ic, n, "takes no axis");
-    LT_TRY(lt_infer_set_i64(ic, n, 0, t->dtype, 1, &numel));
+    int axis;
+    if (!unique_axis(n, t->rank, &axis)) return lt_infer_error(ic, n, "axis out of range for rank %d", t->rank);
+    int64_t items = axis < 0 ? numel : t->dims[axis].value, dims[LT_MAX_RANK];
+    for (int d = 0; d < t->rank; d++) dims[d] = t->dims[d].value;
+    if (axis < 0) LT_TRY(lt_infer_set_i64(ic, n, 0, t->dtype, 1, &numel));
+    else LT_TRY(lt_infer_set_i64(ic, n, 0, t->dtype, t->rank, dims));
     for (int k = 1; k < 4; k++)
-        if (n->n_out > k && n->out[k]) LT_TRY(lt_infer_set_i64(ic, n, k, LT_INT64, 1, &numel));
+        if (n->n_out > k && n->out[k]) LT_TRY(lt_infer_set_i64(ic, n, k, LT_INT64, 1, &items));
     return n->n_out > 4 && n->out[4] ? lt_infer_set_i64(ic, n, 4, LT_INT64, 0, NULL) : LT_OK;
 }
 
 static lt_status eval_UniquePadded(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum **out) {
     const lt_tensor *x;
     LT_TRY(lt_in_tensor(ev, n, in, 0, &x));
-    if (lt_node_attr(n, "axis")) return lt_op_error(ev, n, LT_ERR_INVALID, "takes no axis");
+    int axis;
+    if (!unique_axis(n, x->rank, &axis)) return lt_op_error(ev, n, LT_ERR_INVALID, "axis out of range for rank %d", x->rank);
     lt_datum *got[4] = {NULL, NULL, NULL, NULL};
     lt_status s = lt_op_hooks_get(LT_OP_Unique)->eval(ev, n, in, got); /* Unique's four outputs */
-    int64_t numel = x->numel;
+    int64_t numel = x->numel, items = axis < 0 ? numel : x->dims[axis];
     for (int k = 0; k < 4 && s == LT_OK; k++)
-        if (n->n_out > k && n->out[k]) s = padded_out(ev, n, out, k, got[k]->tensor, 1, &numel);
-    if (s == LT_OK) s = count_out(ev, n, out, 4, got[0]->tensor->dims[0]);
+        if (n->n_out > k && n->out[k])
+            s = k == 0 && axis >= 0 ? padded_out(ev, n, out, k, got[k]->tensor, x->rank, x->dims)
+                                    : padded_out(ev, n, out, k, got[k]->tensor, 1, k == 0 ? &numel : &items);
+    if (s == LT_OK) s = count_out(ev, n, out, 4, got[0]->tensor->dims[axis < 0 ? 0 : axis]);
     for (int k = 0; k < 4; k++) lt_datum_release(got[k]);
     return s;
 }
