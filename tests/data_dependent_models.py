@@ -1,7 +1,8 @@
 """data_dependent_models.py — small models whose sizes depend on the data, for test_data_dependent.py and
 tests/gpu/data_dependent_cuda.py: each has one op whose output size the values decide (NonZero,
-NonMaxSuppression, Unique, TopK with a k given at run time, Compress, a Loop's scan output) and
-compilable nodes after it, so the compiler splits the graph there (src/compile/split.h).
+NonMaxSuppression, Unique of elements and of rows in the order of appearance, TopK with a k given at run
+time, Compress, a Loop's scan output) and compilable nodes after it, so the compiler splits the graph
+there (src/compile/split.h).
 
 MODELS maps a name to (build, feeds): build() returns the onnx ModelProto; feeds(rng) random inputs for
 which the data-dependent sizes vary between calls and stay >= 2 (the sizes 0 and 1 make buckets of their
@@ -73,6 +74,22 @@ def unique_feeds(rng):
     return {"x": rng.integers(0, rng.integers(3, 20), 30).astype(np.int64)}
 
 
+def unique_rows():
+    """Unique rows (axis 0, in the order of appearance) of a [24, 3] float matrix -> each row's sum times
+    its count; returns it and the inverse indices."""
+    nodes = [h.make_node("Unique", ["x"], ["u", "ix", "inv", "cnt"], sorted=0, axis=0),
+             h.make_node("ReduceSum", ["u", "ax1"], ["s"], keepdims=0), h.make_node("Cast", ["cnt"], ["cf"], to=T.FLOAT),
+             h.make_node("Mul", ["s", "cf"], ["y"])]
+    return _model(nodes, [h.make_tensor_value_info("x", T.FLOAT, [24, 3])],
+                  [h.make_tensor_value_info("y", T.FLOAT, None), h.make_tensor_value_info("inv", T.INT64, None)],
+                  [_c("ax1", [1], np.int64)])
+
+
+def unique_rows_feeds(rng):
+    rows = rng.integers(-3, 4, (rng.integers(2, 9), 3)).astype(np.float32)
+    return {"x": rows[rng.integers(0, len(rows), 24)]}
+
+
 def topk():
     """TopK with k a model input -> Softmax over the k values + the indices."""
     nodes = [h.make_node("TopK", ["x", "k"], ["v", "i"], axis=1), h.make_node("Softmax", ["v"], ["sm"], axis=1),
@@ -122,4 +139,5 @@ def loop_scan_feeds(rng):
 
 
 MODELS = {"nonzero": (nonzero, nonzero_feeds), "nms": (nms, nms_feeds), "unique": (unique, unique_feeds),
+          "unique_rows": (unique_rows, unique_rows_feeds),
           "topk": (topk, topk_feeds), "compress": (compress, compress_feeds), "loop_scan": (loop_scan, loop_scan_feeds)}
