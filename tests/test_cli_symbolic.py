@@ -7,7 +7,7 @@ shapes and reports the buckets. Checked here:
   - three files of shapes in one bucket of the zoo's bert_ci (batch 4; sequence 33, 41, 57) run with
     the C compiler invoked once (a wrapper script that logs each compile; --no-cache, so every build
     is a real compiler run), each output (one .npz per run in --output DIR, named after the file)
-    equal to the reference interpreter's;
+    equal to the reference interpreter's, the packed weights one copy that the later plans took;
   - a shape outside a --dim range is refused with one line naming the file, input and dim (exit 2);
   - `lathe compile` reports the buckets and the shapes each took (--probe, and the default probes of
     a ranged dim), and -o still needs every dim bound;
@@ -17,6 +17,7 @@ shapes and reports the buckets. Checked here:
 The binary comes from $LATHE_BIN (default build/lathe).
 """
 import os
+import re
 import subprocess
 import sys
 
@@ -99,6 +100,10 @@ def test_each_one_bucket_one_compile(bert, tmp_path):
         assert f"input_ids int64[4,{seq}], attention_mask int64[4,{seq}]" in r.stdout
     assert "buckets: 1" in r.stdout and "bucket 1: made at batch=4, sequence=33" in r.stdout, r.stdout
     assert "its module reused (no compiler run)" in r.stdout
+    # the packed GEMM weights: one copy, the two later plans took the first plan's (outputs checked below)
+    m = re.search(r"packed weights: (\d+) bytes, one copy for every plan of equal packs \((\d+) taken from an earlier plan\)",
+                  r.stdout)
+    assert m and int(m.group(1)) > 0 and int(m.group(2)) >= 2 and int(m.group(2)) % 2 == 0, r.stdout
     assert sorted(os.listdir(out)) == ["run33.npz", "run41.npz", "run57.npz"]
     for f in files:
         ref = tmp_path / f"ref_{f.stem}.npz"

@@ -74,11 +74,12 @@ typedef struct graph_slot_ref { /* the shared graph of a bucket's segment */
     lt_plan_graph_slot *slot;       /* in the family's arena: outlives the plans */
 } graph_slot_ref;
 
-typedef struct dev_const {      /* a device buffer of constant bytes that plans share */
-    char *name;                 /* the constant it was made for (lt_mem) */
+typedef struct dev_const {      /* a backend buffer of constant bytes that plans share */
+    char *name;                 /* the constant (or "packed <constant>") it was made for (lt_mem) */
     int64_t bytes;
     void *dptr;
     int refs;                   /* plans holding it; freed at 0 */
+    bool packed;                /* a packed weight (pack_adopt), else a device constant (const_acquire) */
 } dev_const;
 
 typedef struct cached_plan {
@@ -406,7 +407,7 @@ static lt_status const_acquire(void *user, lt_ctx *ctx, const char *name, const 
     void *tmp = NULL;
     for (int i = 0; i < f->n_consts; i++) {
         dev_const *c = &f->consts[i];
-        if (c->bytes != bytes || strcmp(c->name, name) != 0) continue;
+        if (c->packed || c->bytes != bytes || strcmp(c->name, name) != 0) continue;
         if (bytes > 0) {
             if (!tmp && !(tmp = lt_mem_alloc((size_t)bytes)))
                 return lt_error(ctx, LT_ERR_NOMEM, "out of memory (comparing constant '%s')", name);
@@ -442,13 +443,59 @@ static lt_status const_acquire(void *user, lt_ctx *ctx, const char *name, const 
     return LT_OK;
 }
 
+/* Are the n bytes of backend buffers a and b equal? (Device buffers are downloaded first.) */
+static lt_status same_bytes(lt_family *f, lt_ctx *ctx, const void *a, const void *b, int64_t n, bool *same) {
+    const lt_backend_vtbl *vt = f->backend->vt;
+    if (vt->host_memory || n == 0) {
+        *same = n == 0 || memcmp(a, b, (size_t)n) == 0;
+        return LT_OK;
+    }
+    char *ha = lt_mem_alloc((size_t)n), *hb = lt_mem_alloc((size_t)n);
+    lt_status s = ha && hb ? LT_OK : lt_error(ctx, LT_ERR_NOMEM, "out of memory (comparing packed weights)");
+    if (s == LT_OK) s = vt->copy(f->backend, ctx, ha, a, (size_t)n, LT_COPY_DEVICE_TO_HOST);
+    if (s == LT_OK) s = vt->copy(f->backend, ctx, hb, b, (size_t)n, LT_COPY_DEVICE_TO_HOST);
+    *same = s == LT_OK && memcmp(ha, hb, (size_t)n) == 0;
+    lt_mem_free(ha);
+    lt_mem_free(hb);
+    return s;
+}
+
+/* A plan's packed weight, just filled (lt_plan_device_share.pack_adopt): an earlier plan's buffer
+ * of the same name and bytes replaces it (freed), else the family keeps it for the next plans. A pack
+ * is a function of the constant and the packing, which buckets may choose differently: the bytes
+ * decide. Packing costs each plan its pack kernels still; the memory is one copy. */
+static lt_status pack_adopt(void *user, lt_ctx *ctx, const char *name, int64_t bytes, void **buf) {
+    lt_family *f = user;
+    for (int i = 0; i < f->n_consts; i++) {
+        dev_const *c = &f->consts[i];
+        if (!c->packed || c->bytes != bytes || strcmp(c->name, name) != 0) continue;
+        bool same = false;
+        LT_TRY(same_bytes(f, ctx, c->dptr, *buf, bytes, &same));
+        if (!same) continue;
+        f->backend->vt->free(f->backend, *buf);
+        *buf = c->dptr;
+        c->refs++;
+        f->stats.packs_shared++;
+        return LT_OK;
+    }
+    dev_const *nc = lt_mem_realloc(f->consts, (size_t)(f->n_consts + 1) * sizeof *nc);
+    if (!nc) return lt_error(ctx, LT_ERR_NOMEM, "out of memory (packed weights)");
+    f->consts = nc;
+    dev_const c = {.name = lt_mem_strdup(name), .bytes = bytes, .dptr = *buf, .refs = 1, .packed = true};
+    if (!c.name) return lt_error(ctx, LT_ERR_NOMEM, "out of memory (packed weights)");
+    f->consts[f->n_consts++] = c;
+    f->stats.pack_bytes += bytes;
+    return LT_OK;
+}
+
 static void const_release(void *user, void *dptr) {
     lt_family *f = user;
     for (int i = 0; i < f->n_consts; i++) {
         dev_const *c = &f->consts[i];
         if (c->dptr != dptr || --c->refs > 0) continue;
         f->backend->vt->free(f->backend, c->dptr);
-        f->stats.const_bytes -= c->bytes;
+        if (c->packed) f->stats.pack_bytes -= c->bytes;
+        else f->stats.const_bytes -= c->bytes;
         lt_mem_free(c->name);
         f->consts[i] = f->consts[--f->n_consts];
         return;
@@ -506,8 +553,9 @@ static lt_status compile_at(lt_ctx *ctx, lt_family *f, const int *ranks, const i
         if (f->backend) co.workspace = workspace, co.workspace_user = f;
     }
     /* the plan copies it at build, within lt_compile below */
-    lt_plan_device_share share = {.graph_slot = graph_slot, .user = f};
-    if (f->backend && !f->backend->vt->host_memory) share.const_acquire = const_acquire, share.const_release = const_release;
+    lt_plan_device_share share = {.graph_slot = graph_slot, .pack_adopt = pack_adopt, .const_release = const_release,
+                                  .user = f};
+    if (f->backend && !f->backend->vt->host_memory) share.const_acquire = const_acquire;
     if (f->backend) co.device_share = &share;
     if (probe) {
         co.stop_after_stage = lt_compile_stage_name(LT_STAGE_SIMPLIFY);
@@ -701,9 +749,12 @@ void lt_family_print(const lt_family *f, lt_strbuf *out) {
         lt_sb_printf(out, "workspace: %lld bytes, one for every plan (grown %d times)\n", (long long)s->workspace_bytes,
                      s->workspace_grown);
     if (s->const_bytes || s->consts_shared)
-        lt_sb_printf(out, "device constants: %lld bytes, one copy for every plan (%d taken from an earlier plan; packed "
-                          "weights are each plan's)\n",
+        lt_sb_printf(out, "device constants: %lld bytes, one copy for every plan (%d taken from an earlier plan)\n",
                      (long long)s->const_bytes, s->consts_shared);
+    if (s->pack_bytes || s->packs_shared)
+        lt_sb_printf(out, "packed weights: %lld bytes, one copy for every plan of equal packs (%d taken from an "
+                          "earlier plan)\n",
+                     (long long)s->pack_bytes, s->packs_shared);
     lt_family_stats g;
     lt_family_get_stats(f, &g);
     if (g.graphs)

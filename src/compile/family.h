@@ -70,6 +70,8 @@ typedef struct lt_family_stats {
     int graphs;                  /* device plans: instantiated graphs (a few per bucket and segment) */
     int64_t const_bytes;         /* device plans: bytes of the constants' buffers the plans share */
     int consts_shared;           /* times a plan took a constant's buffer an earlier plan uploaded */
+    int64_t pack_bytes;          /* bytes of the packed weights' buffers the plans share */
+    int packs_shared;            /* times a plan's packed weight was replaced by an earlier plan's */
     int graphs_instantiated;     /* times one was instantiated (its first run, or an update refused) */
     int graphs_updated;          /* times one was updated in place to another shape's plan */
 } lt_family_stats;

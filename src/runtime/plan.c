@@ -553,6 +553,13 @@ static lt_status fill_packs(lt_ctx *ctx, lt_plan *p) {
         if (s == LT_OK) s = vt->launch(p->backend, ctx, pk->bk, args, 2);
         if (s == LT_OK && tmp) s = vt->sync(p->backend, ctx); /* before the next upload reuses tmp */
         p->stats.packed_bytes += S->bytes;
+        if (s == LT_OK && p->share.pack_adopt && p->share.const_release) { /* one copy for plans of equal packs */
+            if (!tmp && !p->host_memory) s = vt->sync(p->backend, ctx); /* the pack is written */
+            char name[300];
+            snprintf(name, sizeof name, "packed %s", src->value ? src->value->name : "?");
+            if (s == LT_OK) s = p->share.pack_adopt(p->share.user, ctx, name, S->bytes, &S->ptr);
+            if (s == LT_OK) pk->shared = true;
+        }
     }
     if (s == LT_OK && !p->host_memory) s = vt->sync(p->backend, ctx);
     if (tmp) vt->free(p->backend, tmp);
@@ -771,8 +778,11 @@ void lt_plan_free(lt_plan *p) {
     lt_plan_host_free(p);
     if (p->backend && !p->host_memory) lt_plan_device_free(p);
     if (p->backend) {
-        for (int i = 0; i < p->n_packs; i++)
-            if (p->slots && p->slots[p->packs[i].slot].ptr) p->backend->vt->free(p->backend, p->slots[p->packs[i].slot].ptr);
+        for (int i = 0; i < p->n_packs; i++) {
+            void *ptr = p->slots ? p->slots[p->packs[i].slot].ptr : NULL;
+            if (ptr && p->packs[i].shared) p->share.const_release(p->share.user, ptr);
+            else if (ptr) p->backend->vt->free(p->backend, ptr);
+        }
         if (p->workspace && !p->workspace_borrowed) p->backend->vt->free(p->backend, p->workspace);
         if (p->check_slot >= 0 && p->slots[p->check_slot].ptr)
             p->backend->vt->free(p->backend, p->slots[p->check_slot].ptr);

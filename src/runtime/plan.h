@@ -205,8 +205,8 @@ typedef struct lt_plan_graph_slot {
     int updated;                     /* updates in place to another plan's template */
 } lt_plan_graph_slot;
 
-/* What device plans of one model share (src/compile/family.c), each hook optional (NULL: the plan's
- * own), user passed to each; a plan keeps a copy.
+/* What plans of one model share (src/compile/family.c), each hook optional (NULL: the plan's own),
+ * user passed to each; a plan keeps a copy. All but pack_adopt are for device plans.
  *   graph_slot     plans of one bucket (the same kernels at other sizes) replay a few instantiated
  *                  graphs per segment instead of one each: called once per segment at build, it
  *                  gives the caller's slot for segment k (NULL: this plan instantiates its own),
@@ -215,11 +215,17 @@ typedef struct lt_plan_graph_slot {
  *   const_acquire  each constant a kernel reads in the caller's device buffer instead of the plan's
  *   const_release  own upload: acquire gets its name and host bytes and gives a buffer holding those
  *                  bytes (another plan's when they are the same); the plan gives it back with
- *                  release when freed. Both or neither. */
+ *                  release when freed. Both or neither;
+ *   pack_adopt     each packed weight once its pack kernel has filled the plan's buffer *buf (backend
+ *                  memory, host or device, of `bytes`): the caller keeps that buffer, or frees it and
+ *                  sets *buf to one holding the same bytes (another plan's); either way the plan gives
+ *                  it back with const_release when freed (needs const_release). name identifies what
+ *                  was packed. */
 typedef struct lt_plan_device_share {
     lt_plan_graph_slot *(*graph_slot)(void *user, int segment);
     lt_status (*const_acquire)(void *user, lt_ctx *ctx, const char *name, const void *host, int64_t bytes, void **dptr);
     void (*const_release)(void *user, void *dptr);
+    lt_status (*pack_adopt)(void *user, lt_ctx *ctx, const char *name, int64_t bytes, void **buf);
     void *user;
 } lt_plan_device_share;
 

@@ -19,6 +19,8 @@ typedef struct lt_plan_pack {
     int src_slot;            /* its CONST source */
     const lt_kernel *kernel; /* the pack kernel (args: packed, source) */
     const lt_bkernel *bk;
+    bool shared;             /* the buffer is the caller's (lt_plan_device_share.pack_adopt): given back
+                              * with const_release, not freed */
 } lt_plan_pack;
 
 /* Extra per-slot state. */
