@@ -15,6 +15,9 @@
   and a Where per output; branches of different output shapes stay a host step.
 - float16 / bfloat16 Conv, ConvTranspose, Gemm and MatMul compile on the CPU (computed in float32
   between Casts).
+- hardswish written as x * HardSigmoid(x) (alpha 1/6, beta 1/2: paddle2onnx) and SiLU as x * Sigmoid(x)
+  after a Conv (dense, depthwise) or a Gemm: one kernel with the activation in the call's epilogue,
+  on the CPU and in the CUDA source, equal to the interpreter; another slope stays two ops.
 """
 import os
 import re
@@ -87,6 +90,53 @@ def test_conv_one_output_channel_with_bias(tmp_path, cache, spatial, k):
     same_as_interp(m, tmp_path, cache)
     r = lathe("compile", m, "--target", "cuda", "-o", tmp_path / "cuda", cache=cache)
     assert r.returncode == 0 and "0 host groups" in r.stdout, r.stdout + r.stderr
+
+
+def gated(nodes, x, kind, alpha=1 / 6):
+    """x * gate(x) appended to nodes, as exporters write hardswish (HardSigmoid 1/6, 1/2) and SiLU."""
+    if kind == "hardswish":
+        nodes.append(helper.make_node("HardSigmoid", [x], ["gate"], alpha=alpha, beta=0.5))
+    else:
+        nodes.append(helper.make_node("Sigmoid", [x], ["gate"]))
+    nodes.append(helper.make_node("Mul", [x, "gate"] if kind != "silu_swapped" else ["gate", x], ["y"]))
+    return nodes
+
+
+@pytest.mark.parametrize("anchor", ["conv3x3", "depthwise", "gemm"])
+@pytest.mark.parametrize("kind", ["hardswish", "silu", "silu_swapped"])
+def test_gated_activation_fused_into_the_call(tmp_path, cache, anchor, kind):
+    """Mul(x, HardSigmoid(x)) becomes HardSwish and Mul(x, Sigmoid(x)) SiLU (the patterns pass), which
+    the convolution or GEMM applies in its epilogue: one kernel, on the CPU and in the CUDA source
+    (activation code 10 or 8 in the entry's call), equal to the interpreter."""
+    if anchor == "gemm":
+        nodes, inputs, inits, out = [helper.make_node("Gemm", ["x", "w", "b"], ["c"], transB=1)], [vi("x", [6, 40])], \
+            [w("w", [24, 40]), w("b", [24])], [6, 24]
+    else:
+        c = 8 if anchor == "depthwise" else 4
+        nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1], group=c if anchor == "depthwise" else 1)]
+        inputs, out = [vi("x", [2, c, 9, 10])], [2, 8, 9, 10]
+        inits = [w("w", [8, 1 if anchor == "depthwise" else c, 3, 3]), w("b", [8])]
+    m = save(tmp_path / "g.onnx", gated(nodes, "c", kind), inputs, [vi("y", out)], inits)
+    same_as_interp(m, tmp_path, cache, backends=("cpu",))
+    r = lathe("compile", m, cache=cache)
+    assert r.returncode == 0 and re.search(r"\b1 groups, 1 kernels", r.stdout), r.stdout + r.stderr
+    r = lathe("compile", m, "--target", "cuda", "-o", tmp_path / "cuda", cache=cache)
+    assert r.returncode == 0 and "1 kernels" in r.stdout, r.stdout + r.stderr
+    code = 10 if kind == "hardswish" else 8  # abi.h LT_ACT_HARD_SWISH, LT_ACT_SILU
+    src = (tmp_path / "cuda" / "model.cu").read_text()
+    call = re.search(r"lt_cuda_(?:mm|conv)_f32_\w+\(a0,[^;]*;", src)
+    assert call and f", {code}, " in call.group(0), call.group(0) if call else src[-2000:]
+
+
+def test_hardsigmoid_of_other_slope_is_not_hardswish(tmp_path, cache):
+    """x * HardSigmoid(x, alpha 0.2) is not hardswish: it stays two ops, computed as written."""
+    nodes = gated([helper.make_node("Conv", ["x", "w"], ["c"])], "c", "hardswish", alpha=0.2)
+    m = save(tmp_path / "h.onnx", nodes, [vi("x", [1, 3, 6, 6])], [vi("y", [1, 4, 4, 4])], [w("w", [4, 3, 3, 3])])
+    same_as_interp(m, tmp_path, cache, backends=("cpu",))
+    d = tmp_path / "code"
+    r = lathe("compile", m, "--dump-code", d, cache=cache)
+    assert r.returncode == 0, r.stderr
+    assert "HardSwish" not in (d / "groups.txt").read_text()
 
 
 @pytest.mark.parametrize("cond_given", [False, True])

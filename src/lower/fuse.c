@@ -200,8 +200,9 @@ static int64_t max_out_numel(const lt_node *n) {
 static bool call_absorbs(const lt_node *e) {
     switch (e->op) {
     case LT_OP_Add: case LT_OP_Relu: case LT_OP_Sigmoid: case LT_OP_Tanh: case LT_OP_LeakyRelu:
-    case LT_OP_HardSigmoid: case LT_OP_Gelu: case LT_OP_Clip:
+    case LT_OP_HardSigmoid: case LT_OP_Gelu: case LT_OP_Clip: case LT_OP_HardSwish:
         return true;
+    case LT_OP_Swish: return lt_attr_float(e, "alpha", 1.0f) == 1.0f; /* SiLU */
     case LT_OP_Mul: case LT_OP_Div:
         return e->n_in == 2 && e->in[0] && e->in[1] && (lt_lower_is_imm(e->in[1]) || lt_lower_is_imm(e->in[0]));
     default: return lt_lower_is_view(e);

@@ -265,6 +265,11 @@ static bool match_act(const lt_node *e, lt_call_epi *ce) {
     case LT_OP_Gelu:
         ce->act = strcmp(lt_attr_string(e, "approximate", "none"), "tanh") == 0 ? LT_ACT_GELU_TANH : LT_ACT_GELU;
         return true;
+    case LT_OP_HardSwish: ce->act = LT_ACT_HARD_SWISH; return true;
+    case LT_OP_Swish: /* x * sigmoid(alpha x): SiLU when alpha is 1 */
+        if (lt_attr_float(e, "alpha", 1.0f) != 1.0f) return false;
+        ce->act = LT_ACT_SILU;
+        return true;
     case LT_OP_Clip: {
         double lo = -3.4028234663852886e38, hi = 3.4028234663852886e38;
         if (e->opset < 11) {

@@ -9,6 +9,8 @@
  *   GELU (erf): e = Erf(Div(x, √2) | Mul(x, 1/√2)); p = Add(e, 1);
  *               y = 0.5 · x · p in any association (Mul(Mul(x, p), 0.5), Mul(Mul(x, 0.5), p),
  *               Mul(x, Mul(p, 0.5)), ...)  => Gelu(x)   (opset 20 semantics, approximate="none")
+ *   hardswish:  Mul(x, HardSigmoid(x, alpha = 1/6, beta = 1/2))  => HardSwish(x)
+ *   SiLU:       Mul(x, Sigmoid(x))                             => Swish(x, alpha = 1)
  * Constants must match (√2 to 1e-5 relative, 0.5 / 1 / 2 exactly up to float rounding), gamma and
  * beta must have the normalized shape (static; leading 1s allowed), the dtype a float type. The
  * intermediate values may have other readers (they stay); only the final value is replaced.
@@ -270,6 +272,34 @@ static lt_status try_gelu(lt_ctx *ctx, lt_graph *g, lt_node *erf, bool *changed)
     return LT_OK;
 }
 
+/* x * HardSigmoid(x) with alpha 1/6 and beta 1/2 (PaddlePaddle's and some PyTorch exports of
+ * hardswish) => HardSwish(x); x * Sigmoid(x) => Swish(x) (alpha 1: SiLU). One elementwise op, which a
+ * convolution or GEMM then applies in its epilogue. */
+static lt_status try_x_times_gate(lt_ctx *ctx, lt_graph *g, lt_node *gate, bool *changed) {
+    if (gate->n_in != 1 || !gate->in[0] || gate->n_out != 1 || !gate->out[0]) return LT_OK;
+    lt_value *x = gate->in[0];
+    if (!float_dtype(lt_pu_dtype(x)) || lt_pu_dtype(gate->out[0]) != lt_pu_dtype(x)) return LT_OK;
+    if (gate->op == LT_OP_HardSigmoid && (!near(lt_attr_float(gate, "alpha", 0.2f), 1.0 / 6.0, 1e-6) ||
+                                          !near(lt_attr_float(gate, "beta", 0.5f), 0.5, 1e-7)))
+        return LT_OK;
+    lt_node *m = sole_consumer(g, gate->out[0]);
+    if (!m || m->op != LT_OP_Mul || m->n_in != 2 || other_input(m, gate->out[0]) != x || !m->out[0] ||
+        lt_pu_dtype(m->out[0]) != lt_pu_dtype(x))
+        return LT_OK;
+    lt_value *result = m->out[0];
+    bool hs = gate->op == LT_OP_HardSigmoid;
+    lt_node *fused;
+    LT_TRY(lt_node_new(ctx, g, hs ? "HardSwish" : "Swish", "", 1, &x, 1, result->name, m, &fused));
+    fused->opset = hs ? 14 : 24;
+    fused->name = m->name;
+    if (!hs) LT_TRY(lt_node_set_attr_float(ctx, fused, "alpha", 1.0f));
+    LT_TRY(lt_node_infer(ctx, fused));
+    lt_pu_take_name(g, fused->out[0], result);
+    LT_TRY(lt_pu_forward(ctx, g, m, 0, fused->out[0], changed));
+    *changed = true;
+    return LT_OK;
+}
+
 static lt_status patterns_graph(lt_ctx *ctx, lt_graph *g, void *user) {
     bool *changed = user;
     for (int i = 0; i < g->n_nodes; i++) {
@@ -277,6 +307,7 @@ static lt_status patterns_graph(lt_ctx *ctx, lt_graph *g, void *user) {
         bool ch = false;
         if (n->op == LT_OP_Div || n->op == LT_OP_Mul) LT_TRY(try_layernorm(ctx, g, n, &ch));
         else if (n->op == LT_OP_Erf) LT_TRY(try_gelu(ctx, g, n, &ch));
+        else if (n->op == LT_OP_HardSigmoid || n->op == LT_OP_Sigmoid) LT_TRY(try_x_times_gate(ctx, g, n, &ch));
         if (ch) *changed = true;
         i = n->index >= 0 ? n->index : i - 1; /* nodes inserted before n shift it; a removed n: redo slot i */
     }
@@ -289,4 +320,4 @@ static lt_status run(lt_ctx *ctx, lt_model *m, const lt_pass_options *opt, bool 
 }
 
 const lt_pass lt_pass_patterns = {.name = "patterns", .min_level = 3, .run = run,
-    .summary = "decomposed LayerNorm and GELU (erf form) become one op"};
+    .summary = "decomposed LayerNorm, GELU (erf form), hardswish and SiLU become one op"};

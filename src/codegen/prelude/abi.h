@@ -73,7 +73,8 @@ enum {
     LT_ACT_GELU_TANH = 7,
     LT_ACT_SILU = 8,         /* x * sigmoid(x) */
     LT_ACT_HARD_SIGMOID = 9, /* max(0, min(1, act_a * x + act_b)) */
-    LT_ACT_COUNT = 10
+    LT_ACT_HARD_SWISH = 10,  /* x * max(0, min(1, x / 6 + 1/2)) */
+    LT_ACT_COUNT = 11
 };
 /* Bias codes (bias_mode / bias_kind / has_bias): none, bias[j] per column (Conv: per output
  * channel when has_bias is 1), bias[i] per row. */

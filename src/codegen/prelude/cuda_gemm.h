@@ -60,6 +60,10 @@ LT_FN float lt_gemm_act(int act, float a, float b, float v) {
         return h < 0.0f ? 0.0f : (h > 1.0f ? 1.0f : h);
     }
     case LT_ACT_SILU: return v * lt_sigmoid_f32(v);
+    case LT_ACT_HARD_SWISH: {
+        const float h = v / 6.0f + 0.5f;
+        return v * (h < 0.0f ? 0.0f : (h > 1.0f ? 1.0f : h));
+    }
     default: return v;
     }
 }

@@ -250,6 +250,7 @@ LT_FN float lt_act_f32(float v, int act, float a, float b) {
     case LT_ACT_GELU_TANH: return lt_vgelu_tanhf(v);
     case LT_ACT_SILU: return v * lt_vsigmoidf(v);
     case LT_ACT_HARD_SIGMOID: { float h = a * v + b; return h < 0 ? 0.0f : (h > 1 ? 1.0f : h); }
+    case LT_ACT_HARD_SWISH: { float h = v / 6.0f + 0.5f; return v * (h < 0 ? 0.0f : (h > 1 ? 1.0f : h)); }
     default: return v;
     }
 }
@@ -262,6 +263,12 @@ LT_FN void lt_act_row_f32(float *x, int64_t n, int act, float a, float b) {
     case LT_ACT_GELU: LT_PRAGMA_SIMD for (int64_t j = 0; j < n; j++) x[j] = lt_vgeluf(x[j]); return;
     case LT_ACT_GELU_TANH: LT_PRAGMA_SIMD for (int64_t j = 0; j < n; j++) x[j] = lt_vgelu_tanhf(x[j]); return;
     case LT_ACT_SILU: LT_PRAGMA_SIMD for (int64_t j = 0; j < n; j++) x[j] = x[j] * lt_vsigmoidf(x[j]); return;
+    case LT_ACT_HARD_SWISH:
+        LT_PRAGMA_SIMD for (int64_t j = 0; j < n; j++) {
+            float h = x[j] / 6.0f + 0.5f;
+            x[j] = x[j] * (h < 0 ? 0.0f : (h > 1 ? 1.0f : h));
+        }
+        return;
     default: for (int64_t j = 0; j < n; j++) x[j] = lt_act_f32(x[j], act, a, b); return;
     }
 }
