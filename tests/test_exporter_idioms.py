@@ -18,6 +18,9 @@
 - hardswish written as x * HardSigmoid(x) (alpha 1/6, beta 1/2: paddle2onnx) and SiLU as x * Sigmoid(x)
   after a Conv (dense, depthwise) or a Gemm: one kernel with the activation in the call's epilogue,
   on the CPU and in the CUDA source, equal to the interpreter; another slope stays two ops.
+- Depthwise convolutions of tiny planes (4x4, 2x2: a mobile network's last layers) of any kernel,
+  stride, padding and dilation, with fused epilogues, equal to the interpreter.
+- A 1x1 convolution of a 1x1 image is one GEMM with a row per image (the weights read once).
 """
 import os
 import re
@@ -126,6 +129,53 @@ def test_gated_activation_fused_into_the_call(tmp_path, cache, anchor, kind):
     src = (tmp_path / "cuda" / "model.cu").read_text()
     call = re.search(r"lt_cuda_(?:mm|conv)_f32_\w+\(a0,[^;]*;", src)
     assert call and f", {code}, " in call.group(0), call.group(0) if call else src[-2000:]
+
+
+@pytest.mark.parametrize("hw,k,stride,pad,dil", [
+    ((1, 1), 3, 1, 1, 1), ((2, 2), 5, 1, 2, 1), ((4, 4), 5, 1, 2, 1), ((4, 4), 3, 2, 1, 1), ((3, 5), 3, 1, 1, 1),
+    ((5, 6), 7, 2, 3, 1), ((4, 8), 3, 2, 1, 2), ((8, 4), 5, 2, 2, 1), ((6, 6), 3, 1, 1, 1)])
+@pytest.mark.parametrize("epilogue", ["bias_relu", "residual_hardswish"])
+def test_depthwise_tiny_planes(tmp_path, cache, hw, k, stride, pad, dil, epilogue):
+    """Depthwise convolutions of planes of at most 32 input and 16 output elements (a whole plane in
+    one AVX-512 vector; 6x6 at stride 1 is past it), channel multiplier 2, with a fused epilogue:
+    equal to the interpreter."""
+    c, (h, wd) = 6, hw
+    oh, ow = [(d + 2 * pad - dil * (k - 1) - 1) // stride + 1 for d in hw]
+    conv = helper.make_node("Conv", ["x", "w", "b"], ["c"], group=c, kernel_shape=[k, k], strides=[stride, stride],
+                            pads=[pad] * 4, dilations=[dil, dil])
+    nodes, inputs = [conv], [vi("x", [2, c, h, wd])]
+    if epilogue == "bias_relu":
+        nodes.append(helper.make_node("Relu", ["c"], ["y"]))
+    else:
+        nodes += [helper.make_node("Add", ["c", "r"], ["s"])]
+        nodes = gated(nodes, "s", "hardswish")
+        inputs.append(vi("r", [2, 2 * c, oh, ow]))
+    m = save(tmp_path / "dw.onnx", nodes, inputs, [vi("y", [2, 2 * c, oh, ow])], [w("w", [2 * c, 1, k, k]), w("b", [2 * c])])
+    same_as_interp(m, tmp_path, cache, backends=("cpu",))
+
+
+@pytest.mark.parametrize("batch", [1, 3])
+@pytest.mark.parametrize("epilogue", ["bias", "bias_hardswish", "residual"])
+def test_pointwise_conv_of_one_position_is_one_gemm(tmp_path, cache, batch, epilogue):
+    """A 1x1 convolution of a 1x1 image (after a global pool: a classifier or squeeze-and-excite) is
+    one GEMM with the images as its rows, the weights read once (B transposed), not a matrix-vector
+    product per image; with each epilogue equal to the interpreter, and on the GPU the skinny tile."""
+    c, oc = 272, 40
+    pool = helper.make_node("GlobalAveragePool", ["x"], ["p"])
+    nodes, inputs = [pool, helper.make_node("Conv", ["p", "w", "b"], ["c"])], [vi("x", [batch, c, 3, 3])]
+    if epilogue == "bias":
+        nodes[-1].output[0] = "y"
+    elif epilogue == "bias_hardswish":
+        nodes = gated(nodes, "c", "hardswish")
+    else:
+        nodes.append(helper.make_node("Add", ["c", "r"], ["y"]))
+        inputs.append(vi("r", [batch, oc, 1, 1]))
+    m = save(tmp_path / "pw.onnx", nodes, inputs, [vi("y", [batch, oc, 1, 1])], [w("w", [oc, c, 1, 1]), w("b", [oc])])
+    same_as_interp(m, tmp_path, cache, backends=("cpu",))
+    assert gemm_calls(m, tmp_path, cache) == [(1, batch)]  # one batch entry, a row per image
+    r = lathe("compile", m, "--target", "cuda", "-o", tmp_path / "cuda", cache=cache)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "lt_cuda_mm_f32_nt_skinny(" in (tmp_path / "cuda" / "model.cu").read_text()
 
 
 def test_hardsigmoid_of_other_slope_is_not_hardswish(tmp_path, cache):

@@ -82,6 +82,17 @@ static lt_status conv_index(lt_lctx *lc, const lt_gemm_desc *g, lt_lnode *const 
     return lt_lower_unflat(lc, j, g->out_rank - 2, g->out_dims + 2, idx + 2);
 }
 
+/* Output index of the one-position form: row i is the image, column j the output channel. */
+static lt_status conv_index_1x1(lt_lctx *lc, const lt_gemm_desc *g, lt_lnode *const *bidx, lt_lnode *i, lt_lnode *j,
+                                lt_lnode **idx) {
+    (void)bidx;
+    idx[0] = i;
+    idx[1] = j;
+    for (int d = 2; d < g->out_rank; d++)
+        if (!(idx[d] = lt_l_int(lc->k, 0))) return lt_lower_nomem(lc);
+    return LT_OK;
+}
+
 static lt_status l_conv_pointwise(lt_lctx *lc, const lt_node *n, const conv_info *ci, lt_lnode **res) {
     int64_t P = 1;
     for (int d = 0; d < ci->c.nsp; d++) P *= ci->c.g.out[d];
@@ -91,6 +102,20 @@ static lt_status l_conv_pointwise(lt_lctx *lc, const lt_node *n, const conv_info
     g.Av = lt_lower_mem_value(lc, n->in[1]); /* W [M, C] */
     g.Bv = lt_lower_mem_value(lc, n->in[0]); /* X [n][C, P] */
     if (!g.Av || !g.Bv) return lt_lower_error(lc, n, LT_ERR_INTERNAL, "an operand is not in memory");
+    if (P == 1) {
+        /* one position (after a global pool: a classifier's or squeeze-and-excite's 1x1 convolution):
+         * Y[n, oc] = X[n, :] . W[oc, :], one GEMM with the images as its rows, W read once as B
+         * transposed, instead of a matrix-vector product per image reading W each time */
+        g = (lt_gemm_desc){.n = n, .M = ci->c.N, .N = ci->c.M, .K = ci->c.C, .alpha = 1, .out_index = conv_index_1x1,
+                           .out_rank = g.out_rank, .C = g.C, .Av = g.Bv, .Bv = g.Av};
+        if (!lt_lower_shape(n->out[0], &g.out_rank, g.out_dims)) return lt_lower_error(lc, n, LT_ERR_INTERNAL, "output shape");
+        g.A = lc->vbuf[g.Av->id];
+        g.B = lc->vbuf[g.Bv->id];
+        g.ai = ci->c.C, g.ak = 1, g.bj = ci->c.C, g.bk = 1, g.ci = ci->c.M, g.cj = 1;
+        if (ci->has_bias) g.bias = n->in[2], g.bias_mode = LT_BIAS_COL;
+        g.row_dim0 = 0, g.row_dim1 = 1, g.col_dim0 = 1;
+        return lt_lower_gemm(lc, &g, res);
+    }
     g.A = lc->vbuf[g.Av->id];
     g.B = lc->vbuf[g.Bv->id];
     g.nb = 1;

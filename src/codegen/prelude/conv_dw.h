@@ -21,6 +21,9 @@
  *    registers: bias is the sums' initial value, residual (before) is a masked load, relu / clip /
  *    leaky relu are min/max; other activations (and a residual after them) run over the stored
  *    plane. One function per stride and band width (1, 2, 4 or 7 vectors), chosen through a table.
+ *  - AVX-512, planes of at most 32 input and 16 output elements (any kernel up to 8x8, stride,
+ *    dilation, padding): the input plane in two vectors, the output plane in one, a tap one permute
+ *    and one FMA (lt_dw_tiny_planes_; taps wholly in the padding dropped).
  *  - Everything else (other sizes, dilations, strides, no AVX-512): one output row at a time, the
  *    taps vectorized by the compiler over the interior columns, bounds-checked taps at the edges.
  */
@@ -295,6 +298,70 @@ LT_FN void lt_dw3_planes_(const lt_conv2d_geom *g, const float *x, const float *
 }
 #endif
 
+/* ---- AVX-512, tiny planes: the input plane in two vectors, the output plane in one ---- */
+#if defined(__AVX512F__)
+#define LT_DW_TINY_TAPS 64 /* at most 8x8 kernels */
+/* Planes of at most 32 input and 16 output elements (the last layers of a mobile network at small
+ * images: 4x4, 2x2): a tap is, for every output lane, one input element or none, the same for every
+ * channel. Each tap with a lane inside the image becomes one index vector and mask, made once per
+ * call; a plane is then one permute of its (at most two) input vectors and one FMA per live tap,
+ * where the row path spent a bounds-checked row of mostly padding per output row. Taps outside the
+ * image for every lane are dropped. */
+typedef struct lt_dw_tiny {
+    int n;                          /* live taps */
+    int tap[LT_DW_TINY_TAPS];       /* their kh * KW + kw */
+    __m512i idx[LT_DW_TINY_TAPS];   /* per output lane: the input element (of the two vectors) */
+    __mmask16 m[LT_DW_TINY_TAPS];   /* the lanes whose element is inside the image */
+} lt_dw_tiny;
+
+LT_FN int lt_dw_tiny_fits_(const lt_conv2d_geom *g) {
+    return g->H * g->W <= 32 && g->OH * g->OW <= 16 && g->KH * g->KW <= LT_DW_TINY_TAPS;
+}
+
+LT_FN void lt_dw_tiny_init_(const lt_conv2d_geom *g, lt_dw_tiny *t) {
+    t->n = 0;
+    for (int64_t kh = 0; kh < g->KH; kh++)
+        for (int64_t kw = 0; kw < g->KW; kw++) {
+            int32_t lane[16] = {0};
+            __mmask16 m = 0;
+            for (int64_t p = 0; p < g->OH * g->OW; p++) {
+                int64_t ih = p / g->OW * g->SH - g->PH0 + kh * g->DH, iw = p % g->OW * g->SW - g->PW0 + kw * g->DW;
+                if (ih < 0 || ih >= g->H || iw < 0 || iw >= g->W) continue;
+                lane[p] = (int32_t)(ih * g->W + iw);
+                m |= (__mmask16)(1u << p);
+            }
+            if (!m) continue;
+            t->tap[t->n] = (int)(kh * g->KW + kw);
+            t->idx[t->n] = _mm512_loadu_si512(lane);
+            t->m[t->n++] = m;
+        }
+}
+
+/* The planes [p0, p1): their outputs, then the activation and a residual after it over the plane. */
+LT_FN void lt_dw_tiny_planes_(const lt_conv2d_geom *g, const lt_dw_tiny *t, const float *x, const float *w, float *y,
+                              const float *bias, const float *res, int act, float aa, float ab, int res_after,
+                              int64_t p0, int64_t p1) {
+    int64_t HW = g->H * g->W, OHW = g->OH * g->OW, mult = g->OC / g->C, KHW = g->KH * g->KW;
+    __mmask16 in0 = lt_dw_mask_(0, HW), in1 = lt_dw_mask_(16, HW), out = lt_dw_mask_(0, OHW);
+    for (int64_t pl = p0; pl < p1; pl++) {
+        int64_t n = pl / g->OC, oc = pl % g->OC, c = oc / mult;
+        const float *xc = x + (n * g->C + c) * HW, *wk = w + oc * KHW;
+        __m512 x0 = _mm512_maskz_loadu_ps(in0, xc), x1 = _mm512_maskz_loadu_ps(in1, xc + 16);
+        __m512 acc = _mm512_set1_ps(bias ? bias[oc] : 0.0f);
+        for (int i = 0; i < t->n; i++)
+            acc = _mm512_fmadd_ps(_mm512_maskz_permutex2var_ps(t->m[i], x0, t->idx[i], x1), _mm512_set1_ps(wk[t->tap[i]]),
+                                  acc);
+        float *yp = y + pl * OHW;
+        const float *rp = res ? res + pl * OHW : 0;
+        if (rp && !res_after) acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(out, rp));
+        _mm512_mask_storeu_ps(yp, out, acc);
+        lt_act_row_f32(yp, OHW, act, aa, ab);
+        if (rp && res_after)
+            for (int64_t i = 0; i < OHW; i++) yp[i] += rp[i];
+    }
+}
+#endif
+
 /* Does the AVX-512 3x3 kernel take this geometry? */
 LT_FN int lt_dw3_fast_(const lt_conv2d_geom *g) {
 #if defined(__AVX512F__)
@@ -316,6 +383,18 @@ LT_FN void lt_conv2d_depthwise_(const lt_conv2d_geom *g, const float *x, const f
     if (T > planes) T = (int)planes;
     (void)T;
 #if defined(__AVX512F__)
+    if (lt_dw_tiny_fits_(g)) {
+        lt_dw_tiny t;
+        lt_dw_tiny_init_(g, &t);
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) num_threads(T) if (T > 1)
+        for (int i = 0; i < T; i++)
+            lt_dw_tiny_planes_(g, &t, x, w, y, bias, res, act, aa, ab, res_after, planes * i / T, planes * (i + 1) / T);
+#else
+        lt_dw_tiny_planes_(g, &t, x, w, y, bias, res, act, aa, ab, res_after, 0, planes);
+#endif
+        return;
+    }
     if (lt_dw3_fast_(g)) {
         lt_dw_ep e;
         e.act = act, e.act_a = aa, e.act_b = ab;
