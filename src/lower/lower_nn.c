@@ -2,7 +2,8 @@
  * GlobalAveragePool, GlobalMaxPool).
  *
  * A 1x1, stride-1, unpadded, ungrouped Conv is a batched GEMM (W[M,C] x X[n][C,P]) and goes through
- * lt_lower_gemm (lower_gemm.c) with its bias per row. Other convolutions are direct loops: output
+ * lt_lower_gemm (lower_gemm.c) with its bias per row; of one position (P = 1, after a global pool)
+ * it is one GEMM X[n, C] x W^T with a row per image and its bias per column. Other convolutions are direct loops: output
  * loops "o0" (image), "o1" (channel), "o2".. (positions), reduction loops "r0" (input channel),
  * "r1".. (kernel taps), padding by clamped loads under a select. Pooling has the same shape.
  */
