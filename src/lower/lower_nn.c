@@ -97,33 +97,29 @@ static lt_status conv_index_1x1(lt_lctx *lc, const lt_gemm_desc *g, lt_lnode *co
 static lt_status l_conv_pointwise(lt_lctx *lc, const lt_node *n, const conv_info *ci, lt_lnode **res) {
     int64_t P = 1;
     for (int d = 0; d < ci->c.nsp; d++) P *= ci->c.g.out[d];
-    lt_gemm_desc g = {.n = n, .M = ci->c.M, .N = P, .K = ci->c.C, .alpha = 1, .out_index = conv_index};
+    const lt_value *wv = lt_lower_mem_value(lc, n->in[1]), *xv = lt_lower_mem_value(lc, n->in[0]);
+    if (!wv || !xv) return lt_lower_error(lc, n, LT_ERR_INTERNAL, "an operand is not in memory");
+    /* W [M, C] x X[n][C, P]; of one position (after a global pool: a classifier's or
+     * squeeze-and-excite's 1x1 convolution) Y[n, oc] = X[n, :] . W[oc, :] instead, one GEMM with the
+     * images as its rows, W read once as B transposed, not a matrix-vector product per image */
+    bool one = P == 1;
+    lt_gemm_desc g = {.n = n, .M = one ? ci->c.N : ci->c.M, .N = one ? ci->c.M : P, .K = ci->c.C, .alpha = 1,
+                      .out_index = one ? conv_index_1x1 : conv_index, .Av = one ? xv : wv, .Bv = one ? wv : xv};
     if (!lt_lower_shape(n->out[0], &g.out_rank, g.out_dims)) return lt_lower_error(lc, n, LT_ERR_INTERNAL, "output shape");
     g.C = lt_lower_out_buf(lc, n->out[0], NULL);
-    g.Av = lt_lower_mem_value(lc, n->in[1]); /* W [M, C] */
-    g.Bv = lt_lower_mem_value(lc, n->in[0]); /* X [n][C, P] */
-    if (!g.Av || !g.Bv) return lt_lower_error(lc, n, LT_ERR_INTERNAL, "an operand is not in memory");
-    if (P == 1) {
-        /* one position (after a global pool: a classifier's or squeeze-and-excite's 1x1 convolution):
-         * Y[n, oc] = X[n, :] . W[oc, :], one GEMM with the images as its rows, W read once as B
-         * transposed, instead of a matrix-vector product per image reading W each time */
-        g = (lt_gemm_desc){.n = n, .M = ci->c.N, .N = ci->c.M, .K = ci->c.C, .alpha = 1, .out_index = conv_index_1x1,
-                           .out_rank = g.out_rank, .C = g.C, .Av = g.Bv, .Bv = g.Av};
-        if (!lt_lower_shape(n->out[0], &g.out_rank, g.out_dims)) return lt_lower_error(lc, n, LT_ERR_INTERNAL, "output shape");
-        g.A = lc->vbuf[g.Av->id];
-        g.B = lc->vbuf[g.Bv->id];
+    g.A = lc->vbuf[g.Av->id];
+    g.B = lc->vbuf[g.Bv->id];
+    if (one) {
         g.ai = ci->c.C, g.ak = 1, g.bj = ci->c.C, g.bk = 1, g.ci = ci->c.M, g.cj = 1;
         if (ci->has_bias) g.bias = n->in[2], g.bias_mode = LT_BIAS_COL;
         g.row_dim0 = 0, g.row_dim1 = 1, g.col_dim0 = 1;
-        return lt_lower_gemm(lc, &g, res);
+    } else {
+        g.nb = 1;
+        g.bext[0] = ci->c.N, g.bsc[0] = ci->c.M * P, g.bsa[0] = 0, g.bsb[0] = ci->c.C * P;
+        g.ci = P, g.cj = 1, g.ai = ci->c.C, g.ak = 1, g.bk = P, g.bj = 1;
+        if (ci->has_bias) g.bias = n->in[2], g.bias_mode = LT_BIAS_ROW;
+        g.row_dim0 = 1, g.row_dim1 = 2, g.col_dim0 = 2;
     }
-    g.A = lc->vbuf[g.Av->id];
-    g.B = lc->vbuf[g.Bv->id];
-    g.nb = 1;
-    g.bext[0] = ci->c.N, g.bsc[0] = ci->c.M * P, g.bsa[0] = 0, g.bsb[0] = ci->c.C * P;
-    g.ci = P, g.cj = 1, g.ai = ci->c.C, g.ak = 1, g.bk = P, g.bj = 1;
-    if (ci->has_bias) g.bias = n->in[2], g.bias_mode = LT_BIAS_ROW;
-    g.row_dim0 = 1, g.row_dim1 = 2, g.col_dim0 = 2;
     return lt_lower_gemm(lc, &g, res);
 }
 

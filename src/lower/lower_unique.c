@@ -62,7 +62,8 @@ typedef struct uq {
     /* with `axis`: the items are X's slices along it, slice j holding X[o, j, i] (o < outer, i < inner) */
     bool by_axis;
     int64_t items, outer, dim, inner; /* items: numel, or dim with an axis */
-    lt_lbuf *first; /* by_axis: each group's first slice (ib, or a scratch buffer); Y is copied last */
+    lt_lbuf *first; /* by_axis: each group's first slice (ib, or a scratch buffer when Y needs it;
+                     * NULL when neither is stored); Y is copied last */
     lt_lvar *ngroups; /* by_axis: the group count, for the copy */
 } uq;
 
@@ -394,7 +395,7 @@ static lt_status start_group(uq *u, lt_lvar *p, lt_lvar *g, lt_lnode **res) {
     lt_lnode *s[2];
     int ns = 0;
     if (u->by_axis) {
-        *res = lt_l_store(K, u->first, lt_l_var(K, g), lt_l_var(K, p));
+        *res = u->first ? lt_l_store(K, u->first, lt_l_var(K, g), lt_l_var(K, p)) : lt_l_empty(K);
         return LT_LNN(lc, *res);
     }
     if (u->yb) {
@@ -547,8 +548,7 @@ static lt_status uq_init(lt_lctx *lc, const lt_node *n, uq *u) {
             !(u->ngroups = lt_kernel_var(K, "ngroups", LT_INT64)))
             return lt_lower_nomem(lc);
     } else if (u->by_axis) {
-        u->first = u->ib ? u->ib : lt_lower_add_scratch(lc, "first", LT_INT64, u->items); /* written, unread */
-        if (!u->first) return lt_lower_nomem(lc);
+        u->first = u->ib; /* indices when stored; nothing reads it else */
     }
     return LT_OK;
 }

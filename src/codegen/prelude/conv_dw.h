@@ -303,6 +303,13 @@ LT_FN void lt_dw3_planes_(const lt_conv2d_geom *g, const float *x, const float *
 
 /* ---- AVX-512, tiny planes: the input plane in two vectors, the output plane in one ---- */
 #if defined(__AVX512F__)
+/* After a plane's sums are stored: the activation, then a residual added after it. */
+LT_FN void lt_dw_plane_tail_(float *yp, const float *rp, int64_t n, int act, float aa, float ab, int res_after) {
+    lt_act_row_f32(yp, n, act, aa, ab);
+    if (rp && res_after)
+        for (int64_t i = 0; i < n; i++) yp[i] += rp[i];
+}
+
 #define LT_DW_TINY_TAPS 64 /* at most 8x8 kernels */
 /* Planes of at most 32 input and 16 output elements (the last layers of a mobile network at small
  * images: 4x4, 2x2): a tap is, for every output lane, one input element or none, the same for every
@@ -358,9 +365,7 @@ LT_FN void lt_dw_tiny_planes_(const lt_conv2d_geom *g, const lt_dw_tiny *t, cons
         const float *rp = res ? res + pl * OHW : 0;
         if (rp && !res_after) acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(out, rp));
         _mm512_mask_storeu_ps(yp, out, acc);
-        lt_act_row_f32(yp, OHW, act, aa, ab);
-        if (rp && res_after)
-            for (int64_t i = 0; i < OHW; i++) yp[i] += rp[i];
+        lt_dw_plane_tail_(yp, rp, OHW, act, aa, ab, res_after);
     }
 }
 #endif
@@ -419,9 +424,7 @@ LT_FN void lt_dw_same_planes_(const lt_conv2d_geom *g, const float *x, const flo
             if (rp && !res_after) acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(out, rp + q0));
             _mm512_mask_storeu_ps(yp + q0, out, acc);
         }
-        lt_act_row_f32(yp, HW, act, aa, ab);
-        if (rp && res_after)
-            for (int64_t i = 0; i < HW; i++) yp[i] += rp[i];
+        lt_dw_plane_tail_(yp, rp, HW, act, aa, ab, res_after);
     }
 }
 #endif
