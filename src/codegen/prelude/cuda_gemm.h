@@ -728,30 +728,41 @@ template <typename D, bool BT> LT_FN void lt_gemm_simt(const lt_cuda_gemm_params
  * through shared memory before the epilogue. The SIMT tiles would give such a product a handful of
  * blocks, each walking K in steps of 8 to 32 (pplcnet_ci's classifier, 2 x 1280 x 100: 4 blocks, 35 us
  * on an H200; its squeeze-and-excite products, m = 32..1280 with n = 1: 5-10 us each). */
+/* One step of a thread's share: U k indices (k0, k0 + KS, ...) of the big operand and of R rows of the
+ * small one, loaded before they are multiplied; GUARD: indices past K read as 0. */
+template <typename D, int R, bool GUARD>
+LT_FN void lt_skinny_step(const typename D::S *mx, long long mstep, const typename D::S *V, long long vrow, long long vk,
+                          int K, int k0, float (&acc)[LT_SKINNY_MR]) {
+    enum { KS = LT_SKINNY_KS, U = 8 };
+    float b[U], a[R][U];
+#pragma unroll
+    for (int u = 0; u < U; u++) {
+        const int k = k0 + u * KS;
+        b[u] = !GUARD || k < K ? lt_ld1<D>(mx, (long long)k * mstep) : 0.0f;
+    }
+#pragma unroll
+    for (int r = 0; r < R; r++)
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            const int k = k0 + u * KS;
+            a[r][u] = !GUARD || k < K ? lt_ld1<D>(V, vrow * r + vk * k) : 0.0f;
+        }
+#pragma unroll
+    for (int r = 0; r < R; r++)
+#pragma unroll
+        for (int u = 0; u < U; u++) acc[r] = fmaf(a[r][u], b[u], acc[r]);
+}
+
 /* Thread's share of a skinny tile with exactly R small indices (a constant: no per-row guard). */
 template <typename D, int R>
 LT_FN void lt_skinny_rows(const typename D::S *mx, long long mstep, const typename D::S *V, long long vrow, long long vk,
                           int K, int ks, float (&acc)[LT_SKINNY_MR]) {
     enum { KS = LT_SKINNY_KS, U = 8 };
-    for (int k0 = ks; k0 < K; k0 += KS * U) {
-        float b[U], a[R][U];
-#pragma unroll
-        for (int u = 0; u < U; u++) {
-            const int k = k0 + u * KS;
-            b[u] = k < K ? lt_ld1<D>(mx, (long long)k * mstep) : 0.0f;
-        }
-#pragma unroll
-        for (int r = 0; r < R; r++)
-#pragma unroll
-            for (int u = 0; u < U; u++) {
-                const int k = k0 + u * KS;
-                a[r][u] = k < K ? lt_ld1<D>(V, vrow * r + vk * k) : 0.0f;
-            }
-#pragma unroll
-        for (int r = 0; r < R; r++)
-#pragma unroll
-            for (int u = 0; u < U; u++) acc[r] = fmaf(a[r][u], b[u], acc[r]);
-    }
+    int k0 = ks;
+    /* whole steps with no guard (with K known only at run time a guard per load costs as much as
+     * the load's issue), then at most one guarded step */
+    for (; k0 + (U - 1) * KS < K; k0 += KS * U) lt_skinny_step<D, R, false>(mx, mstep, V, vrow, vk, K, k0, acc);
+    if (k0 < K) lt_skinny_step<D, R, true>(mx, mstep, V, vrow, vk, K, k0, acc);
 }
 
 template <typename D, bool BT, bool TALL>
