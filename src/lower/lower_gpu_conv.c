@@ -104,7 +104,7 @@ lt_status lt_lower_gpu_conv(lt_lctx *lc, const lt_node *n, bool *handled, lt_lno
     if (blocks > MAX_BLOCKS) blocks = MAX_BLOCKS; /* the entry loops over the rest */
     lt_lvar *blk = lt_kernel_var(K_, "gblk", LT_INT64), *thr = lt_kernel_var(K_, "gthr", LT_INT64);
     if (!blk || !thr) return lt_lower_nomem(lc);
-    lt_lnode *a[32], *zero = I(lc, 0);
+    lt_lnode *a[40], *zero = I(lc, 0);
     int na = 0;
     a[na++] = lt_l_addr(K_, g.C, zero);
     a[na++] = lt_l_addr(K_, X, zero);
@@ -119,6 +119,10 @@ lt_status lt_lower_gpu_conv(lt_lctx *lc, const lt_node *n, bool *handled, lt_lno
     a[na++] = lt_l_var(K_, blk);
     a[na++] = I(lc, blocks);
     a[na++] = lt_l_var(K_, thr);
+    if (OCg < 16) { /* direct: its index divisions' multipliers (run-time scalars where the sizes are) */
+        int64_t divisors[] = {P, OC, OW, OCg};
+        for (size_t q = 0; q < sizeof divisors / sizeof *divisors; q++) a[na++] = I(lc, (int64_t)lt_div_magic(divisors[q]));
+    }
     for (int q = 0; q < na; q++)
         if (!a[q]) return lt_lower_nomem(lc);
     for (int q = 0; q < 5; q++) a[q]->buf->read = true; /* accessed through their addresses */

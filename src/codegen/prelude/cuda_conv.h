@@ -305,7 +305,18 @@ LT_FN float lt_conv_direct_taps(const typename D::S *X, const typename D::S *wb,
     return acc;
 }
 
-template <typename D> LT_FN void lt_conv_direct(LT_CONV_ARGS) {
+/* a / b for 0 <= a < 2^32, with m = lt_div_magic(b) (common.h: 0 when b < 2) a multiply-high */
+LT_FN unsigned lt_conv_udiv(unsigned a, unsigned b, unsigned long long m) {
+    return m ? (unsigned)__umul64hi(a, m) : b == 1 ? a : a / b;
+}
+
+/* The multipliers mp, moc, mow, mocg (lt_div_magic of P = OH * OW, OC, OW and OC / G) come from the
+ * lowering, which knows the sizes: in a kernel compiled for every shape they are run-time scalars
+ * like the sizes, and the 32-bit index divisions become multiplications (an emulated division by a
+ * run-time divisor is ~17 dependent instructions, one output per thread pays two of them). */
+template <typename D>
+LT_FN void lt_conv_direct(LT_CONV_ARGS, unsigned long long mp, unsigned long long moc, unsigned long long mow,
+                          unsigned long long mocg) {
     typedef typename D::S S;
     const int Cg = C / G, OCg = OC / G, P = OH * OW;
     lt_cuda_gemm_params p;
@@ -325,17 +336,17 @@ template <typename D> LT_FN void lt_conv_direct(LT_CONV_ARGS) {
         long long ni;
         int oc, pp;
         if (narrow) {
-            const unsigned row = (unsigned)i / (unsigned)P; /* ni * OC + oc */
+            const unsigned row = lt_conv_udiv((unsigned)i, (unsigned)P, mp); /* ni * OC + oc */
             pp = (int)((unsigned)i - row * (unsigned)P);
-            ni = row / (unsigned)OC;
+            ni = lt_conv_udiv(row, (unsigned)OC, moc);
             oc = (int)(row - (unsigned)ni * (unsigned)OC);
         } else {
             ni = i / ((long long)OC * P);
             const int rem = (int)(i - ni * OC * P);
             oc = rem / P, pp = rem - oc * P;
         }
-        const int oh = (int)((unsigned)pp / (unsigned)OW), ow = pp - oh * OW;
-        const int gi = oc / OCg;
+        const int oh = (int)lt_conv_udiv((unsigned)pp, (unsigned)OW, mow), ow = pp - oh * OW;
+        const int gi = (int)lt_conv_udiv((unsigned)oc, (unsigned)OCg, mocg);
         const S *wb = Wt + (long long)oc * Cg * KH * KW;
         const float acc =
             narrow ? lt_conv_direct_taps<D, int>(X, wb, ((int)ni * C + gi * Cg) * H * W, Cg, H, W, KH, KW, sh, sw, ph,
@@ -384,8 +395,11 @@ template <int I_ = 0> LT_FN void lt_cuda_conv_f16_simt64(LT_CONV_ARGS) { LT_CONV
 template <int I_ = 0> LT_FN void lt_cuda_conv_f16_simt32(LT_CONV_ARGS) { LT_CONV_SIMT_SK_BODY(f16, 32, 4) }
 template <int I_ = 0> LT_FN void lt_cuda_conv_bf16_simt64(LT_CONV_ARGS) { LT_CONV_SIMT_SK_BODY(bf16, 64, 8) }
 template <int I_ = 0> LT_FN void lt_cuda_conv_bf16_simt32(LT_CONV_ARGS) { LT_CONV_SIMT_SK_BODY(bf16, 32, 4) }
-template <int I_ = 0> LT_FN void lt_cuda_conv_f32_direct(LT_CONV_ARGS) { lt_conv_direct<lt_dt_f32>(LT_CONV_PASS); }
-template <int I_ = 0> LT_FN void lt_cuda_conv_f16_direct(LT_CONV_ARGS) { lt_conv_direct<lt_dt_f16>(LT_CONV_PASS); }
-template <int I_ = 0> LT_FN void lt_cuda_conv_bf16_direct(LT_CONV_ARGS) { lt_conv_direct<lt_dt_bf16>(LT_CONV_PASS); }
+/* direct: the arguments of the others, then the division multipliers (lt_conv_direct) */
+#define LT_CONV_DIRECT_ARGS LT_CONV_ARGS, unsigned long long mp, unsigned long long moc, unsigned long long mow, unsigned long long mocg
+#define LT_CONV_DIRECT_PASS LT_CONV_PASS, mp, moc, mow, mocg
+template <int I_ = 0> LT_FN void lt_cuda_conv_f32_direct(LT_CONV_DIRECT_ARGS) { lt_conv_direct<lt_dt_f32>(LT_CONV_DIRECT_PASS); }
+template <int I_ = 0> LT_FN void lt_cuda_conv_f16_direct(LT_CONV_DIRECT_ARGS) { lt_conv_direct<lt_dt_f16>(LT_CONV_DIRECT_PASS); }
+template <int I_ = 0> LT_FN void lt_cuda_conv_bf16_direct(LT_CONV_DIRECT_ARGS) { lt_conv_direct<lt_dt_bf16>(LT_CONV_DIRECT_PASS); }
 
 #endif
