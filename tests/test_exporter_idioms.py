@@ -106,12 +106,8 @@ def gated(nodes, x, kind, alpha=1 / 6):
     return nodes
 
 
-@pytest.mark.parametrize("anchor", ["conv3x3", "depthwise", "gemm"])
-@pytest.mark.parametrize("kind", ["hardswish", "silu", "silu_swapped"])
-def test_gated_activation_fused_into_the_call(tmp_path, cache, anchor, kind):
-    """Mul(x, HardSigmoid(x)) becomes HardSwish and Mul(x, Sigmoid(x)) SiLU (the patterns pass), which
-    the convolution or GEMM applies in its epilogue: one kernel, on the CPU and in the CUDA source
-    (activation code 10 or 8 in the entry's call), equal to the interpreter."""
+def gated_model(path, anchor, kind):
+    """A conv3x3, depthwise 3x3 or Gemm (with bias) followed by x * gate(x) of the given kind."""
     if anchor == "gemm":
         nodes, inputs, inits, out = [helper.make_node("Gemm", ["x", "w", "b"], ["c"], transB=1)], [vi("x", [6, 40])], \
             [w("w", [24, 40]), w("b", [24])], [6, 24]
@@ -120,7 +116,16 @@ def test_gated_activation_fused_into_the_call(tmp_path, cache, anchor, kind):
         nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1], group=c if anchor == "depthwise" else 1)]
         inputs, out = [vi("x", [2, c, 9, 10])], [2, 8, 9, 10]
         inits = [w("w", [8, 1 if anchor == "depthwise" else c, 3, 3]), w("b", [8])]
-    m = save(tmp_path / "g.onnx", gated(nodes, "c", kind), inputs, [vi("y", out)], inits)
+    return save(path, gated(nodes, "c", kind), inputs, [vi("y", out)], inits)
+
+
+@pytest.mark.parametrize("anchor", ["conv3x3", "depthwise", "gemm"])
+@pytest.mark.parametrize("kind", ["hardswish", "silu", "silu_swapped"])
+def test_gated_activation_fused_into_the_call(tmp_path, cache, anchor, kind):
+    """Mul(x, HardSigmoid(x)) becomes HardSwish and Mul(x, Sigmoid(x)) SiLU (the patterns pass), which
+    the convolution or GEMM applies in its epilogue: one kernel, on the CPU and in the CUDA source
+    (activation code 10 or 8 in the entry's call), equal to the interpreter."""
+    m = gated_model(tmp_path / "g.onnx", anchor, kind)
     same_as_interp(m, tmp_path, cache, backends=("cpu",))
     r = lathe("compile", m, cache=cache)
     assert r.returncode == 0 and re.search(r"\b1 groups, 1 kernels", r.stdout), r.stdout + r.stderr
@@ -163,6 +168,17 @@ def test_pointwise_conv_of_one_position_is_one_gemm(tmp_path, cache, batch, epil
     """A 1x1 convolution of a 1x1 image (after a global pool: a classifier or squeeze-and-excite) is
     one GEMM with the images as its rows, the weights read once (B transposed), not a matrix-vector
     product per image; with each epilogue equal to the interpreter, and on the GPU the skinny tile."""
+    m = pointwise_one_position_model(tmp_path / "pw.onnx", batch, epilogue)
+    same_as_interp(m, tmp_path, cache, backends=("cpu",))
+    assert gemm_calls(m, tmp_path, cache) == [(1, batch)]  # one batch entry, a row per image
+    r = lathe("compile", m, "--target", "cuda", "-o", tmp_path / "cuda", cache=cache)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "lt_cuda_mm_f32_nt_skinny(" in (tmp_path / "cuda" / "model.cu").read_text()
+
+
+def pointwise_one_position_model(path, batch, epilogue):
+    """GlobalAveragePool of [batch, 272, 3, 3] then a 1x1 Conv to 40 channels with bias and an epilogue
+    (bias alone, hardswish after it, or a residual input added)."""
     c, oc = 272, 40
     pool = helper.make_node("GlobalAveragePool", ["x"], ["p"])
     nodes, inputs = [pool, helper.make_node("Conv", ["p", "w", "b"], ["c"])], [vi("x", [batch, c, 3, 3])]
@@ -173,12 +189,82 @@ def test_pointwise_conv_of_one_position_is_one_gemm(tmp_path, cache, batch, epil
     else:
         nodes.append(helper.make_node("Add", ["c", "r"], ["y"]))
         inputs.append(vi("r", [batch, oc, 1, 1]))
-    m = save(tmp_path / "pw.onnx", nodes, inputs, [vi("y", [batch, oc, 1, 1])], [w("w", [oc, c, 1, 1]), w("b", [oc])])
+    return save(path, nodes, inputs, [vi("y", [batch, oc, 1, 1])], [w("w", [oc, c, 1, 1]), w("b", [oc])])
+
+
+def scaled_product_model(path, case):
+    """A scalar multiply (or divide) before a product with constant weights, as exporters write an
+    inference-mode dropout (x * (1 - p)) or a 1/sqrt(d) scale; the cases that must stay as written
+    read the scaled value twice or multiply two activations."""
+    relu = helper.make_node("Relu", ["x"], ["h"])
+    c = numpy_helper.from_array(np.array(0.8, np.float32), "c")
+    if case == "mul_reshape_matmul":
+        nodes = [relu, helper.make_node("Mul", ["h", "c"], ["s"]),
+                 helper.make_node("Reshape", ["s", "shape"], ["r"]), helper.make_node("MatMul", ["r", "w"], ["y"])]
+        inits = [c, numpy_helper.from_array(np.array([2, 12], np.int64), "shape"), w("w", [12, 5])]
+        return save(path, nodes, [vi("x", [2, 3, 4])], [vi("y", [2, 5])], inits)
+    if case == "div_conv":
+        c4 = numpy_helper.from_array(np.array(4.0, np.float32), "c4")
+        nodes = [relu, helper.make_node("Div", ["h", "c4"], ["s"]),
+                 helper.make_node("Conv", ["s", "w", "b"], ["y"], pads=[1, 1, 1, 1])]
+        return save(path, nodes, [vi("x", [2, 3, 6, 6])], [vi("y", [2, 4, 6, 6])], [c4, w("w", [4, 3, 3, 3]), w("b", [4])])
+    if case == "scalar_first_flatten_gemm":
+        nodes = [relu, helper.make_node("Mul", ["c", "h"], ["s"]), helper.make_node("Flatten", ["s"], ["f"]),
+                 helper.make_node("Gemm", ["f", "w", "b"], ["y"], transB=1, alpha=0.5)]
+        return save(path, nodes, [vi("x", [2, 3, 4])], [vi("y", [2, 7])], [c, w("w", [7, 12]), w("b", [7])])
+    if case == "read_twice":
+        nodes = [relu, helper.make_node("Mul", ["h", "c"], ["s"]), helper.make_node("MatMul", ["s", "w"], ["y"]),
+                 helper.make_node("Add", ["s", "s"], ["z"])]
+        return save(path, nodes, [vi("x", [3, 6])], [vi("y", [3, 5]), vi("z", [3, 6])], [c, w("w", [6, 5])])
+    assert case == "two_activations"
+    nodes = [relu, helper.make_node("Mul", ["h", "c"], ["s"]), helper.make_node("MatMul", ["s", "v"], ["y"])]
+    return save(path, nodes, [vi("x", [3, 6]), vi("v", [6, 5])], [vi("y", [3, 5])], [c])
+
+
+@pytest.mark.parametrize("case,folds", [("mul_reshape_matmul", True), ("div_conv", True),
+                                        ("scalar_first_flatten_gemm", True), ("read_twice", False),
+                                        ("two_activations", False)])
+def test_scalar_scale_folds_into_the_weights(tmp_path, cache, case, folds):
+    """fold_scale: x * c (or x / c) read by a MatMul or Conv with constant weights, through views,
+    becomes c * W (a Gemm's alpha); no multiply is left in the compiled groups, and the outputs equal
+    the interpreter's (which runs the graph as written: -O0). A scaled value read twice, or a product
+    of two activations, keeps its multiply."""
+    m = scaled_product_model(tmp_path / "s.onnx", case)
+    want = outputs_of(m, "interp", tmp_path, cache, "-O0")
+    got = outputs_of(m, "cpu", tmp_path, cache)
+    for k in want:
+        np.testing.assert_allclose(got[k], want[k], rtol=1e-4, atol=1e-5, err_msg=k)
+    d = tmp_path / "code"
+    r = lathe("compile", m, "--dump-code", d, cache=cache)
+    assert r.returncode == 0, r.stderr
+    groups = (d / "groups.txt").read_text()
+    assert (re.search(r"\bn\d+ (Mul|Div)\b", groups) is None) == folds, groups
+
+
+def scale_after_activation_model(path, anchor):
+    """A conv (dense 3x3 or depthwise) or Gemm, hardswish, then x 0.8 as the graph's output (nothing
+    to fold the scale into)."""
+    m = gated_model(path, anchor, "hardswish")
+    model = onnx.load(m)
+    model.graph.node[-1].output[0] = "g"
+    model.graph.node.append(helper.make_node("Mul", ["g", "c08"], ["y"]))
+    model.graph.initializer.append(numpy_helper.from_array(np.array(0.8, np.float32), "c08"))
+    onnx.save(model, m)
+    return m
+
+
+@pytest.mark.parametrize("anchor", ["conv3x3", "depthwise", "gemm"])
+def test_scale_after_activation_leaves_the_call_whole(tmp_path, cache, anchor):
+    """On the GPU a call's epilogue is scale, bias/residual, one activation, one add: a scale after
+    the activation is a kernel of its own, and the conv or GEMM stays a call of its entry (not a plain
+    loop nest of the whole group); on the CPU, one kernel. Equal to the interpreter."""
+    m = scale_after_activation_model(tmp_path / "sa.onnx", anchor)
     same_as_interp(m, tmp_path, cache, backends=("cpu",))
-    assert gemm_calls(m, tmp_path, cache) == [(1, batch)]  # one batch entry, a row per image
     r = lathe("compile", m, "--target", "cuda", "-o", tmp_path / "cuda", cache=cache)
-    assert r.returncode == 0, r.stdout + r.stderr
-    assert "lt_cuda_mm_f32_nt_skinny(" in (tmp_path / "cuda" / "model.cu").read_text()
+    assert r.returncode == 0 and "2 kernels" in r.stdout, r.stdout + r.stderr
+    src = (tmp_path / "cuda" / "model.cu").read_text()
+    call = re.search(r"lt_cuda_(?:mm|conv)_f32_\w+\(a0,[^;]*;", src)
+    assert call and ", 10, " in call.group(0), src[-3000:]  # hardswish applied by the entry
 
 
 def test_hardsigmoid_of_other_slope_is_not_hardswish(tmp_path, cache):

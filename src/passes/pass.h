@@ -138,6 +138,7 @@ extern const lt_pass lt_pass_widen_gemm;    /* widen_gemm.c */
 extern const lt_pass lt_pass_inline_if;     /* inline_if.c */
 extern const lt_pass lt_pass_unroll_loop;   /* unroll_loop.c */
 extern const lt_pass lt_pass_layout_nchwc; /* layout_nchwc.c */
+extern const lt_pass lt_pass_fold_scale;   /* fold_scale.c */
 extern const lt_pass lt_pass_expand_contrib; /* expand_contrib.c (+ expand_contrib_attn.c) */
 
 #endif

@@ -25,6 +25,7 @@ static const lt_pipeline_entry pipeline[] = {
     {&lt_pass_simplify, LT_PIPE_FIXPOINT, LT_PIPE_ON},       /* identities, chains, constant Where           (-O2) */
     {&lt_pass_fold_batchnorm, LT_PIPE_FIXPOINT, LT_PIPE_ON}, /* Conv/Gemm/MatMul(+Add) + BatchNorm -> weights (-O2) */
     {&lt_pass_patterns, LT_PIPE_FIXPOINT, LT_PIPE_ON},       /* decomposed LayerNorm / GELU -> one op         (-O3) */
+    {&lt_pass_fold_scale, LT_PIPE_FIXPOINT, LT_PIPE_ON},     /* x * c -> MatMul/Conv weights (after GELU: 0.5) (-O2) */
     {&lt_pass_cse, LT_PIPE_FIXPOINT, LT_PIPE_ON},            /* identical nodes and small constants merge     (-O2) */
     {&lt_pass_dce, LT_PIPE_FIXPOINT, LT_PIPE_ON},            /* unused nodes and initializers go              (-O1) */
     {&lt_pass_expand_contrib, LT_PIPE_FIXPOINT, LT_PIPE_ON}, /* com.microsoft ops -> standard ops             (-O1) */

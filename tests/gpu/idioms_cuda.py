@@ -6,7 +6,11 @@ tests/gpu/run.sh (a script: the GPU machine may lack pytest).
   float16), which once failed to launch for want of registers;
 - the MatMul forms of tests/test_exporter_idioms.py whose batch dims fold into one GEMM's rows
   (sequence-first Linear, batched with a 2-D weight), with their epilogues;
-- a Conv with one output channel and a bias, GatherND with constant indices.
+- a Conv with one output channel and a bias, GatherND with constant indices;
+- hardswish and SiLU fused into a conv, depthwise conv or Gemm epilogue; a 1x1 conv of 1x1 images
+  (the skinny GEMM tile) with hardswish or a residual; a scale after the activation (a kernel of
+  its own) and scales folded into the next product's weights; MatMuls of at most 8 rows (skinny) or 8
+  columns (tall) with a bias or a residual.
 Inputs are seeded uniform(-1, 1); tolerance |cuda - interp| <= rtol * |interp| + atol * RMS with
 (rtol, atol) = (1e-4, 1e-4) for float32 and (1e-2, 1e-2) for float16 (both sides round to half).
 
@@ -64,6 +68,21 @@ def idiom_models(d):
     gnd = ti.save(p / "gnd.onnx", [helper.make_node("GatherND", ["x", "i"], ["y"])], [ti.vi("x", [4, 5, 6])],
                   [ti.vi("y", [3, 5, 6])], [ind])
     cases.append(("gathernd constant indices", gnd))
+    for anchor in ("conv3x3", "depthwise", "gemm"):
+        for kind in ("hardswish", "silu"):
+            cases.append((f"{anchor} + {kind} in the epilogue", ti.gated_model(p / f"g_{anchor}_{kind}.onnx", anchor, kind)))
+    for anchor in ("conv3x3", "depthwise", "gemm"):
+        cases.append((f"{anchor} + hardswish, then x 0.8", ti.scale_after_activation_model(p / f"sa_{anchor}.onnx", anchor)))
+    for case in ("mul_reshape_matmul", "div_conv", "scalar_first_flatten_gemm"):
+        cases.append((f"scale folded into weights: {case}", ti.scaled_product_model(p / f"sc_{case}.onnx", case)))
+    for batch in (1, 3):
+        for epi in ("bias_hardswish", "residual"):
+            path = ti.pointwise_one_position_model(p / f"pw{batch}_{epi}.onnx", batch, epi)
+            cases.append((f"1x1 conv of 1x1 images b{batch} {epi}", path))
+    for sa, sb in (([4, 512], [512, 96]), ([2, 3, 300], [300, 40]), ([300, 64], [64, 6]), ([2, 100, 48], [48, 8])):
+        for epi in ("bias", "residual"):
+            path, _ = ti.matmul_model(p / f"thin_{len(cases)}.onnx", sa, sb, epi)
+            cases.append((f"matmul {sa}x{sb} {epi} (skinny/tall)", path))
     return cases
 
 
