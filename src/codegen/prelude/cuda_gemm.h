@@ -734,19 +734,21 @@ template <typename D, int R, bool GUARD>
 LT_FN void lt_skinny_step(const typename D::S *mx, long long mstep, const typename D::S *V, long long vrow, long long vk,
                           int K, int k0, float (&acc)[LT_SKINNY_MR]) {
     enum { KS = LT_SKINNY_KS, U = 8 };
+    typedef typename D::S S;
     float b[U], a[R][U];
+    /* one base pointer per operand row and step, the u steps offsets from it (immediates where the
+     * k stride is 1): indices recomputed per load in 64 bits took three instructions a load */
+    const S *bp = mx + (long long)k0 * mstep, *vp = V + (long long)k0 * vk;
 #pragma unroll
-    for (int u = 0; u < U; u++) {
-        const int k = k0 + u * KS;
-        b[u] = !GUARD || k < K ? lt_ld1<D>(mx, (long long)k * mstep) : 0.0f;
+    for (int u = 0; u < U; u++)
+        b[u] = !GUARD || k0 + u * KS < K ? lt_ld1<D>(bp, (long long)(u * KS) * mstep) : 0.0f;
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+        const S *row = vp + vrow * r;
+#pragma unroll
+        for (int u = 0; u < U; u++)
+            a[r][u] = !GUARD || k0 + u * KS < K ? lt_ld1<D>(row, (long long)(u * KS) * vk) : 0.0f;
     }
-#pragma unroll
-    for (int r = 0; r < R; r++)
-#pragma unroll
-        for (int u = 0; u < U; u++) {
-            const int k = k0 + u * KS;
-            a[r][u] = !GUARD || k < K ? lt_ld1<D>(V, vrow * r + vk * k) : 0.0f;
-        }
 #pragma unroll
     for (int r = 0; r < R; r++)
 #pragma unroll
