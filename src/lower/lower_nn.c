@@ -368,6 +368,22 @@ static lt_status pool_window(lt_lctx *lc, const pool_ctx *pc, bool guarded, lt_l
         }
         xi[2 + d] = pos;
     }
+    /* a global window: one loop over the flat plane, each dim's position from it by division (which
+     * the simplifier folds back into the flat offset): a nest of short loops with sizes known only
+     * at run time issued its loads a row at a time, each row a trip to memory */
+    lt_lvar *flat = NULL;
+    int64_t plane = 1;
+    for (int d = 0; d < pc->nsp; d++) plane *= g->k[d];
+    if (pc->global && pc->nsp >= 2) {
+        if (!(flat = lt_kernel_var(K_, "rf", LT_INT64))) return lt_lower_nomem(lc);
+        lt_lnode *q = V(lc, flat);
+        for (int d = pc->nsp - 1; d >= 0 && q; d--) {
+            xi[2 + d] = d == 0 ? q : lt_l_binary(K_, LT_LOP_MOD, q, I(lc, g->k[d]));
+            if (d > 0) q = lt_l_binary(K_, LT_LOP_DIV, q, I(lc, g->k[d]));
+            if (!xi[2 + d]) return lt_lower_nomem(lc);
+        }
+        if (!q) return lt_lower_nomem(lc);
+    }
     lt_lnode *x;
     LT_TRY(lt_lower_value(lc, pc->n->in[0], xi, &x));
     lt_dtype dt = pc->dt;
@@ -391,7 +407,9 @@ static lt_status pool_window(lt_lctx *lc, const pool_ctx *pc, bool guarded, lt_l
             upd = lt_l_seq(K_, 2, two);
         }
     }
-    for (int d = pc->nsp - 1; d >= 0; d--) upd = loop(lc, rv[d], LT_ROLE_REDUCE, I(lc, tap_hi[d] - tap_lo[d]), upd);
+    if (flat) upd = loop(lc, flat, LT_ROLE_REDUCE, I(lc, plane), upd);
+    else
+        for (int d = pc->nsp - 1; d >= 0; d--) upd = loop(lc, rv[d], LT_ROLE_REDUCE, I(lc, tap_hi[d] - tap_lo[d]), upd);
     s[(*ns)++] = upd;
     lt_lnode *v = V(lc, acc);
     if (!pc->is_max) {

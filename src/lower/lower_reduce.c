@@ -69,9 +69,29 @@ static lt_status red_pass(rnest *rn, lt_loop_role role, rbody_fn fn, void *user,
         rv[d] = lt_kernel_var(K, name, LT_INT64);
         if (!(full[d] = lt_l_var(K, rv[d]))) return lt_lower_nomem(lc);
     }
+    /* On the GPU, trailing reduced dims (a pool's plane, a norm's [C, H, W]) are one loop over their
+     * product, each dim's index taken from it by division (which the simplifier folds back into the
+     * flat offset of a contiguous read): a nest of short loops with run-time extents issued its loads
+     * a row at a time, each row a trip to memory (a global pool of a 2x2 plane: 4 loads, 3 waits) */
+    int first = rn->rank;
+    while (first > 0 && rv[first - 1]) first--;
+    int64_t merged = 1;
+    for (int d = first; d < rn->rank; d++) merged *= rn->dims[d];
+    lt_lvar *flat = NULL;
+    if (lc->opt->gpu && rn->rank - first >= 2 && merged > 0) {
+        if (!(flat = lt_kernel_var(K, "rf", LT_INT64))) return lt_lower_nomem(lc);
+        lt_lnode *q = lt_l_var(K, flat);
+        for (int d = rn->rank - 1; d >= first && q; d--) {
+            full[d] = d == first ? q : lt_l_binary(K, LT_LOP_MOD, q, lt_l_int(K, rn->dims[d]));
+            if (d > first) q = lt_l_binary(K, LT_LOP_DIV, q, lt_l_int(K, rn->dims[d]));
+            if (!full[d]) return lt_lower_nomem(lc);
+        }
+        if (!q) return lt_lower_nomem(lc);
+    }
     lt_lnode *body = NULL;
     LT_TRY(fn(rn, full, user, &body));
-    for (int d = rn->rank - 1; d >= 0; d--)
+    if (flat) body = lt_l_for(K, flat, role, lt_l_int(K, 0), lt_l_int(K, merged), LT_LOOP_SERIAL, body);
+    for (int d = (flat ? first : rn->rank) - 1; d >= 0; d--)
         if (rv[d]) body = lt_l_for(K, rv[d], role, lt_l_int(K, 0), lt_l_int(K, rn->dims[d]), LT_LOOP_SERIAL, body);
     *res = body;
     return LT_LNN(lc, body);
