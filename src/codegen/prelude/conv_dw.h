@@ -27,6 +27,10 @@
  *  - AVX-512, stride 1 with the output the input's size, other kernels than 3x3 (5x5, 7x7, dilated):
  *    16 outputs of the flat plane read 16 contiguous inputs per tap, one masked load and one FMA
  *    (lt_dw_same_planes_).
+ *  - AVX-512, output rows of at most 16 columns reading at most 32 input columns (any kernel up to
+ *    16 wide, stride, dilation: MnasNet's 5x5 stride 2): an output row one vector, per kernel row
+ *    the input row's span in two masked loads, per tap one permute and one FMA
+ *    (lt_dw_narrow_planes_).
  *  - Everything else (other sizes, dilations, strides, no AVX-512): one output row at a time, the
  *    taps vectorized by the compiler over the interior columns, bounds-checked taps at the edges.
  */
@@ -429,6 +433,54 @@ LT_FN void lt_dw_same_planes_(const lt_conv2d_geom *g, const float *x, const flo
 }
 #endif
 
+/* ---- AVX-512, narrow rows: an output row in one vector, the input row it reads in two ---- */
+#if defined(__AVX512F__)
+/* Output rows of at most 16 columns whose taps span at most 32 input columns ((OW-1)*SW +
+ * (KW-1)*DW + 1, any stride, dilation and padding): per output row and kernel row, the input row's
+ * span in two masked loads (columns outside the image read as zero), then per kernel column one
+ * permute that picks each output's input (ow*SW + kw*DW) and one FMA. Kernel rows outside the image
+ * are skipped. (MnasNet's 5x5 stride-2 layers on 8x8 and 16x16 planes took the row path's
+ * bounds-checked taps at 1-1.5 GFLOP/s.) */
+#define LT_DW_NARROW_KW 16
+LT_FN int lt_dw_narrow_fits_(const lt_conv2d_geom *g) {
+    return g->OW <= 16 && g->KW <= LT_DW_NARROW_KW && (g->OW - 1) * g->SW + (g->KW - 1) * g->DW + 1 <= 32;
+}
+
+LT_FN void lt_dw_narrow_planes_(const lt_conv2d_geom *g, const float *x, const float *w, float *y, const float *bias,
+                                const float *res, int act, float aa, float ab, int res_after, int64_t p0, int64_t p1) {
+    int64_t HW = g->H * g->W, OHW = g->OH * g->OW, mult = g->OC / g->C, KHW = g->KH * g->KW;
+    __m512i idx[LT_DW_NARROW_KW];
+    for (int64_t kw = 0; kw < g->KW; kw++) {
+        int32_t lane[16] = {0};
+        for (int64_t ow = 0; ow < g->OW; ow++) lane[ow] = (int32_t)(ow * g->SW + kw * g->DW);
+        idx[kw] = _mm512_loadu_si512(lane);
+    }
+    const int64_t c0 = -g->PW0; /* the span's first column */
+    const __mmask16 in0 = lt_dw_mask_(c0, g->W), in1 = lt_dw_mask_(c0 + 16, g->W), out = lt_dw_mask_(0, g->OW);
+    for (int64_t pl = p0; pl < p1; pl++) {
+        int64_t n = pl / g->OC, oc = pl % g->OC, c = oc / mult;
+        const float *xc = x + (n * g->C + c) * HW, *wk = w + oc * KHW;
+        float *yp = y + pl * OHW;
+        const float *rp = res ? res + pl * OHW : 0;
+        const __m512 b = _mm512_set1_ps(bias ? bias[oc] : 0.0f);
+        for (int64_t oh = 0; oh < g->OH; oh++) {
+            __m512 acc = b;
+            for (int64_t kh = 0; kh < g->KH; kh++) {
+                const int64_t ih = oh * g->SH - g->PH0 + kh * g->DH;
+                if (ih < 0 || ih >= g->H) continue;
+                const float *xr = xc + ih * g->W + c0;
+                const __m512 x0 = _mm512_maskz_loadu_ps(in0, xr), x1 = _mm512_maskz_loadu_ps(in1, xr + 16);
+                for (int64_t kw = 0; kw < g->KW; kw++)
+                    acc = _mm512_fmadd_ps(_mm512_permutex2var_ps(x0, idx[kw], x1), _mm512_set1_ps(wk[kh * g->KW + kw]), acc);
+            }
+            if (rp && !res_after) acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(out, rp + oh * g->OW));
+            _mm512_mask_storeu_ps(yp + oh * g->OW, out, acc);
+        }
+        lt_dw_plane_tail_(yp, rp, OHW, act, aa, ab, res_after);
+    }
+}
+#endif
+
 /* Does the AVX-512 3x3 kernel take this geometry? */
 LT_FN int lt_dw3_fast_(const lt_conv2d_geom *g) {
 #if defined(__AVX512F__)
@@ -469,6 +521,16 @@ LT_FN void lt_conv2d_depthwise_(const lt_conv2d_geom *g, const float *x, const f
             lt_dw_same_planes_(g, x, w, y, bias, res, act, aa, ab, res_after, planes * i / T, planes * (i + 1) / T);
 #else
         lt_dw_same_planes_(g, x, w, y, bias, res, act, aa, ab, res_after, 0, planes);
+#endif
+        return;
+    }
+    if (lt_dw_narrow_fits_(g) && !lt_dw3_fast_(g)) {
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) num_threads(T) if (T > 1)
+        for (int i = 0; i < T; i++)
+            lt_dw_narrow_planes_(g, x, w, y, bias, res, act, aa, ab, res_after, planes * i / T, planes * (i + 1) / T);
+#else
+        lt_dw_narrow_planes_(g, x, w, y, bias, res, act, aa, ab, res_after, 0, planes);
 #endif
         return;
     }
