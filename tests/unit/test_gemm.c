@@ -58,6 +58,7 @@ static double ref_act(double v, int act, double a, double b) {
     case LT_ACT_GELU_TANH: return 0.5 * v * (1.0 + tanh(sqrt(2.0 / M_PI) * (v + 0.044715 * v * v * v)));
     case LT_ACT_SILU: return v / (1.0 + exp(-v));
     case LT_ACT_HARD_SIGMOID: { double h = a * v + b; return h < 0 ? 0 : (h > 1 ? 1 : h); }
+    case LT_ACT_HARD_SWISH: { double h = v / 6 + 0.5; return v * (h < 0 ? 0 : (h > 1 ? 1 : h)); }
     default: return v;
     }
 }
@@ -202,6 +203,22 @@ static void test_gemm_epilogues(void) {
         {20, 30, 0, 0, 0, 1.0f, 0.5f, 1, 1, LT_ACT_SIGMOID, 0}, /* K = 0: epilogue on beta*C */
         {20, 30, 0, 0, 0, 1.0f, 0.0f, 2, 0, LT_ACT_TANH, 1},
     };
+    for (size_t i = 0; i < sizeof ab / sizeof ab[0]; i++) run_gemm(&ab[i]);
+}
+
+/* a pre-packed A with at most 12 columns (the narrow path: rows as the vector, four panels at a
+ * time; a group cut short at M's end, K across blocks), B plain or transposed, with each epilogue */
+static void test_gemm_narrow(void) {
+    static const int64_t ms[] = {32, 33, 70, 1000}, ks[] = {1, 9, 300, 600};
+    for (int64_t n = 1; n <= 13; n++)
+        for (int mi = 0; mi < 4; mi++) {
+            int64_t M = ms[mi], K = ks[(n + mi) % 4];
+            int bias = (int)((n + mi) % 3), res = (int)(n % 3), act = (int)((n * 3 + mi) % (LT_ACT_HARD_SWISH + 1));
+            gcase c = {M, n, K, LT_GEMM_PACKED, (int)(n % 2), 1.0f, 0.0f, bias, res, act, 0};
+            run_gemm(&c);
+        }
+    gcase ab[] = {{40, 4, 50, LT_GEMM_PACKED, LT_GEMM_N, 0.5f, 1.0f, 2, 1, LT_ACT_RELU, 0},
+                  {40, 7, 50, LT_GEMM_PACKED, LT_GEMM_T, -2.0f, 0.25f, 1, 2, LT_ACT_CLIP, 0}};
     for (size_t i = 0; i < sizeof ab / sizeof ab[0]; i++) run_gemm(&ab[i]);
 }
 
@@ -567,6 +584,7 @@ static void run_all(const char *label) {
     test_act_math();
     test_gemm_shapes();
     test_gemm_epilogues();
+    test_gemm_narrow();
     test_gemm_batched();
     test_conv();
     test_gemm_i8();
