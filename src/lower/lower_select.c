@@ -10,8 +10,9 @@
  *   rank * cnt elements of Y are NonZero's [rank, cnt] result, compact.
  * X is read with lt_lower_value, so a fused elementwise prologue (NonZero(Greater(x, t)), the
  * exporters' idiom) is computed in the kernel. An element is nonzero as the interpreter decides: a
- * float compares != 0 (NaN counts), an integer or bool != 0. The loop is one thread's on a GPU; a
- * parallel count (a prefix sum over blocks) is the next step when large inputs make it matter.
+ * float compares != 0 (NaN counts), an integer or bool != 0. On the GPU the two passes run on one
+ * block of 1024 threads, each over a contiguous chunk of the flat input, the chunks' counts turned
+ * into offsets between them (l_nonzero_gpu).
  *
  * CompressPadded. Pass 1 counts the true elements of the condition (length L <= the axis length)
  * into `cnt` and stores it; pass 2, for each true position j in order (the c-th), copies the slice
@@ -20,6 +21,7 @@
  * flat). X is read with lt_lower_value (a fused prologue is computed in the kernel).
  */
 #include "lower_impl.h"
+#include "lower_gpu.h"
 
 #include <stdio.h>
 
@@ -71,6 +73,87 @@ static lt_status pass_vars(lt_lctx *lc, int rank, const char *prefix, lt_lvar **
     return LT_OK;
 }
 
+/* ---- NonZeroPadded on the GPU: one block, each thread a contiguous chunk of the flat input ---- */
+#define NZ_THREADS 1024
+
+/* Element thread * chunk + q of the flat input (a new expression tree each call); last >= 0: at most
+ * that (the last element: what a thread past the end reads, whatever order its guard runs in). */
+static lt_lnode *flat_elem(lt_lctx *lc, lt_lvar *thr, int64_t chunk, lt_lvar *q, int64_t last) {
+    lt_lnode *e = lt_l_add(K, lt_l_mul(K, lt_l_var(K, thr), lt_l_int(K, chunk)), lt_l_var(K, q));
+    return last < 0 ? e : lt_l_binary(K, LT_LOP_MIN, e, lt_l_int(K, last));
+}
+
+/* Its coordinates in dims, row-major, into idx. */
+static void unflat(lt_lctx *lc, lt_lvar *thr, int64_t chunk, lt_lvar *qv, int64_t last, int rank, const int64_t *dims,
+                   lt_lnode **idx) {
+    int64_t stride = 1;
+    for (int d = rank - 1; d >= 0; d--) {
+        lt_lnode *e = flat_elem(lc, thr, chunk, qv, last);
+        lt_lnode *q = stride == 1 ? e : lt_l_binary(K, LT_LOP_DIV, e, lt_l_int(K, stride));
+        idx[d] = d == 0 ? q : lt_l_binary(K, LT_LOP_MOD, q, lt_l_int(K, dims[d]));
+        stride *= dims[d];
+    }
+}
+
+/* Pass 1 counts each thread's chunk into part[thread]; a scan over the block (log2 T steps of adding
+ * the value s threads back) makes part[t] the count up to and including thread t's chunk, and
+ * part[T - 1] the total (the count output); pass 2 writes each thread's nonzero coordinates from its
+ * offset on, in order. The result is the serial kernel's, with up to 1024 threads reading the input
+ * instead of one (a NonZero over a detector's score map of 10^5..10^6 elements). A model compiled
+ * for every shape takes 1024 threads at every size (a thread count is no run-time scalar). */
+static lt_status l_nonzero_gpu(lt_lctx *lc, const lt_node *n, int rank, const int64_t *dims, lt_lbuf *yb, lt_lbuf *cb,
+                               lt_lnode **res) {
+    int64_t total = 1;
+    for (int d = 0; d < rank; d++) total *= dims[d];
+    int64_t T = lc->opt->shape_generic || total >= NZ_THREADS ? NZ_THREADS : (total + 31) / 32 * 32;
+    int64_t chunk = (total + T - 1) / T;
+    lt_lvar *blk = lt_kernel_var(K, "gblk", LT_INT64), *thr = lt_kernel_var(K, "gthr", LT_INT64);
+    lt_lvar *q1 = lt_kernel_var(K, "q", LT_INT64), *q2 = lt_kernel_var(K, "q", LT_INT64);
+    lt_lvar *cnt = lt_kernel_var(K, "cnt", LT_INT64), *v = lt_kernel_var(K, "v", LT_INT64);
+    lt_lvar *off = lt_kernel_var(K, "off", LT_INT64), *tot = lt_kernel_var(K, "tot", LT_INT64);
+    lt_lbuf *part = lt_kernel_local(K, "part", LT_INT64, T, LT_SCOPE_SHARED);
+    if (!blk || !thr || !q1 || !q2 || !cnt || !v || !off || !tot || !part) return lt_lower_nomem(lc);
+    lt_lnode *nz[2], *idx[LT_MAX_RANK], *coord[LT_MAX_RANK];
+    lt_lvar *qs[2] = {q1, q2};
+    for (int p = 0; p < 2; p++) { /* the element in range and nonzero */
+        unflat(lc, thr, chunk, qs[p], total - 1, rank, dims, idx);
+        lt_lnode *x = NULL;
+        LT_TRY(lt_lower_value(lc, n->in[0], idx, &x));
+        LT_TRY(LT_LNN(lc, x));
+        lt_lnode *in = lt_l_binary(K, LT_LOP_LT, flat_elem(lc, thr, chunk, qs[p], -1), lt_l_int(K, total));
+        nz[p] = lt_l_binary(K, LT_LOP_AND, in, ne_zero(lc, x));
+    }
+    unflat(lc, thr, chunk, q2, -1, rank, dims, coord);
+    lt_lnode *body[64];
+    int nb = 0;
+    body[nb++] = lt_l_let(K, cnt, lt_l_int(K, 0));
+    body[nb++] = lt_l_for(K, q1, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, chunk), LT_LOOP_SERIAL,
+                          lt_l_assign(K, cnt, lt_l_add(K, lt_l_var(K, cnt), lt_l_select(K, nz[0], lt_l_int(K, 1), lt_l_int(K, 0)))));
+    body[nb++] = lt_l_store(K, part, lt_l_var(K, thr), lt_l_var(K, cnt));
+    body[nb++] = lt_l_barrier(K);
+    body[nb++] = lt_l_let(K, v, lt_l_int(K, 0));
+    for (int64_t st = 1; st < T; st *= 2) { /* part[t] += part[t - st] (those before it: 0) */
+        lt_lnode *back = lt_l_load(K, part, lt_l_binary(K, LT_LOP_MAX, lt_l_binary(K, LT_LOP_SUB, lt_l_var(K, thr), lt_l_int(K, st)), lt_l_int(K, 0)));
+        body[nb++] = lt_l_assign(K, v, lt_l_select(K, lt_l_binary(K, LT_LOP_GE, lt_l_var(K, thr), lt_l_int(K, st)), back, lt_l_int(K, 0)));
+        body[nb++] = lt_l_barrier(K);
+        body[nb++] = lt_l_store(K, part, lt_l_var(K, thr), lt_l_add(K, lt_l_load(K, part, lt_l_var(K, thr)), lt_l_var(K, v)));
+        body[nb++] = lt_l_barrier(K);
+    }
+    body[nb++] = lt_l_let(K, off, lt_l_binary(K, LT_LOP_SUB, lt_l_load(K, part, lt_l_var(K, thr)), lt_l_var(K, cnt)));
+    body[nb++] = lt_l_let(K, tot, lt_l_load(K, part, lt_l_int(K, T - 1)));
+    body[nb++] = lt_l_if(K, lt_l_binary(K, LT_LOP_EQ, lt_l_var(K, thr), lt_l_int(K, 0)),
+                         lt_l_store(K, cb, lt_l_int(K, 0), lt_l_var(K, tot)), NULL);
+    lt_lnode *put[LT_MAX_RANK + 1];
+    for (int d = 0; d < rank; d++)
+        put[d] = lt_l_store(K, yb, lt_l_add(K, lt_l_mul(K, lt_l_int(K, d), lt_l_var(K, tot)), lt_l_var(K, off)), coord[d]);
+    put[rank] = lt_l_assign(K, off, lt_l_add(K, lt_l_var(K, off), lt_l_int(K, 1)));
+    body[nb++] = lt_l_for(K, q2, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, chunk), LT_LOOP_SERIAL,
+                          lt_l_if(K, nz[1], lt_l_seq(K, rank + 1, put), NULL));
+    lt_lnode *b = lt_lower_gpu_loop(lc, thr, LT_ROLE_OUTPUT, T, LT_LOOP_GPU_THREAD, 0, lt_l_alloc(K, part, lt_l_seq(K, nb, body)));
+    *res = lt_lower_gpu_loop(lc, blk, LT_ROLE_OUTPUT, 1, LT_LOOP_GPU_BLOCK, 0, b);
+    return LT_LNN(lc, *res);
+}
+
 static lt_status l_nonzero(lt_lctx *lc, const lt_node *n, lt_lnode **res) {
     int rank;
     int64_t dims[LT_MAX_RANK];
@@ -79,6 +162,7 @@ static lt_status l_nonzero(lt_lctx *lc, const lt_node *n, lt_lnode **res) {
     lt_lbuf *yb = lc->vbuf[n->out[0]->id], *cb = lc->vbuf[n->out[1]->id];
     if (!yb || !cb || yb->dtype != LT_INT64 || cb->dtype != LT_INT64)
         return lt_lower_error(lc, n, LT_ERR_INTERNAL, "the outputs are not stored as they are");
+    if (lc->opt->gpu) return l_nonzero_gpu(lc, n, rank, dims, yb, cb, res);
     lt_lvar *v1[LT_MAX_RANK], *v2[LT_MAX_RANK];
     LT_TRY(pass_vars(lc, rank, "r", v1));
     LT_TRY(pass_vars(lc, rank, "s", v2));
