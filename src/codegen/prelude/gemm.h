@@ -61,7 +61,8 @@
  * panel[k*W + r]; the last panel is zero-padded. A pre-packed matrix holds block p0 (its first k)
  * at p0*Rpad, panel t at +t*W*kc, where Rpad = R rounded up to W.
  * Register-blocked kernels: AVX-512 8x48 (24 zmm accumulators, 3 B loads and 8 broadcasts per k),
- * AVX2+FMA 6x16, portable 6x8 (GCC vector extensions, 16-byte vectors). One kernel is instantiated
+ * AVX2+FMA 6x16, portable 6x8 (GCC vector extensions, 16-byte vectors); on AVX-512 a pre-packed A
+ * times at most 12 columns takes the narrow path instead (rows as the vector, see below). One kernel is instantiated
  * per (rows, vectors) tail shape (padded B columns are zero). The common epilogues (bias, residual
  * before the activation, relu / clip / none) are applied in registers; the rest (alpha, beta,
  * other activations, a ragged right edge) from the tile spilled to L1 (lt_gemm_store_tile_).
