@@ -481,6 +481,12 @@ LT_FN void lt_dw_narrow_planes_(const lt_conv2d_geom *g, const float *x, const f
 }
 #endif
 
+#if defined(__AVX512F__)
+/* The paths above that take a run of planes [p0, p1) with the epilogue's parts. */
+typedef void (*lt_dw_planes_fn)(const lt_conv2d_geom *g, const float *x, const float *w, float *y, const float *bias,
+                                const float *res, int act, float aa, float ab, int res_after, int64_t p0, int64_t p1);
+#endif
+
 /* Does the AVX-512 3x3 kernel take this geometry? */
 LT_FN int lt_dw3_fast_(const lt_conv2d_geom *g) {
 #if defined(__AVX512F__)
@@ -514,23 +520,15 @@ LT_FN void lt_conv2d_depthwise_(const lt_conv2d_geom *g, const float *x, const f
 #endif
         return;
     }
-    if (lt_dw_same_fits_(g) && !lt_dw3_fast_(g)) {
+    lt_dw_planes_fn fn = lt_dw_same_fits_(g) && !lt_dw3_fast_(g)     ? lt_dw_same_planes_
+                         : lt_dw_narrow_fits_(g) && !lt_dw3_fast_(g) ? lt_dw_narrow_planes_
+                                                                     : 0;
+    if (fn) { /* equal shares of the planes */
 #ifdef _OPENMP
 #pragma omp parallel for schedule(static) num_threads(T) if (T > 1)
-        for (int i = 0; i < T; i++)
-            lt_dw_same_planes_(g, x, w, y, bias, res, act, aa, ab, res_after, planes * i / T, planes * (i + 1) / T);
+        for (int i = 0; i < T; i++) fn(g, x, w, y, bias, res, act, aa, ab, res_after, planes * i / T, planes * (i + 1) / T);
 #else
-        lt_dw_same_planes_(g, x, w, y, bias, res, act, aa, ab, res_after, 0, planes);
-#endif
-        return;
-    }
-    if (lt_dw_narrow_fits_(g) && !lt_dw3_fast_(g)) {
-#ifdef _OPENMP
-#pragma omp parallel for schedule(static) num_threads(T) if (T > 1)
-        for (int i = 0; i < T; i++)
-            lt_dw_narrow_planes_(g, x, w, y, bias, res, act, aa, ab, res_after, planes * i / T, planes * (i + 1) / T);
-#else
-        lt_dw_narrow_planes_(g, x, w, y, bias, res, act, aa, ab, res_after, 0, planes);
+        fn(g, x, w, y, bias, res, act, aa, ab, res_after, 0, planes);
 #endif
         return;
     }
