@@ -372,9 +372,9 @@ static lt_status pool_window(lt_lctx *lc, const pool_ctx *pc, bool guarded, lt_l
      * the simplifier folds back into the flat offset): a nest of short loops with sizes known only
      * at run time issued its loads a row at a time, each row a trip to memory */
     lt_lvar *flat = NULL;
-    int64_t plane = 1;
-    for (int d = 0; d < pc->nsp; d++) plane *= g->k[d];
+    int64_t plane = 1; /* a global window is the input's plane (its size fits), other windows any size */
     if (pc->global && pc->nsp >= 2) {
+        for (int d = 0; d < pc->nsp; d++) plane *= g->k[d];
         if (!(flat = lt_kernel_var(K_, "rf", LT_INT64))) return lt_lower_nomem(lc);
         lt_lnode *q = V(lc, flat);
         for (int d = pc->nsp - 1; d >= 0 && q; d--) {
