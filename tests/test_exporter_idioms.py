@@ -142,7 +142,7 @@ def test_gated_activation_fused_into_the_call(tmp_path, cache, anchor, kind):
     ((5, 6), 7, 2, 3, 1), ((4, 8), 3, 2, 1, 2), ((8, 4), 5, 2, 2, 1), ((6, 6), 3, 1, 1, 1),
     ((8, 8), 5, 1, 2, 1), ((10, 9), 7, 1, 3, 1), ((12, 12), 3, 1, 2, 2), ((20, 17), 5, 1, 2, 1), ((9, 9), 5, 1, 1, 1),
     ((8, 8), 5, 2, 2, 1), ((16, 16), 5, 2, 2, 1), ((15, 13), 7, 2, 3, 1), ((12, 14), 3, 1, 1, 2), ((9, 29), 3, 3, 1, 1),
-    ((9, 31), 3, 3, 1, 1)])
+    ((9, 31), 3, 3, 1, 1), ((8, 8), 5, 1, 1, 1), ((7, 7), 3, 2, 1, 2), ((9, 8), 3, 1, 0, 1)])
 @pytest.mark.parametrize("epilogue", ["bias_relu", "residual_hardswish"])
 def test_depthwise_tiny_planes(tmp_path, cache, hw, k, stride, pad, dil, epilogue):
     """Depthwise convolutions of planes of at most 32 input and 16 output elements (a whole plane in
@@ -150,7 +150,8 @@ def test_depthwise_tiny_planes(tmp_path, cache, hw, k, stride, pad, dil, epilogu
     (5x5, 7x7, dilated 3x3: 16 outputs a masked load per tap; a ragged last vector; 9x9 with pad 1 is
     not "same"), and output rows of at most 16 columns reading at most 32 input columns (5x5 and 7x7
     at stride 2, dilated 3x3, 3x3 at stride 3; a 9x31 plane at stride 3 spans 33 and takes the row
-    path), channel multiplier 2, with a fused epilogue: equal to the interpreter."""
+    path; rows of at most 8 outputs spanning at most 16 columns two to a vector, an odd last row
+    alone), channel multiplier 2, with a fused epilogue: equal to the interpreter."""
     c, (h, wd) = 6, hw
     oh, ow = [(d + 2 * pad - dil * (k - 1) - 1) // stride + 1 for d in hw]
     conv = helper.make_node("Conv", ["x", "w", "b"], ["c"], group=c, kernel_shape=[k, k], strides=[stride, stride],

@@ -28,8 +28,9 @@
  *    16 outputs of the flat plane read 16 contiguous inputs per tap, one masked load and one FMA
  *    (lt_dw_same_planes_).
  *  - AVX-512, output rows of at most 16 columns reading at most 32 input columns (any kernel up to
- *    16 wide, stride, dilation: MnasNet's 5x5 stride 2): an output row one vector, per kernel row
- *    the input row's span in two masked loads, per tap one permute and one FMA
+ *    16 wide, stride, dilation: MnasNet's 5x5 stride 2): an output row one vector (two rows when
+ *    they have at most 8 outputs spanning at most 16 columns; then ahead of the "same" path), per
+ *    kernel row the input span in two masked loads, per tap one permute and one FMA
  *    (lt_dw_narrow_planes_).
  *  - Everything else (other sizes, dilations, strides, no AVX-512): one output row at a time, the
  *    taps vectorized by the compiler over the interior columns, bounds-checked taps at the edges.
@@ -446,30 +447,49 @@ LT_FN int lt_dw_narrow_fits_(const lt_conv2d_geom *g) {
     return g->OW <= 16 && g->KW <= LT_DW_NARROW_KW && (g->OW - 1) * g->SW + (g->KW - 1) * g->DW + 1 <= 32;
 }
 
+/* Do its output rows go two to a vector (at most 8 outputs, spanning at most 16 input columns)? */
+LT_FN int lt_dw_narrow_two_(const lt_conv2d_geom *g) {
+    return g->OW <= 8 && (g->OW - 1) * g->SW + (g->KW - 1) * g->DW + 1 <= 16;
+}
+
 LT_FN void lt_dw_narrow_planes_(const lt_conv2d_geom *g, const float *x, const float *w, float *y, const float *bias,
                                 const float *res, int act, float aa, float ab, int res_after, int64_t p0, int64_t p1) {
     int64_t HW = g->H * g->W, OHW = g->OH * g->OW, mult = g->OC / g->C, KHW = g->KH * g->KW;
+    /* rows of at most 8 outputs whose span is at most 16 columns go two to a vector: the first
+     * output row's input row in x0, the second's in x1 */
+    const int two = lt_dw_narrow_two_(g);
+    const int64_t rows = two ? 2 : 1;
     __m512i idx[LT_DW_NARROW_KW];
     for (int64_t kw = 0; kw < g->KW; kw++) {
         int32_t lane[16] = {0};
-        for (int64_t ow = 0; ow < g->OW; ow++) lane[ow] = (int32_t)(ow * g->SW + kw * g->DW);
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t ow = 0; ow < g->OW; ow++) lane[r * g->OW + ow] = (int32_t)(16 * r + ow * g->SW + kw * g->DW);
         idx[kw] = _mm512_loadu_si512(lane);
     }
     const int64_t c0 = -g->PW0; /* the span's first column */
-    const __mmask16 in0 = lt_dw_mask_(c0, g->W), in1 = lt_dw_mask_(c0 + 16, g->W), out = lt_dw_mask_(0, g->OW);
+    const __mmask16 in0 = lt_dw_mask_(c0, g->W), in1 = lt_dw_mask_(c0 + 16, g->W);
     for (int64_t pl = p0; pl < p1; pl++) {
         int64_t n = pl / g->OC, oc = pl % g->OC, c = oc / mult;
         const float *xc = x + (n * g->C + c) * HW, *wk = w + oc * KHW;
         float *yp = y + pl * OHW;
         const float *rp = res ? res + pl * OHW : 0;
         const __m512 b = _mm512_set1_ps(bias ? bias[oc] : 0.0f);
-        for (int64_t oh = 0; oh < g->OH; oh++) {
+        for (int64_t oh = 0; oh < g->OH; oh += rows) {
+            const int64_t nr = lt_gemm_min_(rows, g->OH - oh);
+            const __mmask16 out = lt_dw_mask_(0, nr * g->OW);
             __m512 acc = b;
             for (int64_t kh = 0; kh < g->KH; kh++) {
-                const int64_t ih = oh * g->SH - g->PH0 + kh * g->DH;
-                if (ih < 0 || ih >= g->H) continue;
-                const float *xr = xc + ih * g->W + c0;
-                const __m512 x0 = _mm512_maskz_loadu_ps(in0, xr), x1 = _mm512_maskz_loadu_ps(in1, xr + 16);
+                const int64_t ih = oh * g->SH - g->PH0 + kh * g->DH, ih2 = ih + g->SH;
+                const int in_a = ih >= 0 && ih < g->H, in_b = two && nr > 1 && ih2 >= 0 && ih2 < g->H;
+                if (!in_a && !in_b) continue;
+                __m512 x0, x1;
+                if (two) { /* a row outside the image reads as zero */
+                    x0 = _mm512_maskz_loadu_ps(in_a ? in0 : 0, xc + ih * g->W + c0);
+                    x1 = _mm512_maskz_loadu_ps(in_b ? in0 : 0, xc + ih2 * g->W + c0);
+                } else {
+                    const float *xr = xc + ih * g->W + c0;
+                    x0 = _mm512_maskz_loadu_ps(in0, xr), x1 = _mm512_maskz_loadu_ps(in1, xr + 16);
+                }
                 for (int64_t kw = 0; kw < g->KW; kw++)
                     acc = _mm512_fmadd_ps(_mm512_permutex2var_ps(x0, idx[kw], x1), _mm512_set1_ps(wk[kh * g->KW + kw]), acc);
             }
@@ -520,9 +540,11 @@ LT_FN void lt_conv2d_depthwise_(const lt_conv2d_geom *g, const float *x, const f
 #endif
         return;
     }
-    lt_dw_planes_fn fn = lt_dw_same_fits_(g) && !lt_dw3_fast_(g)     ? lt_dw_same_planes_
-                         : lt_dw_narrow_fits_(g) && !lt_dw3_fast_(g) ? lt_dw_narrow_planes_
-                                                                     : 0;
+    lt_dw_planes_fn fn = lt_dw3_fast_(g)                              ? 0
+                         : lt_dw_narrow_fits_(g) && lt_dw_narrow_two_(g) ? lt_dw_narrow_planes_
+                         : lt_dw_same_fits_(g)                         ? lt_dw_same_planes_
+                         : lt_dw_narrow_fits_(g)                       ? lt_dw_narrow_planes_
+                                                                       : 0;
     if (fn) { /* equal shares of the planes */
 #ifdef _OPENMP
 #pragma omp parallel for schedule(static) num_threads(T) if (T > 1)
