@@ -10,9 +10,9 @@
  *   rank * cnt elements of Y are NonZero's [rank, cnt] result, compact.
  * X is read with lt_lower_value, so a fused elementwise prologue (NonZero(Greater(x, t)), the
  * exporters' idiom) is computed in the kernel. An element is nonzero as the interpreter decides: a
- * float compares != 0 (NaN counts), an integer or bool != 0. On the GPU the two passes run on one
- * block of 1024 threads, each over a contiguous chunk of the flat input, the chunks' counts turned
- * into offsets between them (l_nonzero_gpu).
+ * float compares != 0 (NaN counts), an integer or bool != 0. On the GPU the passes run on one
+ * block of up to 1024 threads walking the flat input in tiles, each thread a few contiguous elements
+ * of a tile, the counts scanned into offsets over the block (l_nonzero_gpu).
  *
  * CompressPadded. Pass 1 counts the true elements of the condition (length L <= the axis length)
  * into `cnt` and stores it; pass 2, for each true position j in order (the c-th), copies the slice
@@ -73,82 +73,132 @@ static lt_status pass_vars(lt_lctx *lc, int rank, const char *prefix, lt_lvar **
     return LT_OK;
 }
 
-/* ---- NonZeroPadded on the GPU: one block, each thread a contiguous chunk of the flat input ---- */
+/* ---- NonZeroPadded on the GPU: one block of threads walking the flat input in tiles ---- */
 #define NZ_THREADS 1024
+#define NZ_PER_THREAD 8 /* contiguous elements a thread takes from a tile */
 
-/* Element thread * chunk + q of the flat input (a new expression tree each call); last >= 0: at most
- * that (the last element: what a thread past the end reads, whatever order its guard runs in). */
-static lt_lnode *flat_elem(lt_lctx *lc, lt_lvar *thr, int64_t chunk, lt_lvar *q, int64_t last) {
-    lt_lnode *e = lt_l_add(K, lt_l_mul(K, lt_l_var(K, thr), lt_l_int(K, chunk)), lt_l_var(K, q));
-    return last < 0 ? e : lt_l_binary(K, LT_LOP_MIN, e, lt_l_int(K, last));
+/* Element tile * tile_len + thread * E + q of the flat input (a new expression tree each call); last
+ * >= 0: at most that (the last element: what a thread past the end reads, whatever order its guard
+ * runs in). */
+typedef struct nz_walk {
+    lt_lvar *thr;
+    int64_t E, tile_len, total;
+} nz_walk;
+
+static lt_lnode *flat_elem(lt_lctx *lc, const nz_walk *w, lt_lvar *tile, lt_lvar *q, bool clamp) {
+    lt_lnode *e = lt_l_add(K, lt_l_add(K, lt_l_mul(K, lt_l_var(K, tile), lt_l_int(K, w->tile_len)),
+                                       lt_l_mul(K, lt_l_var(K, w->thr), lt_l_int(K, w->E))),
+                           lt_l_var(K, q));
+    return clamp ? lt_l_binary(K, LT_LOP_MIN, e, lt_l_int(K, w->total - 1)) : e;
 }
 
 /* Its coordinates in dims, row-major, into idx. */
-static void unflat(lt_lctx *lc, lt_lvar *thr, int64_t chunk, lt_lvar *qv, int64_t last, int rank, const int64_t *dims,
+static void unflat(lt_lctx *lc, const nz_walk *w, lt_lvar *tile, lt_lvar *q, bool clamp, int rank, const int64_t *dims,
                    lt_lnode **idx) {
     int64_t stride = 1;
     for (int d = rank - 1; d >= 0; d--) {
-        lt_lnode *e = flat_elem(lc, thr, chunk, qv, last);
-        lt_lnode *q = stride == 1 ? e : lt_l_binary(K, LT_LOP_DIV, e, lt_l_int(K, stride));
-        idx[d] = d == 0 ? q : lt_l_binary(K, LT_LOP_MOD, q, lt_l_int(K, dims[d]));
+        lt_lnode *e = flat_elem(lc, w, tile, q, clamp);
+        lt_lnode *qq = stride == 1 ? e : lt_l_binary(K, LT_LOP_DIV, e, lt_l_int(K, stride));
+        idx[d] = d == 0 ? qq : lt_l_binary(K, LT_LOP_MOD, qq, lt_l_int(K, dims[d]));
         stride *= dims[d];
     }
 }
 
-/* Pass 1 counts each thread's chunk into part[thread]; a scan over the block (log2 T steps of adding
- * the value s threads back) makes part[t] the count up to and including thread t's chunk, and
- * part[T - 1] the total (the count output); pass 2 writes each thread's nonzero coordinates from its
- * offset on, in order. The result is the serial kernel's, with up to 1024 threads reading the input
- * instead of one (a NonZero over a detector's score map of 10^5..10^6 elements). A model compiled
- * for every shape takes 1024 threads at every size (a thread count is no run-time scalar). */
-static lt_status l_nonzero_gpu(lt_lctx *lc, const lt_node *n, int rank, const int64_t *dims, lt_lbuf *yb, lt_lbuf *cb,
-                               lt_lnode **res) {
-    int64_t total = 1;
-    for (int d = 0; d < rank; d++) total *= dims[d];
-    int64_t T = lc->opt->shape_generic || total >= NZ_THREADS ? NZ_THREADS : (total + 31) / 32 * 32;
-    int64_t chunk = (total + T - 1) / T;
-    lt_lvar *blk = lt_kernel_var(K, "gblk", LT_INT64), *thr = lt_kernel_var(K, "gthr", LT_INT64);
-    lt_lvar *q1 = lt_kernel_var(K, "q", LT_INT64), *q2 = lt_kernel_var(K, "q", LT_INT64);
-    lt_lvar *cnt = lt_kernel_var(K, "cnt", LT_INT64), *v = lt_kernel_var(K, "v", LT_INT64);
-    lt_lvar *off = lt_kernel_var(K, "off", LT_INT64), *tot = lt_kernel_var(K, "tot", LT_INT64);
-    lt_lbuf *part = lt_kernel_local(K, "part", LT_INT64, T, LT_SCOPE_SHARED);
-    if (!blk || !thr || !q1 || !q2 || !cnt || !v || !off || !tot || !part) return lt_lower_nomem(lc);
-    lt_lnode *nz[2], *idx[LT_MAX_RANK], *coord[LT_MAX_RANK];
-    lt_lvar *qs[2] = {q1, q2};
-    for (int p = 0; p < 2; p++) { /* the element in range and nonzero */
-        unflat(lc, thr, chunk, qs[p], total - 1, rank, dims, idx);
-        lt_lnode *x = NULL;
-        LT_TRY(lt_lower_value(lc, n->in[0], idx, &x));
-        LT_TRY(LT_LNN(lc, x));
-        lt_lnode *in = lt_l_binary(K, LT_LOP_LT, flat_elem(lc, thr, chunk, qs[p], -1), lt_l_int(K, total));
-        nz[p] = lt_l_binary(K, LT_LOP_AND, in, ne_zero(lc, x));
-    }
-    unflat(lc, thr, chunk, q2, -1, rank, dims, coord);
-    lt_lnode *body[64];
+/* "The element is in range and nonzero", a BOOL expression. */
+static lt_status nz_at(lt_lctx *lc, const lt_node *n, const nz_walk *w, lt_lvar *tile, lt_lvar *q, int rank,
+                       const int64_t *dims, lt_lnode **res) {
+    lt_lnode *idx[LT_MAX_RANK], *x = NULL;
+    unflat(lc, w, tile, q, true, rank, dims, idx);
+    LT_TRY(lt_lower_value(lc, n->in[0], idx, &x));
+    LT_TRY(LT_LNN(lc, x));
+    lt_lnode *in = lt_l_binary(K, LT_LOP_LT, flat_elem(lc, w, tile, q, false), lt_l_int(K, w->total));
+    *res = lt_l_binary(K, LT_LOP_AND, in, ne_zero(lc, x));
+    return LT_LNN(lc, *res);
+}
+
+/* part[t] = part[0] + .. + part[t] over the block's T threads (log2 T steps of adding the value s
+ * threads back, between barriers), appended to body. */
+static int block_scan(lt_lctx *lc, lt_lbuf *part, lt_lvar *thr, lt_lvar *v, int64_t T, lt_lnode **body) {
     int nb = 0;
-    body[nb++] = lt_l_let(K, cnt, lt_l_int(K, 0));
-    body[nb++] = lt_l_for(K, q1, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, chunk), LT_LOOP_SERIAL,
-                          lt_l_assign(K, cnt, lt_l_add(K, lt_l_var(K, cnt), lt_l_select(K, nz[0], lt_l_int(K, 1), lt_l_int(K, 0)))));
-    body[nb++] = lt_l_store(K, part, lt_l_var(K, thr), lt_l_var(K, cnt));
-    body[nb++] = lt_l_barrier(K);
-    body[nb++] = lt_l_let(K, v, lt_l_int(K, 0));
-    for (int64_t st = 1; st < T; st *= 2) { /* part[t] += part[t - st] (those before it: 0) */
-        lt_lnode *back = lt_l_load(K, part, lt_l_binary(K, LT_LOP_MAX, lt_l_binary(K, LT_LOP_SUB, lt_l_var(K, thr), lt_l_int(K, st)), lt_l_int(K, 0)));
+    for (int64_t st = 1; st < T; st *= 2) {
+        lt_lnode *back = lt_l_load(K, part, lt_l_binary(K, LT_LOP_MAX, lt_l_binary(K, LT_LOP_SUB, lt_l_var(K, thr), lt_l_int(K, st)),
+                                                        lt_l_int(K, 0)));
         body[nb++] = lt_l_assign(K, v, lt_l_select(K, lt_l_binary(K, LT_LOP_GE, lt_l_var(K, thr), lt_l_int(K, st)), back, lt_l_int(K, 0)));
         body[nb++] = lt_l_barrier(K);
         body[nb++] = lt_l_store(K, part, lt_l_var(K, thr), lt_l_add(K, lt_l_load(K, part, lt_l_var(K, thr)), lt_l_var(K, v)));
         body[nb++] = lt_l_barrier(K);
     }
-    body[nb++] = lt_l_let(K, off, lt_l_binary(K, LT_LOP_SUB, lt_l_load(K, part, lt_l_var(K, thr)), lt_l_var(K, cnt)));
+    return nb;
+}
+
+/* The input in tiles of T * E elements, a thread E contiguous ones of each. Pass 1 counts every
+ * thread's elements and scans the counts over the block: the total (the count output, and the row
+ * length of Y). Pass 2, tile by tile: count, scan, and each thread writes its nonzero coordinates
+ * from the tile's base plus its offset, in order. The result is the serial kernel's, with up to 1024
+ * threads reading the input instead of one, neighbouring threads neighbouring memory. A model
+ * compiled for every shape takes 1024 threads at every size (a thread count is no run-time scalar). */
+static lt_status l_nonzero_gpu(lt_lctx *lc, const lt_node *n, int rank, const int64_t *dims, lt_lbuf *yb, lt_lbuf *cb,
+                               lt_lnode **res) {
+    int64_t total = 1;
+    for (int d = 0; d < rank; d++) total *= dims[d];
+    int64_t T = lc->opt->shape_generic || total >= NZ_THREADS ? NZ_THREADS : (total + 31) / 32 * 32;
+    int64_t E = (total + T - 1) / T;
+    if (E > NZ_PER_THREAD) E = NZ_PER_THREAD;
+    nz_walk w = {.E = E, .tile_len = T * E, .total = total};
+    int64_t tiles = (total + w.tile_len - 1) / w.tile_len;
+    lt_lvar *blk = lt_kernel_var(K, "gblk", LT_INT64), *ta = lt_kernel_var(K, "tile", LT_INT64);
+    lt_lvar *tb = lt_kernel_var(K, "tile", LT_INT64), *qa = lt_kernel_var(K, "q", LT_INT64);
+    lt_lvar *qb = lt_kernel_var(K, "q", LT_INT64), *qc = lt_kernel_var(K, "q", LT_INT64);
+    lt_lvar *all = lt_kernel_var(K, "all", LT_INT64), *cnt = lt_kernel_var(K, "cnt", LT_INT64);
+    lt_lvar *v = lt_kernel_var(K, "v", LT_INT64), *off = lt_kernel_var(K, "off", LT_INT64);
+    lt_lvar *tot = lt_kernel_var(K, "tot", LT_INT64), *base = lt_kernel_var(K, "base", LT_INT64);
+    lt_lbuf *part = lt_kernel_local(K, "part", LT_INT64, T, LT_SCOPE_SHARED);
+    w.thr = lt_kernel_var(K, "gthr", LT_INT64);
+    if (!blk || !ta || !tb || !qa || !qb || !qc || !all || !cnt || !v || !off || !tot || !base || !part || !w.thr)
+        return lt_lower_nomem(lc);
+    lt_lvar *thr = w.thr;
+    lt_lnode *nza, *nzb, *nzc, *coord[LT_MAX_RANK];
+    LT_TRY(nz_at(lc, n, &w, ta, qa, rank, dims, &nza));
+    LT_TRY(nz_at(lc, n, &w, tb, qb, rank, dims, &nzb));
+    LT_TRY(nz_at(lc, n, &w, tb, qc, rank, dims, &nzc));
+    unflat(lc, &w, tb, qc, false, rank, dims, coord);
+    lt_lnode *one_or_zero[3];
+    one_or_zero[0] = lt_l_select(K, nza, lt_l_int(K, 1), lt_l_int(K, 0));
+    one_or_zero[1] = lt_l_select(K, nzb, lt_l_int(K, 1), lt_l_int(K, 0));
+    lt_lnode *body[96], *tile_body[64];
+    int nb = 0, nt = 0;
+    /* pass 1: the total */
+    body[nb++] = lt_l_let(K, all, lt_l_int(K, 0));
+    body[nb++] = lt_l_for(K, ta, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, tiles), LT_LOOP_SERIAL,
+                          lt_l_for(K, qa, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, E), LT_LOOP_SERIAL,
+                                   lt_l_assign(K, all, lt_l_add(K, lt_l_var(K, all), one_or_zero[0]))));
+    body[nb++] = lt_l_store(K, part, lt_l_var(K, thr), lt_l_var(K, all));
+    body[nb++] = lt_l_barrier(K);
+    body[nb++] = lt_l_let(K, v, lt_l_int(K, 0));
+    nb += block_scan(lc, part, thr, v, T, body + nb);
     body[nb++] = lt_l_let(K, tot, lt_l_load(K, part, lt_l_int(K, T - 1)));
     body[nb++] = lt_l_if(K, lt_l_binary(K, LT_LOP_EQ, lt_l_var(K, thr), lt_l_int(K, 0)),
                          lt_l_store(K, cb, lt_l_int(K, 0), lt_l_var(K, tot)), NULL);
+    body[nb++] = lt_l_let(K, base, lt_l_int(K, 0));
+    body[nb++] = lt_l_barrier(K); /* every thread has read the total before part is reused */
+    /* pass 2, per tile: count, scan, write from base + the thread's offset */
+    tile_body[nt++] = lt_l_let(K, cnt, lt_l_int(K, 0));
+    tile_body[nt++] = lt_l_for(K, qb, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, E), LT_LOOP_SERIAL,
+                               lt_l_assign(K, cnt, lt_l_add(K, lt_l_var(K, cnt), one_or_zero[1])));
+    tile_body[nt++] = lt_l_store(K, part, lt_l_var(K, thr), lt_l_var(K, cnt));
+    tile_body[nt++] = lt_l_barrier(K);
+    nt += block_scan(lc, part, thr, v, T, tile_body + nt);
+    tile_body[nt++] = lt_l_let(K, off, lt_l_binary(K, LT_LOP_SUB, lt_l_add(K, lt_l_var(K, base), lt_l_load(K, part, lt_l_var(K, thr))),
+                                                   lt_l_var(K, cnt)));
     lt_lnode *put[LT_MAX_RANK + 1];
     for (int d = 0; d < rank; d++)
         put[d] = lt_l_store(K, yb, lt_l_add(K, lt_l_mul(K, lt_l_int(K, d), lt_l_var(K, tot)), lt_l_var(K, off)), coord[d]);
     put[rank] = lt_l_assign(K, off, lt_l_add(K, lt_l_var(K, off), lt_l_int(K, 1)));
-    body[nb++] = lt_l_for(K, q2, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, chunk), LT_LOOP_SERIAL,
-                          lt_l_if(K, nz[1], lt_l_seq(K, rank + 1, put), NULL));
+    tile_body[nt++] = lt_l_for(K, qc, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, E), LT_LOOP_SERIAL,
+                               lt_l_if(K, nzc, lt_l_seq(K, rank + 1, put), NULL));
+    tile_body[nt++] = lt_l_assign(K, base, lt_l_add(K, lt_l_var(K, base), lt_l_load(K, part, lt_l_int(K, T - 1))));
+    tile_body[nt++] = lt_l_barrier(K); /* every thread has read the tile's count before part is reused */
+    body[nb++] = lt_l_for(K, tb, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, tiles), LT_LOOP_SERIAL, lt_l_seq(K, nt, tile_body));
     lt_lnode *b = lt_lower_gpu_loop(lc, thr, LT_ROLE_OUTPUT, T, LT_LOOP_GPU_THREAD, 0, lt_l_alloc(K, part, lt_l_seq(K, nb, body)));
     *res = lt_lower_gpu_loop(lc, blk, LT_ROLE_OUTPUT, 1, LT_LOOP_GPU_BLOCK, 0, b);
     return LT_LNN(lc, *res);

@@ -75,7 +75,7 @@ def idiom_models(d):
         cases.append((f"{anchor} + hardswish, then x 0.8", ti.scale_after_activation_model(p / f"sa_{anchor}.onnx", anchor)))
     for case in ("mul_reshape_matmul", "div_conv", "scalar_first_flatten_gemm"):
         cases.append((f"scale folded into weights: {case}", ti.scaled_product_model(p / f"sc_{case}.onnx", case)))
-    for shape in ([3, 700], [2, 33, 40], [5000]):  # NonZero over more elements than the block's threads
+    for shape in ([3, 700], [2, 33, 40], [5000], [3, 4000], [70000]):  # more elements than threads; 1, 2 and 9 tiles
         nodes = [helper.make_node("Greater", ["x", "t"], ["gt"]), helper.make_node("NonZero", ["gt"], ["y"])]
         t = numpy_helper.from_array(np.array(0.6, np.float32), "t")
         path = ti.save(p / f"nz_{len(shape)}_{shape[0]}.onnx", nodes, [ti.vi("x", shape)], [ti.vi("y", None, T.INT64)], [t])
