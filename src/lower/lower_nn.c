@@ -376,13 +376,7 @@ static lt_status pool_window(lt_lctx *lc, const pool_ctx *pc, bool guarded, lt_l
     if (pc->global && pc->nsp >= 2) {
         for (int d = 0; d < pc->nsp; d++) plane *= g->k[d];
         if (!(flat = lt_kernel_var(K_, "rf", LT_INT64))) return lt_lower_nomem(lc);
-        lt_lnode *q = V(lc, flat);
-        for (int d = pc->nsp - 1; d >= 0 && q; d--) {
-            xi[2 + d] = d == 0 ? q : lt_l_binary(K_, LT_LOP_MOD, q, I(lc, g->k[d]));
-            if (d > 0) q = lt_l_binary(K_, LT_LOP_DIV, q, I(lc, g->k[d]));
-            if (!xi[2 + d]) return lt_lower_nomem(lc);
-        }
-        if (!q) return lt_lower_nomem(lc);
+        LT_TRY(lt_lower_unflat(lc, V(lc, flat), pc->nsp, g->k, xi + 2));
     }
     lt_lnode *x;
     LT_TRY(lt_lower_value(lc, pc->n->in[0], xi, &x));

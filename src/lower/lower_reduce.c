@@ -80,13 +80,7 @@ static lt_status red_pass(rnest *rn, lt_loop_role role, rbody_fn fn, void *user,
     lt_lvar *flat = NULL;
     if (lc->opt->gpu && rn->rank - first >= 2 && merged > 0) {
         if (!(flat = lt_kernel_var(K, "rf", LT_INT64))) return lt_lower_nomem(lc);
-        lt_lnode *q = lt_l_var(K, flat);
-        for (int d = rn->rank - 1; d >= first && q; d--) {
-            full[d] = d == first ? q : lt_l_binary(K, LT_LOP_MOD, q, lt_l_int(K, rn->dims[d]));
-            if (d > first) q = lt_l_binary(K, LT_LOP_DIV, q, lt_l_int(K, rn->dims[d]));
-            if (!full[d]) return lt_lower_nomem(lc);
-        }
-        if (!q) return lt_lower_nomem(lc);
+        LT_TRY(lt_lower_unflat(lc, lt_l_var(K, flat), rn->rank - first, rn->dims + first, full + first));
     }
     lt_lnode *body = NULL;
     LT_TRY(fn(rn, full, user, &body));

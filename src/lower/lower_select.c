@@ -77,14 +77,16 @@ static lt_status pass_vars(lt_lctx *lc, int rank, const char *prefix, lt_lvar **
 #define NZ_THREADS 1024
 #define NZ_PER_THREAD 8 /* contiguous elements a thread takes from a tile */
 
-/* Element tile * tile_len + thread * E + q of the flat input (a new expression tree each call); last
- * >= 0: at most that (the last element: what a thread past the end reads, whatever order its guard
- * runs in). */
+/* The walk: T threads (thr) over `total` elements in tiles of tile_len = T * E, a thread E
+ * contiguous elements of each. */
 typedef struct nz_walk {
     lt_lvar *thr;
     int64_t E, tile_len, total;
 } nz_walk;
 
+/* Element tile * tile_len + thread * E + q of the flat input (a new expression tree each call);
+ * clamp: at most the last element (what a thread past the end reads, whatever order its guard runs
+ * in). */
 static lt_lnode *flat_elem(lt_lctx *lc, const nz_walk *w, lt_lvar *tile, lt_lvar *q, bool clamp) {
     lt_lnode *e = lt_l_add(K, lt_l_add(K, lt_l_mul(K, lt_l_var(K, tile), lt_l_int(K, w->tile_len)),
                                        lt_l_mul(K, lt_l_var(K, w->thr), lt_l_int(K, w->E))),
@@ -92,23 +94,11 @@ static lt_lnode *flat_elem(lt_lctx *lc, const nz_walk *w, lt_lvar *tile, lt_lvar
     return clamp ? lt_l_binary(K, LT_LOP_MIN, e, lt_l_int(K, w->total - 1)) : e;
 }
 
-/* Its coordinates in dims, row-major, into idx. */
-static void unflat(lt_lctx *lc, const nz_walk *w, lt_lvar *tile, lt_lvar *q, bool clamp, int rank, const int64_t *dims,
-                   lt_lnode **idx) {
-    int64_t stride = 1;
-    for (int d = rank - 1; d >= 0; d--) {
-        lt_lnode *e = flat_elem(lc, w, tile, q, clamp);
-        lt_lnode *qq = stride == 1 ? e : lt_l_binary(K, LT_LOP_DIV, e, lt_l_int(K, stride));
-        idx[d] = d == 0 ? qq : lt_l_binary(K, LT_LOP_MOD, qq, lt_l_int(K, dims[d]));
-        stride *= dims[d];
-    }
-}
-
 /* "The element is in range and nonzero", a BOOL expression. */
 static lt_status nz_at(lt_lctx *lc, const lt_node *n, const nz_walk *w, lt_lvar *tile, lt_lvar *q, int rank,
                        const int64_t *dims, lt_lnode **res) {
     lt_lnode *idx[LT_MAX_RANK], *x = NULL;
-    unflat(lc, w, tile, q, true, rank, dims, idx);
+    LT_TRY(lt_lower_unflat(lc, flat_elem(lc, w, tile, q, true), rank, dims, idx));
     LT_TRY(lt_lower_value(lc, n->in[0], idx, &x));
     LT_TRY(LT_LNN(lc, x));
     lt_lnode *in = lt_l_binary(K, LT_LOP_LT, flat_elem(lc, w, tile, q, false), lt_l_int(K, w->total));
@@ -161,10 +151,9 @@ static lt_status l_nonzero_gpu(lt_lctx *lc, const lt_node *n, int rank, const in
     LT_TRY(nz_at(lc, n, &w, ta, qa, rank, dims, &nza));
     LT_TRY(nz_at(lc, n, &w, tb, qb, rank, dims, &nzb));
     LT_TRY(nz_at(lc, n, &w, tb, qc, rank, dims, &nzc));
-    unflat(lc, &w, tb, qc, false, rank, dims, coord);
-    lt_lnode *one_or_zero[3];
-    one_or_zero[0] = lt_l_select(K, nza, lt_l_int(K, 1), lt_l_int(K, 0));
-    one_or_zero[1] = lt_l_select(K, nzb, lt_l_int(K, 1), lt_l_int(K, 0));
+    LT_TRY(lt_lower_unflat(lc, flat_elem(lc, &w, tb, qc, false), rank, dims, coord));
+    lt_lnode *one_or_zero[2] = {lt_l_select(K, nza, lt_l_int(K, 1), lt_l_int(K, 0)),
+                                lt_l_select(K, nzb, lt_l_int(K, 1), lt_l_int(K, 0))};
     lt_lnode *body[96], *tile_body[64];
     int nb = 0, nt = 0;
     /* pass 1: the total */

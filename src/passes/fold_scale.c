@@ -108,21 +108,11 @@ static lt_status fold_one(lt_ctx *ctx, lt_graph *g, lt_node *n, bool *changed) {
     return LT_OK;
 }
 
-static lt_status fold_graph(lt_ctx *ctx, lt_graph *g, void *user) {
-    bool *changed = user;
-    for (int i = 0; i < g->n_nodes;) {
-        lt_node *n = g->nodes[i];
-        bool ch = false;
-        LT_TRY(fold_one(ctx, g, n, &ch));
-        if (ch) *changed = true;
-        if (!ch || (i < g->n_nodes && g->nodes[i] == n)) i++; /* n removed: index i is the next node */
-    }
-    return LT_OK;
-}
+static bool is_scale_op(const lt_node *n) { return n->op == LT_OP_Mul || n->op == LT_OP_Div; }
 
 static lt_status run(lt_ctx *ctx, lt_model *m, const lt_pass_options *opt, bool *changed) {
     (void)opt;
-    return lt_graph_foreach(ctx, m->graph, false, fold_graph, changed);
+    return lt_pu_rewrite_each(ctx, m, is_scale_op, fold_one, changed);
 }
 
 const lt_pass lt_pass_fold_scale = {.name = "fold_scale", .min_level = 2, .run = run,

@@ -193,18 +193,19 @@ LT_DEF_UINT_OPS(u64, uint64_t, 64)
 /* Division and remainder by a run-time divisor b with its multiplier m = ceil(2^64 / b) (a kernel
  * compiled for every shape gets m as another scalar: lt_div_magic; m != 0 means 2 <= b < 2^32). On
  * GPUs, for 0 <= a < 2^32 the quotient is the high half of a * m, a multiply instead of an emulated
- * division; any other a, or m == 0, divides (out of line, so nested index divisions stay small).
+ * division; b == 1 needs neither; any other a, or m == 0, divides (out of line, so nested index
+ * divisions stay small).
  * CPUs divide in hardware (see LT_SMALL_OPERANDS). */
 #ifdef __CUDA_ARCH__
 LT_COLD_FN int64_t lt_div_cold_i64(int64_t a, int64_t b) { return lt_div_i64(a, b); }
 LT_COLD_FN int64_t lt_fmod_cold_i64(int64_t a, int64_t b) { return lt_fmod_i64(a, b); }
 LT_FN int64_t lt_divm_i64(int64_t a, int64_t b, uint64_t m) {
     if (m && ((uint64_t)a >> 32) == 0) return (int64_t)__umul64hi((uint64_t)a, m);
-    return lt_div_cold_i64(a, b);
+    return b == 1 ? a : lt_div_cold_i64(a, b);
 }
 LT_FN int64_t lt_fmodm_i64(int64_t a, int64_t b, uint64_t m) {
     if (m && ((uint64_t)a >> 32) == 0) return a - (int64_t)__umul64hi((uint64_t)a, m) * b;
-    return lt_fmod_cold_i64(a, b);
+    return b == 1 ? 0 : lt_fmod_cold_i64(a, b);
 }
 #else
 LT_FN int64_t lt_divm_i64(int64_t a, int64_t b, uint64_t m) { return (void)m, lt_div_i64(a, b); }

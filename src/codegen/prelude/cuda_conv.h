@@ -305,12 +305,8 @@ LT_FN float lt_conv_direct_taps(const typename D::S *X, const typename D::S *wb,
     return acc;
 }
 
-/* a / b for 0 <= a < 2^32, with m = lt_div_magic(b) (common.h: 0 when b < 2) a multiply-high */
-LT_FN unsigned lt_conv_udiv(unsigned a, unsigned b, unsigned long long m) {
-    return m ? (unsigned)__umul64hi(a, m) : b == 1 ? a : a / b;
-}
-
-/* The multipliers mp, moc, mow, mocg (lt_div_magic of P = OH * OW, OC, OW and OC / G) come from the
+/* The multipliers mp, moc, mow, mocg (lt_div_magic of P = OH * OW, OC, OW and OC / G; divided by with
+ * common.h's lt_divm_i64, a multiply-high for these 32-bit indices) come from the
  * lowering, which knows the sizes: in a kernel compiled for every shape they are run-time scalars
  * like the sizes, and the 32-bit index divisions become multiplications (an emulated division by a
  * run-time divisor is ~17 dependent instructions, one output per thread pays two of them). */
@@ -336,17 +332,17 @@ LT_FN void lt_conv_direct(LT_CONV_ARGS, unsigned long long mp, unsigned long lon
         long long ni;
         int oc, pp;
         if (narrow) {
-            const unsigned row = lt_conv_udiv((unsigned)i, (unsigned)P, mp); /* ni * OC + oc */
+            const unsigned row = (unsigned)lt_divm_i64((unsigned)i, P, mp); /* ni * OC + oc */
             pp = (int)((unsigned)i - row * (unsigned)P);
-            ni = lt_conv_udiv(row, (unsigned)OC, moc);
+            ni = lt_divm_i64(row, OC, moc);
             oc = (int)(row - (unsigned)ni * (unsigned)OC);
         } else {
             ni = i / ((long long)OC * P);
             const int rem = (int)(i - ni * OC * P);
             oc = rem / P, pp = rem - oc * P;
         }
-        const int oh = (int)lt_conv_udiv((unsigned)pp, (unsigned)OW, mow), ow = pp - oh * OW;
-        const int gi = (int)lt_conv_udiv((unsigned)oc, (unsigned)OCg, mocg);
+        const int oh = (int)lt_divm_i64((unsigned)pp, OW, mow), ow = pp - oh * OW;
+        const int gi = (int)lt_divm_i64((unsigned)oc, OCg, mocg);
         const S *wb = Wt + (long long)oc * Cg * KH * KW;
         const float acc =
             narrow ? lt_conv_direct_taps<D, int>(X, wb, ((int)ni * C + gi * Cg) * H * W, Cg, H, W, KH, KW, sh, sw, ph,
