@@ -44,3 +44,49 @@ def test_model_cuda_kernels_compile_with_nvrtc(tmp_path, name):
     assert (out / "model.cubin").stat().st_size > 0, text[-2000:]
     first = text.split("cuda: ", 1)[1].split(" kernels", 1)[0] if "cuda: " in text else "0"
     assert int(first) > 0, f"{name}: no kernel was generated for the GPU:\n{text[-2000:]}"
+
+
+def depthwise_model(path, h, w, symbolic=False):
+    """A 3x3 depthwise Conv (8 channels, pad 1) and a Relu: the GPU lowers it to the direct entry."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    dims = [1, 8, "h", "w"] if symbolic else [1, 8, h, w]
+    wt = numpy_helper.from_array(np.random.default_rng(0).standard_normal((8, 1, 3, 3)).astype(np.float32), "w")
+    g = helper.make_graph(
+        [helper.make_node("Conv", ["x", "w"], ["c"], group=8, pads=[1, 1, 1, 1]), helper.make_node("Relu", ["c"], ["y"])],
+        "dw", [helper.make_tensor_value_info("x", TensorProto.FLOAT, dims)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, dims)], [wt])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
+
+
+def direct_modes(source):
+    """The index mode argument (cuda_conv.h lt_conv_direct) of each call of the direct entry."""
+    calls = [line for line in source.splitlines() if "lt_cuda_conv_f32_direct(a0" in line]
+    return [c.split("gthr, ", 1)[1].split(",", 1)[0].strip() for c in calls]
+
+
+@pytest.mark.parametrize("h,w,mode", [(64, 48, "2"), (8192, 8192, "1"), (16384, 16384, "0")])
+def test_direct_conv_index_mode_by_size(tmp_path, h, w, mode):
+    """32-bit offsets and one output a thread at ordinary sizes; a grid-stride loop once the grid is
+    capped (2^28 outputs); 64-bit offsets past 2^31. Each builds with NVRTC."""
+    path = str(tmp_path / "dw.onnx")
+    depthwise_model(path, h, w)
+    out = tmp_path / "cuda"
+    r = subprocess.run([LATHE, "compile", path, "--target", "cuda", "--arch", "sm_90a", "-o", str(out)],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert direct_modes((out / "model.cu").read_text()) == [mode]
+    assert (out / "model.cubin").stat().st_size > 0
+
+
+def test_direct_conv_mode_stays_a_constant_for_every_shape(tmp_path):
+    """Compiled for every shape, the mode is no run-time scalar: shapes of one bucket share it."""
+    path = str(tmp_path / "dw.onnx")
+    depthwise_model(path, 0, 0, symbolic=True)
+    out = tmp_path / "code"
+    r = subprocess.run([LATHE, "compile", path, "--target", "cuda", "--arch", "sm_90a", "--probe", "x:1x8x40x56",
+                        "--probe", "x:1x8x33x21", "--dump-code", str(out)], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "buckets: 1;" in r.stdout, r.stdout
+    assert direct_modes((out / "model.cu").read_text()) == ["2"]

@@ -145,6 +145,14 @@ lt_lbuf *lt_kernel_arg(lt_kernel *k, const char *name, lt_dtype dt, int64_t size
 
 uint64_t lt_div_magic(int64_t d) { return d >= 2 && d <= (int64_t)UINT32_MAX ? UINT64_MAX / (uint64_t)d + 1 : 0; }
 
+uint64_t lt_div_magic31(int64_t d) {
+    if (d < 1 || d > INT32_MAX) return 0;
+    uint64_t l = 0;
+    while (((uint64_t)1 << l) < (uint64_t)d) l++;
+    uint64_t m = ((((uint64_t)1 << l) - (uint64_t)d) << 32) / (uint64_t)d + 1; /* (2^l - d) < 2^31: no overflow */
+    return m | l << 32;
+}
+
 lt_lvar *lt_kernel_scalar(lt_kernel *k, const char *name, lt_dtype dt, int64_t bits) {
     lt_lvar *v = lt_kernel_var(k, name, dt);
     if (!v) return NULL;

@@ -190,6 +190,12 @@ lt_lvar *lt_kernel_find_var(const lt_kernel *k, const char *name);  /* NULL if n
  * n / d == (n * M) >> 64 for every 0 <= n < 2^32 (Lemire, Kaser and Kurz, "Faster remainder by
  * direct computation", 2019: F = 64 >= 32 + log2(d) bits); 0 for other d (no multiplier: divide). */
 uint64_t lt_div_magic(int64_t d);
+/* For dividends below 2^31: the 32-bit multiplier m = floor(2^32 (2^l - d) / d) + 1 with
+ * l = ceil(log2 d), packed as m | l << 32, so that n / d == (mulhi32(n, m) + n) >> l for every
+ * 0 <= n < 2^31 (Granlund and Montgomery, "Division by invariant integers using multiplication",
+ * 1994, with the sum kept in 32 bits because n < 2^31): common.h's lt_divu31. Any 1 <= d < 2^31
+ * (d == 1: m = 1, l = 0); 0 for other d. */
+uint64_t lt_div_magic31(int64_t d);
 /* A new run-time scalar (INT64 or DOUBLE) with its value's bits; NULL on out-of-memory. */
 lt_lvar *lt_kernel_scalar(lt_kernel *k, const char *name, lt_dtype dt, int64_t bits);
 lt_lbuf *lt_kernel_find_buf(const lt_kernel *k, const char *name);  /* NULL if none */

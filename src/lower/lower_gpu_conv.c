@@ -119,9 +119,17 @@ lt_status lt_lower_gpu_conv(lt_lctx *lc, const lt_node *n, bool *handled, lt_lno
     a[na++] = lt_l_var(K_, blk);
     a[na++] = I(lc, blocks);
     a[na++] = lt_l_var(K_, thr);
-    if (OCg < 16) { /* direct: its index divisions' multipliers (run-time scalars where the sizes are) */
+    if (OCg < 16) {
+        /* direct: its index mode (cuda_conv.h lt_conv_direct: 32-bit offsets, and one output a thread
+         * when the grid was not capped) and its index divisions' multipliers (run-time scalars where
+         * the sizes are) */
+        bool fits31 = N * OC * P < ((int64_t)1 << 31) &&
+                      N * C * (H + KH * geo.d[0]) * (W + KW * geo.d[1]) < ((int64_t)1 << 31);
+        int mode = !fits31 ? 0 : blocks * 256 >= N * OC * P ? 2 : 1;
+        a[na++] = I(lc, mode);
         int64_t divisors[] = {P, OC, OW, OCg};
-        for (size_t q = 0; q < sizeof divisors / sizeof *divisors; q++) a[na++] = I(lc, (int64_t)lt_div_magic(divisors[q]));
+        for (size_t q = 0; q < sizeof divisors / sizeof *divisors; q++)
+            a[na++] = I(lc, mode ? (int64_t)lt_div_magic31(divisors[q]) : 0);
     }
     for (int q = 0; q < na; q++)
         if (!a[q]) return lt_lower_nomem(lc);

@@ -190,6 +190,16 @@ LT_DEF_UINT_OPS(u16, uint16_t, 16)
 LT_DEF_UINT_OPS(u32, uint32_t, 32)
 LT_DEF_UINT_OPS(u64, uint64_t, 64)
 
+/* a / d for 0 <= a < 2^31 and 1 <= d < 2^31, with ml = lt_div_magic31(d) (src/loop/loop.h): a
+ * multiply-high, an add and a shift, no branch (a kernel that knows its indices fit 31 bits) */
+#ifdef __CUDA_ARCH__
+LT_FN uint32_t lt_divu31(uint32_t a, uint64_t ml) { return (__umulhi(a, (uint32_t)ml) + a) >> (uint32_t)(ml >> 32); }
+#else
+LT_FN uint32_t lt_divu31(uint32_t a, uint64_t ml) {
+    return (uint32_t)((((uint64_t)a * (uint32_t)ml) >> 32) + a) >> (uint32_t)(ml >> 32);
+}
+#endif
+
 /* Division and remainder by a run-time divisor b with its multiplier m = ceil(2^64 / b) (a kernel
  * compiled for every shape gets m as another scalar: lt_div_magic; m != 0 means 2 <= b < 2^32). On
  * GPUs, for 0 <= a < 2^32 the quotient is the high half of a * m, a multiply instead of an emulated

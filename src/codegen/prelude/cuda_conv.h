@@ -305,14 +305,38 @@ LT_FN float lt_conv_direct_taps(const typename D::S *X, const typename D::S *wb,
     return acc;
 }
 
-/* The multipliers mp, moc, mow, mocg (lt_div_magic of P = OH * OW, OC, OW and OC / G; divided by with
- * common.h's lt_divm_i64, a multiply-high for these 32-bit indices) come from the
- * lowering, which knows the sizes: in a kernel compiled for every shape they are run-time scalars
- * like the sizes, and the 32-bit index divisions become multiplications (an emulated division by a
- * run-time divisor is ~17 dependent instructions, one output per thread pays two of them). */
+/* One output (index i < N * OC * P) in 32-bit indices: the coordinates by lt_divu31 with the
+ * multipliers mp, moc, mow, mocg (lt_div_magic31 of P = OH * OW, OC, OW and OC / G, from the
+ * lowering, which knows the sizes; in a kernel compiled for every shape they are run-time scalars like
+ * the sizes): a multiply-high, an add and a shift each, where a division by a run-time divisor is
+ * ~17 dependent instructions. */
 template <typename D>
-LT_FN void lt_conv_direct(LT_CONV_ARGS, unsigned long long mp, unsigned long long moc, unsigned long long mow,
-                          unsigned long long mocg) {
+LT_FN void lt_conv_direct_one(const lt_cuda_gemm_params &p, const typename D::S *X, const typename D::S *Wt,
+                              void *y, unsigned i, int C, int H, int W, int OC, int KH, int KW, int sh, int sw,
+                              int ph, int pw, int dh, int dw, int Cg, int OCg, int P, int OW, unsigned long long mp,
+                              unsigned long long moc, unsigned long long mow, unsigned long long mocg) {
+    typedef typename D::S S;
+    const unsigned row = lt_divu31(i, mp); /* ni * OC + oc */
+    const int pp = (int)(i - row * (unsigned)P);
+    const int ni = (int)lt_divu31(row, moc), oc = (int)(row - (unsigned)ni * (unsigned)OC);
+    const int oh = (int)lt_divu31((unsigned)pp, mow), ow = pp - oh * OW;
+    const int gi = (int)lt_divu31((unsigned)oc, mocg);
+    const float acc = lt_conv_direct_taps<D, int>(X, Wt + (long long)oc * (Cg * KH * KW), (ni * C + gi * Cg) * H * W,
+                                                  Cg, H, W, KH, KW, sh, sw, ph, pw, dh, dw, oh, ow);
+    (void)OCg;
+    float v[1] = {acc};
+    lt_epilogue<D>(p, ni, v, [&](int, int &r, int &c) { r = oc, c = pp; });
+    lt_st1<D>((S *)y, i, v[0]);
+}
+
+/* mode (the lowering's, from the sizes; a kernel compiled for every shape keeps it a constant, so a
+ * shape that needs another mode takes another bucket): 2 when every output and input offset fits 31
+ * bits and the grid has a thread for each output (one output a thread, no loop); 1 when the offsets
+ * fit but the grid was capped (a grid-stride loop over 32-bit indices); 0 otherwise (64-bit indices,
+ * hardware divisions; the multipliers are not used). */
+template <typename D>
+LT_FN void lt_conv_direct(LT_CONV_ARGS, int mode, unsigned long long mp, unsigned long long moc,
+                          unsigned long long mow, unsigned long long mocg) {
     typedef typename D::S S;
     const int Cg = C / G, OCg = OC / G, P = OH * OW;
     lt_cuda_gemm_params p;
@@ -322,33 +346,27 @@ LT_FN void lt_conv_direct(LT_CONV_ARGS, unsigned long long mp, unsigned long lon
     p.alpha = 1.0f, p.beta = 1.0f, p.act_a = act_a, p.act_b = act_b;
     const S *X = (const S *)x, *Wt = (const S *)w;
     const long long total = (long long)N * OC * P;
-    /* 32-bit indices (output coordinates by 32-bit unsigned divisions, input offsets in int) when
-     * every output and input offset fits: sizes known only at run time make these real divisions
-     * and multiplications, and 64-bit ones take several instructions each; the taps past the edge
-     * are counted in, their offsets computed though never read */
-    const bool narrow =
-        total < (1ll << 31) && (long long)N * C * ((long long)H + KH * dh) * ((long long)W + KW * dw) < (1ll << 31);
+    if (mode == 2) {
+        const unsigned i = (unsigned)block * 256u + (unsigned)thread;
+        if (i < (unsigned)total)
+            lt_conv_direct_one<D>(p, X, Wt, y, i, C, H, W, OC, KH, KW, sh, sw, ph, pw, dh, dw, Cg, OCg, P, OW, mp, moc,
+                                  mow, mocg);
+        return;
+    }
+    if (mode == 1) {
+        for (long long i = block * 256 + thread; i < total; i += nblocks * 256)
+            lt_conv_direct_one<D>(p, X, Wt, y, (unsigned)i, C, H, W, OC, KH, KW, sh, sw, ph, pw, dh, dw, Cg, OCg, P, OW,
+                                  mp, moc, mow, mocg);
+        return;
+    }
     for (long long i = block * 256 + thread; i < total; i += nblocks * 256) {
-        long long ni;
-        int oc, pp;
-        if (narrow) {
-            const unsigned row = (unsigned)lt_divm_i64((unsigned)i, P, mp); /* ni * OC + oc */
-            pp = (int)((unsigned)i - row * (unsigned)P);
-            ni = lt_divm_i64(row, OC, moc);
-            oc = (int)(row - (unsigned)ni * (unsigned)OC);
-        } else {
-            ni = i / ((long long)OC * P);
-            const int rem = (int)(i - ni * OC * P);
-            oc = rem / P, pp = rem - oc * P;
-        }
-        const int oh = (int)lt_divm_i64((unsigned)pp, OW, mow), ow = pp - oh * OW;
-        const int gi = (int)lt_divm_i64((unsigned)oc, OCg, mocg);
-        const S *wb = Wt + (long long)oc * Cg * KH * KW;
-        const float acc =
-            narrow ? lt_conv_direct_taps<D, int>(X, wb, ((int)ni * C + gi * Cg) * H * W, Cg, H, W, KH, KW, sh, sw, ph,
-                                                 pw, dh, dw, oh, ow)
-                   : lt_conv_direct_taps<D, long long>(X, wb, (ni * C + (long long)gi * Cg) * H * W, Cg, H, W, KH, KW,
-                                                       sh, sw, ph, pw, dh, dw, oh, ow);
+        const long long ni = i / ((long long)OC * P);
+        const int rem = (int)(i - ni * OC * P);
+        const int oc = rem / P, pp = rem - oc * P;
+        const int oh = pp / OW, ow = pp - oh * OW, gi = oc / OCg;
+        const float acc = lt_conv_direct_taps<D, long long>(X, Wt + (long long)oc * Cg * KH * KW,
+                                                            (ni * C + (long long)gi * Cg) * H * W, Cg, H, W, KH, KW, sh,
+                                                            sw, ph, pw, dh, dw, oh, ow);
         float v[1] = {acc};
         lt_epilogue<D>(p, ni, v, [&](int, int &r, int &c) { r = oc, c = pp; });
         lt_st1<D>((S *)y, i, v[0]);
@@ -391,9 +409,10 @@ template <int I_ = 0> LT_FN void lt_cuda_conv_f16_simt64(LT_CONV_ARGS) { LT_CONV
 template <int I_ = 0> LT_FN void lt_cuda_conv_f16_simt32(LT_CONV_ARGS) { LT_CONV_SIMT_SK_BODY(f16, 32, 4) }
 template <int I_ = 0> LT_FN void lt_cuda_conv_bf16_simt64(LT_CONV_ARGS) { LT_CONV_SIMT_SK_BODY(bf16, 64, 8) }
 template <int I_ = 0> LT_FN void lt_cuda_conv_bf16_simt32(LT_CONV_ARGS) { LT_CONV_SIMT_SK_BODY(bf16, 32, 4) }
-/* direct: the arguments of the others, then the division multipliers (lt_conv_direct) */
-#define LT_CONV_DIRECT_ARGS LT_CONV_ARGS, unsigned long long mp, unsigned long long moc, unsigned long long mow, unsigned long long mocg
-#define LT_CONV_DIRECT_PASS LT_CONV_PASS, mp, moc, mow, mocg
+/* direct: the arguments of the others, then the index mode and the division multipliers (lt_conv_direct) */
+#define LT_CONV_DIRECT_ARGS                                                                        \
+    LT_CONV_ARGS, int mode, unsigned long long mp, unsigned long long moc, unsigned long long mow, unsigned long long mocg
+#define LT_CONV_DIRECT_PASS LT_CONV_PASS, mode, mp, moc, mow, mocg
 template <int I_ = 0> LT_FN void lt_cuda_conv_f32_direct(LT_CONV_DIRECT_ARGS) { lt_conv_direct<lt_dt_f32>(LT_CONV_DIRECT_PASS); }
 template <int I_ = 0> LT_FN void lt_cuda_conv_f16_direct(LT_CONV_DIRECT_ARGS) { lt_conv_direct<lt_dt_f16>(LT_CONV_DIRECT_PASS); }
 template <int I_ = 0> LT_FN void lt_cuda_conv_bf16_direct(LT_CONV_DIRECT_ARGS) { lt_conv_direct<lt_dt_bf16>(LT_CONV_DIRECT_PASS); }
