@@ -247,6 +247,10 @@ LT_FN void lt_tc_store(const lt_cuda_gemm_params &p, float (&acc)[WM / 16][WN / 
 LT_FN void lt_tile_origin(int bid, int M, int N, int BM, int BN, int *m0, int *n0) {
     const unsigned tiles_m = (unsigned)(M + BM - 1) / (unsigned)BM, tiles_n = (unsigned)(N + BN - 1) / (unsigned)BN;
     const unsigned b = (unsigned)bid;
+    if (tiles_m == 1) { /* one tile-row (skinny products, small M): no division where M is a run-time size */
+        *m0 = 0, *n0 = (int)b * BN;
+        return;
+    }
     if (tiles_m <= 8) {
         const unsigned tn = b / tiles_m;
         *m0 = (int)(b - tn * tiles_m) * BM, *n0 = (int)tn * BN;
@@ -729,10 +733,11 @@ template <typename D, bool BT> LT_FN void lt_gemm_simt(const lt_cuda_gemm_params
  * blocks, each walking K in steps of 8 to 32 (pplcnet_ci's classifier, 2 x 1280 x 100: 4 blocks, 35 us
  * on an H200; its squeeze-and-excite products, m = 32..1280 with n = 1: 5-10 us each). */
 /* One step of a thread's share: U k indices (k0, k0 + KS, ...) of the big operand and of R rows of the
- * small one, loaded before they are multiplied; GUARD: indices past K read as 0. */
+ * small one, loaded before they are multiplied; GUARD: indices past K read as 0. Rows past `rows` (the
+ * tile's count, at most R) read row rows - 1 again: their sums are never stored. */
 template <typename D, int R, bool GUARD>
 LT_FN void lt_skinny_step(const typename D::S *mx, long long mstep, const typename D::S *V, long long vrow, long long vk,
-                          int K, int k0, float (&acc)[LT_SKINNY_MR]) {
+                          int K, int k0, int rows, float (&acc)[LT_SKINNY_MR]) {
     enum { KS = LT_SKINNY_KS, U = 8 };
     typedef typename D::S S;
     float b[U], a[R][U];
@@ -744,7 +749,7 @@ LT_FN void lt_skinny_step(const typename D::S *mx, long long mstep, const typena
         b[u] = !GUARD || k0 + u * KS < K ? lt_ld1<D>(bp, (long long)(u * KS) * mstep) : 0.0f;
 #pragma unroll
     for (int r = 0; r < R; r++) {
-        const S *row = vp + vrow * r;
+        const S *row = vp + vrow * (r < rows ? r : rows - 1);
 #pragma unroll
         for (int u = 0; u < U; u++)
             a[r][u] = !GUARD || k0 + u * KS < K ? lt_ld1<D>(row, (long long)(u * KS) * vk) : 0.0f;
@@ -755,16 +760,16 @@ LT_FN void lt_skinny_step(const typename D::S *mx, long long mstep, const typena
         for (int u = 0; u < U; u++) acc[r] = fmaf(a[r][u], b[u], acc[r]);
 }
 
-/* Thread's share of a skinny tile with exactly R small indices (a constant: no per-row guard). */
+/* Thread's share of a skinny tile of R small indices (a constant: no per-row guard), `rows` of them real. */
 template <typename D, int R>
 LT_FN void lt_skinny_rows(const typename D::S *mx, long long mstep, const typename D::S *V, long long vrow, long long vk,
-                          int K, int ks, float (&acc)[LT_SKINNY_MR]) {
+                          int K, int ks, int rows, float (&acc)[LT_SKINNY_MR]) {
     enum { KS = LT_SKINNY_KS, U = 8 };
     int k0 = ks;
     /* whole steps with no guard (with K known only at run time a guard per load costs as much as
      * the load's issue), then at most one guarded step */
-    for (; k0 + (U - 1) * KS < K; k0 += KS * U) lt_skinny_step<D, R, false>(mx, mstep, V, vrow, vk, K, k0, acc);
-    if (k0 < K) lt_skinny_step<D, R, true>(mx, mstep, V, vrow, vk, K, k0, acc);
+    for (; k0 + (U - 1) * KS < K; k0 += KS * U) lt_skinny_step<D, R, false>(mx, mstep, V, vrow, vk, K, k0, rows, acc);
+    if (k0 < K) lt_skinny_step<D, R, true>(mx, mstep, V, vrow, vk, K, k0, rows, acc);
 }
 
 template <typename D, bool BT, bool TALL>
@@ -789,16 +794,16 @@ LT_FN void lt_gemm_skinny(const lt_cuda_gemm_params &p, int bid, long long z, in
 #pragma unroll
     for (int r = 0; r < MR; r++) acc[r] = 0.0f;
     /* the tile's count of small indices, one branch for the whole tile: with it known only at run
-     * time (a batch of rows), guarding each row's loads doubled the instructions */
+     * time (a batch of rows), guarding each row's loads doubled the instructions. Four sizes, not
+     * eight: a kernel that takes the count at run time carries every case, and eight unrolled cases
+     * (36 KB of code) stalled on instruction fetch; 3 rows take the 4-row case, 5 to 7 the 8-row one
+     * (a repeated row is read from cache) */
     if (l < large) switch (rows) {
-        case 1: lt_skinny_rows<D, 1>(mx, mstep, V, vrow, vk, K, ks, acc); break;
-        case 2: lt_skinny_rows<D, 2>(mx, mstep, V, vrow, vk, K, ks, acc); break;
-        case 3: lt_skinny_rows<D, 3>(mx, mstep, V, vrow, vk, K, ks, acc); break;
-        case 4: lt_skinny_rows<D, 4>(mx, mstep, V, vrow, vk, K, ks, acc); break;
-        case 5: lt_skinny_rows<D, 5>(mx, mstep, V, vrow, vk, K, ks, acc); break;
-        case 6: lt_skinny_rows<D, 6>(mx, mstep, V, vrow, vk, K, ks, acc); break;
-        case 7: lt_skinny_rows<D, 7>(mx, mstep, V, vrow, vk, K, ks, acc); break;
-        default: lt_skinny_rows<D, 8>(mx, mstep, V, vrow, vk, K, ks, acc); break;
+        case 1: lt_skinny_rows<D, 1>(mx, mstep, V, vrow, vk, K, ks, 1, acc); break;
+        case 2: lt_skinny_rows<D, 2>(mx, mstep, V, vrow, vk, K, ks, 2, acc); break;
+        case 3:
+        case 4: lt_skinny_rows<D, 4>(mx, mstep, V, vrow, vk, K, ks, rows, acc); break;
+        default: lt_skinny_rows<D, 8>(mx, mstep, V, vrow, vk, K, ks, rows, acc); break;
         }
 #pragma unroll
     for (int r = 0; r < MR; r++) part[ks][r * BN + col] = acc[r];
