@@ -18,7 +18,9 @@
  * into `cnt` and stores it; pass 2, for each true position j in order (the c-th), copies the slice
  * of X at j along the axis to Y's slice c in the compact layout of an axis cnt long: Y[(o * cnt + c)
  * * inner + i] = X[o, j, i] (o over the dims before the axis, i after; without an axis X is read
- * flat). X is read with lt_lower_value (a fused prologue is computed in the kernel).
+ * flat). X is read with lt_lower_value (a fused prologue is computed in the kernel). On the GPU one
+ * block of up to 1024 threads scans the condition in tiles, lists each tile's true positions in
+ * shared memory and copies their slices with every thread of the block (l_compress_gpu).
  */
 #include "lower_impl.h"
 #include "lower_gpu.h"
@@ -256,6 +258,132 @@ static bool accept_compress(const lt_node *n, char *why, size_t size) {
     return lt_lower_accept_default(n, why, size);
 }
 
+/* ---- CompressPadded on the GPU: one block, the condition in tiles, each tile's slices copied by
+ * all threads ---- */
+#define CP_PER_THREAD 4 /* condition entries a thread takes from a tile (the tile's list is T * 4) */
+
+/* "Condition entry tile * tile_len + thread * E + q is in range and true", a BOOL expression. */
+static lt_status cp_at(lt_lctx *lc, const lt_node *n, const nz_walk *w, lt_lvar *tile, lt_lvar *q, lt_lnode **res) {
+    lt_lnode *idx[1] = {flat_elem(lc, w, tile, q, true)}, *c = NULL;
+    LT_TRY(lt_lower_value(lc, n->in[1], idx, &c));
+    LT_TRY(LT_LNN(lc, c));
+    lt_lnode *in = lt_l_binary(K, LT_LOP_LT, flat_elem(lc, w, tile, q, false), lt_l_int(K, w->total));
+    *res = lt_l_binary(K, LT_LOP_AND, in, ne_zero(lc, c));
+    return LT_LNN(lc, *res);
+}
+
+/* Up to 1024 threads over the condition's L entries in tiles of T * E (E <= CP_PER_THREAD), as
+ * NonZero's walk. Pass 1: the count (a block scan of the threads' counts). Pass 2, tile by tile: each
+ * thread puts its true positions, in order, at its scanned offset in the tile's list (shared memory);
+ * then all threads copy the tile's slices, one element each per step, the inner index fastest:
+ * Y[(o * cnt + base + s) * I + i] = X[o, list[s], i] for the tile's s-th true position, o over the
+ * dims before the axis (O), i over those after it (I). Flat (no axis): X as one axis, O = I = 1. */
+static lt_status l_compress_gpu(lt_lctx *lc, const lt_node *n, int rank, const int64_t *dims, int64_t L, int axis,
+                                lt_lbuf *yb, lt_lbuf *cb, lt_lnode **res) {
+    int64_t T = lc->opt->shape_generic || L >= NZ_THREADS ? NZ_THREADS : (L + 31) / 32 * 32;
+    int64_t E = (L + T - 1) / T;
+    if (E > CP_PER_THREAD) E = CP_PER_THREAD;
+    nz_walk w = {.E = E, .tile_len = T * E, .total = L};
+    int64_t tiles = (L + w.tile_len - 1) / w.tile_len;
+    int64_t O = 1, I = 1;
+    for (int d = 0; d < axis; d++) O *= dims[d];
+    for (int d = axis + 1; axis >= 0 && d < rank; d++) I *= dims[d];
+    lt_lvar *blk = lt_kernel_var(K, "gblk", LT_INT64), *ta = lt_kernel_var(K, "tile", LT_INT64);
+    lt_lvar *tb = lt_kernel_var(K, "tile", LT_INT64), *qa = lt_kernel_var(K, "q", LT_INT64);
+    lt_lvar *qb = lt_kernel_var(K, "q", LT_INT64), *qc = lt_kernel_var(K, "q", LT_INT64);
+    lt_lvar *st = lt_kernel_var(K, "step", LT_INT64), *f = lt_kernel_var(K, "f", LT_INT64);
+    lt_lvar *all = lt_kernel_var(K, "all", LT_INT64), *cnt = lt_kernel_var(K, "cnt", LT_INT64);
+    lt_lvar *v = lt_kernel_var(K, "v", LT_INT64), *off = lt_kernel_var(K, "off", LT_INT64);
+    lt_lvar *tot = lt_kernel_var(K, "tot", LT_INT64), *base = lt_kernel_var(K, "base", LT_INT64);
+    lt_lvar *tc = lt_kernel_var(K, "tc", LT_INT64), *s = lt_kernel_var(K, "s", LT_INT64);
+    lt_lvar *oi = lt_kernel_var(K, "o", LT_INT64), *ii = lt_kernel_var(K, "i", LT_INT64);
+    lt_lbuf *part = lt_kernel_local(K, "part", LT_INT64, T, LT_SCOPE_SHARED);
+    lt_lbuf *list = lt_kernel_local(K, "list", LT_INT64, T * CP_PER_THREAD, LT_SCOPE_SHARED);
+    w.thr = lt_kernel_var(K, "gthr", LT_INT64);
+    if (!blk || !ta || !tb || !qa || !qb || !qc || !st || !f || !all || !cnt || !v || !off || !tot || !base || !tc ||
+        !s || !oi || !ii || !part || !list || !w.thr)
+        return lt_lower_nomem(lc);
+    lt_lvar *thr = w.thr;
+    lt_lnode *ca, *cbn, *cc;
+    LT_TRY(cp_at(lc, n, &w, ta, qa, &ca));
+    LT_TRY(cp_at(lc, n, &w, tb, qb, &cbn));
+    LT_TRY(cp_at(lc, n, &w, tb, qc, &cc));
+    lt_lnode *body[96], *tile_body[64];
+    int nb = 0, nt = 0;
+    /* pass 1: the count */
+    body[nb++] = lt_l_let(K, all, lt_l_int(K, 0));
+    body[nb++] = lt_l_for(K, ta, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, tiles), LT_LOOP_SERIAL,
+                          lt_l_for(K, qa, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, E), LT_LOOP_SERIAL,
+                                   lt_l_assign(K, all, lt_l_add(K, lt_l_var(K, all),
+                                                                lt_l_select(K, ca, lt_l_int(K, 1), lt_l_int(K, 0))))));
+    body[nb++] = lt_l_store(K, part, lt_l_var(K, thr), lt_l_var(K, all));
+    body[nb++] = lt_l_barrier(K);
+    body[nb++] = lt_l_let(K, v, lt_l_int(K, 0));
+    nb += block_scan(lc, part, thr, v, T, body + nb);
+    body[nb++] = lt_l_let(K, tot, lt_l_load(K, part, lt_l_int(K, T - 1)));
+    body[nb++] = lt_l_if(K, lt_l_binary(K, LT_LOP_EQ, lt_l_var(K, thr), lt_l_int(K, 0)),
+                         lt_l_store(K, cb, lt_l_int(K, 0), lt_l_var(K, tot)), NULL);
+    body[nb++] = lt_l_let(K, base, lt_l_int(K, 0));
+    body[nb++] = lt_l_barrier(K); /* every thread has read the total before part is reused */
+    /* pass 2, per tile: count, scan, list the true positions, copy their slices */
+    tile_body[nt++] = lt_l_let(K, cnt, lt_l_int(K, 0));
+    tile_body[nt++] = lt_l_for(K, qb, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, E), LT_LOOP_SERIAL,
+                               lt_l_assign(K, cnt, lt_l_add(K, lt_l_var(K, cnt),
+                                                            lt_l_select(K, cbn, lt_l_int(K, 1), lt_l_int(K, 0)))));
+    tile_body[nt++] = lt_l_store(K, part, lt_l_var(K, thr), lt_l_var(K, cnt));
+    tile_body[nt++] = lt_l_barrier(K);
+    nt += block_scan(lc, part, thr, v, T, tile_body + nt);
+    tile_body[nt++] = lt_l_let(K, off, lt_l_binary(K, LT_LOP_SUB, lt_l_load(K, part, lt_l_var(K, thr)), lt_l_var(K, cnt)));
+    lt_lnode *put[2] = {lt_l_store(K, list, lt_l_var(K, off), flat_elem(lc, &w, tb, qc, false)),
+                        lt_l_assign(K, off, lt_l_add(K, lt_l_var(K, off), lt_l_int(K, 1)))};
+    tile_body[nt++] = lt_l_for(K, qc, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, E), LT_LOOP_SERIAL,
+                               lt_l_if(K, cc, lt_l_seq(K, 2, put), NULL));
+    tile_body[nt++] = lt_l_let(K, tc, lt_l_load(K, part, lt_l_int(K, T - 1)));
+    tile_body[nt++] = lt_l_barrier(K); /* the list is complete */
+    /* the copy: element f of the tile's tc * O * I, f = step * T + thread */
+    lt_lnode *fx = lt_l_add(K, lt_l_mul(K, lt_l_var(K, st), lt_l_int(K, T)), lt_l_var(K, thr));
+    lt_lnode *xi[LT_MAX_RANK], *x = NULL;
+    lt_lnode *jv = lt_l_load(K, list, lt_l_var(K, s));
+    if (axis < 0) {
+        LT_TRY(lt_lower_unflat(lc, jv, rank, dims, xi));
+    } else {
+        LT_TRY(lt_lower_unflat(lc, lt_l_var(K, oi), axis, dims, xi));
+        xi[axis] = jv;
+        LT_TRY(lt_lower_unflat(lc, lt_l_var(K, ii), rank - axis - 1, dims + axis + 1, xi + axis + 1));
+    }
+    LT_TRY(lt_lower_value(lc, n->in[0], xi, &x));
+    LT_TRY(LT_LNN(lc, x));
+    /* f = (o * tc + s) * I + i */
+    lt_lnode *per_o = lt_l_mul(K, lt_l_var(K, tc), lt_l_int(K, I));
+    lt_lnode *copy_body[4] = {
+        lt_l_let(K, ii, lt_l_binary(K, LT_LOP_MOD, lt_l_var(K, f), lt_l_int(K, I))),
+        lt_l_let(K, s, lt_l_binary(K, LT_LOP_MOD, lt_l_binary(K, LT_LOP_DIV, lt_l_var(K, f), lt_l_int(K, I)), lt_l_var(K, tc))),
+        lt_l_let(K, oi, lt_l_binary(K, LT_LOP_DIV, lt_l_var(K, f), per_o)),
+        lt_l_store(K, yb,
+                   lt_l_add(K, lt_l_mul(K, lt_l_add(K, lt_l_add(K, lt_l_mul(K, lt_l_var(K, oi), lt_l_var(K, tot)),
+                                                                 lt_l_var(K, base)),
+                                                        lt_l_var(K, s)),
+                                        lt_l_int(K, I)),
+                              lt_l_var(K, ii)),
+                   lt_lower_conv(lc, x, yb->dtype)),
+    };
+    lt_lnode *n_copy = lt_l_mul(K, lt_l_mul(K, lt_l_var(K, tc), lt_l_int(K, O)), lt_l_int(K, I));
+    lt_lnode *steps = lt_l_binary(K, LT_LOP_DIV, lt_l_add(K, n_copy, lt_l_int(K, T - 1)), lt_l_int(K, T));
+    lt_lnode *one = lt_l_seq(K, 2, (lt_lnode *[]){
+        lt_l_let(K, f, fx),
+        lt_l_if(K, lt_l_binary(K, LT_LOP_LT, lt_l_var(K, f),
+                               lt_l_mul(K, lt_l_mul(K, lt_l_var(K, tc), lt_l_int(K, O)), lt_l_int(K, I))),
+                lt_l_seq(K, 4, copy_body), NULL)});
+    tile_body[nt++] = lt_l_for(K, st, LT_ROLE_REDUCE, lt_l_int(K, 0), steps, LT_LOOP_SERIAL, one);
+    tile_body[nt++] = lt_l_assign(K, base, lt_l_add(K, lt_l_var(K, base), lt_l_var(K, tc)));
+    tile_body[nt++] = lt_l_barrier(K); /* every thread is done with the list and part before the next tile */
+    body[nb++] = lt_l_for(K, tb, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, tiles), LT_LOOP_SERIAL, lt_l_seq(K, nt, tile_body));
+    lt_lnode *b = lt_lower_gpu_loop(lc, thr, LT_ROLE_OUTPUT, T, LT_LOOP_GPU_THREAD, 0,
+                                    lt_l_alloc(K, part, lt_l_alloc(K, list, lt_l_seq(K, nb, body))));
+    *res = lt_lower_gpu_loop(lc, blk, LT_ROLE_OUTPUT, 1, LT_LOOP_GPU_BLOCK, 0, b);
+    return LT_LNN(lc, *res);
+}
+
 static lt_status l_compress(lt_lctx *lc, const lt_node *n, lt_lnode **res) {
     int rank, crank;
     int64_t dims[LT_MAX_RANK], cd[LT_MAX_RANK];
@@ -265,6 +393,7 @@ static lt_status l_compress(lt_lctx *lc, const lt_node *n, lt_lnode **res) {
     lt_lbuf *yb = lc->vbuf[n->out[0]->id], *cb = lc->vbuf[n->out[1]->id];
     if (!yb || !cb || cb->dtype != LT_INT64)
         return lt_lower_error(lc, n, LT_ERR_INTERNAL, "the outputs are not stored as they are");
+    if (lc->opt->gpu) return l_compress_gpu(lc, n, rank, dims, cd[0], axis, yb, cb, res);
     /* the view: [outer dims..., axis, inner dims...] of X; flat: X as one axis */
     lt_lvar *j1 = lt_kernel_var(K, "r0", LT_INT64), *j2 = lt_kernel_var(K, "s0", LT_INT64);
     lt_lvar *cnt = lt_kernel_var(K, "cnt", LT_INT64), *c = lt_kernel_var(K, "c", LT_INT64);

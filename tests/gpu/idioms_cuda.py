@@ -10,7 +10,9 @@ tests/gpu/run.sh (a script: the GPU machine may lack pytest).
 - hardswish and SiLU fused into a conv, depthwise conv or Gemm epilogue; a 1x1 conv of 1x1 images
   (the skinny GEMM tile) with hardswish or a residual; a scale after the activation (a kernel of
   its own) and scales folded into the next product's weights; MatMuls of at most 8 rows (skinny) or 8
-  columns (tall) with a bias or a residual.
+  columns (tall) with a bias or a residual;
+- NonZero and Compress of computed conditions (one block of threads, the input in tiles): flat, along
+  the first axis and along a middle one, one to several tiles.
 Inputs are seeded uniform(-1, 1); tolerance |cuda - interp| <= rtol * |interp| + atol * RMS with
 (rtol, atol) = (1e-4, 1e-4) for float32 and (1e-2, 1e-2) for float16 (both sides round to half).
 
@@ -80,6 +82,16 @@ def idiom_models(d):
         t = numpy_helper.from_array(np.array(0.6, np.float32), "t")
         path = ti.save(p / f"nz_{len(shape)}_{shape[0]}.onnx", nodes, [ti.vi("x", shape)], [ti.vi("y", None, T.INT64)], [t])
         cases.append((f"nonzero of {shape} (a block of 1024 threads)", path))
+    # Compress by a computed condition: flat (no axis), along the first axis, along a middle axis (dims
+    # before and after it); conditions of 1, 2 and 3 tiles of 4096 entries
+    for shape, axis in (([3, 700], None), ([5000, 3], 0), ([3, 9000, 2], 1), ([2, 4100], 1), ([40], 0)):
+        n_cond = int(np.prod(shape)) if axis is None else shape[axis]
+        nodes = [helper.make_node("Greater", ["c", "t"], ["gt"]),
+                 helper.make_node("Compress", ["x", "gt"], ["y"], **({} if axis is None else {"axis": axis}))]
+        t = numpy_helper.from_array(np.array(0.4, np.float32), "t")
+        path = ti.save(p / f"cp_{len(shape)}_{shape[0]}_{axis}.onnx", nodes, [ti.vi("x", shape), ti.vi("c", [n_cond])],
+                       [ti.vi("y", None)], [t])
+        cases.append((f"compress of {shape} axis {axis} (a block of threads)", path))
     for batch in (1, 3):
         for epi in ("bias_hardswish", "residual"):
             path = ti.pointwise_one_position_model(p / f"pw{batch}_{epi}.onnx", batch, epi)
