@@ -123,6 +123,43 @@ static int block_scan(lt_lctx *lc, lt_lbuf *part, lt_lvar *thr, lt_lvar *v, int6
     return nb;
 }
 
+/* Pass 1 of the block walks, appended to body: each thread counts the entries where `one` (1 or 0
+ * at tile ta, entry qa) says, the counts are scanned over the block's T threads into part, thread 0
+ * stores the total to cb[0], and every thread has it in `tot` with `base` = 0 for pass 2. */
+static int block_total(lt_lctx *lc, lt_lbuf *part, lt_lvar *thr, int64_t T, int64_t tiles, int64_t E, lt_lvar *ta,
+                       lt_lvar *qa, lt_lnode *one, lt_lvar *all, lt_lvar *v, lt_lvar *tot, lt_lvar *base, lt_lbuf *cb,
+                       lt_lnode **body) {
+    int nb = 0;
+    body[nb++] = lt_l_let(K, all, lt_l_int(K, 0));
+    body[nb++] = lt_l_for(K, ta, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, tiles), LT_LOOP_SERIAL,
+                          lt_l_for(K, qa, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, E), LT_LOOP_SERIAL,
+                                   lt_l_assign(K, all, lt_l_add(K, lt_l_var(K, all), one))));
+    body[nb++] = lt_l_store(K, part, lt_l_var(K, thr), lt_l_var(K, all));
+    body[nb++] = lt_l_barrier(K);
+    body[nb++] = lt_l_let(K, v, lt_l_int(K, 0));
+    nb += block_scan(lc, part, thr, v, T, body + nb);
+    body[nb++] = lt_l_let(K, tot, lt_l_load(K, part, lt_l_int(K, T - 1)));
+    body[nb++] = lt_l_if(K, lt_l_binary(K, LT_LOP_EQ, lt_l_var(K, thr), lt_l_int(K, 0)),
+                         lt_l_store(K, cb, lt_l_int(K, 0), lt_l_var(K, tot)), NULL);
+    body[nb++] = lt_l_let(K, base, lt_l_int(K, 0));
+    body[nb++] = lt_l_barrier(K); /* every thread has read the total before part is reused */
+    return nb;
+}
+
+/* The start of a tile of pass 2, appended to body: the thread's count of its E entries (`one` at
+ * entry qb) in cnt, scanned over the block into part (part[thr] - cnt: the thread's offset in the
+ * tile, part[T - 1]: the tile's count). */
+static int tile_count(lt_lctx *lc, lt_lbuf *part, lt_lvar *thr, int64_t T, int64_t E, lt_lvar *qb, lt_lnode *one,
+                      lt_lvar *cnt, lt_lvar *v, lt_lnode **body) {
+    int nb = 0;
+    body[nb++] = lt_l_let(K, cnt, lt_l_int(K, 0));
+    body[nb++] = lt_l_for(K, qb, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, E), LT_LOOP_SERIAL,
+                          lt_l_assign(K, cnt, lt_l_add(K, lt_l_var(K, cnt), one)));
+    body[nb++] = lt_l_store(K, part, lt_l_var(K, thr), lt_l_var(K, cnt));
+    body[nb++] = lt_l_barrier(K);
+    return nb + block_scan(lc, part, thr, v, T, body + nb);
+}
+
 /* The input in tiles of T * E elements, a thread E contiguous ones of each. Pass 1 counts every
  * thread's elements and scans the counts over the block: the total (the count output, and the row
  * length of Y). Pass 2, tile by tile: count, scan, and each thread writes its nonzero coordinates
@@ -159,26 +196,9 @@ static lt_status l_nonzero_gpu(lt_lctx *lc, const lt_node *n, int rank, const in
     lt_lnode *body[96], *tile_body[64];
     int nb = 0, nt = 0;
     /* pass 1: the total */
-    body[nb++] = lt_l_let(K, all, lt_l_int(K, 0));
-    body[nb++] = lt_l_for(K, ta, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, tiles), LT_LOOP_SERIAL,
-                          lt_l_for(K, qa, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, E), LT_LOOP_SERIAL,
-                                   lt_l_assign(K, all, lt_l_add(K, lt_l_var(K, all), one_or_zero[0]))));
-    body[nb++] = lt_l_store(K, part, lt_l_var(K, thr), lt_l_var(K, all));
-    body[nb++] = lt_l_barrier(K);
-    body[nb++] = lt_l_let(K, v, lt_l_int(K, 0));
-    nb += block_scan(lc, part, thr, v, T, body + nb);
-    body[nb++] = lt_l_let(K, tot, lt_l_load(K, part, lt_l_int(K, T - 1)));
-    body[nb++] = lt_l_if(K, lt_l_binary(K, LT_LOP_EQ, lt_l_var(K, thr), lt_l_int(K, 0)),
-                         lt_l_store(K, cb, lt_l_int(K, 0), lt_l_var(K, tot)), NULL);
-    body[nb++] = lt_l_let(K, base, lt_l_int(K, 0));
-    body[nb++] = lt_l_barrier(K); /* every thread has read the total before part is reused */
+    nb += block_total(lc, part, thr, T, tiles, E, ta, qa, one_or_zero[0], all, v, tot, base, cb, body + nb);
     /* pass 2, per tile: count, scan, write from base + the thread's offset */
-    tile_body[nt++] = lt_l_let(K, cnt, lt_l_int(K, 0));
-    tile_body[nt++] = lt_l_for(K, qb, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, E), LT_LOOP_SERIAL,
-                               lt_l_assign(K, cnt, lt_l_add(K, lt_l_var(K, cnt), one_or_zero[1])));
-    tile_body[nt++] = lt_l_store(K, part, lt_l_var(K, thr), lt_l_var(K, cnt));
-    tile_body[nt++] = lt_l_barrier(K);
-    nt += block_scan(lc, part, thr, v, T, tile_body + nt);
+    nt += tile_count(lc, part, thr, T, E, qb, one_or_zero[1], cnt, v, tile_body + nt);
     tile_body[nt++] = lt_l_let(K, off, lt_l_binary(K, LT_LOP_SUB, lt_l_add(K, lt_l_var(K, base), lt_l_load(K, part, lt_l_var(K, thr))),
                                                    lt_l_var(K, cnt)));
     lt_lnode *put[LT_MAX_RANK + 1];
@@ -311,28 +331,11 @@ static lt_status l_compress_gpu(lt_lctx *lc, const lt_node *n, int rank, const i
     lt_lnode *body[96], *tile_body[64];
     int nb = 0, nt = 0;
     /* pass 1: the count */
-    body[nb++] = lt_l_let(K, all, lt_l_int(K, 0));
-    body[nb++] = lt_l_for(K, ta, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, tiles), LT_LOOP_SERIAL,
-                          lt_l_for(K, qa, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, E), LT_LOOP_SERIAL,
-                                   lt_l_assign(K, all, lt_l_add(K, lt_l_var(K, all),
-                                                                lt_l_select(K, ca, lt_l_int(K, 1), lt_l_int(K, 0))))));
-    body[nb++] = lt_l_store(K, part, lt_l_var(K, thr), lt_l_var(K, all));
-    body[nb++] = lt_l_barrier(K);
-    body[nb++] = lt_l_let(K, v, lt_l_int(K, 0));
-    nb += block_scan(lc, part, thr, v, T, body + nb);
-    body[nb++] = lt_l_let(K, tot, lt_l_load(K, part, lt_l_int(K, T - 1)));
-    body[nb++] = lt_l_if(K, lt_l_binary(K, LT_LOP_EQ, lt_l_var(K, thr), lt_l_int(K, 0)),
-                         lt_l_store(K, cb, lt_l_int(K, 0), lt_l_var(K, tot)), NULL);
-    body[nb++] = lt_l_let(K, base, lt_l_int(K, 0));
-    body[nb++] = lt_l_barrier(K); /* every thread has read the total before part is reused */
+    nb += block_total(lc, part, thr, T, tiles, E, ta, qa, lt_l_select(K, ca, lt_l_int(K, 1), lt_l_int(K, 0)), all, v,
+                      tot, base, cb, body + nb);
     /* pass 2, per tile: count, scan, list the true positions, copy their slices */
-    tile_body[nt++] = lt_l_let(K, cnt, lt_l_int(K, 0));
-    tile_body[nt++] = lt_l_for(K, qb, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, E), LT_LOOP_SERIAL,
-                               lt_l_assign(K, cnt, lt_l_add(K, lt_l_var(K, cnt),
-                                                            lt_l_select(K, cbn, lt_l_int(K, 1), lt_l_int(K, 0)))));
-    tile_body[nt++] = lt_l_store(K, part, lt_l_var(K, thr), lt_l_var(K, cnt));
-    tile_body[nt++] = lt_l_barrier(K);
-    nt += block_scan(lc, part, thr, v, T, tile_body + nt);
+    nt += tile_count(lc, part, thr, T, E, qb, lt_l_select(K, cbn, lt_l_int(K, 1), lt_l_int(K, 0)), cnt, v,
+                     tile_body + nt);
     tile_body[nt++] = lt_l_let(K, off, lt_l_binary(K, LT_LOP_SUB, lt_l_load(K, part, lt_l_var(K, thr)), lt_l_var(K, cnt)));
     lt_lnode *put[2] = {lt_l_store(K, list, lt_l_var(K, off), flat_elem(lc, &w, tb, qc, false)),
                         lt_l_assign(K, off, lt_l_add(K, lt_l_var(K, off), lt_l_int(K, 1)))};
