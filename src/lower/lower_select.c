@@ -26,6 +26,7 @@
 #include "lower_gpu.h"
 
 #include <stdio.h>
+#include <string.h>
 
 #define K (lc->k)
 
@@ -79,12 +80,33 @@ static lt_status pass_vars(lt_lctx *lc, int rank, const char *prefix, lt_lvar **
 #define NZ_THREADS 1024
 #define NZ_PER_THREAD 8 /* contiguous elements a thread takes from a tile */
 
-/* The walk: T threads (thr) over `total` elements in tiles of tile_len = T * E, a thread E
- * contiguous elements of each. */
+/* The walk: T threads (thr) of one block over `total` elements in `tiles` tiles of tile_len = T * E,
+ * a thread E contiguous elements of each; with the variables both passes use (ta / qa: pass 1's tile
+ * and entry, tb / qb / qc: pass 2's tile and its two entry loops) and the scan's shared part[T]. */
 typedef struct nz_walk {
     lt_lvar *thr;
-    int64_t E, tile_len, total;
+    int64_t T, E, tile_len, total, tiles;
+    lt_lvar *blk, *ta, *tb, *qa, *qb, *qc, *all, *cnt, *v, *off, *tot, *base;
+    lt_lbuf *part;
 } nz_walk;
+
+/* The walk over `total` elements, at most max_e a thread each tile: 1024 threads (a model compiled
+ * for every shape takes 1024 at every size: a thread count is no run-time scalar), or fewer for
+ * fewer elements. */
+static lt_status walk_init(lt_lctx *lc, int64_t total, int64_t max_e, nz_walk *w) {
+    memset(w, 0, sizeof *w);
+    w->T = lc->opt->shape_generic || total >= NZ_THREADS ? NZ_THREADS : (total + 31) / 32 * 32;
+    w->E = (total + w->T - 1) / w->T;
+    if (w->E > max_e) w->E = max_e;
+    w->tile_len = w->T * w->E, w->total = total, w->tiles = (total + w->tile_len - 1) / w->tile_len;
+    lt_lvar **vars[] = {&w->blk, &w->ta, &w->tb, &w->qa, &w->qb, &w->qc, &w->all, &w->cnt, &w->v, &w->off, &w->tot,
+                        &w->base, &w->thr};
+    const char *names[] = {"gblk", "tile", "tile", "q", "q", "q", "all", "cnt", "v", "off", "tot", "base", "gthr"};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
+        if (!(*vars[i] = lt_kernel_var(K, names[i], LT_INT64))) return lt_lower_nomem(lc);
+    if (!(w->part = lt_kernel_local(K, "part", LT_INT64, w->T, LT_SCOPE_SHARED))) return lt_lower_nomem(lc);
+    return LT_OK;
+}
 
 /* Element tile * tile_len + thread * E + q of the flat input (a new expression tree each call);
  * clamp: at most the last element (what a thread past the end reads, whatever order its guard runs
@@ -124,24 +146,22 @@ static int block_scan(lt_lctx *lc, lt_lbuf *part, lt_lvar *thr, lt_lvar *v, int6
 }
 
 /* Pass 1 of the block walks, appended to body: each thread counts the entries where `one` (1 or 0
- * at tile ta, entry qa) says, the counts are scanned over the block's T threads into part, thread 0
- * stores the total to cb[0], and every thread has it in `tot` with `base` = 0 for pass 2. */
-static int block_total(lt_lctx *lc, lt_lbuf *part, lt_lvar *thr, int64_t T, int64_t tiles, int64_t E, lt_lvar *ta,
-                       lt_lvar *qa, lt_lnode *one, lt_lvar *all, lt_lvar *v, lt_lvar *tot, lt_lvar *base, lt_lbuf *cb,
-                       lt_lnode **body) {
+ * at tile ta, entry qa) says, the counts are scanned over the block into part, thread 0 stores the
+ * total to cb[0], and every thread has it in `tot`, with `base` = 0 for pass 2. */
+static int block_total(lt_lctx *lc, const nz_walk *w, lt_lnode *one, lt_lbuf *cb, lt_lnode **body) {
     int nb = 0;
-    body[nb++] = lt_l_let(K, all, lt_l_int(K, 0));
-    body[nb++] = lt_l_for(K, ta, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, tiles), LT_LOOP_SERIAL,
-                          lt_l_for(K, qa, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, E), LT_LOOP_SERIAL,
-                                   lt_l_assign(K, all, lt_l_add(K, lt_l_var(K, all), one))));
-    body[nb++] = lt_l_store(K, part, lt_l_var(K, thr), lt_l_var(K, all));
+    body[nb++] = lt_l_let(K, w->all, lt_l_int(K, 0));
+    body[nb++] = lt_l_for(K, w->ta, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, w->tiles), LT_LOOP_SERIAL,
+                          lt_l_for(K, w->qa, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, w->E), LT_LOOP_SERIAL,
+                                   lt_l_assign(K, w->all, lt_l_add(K, lt_l_var(K, w->all), one))));
+    body[nb++] = lt_l_store(K, w->part, lt_l_var(K, w->thr), lt_l_var(K, w->all));
     body[nb++] = lt_l_barrier(K);
-    body[nb++] = lt_l_let(K, v, lt_l_int(K, 0));
-    nb += block_scan(lc, part, thr, v, T, body + nb);
-    body[nb++] = lt_l_let(K, tot, lt_l_load(K, part, lt_l_int(K, T - 1)));
-    body[nb++] = lt_l_if(K, lt_l_binary(K, LT_LOP_EQ, lt_l_var(K, thr), lt_l_int(K, 0)),
-                         lt_l_store(K, cb, lt_l_int(K, 0), lt_l_var(K, tot)), NULL);
-    body[nb++] = lt_l_let(K, base, lt_l_int(K, 0));
+    body[nb++] = lt_l_let(K, w->v, lt_l_int(K, 0));
+    nb += block_scan(lc, w->part, w->thr, w->v, w->T, body + nb);
+    body[nb++] = lt_l_let(K, w->tot, lt_l_load(K, w->part, lt_l_int(K, w->T - 1)));
+    body[nb++] = lt_l_if(K, lt_l_binary(K, LT_LOP_EQ, lt_l_var(K, w->thr), lt_l_int(K, 0)),
+                         lt_l_store(K, cb, lt_l_int(K, 0), lt_l_var(K, w->tot)), NULL);
+    body[nb++] = lt_l_let(K, w->base, lt_l_int(K, 0));
     body[nb++] = lt_l_barrier(K); /* every thread has read the total before part is reused */
     return nb;
 }
@@ -149,15 +169,27 @@ static int block_total(lt_lctx *lc, lt_lbuf *part, lt_lvar *thr, int64_t T, int6
 /* The start of a tile of pass 2, appended to body: the thread's count of its E entries (`one` at
  * entry qb) in cnt, scanned over the block into part (part[thr] - cnt: the thread's offset in the
  * tile, part[T - 1]: the tile's count). */
-static int tile_count(lt_lctx *lc, lt_lbuf *part, lt_lvar *thr, int64_t T, int64_t E, lt_lvar *qb, lt_lnode *one,
-                      lt_lvar *cnt, lt_lvar *v, lt_lnode **body) {
+static int tile_count(lt_lctx *lc, const nz_walk *w, lt_lnode *one, lt_lnode **body) {
     int nb = 0;
-    body[nb++] = lt_l_let(K, cnt, lt_l_int(K, 0));
-    body[nb++] = lt_l_for(K, qb, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, E), LT_LOOP_SERIAL,
-                          lt_l_assign(K, cnt, lt_l_add(K, lt_l_var(K, cnt), one)));
-    body[nb++] = lt_l_store(K, part, lt_l_var(K, thr), lt_l_var(K, cnt));
+    body[nb++] = lt_l_let(K, w->cnt, lt_l_int(K, 0));
+    body[nb++] = lt_l_for(K, w->qb, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, w->E), LT_LOOP_SERIAL,
+                          lt_l_assign(K, w->cnt, lt_l_add(K, lt_l_var(K, w->cnt), one)));
+    body[nb++] = lt_l_store(K, w->part, lt_l_var(K, w->thr), lt_l_var(K, w->cnt));
     body[nb++] = lt_l_barrier(K);
-    return nb + block_scan(lc, part, thr, v, T, body + nb);
+    return nb + block_scan(lc, w->part, w->thr, w->v, w->T, body + nb);
+}
+
+/* The kernel: pass 1's nodes, then the loop over pass 2's tiles, on one block of T threads (with
+ * part and any `more` shared buffer allocated around them). */
+static lt_status walk_kernel(lt_lctx *lc, const nz_walk *w, lt_lnode **body, int nb, lt_lnode **tile_body, int nt,
+                             lt_lbuf *more, lt_lnode **res) {
+    body[nb++] = lt_l_for(K, w->tb, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, w->tiles), LT_LOOP_SERIAL,
+                          lt_l_seq(K, nt, tile_body));
+    lt_lnode *in = lt_l_seq(K, nb, body);
+    if (more) in = lt_l_alloc(K, more, in);
+    lt_lnode *b = lt_lower_gpu_loop(lc, w->thr, LT_ROLE_OUTPUT, w->T, LT_LOOP_GPU_THREAD, 0, lt_l_alloc(K, w->part, in));
+    *res = lt_lower_gpu_loop(lc, w->blk, LT_ROLE_OUTPUT, 1, LT_LOOP_GPU_BLOCK, 0, b);
+    return LT_LNN(lc, *res);
 }
 
 /* The input in tiles of T * E elements, a thread E contiguous ones of each. Pass 1 counts every
@@ -170,49 +202,30 @@ static lt_status l_nonzero_gpu(lt_lctx *lc, const lt_node *n, int rank, const in
                                lt_lnode **res) {
     int64_t total = 1;
     for (int d = 0; d < rank; d++) total *= dims[d];
-    int64_t T = lc->opt->shape_generic || total >= NZ_THREADS ? NZ_THREADS : (total + 31) / 32 * 32;
-    int64_t E = (total + T - 1) / T;
-    if (E > NZ_PER_THREAD) E = NZ_PER_THREAD;
-    nz_walk w = {.E = E, .tile_len = T * E, .total = total};
-    int64_t tiles = (total + w.tile_len - 1) / w.tile_len;
-    lt_lvar *blk = lt_kernel_var(K, "gblk", LT_INT64), *ta = lt_kernel_var(K, "tile", LT_INT64);
-    lt_lvar *tb = lt_kernel_var(K, "tile", LT_INT64), *qa = lt_kernel_var(K, "q", LT_INT64);
-    lt_lvar *qb = lt_kernel_var(K, "q", LT_INT64), *qc = lt_kernel_var(K, "q", LT_INT64);
-    lt_lvar *all = lt_kernel_var(K, "all", LT_INT64), *cnt = lt_kernel_var(K, "cnt", LT_INT64);
-    lt_lvar *v = lt_kernel_var(K, "v", LT_INT64), *off = lt_kernel_var(K, "off", LT_INT64);
-    lt_lvar *tot = lt_kernel_var(K, "tot", LT_INT64), *base = lt_kernel_var(K, "base", LT_INT64);
-    lt_lbuf *part = lt_kernel_local(K, "part", LT_INT64, T, LT_SCOPE_SHARED);
-    w.thr = lt_kernel_var(K, "gthr", LT_INT64);
-    if (!blk || !ta || !tb || !qa || !qb || !qc || !all || !cnt || !v || !off || !tot || !base || !part || !w.thr)
-        return lt_lower_nomem(lc);
-    lt_lvar *thr = w.thr;
+    nz_walk w;
+    LT_TRY(walk_init(lc, total, NZ_PER_THREAD, &w));
     lt_lnode *nza, *nzb, *nzc, *coord[LT_MAX_RANK];
-    LT_TRY(nz_at(lc, n, &w, ta, qa, rank, dims, &nza));
-    LT_TRY(nz_at(lc, n, &w, tb, qb, rank, dims, &nzb));
-    LT_TRY(nz_at(lc, n, &w, tb, qc, rank, dims, &nzc));
-    LT_TRY(lt_lower_unflat(lc, flat_elem(lc, &w, tb, qc, false), rank, dims, coord));
-    lt_lnode *one_or_zero[2] = {lt_l_select(K, nza, lt_l_int(K, 1), lt_l_int(K, 0)),
-                                lt_l_select(K, nzb, lt_l_int(K, 1), lt_l_int(K, 0))};
+    LT_TRY(nz_at(lc, n, &w, w.ta, w.qa, rank, dims, &nza));
+    LT_TRY(nz_at(lc, n, &w, w.tb, w.qb, rank, dims, &nzb));
+    LT_TRY(nz_at(lc, n, &w, w.tb, w.qc, rank, dims, &nzc));
+    LT_TRY(lt_lower_unflat(lc, flat_elem(lc, &w, w.tb, w.qc, false), rank, dims, coord));
     lt_lnode *body[96], *tile_body[64];
     int nb = 0, nt = 0;
     /* pass 1: the total */
-    nb += block_total(lc, part, thr, T, tiles, E, ta, qa, one_or_zero[0], all, v, tot, base, cb, body + nb);
+    nb += block_total(lc, &w, lt_l_select(K, nza, lt_l_int(K, 1), lt_l_int(K, 0)), cb, body + nb);
     /* pass 2, per tile: count, scan, write from base + the thread's offset */
-    nt += tile_count(lc, part, thr, T, E, qb, one_or_zero[1], cnt, v, tile_body + nt);
-    tile_body[nt++] = lt_l_let(K, off, lt_l_binary(K, LT_LOP_SUB, lt_l_add(K, lt_l_var(K, base), lt_l_load(K, part, lt_l_var(K, thr))),
-                                                   lt_l_var(K, cnt)));
+    nt += tile_count(lc, &w, lt_l_select(K, nzb, lt_l_int(K, 1), lt_l_int(K, 0)), tile_body + nt);
+    tile_body[nt++] = lt_l_let(K, w.off, lt_l_binary(K, LT_LOP_SUB, lt_l_add(K, lt_l_var(K, w.base), lt_l_load(K, w.part, lt_l_var(K, w.thr))),
+                                                     lt_l_var(K, w.cnt)));
     lt_lnode *put[LT_MAX_RANK + 1];
     for (int d = 0; d < rank; d++)
-        put[d] = lt_l_store(K, yb, lt_l_add(K, lt_l_mul(K, lt_l_int(K, d), lt_l_var(K, tot)), lt_l_var(K, off)), coord[d]);
-    put[rank] = lt_l_assign(K, off, lt_l_add(K, lt_l_var(K, off), lt_l_int(K, 1)));
-    tile_body[nt++] = lt_l_for(K, qc, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, E), LT_LOOP_SERIAL,
+        put[d] = lt_l_store(K, yb, lt_l_add(K, lt_l_mul(K, lt_l_int(K, d), lt_l_var(K, w.tot)), lt_l_var(K, w.off)), coord[d]);
+    put[rank] = lt_l_assign(K, w.off, lt_l_add(K, lt_l_var(K, w.off), lt_l_int(K, 1)));
+    tile_body[nt++] = lt_l_for(K, w.qc, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, w.E), LT_LOOP_SERIAL,
                                lt_l_if(K, nzc, lt_l_seq(K, rank + 1, put), NULL));
-    tile_body[nt++] = lt_l_assign(K, base, lt_l_add(K, lt_l_var(K, base), lt_l_load(K, part, lt_l_int(K, T - 1))));
+    tile_body[nt++] = lt_l_assign(K, w.base, lt_l_add(K, lt_l_var(K, w.base), lt_l_load(K, w.part, lt_l_int(K, w.T - 1))));
     tile_body[nt++] = lt_l_barrier(K); /* every thread has read the tile's count before part is reused */
-    body[nb++] = lt_l_for(K, tb, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, tiles), LT_LOOP_SERIAL, lt_l_seq(K, nt, tile_body));
-    lt_lnode *b = lt_lower_gpu_loop(lc, thr, LT_ROLE_OUTPUT, T, LT_LOOP_GPU_THREAD, 0, lt_l_alloc(K, part, lt_l_seq(K, nb, body)));
-    *res = lt_lower_gpu_loop(lc, blk, LT_ROLE_OUTPUT, 1, LT_LOOP_GPU_BLOCK, 0, b);
-    return LT_LNN(lc, *res);
+    return walk_kernel(lc, &w, body, nb, tile_body, nt, NULL, res);
 }
 
 static lt_status l_nonzero(lt_lctx *lc, const lt_node *n, lt_lnode **res) {
@@ -300,48 +313,33 @@ static lt_status cp_at(lt_lctx *lc, const lt_node *n, const nz_walk *w, lt_lvar 
  * dims before the axis (O), i over those after it (I). Flat (no axis): X as one axis, O = I = 1. */
 static lt_status l_compress_gpu(lt_lctx *lc, const lt_node *n, int rank, const int64_t *dims, int64_t L, int axis,
                                 lt_lbuf *yb, lt_lbuf *cb, lt_lnode **res) {
-    int64_t T = lc->opt->shape_generic || L >= NZ_THREADS ? NZ_THREADS : (L + 31) / 32 * 32;
-    int64_t E = (L + T - 1) / T;
-    if (E > CP_PER_THREAD) E = CP_PER_THREAD;
-    nz_walk w = {.E = E, .tile_len = T * E, .total = L};
-    int64_t tiles = (L + w.tile_len - 1) / w.tile_len;
-    int64_t O = 1, I = 1;
+    nz_walk w;
+    LT_TRY(walk_init(lc, L, CP_PER_THREAD, &w));
+    int64_t O = 1, I = 1, T = w.T;
     for (int d = 0; d < axis; d++) O *= dims[d];
     for (int d = axis + 1; axis >= 0 && d < rank; d++) I *= dims[d];
-    lt_lvar *blk = lt_kernel_var(K, "gblk", LT_INT64), *ta = lt_kernel_var(K, "tile", LT_INT64);
-    lt_lvar *tb = lt_kernel_var(K, "tile", LT_INT64), *qa = lt_kernel_var(K, "q", LT_INT64);
-    lt_lvar *qb = lt_kernel_var(K, "q", LT_INT64), *qc = lt_kernel_var(K, "q", LT_INT64);
     lt_lvar *st = lt_kernel_var(K, "step", LT_INT64), *f = lt_kernel_var(K, "f", LT_INT64);
-    lt_lvar *all = lt_kernel_var(K, "all", LT_INT64), *cnt = lt_kernel_var(K, "cnt", LT_INT64);
-    lt_lvar *v = lt_kernel_var(K, "v", LT_INT64), *off = lt_kernel_var(K, "off", LT_INT64);
-    lt_lvar *tot = lt_kernel_var(K, "tot", LT_INT64), *base = lt_kernel_var(K, "base", LT_INT64);
     lt_lvar *tc = lt_kernel_var(K, "tc", LT_INT64), *s = lt_kernel_var(K, "s", LT_INT64);
     lt_lvar *oi = lt_kernel_var(K, "o", LT_INT64), *ii = lt_kernel_var(K, "i", LT_INT64);
-    lt_lbuf *part = lt_kernel_local(K, "part", LT_INT64, T, LT_SCOPE_SHARED);
     lt_lbuf *list = lt_kernel_local(K, "list", LT_INT64, T * CP_PER_THREAD, LT_SCOPE_SHARED);
-    w.thr = lt_kernel_var(K, "gthr", LT_INT64);
-    if (!blk || !ta || !tb || !qa || !qb || !qc || !st || !f || !all || !cnt || !v || !off || !tot || !base || !tc ||
-        !s || !oi || !ii || !part || !list || !w.thr)
-        return lt_lower_nomem(lc);
-    lt_lvar *thr = w.thr;
+    if (!st || !f || !tc || !s || !oi || !ii || !list) return lt_lower_nomem(lc);
+    lt_lvar *thr = w.thr, *tot = w.tot, *base = w.base, *off = w.off;
     lt_lnode *ca, *cbn, *cc;
-    LT_TRY(cp_at(lc, n, &w, ta, qa, &ca));
-    LT_TRY(cp_at(lc, n, &w, tb, qb, &cbn));
-    LT_TRY(cp_at(lc, n, &w, tb, qc, &cc));
+    LT_TRY(cp_at(lc, n, &w, w.ta, w.qa, &ca));
+    LT_TRY(cp_at(lc, n, &w, w.tb, w.qb, &cbn));
+    LT_TRY(cp_at(lc, n, &w, w.tb, w.qc, &cc));
     lt_lnode *body[96], *tile_body[64];
     int nb = 0, nt = 0;
     /* pass 1: the count */
-    nb += block_total(lc, part, thr, T, tiles, E, ta, qa, lt_l_select(K, ca, lt_l_int(K, 1), lt_l_int(K, 0)), all, v,
-                      tot, base, cb, body + nb);
+    nb += block_total(lc, &w, lt_l_select(K, ca, lt_l_int(K, 1), lt_l_int(K, 0)), cb, body + nb);
     /* pass 2, per tile: count, scan, list the true positions, copy their slices */
-    nt += tile_count(lc, part, thr, T, E, qb, lt_l_select(K, cbn, lt_l_int(K, 1), lt_l_int(K, 0)), cnt, v,
-                     tile_body + nt);
-    tile_body[nt++] = lt_l_let(K, off, lt_l_binary(K, LT_LOP_SUB, lt_l_load(K, part, lt_l_var(K, thr)), lt_l_var(K, cnt)));
-    lt_lnode *put[2] = {lt_l_store(K, list, lt_l_var(K, off), flat_elem(lc, &w, tb, qc, false)),
+    nt += tile_count(lc, &w, lt_l_select(K, cbn, lt_l_int(K, 1), lt_l_int(K, 0)), tile_body + nt);
+    tile_body[nt++] = lt_l_let(K, off, lt_l_binary(K, LT_LOP_SUB, lt_l_load(K, w.part, lt_l_var(K, thr)), lt_l_var(K, w.cnt)));
+    lt_lnode *put[2] = {lt_l_store(K, list, lt_l_var(K, off), flat_elem(lc, &w, w.tb, w.qc, false)),
                         lt_l_assign(K, off, lt_l_add(K, lt_l_var(K, off), lt_l_int(K, 1)))};
-    tile_body[nt++] = lt_l_for(K, qc, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, E), LT_LOOP_SERIAL,
+    tile_body[nt++] = lt_l_for(K, w.qc, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, w.E), LT_LOOP_SERIAL,
                                lt_l_if(K, cc, lt_l_seq(K, 2, put), NULL));
-    tile_body[nt++] = lt_l_let(K, tc, lt_l_load(K, part, lt_l_int(K, T - 1)));
+    tile_body[nt++] = lt_l_let(K, tc, lt_l_load(K, w.part, lt_l_int(K, T - 1)));
     tile_body[nt++] = lt_l_barrier(K); /* the list is complete */
     /* the copy: element f of the tile's tc * O * I, f = step * T + thread */
     lt_lnode *fx = lt_l_add(K, lt_l_mul(K, lt_l_var(K, st), lt_l_int(K, T)), lt_l_var(K, thr));
@@ -380,11 +378,7 @@ static lt_status l_compress_gpu(lt_lctx *lc, const lt_node *n, int rank, const i
     tile_body[nt++] = lt_l_for(K, st, LT_ROLE_REDUCE, lt_l_int(K, 0), steps, LT_LOOP_SERIAL, one);
     tile_body[nt++] = lt_l_assign(K, base, lt_l_add(K, lt_l_var(K, base), lt_l_var(K, tc)));
     tile_body[nt++] = lt_l_barrier(K); /* every thread is done with the list and part before the next tile */
-    body[nb++] = lt_l_for(K, tb, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, tiles), LT_LOOP_SERIAL, lt_l_seq(K, nt, tile_body));
-    lt_lnode *b = lt_lower_gpu_loop(lc, thr, LT_ROLE_OUTPUT, T, LT_LOOP_GPU_THREAD, 0,
-                                    lt_l_alloc(K, part, lt_l_alloc(K, list, lt_l_seq(K, nb, body))));
-    *res = lt_lower_gpu_loop(lc, blk, LT_ROLE_OUTPUT, 1, LT_LOOP_GPU_BLOCK, 0, b);
-    return LT_LNN(lc, *res);
+    return walk_kernel(lc, &w, body, nb, tile_body, nt, list, res);
 }
 
 static lt_status l_compress(lt_lctx *lc, const lt_node *n, lt_lnode **res) {
