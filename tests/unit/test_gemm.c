@@ -10,8 +10,8 @@
  * (channel-major and pixel-major, 8- and 16-channel weight panels, x as the slab for 1x1, strided
  * phase planes, K blocks, two threads), the implicit-im2col GEMM (no workspace), depthwise (the
  * AVX-512 3x3 band kernel at every band width, strides 1/2, pads 0..2, multipliers; 5x5 and
- * dilated on the generic path; small planes through the zero-padded copy, strides, dilations,
- * uneven pads, the copy's size limit on both sides), and the activation functions against libm.
+ * dilated on the generic path; small planes with strides, dilations, uneven pads and taps wholly
+ * in the padding on each instruction set's path), and the activation functions against libm.
  * Tolerance: |got - ref| <= 1e-4 |ref| + 1e-5 sum|terms|.
  * The 8-bit integer GEMM and convolution (gemm_i8.h) bit for bit against int64 references
  * truncated to int32: uint8 and int8 operands, zero points none / one / per column or channel at
@@ -359,19 +359,21 @@ static void test_conv(void) {
         {1, 2, 20, 16, 2, 3, 3, 1, 1, 2, 1, 0, 1, 1, 1, 2, 1, 2, LT_ACT_TANH, 0},     /* uneven pads */
         {1, 2, 5, 90, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2, 1, 1, LT_ACT_CLIP, 0},      /* 6 vectors: 7-wide */
         {1, 2, 7, 150, 2, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 2, 1, 0, LT_ACT_NONE, 0},     /* s2, 5 vectors */
-        /* depthwise through a zero-padded copy of the plane (any instruction set; without AVX-512 every
-         * plane that fits, with it what its own paths leave): stride 1 over the whole plane, other
-         * strides row by row, dilations, uneven and one-sided pads, multipliers, every epilogue
-         * placement; 60x60 5x5 fills the 4096-float copy exactly, 61x61 takes the row path */
+        /* depthwise on small planes, each instruction set's path (AVX-512: tiny, narrow and "same"
+         * planes; otherwise the row path): strides 1, 2 and 3, dilations, uneven and one-sided pads,
+         * multipliers, taps wholly in the padding (a 5x5 kernel on 2x2 and 1x1 planes), tall narrow
+         * planes, every epilogue placement */
         {1, 6, 8, 8, 6, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 6, 1, 1, LT_ACT_HARD_SWISH, 0},  /* 5x5 on 8x8 */
         {2, 4, 4, 4, 8, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 4, 1, 2, LT_ACT_RELU, 0},       /* 5x5 on 4x4, mult 2 */
+        {1, 7, 2, 2, 7, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 7, 1, 1, LT_ACT_CLIP, 0},       /* 5x5 on 2x2 */
+        {1, 3, 1, 1, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 3, 1, 2, LT_ACT_NONE, 0},       /* 3x3 on 1x1, mult 2 */
         {1, 5, 16, 16, 5, 5, 5, 2, 2, 2, 2, 2, 2, 1, 1, 5, 1, 0, LT_ACT_CLIP, 0},     /* 5x5 s2 */
-        {1, 3, 9, 12, 3, 3, 3, 2, 1, 1, 0, 0, 2, 1, 1, 3, 0, 1, LT_ACT_NONE, 0},      /* s 2x1, uneven pads */
+        {1, 3, 9, 7, 3, 3, 3, 2, 1, 1, 0, 0, 2, 1, 1, 3, 0, 1, LT_ACT_NONE, 0},       /* s 2x1, uneven pads */
         {1, 4, 13, 11, 4, 3, 3, 2, 2, 2, 2, 2, 2, 2, 2, 4, 1, 2, LT_ACT_SIGMOID, 0},  /* dilated s2 */
         {1, 3, 10, 7, 3, 7, 7, 1, 1, 3, 3, 3, 3, 1, 1, 3, 1, 0, LT_ACT_TANH, 0},      /* 7x7 */
-        {1, 2, 60, 60, 2, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 2, 1, 1, LT_ACT_NONE, 0},     /* copy exactly full */
-        {1, 2, 61, 61, 2, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 2, 1, 0, LT_ACT_RELU, 0},     /* just past: row path */
         {1, 3, 6, 9, 3, 4, 2, 1, 3, 0, 1, 3, 0, 1, 2, 3, 1, 1, LT_ACT_LEAKY_RELU, 0}, /* 4x2, s 1x3, odd pads */
+        {1, 2, 300, 8, 2, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 2, 1, 1, LT_ACT_NONE, 0},     /* tall, 8 columns */
+        {1, 2, 9, 9, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2, 1, 2, LT_ACT_GELU, 0},       /* 9x9 */
         /* direct convolution (AVX-512, conv_direct.h): channel-major on larger images, pixel-major
          * on small ones with 16-channel weight panels; x as the slab for 1x1 */
         {1, 20, 7, 7, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, LT_ACT_RELU, 0},    /* pixel-major 3x3 */

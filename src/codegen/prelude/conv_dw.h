@@ -32,11 +32,8 @@
  *    they have at most 8 outputs spanning at most 16 columns; then ahead of the "same" path), per
  *    kernel row the input span in two masked loads, per tap one permute and one FMA
  *    (lt_dw_narrow_planes_).
- *  - Everything else whose padded input plane fits 16 KB (any instruction set: what AVX2 machines
- *    run): the plane copied with its padding as zeros, then each tap one multiply-add over the
- *    whole plane (stride 1) or a row (other strides) with no bounds check (lt_dw_pad_plane_).
- *  - Larger planes: one output row at a time, the taps vectorized by the compiler over the
- *    interior columns, bounds-checked taps at the edges.
+ *  - Everything else (other sizes, dilations, strides, no AVX-512): one output row at a time, the
+ *    taps vectorized by the compiler over the interior columns, bounds-checked taps at the edges.
  */
 #ifndef LT_PRELUDE_CONV_DW_H
 #define LT_PRELUDE_CONV_DW_H
@@ -126,71 +123,6 @@ LT_FN void lt_dw_row_(const lt_conv2d_geom *g, const float *xc, const float *wk,
             for (int64_t q = 0; q < n; q++) acc[q] += rr[q];
         memcpy(o, acc, (size_t)n * sizeof(float));
     }
-}
-
-/* ---- any instruction set: small planes through a zero-padded copy ---- */
-/* The part of the input plane the outputs read, (OH-1)*SH + (KH-1)*DH + 1 rows by (OW-1)*SW +
- * (KW-1)*DW + 1 columns with the padding as zeros, copied to the stack (at most LT_DW_PAD_MAX
- * floats); then no tap needs a bounds check. Stride 1: output (oh, ow) is element q = oh * PW + ow of
- * a plane as wide as the padded one, and tap (kh, kw) reads padded element q + kh*DH*PW + kw*DW, so a
- * tap is one multiply-add over the whole plane's q (the columns past OW are computed and dropped),
- * a loop the compiler vectorizes for any vector width. Other strides: a row of outputs at a time,
- * each tap a strided pass over a padded row. Small planes are where the row path (bounds-checked
- * taps at the edges, a pass per row) was slowest: the 5x5 layers of 8x8 and 4x4 planes of the
- * mobile networks ran 5-10x slower without AVX-512 than with it. */
-#define LT_DW_PAD_MAX 4096
-LT_FN int lt_dw_pad_fits_(const lt_conv2d_geom *g) {
-    int64_t ph = (g->OH - 1) * g->SH + (g->KH - 1) * g->DH + 1, pw = (g->OW - 1) * g->SW + (g->KW - 1) * g->DW + 1;
-    return ph * pw <= LT_DW_PAD_MAX && g->OH * pw <= LT_DW_PAD_MAX && g->OW <= LT_DW_PAD_MAX;
-}
-
-LT_FN void lt_dw_pad_plane_(const lt_conv2d_geom *g, const float *xc, const float *wk, float *yp, float b,
-                            const float *rp, int act, float aa, float ab, int res_after) {
-    const int64_t PH = (g->OH - 1) * g->SH + (g->KH - 1) * g->DH + 1, PW = (g->OW - 1) * g->SW + (g->KW - 1) * g->DW + 1;
-    const int64_t OH = g->OH, OW = g->OW;
-    float pad[LT_DW_PAD_MAX], acc[LT_DW_PAD_MAX];
-    for (int64_t r = 0; r < PH; r++) { /* padded row r is input row r - PH0 */
-        float *pr = pad + r * PW;
-        const int64_t ih = r - g->PH0;
-        if (ih < 0 || ih >= g->H) {
-            memset(pr, 0, (size_t)PW * sizeof(float));
-            continue;
-        }
-        const int64_t lo = g->PW0 < PW ? g->PW0 : PW, hi0 = g->PW0 + g->W, hi = hi0 < PW ? hi0 : PW;
-        for (int64_t c = 0; c < lo; c++) pr[c] = 0.0f;
-        if (hi > lo) memcpy(pr + lo, xc + ih * g->W + (lo - g->PW0), (size_t)(hi - lo) * sizeof(float));
-        for (int64_t c = hi > lo ? hi : lo; c < PW; c++) pr[c] = 0.0f;
-    }
-    if (g->SH == 1 && g->SW == 1) {
-        const int64_t nq = (OH - 1) * PW + OW; /* the last row's columns past OW would read past the copy */
-        for (int64_t q = 0; q < nq; q++) acc[q] = b;
-        for (int64_t kh = 0; kh < g->KH; kh++)
-            for (int64_t kw = 0; kw < g->KW; kw++) {
-                const float wv = wk[kh * g->KW + kw];
-                const float *src = pad + kh * g->DH * PW + kw * g->DW;
-                for (int64_t q = 0; q < nq; q++) acc[q] += wv * src[q];
-            }
-        for (int64_t oh = 0; oh < OH; oh++)
-            for (int64_t ow = 0; ow < OW; ow++) yp[oh * OW + ow] = acc[oh * PW + ow];
-    } else {
-        for (int64_t oh = 0; oh < OH; oh++) {
-            float *row = acc;
-            for (int64_t ow = 0; ow < OW; ow++) row[ow] = b;
-            for (int64_t kh = 0; kh < g->KH; kh++)
-                for (int64_t kw = 0; kw < g->KW; kw++) {
-                    const float wv = wk[kh * g->KW + kw];
-                    const float *src = pad + (oh * g->SH + kh * g->DH) * PW + kw * g->DW;
-                    for (int64_t ow = 0; ow < OW; ow++) row[ow] += wv * src[ow * g->SW];
-                }
-            memcpy(yp + oh * OW, row, (size_t)OW * sizeof(float));
-        }
-    }
-    const int64_t n = OH * OW;
-    if (rp && !res_after)
-        for (int64_t i = 0; i < n; i++) yp[i] += rp[i];
-    lt_act_row_f32(yp, n, act, aa, ab);
-    if (rp && res_after)
-        for (int64_t i = 0; i < n; i++) yp[i] += rp[i];
 }
 
 /* ---- AVX-512 3x3 kernel: bands of up to 7 x 16 output columns, rows rolling top to bottom ---- */
@@ -650,10 +582,6 @@ LT_FN void lt_conv2d_depthwise_(const lt_conv2d_geom *g, const float *x, const f
         float *yp = y + pl * OHW;
         const float *rp = res ? res + pl * OHW : 0;
         float b = bias ? bias[oc] : 0.0f;
-        if (lt_dw_pad_fits_(g)) {
-            lt_dw_pad_plane_(g, xc, w + oc * KHW, yp, b, rp, act, aa, ab, res_after);
-            continue;
-        }
         for (int64_t oh = 0; oh < g->OH; oh++)
             lt_dw_row_(g, xc, w + oc * KHW, oh, yp + oh * g->OW, b, rp ? rp + oh * g->OW : 0, act, aa, ab,
                        res_after);
