@@ -57,6 +57,9 @@ static lt_lnode *ne_zero(lt_lctx *lc, lt_lnode *e) {
     return lt_l_binary(K, LT_LOP_NE, e, zero);
 }
 
+/* 1 where the BOOL expression b holds, else 0 (an INT64 count's term) */
+static lt_lnode *one_if(lt_lctx *lc, lt_lnode *b) { return lt_l_select(K, b, lt_l_int(K, 1), lt_l_int(K, 0)); }
+
 /* "X at the pass's index is nonzero", a BOOL expression. */
 static lt_status is_nonzero(lt_lctx *lc, const lt_node *n, lt_lvar *const *v, int rank, lt_lnode **res) {
     lt_lnode *idx[LT_MAX_RANK], *x = NULL;
@@ -118,12 +121,13 @@ static lt_lnode *flat_elem(lt_lctx *lc, const nz_walk *w, lt_lvar *tile, lt_lvar
     return clamp ? lt_l_binary(K, LT_LOP_MIN, e, lt_l_int(K, w->total - 1)) : e;
 }
 
-/* "The element is in range and nonzero", a BOOL expression. */
-static lt_status nz_at(lt_lctx *lc, const lt_node *n, const nz_walk *w, lt_lvar *tile, lt_lvar *q, int rank,
-                       const int64_t *dims, lt_lnode **res) {
+/* "Element tile * tile_len + thread * E + q of the flat value v (of dims) is in range and nonzero", a
+ * BOOL expression: NonZero's input, or Compress's condition (rank 1). */
+static lt_status walk_at(lt_lctx *lc, const lt_value *v, int rank, const int64_t *dims, const nz_walk *w,
+                         lt_lvar *tile, lt_lvar *q, lt_lnode **res) {
     lt_lnode *idx[LT_MAX_RANK], *x = NULL;
     LT_TRY(lt_lower_unflat(lc, flat_elem(lc, w, tile, q, true), rank, dims, idx));
-    LT_TRY(lt_lower_value(lc, n->in[0], idx, &x));
+    LT_TRY(lt_lower_value(lc, v, idx, &x));
     LT_TRY(LT_LNN(lc, x));
     lt_lnode *in = lt_l_binary(K, LT_LOP_LT, flat_elem(lc, w, tile, q, false), lt_l_int(K, w->total));
     *res = lt_l_binary(K, LT_LOP_AND, in, ne_zero(lc, x));
@@ -145,15 +149,15 @@ static int block_scan(lt_lctx *lc, lt_lbuf *part, lt_lvar *thr, lt_lvar *v, int6
     return nb;
 }
 
-/* Pass 1 of the block walks, appended to body: each thread counts the entries where `one` (1 or 0
- * at tile ta, entry qa) says, the counts are scanned over the block into part, thread 0 stores the
+/* Pass 1 of the block walks, appended to body: each thread counts the entries where `hit` (a BOOL at
+ * tile ta, entry qa) holds, the counts are scanned over the block into part, thread 0 stores the
  * total to cb[0], and every thread has it in `tot`, with `base` = 0 for pass 2. */
-static int block_total(lt_lctx *lc, const nz_walk *w, lt_lnode *one, lt_lbuf *cb, lt_lnode **body) {
+static int block_total(lt_lctx *lc, const nz_walk *w, lt_lnode *hit, lt_lbuf *cb, lt_lnode **body) {
     int nb = 0;
     body[nb++] = lt_l_let(K, w->all, lt_l_int(K, 0));
     body[nb++] = lt_l_for(K, w->ta, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, w->tiles), LT_LOOP_SERIAL,
                           lt_l_for(K, w->qa, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, w->E), LT_LOOP_SERIAL,
-                                   lt_l_assign(K, w->all, lt_l_add(K, lt_l_var(K, w->all), one))));
+                                   lt_l_assign(K, w->all, lt_l_add(K, lt_l_var(K, w->all), one_if(lc, hit)))));
     body[nb++] = lt_l_store(K, w->part, lt_l_var(K, w->thr), lt_l_var(K, w->all));
     body[nb++] = lt_l_barrier(K);
     body[nb++] = lt_l_let(K, w->v, lt_l_int(K, 0));
@@ -166,14 +170,14 @@ static int block_total(lt_lctx *lc, const nz_walk *w, lt_lnode *one, lt_lbuf *cb
     return nb;
 }
 
-/* The start of a tile of pass 2, appended to body: the thread's count of its E entries (`one` at
- * entry qb) in cnt, scanned over the block into part (part[thr] - cnt: the thread's offset in the
+/* The start of a tile of pass 2, appended to body: the thread's count of its E entries where `hit`
+ * (at entry qb) holds in cnt, scanned over the block into part (part[thr] - cnt: the thread's offset in the
  * tile, part[T - 1]: the tile's count). */
-static int tile_count(lt_lctx *lc, const nz_walk *w, lt_lnode *one, lt_lnode **body) {
+static int tile_count(lt_lctx *lc, const nz_walk *w, lt_lnode *hit, lt_lnode **body) {
     int nb = 0;
     body[nb++] = lt_l_let(K, w->cnt, lt_l_int(K, 0));
     body[nb++] = lt_l_for(K, w->qb, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, w->E), LT_LOOP_SERIAL,
-                          lt_l_assign(K, w->cnt, lt_l_add(K, lt_l_var(K, w->cnt), one)));
+                          lt_l_assign(K, w->cnt, lt_l_add(K, lt_l_var(K, w->cnt), one_if(lc, hit))));
     body[nb++] = lt_l_store(K, w->part, lt_l_var(K, w->thr), lt_l_var(K, w->cnt));
     body[nb++] = lt_l_barrier(K);
     return nb + block_scan(lc, w->part, w->thr, w->v, w->T, body + nb);
@@ -205,16 +209,16 @@ static lt_status l_nonzero_gpu(lt_lctx *lc, const lt_node *n, int rank, const in
     nz_walk w;
     LT_TRY(walk_init(lc, total, NZ_PER_THREAD, &w));
     lt_lnode *nza, *nzb, *nzc, *coord[LT_MAX_RANK];
-    LT_TRY(nz_at(lc, n, &w, w.ta, w.qa, rank, dims, &nza));
-    LT_TRY(nz_at(lc, n, &w, w.tb, w.qb, rank, dims, &nzb));
-    LT_TRY(nz_at(lc, n, &w, w.tb, w.qc, rank, dims, &nzc));
+    LT_TRY(walk_at(lc, n->in[0], rank, dims, &w, w.ta, w.qa, &nza));
+    LT_TRY(walk_at(lc, n->in[0], rank, dims, &w, w.tb, w.qb, &nzb));
+    LT_TRY(walk_at(lc, n->in[0], rank, dims, &w, w.tb, w.qc, &nzc));
     LT_TRY(lt_lower_unflat(lc, flat_elem(lc, &w, w.tb, w.qc, false), rank, dims, coord));
     lt_lnode *body[96], *tile_body[64];
     int nb = 0, nt = 0;
     /* pass 1: the total */
-    nb += block_total(lc, &w, lt_l_select(K, nza, lt_l_int(K, 1), lt_l_int(K, 0)), cb, body + nb);
+    nb += block_total(lc, &w, nza, cb, body + nb);
     /* pass 2, per tile: count, scan, write from base + the thread's offset */
-    nt += tile_count(lc, &w, lt_l_select(K, nzb, lt_l_int(K, 1), lt_l_int(K, 0)), tile_body + nt);
+    nt += tile_count(lc, &w, nzb, tile_body + nt);
     tile_body[nt++] = lt_l_let(K, w.off, lt_l_binary(K, LT_LOP_SUB, lt_l_add(K, lt_l_var(K, w.base), lt_l_load(K, w.part, lt_l_var(K, w.thr))),
                                                      lt_l_var(K, w.cnt)));
     lt_lnode *put[LT_MAX_RANK + 1];
@@ -246,7 +250,7 @@ static lt_status l_nonzero(lt_lctx *lc, const lt_node *n, lt_lnode **res) {
     LT_TRY(is_nonzero(lc, n, v1, rank, &nz1));
     LT_TRY(is_nonzero(lc, n, v2, rank, &nz2));
     /* pass 1: cnt += nonzero */
-    lt_lnode *count = lt_l_assign(K, cnt, lt_l_add(K, lt_l_var(K, cnt), lt_l_select(K, nz1, lt_l_int(K, 1), lt_l_int(K, 0))));
+    lt_lnode *count = lt_l_assign(K, cnt, lt_l_add(K, lt_l_var(K, cnt), one_if(lc, nz1)));
     /* pass 2: Y[k * cnt + c] = coordinate k; c += 1 */
     lt_lnode *put[LT_MAX_RANK + 1];
     for (int d = 0; d < rank; d++)
@@ -295,16 +299,6 @@ static bool accept_compress(const lt_node *n, char *why, size_t size) {
  * all threads ---- */
 #define CP_PER_THREAD 4 /* condition entries a thread takes from a tile (the tile's list is T * 4) */
 
-/* "Condition entry tile * tile_len + thread * E + q is in range and true", a BOOL expression. */
-static lt_status cp_at(lt_lctx *lc, const lt_node *n, const nz_walk *w, lt_lvar *tile, lt_lvar *q, lt_lnode **res) {
-    lt_lnode *idx[1] = {flat_elem(lc, w, tile, q, true)}, *c = NULL;
-    LT_TRY(lt_lower_value(lc, n->in[1], idx, &c));
-    LT_TRY(LT_LNN(lc, c));
-    lt_lnode *in = lt_l_binary(K, LT_LOP_LT, flat_elem(lc, w, tile, q, false), lt_l_int(K, w->total));
-    *res = lt_l_binary(K, LT_LOP_AND, in, ne_zero(lc, c));
-    return LT_LNN(lc, *res);
-}
-
 /* Up to 1024 threads over the condition's L entries in tiles of T * E (E <= CP_PER_THREAD), as
  * NonZero's walk. Pass 1: the count (a block scan of the threads' counts). Pass 2, tile by tile: each
  * thread puts its true positions, in order, at its scanned offset in the tile's list (shared memory);
@@ -325,15 +319,15 @@ static lt_status l_compress_gpu(lt_lctx *lc, const lt_node *n, int rank, const i
     if (!st || !f || !tc || !s || !oi || !ii || !list) return lt_lower_nomem(lc);
     lt_lvar *thr = w.thr, *tot = w.tot, *base = w.base, *off = w.off;
     lt_lnode *ca, *cbn, *cc;
-    LT_TRY(cp_at(lc, n, &w, w.ta, w.qa, &ca));
-    LT_TRY(cp_at(lc, n, &w, w.tb, w.qb, &cbn));
-    LT_TRY(cp_at(lc, n, &w, w.tb, w.qc, &cc));
+    LT_TRY(walk_at(lc, n->in[1], 1, &L, &w, w.ta, w.qa, &ca));
+    LT_TRY(walk_at(lc, n->in[1], 1, &L, &w, w.tb, w.qb, &cbn));
+    LT_TRY(walk_at(lc, n->in[1], 1, &L, &w, w.tb, w.qc, &cc));
     lt_lnode *body[96], *tile_body[64];
     int nb = 0, nt = 0;
     /* pass 1: the count */
-    nb += block_total(lc, &w, lt_l_select(K, ca, lt_l_int(K, 1), lt_l_int(K, 0)), cb, body + nb);
+    nb += block_total(lc, &w, ca, cb, body + nb);
     /* pass 2, per tile: count, scan, list the true positions, copy their slices */
-    nt += tile_count(lc, &w, lt_l_select(K, cbn, lt_l_int(K, 1), lt_l_int(K, 0)), tile_body + nt);
+    nt += tile_count(lc, &w, cbn, tile_body + nt);
     tile_body[nt++] = lt_l_let(K, off, lt_l_binary(K, LT_LOP_SUB, lt_l_load(K, w.part, lt_l_var(K, thr)), lt_l_var(K, w.cnt)));
     lt_lnode *put[2] = {lt_l_store(K, list, lt_l_var(K, off), flat_elem(lc, &w, w.tb, w.qc, false)),
                         lt_l_assign(K, off, lt_l_add(K, lt_l_var(K, off), lt_l_int(K, 1)))};
@@ -403,7 +397,7 @@ static lt_status l_compress(lt_lctx *lc, const lt_node *n, lt_lnode **res) {
     LT_TRY(LT_LNN(lc, cv1));
     LT_TRY(LT_LNN(lc, cv2));
     lt_lnode *count = lt_l_assign(
-        K, cnt, lt_l_add(K, lt_l_var(K, cnt), lt_l_select(K, ne_zero(lc, cv1), lt_l_int(K, 1), lt_l_int(K, 0))));
+        K, cnt, lt_l_add(K, lt_l_var(K, cnt), one_if(lc, ne_zero(lc, cv1))));
     /* the copy of slice j2 to slice c: loops over the other dims (none when flat) */
     lt_lnode *xi[LT_MAX_RANK], *x = NULL, *yflat = NULL;
     int64_t inner = 1;
