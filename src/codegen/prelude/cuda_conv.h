@@ -313,7 +313,7 @@ LT_FN float lt_conv_direct_taps(const typename D::S *X, const typename D::S *wb,
 template <typename D>
 LT_FN void lt_conv_direct_one(const lt_cuda_gemm_params &p, const typename D::S *X, const typename D::S *Wt,
                               void *y, unsigned i, int C, int H, int W, int OC, int KH, int KW, int sh, int sw,
-                              int ph, int pw, int dh, int dw, int Cg, int OCg, int P, int OW, unsigned long long mp,
+                              int ph, int pw, int dh, int dw, int Cg, int P, int OW, unsigned long long mp,
                               unsigned long long moc, unsigned long long mow, unsigned long long mocg) {
     typedef typename D::S S;
     const unsigned row = lt_divu31(i, mp); /* ni * OC + oc */
@@ -323,7 +323,6 @@ LT_FN void lt_conv_direct_one(const lt_cuda_gemm_params &p, const typename D::S 
     const int gi = (int)lt_divu31((unsigned)oc, mocg);
     const float acc = lt_conv_direct_taps<D, int>(X, Wt + (long long)oc * (Cg * KH * KW), (ni * C + gi * Cg) * H * W,
                                                   Cg, H, W, KH, KW, sh, sw, ph, pw, dh, dw, oh, ow);
-    (void)OCg;
     float v[1] = {acc};
     lt_epilogue<D>(p, ni, v, [&](int, int &r, int &c) { r = oc, c = pp; });
     lt_st1<D>((S *)y, i, v[0]);
@@ -349,14 +348,14 @@ LT_FN void lt_conv_direct(LT_CONV_ARGS, int mode, unsigned long long mp, unsigne
     if (mode == 2) {
         const unsigned i = (unsigned)block * 256u + (unsigned)thread;
         if (i < (unsigned)total)
-            lt_conv_direct_one<D>(p, X, Wt, y, i, C, H, W, OC, KH, KW, sh, sw, ph, pw, dh, dw, Cg, OCg, P, OW, mp, moc,
-                                  mow, mocg);
+            lt_conv_direct_one<D>(p, X, Wt, y, i, C, H, W, OC, KH, KW, sh, sw, ph, pw, dh, dw, Cg, P, OW, mp, moc, mow,
+                                  mocg);
         return;
     }
     if (mode == 1) {
         for (long long i = block * 256 + thread; i < total; i += nblocks * 256)
-            lt_conv_direct_one<D>(p, X, Wt, y, (unsigned)i, C, H, W, OC, KH, KW, sh, sw, ph, pw, dh, dw, Cg, OCg, P, OW,
-                                  mp, moc, mow, mocg);
+            lt_conv_direct_one<D>(p, X, Wt, y, (unsigned)i, C, H, W, OC, KH, KW, sh, sw, ph, pw, dh, dw, Cg, P, OW, mp,
+                                  moc, mow, mocg);
         return;
     }
     for (long long i = block * 256 + thread; i < total; i += nblocks * 256) {
