@@ -2,6 +2,7 @@
  * rules, the node table, walk / mutate / substitute (same pointer when unchanged), the printer
  * (exact text), the simplifier (before/after text), static cost, the verifier, the interpreter on
  * random data, and out-of-memory behaviour of the builders. Exits non-zero on the first failure. */
+#include "codegen/prelude/core.h" /* lt_divu31, the generated code's own */
 #include "loop/leval.h"
 #include "loop/loop.h"
 #include "test_util.h"
@@ -496,11 +497,8 @@ static void test_div_magic(void) {
     CHECK(bad == 0);
 }
 
-/* lt_div_magic31: n / d == (mulhi32(n, m) + n) >> l for every n < 2^31 (common.h's lt_divu31, written
- * out here), for every divisor up to 2^12 around each of its multiples, at the edges and at random */
-static uint32_t divu31(uint32_t n, uint64_t ml) {
-    return (uint32_t)((((uint64_t)n * (uint32_t)ml) >> 32) + n) >> (uint32_t)(ml >> 32);
-}
+/* lt_div_magic31 with the prelude's lt_divu31 (the C target's: (mulhi32(n, m) + n) >> l): n / d for
+ * every n < 2^31, for every divisor up to 2^12 around each of its multiples, at the edges and at random */
 static void test_div_magic31(void) {
     CHECK(lt_div_magic31(0) == 0 && lt_div_magic31(-3) == 0 && lt_div_magic31((int64_t)1 << 31) == 0);
     CHECK(lt_div_magic31(1) == 1 && lt_div_magic31(2) == (1 | (uint64_t)1 << 32));
@@ -510,23 +508,23 @@ static void test_div_magic31(void) {
         uint64_t ml = lt_div_magic31(d);
         for (uint32_t k = 0; k <= top / d; k += k < 64 ? 1 : k / 8 + 1) { /* around multiples of d */
             uint32_t n = d * k;
-            bad += divu31(n, ml) != k;
-            if (n) bad += divu31(n - 1, ml) != k - 1;
-            if (n < top) bad += divu31(n + 1, ml) != (n + 1) / d;
+            bad += lt_divu31(n, ml) != k;
+            if (n) bad += lt_divu31(n - 1, ml) != k - 1;
+            if (n < top) bad += lt_divu31(n + 1, ml) != (n + 1) / d;
         }
-        bad += divu31(top, ml) != top / d;
+        bad += lt_divu31(top, ml) != top / d;
     }
     static const uint32_t ds[] = {65535, 65536, 65537, 1000003, 1u << 30, (1u << 30) + 1, 2147483646u, 2147483647u};
     static const uint32_t ns[] = {0, 1, 65535, 65536, 1u << 30, (1u << 30) + 1, 2147483646u, 2147483647u};
     for (size_t i = 0; i < sizeof ds / sizeof ds[0]; i++)
-        for (size_t j = 0; j < sizeof ns / sizeof ns[0]; j++) bad += divu31(ns[j], lt_div_magic31(ds[i])) != ns[j] / ds[i];
+        for (size_t j = 0; j < sizeof ns / sizeof ns[0]; j++) bad += lt_divu31(ns[j], lt_div_magic31(ds[i])) != ns[j] / ds[i];
     uint64_t x = 0x2545F4914F6CDD1Dull;
     for (int r = 0; r < 400000; r++) {
         x ^= x << 13, x ^= x >> 7, x ^= x << 17;
         uint32_t d = (uint32_t)(x >> 33), n = (uint32_t)x & top;
         if (r & 1) d >>= (x >> 20) & 31; /* small divisors too */
         if (!d) d = 1;
-        bad += divu31(n, lt_div_magic31(d)) != n / d;
+        bad += lt_divu31(n, lt_div_magic31(d)) != n / d;
     }
     CHECK(bad == 0);
 }
