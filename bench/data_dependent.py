@@ -13,6 +13,7 @@ compilable nodes after it:
   unique    20000 integers in [0, 500) -> Unique (sorted) -> values * counts -> CumSum
   loop      a Loop of max(n) = 100 steps, s = Tanh(s @ W [128, 128] + x) on s [8, 128], each step's
             pre-activation a scan output -> Relu (the body compiled at run time, or interpreted)
+  loop_small  the same Loop over 1000 steps on s [1, 8]: what each iteration costs beyond its work
 Three runners take turns, one run each per round, for --runs rounds (load from other processes hits
 them alike); the medians are printed with split/no_split and split/onnxruntime ratios and their
 geometric means, as a markdown table (also written to --md). Inputs are fixed per model (seed 0), so
@@ -90,18 +91,20 @@ def build(name, rng):
                  h.make_node("CumSum", ["p", "ax"], ["y"])]
         return (_model(nodes, [vi("x", T.INT64, [20000])], [vi("y", T.FLOAT, None)], [_c("ax", 0, np.int64)]),
                 {"x": rng.integers(0, 500, 20000).astype(np.int64)})
-    if name == "loop":
+    if name in ("loop", "loop_small"):
+        steps, rows, d = (100, 8, 128) if name == "loop" else (1000, 1, 8)
         body = h.make_graph([h.make_node("MatMul", ["s", "w"], ["m"]), h.make_node("Add", ["m", "x"], ["a"]),
                              h.make_node("Tanh", ["a"], ["s2"]), h.make_node("Identity", ["cond"], ["c2"])], "body",
-                            [vi("it", T.INT64, []), vi("cond", T.BOOL, []), vi("s", T.FLOAT, [8, 128])],
-                            [vi("c2", T.BOOL, []), vi("s2", T.FLOAT, [8, 128]), vi("a", T.FLOAT, [8, 128])])
+                            [vi("it", T.INT64, []), vi("cond", T.BOOL, []), vi("s", T.FLOAT, [rows, d])],
+                            [vi("c2", T.BOOL, []), vi("s2", T.FLOAT, [rows, d]), vi("a", T.FLOAT, [rows, d])])
         nodes = [h.make_node("ReduceMax", ["n"], ["nm"], keepdims=0),
                  h.make_node("Loop", ["nm", "", "s0"], ["sf", "all"], body=body), h.make_node("Relu", ["all"], ["y"])]
-        return (_model(nodes, [vi("n", T.INT64, [2]), vi("s0", T.FLOAT, [8, 128]), vi("x", T.FLOAT, [8, 128])],
+        scale = 0.05 if d > 8 else 0.3
+        return (_model(nodes, [vi("n", T.INT64, [2]), vi("s0", T.FLOAT, [rows, d]), vi("x", T.FLOAT, [rows, d])],
                        [vi("y", T.FLOAT, None)],  # a contracting recurrence: rounding differences fade
-                       [nh.from_array((rng.standard_normal((128, 128)) * 0.05).astype(np.float32), "w")]),
-                {"n": np.array([100, 7], np.int64), "s0": rng.standard_normal((8, 128)).astype(np.float32),
-                 "x": rng.standard_normal((8, 128)).astype(np.float32)})
+                       [nh.from_array((rng.standard_normal((d, d)) * scale).astype(np.float32), "w")]),
+                {"n": np.array([steps, 7], np.int64), "s0": rng.standard_normal((rows, d)).astype(np.float32),
+                 "x": rng.standard_normal((rows, d)).astype(np.float32)})
     raise SystemExit(f"unknown model {name}")
 
 
@@ -115,7 +118,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--runs", type=int, default=30)
-    ap.add_argument("--models", default="nonzero,compress,topk,nms,unique,loop")
+    ap.add_argument("--models", default="nonzero,compress,topk,nms,unique,loop,loop_small")
     ap.add_argument("--md", default=None)
     a = ap.parse_args()
     try:

@@ -44,6 +44,9 @@ typedef struct body {
     rest_model *rm;            /* compiled: its model and family; NULL: interpreted */
     char why[200];             /* interpreted: why */
     int64_t calls;
+    /* a Loop's body: the Loops the plan ran itself (loop_run.c), or why it does not */
+    int64_t loop_runs;
+    char loop_why[160];
 } body;
 
 typedef struct bodies {
@@ -289,6 +292,53 @@ static lt_status bodies_run(lt_eval *ev, const lt_graph *g, lt_datum *const *inp
     return lt_interp_subgraph(ev, g, inputs, n_inputs, outputs); /* interpreted, or called with other dtypes */
 }
 
+/* A Loop step: run by the plan itself (lt_loop_run) with its body's plan for the first iteration's
+ * shapes, compiled now at the body's first call; *done false leaves it to the Loop's eval hook. */
+static lt_status bodies_run_loop(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum **out, bool *done) {
+    *done = false;
+    bodies *bs = ev->subgraph_user;
+    lt_ctx *ctx = ev->ctx;
+    const lt_graph *g = lt_attr_graph(n, "body");
+    int n_carried = n->n_in > 2 ? n->n_in - 2 : 0;
+    if (!g || g->n_inputs != 2 + n_carried) return LT_OK;
+    body *b = NULL;
+    for (int i = 0; i < bs->n && !b; i++) b = bs->v[i].g == g ? &bs->v[i] : NULL;
+    if (!b) LT_TRY(new_body(ctx, bs, g, g->n_inputs, &b));
+    if (b->why[0] || b->loop_why[0]) return LT_OK;
+    for (int k = 0; k < n_carried; k++)
+        if (!numeric_tensor(in[2 + k])) return LT_OK;
+    int n_all = g->n_inputs + b->n_roots;
+    lt_datum **all = lt_calloc(ctx, (size_t)n_all, sizeof *all, "loop");
+    lt_tensor *it = NULL, *cond = NULL;
+    lt_status s = all ? LT_OK : LT_ERR_NOMEM;
+    if (s == LT_OK) s = lt_tensor_scalar_i64(ctx, LT_INT64, 0, &it);
+    if (s == LT_OK) s = lt_datum_tensor(ctx, it, &all[0]);
+    if (s == LT_OK) s = lt_tensor_scalar_i64(ctx, LT_BOOL, 1, &cond);
+    if (s == LT_OK) s = lt_datum_tensor(ctx, cond, &all[1]);
+    for (int k = 0; k < n_carried && s == LT_OK; k++) all[2 + k] = lt_datum_retain(in[2 + k]);
+    if (s == LT_OK) s = root_datums(ev, b, all + g->n_inputs);
+    if (s == LT_OK && !b->rm) s = compile_body(ctx, bs, b, all);
+    lt_plan *plan = NULL;
+    if (s == LT_OK && b->rm && same_signature(b, all, n_all)) {
+        int ranks[STACK_INPUTS];
+        const int64_t *dims[STACK_INPUTS];
+        int *rk = n_all <= STACK_INPUTS ? ranks : lt_calloc(ctx, (size_t)n_all, sizeof *rk, "loop");
+        const int64_t **dm = n_all <= STACK_INPUTS ? dims : lt_calloc(ctx, (size_t)n_all, sizeof *dm, "loop");
+        s = rk && dm ? LT_OK : LT_ERR_NOMEM;
+        for (int i = 0; i < n_all && s == LT_OK; i++) rk[i] = all[i]->tensor->rank, dm[i] = all[i]->tensor->dims;
+        if (s == LT_OK) s = lt_family_plan(ctx, b->rm->fam, n_all, rk, dm, &plan);
+        if (rk != ranks) lt_mem_free(rk);
+        if (dm != dims) lt_mem_free(dm);
+    }
+    int64_t iters = 0;
+    if (s == LT_OK && plan)
+        s = lt_loop_run(ev, n, plan, in, all + g->n_inputs, b->n_roots, out, done, b->loop_why, sizeof b->loop_why, &iters);
+    if (*done) b->calls += iters, b->loop_runs++;
+    for (int k = 0; all && k < g->n_inputs; k++) lt_datum_release(all[k]); /* the roots are borrowed */
+    lt_mem_free(all);
+    return s;
+}
+
 static void bodies_free(void *user) {
     bodies *bs = user;
     if (!bs) return;
@@ -307,7 +357,10 @@ static void bodies_print(void *user, lt_strbuf *out) {
         if (b->g->owner) lt_node_label(b->g->owner, label, sizeof label);
         lt_sb_printf(out, "subgraph '%s' of %s: ", b->g->name ? b->g->name : "", label);
         if (b->rm && b->rm->fam) {
-            lt_sb_printf(out, "compiled at run time, %lld calls: ", (long long)b->calls);
+            lt_sb_printf(out, "compiled at run time, %lld calls", (long long)b->calls);
+            if (b->loop_runs) lt_sb_printf(out, ", the Loop run by the plan %lld times", (long long)b->loop_runs);
+            if (b->loop_why[0]) lt_sb_printf(out, ", the Loop interpreted (%s)", b->loop_why);
+            lt_sb_printf(out, ": ");
             lt_family_print(b->rm->fam, out);
         } else {
             lt_sb_printf(out, "interpreted: %s\n", b->why);
@@ -328,7 +381,8 @@ lt_status lt_split_attach_subgraphs(lt_ctx *ctx, const lt_model *m, const lt_com
         return s;
     }
     bs->opts.opt.rest_cache = opt->rest_cache;
-    lt_plan_subgraphs sub = {.user = bs, .run = bodies_run, .free = bodies_free, .print = bodies_print};
+    lt_plan_subgraphs sub = {.user = bs, .run = bodies_run, .run_loop = bodies_run_loop, .free = bodies_free,
+                             .print = bodies_print};
     lt_plan_set_subgraphs(p, &sub);
     return LT_OK;
 }

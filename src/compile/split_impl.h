@@ -95,4 +95,13 @@ lt_status lt_split_rest_family(lt_ctx *ctx, rest_model *rm);
  * no_split and all_host compiles, and for artifacts (saved or loaded: no compiler where they run). */
 bool lt_split_compiles_rest(const lt_compile_options *o);
 
+/* Run Loop node n (its inputs in: trip count, condition, the initial loop-carried values) with plan,
+ * its body's plan compiled for the first iteration's shapes (inputs: the iteration number, the
+ * condition, the loop-carried values, then the outer values the body reads, roots[0..n_roots)), and
+ * fill out (new references) (loop_run.c). *done false, with nothing written, when the plan cannot
+ * run this Loop's iterations: why says why when it is the body (empty when it is the inputs: zero
+ * iterations, a malformed trip count); the caller then interprets the Loop. *iterations: how many ran. */
+lt_status lt_loop_run(lt_eval *ev, const lt_node *n, lt_plan *plan, lt_datum *const *in, lt_datum *const *roots,
+                      int n_roots, lt_datum **out, bool *done, char *why, size_t why_size, int64_t *iterations);
+
 #endif

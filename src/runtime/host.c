@@ -227,8 +227,11 @@ lt_status lt_plan_host_run(lt_ctx *ctx, lt_plan *p, int i) {
     if (n->op == LT_OP_DataDependentRest && p->rest.run) { /* the rest of a split model */
         lt_plan_run_options ro = {.seed = p->rng, .max_loop_bytes = p->max_loop_bytes};
         s = p->rest.run(p->rest.user, ctx, &ro, in, n->n_in, out, n->n_out, &p->copies);
-    } else
-        s = h->eval(&ev, n, in, out);
+    } else {
+        bool done = false;
+        if (n->op == LT_OP_Loop && p->subgraphs.run_loop) s = p->subgraphs.run_loop(&ev, n, in, out, &done);
+        if (s == LT_OK && !done) s = h->eval(&ev, n, in, out);
+    }
     if (s == LT_OK && ctx->status != LT_OK) s = ctx->status; /* an op that reported but returned OK */
     p->rng = ev.rng;
     for (int k = 0; outer && outer[k] >= 0; k++) {

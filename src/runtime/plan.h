@@ -335,11 +335,13 @@ typedef struct lt_plan_rest {
 void lt_plan_set_rest(lt_plan *p, const lt_plan_rest *rest);
 /* The subgraphs its host steps run (a Loop's body, an If's branches) compiled at run time
  * (src/compile/split_body.c): the host steps' evaluator runs subgraphs through run, with
- * lt_eval.subgraph_user = user (run NULL: the interpreter runs them); free runs with lt_plan_free.
- * Set once, after the plan is built. */
+ * lt_eval.subgraph_user = user (run NULL: the interpreter runs them); a Loop step goes to run_loop
+ * first (optional), which runs the whole Loop itself (*done true) or leaves it to the Loop's eval
+ * hook; free runs with lt_plan_free. Set once, after the plan is built. */
 typedef struct lt_plan_subgraphs {
     void *user;
     lt_subgraph_fn run;
+    lt_status (*run_loop)(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum **out, bool *done);
     void (*free)(void *user);
     void (*print)(void *user, lt_strbuf *out); /* what it compiled so far, for reports */
 } lt_plan_subgraphs;
