@@ -138,6 +138,34 @@ def loop_scan_feeds(rng):
             "base": rng.standard_normal(4).astype(np.float32)}
 
 
+def loop_exit():
+    """A Loop that stops when its body says so (it < k, k an outer input) or at its trip count m:
+    a float state, an int64 counter, and two scan outputs (the state, and the iteration number passed
+    straight through) that go through Sigmoid and Cast -> Mul. A trip count of 2**40 leaves the scan
+    outputs' size to the condition (grown as they fill)."""
+    V = h.make_tensor_value_info
+    body = h.make_graph([h.make_node("Cast", ["it"], ["itf"], to=T.FLOAT), h.make_node("Mul", ["s", "half"], ["sh"]),
+                         h.make_node("Add", ["sh", "itf"], ["s2"]), h.make_node("Add", ["cnt", "one"], ["cnt2"]),
+                         h.make_node("Less", ["it", "k"], ["c2"])], "body",
+                        [V("it", T.INT64, []), V("cond", T.BOOL, []), V("s", T.FLOAT, [3]), V("cnt", T.INT64, [1])],
+                        [V("c2", T.BOOL, []), V("s2", T.FLOAT, [3]), V("cnt2", T.INT64, [1]), V("s2", T.FLOAT, [3]),
+                         V("it", T.INT64, [])],
+                        [_c("half", 0.5, np.float32), _c("one", [1], np.int64)])
+    nodes = [h.make_node("Loop", ["m", "go", "s0", "c0"], ["sf", "cntf", "states", "its"], body=body),
+             h.make_node("Sigmoid", ["states"], ["y"]), h.make_node("Cast", ["its"], ["itsf"], to=T.FLOAT),
+             h.make_node("Mul", ["itsf", "itsf"], ["z"])]
+    return _model(nodes, [V("m", T.INT64, []), V("go", T.BOOL, []), V("s0", T.FLOAT, [3]), V("c0", T.INT64, [1]),
+                          V("k", T.INT64, [])],
+                  [V("y", T.FLOAT, None), V("z", T.FLOAT, None), V("sf", T.FLOAT, [3]), V("cntf", T.INT64, [1])])
+
+
+def loop_exit_feeds(rng):
+    # at least 5 iterations (see loop_scan_feeds); k past 16 and 32: the scan outputs grow
+    return {"m": np.array(rng.choice([12, 1 << 40]), np.int64), "go": np.array(True), "s0": rng.standard_normal(3).astype(np.float32),
+            "c0": rng.integers(-5, 5, 1).astype(np.int64), "k": np.array(rng.integers(4, 70), np.int64)}
+
+
 MODELS = {"nonzero": (nonzero, nonzero_feeds), "nms": (nms, nms_feeds), "unique": (unique, unique_feeds),
           "unique_rows": (unique_rows, unique_rows_feeds),
-          "topk": (topk, topk_feeds), "compress": (compress, compress_feeds), "loop_scan": (loop_scan, loop_scan_feeds)}
+          "topk": (topk, topk_feeds), "compress": (compress, compress_feeds), "loop_scan": (loop_scan, loop_scan_feeds),
+          "loop_exit": (loop_exit, loop_exit_feeds)}

@@ -2,8 +2,10 @@
 
 A host step that runs a subgraph runs it through a compiled family of the subgraph's own model
 (src/compile/split_body.c): each call picks the plan of its shapes, with no C compiler run for shapes
-whose bucket exists. These tests compare every result with the interpreter, count the compiler runs,
-and check what the report says (compiled, or interpreted and why).
+whose bucket exists. A Loop whose body's plan keeps its loop-carried shapes is run by the plan itself
+(src/compile/loop_run.c): the body's plan per iteration on buffers bound once, scan slices written in
+place. These tests compare every result with the interpreter, count the compiler runs, and check what
+the report says (compiled, the Loop run by the plan, or interpreted and why).
 """
 import os
 import sys
@@ -20,6 +22,7 @@ from onnx import TensorProto as T  # noqa: E402
 from onnx import helper as h  # noqa: E402
 from onnx import numpy_helper as nh  # noqa: E402
 
+import data_dependent_models as ddm  # noqa: E402
 import lathe  # noqa: E402
 from cc_log import compiles, counting_cc  # noqa: E402
 
@@ -76,7 +79,46 @@ def test_loop_body_compiled_once(tmp_path):
     assert after[-1] == after[0], f"the C compiler ran after the first run: {after}"
     lines = subgraph_lines(model.report)
     assert len(lines) == 1 and "(Loop): compiled at run time" in lines[0], model.report
-    assert "buckets: 1" in lines[0], model.report
+    assert "buckets: 1" in lines[0] and "the Loop run by the plan 6 times" in lines[0], model.report
+
+
+def test_loop_run_by_the_plan_stops_where_the_body_says(tmp_path):
+    """The body's condition ends the loop (it < k) before the trip count, or the trip count does, or no
+    iteration runs (m = 0, go false: the interpreter's); with a trip count of 2**40 the scan outputs
+    grow as they fill (past 16, 32, 64 iterations). A scan output passes the iteration number
+    straight through; an int64 counter is carried."""
+    path = str(tmp_path / "exit.onnx")
+    onnx.save(ddm.loop_exit(), path)
+    model, ref = lathe.compile(path, cache_dir=False), lathe.compile(path, backend="interp")
+    rng = np.random.default_rng(8)
+    ran = 0
+    for m, go, k in [(1 << 40, True, 0), (1 << 40, True, 15), (1 << 40, True, 16), (1 << 40, True, 17),
+                     (1 << 40, True, 70), (1 << 40, True, 300), (3, True, 300), (1, True, 5), (0, True, 5),
+                     (12, False, 5), (12, True, 40)]:
+        f = {"m": np.array(m, np.int64), "go": np.array(go), "s0": rng.standard_normal(3).astype(np.float32),
+             "c0": rng.integers(-5, 5, 1).astype(np.int64), "k": np.array(k, np.int64)}
+        got, want = model.run(f), ref.run(f)
+        check(got, want, f"m={m} go={go} k={k}")
+        assert got["z"].shape == ((min(m, k + 1) if go else 0),), (m, go, k)
+        ran += m > 0 and go
+    lines = subgraph_lines(model.report)
+    assert len(lines) == 1 and f"the Loop run by the plan {ran} times" in lines[0], model.report
+
+
+def test_loop_with_random_body_is_interpreted(tmp_path):
+    """A body that draws random numbers: the interpreter runs the Loop (one stream across iterations),
+    and says why; the body itself is still compiled."""
+    body = h.make_graph([h.make_node("RandomUniformLike", ["s"], ["r"], seed=3.0), h.make_node("Add", ["s", "r"], ["s2"]),
+                         h.make_node("Identity", ["cond"], ["c2"])], "rbody",
+                        [V("it", T.INT64, []), V("cond", T.BOOL, []), V("s", T.FLOAT, [4])],
+                        [V("c2", T.BOOL, []), V("s2", T.FLOAT, [4])])
+    g = h.make_graph([h.make_node("Loop", ["n", "", "s0"], ["sf"], body=body), h.make_node("Neg", ["sf"], ["y"])], "g",
+                     [V("n", T.INT64, []), V("s0", T.FLOAT, [4])], [V("y", T.FLOAT, [4])])
+    model = lathe.compile(_save(g, tmp_path / "rand.onnx"), cache_dir=False)
+    y = model.run({"n": np.array(6, np.int64), "s0": np.zeros(4, np.float32)})["y"]
+    assert y.shape == (4,) and np.all(y <= 0) and np.all(y >= -6), y
+    lines = subgraph_lines(model.report)
+    assert len(lines) == 1 and "the Loop interpreted (its body has random ops)" in lines[0], model.report
 
 
 def test_loop_body_no_split_interprets(tmp_path):
@@ -102,6 +144,7 @@ def test_growing_state_goes_back_to_the_interpreter(tmp_path):
         check(model.run(f), ref.run(f), f"n={n}")
     lines = subgraph_lines(model.report)
     assert len(lines) == 1 and "interpreted: its shapes change from call to call" in lines[0], model.report
+    assert "the Loop interpreted (a loop-carried value changes dtype or shape)" in lines[0], model.report
 
 
 def test_if_branches_compiled(tmp_path):

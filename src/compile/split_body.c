@@ -363,7 +363,9 @@ static void bodies_print(void *user, lt_strbuf *out) {
             lt_sb_printf(out, ": ");
             lt_family_print(b->rm->fam, out);
         } else {
-            lt_sb_printf(out, "interpreted: %s\n", b->why);
+            lt_sb_printf(out, "interpreted: %s", b->why);
+            if (b->loop_why[0]) lt_sb_printf(out, ", the Loop interpreted (%s)", b->loop_why);
+            lt_sb_printf(out, "\n");
         }
     }
 }
