@@ -1106,7 +1106,7 @@ lt_status lt_plan_run_device(lt_ctx *ctx, lt_plan *p, const lt_plan_run_options 
                 s = lt_plan_device_copy(ctx, p, outputs[k], d->tensor->data, bytes, LT_COPY_HOST_TO_DEVICE, false);
         }
     }
-    if (s == LT_OK && more) s = vt->sync(p->backend, ctx);
+    if (s == LT_OK && more && !lt_plan_device_queued(p, opt)) s = vt->sync(p->backend, ctx);
     p->dev_run = false;
     for (int sl = 0; sl < p->n_slots; sl++) p->rt[sl].dptr = NULL;
     release_run(p);
@@ -1114,6 +1114,12 @@ lt_status lt_plan_run_device(lt_ctx *ctx, lt_plan *p, const lt_plan_run_options 
 }
 
 void lt_plan_last_copies(const lt_plan *p, lt_plan_copies *out) { *out = p->copies; }
+
+void *lt_plan_device_input(const lt_plan *p, int i) {
+    int sl = lt_plan_input_slot(p, i);
+    if (p->host_memory || sl < 0 || p->slots[sl].kind != LT_SLOT_INPUT || !p->rt[sl].kernel_use) return NULL;
+    return p->slots[sl].ptr;
+}
 
 /* ---- accessors ---- */
 

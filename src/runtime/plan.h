@@ -158,6 +158,11 @@ typedef struct lt_plan_run_options {
     double *device_seconds; /* if set: the time of the steps, from the first to the last (device
                              * plans: measured with backend events, copies of the inputs and outputs
                              * excluded, host steps in between included; else wall time) */
+    bool no_sync;           /* lt_plan_run_device of a plan without host steps: return with the run's
+                             * work still queued on the backend's stream (kernels, device copies), no
+                             * sync at the end: the caller syncs before reading the outputs from the
+                             * host or changing the inputs' memory other than in stream order.
+                             * Ignored by other runs and plans with host steps. */
 } lt_plan_run_options;
 
 typedef struct lt_plan lt_plan; /* opaque; read it through the accessors below */
@@ -294,6 +299,11 @@ lt_status lt_plan_run_buffers(lt_ctx *ctx, lt_plan *p, const lt_plan_run_options
  * LT_ERR_USAGE for a NULL output of more than 0 bytes. */
 lt_status lt_plan_run_device(lt_ctx *ctx, lt_plan *p, const lt_plan_run_options *opt, const void *const *inputs,
                              void *const *outputs);
+
+/* The device buffer of API input i that a device plan's kernels read (NULL: none: a plan on host
+ * memory, an input no kernel reads, a frozen one). Given to lt_plan_run_device as input i's memory it
+ * is not copied: whoever writes there (before the run, in stream order) sets the input. */
+void *lt_plan_device_input(const lt_plan *p, int i);
 
 /* The copies the last run made between host and device memory (device plans; all zero for plans on
  * host memory), per lt_copy_dir: inputs, outputs, host-step crossings. The check word of kernels that

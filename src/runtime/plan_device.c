@@ -363,7 +363,8 @@ static lt_status do_xfers(lt_ctx *ctx, lt_plan *p, int pos) {
         if (S->bytes <= 0) continue;
         if (p->dev_run && S->kind == LT_SLOT_OUTPUT && pos == p->n_steps) continue;
         if (p->dev_run && S->kind == LT_SLOT_INPUT && R->dptr && x->dir == LT_COPY_HOST_TO_DEVICE) {
-            LT_TRY(lt_plan_device_copy(ctx, p, S->ptr, R->dptr, S->bytes, LT_COPY_DEVICE_TO_DEVICE, true));
+            if (R->dptr != S->ptr) /* the caller wrote its input into the plan's buffer: nothing to copy */
+                LT_TRY(lt_plan_device_copy(ctx, p, S->ptr, R->dptr, S->bytes, LT_COPY_DEVICE_TO_DEVICE, true));
             continue;
         }
         if (!h) return lt_error(ctx, LT_ERR_INTERNAL, "plan: '%s' has no host memory at run time", slot_name(p, x->slot));
@@ -377,6 +378,10 @@ static lt_status do_xfers(lt_ctx *ctx, lt_plan *p, int pos) {
 }
 
 /* ---- device runs (lt_plan_run_device) ---- */
+
+bool lt_plan_device_queued(const lt_plan *p, const lt_plan_run_options *opt) {
+    return opt && opt->no_sync && p->dev_run && p->stats.n_host == 0 && !opt->device_seconds && !opt->step_seconds;
+}
 
 static int64_t align_stage(int64_t bytes) { return align_up(bytes > 0 ? bytes : 1); }
 
@@ -518,7 +523,7 @@ lt_status lt_plan_device_run_steps(lt_ctx *ctx, lt_plan *p, const lt_plan_run_op
     }
     if (p->n_steps > 0) LT_TRY(do_xfers(ctx, p, p->n_steps));
     if (p->dev_run) LT_TRY(device_run_outputs(ctx, p));
-    LT_TRY(vt->sync(p->backend, ctx)); /* the run's one sync: outputs are downloaded */
+    if (!lt_plan_device_queued(p, opt)) LT_TRY(vt->sync(p->backend, ctx)); /* the run's one sync: outputs are downloaded */
     if (dev_secs) {
         if (events && p->ev_run[0] && p->ev_run[1])
             LT_TRY(vt->event_elapsed(p->backend, ctx, p->ev_run[0], p->ev_run[1], dev_secs));

@@ -178,6 +178,8 @@ lt_status lt_plan_device_prepare(lt_ctx *ctx, lt_plan *p);
 lt_status lt_plan_device_capture(lt_ctx *ctx, lt_plan *p);
 /* Run the steps with their copies; ends with one sync. */
 lt_status lt_plan_device_run_steps(lt_ctx *ctx, lt_plan *p, const lt_plan_run_options *opt);
+/* Does this device run end without its sync (lt_plan_run_options.no_sync, honoured)? */
+bool lt_plan_device_queued(const lt_plan *p, const lt_plan_run_options *opt);
 void lt_plan_device_free(lt_plan *p);
 /* lt_plan_run_device: the host copies of the INPUT / OUTPUT slots host steps or index checks touch
  * (made once, kept); a copy between host and device counted in p->copies. */

@@ -9,6 +9,10 @@ committed; rerun only to change them: `python3 tests/data/make_device_models.py`
                  a host-written output a kernel also reads, and the last kernel's output
   dev_loop.onnx  Tanh (kernel) -> Loop (host; its body reads the kernel output from the outer scope)
                  -> Mul (kernel) on the loop's result
+  dev_while.onnx Tanh (kernel) -> two Loops the plan runs (bodies compiled for the device, reading the
+                 Tanh from the outer scope): one of n iterations (an input) that hands its condition
+                 on and has a scan output (-> ReduceSum over the iterations, in the rest after the
+                 split), one of at most 1000 that stops when its body says (iteration < k, an input)
   dev_sym.onnx   x [batch, 16] -> MatMul, Add, Relu, MatMul -> y [batch, 8]: a symbolic batch and three
                  weights, for a model compiled for every shape on the test device (shared constants
                  and graphs across its plans)
@@ -62,6 +66,32 @@ def main():
         h.make_node("Mul", ["l", "two"], ["y"], name="mul2"),
     ], "dev_loop", [vi("x", [3, 4])], [vi("y", [3, 4])],
         [nh.from_array(np.array(3, dtype=np.int64), "trips"), nh.from_array(np.array(2.0, dtype=np.float32), "two")]))
+
+    body1 = h.make_graph([
+        h.make_node("Identity", ["cond_in"], ["cond_out"], name="cond1"),
+        h.make_node("Add", ["v", "e"], ["v2"], name="add1"),
+        h.make_node("Mul", ["v2", "half"], ["v3"], name="mul1"),
+    ], "body1", [vi("iter", [], TP.INT64), vi("cond_in", [], TP.BOOL), vi("v", [3, 4])],
+        [vi("cond_out", [], TP.BOOL), vi("v3", [3, 4]), vi("v2", [3, 4])],
+        [nh.from_array(np.array(0.5, dtype=np.float32), "half")])
+    body2 = h.make_graph([
+        h.make_node("Less", ["iter", "k"], ["cond_out"], name="less"),
+        h.make_node("Mul", ["u", "decay"], ["ud"], name="mul2"),
+        h.make_node("Add", ["ud", "e"], ["u2"], name="add2"),
+    ], "body2", [vi("iter", [], TP.INT64), vi("cond_in", [], TP.BOOL), vi("u", [3, 4])],
+        [vi("cond_out", [], TP.BOOL), vi("u2", [3, 4])],
+        [nh.from_array(np.array(0.9, dtype=np.float32), "decay")])
+    save("dev_while", h.make_graph([
+        h.make_node("Tanh", ["x"], ["e"], name="tanh"),
+        h.make_node("Loop", ["n", "", "e"], ["l1", "s1"], name="loop_n", body=body1),
+        h.make_node("Mul", ["l1", "two"], ["y1"], name="y1"),
+        h.make_node("ReduceSum", ["s1", "ax0"], ["ys"], name="sum_iters", keepdims=0),
+        h.make_node("Loop", ["big", "", "e"], ["l2"], name="loop_k", body=body2),
+        h.make_node("Mul", ["l2", "two"], ["y2"], name="y2"),
+    ], "dev_while", [vi("x", [3, 4]), vi("n", [], TP.INT64), vi("k", [], TP.INT64)],
+        [vi("y1", [3, 4]), vi("ys", [3, 4]), vi("y2", [3, 4])],
+        [nh.from_array(np.array(1000, dtype=np.int64), "big"), nh.from_array(np.array(2.0, dtype=np.float32), "two"),
+         nh.from_array(np.array([0], dtype=np.int64), "ax0")]))
 
     r2 = np.random.default_rng(12)
     save("dev_sym", h.make_graph([

@@ -8,7 +8,8 @@ and no cache folder: the graph is split at the data-dependent op (src/compile/sp
 a CUDA kernel with a padded output, and the nodes after it are compiled as a family keyed by the sizes
 the data gives. Each runs ten times on random data whose sizes vary; every output must equal the
 reference interpreter's (rtol 1e-3), with its shape, the report must name the split, and the last six
-runs must build no NVRTC module (the rest's "modules built" in the model's report).
+runs must build no NVRTC module (the rest's "modules built" in the model's report). The Loops must be
+run by the plan (their body's plan on device memory, src/compile/loop_run.c) all ten times.
 
 usage: data_dependent_cuda.py --lathe BUILD/lathe [--summary FILE]   (exit 1 when a check fails)
 """
@@ -57,6 +58,8 @@ def main():
                         failed.append(f"{name} run {i}: output {k} {got[k].shape} differs from the interpreter's {want[k].shape}")
             if "data-dependent sizes: split after 1 op(s)" not in model.report:
                 failed.append(f"{name}: no split in the report")
+            if name.startswith("loop") and "the Loop run by the plan 10 times" not in model.report:
+                failed.append(f"{name}: the Loop was not run by the plan ten times:\n{model.report}")
             if built[-1] != built[3]:
                 failed.append(f"{name}: NVRTC modules built after the warm-up runs: {built}")
             rows.append(f"{name} {built[-1]} NVRTC module(s) for 10 runs")

@@ -10,7 +10,9 @@
  *    on device memory gives the bytes lathe_compiled_run_buffers gives on host memory, over several
  *    runs; a model with no host step and no checked index input makes device-to-device copies only,
  *    one per input and output; lathe_compiled_last_run_copies says what the backend saw; an index out
- *    of range fails the run naming the node before any kernel runs.
+ *    of range fails the run naming the node before any kernel runs. Two Loops the plan runs with their
+ *    bodies compiled for testdev give the CPU's outputs, and the one that never stops early queues its
+ *    iterations.
  * 2. The refusals: a NULL handle, wrong counts, NULL inputs and outputs, a model compiled for the CPU,
  *    one compiled for every shape, an output whose shape is known only at run time; lathe_device_open
  *    of "cpu", of an unknown backend, of "cuda" here (the one-line reason, or a device on a GPU
@@ -63,9 +65,11 @@ static lt_status td_launch(lt_backend *b, lt_ctx *ctx, const lt_bkernel *k, void
     open_all(PROT_NONE);
     return s;
 }
+static int syncs; /* td_sync calls */
 static lt_status td_sync(lt_backend *b, lt_ctx *ctx) {
     (void)b;
     (void)ctx;
+    syncs++;
     return LT_OK;
 }
 static lt_status td_ceilings(lt_backend *b, lt_ctx *ctx, lt_backend_ceilings *out) {
@@ -202,6 +206,62 @@ static void check_model(lathe_device *dev, const char *path, const char *dims, e
         free(back[k]);
     }
     free(hin), free(din), free(hout), free(dout), free(back), free(ib), free(ob);
+    lathe_compiled_free(c);
+}
+
+/* Two Loops the plan runs with bodies compiled for the device (src/compile/loop_run.c): the same
+ * outputs as the CPU's, on host and device memory, over trip counts and stopping points; the Loop that
+ * hands its condition on queues its iterations (fewer syncs than iterations); the report says the
+ * plan ran both. */
+static void check_device_loops(lathe_device *dev) {
+    const char *path = "tests/data/dev_while.onnx";
+    lathe_compiled *d = compile_on(path, "testdev", NULL), *c = compile_on(path, "cpu", NULL);
+    if (!d || !c) goto done;
+    float x[12], want[3][12], got[3][12], back[3][12];
+    void *dx = NULL, *dn = NULL, *dk = NULL, *dy[3] = {0};
+    CHECK(lathe_device_alloc(dev, sizeof x, &dx) == LATHE_OK && lathe_device_alloc(dev, 8, &dn) == LATHE_OK &&
+          lathe_device_alloc(dev, 8, &dk) == LATHE_OK);
+    for (int k = 0; k < 3; k++) CHECK(lathe_device_alloc(dev, sizeof got[k], &dy[k]) == LATHE_OK);
+    const int64_t trips[][2] = {{40, 17}, {3, 999}, {200, 0}, {1, 2000}};
+    for (int r = 0; r < 4 && failures == 0; r++) {
+        fill(x, LATHE_FLOAT, sizeof x, 0, r);
+        const void *in[3] = {x, &trips[r][0], &trips[r][1]};
+        void *wo[3] = {want[0], want[1], want[2]}, *go[3] = {got[0], got[1], got[2]};
+        CHECK(lathe_compiled_run_buffers(c, in, 3, wo, 3) == LATHE_OK);
+        syncs = 0;
+        if (lathe_compiled_run_buffers(d, in, 3, go, 3) != LATHE_OK) {
+            fprintf(stderr, "%s: %s\n", path, lathe_compiled_error(d));
+            failures++;
+            break;
+        }
+        /* the first Loop's iterations queue: a few syncs per run, not one per iteration */
+        if (trips[r][0] >= 40) CHECK(syncs < trips[r][0] / 2);
+        CHECK(lathe_device_copy(dev, dx, x, sizeof x, LATHE_COPY_HOST_TO_DEVICE) == LATHE_OK);
+        CHECK(lathe_device_copy(dev, dn, &trips[r][0], 8, LATHE_COPY_HOST_TO_DEVICE) == LATHE_OK);
+        CHECK(lathe_device_copy(dev, dk, &trips[r][1], 8, LATHE_COPY_HOST_TO_DEVICE) == LATHE_OK);
+        const void *din[3] = {dx, dn, dk};
+        CHECK(lathe_compiled_run_device(d, din, 3, dy, 3, NULL) == LATHE_OK);
+        for (int k = 0; k < 3; k++) {
+            CHECK(lathe_device_copy(dev, back[k], dy[k], sizeof back[k], LATHE_COPY_DEVICE_TO_HOST) == LATHE_OK);
+            for (int j = 0; j < 12; j++)
+                if (fabsf(got[k][j] - want[k][j]) > 1e-5f * (1 + fabsf(want[k][j])) || back[k][j] != got[k][j]) {
+                    fprintf(stderr, "%s: n=%lld k=%lld: output %d [%d] %g (device memory %g), the CPU's %g\n", path,
+                            (long long)trips[r][0], (long long)trips[r][1], k, j, got[k][j], back[k][j], want[k][j]);
+                    failures++;
+                    break;
+                }
+        }
+    }
+    const char *rep = lathe_compiled_report(d);
+    /* iterations: 40 + 3 + 200 + 1, and min(1000, k + 1), twice (host and device memory) */
+    bool said = rep && strstr(rep, "'loop_n' (Loop): compiled at run time, 488 calls, the Loop run by the plan 8 times") &&
+                strstr(rep, "'loop_k' (Loop): compiled at run time, 4038 calls, the Loop run by the plan 8 times");
+    CHECK(said);
+    if (!said && rep) fprintf(stderr, "%s", rep);
+    lathe_device_free(dev, dx), lathe_device_free(dev, dn), lathe_device_free(dev, dk);
+    for (int k = 0; k < 3; k++) lathe_device_free(dev, dy[k]);
+done:
+    lathe_compiled_free(d);
     lathe_compiled_free(c);
 }
 
@@ -513,6 +573,7 @@ int main(void) {
     /* dims bound: static; an output passed through from an input */
     check_model(dev, "tests/data/sym_add.onnx", "N=2", (expect){false, -1, -1});
     check_bad_index(dev);
+    check_device_loops(dev);
     lathe_device_close(dev);
     check_fake_cuda();
     return test_report("test_run_device");
