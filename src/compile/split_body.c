@@ -236,7 +236,8 @@ static lt_status new_body(lt_ctx *ctx, bodies *bs, const lt_graph *g, int n_inpu
     return s;
 }
 
-static lt_status run_compiled(lt_ctx *ctx, lt_eval *ev, body *b, lt_datum *const *in, lt_datum **outputs) {
+/* The plan of b's family for the shapes of the datums of a call (inputs then roots). */
+static lt_status body_plan(lt_ctx *ctx, body *b, lt_datum *const *in, lt_plan **plan) {
     int n = b->n_in + b->n_roots;
     int ranks[STACK_INPUTS];
     const int64_t *dims[STACK_INPUTS];
@@ -244,16 +245,19 @@ static lt_status run_compiled(lt_ctx *ctx, lt_eval *ev, body *b, lt_datum *const
     const int64_t **dm = n <= STACK_INPUTS ? dims : lt_calloc(ctx, (size_t)n, sizeof *dm, "subgraph");
     lt_status s = rk && dm ? LT_OK : LT_ERR_NOMEM;
     for (int i = 0; i < n && s == LT_OK; i++) rk[i] = in[i]->tensor->rank, dm[i] = in[i]->tensor->dims;
-    lt_plan *plan = NULL;
-    if (s == LT_OK) s = lt_family_plan(ctx, b->rm->fam, n, rk, dm, &plan);
-    if (s == LT_OK && !plan) s = lt_error(ctx, LT_ERR_INTERNAL, "subgraph '%s': no plan", b->g->name ? b->g->name : "");
-    if (s == LT_OK) {
-        lt_plan_run_options ro = {.seed = ev->rng, .max_loop_bytes = ev->max_loop_bytes};
-        s = lt_plan_run(ctx, plan, &ro, in, outputs);
-    }
+    *plan = NULL;
+    if (s == LT_OK) s = lt_family_plan(ctx, b->rm->fam, n, rk, dm, plan);
+    if (s == LT_OK && !*plan) s = lt_error(ctx, LT_ERR_INTERNAL, "subgraph '%s': no plan", b->g->name ? b->g->name : "");
     if (rk != ranks) lt_mem_free(rk);
     if (dm != dims) lt_mem_free(dm);
     return s;
+}
+
+static lt_status run_compiled(lt_ctx *ctx, lt_eval *ev, body *b, lt_datum *const *in, lt_datum **outputs) {
+    lt_plan *plan = NULL;
+    LT_TRY(body_plan(ctx, b, in, &plan));
+    lt_plan_run_options ro = {.seed = ev->rng, .max_loop_bytes = ev->max_loop_bytes};
+    return lt_plan_run(ctx, plan, &ro, in, outputs);
 }
 
 /* A subgraph whose every call built a plan of its own goes back to the interpreter. */
@@ -319,17 +323,7 @@ static lt_status bodies_run_loop(lt_eval *ev, const lt_node *n, lt_datum **in, l
     if (s == LT_OK) s = root_datums(ev, b, all + g->n_inputs);
     if (s == LT_OK && !b->rm) s = compile_body(ctx, bs, b, all);
     lt_plan *plan = NULL;
-    if (s == LT_OK && b->rm && same_signature(b, all, n_all)) {
-        int ranks[STACK_INPUTS];
-        const int64_t *dims[STACK_INPUTS];
-        int *rk = n_all <= STACK_INPUTS ? ranks : lt_calloc(ctx, (size_t)n_all, sizeof *rk, "loop");
-        const int64_t **dm = n_all <= STACK_INPUTS ? dims : lt_calloc(ctx, (size_t)n_all, sizeof *dm, "loop");
-        s = rk && dm ? LT_OK : LT_ERR_NOMEM;
-        for (int i = 0; i < n_all && s == LT_OK; i++) rk[i] = all[i]->tensor->rank, dm[i] = all[i]->tensor->dims;
-        if (s == LT_OK) s = lt_family_plan(ctx, b->rm->fam, n_all, rk, dm, &plan);
-        if (rk != ranks) lt_mem_free(rk);
-        if (dm != dims) lt_mem_free(dm);
-    }
+    if (s == LT_OK && b->rm && same_signature(b, all, n_all)) s = body_plan(ctx, b, all, &plan);
     int64_t iters = 0;
     if (s == LT_OK && plan)
         s = lt_loop_run(ev, n, plan, in, all + g->n_inputs, b->n_roots, out, done, b->loop_why, sizeof b->loop_why, &iters);
