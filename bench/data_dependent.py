@@ -10,6 +10,7 @@ compilable nodes after it:
   compress  x [4096, 64] -> Compress rows whose first column is > 0 -> @ W [64, 256] -> Tanh -> @ W2 [256, 64]
   topk      x [64, 1000], k [1] (given: 100) -> TopK -> Softmax over the k values + indices
   nms       2000 boxes, 10 classes, at most 100 per class -> the selected boxes gathered -> @ W [4, 64] -> Relu
+  nms80     the same with 1000 boxes and 80 classes (COCO's)
   unique    20000 integers in [0, 500) -> Unique (sorted) -> values * counts -> CumSum
   loop      a Loop of max(n) = 100 steps, s = Tanh(s @ W [128, 128] + x) on s [8, 128], each step's
             pre-activation a scan output -> Relu (the body compiled at run time, or interpreted)
@@ -73,18 +74,19 @@ def build(name, rng):
                  h.make_node("Cast", ["i"], ["fi"], to=T.FLOAT), h.make_node("Add", ["sm", "fi"], ["y"])]
         return (_model(nodes, [vi("x", T.FLOAT, [64, 1000]), vi("k", T.INT64, [1])], [vi("y", T.FLOAT, None)]),
                 {"x": rng.standard_normal((64, 1000)).astype(np.float32), "k": np.array([100], np.int64)})
-    if name == "nms":
+    if name in ("nms", "nms80"):
+        nb, nc = (2000, 10) if name == "nms" else (1000, 80)
         nodes = [h.make_node("NonMaxSuppression", ["boxes", "scores", "maxo", "iou", "sth"], ["sel"]),
                  h.make_node("Gather", ["sel", "two"], ["bi"], axis=1), h.make_node("Squeeze", ["boxes", "zero"], ["b0"]),
                  h.make_node("Gather", ["b0", "bi"], ["picked"], axis=0), h.make_node("MatMul", ["picked", "w"], ["mm"]),
                  h.make_node("Relu", ["mm"], ["y"])]
         inits = [_c("maxo", [100], np.int64), _c("iou", [0.5], np.float32), _c("sth", [0.1], np.float32),
                  _c("two", 2, np.int64), _c("zero", [0], np.int64), _w("w", (4, 64), rng)]
-        xy = rng.uniform(0, 300, (1, 2000, 2)).astype(np.float32)
-        boxes = np.concatenate([xy, xy + rng.uniform(5, 40, (1, 2000, 2)).astype(np.float32)], axis=2)
-        return (_model(nodes, [vi("boxes", T.FLOAT, [1, 2000, 4]), vi("scores", T.FLOAT, [1, 10, 2000])],
+        xy = rng.uniform(0, 300, (1, nb, 2)).astype(np.float32)
+        boxes = np.concatenate([xy, xy + rng.uniform(5, 40, (1, nb, 2)).astype(np.float32)], axis=2)
+        return (_model(nodes, [vi("boxes", T.FLOAT, [1, nb, 4]), vi("scores", T.FLOAT, [1, nc, nb])],
                        [vi("y", T.FLOAT, None)], inits),
-                {"boxes": boxes, "scores": rng.uniform(0, 1, (1, 10, 2000)).astype(np.float32)})
+                {"boxes": boxes, "scores": rng.uniform(0, 1, (1, nc, nb)).astype(np.float32)})
     if name == "unique":
         nodes = [h.make_node("Unique", ["x"], ["u", "ix", "inv", "cnt"], sorted=1), h.make_node("Cast", ["u"], ["uf"], to=T.FLOAT),
                  h.make_node("Cast", ["cnt"], ["cf"], to=T.FLOAT), h.make_node("Mul", ["uf", "cf"], ["p"]),

@@ -90,3 +90,62 @@ def test_direct_conv_mode_stays_a_constant_for_every_shape(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     assert "buckets: 1;" in r.stdout, r.stdout
     assert direct_modes((out / "model.cu").read_text()) == ["2"]
+
+
+def data_dependent_model(path, op, n, classes=4, symbolic=False):
+    """NonMaxSuppression of n boxes x `classes` classes, or a sorted Unique of n integers, each
+    followed by a compiled node: the GPU lowers the op to a kernel on one block (lower_nms.c,
+    lower_unique.c)."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto as T, helper as h, numpy_helper as nh
+    if op == "nms":
+        inits = [nh.from_array(np.array([5], np.int64), "mo"), nh.from_array(np.array([0.5], np.float32), "iou")]
+        nodes = [h.make_node("NonMaxSuppression", ["b", "s", "mo", "iou"], ["sel"]), h.make_node("Neg", ["sel"], ["y"])]
+        inputs = [h.make_tensor_value_info("b", T.FLOAT, [1, n, 4]), h.make_tensor_value_info("s", T.FLOAT, [1, classes, n])]
+    else:
+        inits = []
+        nodes = [h.make_node("Unique", ["x"], ["u", "ix", "inv", "cnt"], sorted=1), h.make_node("Mul", ["u", "cnt"], ["y"])]
+        inputs = [h.make_tensor_value_info("x", T.INT64, ["n"] if symbolic else [n])]
+    g = h.make_graph(nodes, op, inputs, [h.make_tensor_value_info("y", T.INT64, None)], inits)
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), path)
+
+
+def launches(source, kernel):
+    """The launch comment's block size of each emitted kernel whose comment names `kernel`."""
+    out = []
+    for chunk in source.split("/* lt_k")[1:]:
+        head = chunk.split("*/", 1)[0]
+        if kernel in head:
+            out.append(int(head.split("block (", 1)[1].split(",", 1)[0]))
+    return out
+
+
+@pytest.mark.parametrize("op,n,classes,threads", [("nms", 300, 4, 32), ("nms", 200, 80, 96), ("nms", 50, 1500, 1024),
+                                                  ("unique", 3, 0, 32), ("unique", 20000, 0, 1024)])
+def test_data_dependent_kernels_on_a_block(tmp_path, op, n, classes, threads):
+    """NonMaxSuppression takes a thread per (batch, class) pair, up to 1024 (more pairs: a thread takes
+    several); Unique sorts on a block of up to 1024 threads, half its padded length. Each builds with
+    NVRTC."""
+    path = str(tmp_path / f"{op}.onnx")
+    data_dependent_model(path, op, n, classes)
+    out = tmp_path / "cuda"
+    r = subprocess.run([LATHE, "compile", path, "--target", "cuda", "--arch", "sm_90a", "-o", str(out)],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    src = (out / "model.cu").read_text()
+    assert launches(src, "NonMaxSuppressionPadded" if op == "nms" else "UniquePadded") == [threads], src[-3000:]
+    assert "__syncthreads()" in src
+    assert (out / "model.cubin").stat().st_size > 0
+
+
+def test_unique_block_stays_1024_for_every_shape(tmp_path):
+    """Compiled for every shape, the sort's block has 1024 threads whatever the size (a thread count
+    is no run-time scalar)."""
+    path = str(tmp_path / "uq.onnx")
+    data_dependent_model(path, "unique", 0, symbolic=True)
+    out = tmp_path / "code"
+    r = subprocess.run([LATHE, "compile", path, "--target", "cuda", "--arch", "sm_90a", "--probe", "x:700",
+                        "--probe", "x:3000", "--dump-code", str(out)], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert set(launches((out / "model.cu").read_text(), "UniquePadded")) == {1024}

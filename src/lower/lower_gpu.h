@@ -36,6 +36,11 @@ int lt_lower_gpu_act(int call_act);
 int lt_lower_gpu_simt_tile(int64_t m, int64_t n, int64_t batch);
 /* Do the kernels target sm_90a (lt_lower_options.wgmma), so the wgmma tile entries may be used? */
 bool lt_lower_gpu_wgmma(const lt_lctx *lc);
+/* Statements appended to body (the count returned, at most 4 log2 T): part[t] = part[0] + .. + part[t]
+ * over a block's T threads (thread variable thr; part shared, T entries, each thread's value stored
+ * and a barrier passed before), by log2 T steps of adding the value s threads back between barriers;
+ * v is an INT64 variable the caller declared, the statements assign (lower_select.c). */
+int lt_lower_gpu_block_scan(lt_lctx *lc, lt_lbuf *part, lt_lvar *thr, lt_lvar *v, int64_t T, lt_lnode **body);
 /* A fresh GPU_BLOCK / GPU_THREAD loop of the given role, bound to axis 0..2. */
 lt_lnode *lt_lower_gpu_loop(lt_lctx *lc, lt_lvar *v, lt_loop_role role, int64_t extent, lt_loop_kind kind, int axis,
                             lt_lnode *body);

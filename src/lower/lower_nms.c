@@ -41,6 +41,7 @@
  * apart (tests/test_padded_nms.py, test_degenerate_boxes).
  */
 #include "lower_impl.h"
+#include "lower_gpu.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -101,8 +102,11 @@ typedef struct nms {
     int levels;        /* iterations of a sift: the heap's depth + 1 */
     bool center, gpu;
     lt_lbuf *yb;       /* selected: rows at the front, the candidate heap at the back */
+    lt_lbuf *wb;       /* where the rows and heaps are built: yb, or on the GPU a scratch buffer */
     lt_lvar *b, *c;    /* the pair's loop variables */
     lt_lvar *total;    /* rows written by the pairs before */
+    lt_lvar *pair;     /* GPU: the pair b * C + c, whose rows and heap have 3N elements of wb of their
+                        * own, from element 3N * pair (NULL: one serial walk, rows from `total`) */
     lt_lvar *thr;      /* the iou threshold, float */
     lt_lvar *sthr;     /* the score threshold, float (NULL: none) */
 } nms;
@@ -157,16 +161,19 @@ static lt_status coord_at(nms *t, lt_lnode *box, int e, lt_lnode **res) {
     return LT_LNN(lc, *res);
 }
 
-/* Element of heap slot j: E - 1 - j. */
+/* Element of heap slot j: E - 1 - j (GPU: the end of the pair's region, 3N (pair + 1), instead of E). */
 static lt_lnode *slot(nms *t, lt_lnode *j) {
     lt_lctx *lc = t->lc;
-    return lt_l_binary(K, LT_LOP_SUB, lt_l_int(K, t->end - 1), j);
+    if (!t->pair) return lt_l_binary(K, LT_LOP_SUB, lt_l_int(K, t->end - 1), j);
+    lt_lnode *end = lt_l_mul(K, lt_l_add(K, lt_l_var(K, t->pair), lt_l_int(K, 1)), lt_l_int(K, 3 * t->N));
+    return lt_l_binary(K, LT_LOP_SUB, lt_l_binary(K, LT_LOP_SUB, end, lt_l_int(K, 1)), j);
 }
 
-/* Element `col` of row total + s of the selected output. */
+/* Element `col` of row total + s (GPU: row N * pair + s, the pair's region) of the rows. */
 static lt_lnode *row_elem(nms *t, lt_lnode *s, int col) {
     lt_lctx *lc = t->lc;
-    return lt_l_add(K, lt_l_mul(K, lt_l_add(K, lt_l_var(K, t->total), s), lt_l_int(K, 3)), lt_l_int(K, col));
+    lt_lnode *row0 = t->pair ? lt_l_mul(K, lt_l_var(K, t->pair), lt_l_int(K, t->N)) : lt_l_var(K, t->total);
+    return lt_l_add(K, lt_l_mul(K, lt_l_add(K, row0, s), lt_l_int(K, 3)), lt_l_int(K, col));
 }
 
 /* a * b in float32, rounded on its own (never contracted into an add on the GPU; see the top comment). */
@@ -208,7 +215,7 @@ static lt_status read_slot(nms *t, lt_lnode *j, lt_lvar *i, lt_lvar *s, lt_lnode
     lt_lctx *lc = t->lc;
     lt_lnode *sc = NULL;
     LT_TRY(score_at(t, var(lc, i), &sc));
-    out[0] = lt_l_let(K, i, lt_l_load(K, t->yb, slot(t, j)));
+    out[0] = lt_l_let(K, i, lt_l_load(K, t->wb, slot(t, j)));
     out[1] = lt_l_let(K, s, sc);
     return LT_LNN(lc, out[0]);
 }
@@ -227,7 +234,7 @@ static lt_status sift_down(nms *t, lt_lvar *mi, lt_lvar *ms, lt_lvar *start, lt_
     LT_TRY(read_slot(t, var(lc, r), ri, rs, rd_r));
     lt_lnode *take_r[3] = {lt_l_assign(K, w, var(lc, r)), lt_l_assign(K, wi, var(lc, ri)), lt_l_assign(K, ws, var(lc, rs))};
     lt_lnode *right[3] = {rd_r[0], rd_r[1], lt_l_if(K, ranks_before(lc, ri, rs, wi, ws), lt_l_seq(K, 3, take_r), NULL)};
-    lt_lnode *move[2] = {lt_l_store(K, t->yb, slot(t, var(lc, pos)), var(lc, wi)), lt_l_assign(K, pos, var(lc, w))};
+    lt_lnode *move[2] = {lt_l_store(K, t->wb, slot(t, var(lc, pos)), var(lc, wi)), lt_l_assign(K, pos, var(lc, w))};
     lt_lnode *stop = lt_l_assign(K, act, lt_l_int(K, 0));
     lt_lnode *child[6] = {
         lt_l_let(K, w, var(lc, l)), rd_l[0], rd_l[1],
@@ -245,7 +252,7 @@ static lt_status sift_down(nms *t, lt_lvar *mi, lt_lvar *ms, lt_lvar *start, lt_
         lt_l_let(K, pos, var(lc, start)),
         lt_l_let(K, act, lt_l_int(K, 1)),
         lt_l_for(K, q, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, t->levels), LT_LOOP_SERIAL, body),
-        lt_l_store(K, t->yb, slot(t, var(lc, pos)), var(lc, mi)),
+        lt_l_store(K, t->wb, slot(t, var(lc, pos)), var(lc, mi)),
     };
     *res = lt_l_seq(K, 4, all);
     return LT_LNN(lc, *res);
@@ -349,7 +356,7 @@ static lt_status fill_pass(nms *t, lt_lvar *nc, lt_lnode **res) {
     lt_lctx *lc = t->lc;
     lt_lvar *i = lt_kernel_var(K, "r2", LT_INT64), *s = lt_kernel_var(K, "sc", LT_FLOAT);
     if (!i || !s) return lt_lower_nomem(lc);
-    lt_lnode *put[2] = {lt_l_store(K, t->yb, slot(t, var(lc, nc)), var(lc, i)),
+    lt_lnode *put[2] = {lt_l_store(K, t->wb, slot(t, var(lc, nc)), var(lc, i)),
                         lt_l_assign(K, nc, lt_l_add(K, var(lc, nc), lt_l_int(K, 1)))};
     lt_lnode *enter = lt_l_seq(K, 2, put);
     if (t->sthr) {
@@ -394,7 +401,7 @@ static lt_status kept_pass(nms *t, const geo *a, lt_lvar *ns, lt_lvar *keep, lt_
     LT_TRY(box_geometry(t, kb, &k, &kgeo));
     LT_TRY(suppresses(t, a, &k, sup, &test));
     lt_lnode *body[4] = {
-        lt_l_let(K, kb, lt_l_load(K, t->yb, row_elem(t, var(lc, j), 2))),
+        lt_l_let(K, kb, lt_l_load(K, t->wb, row_elem(t, var(lc, j), 2))),
         kgeo, test,
         lt_l_if(K, var(lc, sup), lt_l_assign(K, keep, lt_l_int(K, 0)), NULL),
     };
@@ -419,13 +426,13 @@ static lt_status pop_pass(nms *t, lt_lvar *nc, lt_lvar *ns, lt_lvar *mo, lt_lnod
     LT_TRY(kept_pass(t, &a, ns, keep, &test));
     lt_lnode *refill[4] = {rd[0], rd[1], lt_l_let(K, root, lt_l_int(K, 0)), sift};
     lt_lnode *write[4] = {
-        lt_l_store(K, t->yb, row_elem(t, var(lc, ns), 0), var(lc, t->b)),
-        lt_l_store(K, t->yb, row_elem(t, var(lc, ns), 1), var(lc, t->c)),
-        lt_l_store(K, t->yb, row_elem(t, var(lc, ns), 2), var(lc, cd)),
+        lt_l_store(K, t->wb, row_elem(t, var(lc, ns), 0), var(lc, t->b)),
+        lt_l_store(K, t->wb, row_elem(t, var(lc, ns), 1), var(lc, t->c)),
+        lt_l_store(K, t->wb, row_elem(t, var(lc, ns), 2), var(lc, cd)),
         lt_l_assign(K, ns, lt_l_add(K, var(lc, ns), lt_l_int(K, 1))),
     };
     lt_lnode *round[7] = {
-        lt_l_let(K, cd, lt_l_load(K, t->yb, slot(t, lt_l_int(K, 0)))),
+        lt_l_let(K, cd, lt_l_load(K, t->wb, slot(t, lt_l_int(K, 0)))),
         lt_l_assign(K, nc, lt_l_binary(K, LT_LOP_SUB, var(lc, nc), lt_l_int(K, 1))),
         lt_l_if(K, lt_l_binary(K, LT_LOP_GT, var(lc, nc), lt_l_int(K, 0)), lt_l_seq(K, 4, refill), NULL),
         ageo,
@@ -440,20 +447,95 @@ static lt_status pop_pass(nms *t, lt_lvar *nc, lt_lvar *ns, lt_lvar *mo, lt_lnod
     return LT_LNN(lc, *res);
 }
 
-/* The pairs (b, c): fill, heapify and pop each, then total += ns. */
-static lt_status pairs(nms *t, lt_lvar *mo, lt_lnode **res) {
+/* The selection of one pair (b, c): fill, heapify and pop, ns (declared 0 by the caller) rows kept. */
+static lt_status one_pair(nms *t, lt_lvar *mo, lt_lvar *ns, lt_lnode **res) {
     lt_lctx *lc = t->lc;
-    lt_lvar *nc = lt_kernel_var(K, "nc", LT_INT64), *ns = lt_kernel_var(K, "ns", LT_INT64);
-    if (!nc || !ns) return lt_lower_nomem(lc);
+    lt_lvar *nc = lt_kernel_var(K, "nc", LT_INT64);
+    if (!nc) return lt_lower_nomem(lc);
     lt_lnode *fill = NULL, *heapify = NULL, *pop = NULL;
     LT_TRY(fill_pass(t, nc, &fill));
     LT_TRY(heapify_pass(t, nc, &heapify));
     LT_TRY(pop_pass(t, nc, ns, mo, &pop));
-    lt_lnode *pair[6] = {
-        lt_l_let(K, nc, lt_l_int(K, 0)), fill, heapify, lt_l_let(K, ns, lt_l_int(K, 0)), pop,
-        lt_l_assign(K, t->total, lt_l_add(K, var(lc, t->total), var(lc, ns))),
+    lt_lnode *pair[4] = {lt_l_let(K, nc, lt_l_int(K, 0)), fill, heapify, pop};
+    *res = lt_l_seq(K, 4, pair);
+    return LT_LNN(lc, *res);
+}
+
+/* GPU: the pairs on one block of T threads, a thread's pairs (pair = thread + k T) each selected in
+ * its own region of the scratch buffer wb (rows from 3N pair, the heap ending at 3N (pair + 1)), its
+ * count in cnt[pair]; after a barrier thread 0 turns the counts into offsets (off[pair]) and stores
+ * the total; after another every thread copies its share of each pair's rows (row i of a pair by
+ * thread i mod T) to the front of the selected output, in pair order. The rows and their order are the
+ * serial walk's. */
+static lt_status pairs_gpu(nms *t, lt_lvar *mo, lt_lbuf *cb, lt_lnode *const *lets, int n_lets, lt_lnode **res) {
+    lt_lctx *lc = t->lc;
+    int64_t P = t->B * t->C, T = lc->opt->shape_generic || P >= 1024 ? 1024 : (P + 31) / 32 * 32;
+    lt_lbuf *cnt = lt_lower_add_scratch(lc, "pair_count", LT_INT64, P), *off = lt_lower_add_scratch(lc, "pair_off", LT_INT64, P);
+    lt_lvar *blk = lt_kernel_var(K, "gblk", LT_INT64), *thr = lt_kernel_var(K, "gthr", LT_INT64);
+    lt_lvar *k = lt_kernel_var(K, "pk", LT_INT64), *ns = lt_kernel_var(K, "ns", LT_INT64);
+    lt_lvar *p = lt_kernel_var(K, "cp", LT_INT64), *q = lt_kernel_var(K, "cq", LT_INT64), *i = lt_kernel_var(K, "ci", LT_INT64);
+    lt_lvar *e = lt_kernel_var(K, "ce", LT_INT64);
+    t->pair = lt_kernel_var(K, "pair", LT_INT64);
+    if (!cnt || !off || !blk || !thr || !k || !ns || !p || !q || !i || !e || !t->pair) return lt_lower_nomem(lc);
+    lt_lnode *sel = NULL;
+    LT_TRY(one_pair(t, mo, ns, &sel));
+    lt_lnode *pv = var(lc, t->pair);
+    lt_lnode *per_pair[5] = {
+        lt_l_let(K, t->b, lt_l_binary(K, LT_LOP_DIV, pv, lt_l_int(K, t->C))),
+        lt_l_let(K, t->c, lt_l_binary(K, LT_LOP_MOD, var(lc, t->pair), lt_l_int(K, t->C))),
+        lt_l_let(K, ns, lt_l_int(K, 0)),
+        lt_l_if(K, lt_l_binary(K, LT_LOP_GT, var(lc, mo), lt_l_int(K, 0)), sel, NULL), /* max_output 0: none */
+        lt_l_store(K, cnt, var(lc, t->pair), var(lc, ns)),
     };
-    lt_lnode *body = lt_l_seq(K, 6, pair);
+    lt_lnode *mine[2] = {
+        lt_l_let(K, t->pair, lt_l_add(K, lt_l_mul(K, var(lc, k), lt_l_int(K, T)), var(lc, thr))),
+        lt_l_if(K, lt_l_binary(K, LT_LOP_LT, var(lc, t->pair), lt_l_int(K, P)), lt_l_seq(K, 5, per_pair), NULL),
+    };
+    /* thread 0: offsets and the total */
+    lt_lnode *scan[2] = {lt_l_store(K, off, var(lc, p), var(lc, t->total)),
+                         lt_l_assign(K, t->total, lt_l_add(K, var(lc, t->total), lt_l_load(K, cnt, var(lc, p))))};
+    lt_lnode *first[3] = {
+        lt_l_let(K, t->total, lt_l_int(K, 0)),
+        lt_l_for(K, p, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, P), LT_LOOP_SERIAL, lt_l_seq(K, 2, scan)),
+        cb ? lt_l_store(K, cb, lt_l_int(K, 0), var(lc, t->total)) : NULL,
+    };
+    /* every thread: rows i = thr + q T of each pair p to rows off[p] + i */
+    lt_lnode *src = lt_l_add(K, lt_l_mul(K, lt_l_add(K, lt_l_mul(K, var(lc, p), lt_l_int(K, t->N)), var(lc, i)), lt_l_int(K, 3)),
+                             var(lc, e));
+    lt_lnode *dst = lt_l_add(K, lt_l_mul(K, lt_l_add(K, lt_l_load(K, off, var(lc, p)), var(lc, i)), lt_l_int(K, 3)), var(lc, e));
+    lt_lnode *row = lt_l_for(K, e, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, 3), LT_LOOP_SERIAL,
+                             lt_l_store(K, t->yb, dst, lt_l_load(K, t->wb, src)));
+    lt_lnode *take[2] = {
+        lt_l_let(K, i, lt_l_add(K, lt_l_mul(K, var(lc, q), lt_l_int(K, T)), var(lc, thr))),
+        lt_l_if(K, lt_l_binary(K, LT_LOP_LT, var(lc, i), lt_l_load(K, cnt, var(lc, p))), row, NULL),
+    };
+    lt_lnode *copy = lt_l_for(K, p, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, P), LT_LOOP_SERIAL,
+                              lt_l_for(K, q, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, (t->N + T - 1) / T),
+                                       LT_LOOP_SERIAL, lt_l_seq(K, 2, take)));
+    lt_lnode *body[24];
+    int nb = 0;
+    for (int j = 0; j < n_lets; j++) body[nb++] = lets[j];
+    body[nb++] = lt_l_for(K, k, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, (P + T - 1) / T), LT_LOOP_SERIAL,
+                          lt_l_seq(K, 2, mine));
+    body[nb++] = lt_l_barrier(K);
+    body[nb++] = lt_l_if(K, lt_l_binary(K, LT_LOP_EQ, var(lc, thr), lt_l_int(K, 0)), lt_l_seq(K, cb ? 3 : 2, first), NULL);
+    body[nb++] = lt_l_barrier(K);
+    body[nb++] = copy;
+    lt_lnode *b = lt_lower_gpu_loop(lc, thr, LT_ROLE_OUTPUT, T, LT_LOOP_GPU_THREAD, 0, lt_l_seq(K, nb, body));
+    *res = lt_lower_gpu_loop(lc, blk, LT_ROLE_OUTPUT, 1, LT_LOOP_GPU_BLOCK, 0, b);
+    return LT_LNN(lc, *res);
+}
+
+/* The pairs (b, c): fill, heapify and pop each, then total += ns. */
+static lt_status pairs(nms *t, lt_lvar *mo, lt_lnode **res) {
+    lt_lctx *lc = t->lc;
+    lt_lvar *ns = lt_kernel_var(K, "ns", LT_INT64);
+    if (!ns) return lt_lower_nomem(lc);
+    lt_lnode *sel = NULL;
+    LT_TRY(one_pair(t, mo, ns, &sel));
+    lt_lnode *pair[3] = {lt_l_let(K, ns, lt_l_int(K, 0)), sel,
+                         lt_l_assign(K, t->total, lt_l_add(K, var(lc, t->total), var(lc, ns)))};
+    lt_lnode *body = lt_l_seq(K, 3, pair);
     body = lt_l_for(K, t->c, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, t->C), LT_LOOP_SERIAL, body);
     body = lt_l_for(K, t->b, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, t->B), LT_LOOP_SERIAL, body);
     /* max_output 0 (given so at run time) selects nothing: the pairs are skipped */
@@ -503,7 +585,7 @@ static lt_status l_nms(lt_lctx *lc, const lt_node *n, lt_lnode **res) {
     t.gpu = lc->opt->gpu;
     t.levels = 1;
     while (((int64_t)1 << (t.levels - 1)) <= t.N) t.levels++;
-    t.yb = lc->vbuf[n->out[0]->id];
+    t.yb = t.wb = lc->vbuf[n->out[0]->id];
     lt_lbuf *cb = n->out[1] ? lc->vbuf[n->out[1]->id] : NULL;
     if (!t.yb || t.yb->dtype != LT_INT64 || (cb && cb->dtype != LT_INT64))
         return lt_lower_error(lc, n, LT_ERR_INTERNAL, "the outputs are not stored as they are");
@@ -521,6 +603,11 @@ static lt_status l_nms(lt_lctx *lc, const lt_node *n, lt_lnode **res) {
         LT_TRY(max_output(&t, mov, mo, &let_mo));
         LT_TRY(threshold(&t, IN_IOU, "iou_thr", false, &t.thr, &let_thr));
         LT_TRY(threshold(&t, IN_SCORE_THRESHOLD, "score_thr", true, &t.sthr, &let_sthr));
+        if (t.gpu) { /* pairs in parallel: every thread reads the inputs' scalars, thread 0 stores the count */
+            lt_lnode *lets[3] = {let_mo, let_thr, let_sthr};
+            if (!(t.wb = lt_lower_add_scratch(lc, "nms_rows", LT_INT64, t.end))) return lt_lower_nomem(lc);
+            return pairs_gpu(&t, mo, cb, lets, let_sthr ? 3 : 2, res);
+        }
         LT_TRY(pairs(&t, mo, &work));
         all[na++] = let_mo;
         all[na++] = let_thr;

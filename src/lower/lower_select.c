@@ -134,9 +134,7 @@ static lt_status walk_at(lt_lctx *lc, const lt_value *v, int rank, const int64_t
     return LT_LNN(lc, *res);
 }
 
-/* part[t] = part[0] + .. + part[t] over the block's T threads (log2 T steps of adding the value s
- * threads back, between barriers), appended to body. */
-static int block_scan(lt_lctx *lc, lt_lbuf *part, lt_lvar *thr, lt_lvar *v, int64_t T, lt_lnode **body) {
+int lt_lower_gpu_block_scan(lt_lctx *lc, lt_lbuf *part, lt_lvar *thr, lt_lvar *v, int64_t T, lt_lnode **body) {
     int nb = 0;
     for (int64_t st = 1; st < T; st *= 2) {
         lt_lnode *back = lt_l_load(K, part, lt_l_binary(K, LT_LOP_MAX, lt_l_binary(K, LT_LOP_SUB, lt_l_var(K, thr), lt_l_int(K, st)),
@@ -161,7 +159,7 @@ static int block_total(lt_lctx *lc, const nz_walk *w, lt_lnode *hit, lt_lbuf *cb
     body[nb++] = lt_l_store(K, w->part, lt_l_var(K, w->thr), lt_l_var(K, w->all));
     body[nb++] = lt_l_barrier(K);
     body[nb++] = lt_l_let(K, w->v, lt_l_int(K, 0));
-    nb += block_scan(lc, w->part, w->thr, w->v, w->T, body + nb);
+    nb += lt_lower_gpu_block_scan(lc, w->part, w->thr, w->v, w->T, body + nb);
     body[nb++] = lt_l_let(K, w->tot, lt_l_load(K, w->part, lt_l_int(K, w->T - 1)));
     body[nb++] = lt_l_if(K, lt_l_binary(K, LT_LOP_EQ, lt_l_var(K, w->thr), lt_l_int(K, 0)),
                          lt_l_store(K, cb, lt_l_int(K, 0), lt_l_var(K, w->tot)), NULL);
@@ -180,7 +178,7 @@ static int tile_count(lt_lctx *lc, const nz_walk *w, lt_lnode *hit, lt_lnode **b
                           lt_l_assign(K, w->cnt, lt_l_add(K, lt_l_var(K, w->cnt), one_if(lc, hit))));
     body[nb++] = lt_l_store(K, w->part, lt_l_var(K, w->thr), lt_l_var(K, w->cnt));
     body[nb++] = lt_l_barrier(K);
-    return nb + block_scan(lc, w->part, w->thr, w->v, w->T, body + nb);
+    return nb + lt_lower_gpu_block_scan(lc, w->part, w->thr, w->v, w->T, body + nb);
 }
 
 /* The kernel: pass 1's nodes, then the loop over pass 2's tiles, on one block of T threads (with

@@ -40,6 +40,7 @@
  * without would not be stored, and without counts' buffer `perm` would be a scratch argument.
  */
 #include "lower_impl.h"
+#include "lower_gpu.h"
 
 #include <stdio.h>
 
@@ -553,9 +554,206 @@ static lt_status uq_init(lt_lctx *lc, const lt_node *n, uq *u) {
     return LT_OK;
 }
 
+/* ---- the GPU: a bitonic sort on one block ---- */
+
+/* LET sw = 1 when item x ranks before item y (variables) in the sort buffer's order: the items' own,
+ * the padding slots (index >= items) after every item and among themselves by index. */
+static lt_status sort_before(uq *u, lt_lvar *x, lt_lvar *y, lt_lvar *sw, lt_lnode **res) {
+    lt_lctx *lc = u->lc;
+    lt_lvar *kx = lt_kernel_var(K, "kx", u->kt), *ky = lt_kernel_var(K, "ky", u->kt);
+    if (!kx || !ky) return lt_lower_nomem(lc);
+    lt_lnode *xpad = lt_l_binary(K, LT_LOP_GE, lt_l_var(K, x), lt_l_int(K, u->items));
+    lt_lnode *ypad = lt_l_binary(K, LT_LOP_GE, lt_l_var(K, y), lt_l_int(K, u->items));
+    lt_lnode *cmp[3];
+    LT_TRY(let_key(u, kx, x, &cmp[0]));
+    LT_TRY(let_key(u, ky, y, &cmp[1]));
+    LT_TRY(if_before(u, kx, x, ky, y, lt_l_assign(K, sw, lt_l_int(K, 1)), NULL, &cmp[2]));
+    lt_lnode *real = lt_l_binary(K, LT_LOP_AND, lt_l_unary(K, LT_LOP_NOT, xpad), lt_l_unary(K, LT_LOP_NOT, ypad));
+    /* an item before padding; two paddings by index */
+    lt_lnode *pad = lt_l_binary(K, LT_LOP_OR, lt_l_binary(K, LT_LOP_AND, lt_l_unary(K, LT_LOP_NOT, xpad), ypad),
+                                lt_l_binary(K, LT_LOP_AND, lt_l_binary(K, LT_LOP_AND, xpad, ypad),
+                                            lt_l_binary(K, LT_LOP_LT, lt_l_var(K, x), lt_l_var(K, y))));
+    lt_lnode *all[2] = {lt_l_let(K, sw, lt_l_int(K, 0)),
+                        lt_l_if(K, real, lt_l_seq(K, 3, cmp), lt_l_assign(K, sw, lt_l_select(K, pad, lt_l_int(K, 1), lt_l_int(K, 0))))};
+    *res = lt_l_seq(K, 2, all);
+    return LT_LNN(lc, *res);
+}
+
+/* LET p = perm[i]; LET st = 1 when sorted position i (a variable) starts a group: it is the first, or
+ * its key differs from the one before (variables of their own for each use: a loop of one iteration
+ * is unrolled into its scope). */
+static lt_status starts_group(uq *u, lt_lvar *i, lt_lvar *p, lt_lvar *st, lt_lnode **res) {
+    lt_lctx *lc = u->lc;
+    lt_lvar *pp = lt_kernel_var(K, "spp", LT_INT64), *k = lt_kernel_var(K, "sk", u->kt), *kp = lt_kernel_var(K, "skp", u->kt);
+    if (!pp || !k || !kp) return lt_lower_nomem(lc);
+    lt_lnode *prev[4] = {lt_l_let(K, pp, perm_at(u, lt_l_binary(K, LT_LOP_SUB, lt_l_var(K, i), lt_l_int(K, 1)))), NULL, NULL,
+                         lt_l_assign(K, st, lt_l_select(K, key_equal(u, k, kp), lt_l_int(K, 0), lt_l_int(K, 1)))};
+    LT_TRY(let_key(u, kp, pp, &prev[1]));
+    LT_TRY(let_key(u, k, p, &prev[2]));
+    lt_lnode *all[3] = {lt_l_let(K, p, perm_at(u, lt_l_var(K, i))), lt_l_let(K, st, lt_l_int(K, 1)),
+                        lt_l_if(K, lt_l_binary(K, LT_LOP_GT, lt_l_var(K, i), lt_l_int(K, 0)), lt_l_seq(K, 4, prev), NULL)};
+    *res = lt_l_seq(K, 3, all);
+    return LT_LNN(lc, *res);
+}
+
+/* The groups of a sorted Unique of the flattened X on the GPU (pass 3 on the block; see scan_groups),
+ * after the sort, on T threads (thread variable thr): thread t takes the E sorted positions from t E.
+ * Each thread counts the positions that start a group (starts_group), the counts are scanned over
+ * the block (part: the shared T entries), so the thread's first group is known; it then writes Y,
+ * indices and inverse_indices for its positions and each group's first position (gstart); after a
+ * barrier counts[g] is the distance to the next group's first position. Thread 0 stores the number
+ * of groups. */
+static lt_status scan_groups_gpu(uq *u, lt_lvar *thr, int64_t T, lt_lbuf *part, lt_lnode **res) {
+    lt_lctx *lc = u->lc;
+    int64_t E = (u->items + T - 1) / T;
+    lt_lbuf *gstart = u->cb ? lt_lower_add_scratch(lc, "gstart", LT_INT64, u->items) : NULL;
+    lt_lvar *e = lt_kernel_var(K, "se", LT_INT64), *e2 = lt_kernel_var(K, "se", LT_INT64);
+    lt_lvar *i = lt_kernel_var(K, "si", LT_INT64), *i2 = lt_kernel_var(K, "si", LT_INT64);
+    lt_lvar *p = lt_kernel_var(K, "sp", LT_INT64), *p2 = lt_kernel_var(K, "sp", LT_INT64);
+    lt_lvar *st = lt_kernel_var(K, "sst", LT_INT64), *st2 = lt_kernel_var(K, "sst", LT_INT64);
+    lt_lvar *ns = lt_kernel_var(K, "sns", LT_INT64), *v = lt_kernel_var(K, "sv", LT_INT64);
+    lt_lvar *G = lt_kernel_var(K, "sgroups", LT_INT64), *g = lt_kernel_var(K, "sg", LT_INT64);
+    lt_lvar *q = lt_kernel_var(K, "sq", LT_INT64), *gc = lt_kernel_var(K, "sgc", LT_INT64);
+    if ((u->cb && !gstart) || !e || !e2 || !i || !i2 || !p || !p2 || !st || !st2 || !ns || !v || !G || !g || !q || !gc)
+        return lt_lower_nomem(lc);
+    lt_lnode *first_count = NULL, *first_write = NULL;
+    LT_TRY(starts_group(u, i, p, st, &first_count));
+    LT_TRY(starts_group(u, i2, p2, st2, &first_write));
+    lt_lnode *counted[2] = {first_count, lt_l_assign(K, ns, lt_l_add(K, lt_l_var(K, ns), lt_l_var(K, st)))};
+    lt_lnode *count[2] = {lt_l_let(K, i, lt_l_add(K, lt_l_mul(K, lt_l_var(K, thr), lt_l_int(K, E)), lt_l_var(K, e))),
+                          lt_l_if(K, lt_l_binary(K, LT_LOP_LT, lt_l_var(K, i), lt_l_int(K, u->items)), lt_l_seq(K, 2, counted), NULL)};
+    lt_lnode *open = NULL;
+    LT_TRY(start_group(u, p2, g, &open));
+    lt_lnode *opened[3] = {lt_l_assign(K, g, lt_l_add(K, lt_l_var(K, g), lt_l_int(K, 1))), open,
+                           gstart ? lt_l_store(K, gstart, lt_l_var(K, g), lt_l_var(K, i2)) : NULL};
+    lt_lnode *write[3] = {first_write, lt_l_if(K, lt_l_binary(K, LT_LOP_NE, lt_l_var(K, st2), lt_l_int(K, 0)),
+                                               lt_l_seq(K, gstart ? 3 : 2, opened), NULL),
+                          u->invb ? lt_l_store(K, u->invb, lt_l_var(K, p2), lt_l_var(K, g)) : NULL};
+    lt_lnode *writes[2] = {lt_l_let(K, i2, lt_l_add(K, lt_l_mul(K, lt_l_var(K, thr), lt_l_int(K, E)), lt_l_var(K, e2))),
+                           lt_l_if(K, lt_l_binary(K, LT_LOP_LT, lt_l_var(K, i2), lt_l_int(K, u->items)),
+                                   lt_l_seq(K, u->invb ? 3 : 2, write), NULL)};
+    lt_lnode *body[64];
+    int nb = 0;
+    body[nb++] = lt_l_let(K, ns, lt_l_int(K, 0));
+    body[nb++] = lt_l_for(K, e, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, E), LT_LOOP_SERIAL, lt_l_seq(K, 2, count));
+    body[nb++] = lt_l_store(K, part, lt_l_var(K, thr), lt_l_var(K, ns));
+    body[nb++] = lt_l_barrier(K);
+    body[nb++] = lt_l_let(K, v, lt_l_int(K, 0));
+    nb += lt_lower_gpu_block_scan(lc, part, thr, v, T, body + nb);
+    body[nb++] = lt_l_let(K, G, lt_l_load(K, part, lt_l_int(K, T - 1)));
+    if (u->nb)
+        body[nb++] = lt_l_if(K, lt_l_binary(K, LT_LOP_EQ, lt_l_var(K, thr), lt_l_int(K, 0)),
+                             lt_l_store(K, u->nb, lt_l_int(K, 0), lt_l_var(K, G)), NULL);
+    /* the group before the thread's first start */
+    body[nb++] = lt_l_let(K, g, lt_l_binary(K, LT_LOP_SUB, lt_l_binary(K, LT_LOP_SUB, lt_l_load(K, part, lt_l_var(K, thr)),
+                                                                     lt_l_var(K, ns)), lt_l_int(K, 1)));
+    body[nb++] = lt_l_for(K, e2, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, E), LT_LOOP_SERIAL, lt_l_seq(K, 2, writes));
+    if (gstart) { /* counts[g]: to the next group's first position */
+        body[nb++] = lt_l_barrier(K);
+        lt_lnode *next = lt_l_select(K, lt_l_binary(K, LT_LOP_LT, lt_l_add(K, lt_l_var(K, gc), lt_l_int(K, 1)), lt_l_var(K, G)),
+                                     lt_l_load(K, gstart, lt_l_binary(K, LT_LOP_MIN, lt_l_add(K, lt_l_var(K, gc), lt_l_int(K, 1)),
+                                                                      lt_l_int(K, u->items - 1))),
+                                     lt_l_int(K, u->items));
+        lt_lnode *cnt[2] = {lt_l_let(K, gc, lt_l_add(K, lt_l_mul(K, lt_l_var(K, q), lt_l_int(K, T)), lt_l_var(K, thr))),
+                            lt_l_if(K, lt_l_binary(K, LT_LOP_LT, lt_l_var(K, gc), lt_l_var(K, G)),
+                                    lt_l_store(K, u->cb, lt_l_var(K, gc),
+                                               lt_l_binary(K, LT_LOP_SUB, next, lt_l_load(K, gstart, lt_l_var(K, gc)))), NULL)};
+        body[nb++] = lt_l_for(K, q, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, (u->items + T - 1) / T), LT_LOOP_SERIAL,
+                              lt_l_seq(K, 2, cnt));
+    }
+    *res = lt_l_alloc(K, part, lt_l_seq(K, nb, body));
+    return LT_LNN(lc, *res);
+}
+
+/* The sort of a GPU kernel, on one block of T threads: perm (P = a power of two >= items slots) starts
+ * as 0..P-1, then each stage (k = 2, 4, .. P; j = k/2 .. 1) compares slots i and i + j (i with bit j
+ * clear) for P/2 pairs a stage, T at a time, and swaps them when they are out of order (ascending
+ * where bit k of i is clear, else descending); a barrier ends each stage. The order is total, so perm
+ * ends as the serial heap sort leaves it. Then thread 0 runs the passes after the sort (`after`). */
+static lt_status sort_gpu(uq *u, int64_t P, lt_lnode *after, bool scan_on_block, lt_lnode **res) {
+    lt_lctx *lc = u->lc;
+    int logp = 0;
+    while (((int64_t)1 << logp) < P) logp++;
+    int64_t T = lc->opt->shape_generic || P / 2 >= 1024 ? 1024 : (P / 2 + 31) / 32 * 32;
+    lt_lvar *blk = lt_kernel_var(K, "gblk", LT_INT64), *thr = lt_kernel_var(K, "gthr", LT_INT64);
+    lt_lvar *q0 = lt_kernel_var(K, "q0", LT_INT64), *i0 = lt_kernel_var(K, "i0", LT_INT64);
+    lt_lvar *kk = lt_kernel_var(K, "kk", LT_INT64), *jj = lt_kernel_var(K, "jj", LT_INT64), *js = lt_kernel_var(K, "js", LT_INT64);
+    lt_lvar *q = lt_kernel_var(K, "q", LT_INT64), *t = lt_kernel_var(K, "t", LT_INT64), *i = lt_kernel_var(K, "i", LT_INT64);
+    lt_lvar *l = lt_kernel_var(K, "l", LT_INT64), *a = lt_kernel_var(K, "a", LT_INT64), *b = lt_kernel_var(K, "b", LT_INT64);
+    lt_lvar *x = lt_kernel_var(K, "x", LT_INT64), *y = lt_kernel_var(K, "y", LT_INT64), *sw = lt_kernel_var(K, "sw", LT_INT64);
+    if (!blk || !thr || !q0 || !i0 || !kk || !jj || !js || !q || !t || !i || !l || !a || !b || !x || !y || !sw)
+        return lt_lower_nomem(lc);
+    lt_lnode *one = lt_l_int(K, 1);
+    /* perm[i0] = i0 for every slot */
+    lt_lnode *init[2] = {lt_l_let(K, i0, lt_l_add(K, lt_l_mul(K, lt_l_var(K, q0), lt_l_int(K, T)), lt_l_var(K, thr))),
+                         lt_l_if(K, lt_l_binary(K, LT_LOP_LT, lt_l_var(K, i0), lt_l_int(K, P)),
+                                 lt_l_store(K, u->perm, lt_l_var(K, i0), lt_l_var(K, i0)), NULL)};
+    lt_lnode *before = NULL;
+    LT_TRY(sort_before(u, x, y, sw, &before));
+    lt_lnode *up = lt_l_binary(K, LT_LOP_EQ, lt_l_binary(K, LT_LOP_BITAND, lt_l_var(K, i), lt_l_binary(K, LT_LOP_SHL, one, lt_l_var(K, kk))),
+                               lt_l_int(K, 0));
+    lt_lnode *low = lt_l_binary(K, LT_LOP_BITAND, lt_l_var(K, t),
+                                lt_l_binary(K, LT_LOP_SUB, lt_l_binary(K, LT_LOP_SHL, lt_l_int(K, 1), lt_l_var(K, js)), lt_l_int(K, 1)));
+    lt_lnode *high = lt_l_binary(K, LT_LOP_SHL, lt_l_binary(K, LT_LOP_SHR, lt_l_var(K, t), lt_l_var(K, js)),
+                                 lt_l_add(K, lt_l_var(K, js), lt_l_int(K, 1)));
+    lt_lnode *swap[2] = {lt_l_store(K, u->perm, lt_l_var(K, i), lt_l_var(K, b)), lt_l_store(K, u->perm, lt_l_var(K, l), lt_l_var(K, a))};
+    lt_lnode *pair[8] = {
+        lt_l_let(K, i, lt_l_add(K, high, low)),
+        lt_l_let(K, l, lt_l_add(K, lt_l_var(K, i), lt_l_binary(K, LT_LOP_SHL, lt_l_int(K, 1), lt_l_var(K, js)))),
+        lt_l_let(K, a, perm_at(u, lt_l_var(K, i))),
+        lt_l_let(K, b, perm_at(u, lt_l_var(K, l))),
+        lt_l_let(K, x, lt_l_select(K, up, lt_l_var(K, b), lt_l_var(K, a))), /* ascending: is b before a? */
+        lt_l_let(K, y, lt_l_select(K, lt_l_binary(K, LT_LOP_EQ, lt_l_binary(K, LT_LOP_BITAND, lt_l_var(K, i),
+                                                                             lt_l_binary(K, LT_LOP_SHL, lt_l_int(K, 1), lt_l_var(K, kk))),
+                                                  lt_l_int(K, 0)),
+                                   lt_l_var(K, a), lt_l_var(K, b))),
+        before,
+        lt_l_if(K, lt_l_binary(K, LT_LOP_NE, lt_l_var(K, sw), lt_l_int(K, 0)), lt_l_seq(K, 2, swap), NULL),
+    };
+    lt_lnode *slot_pair[2] = {
+        lt_l_let(K, t, lt_l_add(K, lt_l_mul(K, lt_l_var(K, q), lt_l_int(K, T)), lt_l_var(K, thr))),
+        lt_l_if(K, lt_l_binary(K, LT_LOP_LT, lt_l_var(K, t), lt_l_int(K, P / 2)), lt_l_seq(K, 8, pair), NULL),
+    };
+    lt_lnode *stage[3] = {
+        lt_l_let(K, js, lt_l_binary(K, LT_LOP_SUB, lt_l_binary(K, LT_LOP_SUB, lt_l_var(K, kk), lt_l_var(K, jj)), one)),
+        lt_l_for(K, q, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, (P / 2 + T - 1) / T), LT_LOOP_SERIAL, lt_l_seq(K, 2, slot_pair)),
+        lt_l_barrier(K),
+    };
+    lt_lnode *stages = lt_l_for(K, kk, LT_ROLE_REDUCE, lt_l_int(K, 1), lt_l_int(K, logp), LT_LOOP_SERIAL, /* kk = 1..logp */
+                                lt_l_for(K, jj, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_var(K, kk), LT_LOOP_SERIAL,
+                                         lt_l_seq(K, 3, stage)));
+    lt_lnode *body[4] = {
+        lt_l_for(K, q0, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, (P + T - 1) / T), LT_LOOP_SERIAL, lt_l_seq(K, 2, init)),
+        lt_l_barrier(K),
+        stages,
+        after ? lt_l_if(K, lt_l_binary(K, LT_LOP_EQ, lt_l_var(K, thr), lt_l_int(K, 0)), after, NULL) : NULL,
+    };
+    if (scan_on_block) {
+        lt_lbuf *part = lt_kernel_local(K, "part", LT_INT64, T, LT_SCOPE_SHARED);
+        if (!part) return lt_lower_nomem(lc);
+        LT_TRY(scan_groups_gpu(u, thr, T, part, &body[3]));
+    }
+    lt_lnode *blkb = lt_lower_gpu_loop(lc, thr, LT_ROLE_OUTPUT, T, LT_LOOP_GPU_THREAD, 0, lt_l_seq(K, 4, body));
+    *res = lt_lower_gpu_loop(lc, blk, LT_ROLE_OUTPUT, 1, LT_LOOP_GPU_BLOCK, 0, blkb);
+    return LT_LNN(lc, *res);
+}
+
 static lt_status l_unique(lt_lctx *lc, const lt_node *n, lt_lnode **res) {
     uq u;
     LT_TRY(uq_init(lc, n, &u));
+    if (lc->opt->gpu && u.items > 1) { /* the sort on a block into a buffer of its own, the scans on thread 0 */
+        int64_t P = 2;
+        while (P < u.items) P *= 2;
+        if (!(u.perm = lt_lower_add_scratch(lc, "sorted", LT_INT64, P))) return lt_lower_nomem(lc);
+        if (u.sorted && !u.by_axis) return sort_gpu(&u, P, NULL, true, res);
+        lt_lnode *pass[4];
+        int np = 0;
+        if (u.ngroups) pass[np++] = lt_l_let(K, u.ngroups, lt_l_int(K, 0));
+        LT_TRY(scan_groups(&u, &pass[np++]));
+        if (!u.sorted) LT_TRY(number_by_appearance(&u, &pass[np++]));
+        if (u.ngroups && u.numel > 0) LT_TRY(copy_slices(&u, &pass[np++]));
+        return sort_gpu(&u, P, lt_l_seq(K, np, pass), false, res);
+    }
     lt_lnode *pass[6];
     int np = 0;
     if (u.ngroups) pass[np++] = lt_l_let(K, u.ngroups, lt_l_int(K, 0));
