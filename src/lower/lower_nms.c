@@ -3,8 +3,9 @@
  * half of a model split at it (src/compile/split.h). boxes [B, N, 4] and scores [B, C, N].
  *
  * Kernel shape: one serial kernel (every loop role REDUCE, LT_LOOP_SERIAL: the iterations carry state, so no
- * schedule parallelizes or vectorizes them; on a GPU it is one thread, as NonZeroPadded's is). For each batch
- * b and class c in that order (loops "r0", "r1"), `total` counting the rows written before:
+ * schedule parallelizes or vectorizes them). On a GPU the pairs run in parallel instead (pairs_gpu: a
+ * thread per pair on one block, each pair's rows and heap in a region of its own, then compacted). For
+ * each batch b and class c in that order (loops "r0", "r1"), `total` counting the rows written before:
  *   1. fill ("r2"): the index of every box whose score passes the score threshold (every box without one)
  *      enters the candidate heap, nc of them;
  *   2. heapify ("r3"): each slot from the middle up sifts down; the heap's root is the first candidate in
