@@ -260,6 +260,15 @@ static lt_status rewrite(lt_ctx *ctx, lt_model *m, const cut *c, lt_split *sp) {
     for (int i = 0; i < n_gone && s == LT_OK; i++) lt_node_remove(g, gone[i]);
     lt_node *rn = NULL;
     if (s == LT_OK) s = lt_node_new(ctx, g, "DataDependentRest", "lathe", n_rin, rin, c->n_outs, "rest", NULL, &rn);
+    if (s == LT_OK) { /* the inputs the rest reads on the host: the counts (the others, on a device plan,
+                       * stay on the device) */
+        int64_t *host = lt_calloc(ctx, (size_t)c->n_in + 1, sizeof *host, "split");
+        int nh = 0;
+        for (int i = 0; host && i < c->n_in; i++)
+            if (sp->ins[i].count_in >= 0) host[nh++] = sp->ins[i].count_in;
+        s = host ? lt_node_set_attr_ints(ctx, rn, "host_inputs", nh, host) : LT_ERR_NOMEM;
+        lt_mem_free(host);
+    }
     if (s == LT_OK) {
         char name[320];
         snprintf(name, sizeof name, "the rest after %s", sp->first); /* labelled before the nodes moved */

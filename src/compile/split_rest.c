@@ -171,8 +171,64 @@ lt_status lt_split_rest_family(lt_ctx *ctx, rest_model *rm) {
     return lt_family_new(ctx, &fo, &rm->fam);
 }
 
-static lt_status rest_run(void *user, lt_ctx *ctx, const lt_plan_run_options *ro, lt_datum *const *in, int n_in,
-                          lt_datum **out, int n_out, lt_plan_copies *copies) {
+/* A host copy of device tensor t (its data in dev's memory), counted in copies. */
+static lt_status download(lt_ctx *ctx, lt_backend *dev, const lt_tensor *t, lt_plan_copies *copies, lt_datum **out) {
+    lt_tensor *h = NULL;
+    LT_TRY(lt_tensor_new(ctx, t->dtype, t->rank, t->dims, &h));
+    int64_t bytes = lt_tensor_nbytes(t);
+    lt_status s = bytes > 0 ? dev->vt->copy(dev, ctx, h->data, t->data, (size_t)bytes, LT_COPY_DEVICE_TO_HOST) : LT_OK;
+    if (s != LT_OK) {
+        lt_tensor_release(h);
+        return s;
+    }
+    copies->n[LT_COPY_DEVICE_TO_HOST]++, copies->bytes[LT_COPY_DEVICE_TO_HOST] += bytes;
+    return lt_datum_tensor(ctx, h, out);
+}
+
+/* Run the rest's device plan on its inputs' device memory (each tin on the device): its outputs into
+ * device buffers of this run, then copied to new host tensors (tout). */
+static lt_status run_on_device(lt_ctx *ctx, lt_plan *plan, const lt_plan_run_options *ro, lt_datum *const *tin, int n,
+                               lt_datum **tout, int n_out, lt_plan_copies *copies) {
+    lt_backend *be = lt_plan_backend(plan);
+    const void **ins = lt_calloc(ctx, (size_t)n + 1, sizeof *ins, "rest inputs");
+    void **outs = lt_calloc(ctx, (size_t)n_out + 1, sizeof *outs, "rest outputs");
+    lt_status s = ins && outs ? LT_OK : LT_ERR_NOMEM;
+    for (int i = 0; i < n && s == LT_OK; i++) ins[i] = tin[i]->tensor->data;
+    for (int k = 0; k < n_out && s == LT_OK; k++) {
+        int64_t bytes = lt_plan_output_bytes(plan, k);
+        s = be->vt->alloc(be, ctx, (size_t)(bytes > 0 ? bytes : 1), &outs[k]);
+    }
+    if (s == LT_OK) s = lt_plan_run_device(ctx, plan, ro, ins, outs);
+    lt_plan_copies cp;
+    lt_plan_last_copies(plan, &cp);
+    for (int d = 0; d < 3; d++) copies->n[d] += cp.n[d], copies->bytes[d] += cp.bytes[d];
+    for (int k = 0; k < n_out && s == LT_OK; k++) {
+        const lt_plan_slot *S = lt_plan_get_slot(plan, lt_plan_output_slot(plan, k));
+        lt_tensor t = {.dtype = S->dtype, .rank = S->rank, .numel = S->numel, .data = outs[k]};
+        memcpy(t.dims, S->dims, sizeof t.dims);
+        s = download(ctx, be, &t, copies, &tout[k]);
+    }
+    for (int k = 0; outs && k < n_out; k++)
+        if (outs[k]) be->vt->free(be, outs[k]);
+    lt_mem_free(ins);
+    lt_mem_free(outs);
+    return s;
+}
+
+/* Can the rest's plan run on the device memory its inputs are in: a device plan whose outputs have
+ * static shapes, every input on the device? */
+static bool device_run_fits(const lt_split *sp, lt_plan *plan, const bool *on_device) {
+    if (!on_device || !plan || lt_plan_backend(plan)->vt->host_memory) return false;
+    for (int i = 0; i < sp->n_in; i++)
+        if (!on_device[sp->ins[i].value_in]) return false;
+    for (int k = 0; k < sp->n_model_out; k++)
+        if (lt_plan_output_bytes(plan, k) < 0) return false;
+    return true;
+}
+
+static lt_status rest_run(void *user, lt_ctx *ctx, const lt_plan_run_options *ro, lt_datum *const *in,
+                          const bool *on_device, lt_backend *dev, int n_in, lt_datum **out, int n_out,
+                          lt_plan_copies *copies) {
     lt_split *sp = user;
     rest_model *rm = sp->rm;
     if (n_out != sp->n_out || !rm)
@@ -218,16 +274,33 @@ static lt_status rest_run(void *user, lt_ctx *ctx, const lt_plan_run_options *ro
     }
     lt_plan *plan = NULL;
     if (s == LT_OK && sp->n_model_out > 0) s = lt_family_plan(ctx, rm->fam, n, ranks, dims, &plan);
+    bool on_dev = s == LT_OK && device_run_fits(sp, plan, on_device);
+    for (int i = 0; i < n && s == LT_OK && on_device && !on_dev; i++) /* the host's run: device inputs copied down */
+        if (on_device[sp->ins[i].value_in]) {
+            lt_datum *h = NULL;
+            s = download(ctx, dev, tin[i]->tensor, copies, &h);
+            lt_datum_release(tin[i]);
+            tin[i] = h;
+        }
     if (s == LT_OK && plan) {
-        s = lt_plan_run(ctx, plan, ro, tin, tout);
-        lt_plan_copies cp;
-        lt_plan_last_copies(plan, &cp);
-        for (int d = 0; d < 3; d++) copies->n[d] += cp.n[d], copies->bytes[d] += cp.bytes[d];
+        if (on_dev) {
+            s = run_on_device(ctx, plan, ro, tin, n, tout, sp->n_model_out, copies);
+        } else {
+            s = lt_plan_run(ctx, plan, ro, tin, tout);
+            lt_plan_copies cp;
+            lt_plan_last_copies(plan, &cp);
+            for (int d = 0; d < 3; d++) copies->n[d] += cp.n[d], copies->bytes[d] += cp.bytes[d];
+        }
     }
     for (int k = 0; k < n_out && s == LT_OK; k++) {
         const rest_out *o = &sp->outs[k];
-        out[k] = o->model_out >= 0 ? tout[o->model_out] : lt_datum_retain(tin[o->view_of]);
-        if (o->model_out >= 0) tout[o->model_out] = NULL;
+        if (o->model_out >= 0) {
+            out[k] = tout[o->model_out], tout[o->model_out] = NULL;
+        } else if (on_dev && on_device[sp->ins[o->view_of].value_in]) { /* a padded output the graph returns */
+            s = download(ctx, dev, tin[o->view_of]->tensor, copies, &out[k]);
+        } else {
+            out[k] = lt_datum_retain(tin[o->view_of]);
+        }
     }
     for (int i = 0; tin && i < n; i++) lt_datum_release(tin[i]);
     for (int k = 0; tout && k < sp->n_model_out; k++) lt_datum_release(tout[k]);

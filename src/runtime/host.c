@@ -209,7 +209,17 @@ lt_status lt_plan_host_run(lt_ctx *ctx, lt_plan *p, int i) {
     const int *outer = p->outer_vals[i];
     if (!in || !out) { s = LT_ERR_NOMEM; goto done; }
     for (int k = 0; k < n->n_out; k++) out[k] = NULL;
+    for (int k = 0; k < n->n_in; k++) in[k] = NULL;
     for (int k = 0; k < n->n_in; k++) {
+        if (st->dev_in && st->dev_in[k]) { /* the rest reads it on the device: a tensor over its device address */
+            const lt_plan_slot *S = &p->slots[st->in_slots[k]];
+            lt_tensor *t = NULL;
+            in[k] = NULL;
+            if ((s = lt_tensor_borrow(ctx, S->dtype, S->rank, S->dims, S->ptr, &t)) != LT_OK ||
+                (s = lt_datum_tensor(ctx, t, &in[k])) != LT_OK)
+                goto done;
+            continue;
+        }
         in[k] = st->in_slots[k] >= 0 ? lt_plan_slot_datum(p, st->in_slots[k]) : NULL;
         if (st->in_slots[k] >= 0 && !in[k]) {
             s = lt_error(ctx, LT_ERR_INTERNAL, "%s: input %d '%s' has no value at run time",
@@ -226,7 +236,11 @@ lt_status lt_plan_host_run(lt_ctx *ctx, lt_plan *p, int i) {
                   .subgraph_user = p->subgraphs.user, .max_loop_bytes = p->max_loop_bytes};
     if (n->op == LT_OP_DataDependentRest && p->rest.run) { /* the rest of a split model */
         lt_plan_run_options ro = {.seed = p->rng, .max_loop_bytes = p->max_loop_bytes};
-        s = p->rest.run(p->rest.user, ctx, &ro, in, n->n_in, out, n->n_out, &p->copies);
+        if (st->dev_in) s = p->backend->vt->sync(p->backend, ctx); /* the kernels that wrote them are done */
+        if (s == LT_OK)
+            s = p->rest.run(p->rest.user, ctx, &ro, in, st->dev_in, p->backend, n->n_in, out, n->n_out, &p->copies);
+    } else if (st->dev_in) {
+        s = lt_error(ctx, LT_ERR_INTERNAL, "%s: reads device memory but the plan has no rest", lt_node_label(n, label, sizeof label));
     } else {
         bool done = false;
         if (n->op == LT_OP_Loop && p->subgraphs.run_loop) s = p->subgraphs.run_loop(&ev, n, in, out, &done);
@@ -251,6 +265,8 @@ lt_status lt_plan_host_run(lt_ctx *ctx, lt_plan *p, int i) {
     }
     for (int k = 0; k < n->n_out; k++) lt_datum_release(out[k]);
 done:
+    for (int k = 0; in && st->dev_in && k < n->n_in; k++)
+        if (st->dev_in[k]) lt_datum_release(in[k]); /* made here; the others are the plan's */
     if (in && in != in_stack) lt_mem_free(in);
     if (out && out != out_stack) lt_mem_free(out);
     return s;

@@ -144,6 +144,9 @@ typedef struct lt_plan_step {
     int *in_slots;          /* slot per node input, -1 for an omitted optional input */
     int *out_slots;         /* slot per node output, -1 for an output nobody requested */
     const char *reason;     /* why it is a host step */
+    bool *dev_in;           /* a device plan's DataDependentRest step: per input, read on the device
+                             * (the rest's plan takes its device buffer; not downloaded); NULL: every
+                             * input on the host */
     bool view;              /* KERNEL of Reshape/Flatten/Squeeze/Unsqueeze/Identity only: its output
                              * aliases its input's memory, nothing runs */
 } lt_plan_step;
@@ -331,14 +334,17 @@ int64_t lt_plan_output_bytes(const lt_plan *p, int k);
 int lt_plan_input_slot(const lt_plan *p, int i);
 int lt_plan_output_slot(const lt_plan *p, int k);
 /* The rest of a model split at its data-dependent ops (src/compile/split.h): the plan's
- * DataDependentRest step calls run with the step's input datums (host memory) and fills its outputs
- * (new references), adding the copies its own plan made to *copies; free runs with lt_plan_free.
- * Set once, after the plan is built. */
+ * DataDependentRest step calls run with the step's input datums and fills its outputs (new references,
+ * host memory), adding the copies its own plan made to *copies; free runs with lt_plan_free. On a
+ * device plan the inputs the node's "host_inputs" attribute does not list (everything but the counts)
+ * stay on the device when a kernel wrote them: on_device[k] is then set and in[k] is a tensor whose
+ * data is the address in dev's memory (never read on the host), current when run is called (the plan's
+ * stream synced). on_device NULL: every input in host memory. Set once, after the plan is built. */
 typedef struct lt_plan_copies lt_plan_copies;
 typedef struct lt_plan_rest {
     void *user;
-    lt_status (*run)(void *user, lt_ctx *ctx, const lt_plan_run_options *opt, lt_datum *const *in, int n_in,
-                     lt_datum **out, int n_out, lt_plan_copies *copies);
+    lt_status (*run)(void *user, lt_ctx *ctx, const lt_plan_run_options *opt, lt_datum *const *in, const bool *on_device,
+                     lt_backend *dev, int n_in, lt_datum **out, int n_out, lt_plan_copies *copies);
     void (*free)(void *user);
     void (*print)(void *user, lt_strbuf *out); /* what it compiled so far, for reports */
 } lt_plan_rest;

@@ -167,6 +167,49 @@ static int cmp_xfer(const void *a, const void *b) {
     return x->slot < y->slot ? -1 : x->slot > y->slot;
 }
 
+/* Can a step read slot sl on the device: a buffer a kernel writes, or one uploaded for kernels? */
+static bool device_readable(const lt_plan *p, int sl) {
+    const lt_plan_slot *S = &p->slots[sl];
+    switch (S->kind) {
+    case LT_SLOT_WORKSPACE: return !S->scratch;
+    case LT_SLOT_OUTPUT: return true;
+    case LT_SLOT_INPUT:
+    case LT_SLOT_CONST: return p->rt[sl].kernel_use;
+    default: return false;
+    }
+}
+
+static bool listed(const lt_attr *a, int k) {
+    for (int j = 0; a && j < a->n; j++)
+        if (a->ints[j] == k) return true;
+    return false;
+}
+
+/* The inputs of DataDependentRest steps read on the device (step dev_in: all but the node's
+ * "host_inputs", when device_readable), then which slots host steps read on the host. */
+static lt_status rest_device_inputs(lt_ctx *ctx, lt_plan *p) {
+    for (int i = 0; i < p->n_steps; i++) {
+        lt_plan_step *st = &p->steps[i];
+        const lt_attr *host = st->kind == LT_STEP_HOST && st->node->op == LT_OP_DataDependentRest
+                                  ? lt_node_attr(st->node, "host_inputs") : NULL;
+        if (!host || host->type != LT_AT_INTS) continue;
+        st->dev_in = lt_arena_alloc(p->arena, (size_t)st->n_in + 1);
+        if (!st->dev_in) return lt_error(ctx, LT_ERR_NOMEM, "out of memory (plan)");
+        for (int k = 0; k < st->n_in; k++)
+            st->dev_in[k] = st->in_slots[k] >= 0 && !listed(host, k) && device_readable(p, st->in_slots[k]);
+    }
+    for (int sl = 0; sl < p->n_slots; sl++) p->rt[sl].host_read = false;
+    for (int i = 0; i < p->n_steps; i++) {
+        const lt_plan_step *st = &p->steps[i];
+        if (st->kind != LT_STEP_HOST) continue;
+        for (int k = 0; k < st->n_in; k++)
+            if (st->in_slots[k] >= 0 && !(st->dev_in && st->dev_in[k])) p->rt[st->in_slots[k]].host_read = true;
+        for (const int *o = p->outer_vals[i]; o && *o >= 0; o++)
+            if (p->value_slot[*o] >= 0) p->rt[p->value_slot[*o]].host_read = true;
+    }
+    return LT_OK;
+}
+
 static lt_status plan_xfers(lt_ctx *ctx, lt_plan *p) {
     xfer_walk w = {0};
     w.dev_ok = lt_calloc(ctx, (size_t)p->n_slots + 1, 1, "plan copies");
@@ -206,7 +249,9 @@ static lt_status plan_xfers(lt_ctx *ctx, lt_plan *p) {
             }
         } else {
             for (int k = 0; k < st->n_in && s == LT_OK; k++)
-                if (st->in_slots[k] >= 0) s = need_host(ctx, p, &w, st->in_slots[k], i);
+                if (st->in_slots[k] >= 0)
+                    s = st->dev_in && st->dev_in[k] ? need_device(ctx, p, &w, st->in_slots[k], i)
+                                                    : need_host(ctx, p, &w, st->in_slots[k], i);
             for (const int *o = p->outer_vals[i]; o && *o >= 0 && s == LT_OK; o++)
                 if (p->value_slot[*o] >= 0) s = need_host(ctx, p, &w, p->value_slot[*o], i);
             for (int k = 0; k < st->n_out; k++) {
@@ -244,6 +289,7 @@ done:
 
 lt_status lt_plan_device_prepare(lt_ctx *ctx, lt_plan *p) {
     p->stats.device = true;
+    LT_TRY(rest_device_inputs(ctx, p));
     LT_TRY(place_buffers(ctx, p));
     LT_TRY(plan_xfers(ctx, p));
     if (p->backend->vt->event_new)
