@@ -3,12 +3,14 @@
  * size known at compile time, the compiled half of a model split at it (src/compile/split.h).
  *
  * Kernel shape: one serial kernel (every loop role REDUCE, LT_LOOP_SERIAL: the iterations carry state,
- * so no schedule parallelizes or vectorizes them; on a GPU it is one thread, as NonZeroPadded's is).
- * X is read flat (element p at its row-major multi-index). Three passes:
- *   1. build: the indices 0..N-1 enter a binary max-heap, each sifted up from the end; the heap lives
- *      in `perm`, an int64 [N] array: the counts output (a scratch buffer when the kernel has none);
- *   2. heap sort: the root (the greatest) swaps with the heap's last slot, the heap shrinks by one
- *      and the element taken from that slot sifts down from the root; perm ends in ascending order;
+ * so no schedule parallelizes or vectorizes them). On a GPU passes 1-2 are a bitonic sort on one block
+ * (sort_gpu), and pass 3 of a sorted Unique without an axis runs on the block too (scan_groups_gpu);
+ * the other passes run on its thread 0. X is read flat (element p at its row-major multi-index):
+ *   1. the indices 0..N-1 in `perm`, an int64 [N] array: the counts output (a scratch buffer when the
+ *      kernel has none);
+ *   2. sort (merge_sort): bottom-up merges of runs of 1, 2, 4, .. indices, perm -> a scratch buffer
+ *      -> perm each round, a merge taking the right run's next index only when it ranks before the
+ *      left's; perm ends in ascending order;
  *   3. scan: sorted position i reads p = perm[i] first, then starts group u (Y[u] = X[p], indices[u]
  *      = p) when X[p] differs from the previous element's key, or extends it; counts[u] = the group's
  *      size so far, inverse_indices[p] = u. As u <= i, counts[u] only overwrites permutation slots
@@ -34,8 +36,7 @@
  * equal to each other and after every number. X is read with lt_lower_value at every comparison, so a
  * fused elementwise prologue (Unique(Abs(x))) is computed in the kernel; a float16 / bfloat16 value
  * computed there is rounded to its type first, as the interpreter holds it between the ops, and Y
- * copies a stored float16 / bfloat16 X as bits (a NaN keeps its payload). Sifts are bounded loops of
- * the heap's depth + 1 iterations with an "active" flag, as TopK's heap (lower_scan.c). Every output
+ * copies a stored float16 / bfloat16 X as bits (a NaN keeps its payload). Every output
  * has a buffer, used by the model or not (fusion makes all of an anchor's outputs group outputs); one
  * without would not be stored, and without counts' buffer `perm` would be a scratch argument.
  */
@@ -55,7 +56,6 @@ typedef struct uq {
     int64_t numel;
     lt_dtype dt;   /* X's dtype */
     lt_dtype kt;   /* the key type: INT64, UINT64, FLOAT or DOUBLE */
-    int levels;    /* iterations of a sift: the heap's depth + 1 */
     lt_lbuf *yb, *ib, *invb, *cb, *nb;
     lt_lbuf *perm; /* the permutation: cb, or a scratch buffer */
     bool sorted;   /* sorted=1; else the order of appearance (pass 4) */
@@ -246,134 +246,80 @@ static lt_status if_before(uq *u, lt_lvar *ka, lt_lvar *ia, lt_lvar *kb, lt_lvar
     return LT_LNN(lc, *res);
 }
 
-/* ---- the heap (in perm: a max-heap, every slot ranking after or equal to its children) ---- */
-
 static lt_lnode *perm_at(uq *u, lt_lnode *slot) { return lt_l_load(u->lc->k, u->perm, slot); }
 
-static lt_lnode *set_perm(uq *u, lt_lvar *slot, lt_lvar *value) {
-    lt_lctx *lc = u->lc;
-    return lt_l_store(K, u->perm, lt_l_var(K, slot), lt_l_var(K, value));
-}
+/* ---- passes 1-2 on the CPU: a bottom-up merge sort ---- */
 
-static lt_lnode *stop(uq *u, lt_lvar *act) {
+/* One merge pass from src to dst: runs of `width` items (a variable) merged in pairs, each output
+ * position k of block [lo, hi) taking the left run's next item unless the right run's next ranks
+ * before it (a run that is done gives the other's). A width of at least N copies src. */
+static lt_status merge_pass(uq *u, lt_lbuf *src, lt_lbuf *dst, lt_lnode *width_expr, lt_lnode **res) {
     lt_lctx *lc = u->lc;
-    return lt_l_assign(K, act, lt_l_int(K, 0));
-}
-
-/* LET i = perm[slot]; LET k = its key: into out[0..1]. */
-static lt_status read_slot(uq *u, lt_lvar *slot, lt_lvar *i, lt_lvar *k, lt_lnode **out) {
-    lt_lctx *lc = u->lc;
-    out[0] = lt_l_let(K, i, perm_at(u, lt_l_var(K, slot)));
-    LT_TRY(LT_LNN(lc, out[0]));
-    return let_key(u, k, i, &out[1]);
-}
-
-/* Sift the held element (key hk, index hi) up from slot `from` (the heap holds the slots before it),
- * then store it where it stops. */
-static lt_status sift_up(uq *u, lt_lvar *hk, lt_lvar *hi, lt_lvar *from, lt_lnode **res) {
-    lt_lctx *lc = u->lc;
-    lt_lvar *pos = lt_kernel_var(K, "pos", LT_INT64), *act = lt_kernel_var(K, "act", LT_INT64);
-    lt_lvar *q = lt_kernel_var(K, "q", LT_INT64), *par = lt_kernel_var(K, "par", LT_INT64);
-    lt_lvar *pi = lt_kernel_var(K, "pi", LT_INT64), *pk = lt_kernel_var(K, "pk", u->kt);
-    if (!pos || !act || !q || !par || !pi || !pk) return lt_lower_nomem(lc);
-    lt_lnode *rd[2];
-    LT_TRY(read_slot(u, par, pi, pk, rd));
-    lt_lnode *move[2] = {set_perm(u, pos, pi), lt_l_assign(K, pos, lt_l_var(K, par))};
-    lt_lnode *parent = lt_l_binary(K, LT_LOP_DIV, lt_l_binary(K, LT_LOP_SUB, lt_l_var(K, pos), lt_l_int(K, 1)), lt_l_int(K, 2));
-    lt_lnode *step[4] = {lt_l_let(K, par, parent), rd[0], rd[1], NULL};
-    LT_TRY(if_before(u, pk, pi, hk, hi, lt_l_seq(K, 2, move), stop(u, act), &step[3]));
-    lt_lnode *go = lt_l_binary(K, LT_LOP_AND, lt_l_binary(K, LT_LOP_NE, lt_l_var(K, act), lt_l_int(K, 0)),
-                               lt_l_binary(K, LT_LOP_GT, lt_l_var(K, pos), lt_l_int(K, 0)));
-    lt_lnode *all[4] = {
-        lt_l_let(K, pos, lt_l_var(K, from)),
-        lt_l_let(K, act, lt_l_int(K, 1)),
-        lt_l_for(K, q, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, u->levels), LT_LOOP_SERIAL,
-                 lt_l_if(K, go, lt_l_seq(K, 4, step), NULL)),
-        set_perm(u, pos, hi),
+    const char *nm[] = {"mw", "mb", "mlo", "mmid", "mhi", "mi", "mj", "mk", "ma", "mb2", "mleft"};
+    lt_lvar *v[11];
+    for (int x = 0; x < 11; x++)
+        if (!(v[x] = lt_kernel_var(K, nm[x], LT_INT64))) return lt_lower_nomem(lc);
+    lt_lvar *w = v[0], *blk = v[1], *lo = v[2], *mid = v[3], *hi = v[4], *i = v[5], *j = v[6], *k = v[7], *a = v[8],
+            *b = v[9], *left = v[10];
+    lt_lvar *ka = lt_kernel_var(K, "mka", u->kt), *kb = lt_kernel_var(K, "mkb", u->kt);
+    if (!ka || !kb) return lt_lower_nomem(lc);
+    int64_t last = u->items - 1;
+    lt_lnode *n = lt_l_int(K, u->items);
+    lt_lnode *cmp[3];
+    LT_TRY(let_key(u, ka, a, &cmp[0]));
+    LT_TRY(let_key(u, kb, b, &cmp[1]));
+    LT_TRY(if_before(u, kb, b, ka, a, lt_l_assign(K, left, lt_l_int(K, 0)), NULL, &cmp[2]));
+    lt_lnode *take_l[2] = {lt_l_store(K, dst, lt_l_var(K, k), lt_l_var(K, a)), lt_l_assign(K, i, lt_l_add(K, lt_l_var(K, i), lt_l_int(K, 1)))};
+    lt_lnode *take_r[2] = {lt_l_store(K, dst, lt_l_var(K, k), lt_l_var(K, b)), lt_l_assign(K, j, lt_l_add(K, lt_l_var(K, j), lt_l_int(K, 1)))};
+    lt_lnode *right_open = lt_l_if(K, lt_l_binary(K, LT_LOP_GE, lt_l_var(K, i), lt_l_var(K, mid)),
+                                   lt_l_assign(K, left, lt_l_int(K, 0)), lt_l_seq(K, 3, cmp));
+    lt_lnode *step[5] = {
+        lt_l_let(K, a, lt_l_load(K, src, lt_l_binary(K, LT_LOP_MIN, lt_l_var(K, i), lt_l_int(K, last)))),
+        lt_l_let(K, b, lt_l_load(K, src, lt_l_binary(K, LT_LOP_MIN, lt_l_var(K, j), lt_l_int(K, last)))),
+        lt_l_let(K, left, lt_l_int(K, 1)),
+        lt_l_if(K, lt_l_binary(K, LT_LOP_LT, lt_l_var(K, j), lt_l_var(K, hi)), right_open, NULL),
+        lt_l_if(K, lt_l_binary(K, LT_LOP_NE, lt_l_var(K, left), lt_l_int(K, 0)), lt_l_seq(K, 2, take_l), lt_l_seq(K, 2, take_r)),
     };
-    *res = lt_l_seq(K, 4, all);
+    lt_lnode *two_w = lt_l_mul(K, lt_l_var(K, w), lt_l_int(K, 2));
+    lt_lnode *block[6] = {
+        lt_l_let(K, lo, lt_l_mul(K, lt_l_var(K, blk), two_w)),
+        lt_l_let(K, mid, lt_l_binary(K, LT_LOP_MIN, lt_l_add(K, lt_l_var(K, lo), lt_l_var(K, w)), n)),
+        lt_l_let(K, hi, lt_l_binary(K, LT_LOP_MIN, lt_l_add(K, lt_l_var(K, lo), lt_l_mul(K, lt_l_var(K, w), lt_l_int(K, 2))),
+                                    lt_l_int(K, u->items))),
+        lt_l_let(K, i, lt_l_var(K, lo)),
+        lt_l_let(K, j, lt_l_var(K, mid)),
+        lt_l_for(K, k, LT_ROLE_REDUCE, lt_l_var(K, lo), lt_l_binary(K, LT_LOP_SUB, lt_l_var(K, hi), lt_l_var(K, lo)),
+                 LT_LOOP_SERIAL, lt_l_seq(K, 5, step)),
+    };
+    lt_lnode *blocks = lt_l_binary(K, LT_LOP_DIV, lt_l_add(K, lt_l_int(K, u->items - 1), lt_l_mul(K, lt_l_var(K, w), lt_l_int(K, 2))),
+                                   lt_l_mul(K, lt_l_var(K, w), lt_l_int(K, 2)));
+    lt_lnode *all[2] = {lt_l_let(K, w, width_expr),
+                        lt_l_for(K, blk, LT_ROLE_REDUCE, lt_l_int(K, 0), blocks, LT_LOOP_SERIAL, lt_l_seq(K, 6, block))};
+    *res = lt_l_seq(K, 2, all);
     return LT_LNN(lc, *res);
 }
 
-/* The child of slot l that ranks later, into (w, wi, wk): the left one l, or the right one l + 1
- * when it is in the heap (slots before `size`) and ranks after the left. */
-static lt_status later_child(uq *u, lt_lvar *l, lt_lvar *size, lt_lvar *w, lt_lvar *wi, lt_lvar *wk, lt_lnode **res) {
+/* perm = 0..N-1 sorted (passes 1-2 on the CPU): merges of runs of 1, 2, 4, .. items, two passes per
+ * round, perm -> a scratch buffer -> perm, so perm holds the result. */
+static lt_status merge_sort(uq *u, lt_lnode **res) {
     lt_lctx *lc = u->lc;
-    lt_lvar *r = lt_kernel_var(K, "rc", LT_INT64), *ri = lt_kernel_var(K, "ri", LT_INT64), *rk = lt_kernel_var(K, "rk", u->kt);
-    if (!r || !ri || !rk) return lt_lower_nomem(lc);
-    lt_lnode *rd_left[2], *rd_right[2];
-    LT_TRY(read_slot(u, l, wi, wk, rd_left));
-    LT_TRY(read_slot(u, r, ri, rk, rd_right));
-    lt_lnode *take[3] = {lt_l_assign(K, w, lt_l_var(K, r)), lt_l_assign(K, wi, lt_l_var(K, ri)),
-                         lt_l_assign(K, wk, lt_l_var(K, rk))};
-    lt_lnode *right[3] = {rd_right[0], rd_right[1], NULL};
-    LT_TRY(if_before(u, wk, wi, rk, ri, lt_l_seq(K, 3, take), NULL, &right[2]));
-    lt_lnode *all[5] = {
-        lt_l_let(K, w, lt_l_var(K, l)), rd_left[0], rd_left[1],
-        lt_l_let(K, r, lt_l_add(K, lt_l_var(K, l), lt_l_int(K, 1))),
-        lt_l_if(K, lt_l_binary(K, LT_LOP_LT, lt_l_var(K, r), lt_l_var(K, size)), lt_l_seq(K, 3, right), NULL),
+    int logn = 0;
+    while (((int64_t)1 << logn) < u->items) logn++;
+    lt_lbuf *tmp = lt_lower_add_scratch(lc, "merged", LT_INT64, u->items);
+    lt_lvar *i = lt_kernel_var(K, "m0", LT_INT64), *r = lt_kernel_var(K, "mr", LT_INT64);
+    if (!tmp || !i || !r) return lt_lower_nomem(lc);
+    lt_lnode *pass[2];
+    /* round r: widths 4^r (perm -> tmp) and 2 * 4^r (tmp -> perm) */
+    lt_lnode *w1 = lt_l_binary(K, LT_LOP_SHL, lt_l_int(K, 1), lt_l_mul(K, lt_l_var(K, r), lt_l_int(K, 2)));
+    lt_lnode *w2 = lt_l_binary(K, LT_LOP_SHL, lt_l_int(K, 1), lt_l_add(K, lt_l_mul(K, lt_l_var(K, r), lt_l_int(K, 2)), lt_l_int(K, 1)));
+    LT_TRY(merge_pass(u, u->perm, tmp, w1, &pass[0]));
+    LT_TRY(merge_pass(u, tmp, u->perm, w2, &pass[1]));
+    lt_lnode *all[2] = {
+        lt_l_for(K, i, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, u->items), LT_LOOP_SERIAL,
+                 lt_l_store(K, u->perm, lt_l_var(K, i), lt_l_var(K, i))),
+        lt_l_for(K, r, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, (logn + 1) / 2), LT_LOOP_SERIAL, lt_l_seq(K, 2, pass)),
     };
-    *res = lt_l_seq(K, 5, all);
-    return LT_LNN(lc, *res);
-}
-
-/* Sift the held element (key hk, index hi) down from the root of the heap of slots [0, size), then
- * store it where it stops. */
-static lt_status sift_down(uq *u, lt_lvar *hk, lt_lvar *hi, lt_lvar *size, lt_lnode **res) {
-    lt_lctx *lc = u->lc;
-    lt_lvar *pos = lt_kernel_var(K, "pos", LT_INT64), *act = lt_kernel_var(K, "act", LT_INT64);
-    lt_lvar *q = lt_kernel_var(K, "q", LT_INT64), *l = lt_kernel_var(K, "l", LT_INT64);
-    lt_lvar *w = lt_kernel_var(K, "w", LT_INT64), *wi = lt_kernel_var(K, "wi", LT_INT64), *wk = lt_kernel_var(K, "wk", u->kt);
-    if (!pos || !act || !q || !l || !w || !wi || !wk) return lt_lower_nomem(lc);
-    lt_lnode *pick = NULL;
-    LT_TRY(later_child(u, l, size, w, wi, wk, &pick));
-    lt_lnode *move[2] = {set_perm(u, pos, wi), lt_l_assign(K, pos, lt_l_var(K, w))};
-    lt_lnode *child[2] = {pick, NULL};
-    LT_TRY(if_before(u, hk, hi, wk, wi, lt_l_seq(K, 2, move), stop(u, act), &child[1]));
-    lt_lnode *level[2] = {
-        lt_l_let(K, l, lt_l_add(K, lt_l_mul(K, lt_l_var(K, pos), lt_l_int(K, 2)), lt_l_int(K, 1))),
-        lt_l_if(K, lt_l_binary(K, LT_LOP_LT, lt_l_var(K, l), lt_l_var(K, size)), lt_l_seq(K, 2, child), stop(u, act)),
-    };
-    lt_lnode *body = lt_l_if(K, lt_l_binary(K, LT_LOP_NE, lt_l_var(K, act), lt_l_int(K, 0)), lt_l_seq(K, 2, level), NULL);
-    lt_lnode *all[4] = {
-        lt_l_let(K, pos, lt_l_int(K, 0)),
-        lt_l_let(K, act, lt_l_int(K, 1)),
-        lt_l_for(K, q, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, u->levels), LT_LOOP_SERIAL, body),
-        set_perm(u, pos, hi),
-    };
-    *res = lt_l_seq(K, 4, all);
-    return LT_LNN(lc, *res);
-}
-
-/* Pass 1: index j (0..N-1) enters the heap of slots [0, j) by sifting up from slot j. */
-static lt_status build_heap(uq *u, lt_lnode **res) {
-    lt_lctx *lc = u->lc;
-    lt_lvar *j = lt_kernel_var(K, "r0", LT_INT64), *hk = lt_kernel_var(K, "hk", u->kt);
-    if (!j || !hk) return lt_lower_nomem(lc);
-    lt_lnode *body[2];
-    LT_TRY(let_key(u, hk, j, &body[0]));
-    LT_TRY(sift_up(u, hk, j, j, &body[1]));
-    *res = lt_l_for(K, j, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, u->items), LT_LOOP_SERIAL, lt_l_seq(K, 2, body));
-    return LT_LNN(lc, *res);
-}
-
-/* Pass 2: for last = N-1 down to 1: the element at slot `last` is held, the root moves there, and the
- * held element sifts down in the heap of slots [0, last). */
-static lt_status sort_heap(uq *u, lt_lnode **res) {
-    lt_lctx *lc = u->lc;
-    lt_lvar *e = lt_kernel_var(K, "r1", LT_INT64), *last = lt_kernel_var(K, "last", LT_INT64);
-    lt_lvar *hi = lt_kernel_var(K, "hi", LT_INT64), *hk = lt_kernel_var(K, "hk", u->kt);
-    if (!e || !last || !hi || !hk) return lt_lower_nomem(lc);
-    lt_lnode *rd[2], *down = NULL;
-    LT_TRY(read_slot(u, last, hi, hk, rd));
-    LT_TRY(sift_down(u, hk, hi, last, &down));
-    lt_lnode *body[5] = {
-        lt_l_let(K, last, lt_l_binary(K, LT_LOP_SUB, lt_l_int(K, u->items - 1), lt_l_var(K, e))),
-        rd[0], rd[1],
-        lt_l_store(K, u->perm, lt_l_var(K, last), perm_at(u, lt_l_int(K, 0))),
-        down,
-    };
-    *res = lt_l_for(K, e, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, u->items - 1), LT_LOOP_SERIAL, lt_l_seq(K, 5, body));
+    *res = lt_l_seq(K, 2, all);
     return LT_LNN(lc, *res);
 }
 
@@ -511,12 +457,6 @@ static lt_status copy_slices(uq *u, lt_lnode **res) {
 /* Buffer of output k, or NULL when the node or the kernel has none. */
 static lt_lbuf *out_buf(lt_lctx *lc, const lt_node *n, int k) { return n->out[k] ? lc->vbuf[n->out[k]->id] : NULL; }
 
-static int sift_levels(int64_t numel) {
-    int l = 1;
-    while (((int64_t)1 << (l - 1)) <= numel) l++;
-    return l;
-}
-
 static lt_status uq_init(lt_lctx *lc, const lt_node *n, uq *u) {
     *u = (uq){.lc = lc, .n = n, .dt = n->in[0]->type.dtype};
     if (!lt_lower_shape(n->in[0], &u->rank, u->dims) || n->n_out != 5)
@@ -533,7 +473,6 @@ static lt_status uq_init(lt_lctx *lc, const lt_node *n, uq *u) {
         for (int d = 0; d < a; d++) u->outer *= u->dims[d];
         for (int d = a + 1; d < u->rank; d++) u->inner *= u->dims[d];
     }
-    u->levels = sift_levels(u->items);
     u->yb = out_buf(lc, n, 0), u->ib = out_buf(lc, n, 1), u->invb = out_buf(lc, n, 2);
     u->cb = out_buf(lc, n, 3), u->nb = out_buf(lc, n, 4);
     if ((u->yb && u->yb->dtype != u->dt) || (u->ib && u->ib->dtype != LT_INT64) || (u->invb && u->invb->dtype != LT_INT64) ||
@@ -669,7 +608,7 @@ static lt_status scan_groups_gpu(uq *u, lt_lvar *thr, int64_t T, lt_lbuf *part, 
  * as 0..P-1, then each stage (k = 2, 4, .. P; j = k/2 .. 1) compares slots i and i + j (i with bit j
  * clear) for P/2 pairs a stage, T at a time, and swaps them when they are out of order (ascending
  * where bit k of i is clear, else descending); a barrier ends each stage. The order is total, so perm
- * ends as the serial heap sort leaves it. Then thread 0 runs the passes after the sort (`after`). */
+ * ends as the CPU's merge sort leaves it. Then thread 0 runs the passes after the sort (`after`). */
 static lt_status sort_gpu(uq *u, int64_t P, lt_lnode *after, bool scan_on_block, lt_lnode **res) {
     lt_lctx *lc = u->lc;
     int logp = 0;
@@ -757,10 +696,7 @@ static lt_status l_unique(lt_lctx *lc, const lt_node *n, lt_lnode **res) {
     lt_lnode *pass[6];
     int np = 0;
     if (u.ngroups) pass[np++] = lt_l_let(K, u.ngroups, lt_l_int(K, 0));
-    if (u.items > 0) {
-        LT_TRY(build_heap(&u, &pass[np++]));
-        if (u.items > 1) LT_TRY(sort_heap(&u, &pass[np++]));
-    }
+    if (u.items > 0) LT_TRY(merge_sort(&u, &pass[np++]));
     LT_TRY(scan_groups(&u, &pass[np++]));
     if (!u.sorted) LT_TRY(number_by_appearance(&u, &pass[np++]));
     if (u.ngroups && u.numel > 0) LT_TRY(copy_slices(&u, &pass[np++]));
