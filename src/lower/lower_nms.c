@@ -32,7 +32,8 @@
  * nothing selected; no iou threshold: 0; no score threshold: every box a candidate). An empty one (which
  * the reference reads as absent) never gets here: no kernel takes an empty operand (lt_lower_supported),
  * so such a node runs on the host. A box's
- * geometry (nms_geometry: corners in either order, or center and size) is recomputed from boxes at each use,
+ * geometry (nms_geometry: corners in either order, or center and size) is computed from boxes when it is popped,
+ * kept boxes' geometry stored in a float scratch (`kept`) for the later tests,
  * and a pair is tested as nms_suppress does, in float32: fmaxf / fminf as selects (a NaN operand yields the
  * other). The generated code may contract a product into a following add (gcc -O3 -march=native in GNU C,
  * NVRTC's default --fmad=true), which would round once where the reference rounds twice: on the GPU every
@@ -108,6 +109,8 @@ typedef struct nms {
     lt_lvar *total;    /* rows written by the pairs before */
     lt_lvar *pair;     /* GPU: the pair b * C + c, whose rows and heap have 3N elements of wb of their
                         * own, from element 3N * pair (NULL: one serial walk, rows from `total`) */
+    lt_lbuf *kept;     /* float scratch: the geometry of each box kept so far for the pair (xlo, xhi,
+                        * ylo, yhi, area per row: 5N floats, per pair on the GPU), computed once */
     lt_lvar *thr;      /* the iou threshold, float */
     lt_lvar *sthr;     /* the score threshold, float (NULL: none) */
 } nms;
@@ -175,6 +178,13 @@ static lt_lnode *row_elem(nms *t, lt_lnode *s, int col) {
     lt_lctx *lc = t->lc;
     lt_lnode *row0 = t->pair ? lt_l_mul(K, lt_l_var(K, t->pair), lt_l_int(K, t->N)) : lt_l_var(K, t->total);
     return lt_l_add(K, lt_l_mul(K, lt_l_add(K, row0, s), lt_l_int(K, 3)), lt_l_int(K, col));
+}
+
+/* Element `e` of the kept geometry of the pair's row s (s an expression). */
+static lt_lnode *kept_elem(nms *t, lt_lnode *s, int e) {
+    lt_lctx *lc = t->lc;
+    lt_lnode *row = t->pair ? lt_l_add(K, lt_l_mul(K, lt_l_var(K, t->pair), lt_l_int(K, t->N)), s) : s;
+    return lt_l_add(K, lt_l_mul(K, row, lt_l_int(K, 5)), lt_l_int(K, e));
 }
 
 /* a * b in float32, rounded on its own (never contracted into an add on the GPU; see the top comment). */
@@ -390,23 +400,22 @@ static lt_status heapify_pass(nms *t, lt_lvar *nc, lt_lnode **res) {
     return LT_LNN(lc, *res);
 }
 
-/* Test candidate cd (geometry a) against the ns boxes kept for this pair: `keep` ends 0 when one
- * suppresses it. */
+/* Test candidate cd (geometry a) against the ns boxes kept for this pair (their geometry as stored
+ * when they were kept): `keep` ends 0 when one suppresses it. */
 static lt_status kept_pass(nms *t, const geo *a, lt_lvar *ns, lt_lvar *keep, lt_lnode **res) {
     lt_lctx *lc = t->lc;
-    lt_lvar *j = lt_kernel_var(K, "r5", LT_INT64), *kb = lt_kernel_var(K, "kb", LT_INT64);
-    lt_lvar *sup = lt_kernel_var(K, "sup", LT_BOOL);
-    if (!j || !kb || !sup) return lt_lower_nomem(lc);
-    geo k;
-    lt_lnode *kgeo = NULL, *test = NULL;
-    LT_TRY(box_geometry(t, kb, &k, &kgeo));
+    lt_lvar *j = lt_kernel_var(K, "r5", LT_INT64), *sup = lt_kernel_var(K, "sup", LT_BOOL);
+    geo k = {lt_kernel_var(K, "kxlo", LT_FLOAT), lt_kernel_var(K, "kxhi", LT_FLOAT), lt_kernel_var(K, "kylo", LT_FLOAT),
+             lt_kernel_var(K, "kyhi", LT_FLOAT), lt_kernel_var(K, "karea", LT_FLOAT)};
+    if (!j || !sup || !k.xlo || !k.xhi || !k.ylo || !k.yhi || !k.area) return lt_lower_nomem(lc);
+    lt_lnode *test = NULL;
     LT_TRY(suppresses(t, a, &k, sup, &test));
-    lt_lnode *body[4] = {
-        lt_l_let(K, kb, lt_l_load(K, t->wb, row_elem(t, var(lc, j), 2))),
-        kgeo, test,
-        lt_l_if(K, var(lc, sup), lt_l_assign(K, keep, lt_l_int(K, 0)), NULL),
-    };
-    lt_lnode *guarded = lt_l_if(K, lt_l_binary(K, LT_LOP_NE, var(lc, keep), lt_l_int(K, 0)), lt_l_seq(K, 4, body), NULL);
+    lt_lvar *kv[5] = {k.xlo, k.xhi, k.ylo, k.yhi, k.area};
+    lt_lnode *body[7];
+    for (int e = 0; e < 5; e++) body[e] = lt_l_let(K, kv[e], lt_l_load(K, t->kept, kept_elem(t, var(lc, j), e)));
+    body[5] = test;
+    body[6] = lt_l_if(K, var(lc, sup), lt_l_assign(K, keep, lt_l_int(K, 0)), NULL);
+    lt_lnode *guarded = lt_l_if(K, lt_l_binary(K, LT_LOP_NE, var(lc, keep), lt_l_int(K, 0)), lt_l_seq(K, 7, body), NULL);
     *res = lt_l_for(K, j, LT_ROLE_REDUCE, lt_l_int(K, 0), var(lc, ns), LT_LOOP_SERIAL, guarded);
     return LT_LNN(lc, *res);
 }
@@ -419,19 +428,21 @@ static lt_status pop_pass(nms *t, lt_lvar *nc, lt_lvar *ns, lt_lvar *mo, lt_lnod
     lt_lvar *li = lt_kernel_var(K, "li", LT_INT64), *ls = lt_kernel_var(K, "ls", LT_FLOAT);
     lt_lvar *keep = lt_kernel_var(K, "keep", LT_INT64), *root = lt_kernel_var(K, "root", LT_INT64);
     if (!r || !cd || !li || !ls || !keep || !root) return lt_lower_nomem(lc);
-    geo a;
+    geo a = {0};
     lt_lnode *rd[2], *sift = NULL, *ageo = NULL, *test = NULL;
     LT_TRY(read_slot(t, var(lc, nc), li, ls, rd));
     LT_TRY(sift_down(t, li, ls, root, nc, &sift));
     LT_TRY(box_geometry(t, cd, &a, &ageo));
     LT_TRY(kept_pass(t, &a, ns, keep, &test));
     lt_lnode *refill[4] = {rd[0], rd[1], lt_l_let(K, root, lt_l_int(K, 0)), sift};
-    lt_lnode *write[4] = {
+    lt_lvar *av[5] = {a.xlo, a.xhi, a.ylo, a.yhi, a.area};
+    lt_lnode *write[9] = {
         lt_l_store(K, t->wb, row_elem(t, var(lc, ns), 0), var(lc, t->b)),
         lt_l_store(K, t->wb, row_elem(t, var(lc, ns), 1), var(lc, t->c)),
         lt_l_store(K, t->wb, row_elem(t, var(lc, ns), 2), var(lc, cd)),
-        lt_l_assign(K, ns, lt_l_add(K, var(lc, ns), lt_l_int(K, 1))),
     };
+    for (int e = 0; e < 5; e++) write[3 + e] = lt_l_store(K, t->kept, kept_elem(t, var(lc, ns), e), var(lc, av[e]));
+    write[8] = lt_l_assign(K, ns, lt_l_add(K, var(lc, ns), lt_l_int(K, 1)));
     lt_lnode *round[7] = {
         lt_l_let(K, cd, lt_l_load(K, t->wb, slot(t, lt_l_int(K, 0)))),
         lt_l_assign(K, nc, lt_l_binary(K, LT_LOP_SUB, var(lc, nc), lt_l_int(K, 1))),
@@ -439,7 +450,7 @@ static lt_status pop_pass(nms *t, lt_lvar *nc, lt_lvar *ns, lt_lvar *mo, lt_lnod
         ageo,
         lt_l_let(K, keep, lt_l_int(K, 1)),
         test,
-        lt_l_if(K, lt_l_binary(K, LT_LOP_NE, var(lc, keep), lt_l_int(K, 0)), lt_l_seq(K, 4, write), NULL),
+        lt_l_if(K, lt_l_binary(K, LT_LOP_NE, var(lc, keep), lt_l_int(K, 0)), lt_l_seq(K, 9, write), NULL),
     };
     lt_lnode *go = lt_l_binary(K, LT_LOP_AND, lt_l_binary(K, LT_LOP_GT, var(lc, nc), lt_l_int(K, 0)),
                                lt_l_binary(K, LT_LOP_LT, var(lc, ns), var(lc, mo)));
@@ -604,6 +615,8 @@ static lt_status l_nms(lt_lctx *lc, const lt_node *n, lt_lnode **res) {
         LT_TRY(max_output(&t, mov, mo, &let_mo));
         LT_TRY(threshold(&t, IN_IOU, "iou_thr", false, &t.thr, &let_thr));
         LT_TRY(threshold(&t, IN_SCORE_THRESHOLD, "score_thr", true, &t.sthr, &let_sthr));
+        if (!(t.kept = lt_lower_add_scratch(lc, "kept_geometry", LT_FLOAT, 5 * t.N * (t.gpu ? t.B * t.C : 1))))
+            return lt_lower_nomem(lc);
         if (t.gpu) { /* pairs in parallel: every thread reads the inputs' scalars, thread 0 stores the count */
             lt_lnode *lets[3] = {let_mo, let_thr, let_sthr};
             if (!(t.wb = lt_lower_add_scratch(lc, "nms_rows", LT_INT64, t.end))) return lt_lower_nomem(lc);
