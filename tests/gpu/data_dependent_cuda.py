@@ -9,7 +9,9 @@ a CUDA kernel with a padded output, and the nodes after it are compiled as a fam
 the data gives. Each runs ten times on random data whose sizes vary; every output must equal the
 reference interpreter's (rtol 1e-3), with its shape, the report must name the split, and the last six
 runs must build no NVRTC module (the rest's "modules built" in the model's report). The Loops must be
-run by the plan (their body's plan on device memory, src/compile/loop_run.c) all ten times.
+run by the plan (their body's plan on device memory, src/compile/loop_run.c) all ten times. Then a
+sweep of Unique and NonMaxSuppression over sizes, dtypes and attributes (sweep_cases) must equal the
+interpreter bit for bit.
 
 usage: data_dependent_cuda.py --lathe BUILD/lathe [--summary FILE]   (exit 1 when a check fails)
 """
@@ -66,8 +68,62 @@ def main():
             print(rows[-1])
         except lathe.LatheError as e:
             failed.append(f"{name}: {e}")
-    return report("data-dependent sizes (cuda)", failed, f"{len(ddm.MODELS)} models equal to the interpreter; " + "; ".join(rows[:2]),
-                  a.summary)
+    n_sweep = sweep(lathe, onnx, tmp, failed)
+    return report("data-dependent sizes (cuda)", failed, f"{len(ddm.MODELS)} models and {n_sweep} sweep cases equal to the "
+                  "interpreter; " + "; ".join(rows[:2]), a.summary)
+
+
+def sweep_cases(rng):
+    """(name, nodes, inputs, outputs, initializers, feeds): Unique of 1 to 70000 items (int64, and float
+    with NaNs and -0; sorted and not; along an axis) and NonMaxSuppression of 1 to 1200 classes (corner
+    and center boxes): the block sort, the group scan and the pair-per-thread selection at sizes around
+    their thread counts."""
+    from onnx import TensorProto as T, helper as h, numpy_helper as nh
+    V = h.make_tensor_value_info
+    outs = ["y", "ix", "inv", "cnt"]
+    for n in [1, 2, 3, 5, 17, 64, 1000, 1025, 20000, 70000]:
+        ints = rng.integers(-50, 50, n).astype(np.int64)
+        floats = (np.where(rng.random(n) < 0.1, np.nan, np.round(rng.standard_normal(n), 1)) *
+                  np.where(rng.random(n) < 0.5, -1, 1)).astype(np.float32)
+        for dt, x in [(T.INT64, ints), (T.FLOAT, floats)]:
+            for srt in (1, 0):
+                yield (f"unique n={n} {x.dtype} sorted={srt}", [h.make_node("Unique", ["x"], outs, sorted=srt)],
+                       [V("x", dt, [n])], [V(o, T.INT64 if o != "y" else dt, None) for o in outs], [], {"x": x})
+    for shape, axis in [((6, 4), 0), ((5, 3, 2), 1), ((300, 3), 0)]:
+        yield (f"unique {shape} axis={axis}", [h.make_node("Unique", ["x"], outs, sorted=1, axis=axis)],
+               [V("x", T.INT64, list(shape))], [V(o, T.INT64, None) for o in outs], [],
+               {"x": rng.integers(0, 3, shape).astype(np.int64)})
+    for B, C, N, mo, cpb in [(1, 1, 1, 5, 0), (2, 3, 50, 10, 0), (3, 7, 200, 1000, 1), (1, 90, 300, 20, 0),
+                             (2, 600, 40, 3, 0), (1, 1200, 8, 2, 1)]:
+        xy = rng.uniform(0, 50, (B, N, 2)).astype(np.float32)
+        boxes = np.concatenate([xy, xy + rng.uniform(1, 20, (B, N, 2)).astype(np.float32)], axis=2)
+        inits = [nh.from_array(np.array([mo], np.int64), "mo"), nh.from_array(np.array([0.4], np.float32), "iou"),
+                 nh.from_array(np.array([0.2], np.float32), "st")]
+        yield (f"nms B={B} C={C} N={N}", [h.make_node("NonMaxSuppression", ["b", "s", "mo", "iou", "st"], ["sel"],
+                                                      center_point_box=cpb)],
+               [V("b", T.FLOAT, [B, N, 4]), V("s", T.FLOAT, [B, C, N])], [V("sel", T.INT64, None)], inits,
+               {"b": boxes, "s": rng.uniform(0, 1, (B, C, N)).astype(np.float32)})
+
+
+def sweep(lathe, onnx, tmp, failed):
+    """Each sweep case compiled for cuda against the interpreter, bit for bit; the number of cases."""
+    from onnx import helper as h
+    n = 0
+    for name, nodes, inputs, outputs, inits, feeds in sweep_cases(np.random.default_rng(0)):
+        path = os.path.join(tmp, "sweep.onnx")
+        onnx.save(h.make_model(h.make_graph(nodes, "g", inputs, outputs, inits), opset_imports=[h.make_opsetid("", 17)]), path)
+        n += 1
+        try:
+            got = lathe.compile(path, backend="cuda", cache_dir=False).run(feeds)
+            want = lathe.compile(path, backend="interp").run(feeds)
+        except lathe.LatheError as e:
+            failed.append(f"{name}: {e}")
+            continue
+        for k in want:
+            if got[k].shape != want[k].shape or not np.array_equal(got[k], want[k], equal_nan=True):
+                failed.append(f"{name}: output {k} {got[k].shape} differs from the interpreter's {want[k].shape}")
+                break
+    return n
 
 
 if __name__ == "__main__":
