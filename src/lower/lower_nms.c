@@ -2,10 +2,11 @@
  * with an output of a size known at compile time (selected int64 [B * C * N, 3] and the count), the compiled
  * half of a model split at it (src/compile/split.h). boxes [B, N, 4] and scores [B, C, N].
  *
- * Kernel shape: one serial kernel (every loop role REDUCE, LT_LOOP_SERIAL: the iterations carry state, so no
- * schedule parallelizes or vectorizes them). On a GPU the pairs run in parallel instead (pairs_gpu: a
- * thread per pair on one block, each pair's rows and heap in a region of its own, then compacted). For
- * each batch b and class c in that order (loops "r0", "r1"), `total` counting the rows written before:
+ * Kernel shape (pairs): each (batch b, class c) pair p = bC + c is selected on its own, in its own region
+ * of a scratch buffer (3N int64: the rows kept from its start, the candidate heap at its end, in reverse
+ * order: heap slot j is element 3N(p + 1) - 1 - j) and of a float scratch (the geometry of each kept box,
+ * 5N floats). On the CPU the pairs are a parallel loop (the plan's threads); on a GPU they run on one
+ * block, a thread per pair. The loops inside a pair carry state (role REDUCE, LT_LOOP_SERIAL):
  *   1. fill ("r2"): the index of every box whose score passes the score threshold (every box without one)
  *      enters the candidate heap, nc of them;
  *   2. heapify ("r3"): each slot from the middle up sifts down; the heap's root is the first candidate in
@@ -13,16 +14,15 @@
  *      come in the order of the reference's own heap);
  *   3. pop ("r4", at most N rounds): while candidates remain and fewer than max_output are kept, the root is
  *      taken (the last slot sifts down from the root in its place) and tested against the boxes kept
- *      before for this (b, c) ("r5": their indices are the third column of the rows just written); unless
- *      one of them suppresses it, its row (b, c, index) is written at row total + ns (ns kept so far).
- * The heap lives in the selected output itself, at its end in reverse order: heap slot j is element
- * E - 1 - j, E = 3BCN. Rows written at the front never reach a live slot: when row s of pair p = bC + c is
- * written, s + 1 of the pair's nc0 <= N candidates were popped, so the live slots are below N - s - 1 and
- * their elements above E - N + s, while the row ends at element 3(pN + s) + 2 <= E - 3N + 3s + 2, below
- * that as s < N. A pair's heap (elements >= E - N) never reaches the rows of the pairs before it (elements
- * below 3pN <= E - 3N). Sifts are bounded loops of the heap's depth + 1 iterations with an "active" flag,
- * as TopK's heap (lower_scan.c). `total` is stored to the count output at the end (when the kernel has a
- * buffer for it). The rest of the selected output is unspecified, as the padded layout allows.
+ *      before for this pair ("r5", their geometry as stored); unless one of them suppresses it, its row
+ *      (b, c, index) is written at the region's row ns (ns kept so far) and its geometry stored.
+ * Rows never reach a live heap slot: when row s is written, s + 1 of the pair's nc0 <= N candidates were
+ * popped, so the live slots are below N - s - 1, their elements above 3N - N + s = 2N + s of the region,
+ * while the row ends at element 3s + 2, below that as s < N. Sifts are bounded loops of the heap's depth +
+ * 1 iterations with an "active" flag, as TopK's heap (lower_scan.c). Then the pairs' counts become
+ * offsets (in pair order) and their total is stored to the count output, and each pair's rows are copied
+ * to the front of the selected output (on the GPU between barriers, each thread a share of the rows).
+ * The rest of the selected output is unspecified, as the padded layout allows.
  *
  * Bit-identical to the reference (src/ops/image/image_roi.c, lt_img_nms_eval): scores, boxes and thresholds
  * become float32 as (float) of the reference's double load (a float16 / bfloat16 widens exactly; an integer
@@ -168,7 +168,6 @@ static lt_status coord_at(nms *t, lt_lnode *box, int e, lt_lnode **res) {
 /* Element of heap slot j: E - 1 - j (GPU: the end of the pair's region, 3N (pair + 1), instead of E). */
 static lt_lnode *slot(nms *t, lt_lnode *j) {
     lt_lctx *lc = t->lc;
-    if (!t->pair) return lt_l_binary(K, LT_LOP_SUB, lt_l_int(K, t->end - 1), j);
     lt_lnode *end = lt_l_mul(K, lt_l_add(K, lt_l_var(K, t->pair), lt_l_int(K, 1)), lt_l_int(K, 3 * t->N));
     return lt_l_binary(K, LT_LOP_SUB, lt_l_binary(K, LT_LOP_SUB, end, lt_l_int(K, 1)), j);
 }
@@ -176,14 +175,14 @@ static lt_lnode *slot(nms *t, lt_lnode *j) {
 /* Element `col` of row total + s (GPU: row N * pair + s, the pair's region) of the rows. */
 static lt_lnode *row_elem(nms *t, lt_lnode *s, int col) {
     lt_lctx *lc = t->lc;
-    lt_lnode *row0 = t->pair ? lt_l_mul(K, lt_l_var(K, t->pair), lt_l_int(K, t->N)) : lt_l_var(K, t->total);
+    lt_lnode *row0 = lt_l_mul(K, lt_l_var(K, t->pair), lt_l_int(K, t->N));
     return lt_l_add(K, lt_l_mul(K, lt_l_add(K, row0, s), lt_l_int(K, 3)), lt_l_int(K, col));
 }
 
 /* Element `e` of the kept geometry of the pair's row s (s an expression). */
 static lt_lnode *kept_elem(nms *t, lt_lnode *s, int e) {
     lt_lctx *lc = t->lc;
-    lt_lnode *row = t->pair ? lt_l_add(K, lt_l_mul(K, lt_l_var(K, t->pair), lt_l_int(K, t->N)), s) : s;
+    lt_lnode *row = lt_l_add(K, lt_l_mul(K, lt_l_var(K, t->pair), lt_l_int(K, t->N)), s);
     return lt_l_add(K, lt_l_mul(K, row, lt_l_int(K, 5)), lt_l_int(K, e));
 }
 
@@ -473,15 +472,18 @@ static lt_status one_pair(nms *t, lt_lvar *mo, lt_lvar *ns, lt_lnode **res) {
     return LT_LNN(lc, *res);
 }
 
-/* GPU: the pairs on one block of T threads, a thread's pairs (pair = thread + k T) each selected in
- * its own region of the scratch buffer wb (rows from 3N pair, the heap ending at 3N (pair + 1)), its
- * count in cnt[pair]; after a barrier thread 0 turns the counts into offsets (off[pair]) and stores
- * the total; after another every thread copies its share of each pair's rows (row i of a pair by
- * thread i mod T) to the front of the selected output, in pair order. The rows and their order are the
- * serial walk's. */
-static lt_status pairs_gpu(nms *t, lt_lvar *mo, lt_lbuf *cb, lt_lnode *const *lets, int n_lets, lt_lnode **res) {
+/* The pairs (b, c), each selected in its own region of the scratch buffer wb (rows from element
+ * 3N pair, the heap ending at 3N (pair + 1); its kept geometry from 5N pair), its count in cnt[pair];
+ * then the counts become offsets (off[pair]) and the total is stored; then each pair's rows are copied
+ * to the front of the selected output, in pair order. The rows and their order are those of one walk
+ * over the pairs in order. On the CPU the pairs are a parallel loop (the threads of the plan), the
+ * offsets and the copy serial; on the GPU they run on one block of T threads (pair = thread + k T),
+ * thread 0 makes the offsets between barriers, and every thread copies its share of each pair's rows
+ * (row i by thread i mod T). lets: the inputs' scalars, computed first (by every thread). */
+static lt_status pairs(nms *t, lt_lvar *mo, lt_lbuf *cb, lt_lnode *const *lets, int n_lets, lt_lnode **res) {
     lt_lctx *lc = t->lc;
-    int64_t P = t->B * t->C, T = lc->opt->shape_generic || P >= 1024 ? 1024 : (P + 31) / 32 * 32;
+    bool gpu = t->gpu;
+    int64_t P = t->B * t->C, T = !gpu ? 1 : lc->opt->shape_generic || P >= 1024 ? 1024 : (P + 31) / 32 * 32;
     lt_lbuf *cnt = lt_lower_add_scratch(lc, "pair_count", LT_INT64, P), *off = lt_lower_add_scratch(lc, "pair_off", LT_INT64, P);
     lt_lvar *blk = lt_kernel_var(K, "gblk", LT_INT64), *thr = lt_kernel_var(K, "gthr", LT_INT64);
     lt_lvar *k = lt_kernel_var(K, "pk", LT_INT64), *ns = lt_kernel_var(K, "ns", LT_INT64);
@@ -491,19 +493,24 @@ static lt_status pairs_gpu(nms *t, lt_lvar *mo, lt_lbuf *cb, lt_lnode *const *le
     if (!cnt || !off || !blk || !thr || !k || !ns || !p || !q || !i || !e || !t->pair) return lt_lower_nomem(lc);
     lt_lnode *sel = NULL;
     LT_TRY(one_pair(t, mo, ns, &sel));
-    lt_lnode *pv = var(lc, t->pair);
     lt_lnode *per_pair[5] = {
-        lt_l_let(K, t->b, lt_l_binary(K, LT_LOP_DIV, pv, lt_l_int(K, t->C))),
+        lt_l_let(K, t->b, lt_l_binary(K, LT_LOP_DIV, var(lc, t->pair), lt_l_int(K, t->C))),
         lt_l_let(K, t->c, lt_l_binary(K, LT_LOP_MOD, var(lc, t->pair), lt_l_int(K, t->C))),
         lt_l_let(K, ns, lt_l_int(K, 0)),
         lt_l_if(K, lt_l_binary(K, LT_LOP_GT, var(lc, mo), lt_l_int(K, 0)), sel, NULL), /* max_output 0: none */
         lt_l_store(K, cnt, var(lc, t->pair), var(lc, ns)),
     };
-    lt_lnode *mine[2] = {
-        lt_l_let(K, t->pair, lt_l_add(K, lt_l_mul(K, var(lc, k), lt_l_int(K, T)), var(lc, thr))),
-        lt_l_if(K, lt_l_binary(K, LT_LOP_LT, var(lc, t->pair), lt_l_int(K, P)), lt_l_seq(K, 5, per_pair), NULL),
-    };
-    /* thread 0: offsets and the total */
+    lt_lnode *select = NULL;
+    if (gpu) {
+        lt_lnode *mine[2] = {
+            lt_l_let(K, t->pair, lt_l_add(K, lt_l_mul(K, var(lc, k), lt_l_int(K, T)), var(lc, thr))),
+            lt_l_if(K, lt_l_binary(K, LT_LOP_LT, var(lc, t->pair), lt_l_int(K, P)), lt_l_seq(K, 5, per_pair), NULL),
+        };
+        select = lt_l_for(K, k, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, (P + T - 1) / T), LT_LOOP_SERIAL, lt_l_seq(K, 2, mine));
+    } else {
+        select = lt_l_for(K, t->pair, LT_ROLE_OUTPUT, lt_l_int(K, 0), lt_l_int(K, P), LT_LOOP_PARALLEL, lt_l_seq(K, 5, per_pair));
+    }
+    /* the offsets and the total */
     lt_lnode *scan[2] = {lt_l_store(K, off, var(lc, p), var(lc, t->total)),
                          lt_l_assign(K, t->total, lt_l_add(K, var(lc, t->total), lt_l_load(K, cnt, var(lc, p))))};
     lt_lnode *first[3] = {
@@ -511,47 +518,37 @@ static lt_status pairs_gpu(nms *t, lt_lvar *mo, lt_lbuf *cb, lt_lnode *const *le
         lt_l_for(K, p, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, P), LT_LOOP_SERIAL, lt_l_seq(K, 2, scan)),
         cb ? lt_l_store(K, cb, lt_l_int(K, 0), var(lc, t->total)) : NULL,
     };
-    /* every thread: rows i = thr + q T of each pair p to rows off[p] + i */
+    /* rows i (GPU: i = thr + q T) of each pair p to rows off[p] + i */
     lt_lnode *src = lt_l_add(K, lt_l_mul(K, lt_l_add(K, lt_l_mul(K, var(lc, p), lt_l_int(K, t->N)), var(lc, i)), lt_l_int(K, 3)),
                              var(lc, e));
     lt_lnode *dst = lt_l_add(K, lt_l_mul(K, lt_l_add(K, lt_l_load(K, off, var(lc, p)), var(lc, i)), lt_l_int(K, 3)), var(lc, e));
     lt_lnode *row = lt_l_for(K, e, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, 3), LT_LOOP_SERIAL,
                              lt_l_store(K, t->yb, dst, lt_l_load(K, t->wb, src)));
-    lt_lnode *take[2] = {
-        lt_l_let(K, i, lt_l_add(K, lt_l_mul(K, var(lc, q), lt_l_int(K, T)), var(lc, thr))),
-        lt_l_if(K, lt_l_binary(K, LT_LOP_LT, var(lc, i), lt_l_load(K, cnt, var(lc, p))), row, NULL),
-    };
-    lt_lnode *copy = lt_l_for(K, p, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, P), LT_LOOP_SERIAL,
-                              lt_l_for(K, q, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, (t->N + T - 1) / T),
-                                       LT_LOOP_SERIAL, lt_l_seq(K, 2, take)));
+    lt_lnode *rows = NULL;
+    if (gpu) {
+        lt_lnode *take[2] = {
+            lt_l_let(K, i, lt_l_add(K, lt_l_mul(K, var(lc, q), lt_l_int(K, T)), var(lc, thr))),
+            lt_l_if(K, lt_l_binary(K, LT_LOP_LT, var(lc, i), lt_l_load(K, cnt, var(lc, p))), row, NULL),
+        };
+        rows = lt_l_for(K, q, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, (t->N + T - 1) / T), LT_LOOP_SERIAL, lt_l_seq(K, 2, take));
+    } else {
+        rows = lt_l_for(K, i, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_load(K, cnt, var(lc, p)), LT_LOOP_SERIAL, row);
+    }
+    lt_lnode *copy = lt_l_for(K, p, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, P), LT_LOOP_SERIAL, rows);
     lt_lnode *body[24];
     int nb = 0;
     for (int j = 0; j < n_lets; j++) body[nb++] = lets[j];
-    body[nb++] = lt_l_for(K, k, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, (P + T - 1) / T), LT_LOOP_SERIAL,
-                          lt_l_seq(K, 2, mine));
-    body[nb++] = lt_l_barrier(K);
-    body[nb++] = lt_l_if(K, lt_l_binary(K, LT_LOP_EQ, var(lc, thr), lt_l_int(K, 0)), lt_l_seq(K, cb ? 3 : 2, first), NULL);
-    body[nb++] = lt_l_barrier(K);
+    body[nb++] = select;
+    if (gpu) body[nb++] = lt_l_barrier(K);
+    lt_lnode *offsets = lt_l_seq(K, cb ? 3 : 2, first);
+    body[nb++] = gpu ? lt_l_if(K, lt_l_binary(K, LT_LOP_EQ, var(lc, thr), lt_l_int(K, 0)), offsets, NULL) : offsets;
+    if (gpu) body[nb++] = lt_l_barrier(K);
     body[nb++] = copy;
-    lt_lnode *b = lt_lower_gpu_loop(lc, thr, LT_ROLE_OUTPUT, T, LT_LOOP_GPU_THREAD, 0, lt_l_seq(K, nb, body));
-    *res = lt_lower_gpu_loop(lc, blk, LT_ROLE_OUTPUT, 1, LT_LOOP_GPU_BLOCK, 0, b);
-    return LT_LNN(lc, *res);
-}
-
-/* The pairs (b, c): fill, heapify and pop each, then total += ns. */
-static lt_status pairs(nms *t, lt_lvar *mo, lt_lnode **res) {
-    lt_lctx *lc = t->lc;
-    lt_lvar *ns = lt_kernel_var(K, "ns", LT_INT64);
-    if (!ns) return lt_lower_nomem(lc);
-    lt_lnode *sel = NULL;
-    LT_TRY(one_pair(t, mo, ns, &sel));
-    lt_lnode *pair[3] = {lt_l_let(K, ns, lt_l_int(K, 0)), sel,
-                         lt_l_assign(K, t->total, lt_l_add(K, var(lc, t->total), var(lc, ns)))};
-    lt_lnode *body = lt_l_seq(K, 3, pair);
-    body = lt_l_for(K, t->c, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, t->C), LT_LOOP_SERIAL, body);
-    body = lt_l_for(K, t->b, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, t->B), LT_LOOP_SERIAL, body);
-    /* max_output 0 (given so at run time) selects nothing: the pairs are skipped */
-    *res = lt_l_if(K, lt_l_binary(K, LT_LOP_GT, var(lc, mo), lt_l_int(K, 0)), body, NULL);
+    *res = lt_l_seq(K, nb, body);
+    if (gpu) {
+        lt_lnode *b = lt_lower_gpu_loop(lc, thr, LT_ROLE_OUTPUT, T, LT_LOOP_GPU_THREAD, 0, *res);
+        *res = lt_lower_gpu_loop(lc, blk, LT_ROLE_OUTPUT, 1, LT_LOOP_GPU_BLOCK, 0, b);
+    }
     return LT_LNN(lc, *res);
 }
 
@@ -597,40 +594,28 @@ static lt_status l_nms(lt_lctx *lc, const lt_node *n, lt_lnode **res) {
     t.gpu = lc->opt->gpu;
     t.levels = 1;
     while (((int64_t)1 << (t.levels - 1)) <= t.N) t.levels++;
-    t.yb = t.wb = lc->vbuf[n->out[0]->id];
+    t.yb = lc->vbuf[n->out[0]->id];
     lt_lbuf *cb = n->out[1] ? lc->vbuf[n->out[1]->id] : NULL;
     if (!t.yb || t.yb->dtype != LT_INT64 || (cb && cb->dtype != LT_INT64))
         return lt_lower_error(lc, n, LT_ERR_INTERNAL, "the outputs are not stored as they are");
     t.b = lt_kernel_var(K, "r0", LT_INT64), t.c = lt_kernel_var(K, "r1", LT_INT64);
     t.total = lt_kernel_var(K, "total", LT_INT64);
     if (!t.b || !t.c || !t.total) return lt_lower_nomem(lc);
-    lt_lnode *all[6];
-    int na = 0;
-    all[na++] = lt_l_let(K, t.total, lt_l_int(K, 0));
     const lt_value *mov = given(n, IN_MAX_OUTPUT);
-    if (mov && t.N > 0) { /* without max_output nothing is selected: only the count (0) is stored */
-        lt_lvar *mo = lt_kernel_var(K, "mo", LT_INT64);
-        if (!mo) return lt_lower_nomem(lc);
-        lt_lnode *let_thr = NULL, *let_sthr = NULL, *let_mo = NULL, *work = NULL;
-        LT_TRY(max_output(&t, mov, mo, &let_mo));
-        LT_TRY(threshold(&t, IN_IOU, "iou_thr", false, &t.thr, &let_thr));
-        LT_TRY(threshold(&t, IN_SCORE_THRESHOLD, "score_thr", true, &t.sthr, &let_sthr));
-        if (!(t.kept = lt_lower_add_scratch(lc, "kept_geometry", LT_FLOAT, 5 * t.N * (t.gpu ? t.B * t.C : 1))))
-            return lt_lower_nomem(lc);
-        if (t.gpu) { /* pairs in parallel: every thread reads the inputs' scalars, thread 0 stores the count */
-            lt_lnode *lets[3] = {let_mo, let_thr, let_sthr};
-            if (!(t.wb = lt_lower_add_scratch(lc, "nms_rows", LT_INT64, t.end))) return lt_lower_nomem(lc);
-            return pairs_gpu(&t, mo, cb, lets, let_sthr ? 3 : 2, res);
-        }
-        LT_TRY(pairs(&t, mo, &work));
-        all[na++] = let_mo;
-        all[na++] = let_thr;
-        if (let_sthr) all[na++] = let_sthr;
-        all[na++] = work;
+    if (!mov || t.N == 0) { /* without max_output nothing is selected: only the count (0) is stored */
+        *res = cb ? lt_l_store(K, cb, lt_l_int(K, 0), lt_l_int(K, 0)) : lt_l_empty(K);
+        return LT_LNN(lc, *res);
     }
-    if (cb) all[na++] = lt_l_store(K, cb, lt_l_int(K, 0), var(lc, t.total));
-    *res = lt_l_seq(K, na, all);
-    return LT_LNN(lc, *res);
+    lt_lvar *mo = lt_kernel_var(K, "mo", LT_INT64);
+    if (!mo) return lt_lower_nomem(lc);
+    lt_lnode *lets[3] = {NULL, NULL, NULL};
+    LT_TRY(max_output(&t, mov, mo, &lets[0]));
+    LT_TRY(threshold(&t, IN_IOU, "iou_thr", false, &t.thr, &lets[1]));
+    LT_TRY(threshold(&t, IN_SCORE_THRESHOLD, "score_thr", true, &t.sthr, &lets[2]));
+    if (!(t.kept = lt_lower_add_scratch(lc, "kept_geometry", LT_FLOAT, 5 * t.N * t.B * t.C)) ||
+        !(t.wb = lt_lower_add_scratch(lc, "nms_rows", LT_INT64, t.end)))
+        return lt_lower_nomem(lc);
+    return pairs(&t, mo, cb, lets, lets[2] ? 3 : 2, res);
 }
 
 const lt_lower_reg lt_lower_nms[] = {
