@@ -300,7 +300,8 @@ static lt_status iterate(lt_eval *ev, const loop_mem *lm, const lt_node *n, lt_p
         }
         lb->ins[0] = lm->dev ? (const void *)((int64_t *)lb->iters.d + it % ITER_BLOCK) : (const void *)&it;
         lb->ins[1] = lm->dev ? lb->flags.d : (const void *)&one;
-        lb->outs[0] = lm->dev ? (void *)((uint8_t *)lb->flags.d + 1) : (void *)&cond;
+        /* a condition passed through goes onto itself on a device: no copy */
+        lb->outs[0] = !lm->dev ? (void *)&cond : read_cond ? (void *)((uint8_t *)lb->flags.d + 1) : lb->flags.d;
         for (int k = 0; k < n_carried && !lb->carry_dev; k++) {
             lb->ins[2 + k] = buf_ptr(&lb->state[2 * k + !(it & 1)]);
             lb->outs[1 + k] = buf_ptr(&lb->state[2 * k + (it & 1)]);

@@ -1095,8 +1095,8 @@ lt_status lt_plan_run_device(lt_ctx *ctx, lt_plan *p, const lt_plan_run_options 
         more = true;
         if (S->kind == LT_SLOT_OUTPUT) {
             s = lt_plan_device_copy(ctx, p, outputs[k], outputs[S->io_index], bytes, LT_COPY_DEVICE_TO_DEVICE, true);
-        } else if (S->kind == LT_SLOT_INPUT && R->dptr) {
-            s = lt_plan_device_copy(ctx, p, outputs[k], R->dptr, bytes, LT_COPY_DEVICE_TO_DEVICE, true);
+        } else if (S->kind == LT_SLOT_INPUT && R->dptr) { /* an input passed through (no copy onto itself) */
+            if (outputs[k] != R->dptr) s = lt_plan_device_copy(ctx, p, outputs[k], R->dptr, bytes, LT_COPY_DEVICE_TO_DEVICE, true);
         } else {
             lt_datum *d = S->kind == LT_SLOT_CONST ? R->wrapd : R->cur;
             if (!d || d->kind != LT_DK_TENSOR || !same_shape(S, d->tensor))
