@@ -120,7 +120,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--runs", type=int, default=30)
-    ap.add_argument("--models", default="nonzero,compress,topk,nms,unique,loop,loop_small")
+    ap.add_argument("--models", default="nonzero,compress,topk,nms,nms80,unique,loop,loop_small")
     ap.add_argument("--md", default=None)
     a = ap.parse_args()
     try:
