@@ -174,9 +174,9 @@ LT_FN int64_t lt_gemm_min_(int64_t a, int64_t b) { return a < b ? a : b; }
 LT_FN int64_t lt_gemm_cdiv_(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 /* ---- activations: branch-free float code the compiler vectorizes (accurate to a few ulp) ---- */
-LT_FN float lt_fbits_(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+LT_GEMM_AI float lt_fbits_(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
 /* exp(x): Cody-Waite reduction, degree-6 polynomial, 2^n applied in two halves (denormal results). */
-LT_FN float lt_vexpf(float x) {
+LT_GEMM_AI float lt_vexpf(float x) {
     /* NaN takes the 0 path (converting NaN to int is undefined) and is returned as NaN below. */
     float xc = x != x ? 0.0f : x < -104.0f ? -104.0f : (x > 89.0f ? 89.0f : x);
     float n = __builtin_rintf(xc * 1.44269504088896341f);
@@ -194,9 +194,9 @@ LT_FN float lt_vexpf(float x) {
     float y = p * s1 * s2;
     return x != x ? x : y;
 }
-LT_FN float lt_vsigmoidf(float x) { return 1.0f / (1.0f + lt_vexpf(-x)); }
+LT_GEMM_AI float lt_vsigmoidf(float x) { return 1.0f / (1.0f + lt_vexpf(-x)); }
 /* tanh(x) = e/(e+2) with e = expm1(2|x|); expm1 by its Taylor series below 0.35, else exp - 1. */
-LT_FN float lt_vtanhf(float x) {
+LT_GEMM_AI float lt_vtanhf(float x) {
     float ax = __builtin_fabsf(x);
     float y = 2.0f * (ax > 9.0f ? 9.0f : ax);
     float t = 1.0f / 40320.0f;
@@ -214,7 +214,7 @@ LT_FN float lt_vtanhf(float x) {
     return x != x ? x : r;
 }
 /* erfc(z) for z >= 0 (Numerical Recipes' Chebyshev fit, relative error < 1.2e-7). */
-LT_FN float lt_verfcf_pos(float z) {
+LT_GEMM_AI float lt_verfcf_pos(float z) {
     float t = 1.0f / (1.0f + 0.5f * z);
     float p = 0.17087277f;
     p = p * t - 0.82215223f;
@@ -229,14 +229,14 @@ LT_FN float lt_verfcf_pos(float z) {
     return t * lt_vexpf(p - z * z);
 }
 /* gelu(x) = x/2 * (1 + erf(x/sqrt2)) = x/2 * erfc(-x/sqrt2): no cancellation for negative x. */
-LT_FN float lt_vgeluf(float x) {
+LT_GEMM_AI float lt_vgeluf(float x) {
     float z = x * 0.70710678118654752f;
     float e = lt_verfcf_pos(__builtin_fabsf(z));
     float one_plus_erf = x < 0 ? e : 2.0f - e;
     return 0.5f * x * one_plus_erf;
 }
 /* gelu, tanh form: x/2 (1 + tanh(u)) = x * sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3). */
-LT_FN float lt_vgelu_tanhf(float x) {
+LT_GEMM_AI float lt_vgelu_tanhf(float x) {
     float u = 0.7978845608028654f * (x + 0.044715f * x * x * x);
     return x * lt_vsigmoidf(2.0f * u);
 }
