@@ -207,9 +207,9 @@ lt_status lt_plan_host_run(lt_ctx *ctx, lt_plan *p, int i) {
     lt_datum **out = n->n_out <= 16 ? out_stack : lt_calloc(ctx, (size_t)n->n_out, sizeof *out, "host step outputs");
     lt_status s = LT_OK;
     const int *outer = p->outer_vals[i];
+    for (int k = 0; in && k < n->n_in; k++) in[k] = NULL;
     if (!in || !out) { s = LT_ERR_NOMEM; goto done; }
     for (int k = 0; k < n->n_out; k++) out[k] = NULL;
-    for (int k = 0; k < n->n_in; k++) in[k] = NULL;
     for (int k = 0; k < n->n_in; k++) {
         if (st->dev_in && st->dev_in[k]) { /* the rest reads it on the device: a tensor over its device address */
             const lt_plan_slot *S = &p->slots[st->in_slots[k]];
