@@ -363,7 +363,6 @@ static lt_status bind_values(lt_ctx *ctx, lt_plan *p, const lt_lowered *lowered_
                 int sl = slot_of(ctx, p, n->in[k]);
                 if (sl < 0) { s = ctx->status; break; }
                 st->in_slots[k] = sl;
-                p->rt[sl].host_read = true;
                 use(p, sl, i);
             }
             for (int k = 0; k < n->n_out && s == LT_OK; k++) {
@@ -384,7 +383,6 @@ static lt_status bind_values(lt_ctx *ctx, lt_plan *p, const lt_lowered *lowered_
             for (int k = 0; ids && ids[k] >= 0 && s == LT_OK; k++) {
                 int sl = slot_of(ctx, p, g->values[ids[k]]);
                 if (sl < 0) { s = ctx->status; break; }
-                p->rt[sl].host_read = true;
                 use(p, sl, i);
             }
         }
@@ -690,6 +688,7 @@ lt_status lt_plan_build_steps(lt_ctx *ctx, const lt_plan_build_args *a, lt_plan 
 
     /* 2-3. slots, live ranges, kinds */
     if ((s = bind_values(ctx, p, a->lowered)) != LT_OK) goto fail;
+    lt_plan_mark_host_reads(p);
     if ((s = map_api_inputs(ctx, p, a)) != LT_OK) goto fail;
     if ((s = lt_plan_index_checks_build(ctx, p)) != LT_OK) goto fail;
     find_views(p);
@@ -1114,6 +1113,18 @@ lt_status lt_plan_run_device(lt_ctx *ctx, lt_plan *p, const lt_plan_run_options 
 }
 
 void lt_plan_last_copies(const lt_plan *p, lt_plan_copies *out) { *out = p->copies; }
+
+void lt_plan_mark_host_reads(lt_plan *p) {
+    for (int sl = 0; sl < p->n_slots; sl++) p->rt[sl].host_read = false;
+    for (int i = 0; i < p->n_steps; i++) {
+        const lt_plan_step *st = &p->steps[i];
+        if (st->kind != LT_STEP_HOST) continue;
+        for (int k = 0; k < st->n_in; k++)
+            if (st->in_slots[k] >= 0 && !(st->dev_in && st->dev_in[k])) p->rt[st->in_slots[k]].host_read = true;
+        for (const int *o = p->outer_vals[i]; o && *o >= 0; o++)
+            if (p->value_slot[*o] >= 0) p->rt[p->value_slot[*o]].host_read = true;
+    }
+}
 
 void *lt_plan_device_input(const lt_plan *p, int i) {
     int sl = lt_plan_input_slot(p, i);

@@ -198,15 +198,7 @@ static lt_status rest_device_inputs(lt_ctx *ctx, lt_plan *p) {
         for (int k = 0; k < st->n_in; k++)
             st->dev_in[k] = st->in_slots[k] >= 0 && !listed(host, k) && device_readable(p, st->in_slots[k]);
     }
-    for (int sl = 0; sl < p->n_slots; sl++) p->rt[sl].host_read = false;
-    for (int i = 0; i < p->n_steps; i++) {
-        const lt_plan_step *st = &p->steps[i];
-        if (st->kind != LT_STEP_HOST) continue;
-        for (int k = 0; k < st->n_in; k++)
-            if (st->in_slots[k] >= 0 && !(st->dev_in && st->dev_in[k])) p->rt[st->in_slots[k]].host_read = true;
-        for (const int *o = p->outer_vals[i]; o && *o >= 0; o++)
-            if (p->value_slot[*o] >= 0) p->rt[p->value_slot[*o]].host_read = true;
-    }
+    lt_plan_mark_host_reads(p);
     return LT_OK;
 }
 

@@ -169,6 +169,10 @@ lt_status lt_plan_detach(lt_ctx *ctx, lt_datum **d);
 void lt_plan_host_free(lt_plan *p);
 /* The host address of slot sl's data for host steps: its buffer (host-memory plans) or its host copy. */
 void *lt_plan_host_addr(const lt_plan *p, int sl);
+/* Set each slot's host_read: read by a host step on the host (its inputs but those it reads on the
+ * device, step dev_in; the outer values its subgraphs read). After the steps, and again once dev_in
+ * is decided (plan_device.c). */
+void lt_plan_mark_host_reads(lt_plan *p);
 
 /* plan_device.c (plans whose backend memory is not host memory) */
 /* After the memory plan: upload constants, allocate input/output buffers and staging, schedule the
