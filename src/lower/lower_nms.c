@@ -103,14 +103,13 @@ typedef struct nms {
     int64_t end;       /* 3 * B * C * N: the elements of the selected output */
     int levels;        /* iterations of a sift: the heap's depth + 1 */
     bool center, gpu;
-    lt_lbuf *yb;       /* selected: rows at the front, the candidate heap at the back */
-    lt_lbuf *wb;       /* where the rows and heaps are built: yb, or on the GPU a scratch buffer */
+    lt_lbuf *yb;       /* selected: every pair's rows at the front, in pair order, copied there last */
+    lt_lbuf *wb;       /* scratch: each pair's rows and candidate heap (3N elements a pair) */
     lt_lvar *b, *c;    /* the pair's loop variables */
-    lt_lvar *total;    /* rows written by the pairs before */
-    lt_lvar *pair;     /* GPU: the pair b * C + c, whose rows and heap have 3N elements of wb of their
-                        * own, from element 3N * pair (NULL: one serial walk, rows from `total`) */
+    lt_lvar *total;    /* the offsets' running sum: rows kept by the pairs before */
+    lt_lvar *pair;     /* the pair b * C + c, whose rows and heap are wb's elements from 3N * pair */
     lt_lbuf *kept;     /* float scratch: the geometry of each box kept so far for the pair (xlo, xhi,
-                        * ylo, yhi, area per row: 5N floats, per pair on the GPU), computed once */
+                        * ylo, yhi, area per row: 5N floats a pair), computed once */
     lt_lvar *thr;      /* the iou threshold, float */
     lt_lvar *sthr;     /* the score threshold, float (NULL: none) */
 } nms;
@@ -165,14 +164,14 @@ static lt_status coord_at(nms *t, lt_lnode *box, int e, lt_lnode **res) {
     return LT_LNN(lc, *res);
 }
 
-/* Element of heap slot j: E - 1 - j (GPU: the end of the pair's region, 3N (pair + 1), instead of E). */
+/* Element of heap slot j: 3N (pair + 1) - 1 - j, from the end of the pair's region. */
 static lt_lnode *slot(nms *t, lt_lnode *j) {
     lt_lctx *lc = t->lc;
     lt_lnode *end = lt_l_mul(K, lt_l_add(K, lt_l_var(K, t->pair), lt_l_int(K, 1)), lt_l_int(K, 3 * t->N));
     return lt_l_binary(K, LT_LOP_SUB, lt_l_binary(K, LT_LOP_SUB, end, lt_l_int(K, 1)), j);
 }
 
-/* Element `col` of row total + s (GPU: row N * pair + s, the pair's region) of the rows. */
+/* Element `col` of row s of the pair's region (row N * pair + s of wb). */
 static lt_lnode *row_elem(nms *t, lt_lnode *s, int col) {
     lt_lctx *lc = t->lc;
     lt_lnode *row0 = lt_l_mul(K, lt_l_var(K, t->pair), lt_l_int(K, t->N));
