@@ -21,22 +21,14 @@
  * are uploaded in blocks, the scan outputs grow on the device, and the results come back once.
  * Anything else is left to the caller, which interprets the Loop (and reports its errors in the
  * interpreter's words): a missing or non-scalar trip count or condition, zero iterations, a body
- * output without a static shape, a loop-carried value that changes dtype or shape, a body with
- * random ops (the interpreter draws from one stream across iterations).
+ * output without a static shape, a loop-carried value that changes dtype or shape. (A body with
+ * random ops never gets here: split_body.c leaves it to the interpreter, which draws from one stream
+ * across iterations.)
  */
 #include "split_impl.h"
 
-#include "../passes/mutate.h"
-#include "../passes/util.h"
-
 #include <stdio.h>
 #include <string.h>
-
-static lt_status note_random(lt_ctx *ctx, lt_graph *g, void *user) {
-    (void)ctx;
-    for (int i = 0; i < g->n_nodes; i++) *(bool *)user |= lt_pu_is_random(g->nodes[i]);
-    return LT_OK;
-}
 
 /* The value of a one-element tensor of dtype dt, or false. */
 static bool scalar_of(const lt_datum *d, lt_dtype dt, int64_t *v) {
@@ -52,9 +44,8 @@ static bool same_as_slot(const lt_tensor *t, const lt_plan_slot *S) {
     return true;
 }
 
-/* Why plan cannot run n's iterations as its body (NULL: it can). */
-static const char *unfit(const lt_node *n, lt_plan *plan, lt_datum *const *in, int n_carried, int n_scan,
-                         int n_roots) {
+/* Why plan cannot run a Loop's iterations as its body (NULL: it can). */
+static const char *unfit(lt_plan *plan, lt_datum *const *in, int n_carried, int n_scan, int n_roots) {
     const lt_graph *pg = lt_plan_model(plan)->graph;
     if (pg->n_outputs != 1 + n_carried + n_scan || lt_plan_n_inputs(plan) != 2 + n_carried + n_roots)
         return "its body's plan has other inputs or outputs than the Loop";
@@ -72,9 +63,7 @@ static const char *unfit(const lt_node *n, lt_plan *plan, lt_datum *const *in, i
         const lt_plan_slot *S = lt_plan_get_slot(plan, lt_plan_output_slot(plan, 1 + n_carried + k));
         if (!S || S->rank + 1 > LT_MAX_RANK) return "a scan output has too many dims";
     }
-    bool random = false;
-    lt_graph_foreach(NULL, (lt_graph *)lt_attr_graph(n, "body"), false, note_random, &random);
-    return random ? "its body has random ops" : NULL;
+    return NULL;
 }
 
 /* Scan outputs whose whole size (trip count x slice) is at most this are allocated at once. */
@@ -118,20 +107,14 @@ static lt_status buf_put(const loop_mem *lm, buffer *b, const void *src, int64_t
     return lm->dev->vt->copy(lm->dev, lm->ctx, b->d, src, (size_t)bytes, LT_COPY_HOST_TO_DEVICE);
 }
 
-/* b as a host tensor of dtype dt and shape dims (bytes of them): the buffer itself on the host, a
- * copy of a device buffer. */
-static lt_status buf_tensor(const loop_mem *lm, buffer *b, lt_dtype dt, int rank, const int64_t *dims, int64_t bytes,
-                            lt_tensor **out) {
-    if (!lm->dev) {
-        *out = b->t, b->t = NULL;
-        (*out)->rank = rank, (*out)->numel = 1;
-        for (int d = 0; d < rank; d++) (*out)->dims[d] = dims[d], (*out)->numel *= dims[d];
-        return LT_OK;
-    }
-    LT_TRY(lt_tensor_new(lm->ctx, dt, rank, dims, out));
-    lt_status s = bytes > 0 ? lm->dev->vt->copy(lm->dev, lm->ctx, (*out)->data, b->d, (size_t)bytes, LT_COPY_DEVICE_TO_HOST) : LT_OK;
-    if (s != LT_OK) lt_tensor_release(*out), *out = NULL;
-    return s;
+/* b as a host tensor of dtype dt and shape dims: the buffer itself on the host, a copy of a device
+ * buffer. */
+static lt_status buf_tensor(const loop_mem *lm, buffer *b, lt_dtype dt, int rank, const int64_t *dims, lt_tensor **out) {
+    if (lm->dev) return lt_split_download(lm->ctx, lm->dev, dt, rank, dims, b->d, out);
+    *out = b->t, b->t = NULL;
+    (*out)->rank = rank, (*out)->numel = 1;
+    for (int d = 0; d < rank; d++) (*out)->dims[d] = dims[d], (*out)->numel *= dims[d];
+    return LT_OK;
 }
 
 typedef struct scan_out {
@@ -149,11 +132,8 @@ static lt_status scan_room(lt_eval *ev, const loop_mem *lm, const lt_node *n, sc
     for (int k = 0; k < n_scan; k++) per += sc[k].slice->bytes;
     if (it == 0 && per > 0 && max_trip <= SCAN_AT_ONCE_BYTES / per) cap = max_trip;
     if (cap > max_trip) cap = max_trip;
-    int64_t limit = ev->max_loop_bytes > 0 ? ev->max_loop_bytes : LT_EVAL_DEFAULT_MAX_LOOP_BYTES;
-    if (per > 0 && (it + 1) > limit / per)
-        return lt_op_error(ev, n, LT_ERR_NOMEM, "the Loop's scan outputs would hold more than the limit of %lld bytes "
-                           "(a Loop whose trip count or condition never ends? raise it with LATHE_MAX_LOOP_BYTES, or "
-                           "max_loop_bytes in the C API and Python)", (long long)limit);
+    int64_t limit = lt_eval_loop_limit(ev), held = it * per;
+    LT_TRY(lt_eval_loop_hold(ev, n, &held, per, "the Loop's scan outputs")); /* iteration it's slices */
     if (per > 0 && cap > limit / per) cap = limit / per;
     for (int k = 0; k < n_scan; k++) {
         scan_out *o = &sc[k];
@@ -329,7 +309,7 @@ lt_status lt_loop_run(lt_eval *ev, const lt_node *n, lt_plan *plan, lt_datum *co
         (!has_m && !has_c) || (has_m && !scalar_of(in[0], LT_INT64, &max_trip)) ||
         (has_c && !scalar_of(in[1], LT_BOOL, &cond)) || max_trip <= 0 || !cond)
         return LT_OK; /* the interpreter's: errors, zero iterations */
-    const char *w = unfit(n, plan, in, n_carried, n_scan, n_roots);
+    const char *w = unfit(plan, in, n_carried, n_scan, n_roots);
     if (w) {
         snprintf(why, why_size, "%s", w);
         return LT_OK;
@@ -344,7 +324,7 @@ lt_status lt_loop_run(lt_eval *ev, const lt_node *n, lt_plan *plan, lt_datum *co
         const lt_tensor *t0 = in[2 + k]->tensor;
         lt_tensor *t = NULL;
         buffer *b = lb.carry_dev ? &(buffer){.d = lb.carry_dev[k]} : &lb.state[2 * k + ((it - 1) & 1)];
-        s = buf_tensor(&lm, b, t0->dtype, t0->rank, t0->dims, lt_tensor_nbytes(t0), &t);
+        s = buf_tensor(&lm, b, t0->dtype, t0->rank, t0->dims, &t);
         if (s == LT_OK) s = lt_datum_tensor(ctx, t, &out[k]);
     }
     for (int k = 0; k < n_scan && s == LT_OK; k++) {
@@ -352,7 +332,7 @@ lt_status lt_loop_run(lt_eval *ev, const lt_node *n, lt_plan *plan, lt_datum *co
         int64_t dims[LT_MAX_RANK] = {it};
         for (int d = 0; d < S->rank; d++) dims[1 + d] = S->dims[d];
         lt_tensor *t = NULL;
-        s = buf_tensor(&lm, &lb.sc[k].b, S->dtype, S->rank + 1, dims, it * S->bytes, &t);
+        s = buf_tensor(&lm, &lb.sc[k].b, S->dtype, S->rank + 1, dims, &t);
         if (s == LT_OK) s = lt_datum_tensor(ctx, t, &out[n_carried + k]);
     }
     if (s == LT_OK) *done = true, *iterations = it;

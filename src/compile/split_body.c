@@ -23,6 +23,7 @@
 #include "../interp/interp.h"
 #include "../onnx/onnx_writer.h"
 #include "../passes/mutate.h"
+#include "../passes/util.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -271,12 +272,21 @@ static void check_shapes(body *b) {
     b->rm = NULL;
 }
 
+/* The record of subgraph g, made at its first call (*made then true). */
+static lt_status find_body(lt_ctx *ctx, bodies *bs, const lt_graph *g, int n_inputs, body **b, bool *made) {
+    *b = NULL, *made = false;
+    for (int i = 0; i < bs->n && !*b; i++) *b = bs->v[i].g == g ? &bs->v[i] : NULL;
+    if (*b) return LT_OK;
+    *made = true;
+    return new_body(ctx, bs, g, n_inputs, b);
+}
+
 static lt_status bodies_run(lt_eval *ev, const lt_graph *g, lt_datum *const *inputs, int n_inputs, lt_datum **outputs) {
     bodies *bs = ev->subgraph_user;
     lt_ctx *ctx = ev->ctx;
     body *b = NULL;
-    for (int i = 0; i < bs->n && !b; i++) b = bs->v[i].g == g ? &bs->v[i] : NULL;
-    if (!b) LT_TRY(new_body(ctx, bs, g, n_inputs, &b));
+    bool made;
+    LT_TRY(find_body(ctx, bs, g, n_inputs, &b, &made));
     if (b->why[0] || n_inputs != b->n_in) return lt_interp_subgraph(ev, g, inputs, n_inputs, outputs);
     int n = n_inputs + b->n_roots;
     lt_datum *stack[STACK_INPUTS];
@@ -296,6 +306,12 @@ static lt_status bodies_run(lt_eval *ev, const lt_graph *g, lt_datum *const *inp
     return lt_interp_subgraph(ev, g, inputs, n_inputs, outputs); /* interpreted, or called with other dtypes */
 }
 
+static lt_status note_random(lt_ctx *ctx, lt_graph *g, void *user) {
+    (void)ctx;
+    for (int i = 0; i < g->n_nodes; i++) *(bool *)user |= lt_pu_is_random(g->nodes[i]);
+    return LT_OK;
+}
+
 /* A Loop step: run by the plan itself (lt_loop_run) with its body's plan for the first iteration's
  * shapes, compiled now at the body's first call; *done false leaves it to the Loop's eval hook. */
 static lt_status bodies_run_loop(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datum **out, bool *done) {
@@ -306,8 +322,11 @@ static lt_status bodies_run_loop(lt_eval *ev, const lt_node *n, lt_datum **in, l
     int n_carried = n->n_in > 2 ? n->n_in - 2 : 0;
     if (!g || g->n_inputs != 2 + n_carried) return LT_OK;
     body *b = NULL;
-    for (int i = 0; i < bs->n && !b; i++) b = bs->v[i].g == g ? &bs->v[i] : NULL;
-    if (!b) LT_TRY(new_body(ctx, bs, g, g->n_inputs, &b));
+    bool made, random = false;
+    LT_TRY(find_body(ctx, bs, g, g->n_inputs, &b, &made));
+    if (made) /* the interpreter draws from one stream across iterations; the plan's runs would not */
+        lt_graph_foreach(NULL, (lt_graph *)g, false, note_random, &random);
+    if (random) snprintf(b->loop_why, sizeof b->loop_why, "its body has random ops");
     if (b->why[0] || b->loop_why[0]) return LT_OK;
     for (int k = 0; k < n_carried; k++)
         if (!numeric_tensor(in[2 + k])) return LT_OK;

@@ -95,6 +95,10 @@ lt_status lt_split_rest_family(lt_ctx *ctx, rest_model *rm);
  * no_split and all_host compiles, and for artifacts (saved or loaded: no compiler where they run). */
 bool lt_split_compiles_rest(const lt_compile_options *o);
 
+/* A new host tensor of dtype dt and shape dims holding a copy of src, in dev's memory. */
+lt_status lt_split_download(lt_ctx *ctx, lt_backend *dev, lt_dtype dt, int rank, const int64_t *dims, const void *src,
+                            lt_tensor **out);
+
 /* Run Loop node n (its inputs in: trip count, condition, the initial loop-carried values) with plan,
  * its body's plan compiled for the first iteration's shapes (inputs: the iteration number, the
  * condition, the loop-carried values, then the outer values the body reads, roots[0..n_roots)), and

@@ -171,17 +171,20 @@ lt_status lt_split_rest_family(lt_ctx *ctx, rest_model *rm) {
     return lt_family_new(ctx, &fo, &rm->fam);
 }
 
+lt_status lt_split_download(lt_ctx *ctx, lt_backend *dev, lt_dtype dt, int rank, const int64_t *dims, const void *src,
+                            lt_tensor **out) {
+    LT_TRY(lt_tensor_new(ctx, dt, rank, dims, out));
+    int64_t bytes = lt_tensor_nbytes(*out);
+    lt_status s = bytes > 0 ? dev->vt->copy(dev, ctx, (*out)->data, src, (size_t)bytes, LT_COPY_DEVICE_TO_HOST) : LT_OK;
+    if (s != LT_OK) lt_tensor_release(*out), *out = NULL;
+    return s;
+}
+
 /* A host copy of device tensor t (its data in dev's memory), counted in copies. */
 static lt_status download(lt_ctx *ctx, lt_backend *dev, const lt_tensor *t, lt_plan_copies *copies, lt_datum **out) {
     lt_tensor *h = NULL;
-    LT_TRY(lt_tensor_new(ctx, t->dtype, t->rank, t->dims, &h));
-    int64_t bytes = lt_tensor_nbytes(t);
-    lt_status s = bytes > 0 ? dev->vt->copy(dev, ctx, h->data, t->data, (size_t)bytes, LT_COPY_DEVICE_TO_HOST) : LT_OK;
-    if (s != LT_OK) {
-        lt_tensor_release(h);
-        return s;
-    }
-    copies->n[LT_COPY_DEVICE_TO_HOST]++, copies->bytes[LT_COPY_DEVICE_TO_HOST] += bytes;
+    LT_TRY(lt_split_download(ctx, dev, t->dtype, t->rank, t->dims, t->data, &h));
+    copies->n[LT_COPY_DEVICE_TO_HOST]++, copies->bytes[LT_COPY_DEVICE_TO_HOST] += lt_tensor_nbytes(h);
     return lt_datum_tensor(ctx, h, out);
 }
 
@@ -204,7 +207,7 @@ static lt_status run_on_device(lt_ctx *ctx, lt_plan *plan, const lt_plan_run_opt
     for (int d = 0; d < 3; d++) copies->n[d] += cp.n[d], copies->bytes[d] += cp.bytes[d];
     for (int k = 0; k < n_out && s == LT_OK; k++) {
         const lt_plan_slot *S = lt_plan_get_slot(plan, lt_plan_output_slot(plan, k));
-        lt_tensor t = {.dtype = S->dtype, .rank = S->rank, .numel = S->numel, .data = outs[k]};
+        lt_tensor t = {.dtype = S->dtype, .rank = S->rank, .data = outs[k]}; /* a view of the device buffer */
         memcpy(t.dims, S->dims, sizeof t.dims);
         s = download(ctx, be, &t, copies, &tout[k]);
     }

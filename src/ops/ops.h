@@ -124,6 +124,13 @@ lt_status lt_eval_subgraph(lt_eval *ev, const lt_graph *g, lt_datum *const *inpu
 lt_status lt_node_error(lt_ctx *ctx, const lt_node *n, lt_status s, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+/* ---- the memory limit of Loop scan outputs and sequences (control.c) ----
+ * The most bytes they may hold: ev->max_loop_bytes, or LT_EVAL_DEFAULT_MAX_LOOP_BYTES when it is 0. */
+int64_t lt_eval_loop_limit(const lt_eval *ev);
+/* *held += more, or LT_ERR_NOMEM naming node n and `what` ("the Loop's scan outputs") when that
+ * passes the limit. */
+lt_status lt_eval_loop_hold(lt_eval *ev, const lt_node *n, int64_t *held, int64_t more, const char *what);
+
 /* ---- helpers for eval hooks (ops_util.c) ---- */
 /* Error prefixed with the node's label: "node 3 'conv1' (Conv): ..." */
 lt_status lt_op_error(lt_eval *ev, const lt_node *n, lt_status s, const char *fmt, ...)

@@ -40,7 +40,7 @@ static lt_status scalar_int(lt_eval *ev, const lt_node *n, const lt_tensor *t, c
  * ev->max_loop_bytes (default LT_EVAL_DEFAULT_MAX_LOOP_BYTES): an LT_ERR_NOMEM naming the node. */
 #define HELD_OVERHEAD ((int64_t)(sizeof(lt_tensor) + sizeof(lt_datum)))
 
-static int64_t held_limit(const lt_eval *ev) {
+int64_t lt_eval_loop_limit(const lt_eval *ev) {
     return ev->max_loop_bytes > 0 ? ev->max_loop_bytes : LT_EVAL_DEFAULT_MAX_LOOP_BYTES;
 }
 
@@ -61,9 +61,8 @@ static int64_t datum_held(const lt_datum *d) {
     }
 }
 
-/* *held += more, or LT_ERR_NOMEM naming the node when that passes the limit. */
-static lt_status held_add(lt_eval *ev, const lt_node *n, int64_t *held, int64_t more, const char *what) {
-    int64_t limit = held_limit(ev);
+lt_status lt_eval_loop_hold(lt_eval *ev, const lt_node *n, int64_t *held, int64_t more, const char *what) {
+    int64_t limit = lt_eval_loop_limit(ev);
     if (more > limit - *held)
         return lt_op_error(ev, n, LT_ERR_NOMEM, "%s would hold more than the limit of %lld bytes (a Loop whose trip "
                            "count or condition never ends? raise it with LATHE_MAX_LOOP_BYTES, or max_loop_bytes in the "
@@ -233,7 +232,7 @@ static lt_status eval_loop(lt_eval *ev, const lt_node *n, lt_datum **in, lt_datu
         for (int k = 0; k < n_scan; k++) {
             lt_datum *d = bout[1 + n_carried + k];
             if (!d || d->kind != LT_DK_TENSOR) { s = lt_op_error(ev, n, LT_ERR_INVALID, "scan output %d must be a tensor", k); goto done; }
-            if ((s = held_add(ev, n, &held, tensor_held(d->tensor), "the Loop's scan outputs"))) goto done;
+            if ((s = lt_eval_loop_hold(ev, n, &held, tensor_held(d->tensor), "the Loop's scan outputs"))) goto done;
             if (scans[k].n == INT32_MAX) { s = lt_op_error(ev, n, LT_ERR_NOMEM, "more than %d loop iterations with scan outputs", INT32_MAX); goto done; }
             if (!lt_vec_push(&scans[k], lt_tensor_retain(d->tensor))) {
                 lt_tensor_release(d->tensor);
@@ -535,8 +534,8 @@ static lt_status eval_sequence_insert(lt_eval *ev, const lt_node *n, lt_datum **
         return lt_op_error(ev, n, LT_ERR_INVALID, "inserting %s into a sequence of %s", lt_dtype_name(t->dtype), lt_dtype_name(seq->elem_dtype));
     LT_TRY(seq_position(ev, n, in, 2, seq->n, seq->n, true, &pos));
     int64_t held = 0;
-    LT_TRY(held_add(ev, n, &held, datum_held(seq), "the sequence"));
-    LT_TRY(held_add(ev, n, &held, datum_held(in[1]), "the sequence"));
+    LT_TRY(lt_eval_loop_hold(ev, n, &held, datum_held(seq), "the sequence"));
+    LT_TRY(lt_eval_loop_hold(ev, n, &held, datum_held(in[1]), "the sequence"));
     if (seq->n == INT32_MAX) return lt_op_error(ev, n, LT_ERR_NOMEM, "a sequence of more than %d elements", INT32_MAX);
     LT_TRY(lt_datum_sequence(ev->ctx, seq->elem_dtype, &d));
     lt_status s = LT_OK;
@@ -578,8 +577,8 @@ static lt_status eval_sequence_length(lt_eval *ev, const lt_node *n, lt_datum **
 static lt_status split_count_ok(lt_eval *ev, const lt_node *n, int64_t count, const lt_tensor *x) {
     int64_t held = 0, per_item;
     if (!lt_mul_i64(count, HELD_OVERHEAD, &per_item)) per_item = INT64_MAX;
-    LT_TRY(held_add(ev, n, &held, per_item, "the sequence of splits"));
-    LT_TRY(held_add(ev, n, &held, lt_tensor_nbytes(x), "the sequence of splits"));
+    LT_TRY(lt_eval_loop_hold(ev, n, &held, per_item, "the sequence of splits"));
+    LT_TRY(lt_eval_loop_hold(ev, n, &held, lt_tensor_nbytes(x), "the sequence of splits"));
     if (count > INT32_MAX) return lt_op_error(ev, n, LT_ERR_NOMEM, "a sequence of more than %d elements", INT32_MAX);
     return LT_OK;
 }
