@@ -218,3 +218,23 @@ def test_body_error_names_the_node(tmp_path):
     with pytest.raises(lathe.LatheError) as e:
         model.run(f)
     assert "Gather" in str(e.value), str(e.value)
+
+
+@pytest.mark.parametrize("inputs,outputs", [(["n", "", "a", "b"], ["af"]),          # more carried values than outputs
+                                            (["n", "", "a"], ["af", "z"])])         # a body without a loop-carried input
+def test_loop_with_mismatched_body_is_refused_at_load(tmp_path, inputs, outputs):
+    """A Loop whose body's inputs or outputs do not match its own carried values: loading names the
+    node and the mismatch (shape inference used to read past the body's output list)."""
+    body = h.make_graph([h.make_node("Neg", ["a_in"], ["a_out"]), h.make_node("Identity", ["cond"], ["c2"]),
+                         h.make_node("Identity", ["a_in"], ["z_out"])], "mbody",
+                        [V("it", T.INT64, []), V("cond", T.BOOL, []), V("a_in", T.FLOAT, [2])],
+                        [V("c2", T.BOOL, []), V("a_out", T.FLOAT, [2])] +
+                        ([V("z_out", T.FLOAT, [2])] if len(outputs) == 2 else []))
+    if len(outputs) == 2:  # the body takes a carried value the node does not pass
+        body.input.append(V("extra", T.FLOAT, [2]))
+    g = h.make_graph([h.make_node("Loop", inputs, outputs, body=body, name="loop")], "g",
+                     [V("n", T.INT64, []), V("a", T.FLOAT, [2]), V("b", T.FLOAT, [2])],
+                     [V(o, T.FLOAT, None) for o in outputs])
+    with pytest.raises(lathe.LatheError) as e:
+        lathe.compile(_save(g, tmp_path / "bad.onnx"), backend="interp")
+    assert "loop" in str(e.value) and "body" in str(e.value), str(e.value)

@@ -271,6 +271,9 @@ static lt_status infer_loop(lt_infer *ic, lt_node *n) {
     if (!body) return lt_infer_error(ic, n, "Loop needs a body");
     int n_carried = n->n_in - 2 > 0 ? n->n_in - 2 : 0;
     if (body->n_outputs != n->n_out + 1) return lt_infer_error(ic, n, "body has %d outputs, expected %d", body->n_outputs, n->n_out + 1);
+    if (n_carried > n->n_out || body->n_inputs != n_carried + 2)
+        return lt_infer_error(ic, n, "body signature mismatch: %d carried values, body has %d inputs, node has %d outputs",
+                              n_carried, body->n_inputs, n->n_out);
     for (int i = 0; i < n_carried; i++) {
         /* The body's output type says what the loop hands on; fall back to the initial value's. */
         const lt_type *t = &body->outputs[1 + i]->type;
