@@ -178,11 +178,13 @@ static lt_lnode *row_elem(nms *t, lt_lnode *s, int col) {
     return lt_l_add(K, lt_l_mul(K, lt_l_add(K, row0, s), lt_l_int(K, 3)), lt_l_int(K, col));
 }
 
-/* Element `e` of the kept geometry of the pair's row s (s an expression). */
+/* Element `e` of the kept geometry of the pair's row s (s an expression): the pair's region holds five
+ * columns of N floats (xlo, xhi, ylo, yhi, area), so the test against the kept boxes reads each
+ * contiguously. */
 static lt_lnode *kept_elem(nms *t, lt_lnode *s, int e) {
     lt_lctx *lc = t->lc;
-    lt_lnode *row = lt_l_add(K, lt_l_mul(K, lt_l_var(K, t->pair), lt_l_int(K, t->N)), s);
-    return lt_l_add(K, lt_l_mul(K, row, lt_l_int(K, 5)), lt_l_int(K, e));
+    lt_lnode *col = lt_l_add(K, lt_l_mul(K, lt_l_var(K, t->pair), lt_l_int(K, 5)), lt_l_int(K, e));
+    return lt_l_add(K, lt_l_mul(K, col, lt_l_int(K, t->N)), s);
 }
 
 /* a * b in float32, rounded on its own (never contracted into an add on the GPU; see the top comment). */
@@ -412,6 +414,11 @@ static lt_status kept_pass(nms *t, const geo *a, lt_lvar *ns, lt_lvar *keep, lt_
     lt_lnode *body[7];
     for (int e = 0; e < 5; e++) body[e] = lt_l_let(K, kv[e], lt_l_load(K, t->kept, kept_elem(t, var(lc, j), e)));
     body[5] = test;
+    if (!t->gpu) { /* no branch: the C compiler vectorizes the tests (all ns of them: no early exit) */
+        body[6] = lt_l_assign(K, keep, lt_l_select(K, var(lc, sup), lt_l_int(K, 0), var(lc, keep)));
+        *res = lt_l_for(K, j, LT_ROLE_REDUCE, lt_l_int(K, 0), var(lc, ns), LT_LOOP_SERIAL, lt_l_seq(K, 7, body));
+        return LT_LNN(lc, *res);
+    }
     body[6] = lt_l_if(K, var(lc, sup), lt_l_assign(K, keep, lt_l_int(K, 0)), NULL);
     lt_lnode *guarded = lt_l_if(K, lt_l_binary(K, LT_LOP_NE, var(lc, keep), lt_l_int(K, 0)), lt_l_seq(K, 7, body), NULL);
     *res = lt_l_for(K, j, LT_ROLE_REDUCE, lt_l_int(K, 0), var(lc, ns), LT_LOOP_SERIAL, guarded);
@@ -424,7 +431,7 @@ static lt_status pop_pass(nms *t, lt_lvar *nc, lt_lvar *ns, lt_lvar *mo, lt_lnod
     lt_lctx *lc = t->lc;
     lt_lvar *r = lt_kernel_var(K, "r4", LT_INT64), *cd = lt_kernel_var(K, "cd", LT_INT64);
     lt_lvar *li = lt_kernel_var(K, "li", LT_INT64), *ls = lt_kernel_var(K, "ls", LT_FLOAT);
-    lt_lvar *keep = lt_kernel_var(K, "keep", LT_INT64), *root = lt_kernel_var(K, "root", LT_INT64);
+    lt_lvar *keep = lt_kernel_var(K, "keep", LT_INT32), *root = lt_kernel_var(K, "root", LT_INT64);
     if (!r || !cd || !li || !ls || !keep || !root) return lt_lower_nomem(lc);
     geo a = {0};
     lt_lnode *rd[2], *sift = NULL, *ageo = NULL, *test = NULL;
