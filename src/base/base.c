@@ -3,6 +3,8 @@
 #include "base.h"
 
 #include <limits.h>
+#include <malloc.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,10 +52,88 @@ void lt_ctx_clear(lt_ctx *ctx) {
     ctx->msg[0] = 0;
 }
 
-/* ---- allocator ---- */
-static void *default_alloc(void *u, size_t n) { (void)u; return malloc(n ? n : 1); }
+/* ---- allocator ----
+ * The default allocator is malloc, with large freed blocks kept for reuse. A run that makes a large
+ * tensor (a dynamically shaped output, a host step's result, an input copy) frees it before the next
+ * run makes one of the same size; glibc hands such blocks back to the system on free (unmapped, or the
+ * heap trimmed) and the next run takes fresh pages: a page fault and the kernel's zeroing per 4 KiB,
+ * every run (2 MiB of output cost about a millisecond). So freed blocks of at least BIG_BLOCK_MIN bytes
+ * wait in a small cache (at most BIG_SLOTS blocks, BIG_BYTES in all; the oldest goes back to malloc
+ * when a new one needs the room), and an allocation takes the smallest cached block that holds it
+ * without wasting more than half of it. The cache is shared by every thread (a mutex) and emptied at
+ * exit. Blocks are plain malloc blocks: realloc and free treat them as any other. */
+#define BIG_BLOCK_MIN ((size_t)256 << 10)
+#define BIG_SLOTS 16
+#define BIG_BYTES ((size_t)256 << 20)
+static struct {
+    pthread_mutex_t mu;
+    void *block[BIG_SLOTS];
+    size_t size[BIG_SLOTS]; /* malloc_usable_size of each block (0: slot empty) */
+    size_t bytes;           /* held in all */
+    int next;               /* the oldest slot, evicted first */
+} g_big = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static void *big_take(size_t n) {
+    void *p = NULL;
+    pthread_mutex_lock(&g_big.mu);
+    int best = -1;
+    for (int i = 0; i < BIG_SLOTS; i++)
+        if (g_big.size[i] >= n && g_big.size[i] / 2 <= n && (best < 0 || g_big.size[i] < g_big.size[best])) best = i;
+    if (best >= 0) {
+        p = g_big.block[best];
+        g_big.bytes -= g_big.size[best];
+        g_big.block[best] = NULL, g_big.size[best] = 0;
+    }
+    pthread_mutex_unlock(&g_big.mu);
+    return p;
+}
+
+/* Keep p (usable size n) for reuse; false when it cannot be kept (the caller frees it). */
+static bool big_keep(void *p, size_t n) {
+    if (n < BIG_BLOCK_MIN || n > BIG_BYTES) return false;
+    void *evicted[BIG_SLOTS];
+    int n_evicted = 0;
+    pthread_mutex_lock(&g_big.mu);
+    int slot = -1;
+    for (int i = 0; i < BIG_SLOTS && slot < 0; i++)
+        if (!g_big.block[i]) slot = i;
+    /* room: oldest first, until the block fits the byte budget and a slot is free */
+    for (int k = 0; k < BIG_SLOTS && (slot < 0 || g_big.bytes + n > BIG_BYTES); k++) {
+        int i = (g_big.next + k) % BIG_SLOTS;
+        if (!g_big.block[i]) continue;
+        evicted[n_evicted++] = g_big.block[i];
+        g_big.bytes -= g_big.size[i];
+        g_big.block[i] = NULL, g_big.size[i] = 0;
+        if (slot < 0) slot = i;
+    }
+    g_big.block[slot] = p, g_big.size[slot] = n;
+    g_big.bytes += n;
+    g_big.next = (slot + 1) % BIG_SLOTS;
+    pthread_mutex_unlock(&g_big.mu);
+    for (int i = 0; i < n_evicted; i++) free(evicted[i]);
+    return true;
+}
+
+__attribute__((destructor)) static void big_release(void) {
+    pthread_mutex_lock(&g_big.mu);
+    for (int i = 0; i < BIG_SLOTS; i++) {
+        free(g_big.block[i]);
+        g_big.block[i] = NULL, g_big.size[i] = 0;
+    }
+    g_big.bytes = 0;
+    pthread_mutex_unlock(&g_big.mu);
+}
+
+static void *default_alloc(void *u, size_t n) {
+    (void)u;
+    void *p = n >= BIG_BLOCK_MIN ? big_take(n) : NULL;
+    return p ? p : malloc(n ? n : 1);
+}
 static void *default_realloc(void *u, void *p, size_t n) { (void)u; return realloc(p, n ? n : 1); }
-static void default_free(void *u, void *p) { (void)u; free(p); }
+static void default_free(void *u, void *p) {
+    (void)u;
+    if (p && !big_keep(p, malloc_usable_size(p))) free(p);
+}
 static lt_allocator g_alloc = {default_alloc, default_realloc, default_free, NULL};
 
 void lt_set_allocator(const lt_allocator *a) {
