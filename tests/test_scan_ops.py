@@ -227,6 +227,10 @@ TOPK = {
     "opset9_attribute": (topk([4, 21], 6, opset=9), {"x": ([4, 21], np.float32, "ties")}),
     "opset10": (topk([4, 21], 3, opset=10, axis=0), {"x": ([4, 21], np.float32, "normal")}),
     "prologue": (topk_scaled([2, 1000], 40), {"x": ([2, 1000], np.float32, "normal")}),
+    # float32 with k > 16: the heap of integer keys (NaN, +-inf and +-0 among ties)
+    "key_special_largest": (topk([6, 200], 40), {"x": ([6, 200], np.float32, "special")}),
+    "key_special_smallest": (topk([5, 300], 25, largest=0), {"x": ([5, 300], np.float32, "special")}),
+    "key_ties_axis0": (topk([90, 3], 20, axis=0), {"x": ([90, 3], np.float32, "ties")}),
 }
 
 
@@ -322,3 +326,15 @@ def test_runtime_k_compiles_runtime_axis_stays_host_step(tmp_path, cache, gpu):
     np.savez(tmp_path / "in.npz", **feeds)
     r = lathe("run", tmp_path / "m.onnx", "--backend", "cpu", "--input", tmp_path / "in.npz", cache=cache)
     assert r.returncode == 2 and "'topk'" in r.stderr and "K 41 out of range [0, 40]" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("largest", [1, 0])
+def test_runtime_k_key_heap(largest, tmp_path, cache, gpu):
+    """K given at run time over rows of 150 float32 (the heap of integer keys, k unknown when compiled):
+    NaN, +-inf and +-0 among ties, k from 1 to the whole row, bit for bit against the interpreter."""
+    m = model([h.make_node("TopK", ["x", "k"], ["v", "i"], name="topk", largest=largest)],
+              [vi("x", TP.FLOAT, [4, 150]), vi("k", TP.INT64, [1])], [vi("v", TP.FLOAT, None), vi("i", TP.INT64, None)])
+    x = data([4, 150], np.float32, "special", np.random.default_rng(9))
+    x[1] = np.round(x[1] * 2) / 2  # more ties
+    for k in (1, 17, 64, 150):
+        check(m, {"x": x, "k": np.array([k], np.int64)}, tmp_path, cache, gpu, host=1)

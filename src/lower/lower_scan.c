@@ -18,7 +18,9 @@
  *     stable sort does; NaN ranks above every number (first for largest, last for smallest). The
  *     output is always sorted (also for sorted=0). A stored float16 / bfloat16 X is copied as bits
  *     (a NaN keeps its payload, as in the interpreter). Both outputs must be present and are stored
- *     as they are (nothing fuses after a node with two outputs).
+ *     as they are (nothing fuses after a node with two outputs). For larger k a heap replaces the
+ *     insertion: over int64 keys of value and index for float32 (one integer compare each), else
+ *     over the values with the same NaN-aware order.
  * K and the axis are compile-time constants (const_inputs); shape inference checked them (ops.def
  * CHECKS). A K known only at run time: TopKPadded (the split stage's, src/compile/split.h), the same
  * insertion with k read in the kernel and the outputs in the compact layout of an axis of length k
@@ -416,6 +418,143 @@ static lt_status topk_heap_row(lt_lctx *lc, const lt_node *n, topk *t, lt_lnode 
     return LT_LNN(lc, *res);
 }
 
+/* ---- TopK of float32 by integer keys (a heap of k > TOPK_HEAP_MIN) ----
+ * Each element enters the heap as one int64 key, ord(x) * 2^31 + (2^31 - 1 - j): ord (the prelude's
+ * lt_f32_order: the value's order, -0 = +0, NaN above every number; for smallest its reverse, -1 -
+ * ord, NaN below every number) then the index j, smaller first. A larger key ranks before a smaller
+ * one, the order of the float heap above, but a comparison is one integer compare: no NaN tests, and
+ * the larger child is picked with selects. The k slots of the indices output hold the keys while the
+ * row is scanned (a min-heap: the root is the worst kept); after the heap sort (best first), each slot
+ * is decoded: its index from the low 31 bits, its value X at that index read again, so a stored value
+ * is copied exactly (-0 and NaN payloads included). Axes of at most 2^31 elements (no key and no
+ * step of its arithmetic overflows, in whatever order the simplifier leaves the sum). */
+static bool key_topk_fits(const topk *t) { return t->dt == LT_FLOAT && t->r->dims[t->r->axis] <= ((int64_t)1 << 31); }
+
+static lt_lnode *elem_key(topk *t, lt_lnode *x, lt_lnode *j) {
+    lt_lctx *lc = t->lc;
+    lt_lnode *args[1] = {x};
+    lt_lnode *ord = lt_l_call(K, LT_INT64, "lt_f32_order", 1, args);
+    if (!t->largest) ord = lt_l_binary(K, LT_LOP_SUB, lt_l_int(K, -1), ord);
+    return lt_l_add(K, lt_l_mul(K, ord, lt_l_int(K, (int64_t)1 << 31)), lt_l_binary(K, LT_LOP_SUB, lt_l_int(K, 0x7fffffffLL), j));
+}
+
+static lt_lnode *key_at(topk *t, lt_lnode *s) { return lt_l_load(t->lc->k, t->ib, slot(t, s)); }
+
+/* Key c (a variable) sifted down from slot 0 of a min-heap of `size` slots, then stored. */
+static lt_lnode *key_sift_down(topk *t, lt_lvar *c, lt_lnode *size) {
+    lt_lctx *lc = t->lc;
+    lt_lvar *sz = lt_kernel_var(K, "sz", LT_INT64), *pos = lt_kernel_var(K, "pos", LT_INT64);
+    lt_lvar *act = lt_kernel_var(K, "act", LT_INT64), *q = lt_kernel_var(K, "q", LT_INT64);
+    lt_lvar *l = lt_kernel_var(K, "l", LT_INT64), *w = lt_kernel_var(K, "w", LT_INT64);
+    lt_lvar *wc = lt_kernel_var(K, "wc", LT_INT64), *rc = lt_kernel_var(K, "rc", LT_INT64);
+    lt_lvar *tk = lt_kernel_var(K, "tk", LT_BOOL);
+    if (!sz || !pos || !act || !q || !l || !w || !wc || !rc || !tk) return NULL;
+    lt_lnode *r1 = lt_l_add(K, lt_l_var(K, l), lt_l_int(K, 1));
+    lt_lnode *pick[4] = {
+        lt_l_let(K, rc, key_at(t, lt_l_add(K, lt_l_var(K, l), lt_l_int(K, 1)))),
+        lt_l_let(K, tk, lt_l_binary(K, LT_LOP_LT, lt_l_var(K, rc), lt_l_var(K, wc))),
+        lt_l_assign(K, w, lt_l_select(K, lt_l_var(K, tk), lt_l_add(K, lt_l_var(K, l), lt_l_int(K, 1)), lt_l_var(K, w))),
+        lt_l_assign(K, wc, lt_l_select(K, lt_l_var(K, tk), lt_l_var(K, rc), lt_l_var(K, wc))),
+    };
+    lt_lnode *move[2] = {lt_l_store(K, t->ib, slot(t, lt_l_var(K, pos)), lt_l_var(K, wc)), lt_l_assign(K, pos, lt_l_var(K, w))};
+    lt_lnode *child[4] = {
+        lt_l_let(K, w, lt_l_var(K, l)),
+        lt_l_let(K, wc, key_at(t, lt_l_var(K, l))),
+        lt_l_if(K, lt_l_binary(K, LT_LOP_LT, r1, lt_l_var(K, sz)), lt_l_seq(K, 4, pick), NULL),
+        lt_l_if(K, lt_l_binary(K, LT_LOP_LT, lt_l_var(K, wc), lt_l_var(K, c)), lt_l_seq(K, 2, move),
+                lt_l_assign(K, act, lt_l_int(K, 0))),
+    };
+    lt_lnode *level[2] = {
+        lt_l_let(K, l, lt_l_add(K, lt_l_mul(K, lt_l_var(K, pos), lt_l_int(K, 2)), lt_l_int(K, 1))),
+        lt_l_if(K, lt_l_binary(K, LT_LOP_LT, lt_l_var(K, l), lt_l_var(K, sz)), lt_l_seq(K, 4, child),
+                lt_l_assign(K, act, lt_l_int(K, 0))),
+    };
+    lt_lnode *body = lt_l_if(K, lt_l_binary(K, LT_LOP_NE, lt_l_var(K, act), lt_l_int(K, 0)), lt_l_seq(K, 2, level), NULL);
+    lt_lnode *all[5] = {
+        lt_l_let(K, sz, size), lt_l_let(K, pos, lt_l_int(K, 0)), lt_l_let(K, act, lt_l_int(K, 1)),
+        lt_l_for(K, q, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, heap_levels(t)), LT_LOOP_SERIAL, body),
+        lt_l_store(K, t->ib, slot(t, lt_l_var(K, pos)), lt_l_var(K, c)),
+    };
+    return lt_l_seq(K, 5, all);
+}
+
+/* Key c (a variable) sifted up from slot j (the heap holds slots [0, j)), then stored. */
+static lt_lnode *key_sift_up(topk *t, lt_lvar *c, lt_lvar *j) {
+    lt_lctx *lc = t->lc;
+    lt_lvar *pos = lt_kernel_var(K, "pos", LT_INT64), *act = lt_kernel_var(K, "act", LT_INT64);
+    lt_lvar *q = lt_kernel_var(K, "q", LT_INT64), *p = lt_kernel_var(K, "par", LT_INT64), *pc = lt_kernel_var(K, "pc", LT_INT64);
+    if (!pos || !act || !q || !p || !pc) return NULL;
+    lt_lnode *move[2] = {lt_l_store(K, t->ib, slot(t, lt_l_var(K, pos)), lt_l_var(K, pc)), lt_l_assign(K, pos, lt_l_var(K, p))};
+    lt_lnode *up[3] = {
+        lt_l_let(K, p, lt_l_binary(K, LT_LOP_DIV, lt_l_binary(K, LT_LOP_SUB, lt_l_var(K, pos), lt_l_int(K, 1)), lt_l_int(K, 2))),
+        lt_l_let(K, pc, key_at(t, lt_l_var(K, p))),
+        lt_l_if(K, lt_l_binary(K, LT_LOP_GT, lt_l_var(K, pc), lt_l_var(K, c)), lt_l_seq(K, 2, move), lt_l_assign(K, act, lt_l_int(K, 0))),
+    };
+    lt_lnode *go = lt_l_binary(K, LT_LOP_AND, lt_l_binary(K, LT_LOP_NE, lt_l_var(K, act), lt_l_int(K, 0)),
+                               lt_l_binary(K, LT_LOP_GT, lt_l_var(K, pos), lt_l_int(K, 0)));
+    lt_lnode *all[4] = {
+        lt_l_let(K, pos, lt_l_var(K, j)), lt_l_let(K, act, lt_l_int(K, 1)),
+        lt_l_for(K, q, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, heap_levels(t)), LT_LOOP_SERIAL,
+                 lt_l_if(K, go, lt_l_seq(K, 3, up), NULL)),
+        lt_l_store(K, t->ib, slot(t, lt_l_var(K, pos)), lt_l_var(K, c)),
+    };
+    return lt_l_seq(K, 4, all);
+}
+
+/* The row's statements (wrapped as topk_heap_row's are). */
+static lt_status topk_key_row(lt_lctx *lc, const lt_node *n, topk *t, lt_lnode **res) {
+    const rows *r = t->r;
+    int64_t len = r->dims[r->axis];
+    lt_lvar *j0 = lt_kernel_var(K, "r0", LT_INT64), *j1 = lt_kernel_var(K, "r1", LT_INT64), *e = lt_kernel_var(K, "r2", LT_INT64);
+    lt_lvar *j3 = lt_kernel_var(K, "r3", LT_INT64), *c0 = lt_kernel_var(K, "c", LT_INT64), *c1 = lt_kernel_var(K, "c", LT_INT64);
+    lt_lvar *root = lt_kernel_var(K, "root", LT_INT64), *h = lt_kernel_var(K, "hc", LT_INT64);
+    lt_lvar *last = lt_kernel_var(K, "last", LT_INT64), *ix = lt_kernel_var(K, "ix", LT_INT64);
+    if (!j0 || !j1 || !e || !j3 || !c0 || !c1 || !root || !h || !last || !ix) return lt_lower_nomem(lc);
+    lt_lnode *idx[LT_MAX_RANK], *xv = NULL;
+    /* the first k: sifted up */
+    rows_at(r, lt_l_var(K, j0), idx);
+    LT_TRY(read_x(lc, n, idx, &xv, NULL));
+    lt_lnode *up = key_sift_up(t, c0, j0);
+    if (!up) return lt_lower_nomem(lc);
+    lt_lnode *b0[2] = {lt_l_let(K, c0, elem_key(t, xv, lt_l_var(K, j0))), up};
+    lt_lnode *fill = lt_l_for(K, j0, LT_ROLE_REDUCE, lt_l_int(K, 0), kplus(t, 0), LT_LOOP_SERIAL, lt_l_seq(K, 2, b0));
+    /* the others: each whose key is above the root's replaces it */
+    rows_at(r, lt_l_var(K, j1), idx);
+    LT_TRY(read_x(lc, n, idx, &xv, NULL));
+    lt_lnode *down = key_sift_down(t, c1, kplus(t, 0));
+    if (!down) return lt_lower_nomem(lc);
+    lt_lnode *enter[2] = {down, lt_l_assign(K, root, key_at(t, lt_l_int(K, 0)))};
+    lt_lnode *b1[2] = {lt_l_let(K, c1, elem_key(t, xv, lt_l_var(K, j1))),
+                       lt_l_if(K, lt_l_binary(K, LT_LOP_GT, lt_l_var(K, c1), lt_l_var(K, root)), lt_l_seq(K, 2, enter), NULL)};
+    lt_lnode *scan = lt_l_for(K, j1, LT_ROLE_REDUCE, kplus(t, 0),
+                              t->kvar ? lt_l_binary(K, LT_LOP_SUB, lt_l_int(K, len), kplus(t, 0)) : lt_l_int(K, len - t->k),
+                              LT_LOOP_SERIAL, lt_l_seq(K, 2, b1));
+    /* heap sort: the root (the worst left) to slot last = k-1-e, the heap [0, last) */
+    lt_lnode *down2 = key_sift_down(t, h, lt_l_var(K, last));
+    if (!down2) return lt_lower_nomem(lc);
+    lt_lnode *sort_body[4] = {
+        lt_l_let(K, last, lt_l_binary(K, LT_LOP_SUB, kplus(t, -1), lt_l_var(K, e))),
+        lt_l_let(K, h, key_at(t, lt_l_var(K, last))),
+        lt_l_store(K, t->ib, slot(t, lt_l_var(K, last)), key_at(t, lt_l_int(K, 0))),
+        down2,
+    };
+    lt_lnode *sort = lt_l_for(K, e, LT_ROLE_REDUCE, lt_l_int(K, 0), kplus(t, -1), LT_LOOP_SERIAL, lt_l_seq(K, 4, sort_body));
+    /* decode: the index from the low 31 bits, the value read again */
+    rows_at(r, lt_l_var(K, ix), idx);
+    LT_TRY(read_x(lc, n, idx, &xv, NULL));
+    lt_lnode *low = lt_l_binary(K, LT_LOP_BITAND, key_at(t, lt_l_var(K, j3)), lt_l_int(K, 0x7fffffffLL));
+    lt_lnode *dec[3] = {
+        lt_l_let(K, ix, lt_l_binary(K, LT_LOP_SUB, lt_l_int(K, 0x7fffffffLL), low)),
+        lt_l_store(K, t->ib, slot(t, lt_l_var(K, j3)), lt_l_var(K, ix)),
+        lt_l_store(K, t->vb, slot(t, lt_l_var(K, j3)), xv),
+    };
+    lt_lnode *decode = lt_l_for(K, j3, LT_ROLE_REDUCE, lt_l_int(K, 0), kplus(t, 0), LT_LOOP_SERIAL, lt_l_seq(K, 3, dec));
+    bool any_rest = t->kvar || len > t->k;
+    lt_lnode *row[5] = {fill, lt_l_let(K, root, key_at(t, lt_l_int(K, 0))), scan, sort, decode};
+    *res = any_rest ? lt_l_seq(K, 5, row) : lt_l_seq(K, 3, (lt_lnode *[]){fill, sort, decode});
+    return LT_LNN(lc, *res);
+}
+
 static lt_status l_topk_heap(lt_lctx *lc, const lt_node *n, topk *t, lt_lnode **res) {
     LT_TRY(topk_heap_row(lc, n, t, res));
     *res = rows_loops(lc, t->r, *res);
@@ -437,6 +576,11 @@ static lt_status l_topk(lt_lctx *lc, const lt_node *n, lt_lnode **res) {
         return lt_lower_error(lc, n, LT_ERR_INTERNAL, "the outputs are not stored as they are");
     int64_t len = r.dims[r.axis];
     lt_dtype cd = lt_lower_cdtype(t.dt);
+    if (t.k > TOPK_HEAP_MIN && key_topk_fits(&t)) {
+        LT_TRY(topk_key_row(lc, n, &t, res));
+        *res = rows_loops(lc, &r, *res);
+        return LT_LNN(lc, *res);
+    }
     if (t.k > TOPK_HEAP_MIN && cd == t.dt) return l_topk_heap(lc, n, &t, res);
     lt_lnode *row[3];
     int nr = 0;
@@ -549,7 +693,8 @@ static lt_status l_topk_padded(lt_lctx *lc, const lt_node *n, lt_lnode **res) {
                                     lt_l_select(K, lt_l_binary(K, LT_LOP_GT, lt_l_var(K, kraw), lt_l_int(K, len)),
                                                 lt_l_int(K, len), lt_l_var(K, kraw)));
     lt_lnode *body = NULL; /* the row once k > 0: the heap where k may be large, else the insertion */
-    if (len > TOPK_PADDED_HEAP_MIN && cd == t.dt) LT_TRY(topk_heap_row(lc, n, &t, &body));
+    if (len > TOPK_PADDED_HEAP_MIN && key_topk_fits(&t)) LT_TRY(topk_key_row(lc, n, &t, &body));
+    else if (len > TOPK_PADDED_HEAP_MIN && cd == t.dt) LT_TRY(topk_heap_row(lc, n, &t, &body));
     else LT_TRY(padded_insertion_row(lc, n, &t, &body));
     lt_lnode *row[4] = {
         lt_l_let(K, kraw, lt_l_cast(K, LT_INT64, kval)),

@@ -96,6 +96,15 @@ static lt_status intrinsic(lt_ctx *ctx, const char *name, int n, const lt_leval_
         result->f = (double)expf((float)args[0].f);
         return LT_OK;
     }
+    if (strcmp(name, "lt_f32_order") == 0 && n == 1) { /* the prelude's (codegen/prelude/common.h) */
+        float x = (float)args[0].f;
+        uint32_t u;
+        memcpy(&u, &x, sizeof u);
+        int32_t b = (int32_t)u;
+        result->i = x != x ? 0x7fffffff : x == 0.0f ? 0 : b >= 0 ? b : b ^ 0x7fffffff;
+        result->f = (double)result->i;
+        return LT_OK;
+    }
     /* the prelude's lt_check_index (codegen/prelude/common.h): the check word, code, element, index, size */
     if (strcmp(name, "lt_check_index") == 0 && n == 5 && args[0].ptr && args[0].avail >= 4) {
         int64_t v = args[3].i, d = args[4].i;

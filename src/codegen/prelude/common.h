@@ -239,4 +239,14 @@ LT_FN int64_t lt_check_index(int64_t *w, int64_t code, int64_t elem, int64_t v, 
     return v < 0 ? v + d : v;
 }
 
+/* ---- ordering keys ----
+ * A float32 as an integer in [INT32_MIN, INT32_MAX] that orders as the value does: -0 and +0 equal,
+ * every NaN above +inf (one key). Comparisons of keys are plain integer ones (TopK's heap). */
+LT_FN int64_t lt_f32_order(float x) {
+    if (x != x) return 0x7fffffff;
+    if (x == 0.0f) return 0;
+    int32_t b = (int32_t)LT_F2U(x);
+    return b >= 0 ? b : b ^ 0x7fffffff;
+}
+
 #endif
