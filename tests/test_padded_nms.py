@@ -93,6 +93,7 @@ def random_feeds(rng, B, C, N, cpb=0, dtype=np.float32):
         scores = rng.uniform(-0.2, 1, (B, C, N))
     else:
         scores = rng.integers(-1, 8, (B, C, N)) / 8  # many ties
+        scores[(scores == 0) & (rng.random((B, C, N)) < 0.5)] = -0.0  # ranks as +0 (ties by index)
     if kind == 2:
         scores[rng.random((B, C, N)) < 0.15] = np.nan
     return {"boxes": boxes.astype(dtype), "scores": scores.astype(dtype)}

@@ -7,11 +7,11 @@
  * order: heap slot j is element 3N(p + 1) - 1 - j) and of a float scratch (the geometry of each kept box,
  * 5N floats). On the CPU the pairs are a parallel loop (the plan's threads); on a GPU they run on one
  * block, a thread per pair. The loops inside a pair carry state (role REDUCE, LT_LOOP_SERIAL):
- *   1. fill ("r2"): the index of every box whose score passes the score threshold (every box without one)
- *      enters the candidate heap, nc of them;
+ *   1. fill ("r2"): every box whose score passes the score threshold (every box without one) enters the
+ *      candidate heap as one int64 key of its score's order and its index (cand_key), nc of them;
  *   2. heapify ("r3"): each slot from the middle up sifts down; the heap's root is the first candidate in
- *      the reference's order (score descending, NaN last, then index ascending: a total order, so the pops
- *      come in the order of the reference's own heap);
+ *      the reference's order (score descending, NaN last, then index ascending: a total order, the keys'
+ *      integer order, so the pops come in the order of the reference's own heap);
  *   3. pop ("r4", at most N rounds): while candidates remain and fewer than max_output are kept, the root is
  *      taken (the last slot sifts down from the root in its place) and tested against the boxes kept
  *      before for this pair ("r5", their geometry as stored); unless one of them suppresses it, its row
@@ -89,6 +89,7 @@ static bool accept_nms(const lt_node *n, char *why, size_t size) {
         return refuse(why, size, "max_output_boxes_per_class is not an integer tensor");
     if ((iou && !threshold_dtype_ok(iou->type.dtype)) || (st && !threshold_dtype_ok(st->type.dtype)))
         return refuse(why, size, "a threshold is not numeric");
+    if (bd[1] > ((int64_t)1 << 31)) return refuse(why, size, "more than 2^31 boxes"); /* the heap's keys */
     int64_t cpb = lt_attr_int(n, "center_point_box", 0);
     if (cpb != 0 && cpb != 1) return refuse(why, size, "center_point_box is not 0 or 1");
     return lt_lower_accept_default(n, why, size);
@@ -208,54 +209,48 @@ static lt_lnode *fmax_of(lt_lctx *lc, lt_lvar *a, lt_lvar *b) { return nan_ignor
 
 static lt_lnode *fmin_of(lt_lctx *lc, lt_lvar *a, lt_lvar *b) { return nan_ignoring(lc, LT_LOP_LT, a, b); }
 
-/* Does candidate (ai, as) rank before (bi, bs) (indices and scores, variables)? The reference's nms_cmp:
- * a number before NaN, a higher score first, equal scores (or two NaNs) by index. */
-static lt_lnode *ranks_before(lt_lctx *lc, lt_lvar *ai, lt_lvar *as, lt_lvar *bi, lt_lvar *bs) {
-    lt_lnode *an = lt_l_unary(K, LT_LOP_ISNAN, var(lc, as)), *bn = lt_l_unary(K, LT_LOP_ISNAN, var(lc, bs));
-    lt_lnode *nan_last = lt_l_binary(K, LT_LOP_AND, lt_l_unary(K, LT_LOP_NOT, an), bn);
-    lt_lnode *higher = lt_l_binary(K, LT_LOP_GT, var(lc, as), var(lc, bs));
-    lt_lnode *both_nan = lt_l_binary(K, LT_LOP_AND, lt_l_unary(K, LT_LOP_ISNAN, var(lc, as)),
-                                     lt_l_unary(K, LT_LOP_ISNAN, var(lc, bs)));
-    lt_lnode *tie = lt_l_binary(K, LT_LOP_OR, lt_l_binary(K, LT_LOP_EQ, var(lc, as), var(lc, bs)), both_nan);
-    lt_lnode *by_index = lt_l_binary(K, LT_LOP_AND, tie, lt_l_binary(K, LT_LOP_LT, var(lc, ai), var(lc, bi)));
-    return lt_l_binary(K, LT_LOP_OR, lt_l_binary(K, LT_LOP_OR, nan_last, higher), by_index);
-}
-
-/* LET i = the box index in heap slot j; LET s = its score. */
-static lt_status read_slot(nms *t, lt_lnode *j, lt_lvar *i, lt_lvar *s, lt_lnode **out) {
+/* A candidate in the heap: one int64 key, ord(score) * 2^31 + (2^31 - 1 - index), where ord is the
+ * score's order (the prelude's lt_f32_order: -0 = +0) and NaN below every number. A larger key ranks
+ * before a smaller one: the reference's nms_cmp (a number before NaN, a higher score first, equal
+ * scores or two NaNs by index), with one integer compare and no score read during the sifts. */
+static lt_lnode *cand_key(nms *t, lt_lvar *score, lt_lnode *box) {
     lt_lctx *lc = t->lc;
-    lt_lnode *sc = NULL;
-    LT_TRY(score_at(t, var(lc, i), &sc));
-    out[0] = lt_l_let(K, i, lt_l_load(K, t->wb, slot(t, j)));
-    out[1] = lt_l_let(K, s, sc);
-    return LT_LNN(lc, out[0]);
+    lt_lnode *args[1] = {var(lc, score)};
+    lt_lnode *ord = lt_l_select(K, lt_l_unary(K, LT_LOP_ISNAN, var(lc, score)), lt_l_int(K, INT32_MIN),
+                                lt_l_call(K, LT_INT64, "lt_f32_order", 1, args));
+    return lt_l_add(K, lt_l_mul(K, ord, lt_l_int(K, (int64_t)1 << 31)), lt_l_binary(K, LT_LOP_SUB, lt_l_int(K, 0x7fffffffLL), box));
 }
 
-/* The candidate (mi, ms) sifted down from slot `start` (a variable) in a heap of `size` slots (a variable),
- * then stored: each level the better child moves up into the hole while it ranks before the candidate. */
-static lt_status sift_down(nms *t, lt_lvar *mi, lt_lvar *ms, lt_lvar *start, lt_lvar *size, lt_lnode **res) {
+/* The box index of a key. */
+static lt_lnode *key_box(lt_lctx *lc, lt_lnode *key) {
+    return lt_l_binary(K, LT_LOP_SUB, lt_l_int(K, 0x7fffffffLL), lt_l_binary(K, LT_LOP_BITAND, key, lt_l_int(K, 0x7fffffffLL)));
+}
+
+/* The key mk (a variable) sifted down from slot `start` (a variable) in a heap of `size` slots (a
+ * variable), then stored: each level the larger child moves up into the hole while it is above mk. */
+static lt_status sift_down(nms *t, lt_lvar *mk, lt_lvar *start, lt_lvar *size, lt_lnode **res) {
     lt_lctx *lc = t->lc;
     lt_lvar *pos = lt_kernel_var(K, "pos", LT_INT64), *act = lt_kernel_var(K, "act", LT_INT64);
     lt_lvar *q = lt_kernel_var(K, "q", LT_INT64), *l = lt_kernel_var(K, "l", LT_INT64), *w = lt_kernel_var(K, "w", LT_INT64);
-    lt_lvar *wi = lt_kernel_var(K, "wi", LT_INT64), *ws = lt_kernel_var(K, "ws", LT_FLOAT);
-    lt_lvar *r = lt_kernel_var(K, "rc", LT_INT64), *ri = lt_kernel_var(K, "ri", LT_INT64), *rs = lt_kernel_var(K, "rs", LT_FLOAT);
-    if (!pos || !act || !q || !l || !w || !wi || !ws || !r || !ri || !rs) return lt_lower_nomem(lc);
-    lt_lnode *rd_l[2], *rd_r[2];
-    LT_TRY(read_slot(t, var(lc, l), wi, ws, rd_l));
-    LT_TRY(read_slot(t, var(lc, r), ri, rs, rd_r));
-    lt_lnode *take_r[3] = {lt_l_assign(K, w, var(lc, r)), lt_l_assign(K, wi, var(lc, ri)), lt_l_assign(K, ws, var(lc, rs))};
-    lt_lnode *right[3] = {rd_r[0], rd_r[1], lt_l_if(K, ranks_before(lc, ri, rs, wi, ws), lt_l_seq(K, 3, take_r), NULL)};
-    lt_lnode *move[2] = {lt_l_store(K, t->wb, slot(t, var(lc, pos)), var(lc, wi)), lt_l_assign(K, pos, var(lc, w))};
-    lt_lnode *stop = lt_l_assign(K, act, lt_l_int(K, 0));
-    lt_lnode *child[6] = {
-        lt_l_let(K, w, var(lc, l)), rd_l[0], rd_l[1],
-        lt_l_let(K, r, lt_l_add(K, var(lc, l), lt_l_int(K, 1))),
-        lt_l_if(K, lt_l_binary(K, LT_LOP_LT, var(lc, r), var(lc, size)), lt_l_seq(K, 3, right), NULL),
-        lt_l_if(K, ranks_before(lc, wi, ws, mi, ms), lt_l_seq(K, 2, move), stop),
+    lt_lvar *wk = lt_kernel_var(K, "wk", LT_INT64), *rk = lt_kernel_var(K, "rk", LT_INT64), *tk = lt_kernel_var(K, "tk", LT_BOOL);
+    if (!pos || !act || !q || !l || !w || !wk || !rk || !tk) return lt_lower_nomem(lc);
+    lt_lnode *r1 = lt_l_add(K, var(lc, l), lt_l_int(K, 1));
+    lt_lnode *right[4] = {
+        lt_l_let(K, rk, lt_l_load(K, t->wb, slot(t, lt_l_add(K, var(lc, l), lt_l_int(K, 1))))),
+        lt_l_let(K, tk, lt_l_binary(K, LT_LOP_GT, var(lc, rk), var(lc, wk))),
+        lt_l_assign(K, w, lt_l_select(K, var(lc, tk), lt_l_add(K, var(lc, l), lt_l_int(K, 1)), var(lc, w))),
+        lt_l_assign(K, wk, lt_l_select(K, var(lc, tk), var(lc, rk), var(lc, wk))),
+    };
+    lt_lnode *move[2] = {lt_l_store(K, t->wb, slot(t, var(lc, pos)), var(lc, wk)), lt_l_assign(K, pos, var(lc, w))};
+    lt_lnode *child[4] = {
+        lt_l_let(K, w, var(lc, l)),
+        lt_l_let(K, wk, lt_l_load(K, t->wb, slot(t, var(lc, l)))),
+        lt_l_if(K, lt_l_binary(K, LT_LOP_LT, r1, var(lc, size)), lt_l_seq(K, 4, right), NULL),
+        lt_l_if(K, lt_l_binary(K, LT_LOP_GT, var(lc, wk), var(lc, mk)), lt_l_seq(K, 2, move), lt_l_assign(K, act, lt_l_int(K, 0))),
     };
     lt_lnode *level[2] = {
         lt_l_let(K, l, lt_l_add(K, lt_l_mul(K, var(lc, pos), lt_l_int(K, 2)), lt_l_int(K, 1))),
-        lt_l_if(K, lt_l_binary(K, LT_LOP_LT, var(lc, l), var(lc, size)), lt_l_seq(K, 6, child),
+        lt_l_if(K, lt_l_binary(K, LT_LOP_LT, var(lc, l), var(lc, size)), lt_l_seq(K, 4, child),
                 lt_l_assign(K, act, lt_l_int(K, 0))),
     };
     lt_lnode *body = lt_l_if(K, lt_l_binary(K, LT_LOP_NE, var(lc, act), lt_l_int(K, 0)), lt_l_seq(K, 2, level), NULL);
@@ -263,7 +258,7 @@ static lt_status sift_down(nms *t, lt_lvar *mi, lt_lvar *ms, lt_lvar *start, lt_
         lt_l_let(K, pos, var(lc, start)),
         lt_l_let(K, act, lt_l_int(K, 1)),
         lt_l_for(K, q, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, t->levels), LT_LOOP_SERIAL, body),
-        lt_l_store(K, t->wb, slot(t, var(lc, pos)), var(lc, mi)),
+        lt_l_store(K, t->wb, slot(t, var(lc, pos)), var(lc, mk)),
     };
     *res = lt_l_seq(K, 4, all);
     return LT_LNN(lc, *res);
@@ -367,17 +362,13 @@ static lt_status fill_pass(nms *t, lt_lvar *nc, lt_lnode **res) {
     lt_lctx *lc = t->lc;
     lt_lvar *i = lt_kernel_var(K, "r2", LT_INT64), *s = lt_kernel_var(K, "sc", LT_FLOAT);
     if (!i || !s) return lt_lower_nomem(lc);
-    lt_lnode *put[2] = {lt_l_store(K, t->wb, slot(t, var(lc, nc)), var(lc, i)),
+    lt_lnode *put[2] = {lt_l_store(K, t->wb, slot(t, var(lc, nc)), cand_key(t, s, var(lc, i))),
                         lt_l_assign(K, nc, lt_l_add(K, var(lc, nc), lt_l_int(K, 1)))};
-    lt_lnode *enter = lt_l_seq(K, 2, put);
-    if (t->sthr) {
-        lt_lnode *sc = NULL;
-        LT_TRY(score_at(t, var(lc, i), &sc));
-        lt_lnode *body[2] = {lt_l_let(K, s, sc),
-                             lt_l_if(K, lt_l_binary(K, LT_LOP_GT, var(lc, s), var(lc, t->sthr)), enter, NULL)};
-        enter = lt_l_seq(K, 2, body);
-    }
-    *res = lt_l_for(K, i, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, t->N), LT_LOOP_SERIAL, enter);
+    lt_lnode *enter = lt_l_seq(K, 2, put), *sc = NULL;
+    LT_TRY(score_at(t, var(lc, i), &sc));
+    if (t->sthr) enter = lt_l_if(K, lt_l_binary(K, LT_LOP_GT, var(lc, s), var(lc, t->sthr)), enter, NULL);
+    lt_lnode *body[2] = {lt_l_let(K, s, sc), enter};
+    *res = lt_l_for(K, i, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, t->N), LT_LOOP_SERIAL, lt_l_seq(K, 2, body));
     return LT_LNN(lc, *res);
 }
 
@@ -385,18 +376,17 @@ static lt_status fill_pass(nms *t, lt_lvar *nc, lt_lnode **res) {
 static lt_status heapify_pass(nms *t, lt_lvar *nc, lt_lnode **res) {
     lt_lctx *lc = t->lc;
     lt_lvar *q = lt_kernel_var(K, "r3", LT_INT64), *start = lt_kernel_var(K, "start", LT_INT64);
-    lt_lvar *mi = lt_kernel_var(K, "mi", LT_INT64), *ms = lt_kernel_var(K, "ms", LT_FLOAT);
-    if (!q || !start || !mi || !ms) return lt_lower_nomem(lc);
+    lt_lvar *mk = lt_kernel_var(K, "mk", LT_INT64);
+    if (!q || !start || !mk) return lt_lower_nomem(lc);
     lt_lnode *half_n = lt_l_binary(K, LT_LOP_DIV, var(lc, nc), lt_l_int(K, 2));
-    lt_lnode *rd[2], *sift = NULL;
-    LT_TRY(read_slot(t, var(lc, start), mi, ms, rd));
-    LT_TRY(sift_down(t, mi, ms, start, nc, &sift));
-    lt_lnode *body[4] = {
+    lt_lnode *sift = NULL;
+    LT_TRY(sift_down(t, mk, start, nc, &sift));
+    lt_lnode *body[3] = {
         lt_l_let(K, start, lt_l_binary(K, LT_LOP_SUB, lt_l_binary(K, LT_LOP_SUB, half_n, lt_l_int(K, 1)), var(lc, q))),
-        rd[0], rd[1], sift,
+        lt_l_let(K, mk, lt_l_load(K, t->wb, slot(t, var(lc, start)))), sift,
     };
     *res = lt_l_for(K, q, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_binary(K, LT_LOP_DIV, var(lc, nc), lt_l_int(K, 2)),
-                    LT_LOOP_SERIAL, lt_l_seq(K, 4, body));
+                    LT_LOOP_SERIAL, lt_l_seq(K, 3, body));
     return LT_LNN(lc, *res);
 }
 
@@ -430,16 +420,15 @@ static lt_status kept_pass(nms *t, const geo *a, lt_lvar *ns, lt_lvar *keep, lt_
 static lt_status pop_pass(nms *t, lt_lvar *nc, lt_lvar *ns, lt_lvar *mo, lt_lnode **res) {
     lt_lctx *lc = t->lc;
     lt_lvar *r = lt_kernel_var(K, "r4", LT_INT64), *cd = lt_kernel_var(K, "cd", LT_INT64);
-    lt_lvar *li = lt_kernel_var(K, "li", LT_INT64), *ls = lt_kernel_var(K, "ls", LT_FLOAT);
+    lt_lvar *lk = lt_kernel_var(K, "lk", LT_INT64);
     lt_lvar *keep = lt_kernel_var(K, "keep", LT_INT32), *root = lt_kernel_var(K, "root", LT_INT64);
-    if (!r || !cd || !li || !ls || !keep || !root) return lt_lower_nomem(lc);
+    if (!r || !cd || !lk || !keep || !root) return lt_lower_nomem(lc);
     geo a = {0};
-    lt_lnode *rd[2], *sift = NULL, *ageo = NULL, *test = NULL;
-    LT_TRY(read_slot(t, var(lc, nc), li, ls, rd));
-    LT_TRY(sift_down(t, li, ls, root, nc, &sift));
+    lt_lnode *sift = NULL, *ageo = NULL, *test = NULL;
+    LT_TRY(sift_down(t, lk, root, nc, &sift));
     LT_TRY(box_geometry(t, cd, &a, &ageo));
     LT_TRY(kept_pass(t, &a, ns, keep, &test));
-    lt_lnode *refill[4] = {rd[0], rd[1], lt_l_let(K, root, lt_l_int(K, 0)), sift};
+    lt_lnode *refill[3] = {lt_l_let(K, lk, lt_l_load(K, t->wb, slot(t, var(lc, nc)))), lt_l_let(K, root, lt_l_int(K, 0)), sift};
     lt_lvar *av[5] = {a.xlo, a.xhi, a.ylo, a.yhi, a.area};
     lt_lnode *write[9] = {
         lt_l_store(K, t->wb, row_elem(t, var(lc, ns), 0), var(lc, t->b)),
@@ -449,9 +438,9 @@ static lt_status pop_pass(nms *t, lt_lvar *nc, lt_lvar *ns, lt_lvar *mo, lt_lnod
     for (int e = 0; e < 5; e++) write[3 + e] = lt_l_store(K, t->kept, kept_elem(t, var(lc, ns), e), var(lc, av[e]));
     write[8] = lt_l_assign(K, ns, lt_l_add(K, var(lc, ns), lt_l_int(K, 1)));
     lt_lnode *round[7] = {
-        lt_l_let(K, cd, lt_l_load(K, t->wb, slot(t, lt_l_int(K, 0)))),
+        lt_l_let(K, cd, key_box(lc, lt_l_load(K, t->wb, slot(t, lt_l_int(K, 0))))),
         lt_l_assign(K, nc, lt_l_binary(K, LT_LOP_SUB, var(lc, nc), lt_l_int(K, 1))),
-        lt_l_if(K, lt_l_binary(K, LT_LOP_GT, var(lc, nc), lt_l_int(K, 0)), lt_l_seq(K, 4, refill), NULL),
+        lt_l_if(K, lt_l_binary(K, LT_LOP_GT, var(lc, nc), lt_l_int(K, 0)), lt_l_seq(K, 3, refill), NULL),
         ageo,
         lt_l_let(K, keep, lt_l_int(K, 1)),
         test,
