@@ -195,24 +195,8 @@ LT_GEMM_AI float lt_vexpf(float x) {
     return x != x ? x : y;
 }
 LT_GEMM_AI float lt_vsigmoidf(float x) { return 1.0f / (1.0f + lt_vexpf(-x)); }
-/* tanh(x) = e/(e+2) with e = expm1(2|x|); expm1 by its Taylor series below 0.35, else exp - 1. */
-LT_GEMM_AI float lt_vtanhf(float x) {
-    float ax = __builtin_fabsf(x);
-    float y = 2.0f * (ax > 9.0f ? 9.0f : ax);
-    float t = 1.0f / 40320.0f;
-    t = t * y + 1.0f / 5040.0f;
-    t = t * y + 1.0f / 720.0f;
-    t = t * y + 1.0f / 120.0f;
-    t = t * y + 1.0f / 24.0f;
-    t = t * y + 1.0f / 6.0f;
-    t = t * y + 0.5f;
-    t = t * y + 1.0f;
-    t = t * y;
-    float em1 = y < 0.35f ? t : lt_vexpf(y) - 1.0f;
-    float r = em1 / (em1 + 2.0f);
-    r = x < 0 ? -r : r;
-    return x != x ? x : r;
-}
+/* tanh: vmath.h's (always inlined), the same as the elementwise Tanh kernels. */
+LT_GEMM_AI float lt_vtanhf(float x) { return lt_tanh_f32(x); }
 /* erfc(z) for z >= 0 (Numerical Recipes' Chebyshev fit, relative error < 1.2e-7). */
 LT_GEMM_AI float lt_verfcf_pos(float z) {
     float t = 1.0f / (1.0f + 0.5f * z);

@@ -14,11 +14,8 @@
 #ifndef LT_PRELUDE_VMATH_H
 #define LT_PRELUDE_VMATH_H
 
-LT_FN float lt_exp_f32(float x) {
-    float t = x > 88.7228394f ? 88.7228394f : x;
-    t = t < -103.972076f ? -103.972076f : t;
-    t = t == t ? t : 0.0f;                      /* NaN: computed on 0, selected away below */
-    float n = rintf(t * 1.44269504088896341f);  /* x = n ln2 + r, |r| <= ln2 / 2 */
+/* exp(r) for |r| <= ln2 / 2, and the reduction t = n ln2 + r that gives it (n = rintf(t / ln2)). */
+LT_FN __attribute__((always_inline)) float lt_exp_reduced_f32(float t, float n) {
     float r = t - n * 0.693359375f;
     r = r - n * -2.12194440e-4f;
     float p = 1.9875691500e-4f;
@@ -27,7 +24,15 @@ LT_FN float lt_exp_f32(float x) {
     p = p * r + 4.1665795894e-2f;
     p = p * r + 1.6666665459e-1f;
     p = p * r + 5.0000001201e-1f;
-    float e = 1.0f + r + r * r * p;
+    return 1.0f + r + r * r * p;
+}
+
+LT_FN float lt_exp_f32(float x) {
+    float t = x > 88.7228394f ? 88.7228394f : x;
+    t = t < -103.972076f ? -103.972076f : t;
+    t = t == t ? t : 0.0f;                      /* NaN: computed on 0, selected away below */
+    float n = rintf(t * 1.44269504088896341f);  /* x = n ln2 + r, |r| <= ln2 / 2 */
+    float e = lt_exp_reduced_f32(t, n);
     int32_t ni = (int32_t)n, n1 = ni / 2, n2 = ni - n1; /* 2^n in two steps: subnormal results */
     e = e * LT_U2F((uint32_t)(n1 + 127) << 23) * LT_U2F((uint32_t)(n2 + 127) << 23);
     e = x > 88.7228394f ? LT_INF_F32 : e;
@@ -62,10 +67,17 @@ LT_FN float lt_log_f32(float x) {
     return x == x ? r : x;
 }
 
-LT_FN float lt_tanh_f32(float x) {
+/* tanh(x) = 1 - 2 / (exp(2|x|) + 1) from |x| = 0.4 up (|x| clamped to 9, where tanh rounds to 1; so
+ * exp's argument is in [0.8, 18] and 2^n needs one step, no clamps), the Maclaurin series below,
+ * the sign copied from x (tanh(-0) = -0). Always inlined: the GEMM epilogue's activation row (gemm.h)
+ * calls it from the prelude library, where GCC would otherwise keep it out of line and scalar. */
+LT_FN __attribute__((always_inline)) float lt_tanh_f32(float x) {
     float a = x < 0 ? -x : x;
-    a = a > 9.0f ? 9.0f : a;                    /* tanh(9) rounds to 1 in float */
-    float big = 1.0f - 2.0f / (lt_exp_f32(a + a) + 1.0f);
+    a = a > 9.0f ? 9.0f : a;
+    float y = a + a;
+    float n = rintf(y * 1.44269504088896341f);
+    float e = lt_exp_reduced_f32(y, n) * LT_U2F((uint32_t)((int32_t)n + 127) << 23);
+    float big = 1.0f - 2.0f / (e + 1.0f);
     float z = a * a;                            /* Maclaurin series below 0.4 */
     float s = -1382.0f / 155925.0f;
     s = s * z + 62.0f / 2835.0f;
@@ -73,9 +85,8 @@ LT_FN float lt_tanh_f32(float x) {
     s = s * z + 2.0f / 15.0f;
     s = s * z - 1.0f / 3.0f;
     float small = a + a * z * s;
-    float r = a < 0.4f ? small : big;
-    r = x < 0 ? -r : r;
-    return x == x ? r : x;
+    float t = __builtin_copysignf(a < 0.4f ? small : big, x);
+    return x == x ? t : x;
 }
 
 LT_FN float lt_erf_f32(float x) {
