@@ -328,6 +328,7 @@ static lt_status bind_values(lt_ctx *ctx, lt_plan *p, const lt_lowered *lowered_
                     pp->slot = ps;
                     pp->src_slot = src;
                     pp->kernel = lp->kernel;
+                    pp->same_as = -1;
                     s = p->backend->vt->load(p->backend, ctx, p->module, lp->kernel->name, (lt_bkernel **)&pp->bk);
                     continue;
                 }
@@ -525,10 +526,35 @@ static lt_status plan_memory(lt_ctx *ctx, lt_plan *p, bool no_inplace) {
     return s;
 }
 
+/* Packs that repeat an earlier one: the same constant packed by a kernel whose body prints the same
+ * (the same layout, so the same bytes) takes the earlier pack's buffer (same_as). An unrolled
+ * recurrence packs its one recurrent weight for every step's MatMul: with a buffer each, every step
+ * read its own copy from memory instead of one copy from the cache. */
+static lt_status find_repeated_packs(lt_ctx *ctx, lt_plan *p) {
+    lt_strbuf *text = lt_calloc(ctx, (size_t)p->n_packs + 1, sizeof *text, "plan packs");
+    if (!text) return LT_ERR_NOMEM;
+    lt_status s = LT_OK;
+    for (int i = 0; i < p->n_packs && s == LT_OK; i++) {
+        lt_plan_pack *pk = &p->packs[i];
+        lt_lprint(pk->kernel->body, &text[i], 0);
+        if (!text[i].s) { s = lt_error(ctx, LT_ERR_NOMEM, "out of memory (plan packs)"); break; }
+        for (int j = 0; j < i && pk->same_as < 0; j++) {
+            const lt_plan_pack *o = &p->packs[j];
+            if (o->same_as < 0 && o->src_slot == pk->src_slot && p->slots[o->slot].bytes == p->slots[pk->slot].bytes &&
+                p->slots[o->slot].dtype == p->slots[pk->slot].dtype && strcmp(text[j].s, text[i].s) == 0)
+                pk->same_as = j;
+        }
+    }
+    for (int i = 0; i < p->n_packs; i++) lt_sb_free(&text[i]);
+    lt_mem_free(text);
+    return s;
+}
+
 /* Packed weights: allocate and fill once, by the pack kernel on the backend. On a device, a source
  * no kernel reads directly (so not uploaded with the constants) goes through one temporary buffer. */
 static lt_status fill_packs(lt_ctx *ctx, lt_plan *p) {
     const lt_backend_vtbl *vt = p->backend->vt;
+    LT_TRY(find_repeated_packs(ctx, p));
     int64_t tmp_bytes = 0;
     for (int i = 0; i < p->n_packs && !p->host_memory; i++) {
         int src = p->packs[i].src_slot;
@@ -541,6 +567,10 @@ static lt_status fill_packs(lt_ctx *ctx, lt_plan *p) {
         lt_plan_pack *pk = &p->packs[i];
         lt_plan_slot *S = &p->slots[pk->slot];
         const lt_plan_slot *src = &p->slots[pk->src_slot];
+        if (pk->same_as >= 0) { /* the earlier pack's buffer (after its adoption: the caller's, if so) */
+            S->ptr = p->slots[p->packs[pk->same_as].slot].ptr;
+            continue;
+        }
         s = vt->alloc(p->backend, ctx, (size_t)(S->bytes > 0 ? S->bytes : 1), &S->ptr);
         if (s != LT_OK) break;
         void *args[2] = {S->ptr, src->ptr};
@@ -778,7 +808,7 @@ void lt_plan_free(lt_plan *p) {
     if (p->backend && !p->host_memory) lt_plan_device_free(p);
     if (p->backend) {
         for (int i = 0; i < p->n_packs; i++) {
-            void *ptr = p->slots ? p->slots[p->packs[i].slot].ptr : NULL;
+            void *ptr = p->slots && p->packs[i].same_as < 0 ? p->slots[p->packs[i].slot].ptr : NULL;
             if (ptr && p->packs[i].shared) p->share.const_release(p->share.user, ptr);
             else if (ptr) p->backend->vt->free(p->backend, ptr);
         }

@@ -21,6 +21,8 @@ typedef struct lt_plan_pack {
     const lt_bkernel *bk;
     bool shared;             /* the buffer is the caller's (lt_plan_device_share.pack_adopt): given back
                               * with const_release, not freed */
+    int same_as;             /* -1, or an earlier pack of the same constant and packing whose buffer
+                              * this one reads (neither filled nor freed here) */
 } lt_plan_pack;
 
 /* Extra per-slot state. */
