@@ -197,6 +197,18 @@ static lt_status l_conv_call(lt_lctx *lc, const lt_node *n, const conv_info *ci,
     return LT_LNN(lc, *res);
 }
 
+/* A 1-D convolution as a 2-D one of height 1 (X [N, C, 1, W], W [M, C/g, 1, k], Y [N, M, 1, OW]: the
+ * same memory), so it takes the 2-D microkernel instead of direct loops, whose sum over the window
+ * is one dependent add per tap. */
+static void as_2d(conv_info *ci) {
+    nn_geom *g = &ci->c.g;
+    g->in[1] = g->in[0], g->k[1] = g->k[0], g->s[1] = g->s[0], g->d[1] = g->d[0];
+    g->pb[1] = g->pb[0], g->pe[1] = g->pe[0], g->out[1] = g->out[0];
+    g->in[0] = g->k[0] = g->s[0] = g->d[0] = g->out[0] = 1;
+    g->pb[0] = g->pe[0] = 0;
+    g->nsp = ci->c.nsp = 2;
+}
+
 /* Direct convolution: for n, oc, o..: acc = bias; for ic, k..: acc += x * w; store. */
 static lt_status l_conv(lt_lctx *lc, const lt_node *n, lt_lnode **res) {
     conv_info ci;
@@ -208,9 +220,11 @@ static lt_status l_conv(lt_lctx *lc, const lt_node *n, lt_lnode **res) {
         if (handled) return LT_OK;
     }
     if (conv_is_pointwise(&ci)) return l_conv_pointwise(lc, n, &ci, res);
-    if (ci.c.nsp == 2 && !lc->opt->no_microkernels && !lc->opt->no_packing && !lc->opt->gpu &&
-        (lt_lower_const(lt_lower_mem_value(lc, n->in[1])) || lc->opt->scratch))
+    if ((ci.c.nsp == 2 || ci.c.nsp == 1) && !lc->opt->no_microkernels && !lc->opt->no_packing && !lc->opt->gpu &&
+        (lt_lower_const(lt_lower_mem_value(lc, n->in[1])) || lc->opt->scratch)) {
+        if (ci.c.nsp == 1) as_2d(&ci);
         return l_conv_call(lc, n, &ci, res);
+    }
     int nsp = ci.c.nsp;
     int64_t Cg = ci.c.C / ci.c.group, Mg = ci.c.M / ci.c.group;
     const lt_value *xv = lt_lower_mem_value(lc, n->in[0]), *wv = lt_lower_mem_value(lc, n->in[1]);
