@@ -85,8 +85,8 @@ static lt_status pool_compute(lt_eval *ev, const lt_node *n, const lt_tensor *x,
                         sto += ii * ist[d];
                     }
                     double v = xp[off];
-                    if (kind == POOL_MAX) {
-                        if (best < 0 || v > acc) {
+                    if (kind == POOL_MAX) { /* a NaN in the window is the max (the first one), as in max() */
+                        if (best < 0 || v > acc || (v != v && acc == acc)) {
                             acc = v;
                             best = sto;
                         }
