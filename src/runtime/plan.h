@@ -15,7 +15,8 @@
  * order, best-fit offsets, in-place reuse for single-output elementwise kernels whose input dies at
  * that step; the output of a step that only reshapes is a view sharing its input's memory, its live
  * range joined to the input's). Weights (initializers) are used in place, never copied; packed weights get one
- * persistent buffer each, filled once at plan build by their pack kernel. Graph inputs and outputs are
+ * persistent buffer each, filled once at plan build by their pack kernel (kernels that pack the same
+ * constant the same way share one: an unrolled recurrence's steps). Graph inputs and outputs are
  * the caller's memory: their addresses are patched into the argument arrays at each run. So running
  * compiled steps allocates nothing; host steps allocate what their eval hook allocates, and values
  * without a static shape (DYNAMIC slots) are held as reference-counted datums during the run.
