@@ -14,6 +14,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 
 import numpy as np
 import onnx
@@ -327,3 +328,27 @@ def test_export_strict_c_and_npy(models, tmp_path, cache, name, std):
         r = subprocess.run([str(exe), str(tmp_path / "bad.npy"), *args[1:], *outs], capture_output=True, text=True,
                            timeout=60, cwd=tmp_path)
         assert r.returncode != 0 and "bad.npy" in r.stderr and why in r.stderr, r.stderr
+
+
+def test_export_unrolled_gru_shares_its_packed_weight(tmp_path, cache):
+    """An unrolled GRU's steps pack one recurrent weight: the export allocates and packs it once and
+    the other steps' packs take that buffer (a copy each would be the weight times the steps); the
+    program frees what it allocated (valgrind, when installed) and matches the interpreter."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import test_recurrent_packs as rnn
+    model = str(tmp_path / "gru.onnx")
+    rnn.rnn_model(model, "GRU", 12, 16, 32, 1)
+    d = tmp_path / "exp"
+    export(model, d, cache)
+    src = (d / "model.c").read_text()
+    shared = re.findall(r"model_pk_\[(\d+)\] = model_pk_\[(\d+)\];", src)
+    assert len(shared) >= 11 and len({b for _, b in shared}) == 1, shared
+    exe = build(d)
+    got, want, _ = run_export(exe, d, model)
+    for k in want:
+        np.testing.assert_allclose(got[k], want[k], rtol=1e-4, atol=1e-5, err_msg=k)
+    if shutil.which("valgrind"):
+        ins = sorted(p for p in os.listdir(d) if p.startswith("in_") and p.endswith(".bin"))
+        r = subprocess.run(["valgrind", "--leak-check=full", "--error-exitcode=9", str(exe), *[str(d / i) for i in ins],
+                            str(d / "v0.bin"), str(d / "v1.bin")], capture_output=True, text=True, timeout=600, cwd=d)
+        assert r.returncode == 0, r.stderr[-3000:]

@@ -290,8 +290,11 @@ static void gen_api(exp_state *e, bool embedded, const uint8_t *blob, lt_strbuf 
                     "size_t %s_workspace_size(void) { return %s_WORKSPACE_BYTES; }\n\n", P, P, P, P, up);
     lt_sb_printf(c, "void %s_free(void) {\n", P);
     if (!embedded) lt_sb_printf(c, "    %s_release_(%s_w_);\n", P, P);
-    lt_sb_printf(c, "    %s_release_(%s_ws_);\n    for (int i = 0; i < %d; i++) { %s_release_(%s_pk_[i]); %s_pk_[i] = 0; }\n"
-                    "    %s_w_ = 0; %s_ws_ = 0; %s_ready_ = 0;\n}\n\n", P, P, p->n_packs, P, P, P, P, P, P);
+    lt_sb_printf(c, "    %s_release_(%s_ws_);\n", P, P);
+    for (int i = 0; i < p->n_packs; i++) /* a pack that repeats an earlier one holds that one's buffer */
+        if (p->packs[i].same_as < 0) lt_sb_printf(c, "    %s_release_(%s_pk_[%d]);\n", P, P, i);
+    lt_sb_printf(c, "    for (int i = 0; i < %d; i++) %s_pk_[i] = 0;\n"
+                    "    %s_w_ = 0; %s_ws_ = 0; %s_ready_ = 0;\n}\n\n", p->n_packs, P, P, P, P);
     lt_sb_printf(c, "int %s_init(const char *weights_path) {\n    %s_free();\n    %s_err_[0] = 0;\n", P, P, P);
     if (embedded) {
         lt_sb_printf(c, "    (void)weights_path;\n    %s_w_ = (unsigned char *)%s_wdata_;\n", P, P);
@@ -317,6 +320,10 @@ static void gen_api(exp_state *e, bool embedded, const uint8_t *blob, lt_strbuf 
     lt_sb_printf(c, "    if (!%s_ws_) { snprintf(%s_err_, sizeof %s_err_, \"out of memory\"); %s_free(); return -1; }\n", P, P, P, P);
     for (int i = 0; i < p->n_packs; i++) {
         const lt_plan_pack *pk = &p->packs[i];
+        if (pk->same_as >= 0) { /* the same constant packed the same way: one buffer */
+            lt_sb_printf(c, "    %s_pk_[%d] = %s_pk_[%d];\n", P, i, P, pk->same_as);
+            continue;
+        }
         lt_sb_printf(c, "    %s_pk_[%d] = %s_alloc_(%lldu);\n", P, i, P, (long long)p->slots[pk->slot].bytes);
         lt_sb_printf(c, "    if (!%s_pk_[%d]) { snprintf(%s_err_, sizeof %s_err_, \"out of memory\"); %s_free(); return -1; }\n",
                      P, i, P, P, P);
@@ -670,6 +677,9 @@ static void gen_main(exp_state *e, bool embedded, lt_strbuf *m) {
                  P, P, P, P, P, P);
     for (int k = 0; k < g->n_outputs; k++)
         lt_sb_printf(m, "    if (write_output(pos[N_IN_ + %d], &outputs_[%d], out.%s) != 0) return 2;\n", k, k, e->out_names[k]);
+    for (int i = 0; i < g->n_inputs; i++)
+        if (api_input(p, i)) lt_sb_printf(m, "    free((void *)in.%s);\n", e->in_names[i]);
+    for (int k = 0; k < g->n_outputs; k++) lt_sb_printf(m, "    free(out.%s);\n", e->out_names[k]);
     lt_sb_printf(m, "    %s_free();\n    return 0;\n}\n", P);
 }
 
