@@ -542,7 +542,12 @@ static void fold_batch_into_rows(lt_gemm_desc *g, mm_info *mi) {
     int n = 0;
     while (g->nb > 0) {
         int q = g->nb - 1;
-        if (g->bext[q] != 1 && (g->bsb[q] != 0 || g->bsa[q] != g->ai * g->M || g->bsc[q] != g->ci * g->M)) break;
+        /* one row (M == 1): its stride is free, so the batch dim's strides become the rows' (an
+         * exporter's A [197, 1, 768] is a view whose size-1 dim may carry any stride) */
+        bool one_row = g->M == 1 && g->bext[q] != 1 && g->bsa[q] != 0 && g->bsc[q] != 0;
+        int64_t ai = one_row ? g->bsa[q] : g->ai, ci = one_row ? g->bsc[q] : g->ci;
+        if (g->bext[q] != 1 && (g->bsb[q] != 0 || g->bsa[q] != ai * g->M || g->bsc[q] != ci * g->M)) break;
+        g->ai = ai, g->ci = ci;
         rows[n++] = g->bext[q];
         g->M *= g->bext[q];
         g->nb--;

@@ -73,7 +73,7 @@ LT_FN float lt_log_f32(float x) {
  * calls it from the prelude library, where GCC would otherwise keep it out of line and scalar. */
 LT_FN __attribute__((always_inline)) float lt_tanh_f32(float x) {
     float a = x < 0 ? -x : x;
-    a = a > 9.0f ? 9.0f : a;
+    a = a <= 9.0f ? a : 9.0f;                  /* NaN too: computed on 9, selected away below */
     float y = a + a;
     float n = rintf(y * 1.44269504088896341f);
     float e = lt_exp_reduced_f32(y, n) * LT_U2F((uint32_t)((int32_t)n + 127) << 23);
