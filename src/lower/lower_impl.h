@@ -282,6 +282,13 @@ bool lt_lower_accept_conv_integer(const lt_node *n, char *why, size_t size);
 lt_status lt_lower_matmul_integer(lt_lctx *lc, const lt_node *n, lt_lnode **res);
 lt_status lt_lower_conv_integer(lt_lctx *lc, const lt_node *n, lt_lnode **res);
 
+/* A heap of int64 keys in buf (lower_heap.c): `key` (a variable) sifted down from slot `start` in a heap
+ * of `size` slots (expressions, each read once), then stored; slot(user, s) is the element of heap
+ * slot s. The larger key ranks first in a max-heap, the smaller in a min-heap. NULL: out of memory. */
+typedef lt_lnode *(*lt_heap_slot_fn)(void *user, lt_lnode *s);
+lt_lnode *lt_lower_heap_sift_down(lt_lctx *lc, lt_lbuf *buf, lt_heap_slot_fn slot, void *user, lt_lvar *key,
+                                  lt_lnode *start, lt_lnode *size, int levels, bool max_heap);
+
 /* Shared (DAG) expression nodes of every statement in body become LETs (lower_share.c). */
 lt_status lt_lower_share(lt_lctx *lc, lt_lnode *body, lt_lnode **out);
 

@@ -226,42 +226,14 @@ static lt_lnode *key_box(lt_lctx *lc, lt_lnode *key) {
     return lt_l_binary(K, LT_LOP_SUB, lt_l_int(K, 0x7fffffffLL), lt_l_binary(K, LT_LOP_BITAND, key, lt_l_int(K, 0x7fffffffLL)));
 }
 
+static lt_lnode *nms_slot(void *t, lt_lnode *j) { return slot(t, j); }
+
 /* The key mk (a variable) sifted down from slot `start` (a variable) in a heap of `size` slots (a
- * variable), then stored: each level the larger child moves up into the hole while it is above mk. */
+ * variable), then stored: the larger child moves up into the hole while it is above mk. */
 static lt_status sift_down(nms *t, lt_lvar *mk, lt_lvar *start, lt_lvar *size, lt_lnode **res) {
     lt_lctx *lc = t->lc;
-    lt_lvar *pos = lt_kernel_var(K, "pos", LT_INT64), *act = lt_kernel_var(K, "act", LT_INT64);
-    lt_lvar *q = lt_kernel_var(K, "q", LT_INT64), *l = lt_kernel_var(K, "l", LT_INT64), *w = lt_kernel_var(K, "w", LT_INT64);
-    lt_lvar *wk = lt_kernel_var(K, "wk", LT_INT64), *rk = lt_kernel_var(K, "rk", LT_INT64), *tk = lt_kernel_var(K, "tk", LT_BOOL);
-    if (!pos || !act || !q || !l || !w || !wk || !rk || !tk) return lt_lower_nomem(lc);
-    lt_lnode *r1 = lt_l_add(K, var(lc, l), lt_l_int(K, 1));
-    lt_lnode *right[4] = {
-        lt_l_let(K, rk, lt_l_load(K, t->wb, slot(t, lt_l_add(K, var(lc, l), lt_l_int(K, 1))))),
-        lt_l_let(K, tk, lt_l_binary(K, LT_LOP_GT, var(lc, rk), var(lc, wk))),
-        lt_l_assign(K, w, lt_l_select(K, var(lc, tk), lt_l_add(K, var(lc, l), lt_l_int(K, 1)), var(lc, w))),
-        lt_l_assign(K, wk, lt_l_select(K, var(lc, tk), var(lc, rk), var(lc, wk))),
-    };
-    lt_lnode *move[2] = {lt_l_store(K, t->wb, slot(t, var(lc, pos)), var(lc, wk)), lt_l_assign(K, pos, var(lc, w))};
-    lt_lnode *child[4] = {
-        lt_l_let(K, w, var(lc, l)),
-        lt_l_let(K, wk, lt_l_load(K, t->wb, slot(t, var(lc, l)))),
-        lt_l_if(K, lt_l_binary(K, LT_LOP_LT, r1, var(lc, size)), lt_l_seq(K, 4, right), NULL),
-        lt_l_if(K, lt_l_binary(K, LT_LOP_GT, var(lc, wk), var(lc, mk)), lt_l_seq(K, 2, move), lt_l_assign(K, act, lt_l_int(K, 0))),
-    };
-    lt_lnode *level[2] = {
-        lt_l_let(K, l, lt_l_add(K, lt_l_mul(K, var(lc, pos), lt_l_int(K, 2)), lt_l_int(K, 1))),
-        lt_l_if(K, lt_l_binary(K, LT_LOP_LT, var(lc, l), var(lc, size)), lt_l_seq(K, 4, child),
-                lt_l_assign(K, act, lt_l_int(K, 0))),
-    };
-    lt_lnode *body = lt_l_if(K, lt_l_binary(K, LT_LOP_NE, var(lc, act), lt_l_int(K, 0)), lt_l_seq(K, 2, level), NULL);
-    lt_lnode *all[4] = {
-        lt_l_let(K, pos, var(lc, start)),
-        lt_l_let(K, act, lt_l_int(K, 1)),
-        lt_l_for(K, q, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, t->levels), LT_LOOP_SERIAL, body),
-        lt_l_store(K, t->wb, slot(t, var(lc, pos)), var(lc, mk)),
-    };
-    *res = lt_l_seq(K, 4, all);
-    return LT_LNN(lc, *res);
+    *res = lt_lower_heap_sift_down(lc, t->wb, nms_slot, t, mk, var(lc, start), var(lc, size), t->levels, true);
+    return *res ? LT_OK : lt_lower_nomem(lc);
 }
 
 /* A box's edges and area in float32 (nms_geometry), as variables. */

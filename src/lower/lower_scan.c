@@ -440,42 +440,12 @@ static lt_lnode *elem_key(topk *t, lt_lnode *x, lt_lnode *j) {
 
 static lt_lnode *key_at(topk *t, lt_lnode *s) { return lt_l_load(t->lc->k, t->ib, slot(t, s)); }
 
+/* The flat element of heap slot s (lt_heap_slot_fn). */
+static lt_lnode *topk_slot(void *t, lt_lnode *s) { return slot(t, s); }
+
 /* Key c (a variable) sifted down from slot 0 of a min-heap of `size` slots, then stored. */
 static lt_lnode *key_sift_down(topk *t, lt_lvar *c, lt_lnode *size) {
-    lt_lctx *lc = t->lc;
-    lt_lvar *sz = lt_kernel_var(K, "sz", LT_INT64), *pos = lt_kernel_var(K, "pos", LT_INT64);
-    lt_lvar *act = lt_kernel_var(K, "act", LT_INT64), *q = lt_kernel_var(K, "q", LT_INT64);
-    lt_lvar *l = lt_kernel_var(K, "l", LT_INT64), *w = lt_kernel_var(K, "w", LT_INT64);
-    lt_lvar *wc = lt_kernel_var(K, "wc", LT_INT64), *rc = lt_kernel_var(K, "rc", LT_INT64);
-    lt_lvar *tk = lt_kernel_var(K, "tk", LT_BOOL);
-    if (!sz || !pos || !act || !q || !l || !w || !wc || !rc || !tk) return NULL;
-    lt_lnode *r1 = lt_l_add(K, lt_l_var(K, l), lt_l_int(K, 1));
-    lt_lnode *pick[4] = {
-        lt_l_let(K, rc, key_at(t, lt_l_add(K, lt_l_var(K, l), lt_l_int(K, 1)))),
-        lt_l_let(K, tk, lt_l_binary(K, LT_LOP_LT, lt_l_var(K, rc), lt_l_var(K, wc))),
-        lt_l_assign(K, w, lt_l_select(K, lt_l_var(K, tk), lt_l_add(K, lt_l_var(K, l), lt_l_int(K, 1)), lt_l_var(K, w))),
-        lt_l_assign(K, wc, lt_l_select(K, lt_l_var(K, tk), lt_l_var(K, rc), lt_l_var(K, wc))),
-    };
-    lt_lnode *move[2] = {lt_l_store(K, t->ib, slot(t, lt_l_var(K, pos)), lt_l_var(K, wc)), lt_l_assign(K, pos, lt_l_var(K, w))};
-    lt_lnode *child[4] = {
-        lt_l_let(K, w, lt_l_var(K, l)),
-        lt_l_let(K, wc, key_at(t, lt_l_var(K, l))),
-        lt_l_if(K, lt_l_binary(K, LT_LOP_LT, r1, lt_l_var(K, sz)), lt_l_seq(K, 4, pick), NULL),
-        lt_l_if(K, lt_l_binary(K, LT_LOP_LT, lt_l_var(K, wc), lt_l_var(K, c)), lt_l_seq(K, 2, move),
-                lt_l_assign(K, act, lt_l_int(K, 0))),
-    };
-    lt_lnode *level[2] = {
-        lt_l_let(K, l, lt_l_add(K, lt_l_mul(K, lt_l_var(K, pos), lt_l_int(K, 2)), lt_l_int(K, 1))),
-        lt_l_if(K, lt_l_binary(K, LT_LOP_LT, lt_l_var(K, l), lt_l_var(K, sz)), lt_l_seq(K, 4, child),
-                lt_l_assign(K, act, lt_l_int(K, 0))),
-    };
-    lt_lnode *body = lt_l_if(K, lt_l_binary(K, LT_LOP_NE, lt_l_var(K, act), lt_l_int(K, 0)), lt_l_seq(K, 2, level), NULL);
-    lt_lnode *all[5] = {
-        lt_l_let(K, sz, size), lt_l_let(K, pos, lt_l_int(K, 0)), lt_l_let(K, act, lt_l_int(K, 1)),
-        lt_l_for(K, q, LT_ROLE_REDUCE, lt_l_int(K, 0), lt_l_int(K, heap_levels(t)), LT_LOOP_SERIAL, body),
-        lt_l_store(K, t->ib, slot(t, lt_l_var(K, pos)), lt_l_var(K, c)),
-    };
-    return lt_l_seq(K, 5, all);
+    return lt_lower_heap_sift_down(t->lc, t->ib, topk_slot, t, c, lt_l_int(t->lc->k, 0), size, heap_levels(t), false);
 }
 
 /* Key c (a variable) sifted up from slot j (the heap holds slots [0, j)), then stored. */
