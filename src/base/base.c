@@ -60,8 +60,8 @@ void lt_ctx_clear(lt_ctx *ctx) {
  * every run (2 MiB of output cost about a millisecond). So freed blocks of at least BIG_BLOCK_MIN bytes
  * wait in a small cache (at most BIG_SLOTS blocks, BIG_BYTES in all; the oldest goes back to malloc
  * when a new one needs the room), and an allocation takes the smallest cached block that holds it
- * without wasting more than half of it. The cache is shared by every thread (a mutex) and emptied at
- * exit. Blocks are plain malloc blocks: realloc and free treat them as any other. */
+ * without wasting more than half of it. The cache is shared by every thread (a mutex, held across
+ * fork) and emptied at exit. Blocks are plain malloc blocks: realloc and free treat them as any other. */
 #define BIG_BLOCK_MIN ((size_t)256 << 10)
 #define BIG_SLOTS 16
 #define BIG_BYTES ((size_t)256 << 20)
@@ -113,6 +113,12 @@ static bool big_keep(void *p, size_t n) {
     for (int i = 0; i < n_evicted; i++) free(evicted[i]);
     return true;
 }
+
+/* fork: the cache's mutex is taken around it, so a child never starts with it held by a thread that
+ * does not exist there (Python's multiprocessing forks processes that go on allocating) */
+static void big_lock(void) { pthread_mutex_lock(&g_big.mu); }
+static void big_unlock(void) { pthread_mutex_unlock(&g_big.mu); }
+__attribute__((constructor)) static void big_at_fork(void) { pthread_atfork(big_lock, big_unlock, big_unlock); }
 
 __attribute__((destructor)) static void big_release(void) {
     pthread_mutex_lock(&g_big.mu);

@@ -1,6 +1,7 @@
 /* test_base.c — unit tests of src/base: checked arithmetic, arenas, the allocator hook (failing on
  * purpose), dtype conversions, tensor/datum lifetimes and the hashes (SHA-256 and FNV-1a against
- * published test vectors). Exits non-zero on the first failure. */
+ * published test vectors), the allocator's cache of large blocks (reuse, and fork while another thread
+ * allocates). Exits non-zero on the first failure. */
 #include "base/base.h"
 #include "base/dtype.h"
 #include "base/hash.h"
@@ -8,9 +9,12 @@
 #include "test_util.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 static void test_checked(void) {
     int64_t r;
@@ -133,6 +137,51 @@ static void test_hashes(void) {
     CHECK(lt_fnv1a_more(lt_fnv1a("foo", 3), "bar", 3) == lt_fnv1a("foobar", 6));
 }
 
+/* Large blocks freed and taken again come back from the allocator's cache (the same block for the
+ * same size), hold what is written to them, and a fork while another thread allocates and frees
+ * large blocks leaves the child able to allocate (the cache's lock is held across fork). */
+static void *churn(void *stop) {
+    while (!__atomic_load_n((int *)stop, __ATOMIC_RELAXED)) {
+        void *p = lt_mem_alloc((size_t)1 << 20);
+        lt_mem_free(p);
+    }
+    return NULL;
+}
+
+static void test_big_block_cache(void) {
+    size_t n = (size_t)3 << 20;
+    char *a = lt_mem_alloc(n);
+    CHECK(a != NULL);
+    if (!a) return;
+    memset(a, 7, n);
+    lt_mem_free(a);
+    char *b = lt_mem_alloc(n - 100);
+    CHECK(b == a); /* the cached block */
+    char *c = lt_mem_alloc(n);
+    CHECK(c != NULL && c != b);
+    if (c) memset(c, 1, n);
+    if (b) memset(b, 2, n - 100);
+    CHECK(c && b && c[n - 1] == 1 && b[0] == 2);
+    lt_mem_free(b);
+    lt_mem_free(c);
+    int stop = 0;
+    pthread_t th;
+    CHECK(pthread_create(&th, NULL, churn, &stop) == 0);
+    for (int i = 0; i < 40; i++) {
+        pid_t pid = fork();
+        if (pid == 0) { /* the child: a big allocation and free must not hang */
+            alarm(10);
+            void *p = lt_mem_alloc((size_t)1 << 20);
+            lt_mem_free(p);
+            _exit(p ? 0 : 3);
+        }
+        int st = 0;
+        CHECK(pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    }
+    __atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
+    pthread_join(th, NULL);
+}
+
 int main(void) {
     test_checked();
     test_arena();
@@ -140,5 +189,6 @@ int main(void) {
     test_dtypes();
     test_tensors_under_failing_allocator();
     test_hashes();
+    test_big_block_cache();
     return test_report("test_base");
 }
