@@ -1,6 +1,10 @@
-/* lower_heap.c — the sift-down of a binary heap of int64 keys kept in a buffer, as Loop IR: the one
- * TopK (lower_scan.c, float32 by value-and-index keys) and NonMaxSuppression (lower_nms.c, its
+/* lower_heap.c — a binary heap of int64 keys kept in a buffer, as Loop IR: the keys and the sift-down
+ * that TopK (lower_scan.c, float32 by value-and-index keys) and NonMaxSuppression (lower_nms.c, its
  * candidates by score-and-index keys) share.
+ *
+ * A key is ord * 2^31 + (2^31 - 1 - index): the order of the element's value (an int32-range integer,
+ * lt_f32_order's for a float), then its index, the smaller first; no step of the arithmetic overflows
+ * for indices below 2^31. The index comes back from the low 31 bits.
  *
  * The key in flight moves down from slot `start` through a hole: each level reads the left child,
  * takes the right one instead when it ranks before (a select, no branch), and moves that child up
@@ -47,4 +51,12 @@ lt_lnode *lt_lower_heap_sift_down(lt_lctx *lc, lt_lbuf *buf, lt_heap_slot_fn slo
         lt_l_store(K, buf, slot(user, lt_l_var(K, pos)), lt_l_var(K, key)),
     };
     return lt_l_seq(K, 5, all);
+}
+
+lt_lnode *lt_lower_heap_key(lt_lctx *lc, lt_lnode *ord, lt_lnode *index) {
+    return lt_l_add(K, lt_l_mul(K, ord, lt_l_int(K, (int64_t)1 << 31)), lt_l_binary(K, LT_LOP_SUB, lt_l_int(K, 0x7fffffffLL), index));
+}
+
+lt_lnode *lt_lower_heap_key_index(lt_lctx *lc, lt_lnode *key) {
+    return lt_l_binary(K, LT_LOP_SUB, lt_l_int(K, 0x7fffffffLL), lt_l_binary(K, LT_LOP_BITAND, key, lt_l_int(K, 0x7fffffffLL)));
 }

@@ -288,6 +288,10 @@ lt_status lt_lower_conv_integer(lt_lctx *lc, const lt_node *n, lt_lnode **res);
 typedef lt_lnode *(*lt_heap_slot_fn)(void *user, lt_lnode *s);
 lt_lnode *lt_lower_heap_sift_down(lt_lctx *lc, lt_lbuf *buf, lt_heap_slot_fn slot, void *user, lt_lvar *key,
                                   lt_lnode *start, lt_lnode *size, int levels, bool max_heap);
+/* The heap key of an element: its order ord (an int32-range int64 expression) then its index (below
+ * 2^31), the smaller index first; and the index back from a key. */
+lt_lnode *lt_lower_heap_key(lt_lctx *lc, lt_lnode *ord, lt_lnode *index);
+lt_lnode *lt_lower_heap_key_index(lt_lctx *lc, lt_lnode *key);
 
 /* Shared (DAG) expression nodes of every statement in body become LETs (lower_share.c). */
 lt_status lt_lower_share(lt_lctx *lc, lt_lnode *body, lt_lnode **out);

@@ -218,12 +218,7 @@ static lt_lnode *cand_key(nms *t, lt_lvar *score, lt_lnode *box) {
     lt_lnode *args[1] = {var(lc, score)};
     lt_lnode *ord = lt_l_select(K, lt_l_unary(K, LT_LOP_ISNAN, var(lc, score)), lt_l_int(K, INT32_MIN),
                                 lt_l_call(K, LT_INT64, "lt_f32_order", 1, args));
-    return lt_l_add(K, lt_l_mul(K, ord, lt_l_int(K, (int64_t)1 << 31)), lt_l_binary(K, LT_LOP_SUB, lt_l_int(K, 0x7fffffffLL), box));
-}
-
-/* The box index of a key. */
-static lt_lnode *key_box(lt_lctx *lc, lt_lnode *key) {
-    return lt_l_binary(K, LT_LOP_SUB, lt_l_int(K, 0x7fffffffLL), lt_l_binary(K, LT_LOP_BITAND, key, lt_l_int(K, 0x7fffffffLL)));
+    return lt_lower_heap_key(lc, ord, box);
 }
 
 static lt_lnode *nms_slot(void *t, lt_lnode *j) { return slot(t, j); }
@@ -410,7 +405,7 @@ static lt_status pop_pass(nms *t, lt_lvar *nc, lt_lvar *ns, lt_lvar *mo, lt_lnod
     for (int e = 0; e < 5; e++) write[3 + e] = lt_l_store(K, t->kept, kept_elem(t, var(lc, ns), e), var(lc, av[e]));
     write[8] = lt_l_assign(K, ns, lt_l_add(K, var(lc, ns), lt_l_int(K, 1)));
     lt_lnode *round[7] = {
-        lt_l_let(K, cd, key_box(lc, lt_l_load(K, t->wb, slot(t, lt_l_int(K, 0))))),
+        lt_l_let(K, cd, lt_lower_heap_key_index(lc, lt_l_load(K, t->wb, slot(t, lt_l_int(K, 0))))),
         lt_l_assign(K, nc, lt_l_binary(K, LT_LOP_SUB, var(lc, nc), lt_l_int(K, 1))),
         lt_l_if(K, lt_l_binary(K, LT_LOP_GT, var(lc, nc), lt_l_int(K, 0)), lt_l_seq(K, 3, refill), NULL),
         ageo,

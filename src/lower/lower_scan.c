@@ -435,7 +435,7 @@ static lt_lnode *elem_key(topk *t, lt_lnode *x, lt_lnode *j) {
     lt_lnode *args[1] = {x};
     lt_lnode *ord = lt_l_call(K, LT_INT64, "lt_f32_order", 1, args);
     if (!t->largest) ord = lt_l_binary(K, LT_LOP_SUB, lt_l_int(K, -1), ord);
-    return lt_l_add(K, lt_l_mul(K, ord, lt_l_int(K, (int64_t)1 << 31)), lt_l_binary(K, LT_LOP_SUB, lt_l_int(K, 0x7fffffffLL), j));
+    return lt_lower_heap_key(lc, ord, j);
 }
 
 static lt_lnode *key_at(topk *t, lt_lnode *s) { return lt_l_load(t->lc->k, t->ib, slot(t, s)); }
@@ -512,9 +512,8 @@ static lt_status topk_key_row(lt_lctx *lc, const lt_node *n, topk *t, lt_lnode *
     /* decode: the index from the low 31 bits, the value read again */
     rows_at(r, lt_l_var(K, ix), idx);
     LT_TRY(read_x(lc, n, idx, &xv, NULL));
-    lt_lnode *low = lt_l_binary(K, LT_LOP_BITAND, key_at(t, lt_l_var(K, j3)), lt_l_int(K, 0x7fffffffLL));
     lt_lnode *dec[3] = {
-        lt_l_let(K, ix, lt_l_binary(K, LT_LOP_SUB, lt_l_int(K, 0x7fffffffLL), low)),
+        lt_l_let(K, ix, lt_lower_heap_key_index(lc, key_at(t, lt_l_var(K, j3)))),
         lt_l_store(K, t->ib, slot(t, lt_l_var(K, j3)), lt_l_var(K, ix)),
         lt_l_store(K, t->vb, slot(t, lt_l_var(K, j3)), xv),
     };
